@@ -1,0 +1,1 @@
+//! The kernel uverbs ABI and the rdma_rxe ABI as Rust types.

@@ -1,0 +1,1 @@
+//! ND2 / NDK connector semantics over rdma_cm.

@@ -1,0 +1,1 @@
+//! rxe_rs: a libibverbs provider for rdma_rxe.
