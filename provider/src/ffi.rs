@@ -1,0 +1,53 @@
+//! The one panic boundary of the crate.
+//!
+//! Every `extern "C"` function libibverbs can call runs its body through
+//! [`guard`], so no unwind ever crosses into C: a panic is logged and turned
+//! into the function's failure value (NULL, an errno, or nothing).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `body`; if it panics, logs and returns `on_panic` instead.
+///
+/// `AssertUnwindSafe` is sound here because after a panic we never look at the
+/// state `body` was touching again: the caller gets a failure value and any
+/// half-built object is leaked rather than used.
+pub(crate) fn guard<R>(entry: &'static str, on_panic: R, body: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("(non-string panic)");
+            log::error!("{entry}: internal error, failing the call: {what}");
+            on_panic
+        }
+    }
+}
+
+/// Sets the calling thread's `errno`, which libibverbs and its callers read
+/// after a provider entry returned NULL.
+pub(crate) fn set_errno(errno: i32) {
+    // SAFETY: __errno_location returns a valid pointer to this thread's errno.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_passes_values_through() {
+        assert_eq!(guard("t", -1, || 7), 7);
+    }
+
+    #[test]
+    fn guard_turns_a_panic_into_the_failure_value() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let r = guard("t", libc::EIO, || -> i32 { panic!("boom") });
+        std::panic::set_hook(prev);
+        assert_eq!(r, libc::EIO);
+    }
+}

@@ -1,0 +1,256 @@
+//! Mirrors of libibverbs' private context structs as they are in rdma-core
+//! v36 to v58: `struct verbs_context` (public header, but its layout is
+//! private ABI) and `struct verbs_context_ops` (`driver.h`).
+//!
+//! History, checked against rdma-core's tags:
+//! - v34 had 73 ops, v35 75 (import_dm, unimport_dm), v36 added
+//!   `query_qp_data_in_order`: inside PABI 34 the table moved twice, and since
+//!   `verbs_set_ops` copies by the library's own field order (no size is
+//!   passed), a table for the wrong release silently lands ops in wrong slots.
+//! - v36..v58: 76 ops, alphabetical; `verbs_context` unchanged. PABI 57
+//!   (v57, v58) changed `ibv_cmd_*` signatures only, so these mirrors serve
+//!   it as they are.
+//! - v59 (PABI 59) added 3 ops and grew `verbs_context`; v62 inserted 2 more
+//!   ops and more `verbs_context` fields *without* a PABI bump; v64 (PABI 64)
+//!   2 more ops. Each of those gets its own module beside this one and its
+//!   own [`super::layout::Layout`] variant.
+
+#![allow(non_camel_case_types, non_snake_case)]
+
+use core::ffi::{c_int, c_void};
+use core::mem::{offset_of, size_of};
+
+use super::public::{
+    ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn,
+};
+
+pub type free_context_fn = unsafe extern "C" fn(*mut ibv_context);
+pub type query_device_ex_fn = unsafe extern "C" fn(
+    *mut ibv_context,
+    *const ibv_query_device_ex_input,
+    *mut ibv_device_attr_ex,
+    usize,
+) -> c_int;
+pub type query_port_fn = unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr) -> c_int;
+
+/// `struct verbs_context`: grows *downwards*, so `context` is always last and
+/// the fields before it are what changes between releases.
+#[repr(C)]
+pub struct verbs_context {
+    pub query_port: opaque_fn,
+    pub advise_mr: opaque_fn,
+    pub alloc_null_mr: opaque_fn,
+    pub read_counters: opaque_fn,
+    pub attach_counters_point_flow: opaque_fn,
+    pub create_counters: opaque_fn,
+    pub destroy_counters: opaque_fn,
+    pub reg_dm_mr: opaque_fn,
+    pub alloc_dm: opaque_fn,
+    pub free_dm: opaque_fn,
+    pub modify_flow_action_esp: opaque_fn,
+    pub destroy_flow_action: opaque_fn,
+    pub create_flow_action_esp: opaque_fn,
+    pub modify_qp_rate_limit: opaque_fn,
+    pub alloc_parent_domain: opaque_fn,
+    pub dealloc_td: opaque_fn,
+    pub alloc_td: opaque_fn,
+    pub modify_cq: opaque_fn,
+    pub post_srq_ops: opaque_fn,
+    pub destroy_rwq_ind_table: opaque_fn,
+    pub create_rwq_ind_table: opaque_fn,
+    pub destroy_wq: opaque_fn,
+    pub modify_wq: opaque_fn,
+    pub create_wq: opaque_fn,
+    pub query_rt_values: opaque_fn,
+    pub create_cq_ex: opaque_fn,
+    pub priv_: *mut c_void,
+    pub query_device_ex: opaque_fn,
+    pub ibv_destroy_flow: opaque_fn,
+    pub ABI_placeholder2: opaque_fn,
+    pub ibv_create_flow: opaque_fn,
+    pub ABI_placeholder1: opaque_fn,
+    pub open_qp: opaque_fn,
+    pub create_qp_ex: opaque_fn,
+    pub get_srq_num: opaque_fn,
+    pub create_srq_ex: opaque_fn,
+    pub open_xrcd: opaque_fn,
+    pub close_xrcd: opaque_fn,
+    pub _ABI_placeholder3: u64,
+    /// Set by libibverbs to its own `sizeof(struct verbs_context)`.
+    pub sz: usize,
+    pub context: ibv_context,
+}
+const _: () = assert!(size_of::<verbs_context>() == 648);
+const _: () = assert!(offset_of!(verbs_context, priv_) == 208);
+const _: () = assert!(offset_of!(verbs_context, query_device_ex) == 216);
+const _: () = assert!(offset_of!(verbs_context, close_xrcd) == 296);
+const _: () = assert!(offset_of!(verbs_context, sz) == 312);
+const _: () = assert!(offset_of!(verbs_context, context) == 320);
+
+/// `struct verbs_context_ops`, v36..v58: every op a provider can offer.
+/// Slots left `None` keep libibverbs' dummy op, which fails with EOPNOTSUPP.
+#[repr(C)]
+pub struct verbs_context_ops {
+    pub advise_mr: opaque_fn,
+    pub alloc_dm: opaque_fn,
+    pub alloc_mw: opaque_fn,
+    pub alloc_null_mr: opaque_fn,
+    pub alloc_parent_domain: opaque_fn,
+    pub alloc_pd: opaque_fn,
+    pub alloc_td: opaque_fn,
+    pub async_event: opaque_fn,
+    pub attach_counters_point_flow: opaque_fn,
+    pub attach_mcast: opaque_fn,
+    pub bind_mw: opaque_fn,
+    pub close_xrcd: opaque_fn,
+    pub cq_event: opaque_fn,
+    pub create_ah: opaque_fn,
+    pub create_counters: opaque_fn,
+    pub create_cq: opaque_fn,
+    pub create_cq_ex: opaque_fn,
+    pub create_flow: opaque_fn,
+    pub create_flow_action_esp: opaque_fn,
+    pub create_qp: opaque_fn,
+    pub create_qp_ex: opaque_fn,
+    pub create_rwq_ind_table: opaque_fn,
+    pub create_srq: opaque_fn,
+    pub create_srq_ex: opaque_fn,
+    pub create_wq: opaque_fn,
+    pub dealloc_mw: opaque_fn,
+    pub dealloc_pd: opaque_fn,
+    pub dealloc_td: opaque_fn,
+    pub dereg_mr: opaque_fn,
+    pub destroy_ah: opaque_fn,
+    pub destroy_counters: opaque_fn,
+    pub destroy_cq: opaque_fn,
+    pub destroy_flow: opaque_fn,
+    pub destroy_flow_action: opaque_fn,
+    pub destroy_qp: opaque_fn,
+    pub destroy_rwq_ind_table: opaque_fn,
+    pub destroy_srq: opaque_fn,
+    pub destroy_wq: opaque_fn,
+    pub detach_mcast: opaque_fn,
+    pub free_context: Option<free_context_fn>,
+    pub free_dm: opaque_fn,
+    pub get_srq_num: opaque_fn,
+    pub import_dm: opaque_fn,
+    pub import_mr: opaque_fn,
+    pub import_pd: opaque_fn,
+    pub modify_cq: opaque_fn,
+    pub modify_flow_action_esp: opaque_fn,
+    pub modify_qp: opaque_fn,
+    pub modify_qp_rate_limit: opaque_fn,
+    pub modify_srq: opaque_fn,
+    pub modify_wq: opaque_fn,
+    pub open_qp: opaque_fn,
+    pub open_xrcd: opaque_fn,
+    pub poll_cq: opaque_fn,
+    pub post_recv: opaque_fn,
+    pub post_send: opaque_fn,
+    pub post_srq_ops: opaque_fn,
+    pub post_srq_recv: opaque_fn,
+    pub query_device_ex: Option<query_device_ex_fn>,
+    pub query_ece: opaque_fn,
+    pub query_port: Option<query_port_fn>,
+    pub query_qp: opaque_fn,
+    pub query_qp_data_in_order: opaque_fn,
+    pub query_rt_values: opaque_fn,
+    pub query_srq: opaque_fn,
+    pub read_counters: opaque_fn,
+    pub reg_dm_mr: opaque_fn,
+    pub reg_dmabuf_mr: opaque_fn,
+    pub reg_mr: opaque_fn,
+    pub req_notify_cq: opaque_fn,
+    pub rereg_mr: opaque_fn,
+    pub resize_cq: opaque_fn,
+    pub set_ece: opaque_fn,
+    pub unimport_dm: opaque_fn,
+    pub unimport_mr: opaque_fn,
+    pub unimport_pd: opaque_fn,
+}
+const _: () = assert!(size_of::<verbs_context_ops>() == 76 * 8);
+const _: () = assert!(offset_of!(verbs_context_ops, free_context) == 312);
+const _: () = assert!(offset_of!(verbs_context_ops, query_device_ex) == 464);
+const _: () = assert!(offset_of!(verbs_context_ops, query_port) == 480);
+
+impl verbs_context_ops {
+    /// A table with every op unset.
+    pub const EMPTY: Self = Self {
+        advise_mr: None,
+        alloc_dm: None,
+        alloc_mw: None,
+        alloc_null_mr: None,
+        alloc_parent_domain: None,
+        alloc_pd: None,
+        alloc_td: None,
+        async_event: None,
+        attach_counters_point_flow: None,
+        attach_mcast: None,
+        bind_mw: None,
+        close_xrcd: None,
+        cq_event: None,
+        create_ah: None,
+        create_counters: None,
+        create_cq: None,
+        create_cq_ex: None,
+        create_flow: None,
+        create_flow_action_esp: None,
+        create_qp: None,
+        create_qp_ex: None,
+        create_rwq_ind_table: None,
+        create_srq: None,
+        create_srq_ex: None,
+        create_wq: None,
+        dealloc_mw: None,
+        dealloc_pd: None,
+        dealloc_td: None,
+        dereg_mr: None,
+        destroy_ah: None,
+        destroy_counters: None,
+        destroy_cq: None,
+        destroy_flow: None,
+        destroy_flow_action: None,
+        destroy_qp: None,
+        destroy_rwq_ind_table: None,
+        destroy_srq: None,
+        destroy_wq: None,
+        detach_mcast: None,
+        free_context: None,
+        free_dm: None,
+        get_srq_num: None,
+        import_dm: None,
+        import_mr: None,
+        import_pd: None,
+        modify_cq: None,
+        modify_flow_action_esp: None,
+        modify_qp: None,
+        modify_qp_rate_limit: None,
+        modify_srq: None,
+        modify_wq: None,
+        open_qp: None,
+        open_xrcd: None,
+        poll_cq: None,
+        post_recv: None,
+        post_send: None,
+        post_srq_ops: None,
+        post_srq_recv: None,
+        query_device_ex: None,
+        query_ece: None,
+        query_port: None,
+        query_qp: None,
+        query_qp_data_in_order: None,
+        query_rt_values: None,
+        query_srq: None,
+        read_counters: None,
+        reg_dm_mr: None,
+        reg_dmabuf_mr: None,
+        reg_mr: None,
+        req_notify_cq: None,
+        rereg_mr: None,
+        resize_cq: None,
+        set_ece: None,
+        unimport_dm: None,
+        unimport_mr: None,
+        unimport_pd: None,
+    };
+}

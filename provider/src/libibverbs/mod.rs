@@ -1,0 +1,13 @@
+//! Everything that touches libibverbs: mirrors of the structs it shares with
+//! providers, and the runtime glue that finds the libibverbs loaded in this
+//! process and decides which of those layouts it has.
+//!
+//! - [`public`]: public `verbs.h` structs (stable ABI);
+//! - [`device_abi`]: private device-level structs (same from v35 to v64);
+//! - [`context_v36`]: private context structs of rdma-core v36..v58;
+//! - [`layout`]: which layout a given libibverbs has (pure logic);
+//! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
+
+pub mod context_v36;
+pub mod device_abi;
+pub mod public;
