@@ -6,6 +6,7 @@
 //! The rules come from `docs/nd-semantics.md`; each module says which part.
 
 pub mod cm_event;
+pub mod connection_data;
 pub mod ports;
 pub mod status;
 

@@ -99,7 +99,7 @@ impl PortRange {
         self.last
     }
 
-    pub fn len(self) -> u32 {
+    pub fn port_count(self) -> u32 {
         u32::from(self.last - self.first) + 1
     }
 
@@ -156,7 +156,7 @@ impl Table {
 
     fn pick_ephemeral(&mut self, ip: IpAddr) -> Result<u16, NdStatus> {
         let mut port = self.cursor;
-        for _ in 0..self.range.len() {
+        for _ in 0..self.range.port_count() {
             if self.overlapping(ip, port).next().is_none() {
                 self.cursor = self.range.after(port);
                 return Ok(port);
@@ -406,9 +406,9 @@ mod tests {
     #[test]
     fn range_parsing() {
         assert_eq!(PortRange::parse("50000-50002"), PortRange::new(50000, 50002));
-        assert_eq!(PortRange::parse(" 1 - 1 ").unwrap().len(), 1);
+        assert_eq!(PortRange::parse(" 1 - 1 ").unwrap().port_count(), 1);
         assert_eq!(PortRange::parse("49152-65535"), Ok(PortRange::ND_EPHEMERAL));
-        assert_eq!(PortRange::ND_EPHEMERAL.len(), 16384);
+        assert_eq!(PortRange::ND_EPHEMERAL.port_count(), 16384);
         for bad in ["", "50000", "50000-", "-5", "a-b", "1-65536", "50000:50002", "1-2-3"] {
             assert_eq!(PortRange::parse(bad), Err(PortRangeError::Syntax(bad.into())), "{bad:?}");
         }
