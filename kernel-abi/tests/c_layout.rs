@@ -1,0 +1,474 @@
+//! Compares every type of kernel-abi with the C compiler's layout of the UAPI headers.
+//!
+//! Both sides are enumerated, neither is a hand-picked list:
+//! - Rust: `kernel_abi::LAYOUTS`, the table that the `abi!` macro builds from the same
+//!   declarations that define the types. The crate's sources are scanned so that a type declared
+//!   outside `abi!`, or a module whose table is not in `LAYOUTS`, fails.
+//! - C: clang's `-fdump-record-layouts` of a probe that names every Rust type and every record
+//!   the five headers declare; its fields (nested records expanded, anonymous members flattened)
+//!   come from the compiler.
+//!
+//! The reference is `/usr/include` (Debian bookworm, Linux 6.1 UAPI). Fields only newer kernels
+//! have (`rxe_send_wr.wr.flush`, `rxe_dma_info.atomic_wr`) are checked against the
+//! linux-libc-dev of Debian trixie, downloaded once into the target directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use kernel_abi::layout::{Kind, Origin, TypeLayout};
+
+/// The headers whose every record must have a Rust twin.
+const HEADERS: &[&str] = &[
+    "rdma/ib_user_verbs.h",
+    "rdma/ib_user_ioctl_verbs.h",
+    "rdma/ib_user_ioctl_cmds.h",
+    "rdma/rdma_user_ioctl_cmds.h",
+    "rdma/rdma_user_rxe.h",
+];
+
+const BOOKWORM_INCLUDE: &str = "/usr/include";
+const TRIXIE_SOURCES_LINE: &str = "deb http://deb.debian.org/debian trixie main";
+
+// ---------------------------------------------------------------------------------------------
+// The Rust side
+
+fn rust_types() -> BTreeMap<&'static str, &'static TypeLayout> {
+    let mut types = BTreeMap::new();
+    for layout in kernel_abi::LAYOUTS.iter().flat_map(|module| module.iter()) {
+        assert!(
+            types.insert(layout.name, layout).is_none(),
+            "{} is in LAYOUTS twice",
+            layout.name
+        );
+    }
+    types
+}
+
+/// Every field reachable from `ty`, as C spells the access path (`wr.ud.av.grh.dgid.raw`),
+/// with its offset from the start of `ty`.
+fn rust_paths(types: &BTreeMap<&str, &TypeLayout>, ty: &TypeLayout) -> BTreeMap<String, usize> {
+    fn walk(
+        types: &BTreeMap<&str, &TypeLayout>,
+        ty: &TypeLayout,
+        prefix: &str,
+        base: usize,
+        out: &mut BTreeMap<String, usize>,
+    ) {
+        for field in ty.fields {
+            let name = field.name.trim_start_matches("r#");
+            let offset = base + field.offset;
+            match types.get(field.ty) {
+                Some(inner) if inner.origin == Origin::Anonymous => {
+                    walk(types, inner, prefix, offset, out)
+                }
+                Some(inner) => {
+                    out.insert(format!("{prefix}{name}"), offset);
+                    walk(types, inner, &format!("{prefix}{name}."), offset, out);
+                }
+                None => {
+                    out.insert(format!("{prefix}{name}"), offset);
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(types, ty, "", 0, &mut out);
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The C side
+
+#[derive(Debug)]
+struct CRecord {
+    kind: Kind,
+    size: usize,
+    align: usize,
+    /// Access path -> offset, as for `rust_paths`.
+    paths: BTreeMap<String, usize>,
+}
+
+/// Runs clang over a probe that makes it lay out `records` (`struct x` / `union x`) and parses
+/// its record layout dump into the named records it printed.
+fn c_records(include: &[PathBuf], records: &BTreeSet<String>, tag: &str) -> BTreeMap<String, CRecord> {
+    let mut probe = String::new();
+    for header in HEADERS {
+        writeln!(probe, "#include <{header}>").unwrap();
+    }
+    for (i, record) in records.iter().enumerate() {
+        // Taking the size forces clang to compute, and so dump, the layout.
+        writeln!(probe, "unsigned long probe_{i} = sizeof({record});").unwrap();
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_layout");
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe_path = dir.join(format!("probe_{tag}.c"));
+    std::fs::write(&probe_path, probe).unwrap();
+
+    let mut clang = Command::new("clang");
+    clang.args(["-fsyntax-only", "-Xclang", "-fdump-record-layouts"]);
+    for dir in include {
+        clang.arg("-I").arg(dir);
+    }
+    let output = clang.arg(&probe_path).output().unwrap_or_else(|e| {
+        panic!("cannot run clang ({e}): the layout test needs clang (Debian: apt-get install clang)")
+    });
+    assert!(
+        output.status.success(),
+        "clang failed on {}:\n{}",
+        probe_path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    parse_record_dump(&String::from_utf8(output.stdout).unwrap())
+}
+
+/// Parses clang's `-fdump-record-layouts` output. A block looks like
+/// ```text
+/// *** Dumping AST Record Layout
+///          0 | struct rxe_av
+///          0 |   __u8 port_num
+///          8 |   struct rxe_global_route grh
+///          8 |     union rxe_gid dgid
+///          8 |       __u8[16] raw
+///         32 |   union rxe_av::(unnamed at ...) sgid_addr
+///         ...
+///            | [sizeof=88, align=8]
+/// ```
+/// Two spaces of indent per nesting level; the member name is the last word, and a line ending
+/// in `)` is an anonymous member whose fields belong to the enclosing record.
+fn parse_record_dump(dump: &str) -> BTreeMap<String, CRecord> {
+    let mut records = BTreeMap::new();
+    for block in dump.split("*** Dumping AST Record Layout").skip(1) {
+        let mut lines = block.lines().filter(|l| l.contains('|'));
+        let (_, head) = lines.next().unwrap().split_once('|').unwrap();
+        let (kind, name) = head.trim().split_once(' ').unwrap();
+        if name.contains("::") || name.contains('(') {
+            continue; // only records C code can name are probed on their own
+        }
+        let kind = match kind {
+            "struct" => Kind::Struct,
+            "union" => Kind::Union,
+            other => panic!("unexpected record kind {other} in clang's dump"),
+        };
+        let (mut size, mut align) = (None, None);
+        let mut paths = BTreeMap::new();
+        // Member name (None when anonymous) at each nesting level above the current line.
+        let mut stack: Vec<Option<&str>> = Vec::new();
+        let mut skip_below: Option<usize> = None;
+        for line in lines {
+            let (offset, rest) = line.split_once('|').unwrap();
+            let text = rest.trim();
+            if let Some(summary) = text.strip_prefix('[') {
+                size = field_value(summary, "sizeof=");
+                align = field_value(summary, "align=");
+                continue;
+            }
+            let depth = (rest.len() - rest.trim_start().len() - 1) / 2;
+            if skip_below.is_some_and(|d| depth > d) {
+                continue;
+            }
+            skip_below = None;
+            let member = if text.ends_with(')') {
+                None
+            } else {
+                Some(text.rsplit_once(' ').expect("member without a name").1)
+            };
+            // __DECLARE_FLEX_ARRAY puts an empty struct named __empty_<name> beside each
+            // flexible array so that it may sit in a union; it carries no data.
+            if member.is_some_and(|m| m.starts_with("__empty_")) {
+                skip_below = Some(depth);
+                continue;
+            }
+            stack.truncate(depth - 1);
+            stack.push(member);
+            if member.is_some() {
+                let path: Vec<&str> = stack.iter().flatten().copied().collect();
+                paths.insert(path.join("."), offset.trim().parse().unwrap());
+            }
+        }
+        records.insert(
+            name.to_string(),
+            CRecord {
+                kind,
+                size: size.expect("record without sizeof"),
+                align: align.expect("record without align"),
+                paths,
+            },
+        );
+    }
+    records
+}
+
+fn field_value(summary: &str, key: &str) -> Option<usize> {
+    let start = summary.find(key)? + key.len();
+    let digits: String = summary[start..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// `struct name {` / `union name {` at the start of a line: every record a header defines.
+fn header_records(include: &Path) -> BTreeSet<String> {
+    let mut records = BTreeSet::new();
+    for header in HEADERS {
+        let text = std::fs::read_to_string(include.join(header))
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", include.join(header).display()));
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            let (Some(kind @ ("struct" | "union")), Some(name)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let opens_body = name.ends_with('{') || words.next() == Some("{");
+            let name = name.trim_end_matches('{');
+            let is_ident = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+            if opens_body && is_ident {
+                records.insert(format!("{kind} {name}"));
+            }
+        }
+    }
+    records
+}
+
+// ---------------------------------------------------------------------------------------------
+// The newer header (Debian trixie's linux-libc-dev)
+
+/// Include directories of trixie's linux-libc-dev, fetched and unpacked on first use.
+fn trixie_include() -> Vec<PathBuf> {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("linux-libc-dev-trixie");
+    let root = cache.join("root");
+    if !root.join("usr/include/rdma/rdma_user_rxe.h").exists() {
+        fetch_trixie_headers(&cache, &root).unwrap_or_else(|why| {
+            panic!(
+                "cannot get Debian trixie's linux-libc-dev: {why}\n\
+                 The layout test checks the fields newer than Linux 6.1 (rxe flush and atomic \
+                 write) against trixie's kernel headers. It needs apt-get and dpkg-deb \
+                 (Debian/Ubuntu) and HTTP access to deb.debian.org; or unpack that package \
+                 yourself into {}",
+                root.display()
+            )
+        });
+    }
+    let arch_dir = root.join(format!("usr/include/{}-linux-gnu", std::env::consts::ARCH));
+    vec![root.join("usr/include"), arch_dir]
+}
+
+/// apt-get with a private sources list, list directory and cache, so the system's apt state
+/// is neither used nor changed.
+fn fetch_trixie_headers(cache: &Path, root: &Path) -> Result<(), String> {
+    let work = cache.join(format!("fetch-{}", std::process::id()));
+    for dir in ["lists/partial", "cache/archives/partial", "deb"] {
+        std::fs::create_dir_all(work.join(dir)).map_err(|e| e.to_string())?;
+    }
+    let sources = work.join("sources.list");
+    std::fs::write(&sources, format!("{TRIXIE_SOURCES_LINE}\n")).map_err(|e| e.to_string())?;
+    let apt_options = [
+        format!("Dir::Etc::SourceList={}", sources.display()),
+        "Dir::Etc::SourceParts=/dev/null".to_string(),
+        format!("Dir::State::Lists={}", work.join("lists").display()),
+        format!("Dir::Cache={}", work.join("cache").display()),
+    ];
+    let apt = |args: &[&str], cwd: &Path| -> Result<(), String> {
+        let mut cmd = Command::new("apt-get");
+        cmd.arg("-q");
+        for option in &apt_options {
+            cmd.arg("-o").arg(option);
+        }
+        let out = cmd
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .map_err(|e| format!("cannot run apt-get: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "apt-get {} failed:\n{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    };
+    apt(&["update"], &work)?;
+    apt(&["download", "linux-libc-dev"], &work.join("deb"))?;
+    let deb = std::fs::read_dir(work.join("deb"))
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "deb"))
+        .ok_or("apt-get download left no .deb")?;
+    let unpacked = work.join("root");
+    let status = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&unpacked)
+        .status()
+        .map_err(|e| format!("cannot run dpkg-deb: {e}"))?;
+    if !status.success() {
+        return Err(format!("dpkg-deb -x {} failed", deb.display()));
+    }
+    // Rename last, so that a half-done fetch is never taken for a cache.
+    match std::fs::rename(&unpacked, root) {
+        Ok(()) => {}
+        Err(_) if root.exists() => {} // another test process got there first
+        Err(e) => return Err(e.to_string()),
+    }
+    std::fs::remove_dir_all(&work).map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The comparisons
+
+struct Headers {
+    bookworm: BTreeMap<String, CRecord>,
+    trixie: BTreeMap<String, CRecord>,
+    /// Every record the bookworm headers define.
+    declared: BTreeSet<String>,
+}
+
+fn c_name(ty: &TypeLayout) -> String {
+    let kind = match ty.kind {
+        Kind::Struct => "struct",
+        Kind::Union => "union",
+    };
+    format!("{kind} {}", ty.name)
+}
+
+fn headers() -> &'static Headers {
+    static HEADERS_CELL: OnceLock<Headers> = OnceLock::new();
+    HEADERS_CELL.get_or_init(|| {
+        let declared = header_records(Path::new(BOOKWORM_INCLUDE));
+        let mut probed = declared.clone();
+        probed.extend(
+            rust_types().values().filter(|t| t.origin == Origin::Named).map(|t| c_name(t)),
+        );
+        Headers {
+            bookworm: c_records(&[PathBuf::from(BOOKWORM_INCLUDE)], &probed, "bookworm"),
+            trixie: c_records(&trixie_include(), &probed, "trixie"),
+            declared,
+        }
+    })
+}
+
+fn compare_record(errors: &mut Vec<String>, ty: &TypeLayout, which: &str, c: Option<&CRecord>) {
+    let Some(c) = c else {
+        errors.push(format!("{}: not found in the {which} headers", c_name(ty)));
+        return;
+    };
+    if c.kind != ty.kind || c.size != ty.size || c.align != ty.align {
+        errors.push(format!(
+            "{} ({which}): C is {:?} size {} align {}, Rust is {:?} size {} align {}",
+            ty.name, c.kind, c.size, c.align, ty.kind, ty.size, ty.align
+        ));
+    }
+}
+
+#[test]
+fn every_type_matches_the_c_layout() {
+    let types = rust_types();
+    let headers = headers();
+    let mut errors = Vec::new();
+    let mut compared_fields = 0;
+    for ty in types.values().filter(|t| t.origin == Origin::Named) {
+        let name = c_name(ty);
+        let bookworm = headers.bookworm.get(ty.name);
+        let trixie = headers.trixie.get(ty.name);
+        compare_record(&mut errors, ty, "bookworm", bookworm);
+        compare_record(&mut errors, ty, "trixie", trixie);
+        let (Some(bookworm), Some(trixie)) = (bookworm, trixie) else { continue };
+        let rust = rust_paths(&types, ty);
+        for (path, &offset) in &rust {
+            compared_fields += 1;
+            match (bookworm.paths.get(path), trixie.paths.get(path)) {
+                (Some(&c), _) if c != offset => errors.push(format!(
+                    "{name}.{path}: offset {offset} in Rust, {c} in the bookworm header"
+                )),
+                (_, Some(&c)) if c != offset => errors.push(format!(
+                    "{name}.{path}: offset {offset} in Rust, {c} in the trixie header"
+                )),
+                (None, None) => errors.push(format!(
+                    "{name}.{path}: in Rust but in neither the bookworm nor the trixie header"
+                )),
+                _ => {}
+            }
+        }
+        for path in bookworm.paths.keys().filter(|p| !rust.contains_key(*p)) {
+            errors.push(format!("{name}.{path}: in the bookworm header, missing in Rust"));
+        }
+    }
+    assert!(errors.is_empty(), "{} layout mismatches:\n{}", errors.len(), errors.join("\n"));
+    // The table cannot be empty or fieldless without the comparison being hollow.
+    assert!(compared_fields > 1000, "only {compared_fields} fields compared");
+}
+
+#[test]
+fn the_newer_fields_are_only_in_the_newer_header() {
+    // The fields this crate takes from Linux 6.2+ must really be absent from the 6.1 headers
+    // and present in trixie's; this keeps the two-header comparison honest.
+    let headers = headers();
+    for (record, path) in [("rxe_send_wr", "wr.flush.level"), ("rxe_dma_info", "atomic_wr")] {
+        assert!(!headers.bookworm[record].paths.contains_key(path), "{record}.{path} in bookworm");
+        assert!(headers.trixie[record].paths.contains_key(path), "{record}.{path} not in trixie");
+    }
+}
+
+#[test]
+fn every_record_of_the_headers_is_declared_in_rust() {
+    let types = rust_types();
+    let named: BTreeSet<String> =
+        types.values().filter(|t| t.origin == Origin::Named).map(|t| c_name(t)).collect();
+    let missing: Vec<&String> = headers().declared.difference(&named).collect();
+    assert!(headers().declared.len() > 100, "header scan found too few records");
+    assert!(missing.is_empty(), "records of the headers without a Rust type: {missing:?}");
+}
+
+#[test]
+fn every_helper_type_is_reached_from_a_named_type() {
+    // Unnamed and anonymous helper types are only compared through the fields that hold them.
+    let types = rust_types();
+    let used: BTreeSet<&str> =
+        types.values().flat_map(|t| t.fields.iter().map(|f| f.ty)).collect();
+    let orphans: Vec<&str> = types
+        .values()
+        .filter(|t| t.origin != Origin::Named && !used.contains(t.name))
+        .map(|t| t.name)
+        .collect();
+    assert!(orphans.is_empty(), "helper types no field uses, so never compared: {orphans:?}");
+}
+
+#[test]
+fn every_abi_type_in_the_sources_is_in_the_table() {
+    let types = rust_types();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    let mut declared = 0;
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        // layout.rs holds the macro itself and the table's own (non-ABI) types.
+        if file == "layout.rs" || path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.starts_with("#[repr(") {
+                problems.push(format!("{file}:{}: #[repr] outside abi!", number + 1));
+            }
+            let Some(rest) = line.strip_prefix("pub struct ").or(line.strip_prefix("pub union "))
+            else {
+                continue;
+            };
+            let name: String =
+                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            declared += 1;
+            if !rest[name.len()..].trim_start().starts_with("[size ") {
+                problems.push(format!("{file}:{}: {name} declared outside abi!", number + 1));
+            }
+            if !types.contains_key(name.as_str()) {
+                problems.push(format!("{file}:{}: {name} missing from LAYOUTS", number + 1));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_eq!(declared, types.len(), "declarations in src/ vs entries in LAYOUTS");
+}
