@@ -119,7 +119,11 @@ impl PeerReadLimits {
     /// GetReadLimits / NdkGetConnectionData: the peer's view from our side, capped to our
     /// adapter. Our inbound is the peer's outbound, our outbound the peer's inbound.
     pub fn as_seen_locally(self, adapter: AdapterReadLimits) -> ReadLimits {
-        ReadLimits { inbound: self.outbound, outbound: self.inbound }.capped_to(adapter)
+        ReadLimits {
+            inbound: self.outbound,
+            outbound: self.inbound,
+        }
+        .capped_to(adapter)
     }
 }
 
@@ -137,7 +141,10 @@ pub struct BufferFill {
 pub fn fill_private_data(data: &[u8], buffer: &mut [u8]) -> BufferFill {
     let n = data.len().min(buffer.len());
     buffer[..n].copy_from_slice(&data[..n]);
-    BufferFill { status: overflow_if(buffer.len() < data.len()), required: data.len() }
+    BufferFill {
+        status: overflow_if(buffer.len() < data.len()),
+        required: data.len(),
+    }
 }
 
 /// GetLocalAddress / GetPeerAddress with an encoded sockaddr: on a short buffer nothing is
@@ -146,7 +153,10 @@ pub fn fill_address(sockaddr: &[u8], buffer: &mut [u8]) -> BufferFill {
     if buffer.len() >= sockaddr.len() {
         buffer[..sockaddr.len()].copy_from_slice(sockaddr);
     }
-    BufferFill { status: overflow_if(buffer.len() < sockaddr.len()), required: sockaddr.len() }
+    BufferFill {
+        status: overflow_if(buffer.len() < sockaddr.len()),
+        required: sockaddr.len(),
+    }
 }
 
 fn overflow_if(short: bool) -> NdStatus {
@@ -184,33 +194,67 @@ mod tests {
             assert_eq!(usage.limit(), limit);
             assert_eq!(usage.check(0), Ok(()));
             assert_eq!(usage.check(limit), Ok(()), "{usage:?} exactly at the limit");
-            assert_eq!(usage.check(limit + 1), Err(NdStatus::ND_INVALID_BUFFER_SIZE), "{usage:?}");
+            assert_eq!(
+                usage.check(limit + 1),
+                Err(NdStatus::ND_INVALID_BUFFER_SIZE),
+                "{usage:?}"
+            );
         }
     }
 
-    const ADAPTER: AdapterReadLimits = AdapterReadLimits { max_inbound: 16, max_outbound: 8 };
+    const ADAPTER: AdapterReadLimits = AdapterReadLimits {
+        max_inbound: 16,
+        max_outbound: 8,
+    };
 
     #[test]
     fn read_limits_capped_to_the_adapter() {
-        assert_eq!(ReadLimits::new(100, 100).capped_to(ADAPTER), ReadLimits::new(16, 8));
-        assert_eq!(ReadLimits::new(4, 2).capped_to(ADAPTER), ReadLimits::new(4, 2));
+        assert_eq!(
+            ReadLimits::new(100, 100).capped_to(ADAPTER),
+            ReadLimits::new(16, 8)
+        );
+        assert_eq!(
+            ReadLimits::new(4, 2).capped_to(ADAPTER),
+            ReadLimits::new(4, 2)
+        );
     }
 
     #[test]
     fn accept_also_caps_to_the_peer_offer() {
-        let peer = PeerReadLimits { inbound: 3, outbound: 5 };
+        let peer = PeerReadLimits {
+            inbound: 3,
+            outbound: 5,
+        };
         // We serve at most what the peer issues (5), issue at most what it serves (3).
-        assert_eq!(ReadLimits::new(100, 100).for_accept(ADAPTER, peer), ReadLimits::new(5, 3));
-        assert_eq!(ReadLimits::new(1, 1).for_accept(ADAPTER, peer), ReadLimits::new(1, 1));
-        let generous = PeerReadLimits { inbound: 100, outbound: 100 };
-        assert_eq!(ReadLimits::new(100, 100).for_accept(ADAPTER, generous), ReadLimits::new(16, 8));
+        assert_eq!(
+            ReadLimits::new(100, 100).for_accept(ADAPTER, peer),
+            ReadLimits::new(5, 3)
+        );
+        assert_eq!(
+            ReadLimits::new(1, 1).for_accept(ADAPTER, peer),
+            ReadLimits::new(1, 1)
+        );
+        let generous = PeerReadLimits {
+            inbound: 100,
+            outbound: 100,
+        };
+        assert_eq!(
+            ReadLimits::new(100, 100).for_accept(ADAPTER, generous),
+            ReadLimits::new(16, 8)
+        );
     }
 
     #[test]
     fn peer_limits_from_an_event_are_unswapped_then_seen_locally() {
         // Event param already in the receiver's terms: responder_resources = peer's outbound.
         let peer = PeerReadLimits::from_event_param(5, 3);
-        assert_eq!(peer, PeerReadLimits { inbound: 3, outbound: 5 });
+        assert_eq!(
+            peer,
+            PeerReadLimits {
+                inbound: 3,
+                outbound: 5
+            }
+        );
         assert_eq!(peer.as_seen_locally(ADAPTER), ReadLimits::new(5, 3));
         let big = PeerReadLimits::from_event_param(200, 100);
         assert_eq!(big.as_seen_locally(ADAPTER), ReadLimits::new(16, 8));
@@ -227,10 +271,19 @@ mod tests {
         let data: Vec<u8> = (1..=56).collect();
         let mut short = [0u8; 10];
         let fill = fill_private_data(&data, &mut short);
-        assert_eq!(fill, BufferFill { status: NdStatus::ND_BUFFER_OVERFLOW, required: 56 });
+        assert_eq!(
+            fill,
+            BufferFill {
+                status: NdStatus::ND_BUFFER_OVERFLOW,
+                required: 56
+            }
+        );
         assert_eq!(short, data[..10]);
         let mut exact = [0u8; 56];
-        assert_eq!(fill_private_data(&data, &mut exact).status, NdStatus::ND_SUCCESS);
+        assert_eq!(
+            fill_private_data(&data, &mut exact).status,
+            NdStatus::ND_SUCCESS
+        );
         assert_eq!(exact[..], data[..]);
         let mut long = [0xAAu8; 60];
         assert_eq!(fill_private_data(&data, &mut long).required, 56);
@@ -242,12 +295,24 @@ mod tests {
         let sockaddr_in = [2u8, 0, 0x1B, 0x58, 198, 18, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         let mut short = [0xEEu8; 8];
         let fill = fill_address(&sockaddr_in, &mut short);
-        assert_eq!(fill, BufferFill { status: NdStatus::ND_BUFFER_OVERFLOW, required: 16 });
+        assert_eq!(
+            fill,
+            BufferFill {
+                status: NdStatus::ND_BUFFER_OVERFLOW,
+                required: 16
+            }
+        );
         assert_eq!(short, [0xEE; 8]);
         assert_eq!(fill.ndk(), NdStatus::STATUS_BUFFER_TOO_SMALL);
         let mut room = [0u8; 28];
         let fill = fill_address(&sockaddr_in, &mut room);
-        assert_eq!(fill, BufferFill { status: NdStatus::ND_SUCCESS, required: 16 });
+        assert_eq!(
+            fill,
+            BufferFill {
+                status: NdStatus::ND_SUCCESS,
+                required: 16
+            }
+        );
         assert_eq!(fill.ndk(), NdStatus::ND_SUCCESS);
         assert_eq!(room[..16], sockaddr_in);
     }

@@ -7,6 +7,7 @@
 
 pub mod cm_event;
 pub mod connection_data;
+pub mod connector;
 pub mod ports;
 pub mod status;
 

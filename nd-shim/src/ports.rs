@@ -62,7 +62,10 @@ impl std::error::Error for PortRangeError {}
 
 impl PortRange {
     /// The ND ephemeral range, 49152-65535.
-    pub const ND_EPHEMERAL: PortRange = PortRange { first: 49152, last: 65535 };
+    pub const ND_EPHEMERAL: PortRange = PortRange {
+        first: 49152,
+        last: 65535,
+    };
 
     pub fn new(first: u16, last: u16) -> Result<Self, PortRangeError> {
         if first == 0 || first > last {
@@ -169,7 +172,12 @@ impl Table {
     fn insert(&mut self, ip: IpAddr, port: u16, usage: Use) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.by_port.entry(port).or_default().push(Entry { id, ip, usage, holders: 1 });
+        self.by_port.entry(port).or_default().push(Entry {
+            id,
+            ip,
+            usage,
+            holders: 1,
+        });
         id
     }
 
@@ -235,7 +243,11 @@ impl PortSpace {
         };
         let id = table.insert(addr.ip(), port, Use::Exclusive);
         Ok(PortReservation {
-            hold: Hold { table: Arc::clone(&self.table), port, id },
+            hold: Hold {
+                table: Arc::clone(&self.table),
+                port,
+                id,
+            },
             addr: SocketAddr::new(addr.ip(), port),
         })
     }
@@ -254,9 +266,19 @@ impl PortSpace {
             }
             port => port,
         };
-        let id = table.insert(addr.ip(), port, Use::Shared { peers: HashSet::new() });
+        let id = table.insert(
+            addr.ip(),
+            port,
+            Use::Shared {
+                peers: HashSet::new(),
+            },
+        );
         Ok(SharedEndpointReservation {
-            hold: Hold { table: Arc::clone(&self.table), port, id },
+            hold: Hold {
+                table: Arc::clone(&self.table),
+                port,
+                id,
+            },
             addr: SocketAddr::new(addr.ip(), port),
         })
     }
@@ -274,7 +296,9 @@ impl PortSpace {
 /// The table stays consistent across a panic elsewhere (no update panics half way), so a
 /// poisoned lock is still usable.
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
-    table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    table
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// One holder of an entry; dropping the last holder frees the address.
@@ -288,7 +312,11 @@ struct Hold {
 impl Hold {
     fn another(&self) -> Hold {
         lock(&self.table).entry_mut(self.port, self.id).holders += 1;
-        Hold { table: Arc::clone(&self.table), port: self.port, id: self.id }
+        Hold {
+            table: Arc::clone(&self.table),
+            port: self.port,
+            id: self.id,
+        }
     }
 }
 
@@ -315,7 +343,10 @@ impl PortReservation {
 
 impl Clone for PortReservation {
     fn clone(&self) -> Self {
-        PortReservation { hold: self.hold.another(), addr: self.addr }
+        PortReservation {
+            hold: self.hold.another(),
+            addr: self.addr,
+        }
     }
 }
 
@@ -335,10 +366,12 @@ impl SharedEndpointReservation {
     /// connection of any shared endpoint on this address is ND_ADDRESS_ALREADY_EXISTS.
     pub fn connect(&self, remote: SocketAddr) -> Result<SharedConnection, NdStatus> {
         let mut table = lock(&self.hold.table);
-        let taken = table.overlapping(self.addr.ip(), self.addr.port()).any(|e| match &e.usage {
-            Use::Shared { peers } => peers.contains(&remote),
-            Use::Exclusive => false,
-        });
+        let taken = table
+            .overlapping(self.addr.ip(), self.addr.port())
+            .any(|e| match &e.usage {
+                Use::Shared { peers } => peers.contains(&remote),
+                Use::Exclusive => false,
+            });
         if taken {
             return Err(NdStatus::ND_ADDRESS_ALREADY_EXISTS);
         }
@@ -350,7 +383,11 @@ impl SharedEndpointReservation {
         entry.holders += 1;
         drop(table);
         Ok(SharedConnection {
-            hold: Hold { table: Arc::clone(&self.hold.table), port: self.hold.port, id: self.hold.id },
+            hold: Hold {
+                table: Arc::clone(&self.hold.table),
+                port: self.hold.port,
+                id: self.hold.id,
+            },
             local: self.addr,
             remote,
         })
@@ -405,38 +442,80 @@ mod tests {
 
     #[test]
     fn range_parsing() {
-        assert_eq!(PortRange::parse("50000-50002"), PortRange::new(50000, 50002));
+        assert_eq!(
+            PortRange::parse("50000-50002"),
+            PortRange::new(50000, 50002)
+        );
         assert_eq!(PortRange::parse(" 1 - 1 ").unwrap().port_count(), 1);
         assert_eq!(PortRange::parse("49152-65535"), Ok(PortRange::ND_EPHEMERAL));
         assert_eq!(PortRange::ND_EPHEMERAL.port_count(), 16384);
-        for bad in ["", "50000", "50000-", "-5", "a-b", "1-65536", "50000:50002", "1-2-3"] {
-            assert_eq!(PortRange::parse(bad), Err(PortRangeError::Syntax(bad.into())), "{bad:?}");
+        for bad in [
+            "",
+            "50000",
+            "50000-",
+            "-5",
+            "a-b",
+            "1-65536",
+            "50000:50002",
+            "1-2-3",
+        ] {
+            assert_eq!(
+                PortRange::parse(bad),
+                Err(PortRangeError::Syntax(bad.into())),
+                "{bad:?}"
+            );
         }
-        assert_eq!(PortRange::parse("5-4"), Err(PortRangeError::Empty { first: 5, last: 4 }));
-        assert_eq!(PortRange::parse("0-4"), Err(PortRangeError::Empty { first: 0, last: 4 }));
+        assert_eq!(
+            PortRange::parse("5-4"),
+            Err(PortRangeError::Empty { first: 5, last: 4 })
+        );
+        assert_eq!(
+            PortRange::parse("0-4"),
+            Err(PortRangeError::Empty { first: 0, last: 4 })
+        );
         let message = PortRange::parse("x").unwrap_err().to_string();
-        assert!(message.contains("ND_SHIM_PORT_RANGE") && message.contains("lo-hi"), "{message}");
+        assert!(
+            message.contains("ND_SHIM_PORT_RANGE") && message.contains("lo-hi"),
+            "{message}"
+        );
     }
 
     #[test]
     fn range_setting_defaults_to_the_nd_ephemeral_range() {
         assert_eq!(PortRange::from_setting(None), Ok(PortRange::ND_EPHEMERAL));
-        assert_eq!(PortRange::from_setting(Some("60000-60009")), PortRange::new(60000, 60009));
+        assert_eq!(
+            PortRange::from_setting(Some("60000-60009")),
+            PortRange::new(60000, 60009)
+        );
         assert!(PortRange::from_setting(Some("60000")).is_err());
     }
 
     #[test]
     fn port_zero_picks_in_order_then_exhausts() {
         let space = narrow(50000, 50002);
-        let r: Vec<_> = (0..3).map(|_| space.reserve_exclusive(sa(A, 0)).unwrap()).collect();
+        let r: Vec<_> = (0..3)
+            .map(|_| space.reserve_exclusive(sa(A, 0)).unwrap())
+            .collect();
         let ports: Vec<_> = r.iter().map(|r| r.addr().port()).collect();
         assert_eq!(ports, [50000, 50001, 50002]);
         assert_eq!(r[0].addr().ip(), A);
-        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap_err(), NdStatus::ND_TOO_MANY_ADDRESSES);
-        assert_eq!(space.reserve_shared(sa(A, 0)).unwrap_err(), NdStatus::ND_TOO_MANY_ADDRESSES);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 0)).unwrap_err(),
+            NdStatus::ND_TOO_MANY_ADDRESSES
+        );
+        assert_eq!(
+            space.reserve_shared(sa(A, 0)).unwrap_err(),
+            NdStatus::ND_TOO_MANY_ADDRESSES
+        );
         // Another address has its own ports; a wildcard overlaps every address.
-        assert_eq!(space.reserve_exclusive(sa(B, 0)).unwrap().addr().port(), 50000);
-        assert_eq!(space.reserve_exclusive(sa(ANY, 0)).unwrap_err(), NdStatus::ND_TOO_MANY_ADDRESSES);
+        assert_eq!(
+            space.reserve_exclusive(sa(B, 0)).unwrap().addr().port(),
+            50000
+        );
+        assert_eq!(
+            space.reserve_exclusive(sa(ANY, 0)).unwrap_err(),
+            NdStatus::ND_TOO_MANY_ADDRESSES
+        );
     }
 
     #[test]
@@ -446,11 +525,17 @@ mod tests {
         let second = space.reserve_exclusive(sa(A, 0)).unwrap();
         drop(first);
         // The cursor moves on: 50002 next, then wraps round to the freed 50000.
-        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(), 50002);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(),
+            50002
+        );
         let wrapped = space.reserve_exclusive(sa(A, 0)).unwrap();
         assert_eq!(wrapped.addr().port(), 50000);
         // 50002 was dropped at the end of its statement, so it is found again after a full lap.
-        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(), 50002);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(),
+            50002
+        );
         drop(second);
         drop(wrapped);
         assert_eq!(space.reserved_count(), 0);
@@ -461,19 +546,34 @@ mod tests {
         let space = narrow(50000, 50000);
         let r = space.reserve_exclusive(sa(A, 80)).unwrap();
         assert_eq!(r.addr(), sa(A, 80));
-        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(), 50000);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(),
+            50000
+        );
     }
 
     #[test]
     fn exclusive_meets_anyone_is_a_sharing_violation() {
         let space = narrow(50000, 50010);
         let listener = space.reserve_exclusive(sa(A, 7000)).unwrap();
-        assert_eq!(space.reserve_exclusive(sa(A, 7000)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
-        assert_eq!(space.reserve_shared(sa(A, 7000)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
-        assert_eq!(space.reserve_exclusive(sa(ANY, 7000)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 7000)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+        assert_eq!(
+            space.reserve_shared(sa(A, 7000)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+        assert_eq!(
+            space.reserve_exclusive(sa(ANY, 7000)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
         assert!(space.reserve_exclusive(sa(B, 7000)).is_ok());
         let shared = space.reserve_shared(sa(B, 7001)).unwrap();
-        assert_eq!(space.reserve_exclusive(sa(B, 7001)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(
+            space.reserve_exclusive(sa(B, 7001)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
         drop((listener, shared));
         assert!(space.reserve_exclusive(sa(A, 7000)).is_ok());
         assert!(space.reserve_exclusive(sa(B, 7001)).is_ok());
@@ -485,8 +585,14 @@ mod tests {
         let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
         let any6 = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
         let _w = space.reserve_exclusive(sa(any6, 7000)).unwrap();
-        assert_eq!(space.reserve_exclusive(sa(v6, 7000)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
-        assert_eq!(space.reserve_exclusive(sa(A, 7000)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(
+            space.reserve_exclusive(sa(v6, 7000)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 7000)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
         assert!(space.reserve_exclusive(sa(v6, 7001)).is_ok());
     }
 
@@ -499,15 +605,24 @@ mod tests {
         let c1 = ep.connect(sa(B, 445)).unwrap();
         let c2 = ep.connect(sa(B, 446)).unwrap();
         assert_eq!((c1.local_addr(), c1.remote_addr()), (local, sa(B, 445)));
-        assert_eq!(ep.connect(sa(B, 445)).unwrap_err(), NdStatus::ND_ADDRESS_ALREADY_EXISTS);
+        assert_eq!(
+            ep.connect(sa(B, 445)).unwrap_err(),
+            NdStatus::ND_ADDRESS_ALREADY_EXISTS
+        );
         // A second shared endpoint on the same address shares the 4-tuple check.
         let ep2 = space.reserve_shared(local).unwrap();
-        assert_eq!(ep2.connect(sa(B, 446)).unwrap_err(), NdStatus::ND_ADDRESS_ALREADY_EXISTS);
+        assert_eq!(
+            ep2.connect(sa(B, 446)).unwrap_err(),
+            NdStatus::ND_ADDRESS_ALREADY_EXISTS
+        );
         let c3 = ep2.connect(sa(B, 447)).unwrap();
         // Closing a connection frees its 4-tuple only.
         drop(c1);
         let c1_again = ep.connect(sa(B, 445)).unwrap();
-        assert_eq!(space.reserve_exclusive(local).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(
+            space.reserve_exclusive(local).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
         drop((c1_again, c2, c3, ep2));
         assert_eq!(space.reserved_count(), 1);
     }
@@ -519,9 +634,15 @@ mod tests {
         let c1 = ep.connect(sa(B, 1)).unwrap();
         let c2 = ep.connect(sa(B, 2)).unwrap();
         drop(ep);
-        assert_eq!(space.reserve_exclusive(sa(A, 9000)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 9000)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
         drop(c1);
-        assert_eq!(space.reserve_exclusive(sa(A, 9000)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 9000)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
         drop(c2);
         assert_eq!(space.reserved_count(), 0);
         assert!(space.reserve_exclusive(sa(A, 9000)).is_ok());
@@ -534,7 +655,10 @@ mod tests {
         let accepted = listener.clone();
         assert_eq!(accepted.addr(), sa(A, 445));
         drop(listener);
-        assert_eq!(space.reserve_exclusive(sa(A, 445)).unwrap_err(), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 445)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
         drop(accepted);
         assert!(space.reserve_exclusive(sa(A, 445)).is_ok());
     }
@@ -546,16 +670,23 @@ mod tests {
             .map(|_| {
                 let space = space.clone();
                 std::thread::spawn(move || {
-                    (0..100).map(|_| space.reserve_exclusive(sa(A, 0)).unwrap()).collect::<Vec<_>>()
+                    (0..100)
+                        .map(|_| space.reserve_exclusive(sa(A, 0)).unwrap())
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
-        let held: Vec<PortReservation> =
-            threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let held: Vec<PortReservation> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
         let ports: HashSet<u16> = held.iter().map(|r| r.addr().port()).collect();
         assert_eq!(ports.len(), 800);
         assert!(ports.iter().all(|p| space.range().contains(*p)));
-        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap_err(), NdStatus::ND_TOO_MANY_ADDRESSES);
+        assert_eq!(
+            space.reserve_exclusive(sa(A, 0)).unwrap_err(),
+            NdStatus::ND_TOO_MANY_ADDRESSES
+        );
         drop(held);
         assert_eq!(space.reserved_count(), 0);
     }

@@ -119,7 +119,10 @@ impl NdStatus {
 
     /// The name of a code listed in `nd-semantics.md`, or `None` for any other value.
     pub fn name(self) -> Option<&'static str> {
-        ALL_CODES.iter().find(|(code, _)| *code == self).map(|(_, name)| *name)
+        ALL_CODES
+            .iter()
+            .find(|(code, _)| *code == self)
+            .map(|(_, name)| *name)
     }
 }
 
@@ -338,7 +341,10 @@ mod tests {
 
     #[test]
     fn display_and_debug_name_the_code() {
-        assert_eq!(NdStatus::ND_CONNECTION_REFUSED.to_string(), "ND_CONNECTION_REFUSED");
+        assert_eq!(
+            NdStatus::ND_CONNECTION_REFUSED.to_string(),
+            "ND_CONNECTION_REFUSED"
+        );
         assert_eq!(
             format!("{:?}", NdStatus::ND_CONNECTION_REFUSED),
             "ND_CONNECTION_REFUSED(0xC0000236)"
@@ -387,7 +393,11 @@ mod tests {
         // The documented default: every errno that is not a row is ND_UNSUCCESSFUL.
         for errno in 0..200 {
             if !rows.iter().any(|&(e, _)| e == errno) {
-                assert_eq!(from_errno(errno), NdStatus::ND_UNSUCCESSFUL, "errno {errno}");
+                assert_eq!(
+                    from_errno(errno),
+                    NdStatus::ND_UNSUCCESSFUL,
+                    "errno {errno}"
+                );
             }
         }
     }
@@ -399,19 +409,46 @@ mod tests {
         // Rows of nd-semantics.md's failure table, in its order.
         assert_eq!(a(K::Rejected, 8), NdStatus::ND_CONNECTION_REFUSED);
         assert_eq!(a(K::Rejected, 28), NdStatus::ND_CONNECTION_REFUSED);
-        assert_eq!(a(K::AddrError, -libc::ETIMEDOUT), NdStatus::ND_HOST_UNREACHABLE);
-        assert_eq!(a(K::AddrError, -libc::EHOSTUNREACH), NdStatus::ND_HOST_UNREACHABLE);
-        assert_eq!(a(K::AddrError, -libc::ENETUNREACH), NdStatus::ND_NETWORK_UNREACHABLE);
-        assert_eq!(a(K::RouteError, -libc::ETIMEDOUT), NdStatus::ND_NETWORK_UNREACHABLE);
-        assert_eq!(a(K::RouteError, -libc::ENETUNREACH), NdStatus::ND_NETWORK_UNREACHABLE);
+        assert_eq!(
+            a(K::AddrError, -libc::ETIMEDOUT),
+            NdStatus::ND_HOST_UNREACHABLE
+        );
+        assert_eq!(
+            a(K::AddrError, -libc::EHOSTUNREACH),
+            NdStatus::ND_HOST_UNREACHABLE
+        );
+        assert_eq!(
+            a(K::AddrError, -libc::ENETUNREACH),
+            NdStatus::ND_NETWORK_UNREACHABLE
+        );
+        assert_eq!(
+            a(K::RouteError, -libc::ETIMEDOUT),
+            NdStatus::ND_NETWORK_UNREACHABLE
+        );
+        assert_eq!(
+            a(K::RouteError, -libc::ENETUNREACH),
+            NdStatus::ND_NETWORK_UNREACHABLE
+        );
         assert_eq!(a(K::Unreachable, -libc::ETIMEDOUT), NdStatus::ND_IO_TIMEOUT);
         // Rows the table leaves open, and the defaults.
         assert_eq!(a(K::Rejected, 1), NdStatus::ND_CONNECTION_REFUSED);
-        assert_eq!(a(K::Rejected, rej_reason::TIMEOUT), NdStatus::ND_CONNECTION_REFUSED);
+        assert_eq!(
+            a(K::Rejected, rej_reason::TIMEOUT),
+            NdStatus::ND_CONNECTION_REFUSED
+        );
         assert_eq!(a(K::AddrError, -libc::ENODEV), NdStatus::ND_INVALID_ADDRESS);
-        assert_eq!(a(K::AddrError, -libc::EADDRNOTAVAIL), NdStatus::ND_INVALID_ADDRESS);
-        assert_eq!(a(K::AddrError, -libc::ENOMEM), NdStatus::ND_HOST_UNREACHABLE);
-        assert_eq!(a(K::ConnectError, -libc::EINVAL), NdStatus::ND_CONNECTION_ABORTED);
+        assert_eq!(
+            a(K::AddrError, -libc::EADDRNOTAVAIL),
+            NdStatus::ND_INVALID_ADDRESS
+        );
+        assert_eq!(
+            a(K::AddrError, -libc::ENOMEM),
+            NdStatus::ND_HOST_UNREACHABLE
+        );
+        assert_eq!(
+            a(K::ConnectError, -libc::EINVAL),
+            NdStatus::ND_CONNECTION_ABORTED
+        );
         assert_eq!(a(K::DeviceRemoval, 0), NdStatus::ND_DEVICE_REMOVED);
     }
 
@@ -423,7 +460,10 @@ mod tests {
         assert_eq!(p(K::Rejected, 4), NdStatus::ND_CONNECTION_ABORTED);
         assert_eq!(p(K::Rejected, 6), NdStatus::ND_CONNECTION_ABORTED);
         assert_eq!(p(K::Unreachable, -libc::ETIMEDOUT), NdStatus::ND_IO_TIMEOUT);
-        assert_eq!(p(K::ConnectError, -libc::ECONNRESET), NdStatus::ND_CONNECTION_ABORTED);
+        assert_eq!(
+            p(K::ConnectError, -libc::ECONNRESET),
+            NdStatus::ND_CONNECTION_ABORTED
+        );
         assert_eq!(p(K::DeviceRemoval, 0), NdStatus::ND_DEVICE_REMOVED);
     }
 
@@ -441,7 +481,11 @@ mod tests {
                 K::TimewaitExit,
                 K::AddrChange,
             ] {
-                assert_eq!(from_cm_event(side, kind, 0), NdStatus::ND_SUCCESS, "{kind:?}");
+                assert_eq!(
+                    from_cm_event(side, kind, 0),
+                    NdStatus::ND_SUCCESS,
+                    "{kind:?}"
+                );
             }
         }
     }

@@ -1,0 +1,1369 @@
+//! The connector state machine: every ND2 / NDK connector call and every rdma_cm event, with all
+//! transitions in [`step`].
+//!
+//! Sources: `nd-semantics.md` ("The handshake", "Private data", "Disconnect", the failure table)
+//! for the flow and the codes, and the ND2 / NDKPI method references it cites for the codes each
+//! call returns (IND2Connector::Connect / CompleteConnect / Accept, NdkReject).
+//!
+//! The machine is pure. [`step`] says what the call returns, which pending request completes with
+//! which code, and which [`Action`]s the rdma_cm event engine must carry out. The engine carries
+//! the actions out in order before it lets the call return; when one fails inline it feeds
+//! [`ConnectorInput::ActionFailed`] back, and the `returns` of that step replaces the call's.
+//!
+//! Inline or through the completion (the NDK face: RequestCompletion only after STATUS_PENDING):
+//! - inline: every state error (ND_CONNECTION_ACTIVE, ND_CONNECTION_INVALID,
+//!   STATUS_ADDRESS_ALREADY_ASSOCIATED, ...), ND_INVALID_BUFFER_SIZE, and failures of the
+//!   synchronous part of a call (e.g. `rdma_resolve_addr` failing with ENETUNREACH);
+//! - through the completion: everything an rdma_cm event decides (refused, unreachable, timeout,
+//!   aborted, device removed) and ND_CANCELED from Cancel or Release.
+//!
+//! The shim never adds a timeout of its own: only events end Connecting and Accepting.
+
+use crate::cm_event::{CmEvent, CmEventKind, Side};
+use crate::connection_data::PrivateDataUse;
+use crate::status::{from_cm_event, NdStatus};
+
+/// Where a connector is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectorState {
+    /// Created; no address yet.
+    Idle,
+    /// ND2 Bind done: holds its local address exclusively.
+    Bound,
+    /// Active: Connect pending through address and route resolution and REQ, until REP.
+    Connecting,
+    /// Active: REP received and Connect completed; the application inspects read limits and
+    /// private data, then calls CompleteConnect (RTU) or Reject.
+    AwaitingCompleteConnect,
+    /// Passive: handed a CONNECT_REQUEST by a listener; Accept or Reject next.
+    RequestReceived,
+    /// Passive: Accept pending (REP sent) until ESTABLISHED (RTU).
+    Accepting,
+    /// Established. `notify_pending`: an ND2 NotifyDisconnect is waiting.
+    Connected { notify_pending: bool },
+    /// The peer disconnected (DISCONNECTED while connected); the QP is untouched until the
+    /// application calls Disconnect or releases the connector.
+    PeerDisconnected,
+    /// Local Disconnect pending until DISCONNECTED (DREP or DREQ timeout); the QP is in error.
+    Disconnecting { notify_pending: bool },
+    /// Both directions done.
+    Disconnected,
+    /// This side sent a REJ (passive Reject, or active Reject after REP).
+    Rejected,
+    /// The attempt or the connection ended with this code; Accept and Reject report it.
+    Failed(NdStatus),
+    /// Released. No call is valid any more.
+    Closed,
+}
+
+/// A call on the connector, or an event for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectorInput {
+    Bind,
+    Connect {
+        private_data_len: usize,
+    },
+    ConnectWithSharedEndpoint {
+        private_data_len: usize,
+    },
+    CompleteConnect,
+    Accept {
+        private_data_len: usize,
+    },
+    Reject {
+        private_data_len: usize,
+    },
+    Disconnect,
+    NotifyDisconnect,
+    /// IND2Overlapped::CancelOverlappedRequests.
+    Cancel,
+    /// The last reference went away (IUnknown::Release, NdkCloseConnector).
+    Release,
+    Event(CmEvent),
+    /// An action of the previous step failed inline; `status` is already mapped from errno.
+    ActionFailed {
+        action: Action,
+        status: NdStatus,
+    },
+}
+
+/// Work for the rdma_cm event engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `rdma_bind_addr` to the reserved address.
+    BindAddress,
+    /// Bind if not yet bound (REUSEADDR for a shared endpoint), then `rdma_resolve_addr`.
+    StartConnect,
+    /// `rdma_resolve_route`.
+    ResolveRoute,
+    /// `rdma_connect`: the REQ, with the caller's private data and capped read limits.
+    SendRequest,
+    /// QP to RTR, then `rdma_accept`: the REP.
+    AcceptRequest,
+    /// QP to RTR and RTS, then `rdma_establish`: the RTU.
+    Establish,
+    /// `rdma_reject`: the REJ, with the caller's private data.
+    RejectPeer,
+    /// `rdma_disconnect`: DREQ, or DREP when the peer disconnected first.
+    SendDisconnect,
+    /// QP to ERR: every outstanding request completes with ND_CANCELED. `rdma_disconnect` only
+    /// does this for QPs rdma_cm created, and ours are not.
+    FlushQp,
+    /// `rdma_destroy_id` if the id still exists (idempotent). Mid-handshake it sends the REJ
+    /// that tells the peer: reason 4 in REQ_SENT, 28 in REP_RCVD / REQ_RCVD.
+    DestroyId,
+}
+
+/// A call that returned ND_PENDING and completes later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    Connect,
+    Accept,
+    Disconnect,
+    NotifyDisconnect,
+}
+
+/// One consequence of a step, in the order the engine must apply them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    Do(Action),
+    Complete {
+        request: Request,
+        status: NdStatus,
+    },
+    /// The peer disconnected: the NDK face calls its DisconnectEvent callback.
+    PeerDisconnected,
+}
+
+/// The result of one [`step`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transition {
+    pub next: ConnectorState,
+    /// For a call: what it returns (ND_PENDING when a later `Complete` finishes it).
+    /// For an event: `None`.
+    pub returns: Option<NdStatus>,
+    pub effects: Vec<Effect>,
+}
+
+fn returns(next: ConnectorState, status: NdStatus, effects: Vec<Effect>) -> Transition {
+    Transition {
+        next,
+        returns: Some(status),
+        effects,
+    }
+}
+
+fn event(next: ConnectorState, effects: Vec<Effect>) -> Transition {
+    Transition {
+        next,
+        returns: None,
+        effects,
+    }
+}
+
+fn complete(request: Request, status: NdStatus) -> Effect {
+    Effect::Complete { request, status }
+}
+
+/// Completion of a pending NotifyDisconnect, if there is one.
+fn notify(pending: bool, status: NdStatus) -> Option<Effect> {
+    pending.then_some(complete(Request::NotifyDisconnect, status))
+}
+
+/// Every transition of a connector.
+pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
+    use ConnectorInput as I;
+    use ConnectorState as S;
+    use Effect::Do;
+    use NdStatus as St;
+
+    let is_call = !matches!(input, I::Event(_) | I::ActionFailed { .. });
+    let unchanged = |status| returns(state, status, vec![]);
+
+    // Rules that hold whatever the call.
+    if is_call {
+        match state {
+            S::Closed => return unchanged(St::ND_INVALID_HANDLE),
+            S::Failed(St::ND_DEVICE_REMOVED) if !matches!(input, I::Cancel | I::Release) => {
+                return unchanged(St::ND_DEVICE_REMOVED)
+            }
+            _ => {}
+        }
+    }
+
+    // A connection in progress or up: a new one cannot start on this connector.
+    let engaged = matches!(
+        state,
+        S::Connecting
+            | S::AwaitingCompleteConnect
+            | S::RequestReceived
+            | S::Accepting
+            | S::Connected { .. }
+            | S::PeerDisconnected
+            | S::Disconnecting { .. }
+    );
+
+    match input {
+        I::Bind => match state {
+            S::Idle => returns(S::Bound, St::ND_SUCCESS, vec![Do(Action::BindAddress)]),
+            // nd-semantics.md "Ports": binding a bound or connected connector again.
+            _ => unchanged(St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
+        },
+
+        I::Connect { private_data_len } | I::ConnectWithSharedEndpoint { private_data_len } => {
+            let shared = matches!(input, I::ConnectWithSharedEndpoint { .. });
+            match state {
+                // A shared endpoint brings its own address; this connector already has one.
+                S::Bound if shared => unchanged(St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
+                S::Idle | S::Bound => match PrivateDataUse::Connect.check(private_data_len) {
+                    Err(code) => unchanged(code),
+                    Ok(()) => returns(
+                        S::Connecting,
+                        St::ND_PENDING,
+                        vec![Do(Action::StartConnect)],
+                    ),
+                },
+                // nd-semantics.md failure table: a connect on a QP that already has a connection.
+                _ if engaged => unchanged(St::ND_CONNECTION_ACTIVE),
+                _ => unchanged(St::ND_CONNECTION_INVALID),
+            }
+        }
+
+        I::CompleteConnect => match state {
+            S::AwaitingCompleteConnect => returns(
+                S::Connected {
+                    notify_pending: false,
+                },
+                St::ND_SUCCESS,
+                vec![Do(Action::Establish)],
+            ),
+            // IND2Connector::CompleteConnect: "the endpoint is not connected".
+            _ => unchanged(St::ND_CONNECTION_INVALID),
+        },
+
+        I::Accept { private_data_len } => match state {
+            S::RequestReceived => match PrivateDataUse::Accept.check(private_data_len) {
+                Err(code) => unchanged(code),
+                Ok(()) => returns(
+                    S::Accepting,
+                    St::ND_PENDING,
+                    vec![Do(Action::AcceptRequest)],
+                ),
+            },
+            // The peer already gave up: ND_CONNECTION_ABORTED / ND_CONNECTION_REFUSED.
+            S::Failed(code) => unchanged(code),
+            S::Accepting | S::Connected { .. } | S::PeerDisconnected | S::Disconnecting { .. } => {
+                unchanged(St::ND_CONNECTION_ACTIVE)
+            }
+            _ => unchanged(St::ND_CONNECTION_INVALID),
+        },
+
+        I::Reject { private_data_len } => match state {
+            S::RequestReceived | S::AwaitingCompleteConnect => {
+                match PrivateDataUse::Reject.check(private_data_len) {
+                    Err(code) => unchanged(code),
+                    Ok(()) => returns(S::Rejected, St::ND_SUCCESS, vec![Do(Action::RejectPeer)]),
+                }
+            }
+            // NdkReject: STATUS_CONNECTION_ABORTED when the peer abandoned first.
+            S::Failed(code) => unchanged(code),
+            _ => unchanged(St::ND_CONNECTION_INVALID),
+        },
+
+        I::Disconnect => match state {
+            S::Connected { notify_pending } => returns(
+                S::Disconnecting { notify_pending },
+                St::ND_PENDING,
+                vec![Do(Action::SendDisconnect), Do(Action::FlushQp)],
+            ),
+            S::PeerDisconnected => returns(
+                S::Disconnected,
+                St::ND_SUCCESS,
+                vec![Do(Action::SendDisconnect), Do(Action::FlushQp)],
+            ),
+            _ => unchanged(St::ND_CONNECTION_INVALID),
+        },
+
+        I::NotifyDisconnect => match state {
+            S::Connected {
+                notify_pending: false,
+            } => returns(
+                S::Connected {
+                    notify_pending: true,
+                },
+                St::ND_PENDING,
+                vec![],
+            ),
+            S::Disconnecting {
+                notify_pending: false,
+            } => returns(
+                S::Disconnecting {
+                    notify_pending: true,
+                },
+                St::ND_PENDING,
+                vec![],
+            ),
+            // One NotifyDisconnect at a time.
+            S::Connected {
+                notify_pending: true,
+            }
+            | S::Disconnecting {
+                notify_pending: true,
+            } => unchanged(St::ND_INVALID_DEVICE_REQUEST),
+            // It already happened.
+            S::PeerDisconnected | S::Disconnected => unchanged(St::ND_SUCCESS),
+            _ => unchanged(St::ND_CONNECTION_INVALID),
+        },
+
+        // nd-semantics.md "Disconnect": cancel abandons a pending Connect and completes
+        // NotifyDisconnect with ND_CANCELED. A pending Accept is abandoned the same way.
+        I::Cancel => match state {
+            S::Connecting => returns(
+                S::Failed(St::ND_CANCELED),
+                St::ND_SUCCESS,
+                vec![
+                    complete(Request::Connect, St::ND_CANCELED),
+                    Do(Action::DestroyId),
+                ],
+            ),
+            S::Accepting => returns(
+                S::Failed(St::ND_CANCELED),
+                St::ND_SUCCESS,
+                vec![
+                    complete(Request::Accept, St::ND_CANCELED),
+                    Do(Action::DestroyId),
+                ],
+            ),
+            S::Connected {
+                notify_pending: true,
+            } => returns(
+                S::Connected {
+                    notify_pending: false,
+                },
+                St::ND_SUCCESS,
+                vec![complete(Request::NotifyDisconnect, St::ND_CANCELED)],
+            ),
+            S::Disconnecting {
+                notify_pending: true,
+            } => returns(
+                S::Disconnecting {
+                    notify_pending: false,
+                },
+                St::ND_SUCCESS,
+                vec![complete(Request::NotifyDisconnect, St::ND_CANCELED)],
+            ),
+            _ => unchanged(St::ND_SUCCESS),
+        },
+
+        // Release completes whatever is pending with ND_CANCELED, and a connected connector
+        // disconnects implicitly (nd-semantics.md "Disconnect").
+        I::Release => {
+            let mut effects = match state {
+                S::Connecting => vec![complete(Request::Connect, St::ND_CANCELED)],
+                S::Accepting => vec![complete(Request::Accept, St::ND_CANCELED)],
+                S::Connected { notify_pending } => notify(notify_pending, St::ND_CANCELED)
+                    .into_iter()
+                    .chain([Do(Action::SendDisconnect), Do(Action::FlushQp)])
+                    .collect(),
+                S::PeerDisconnected => vec![Do(Action::SendDisconnect), Do(Action::FlushQp)],
+                S::Disconnecting { notify_pending } => {
+                    std::iter::once(complete(Request::Disconnect, St::ND_CANCELED))
+                        .chain(notify(notify_pending, St::ND_CANCELED))
+                        .collect()
+                }
+                _ => vec![],
+            };
+            effects.push(Do(Action::DestroyId));
+            returns(S::Closed, St::ND_SUCCESS, effects)
+        }
+
+        I::Event(ev) => on_event(state, ev),
+
+        I::ActionFailed { action, status } => match (state, action) {
+            (S::Bound, Action::BindAddress) => returns(S::Idle, status, vec![]),
+            // The synchronous part of Connect failed: Connect returns the code inline.
+            (S::Connecting, Action::StartConnect) => returns(S::Failed(status), status, vec![]),
+            // Steps driven by events: the pending Connect completes with the code.
+            (S::Connecting, Action::ResolveRoute | Action::SendRequest) => {
+                event(S::Failed(status), vec![complete(Request::Connect, status)])
+            }
+            (S::Accepting, Action::AcceptRequest) => returns(S::Failed(status), status, vec![]),
+            (S::Connected { .. }, Action::Establish) => {
+                returns(S::Failed(status), status, vec![Do(Action::FlushQp)])
+            }
+            (S::Rejected, Action::RejectPeer) => returns(S::Failed(status), status, vec![]),
+            // Disconnect, flush and destroy leave nothing for the application to act on.
+            _ => event(state, vec![]),
+        },
+    }
+}
+
+fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
+    use CmEventKind as K;
+    use ConnectorState as S;
+    use Effect::Do;
+    use NdStatus as St;
+
+    let active = |ev: CmEvent| from_cm_event(Side::Active, ev.kind, ev.status);
+    let passive = |ev: CmEvent| from_cm_event(Side::Passive, ev.kind, ev.status);
+    let unchanged = event(state, vec![]);
+
+    match (state, ev.kind) {
+        // Late events after release, and events that change nothing for ND.
+        (S::Closed, _) | (_, K::TimewaitExit | K::AddrChange) => unchanged,
+
+        // The listener hands this connector a request (GetConnectionRequest completes).
+        (S::Idle, K::ConnectRequest) => event(S::RequestReceived, vec![]),
+
+        (S::Connecting, K::AddrResolved) => event(state, vec![Do(Action::ResolveRoute)]),
+        (S::Connecting, K::RouteResolved) => event(state, vec![Do(Action::SendRequest)]),
+        // REP: Connect completes; the RTU waits for CompleteConnect (nd-semantics.md).
+        (S::Connecting, K::ConnectResponse) => event(
+            S::AwaitingCompleteConnect,
+            vec![complete(Request::Connect, St::ND_SUCCESS)],
+        ),
+        // The failure table: REJECTED, ADDR_ERROR, ROUTE_ERROR, UNREACHABLE, ...
+        (S::Connecting, kind) if kind.is_failure() => {
+            let code = active(ev);
+            event(S::Failed(code), vec![complete(Request::Connect, code)])
+        }
+
+        // The passive side went away after its REP: nothing is pending; CompleteConnect will
+        // find the connector failed, Reject reports the abort.
+        (S::AwaitingCompleteConnect, K::DeviceRemoval) => {
+            event(S::Failed(St::ND_DEVICE_REMOVED), vec![])
+        }
+        (S::AwaitingCompleteConnect, kind) if kind.is_failure() => {
+            event(S::Failed(St::ND_CONNECTION_ABORTED), vec![])
+        }
+
+        // The active side abandoned before we answered: Accept and Reject will report it.
+        (S::RequestReceived, kind) if kind.is_failure() => event(S::Failed(passive(ev)), vec![]),
+
+        // RTU (or the first data, through rdma_notify): Accept completes.
+        (S::Accepting, K::Established) => event(
+            S::Connected {
+                notify_pending: false,
+            },
+            vec![complete(Request::Accept, St::ND_SUCCESS)],
+        ),
+        // REJECTED 28: the active side rejected or released after its Connect completed;
+        // REJECTED 4: it abandoned earlier (nd-semantics.md "The handshake").
+        (S::Accepting, kind) if kind.is_failure() => {
+            let code = passive(ev);
+            event(S::Failed(code), vec![complete(Request::Accept, code)])
+        }
+        // A DREQ before we saw the RTU: the connecting peer is gone again.
+        (S::Accepting, K::Disconnected) => event(
+            S::Failed(St::ND_CONNECTION_ABORTED),
+            vec![
+                complete(Request::Accept, St::ND_CONNECTION_ABORTED),
+                Do(Action::FlushQp),
+            ],
+        ),
+
+        // nd-semantics.md "Disconnect": DISCONNECTED completes NotifyDisconnect and flushes
+        // nothing.
+        (S::Connected { notify_pending }, K::Disconnected) => event(
+            S::PeerDisconnected,
+            std::iter::once(Effect::PeerDisconnected)
+                .chain(notify(notify_pending, St::ND_SUCCESS))
+                .collect(),
+        ),
+        (S::Connected { notify_pending }, K::DeviceRemoval) => event(
+            S::Failed(St::ND_DEVICE_REMOVED),
+            notify(notify_pending, St::ND_DEVICE_REMOVED)
+                .into_iter()
+                .chain([Do(Action::FlushQp)])
+                .collect(),
+        ),
+
+        // DREP, or the DREQ timed out: our Disconnect completes.
+        (S::Disconnecting { notify_pending }, K::Disconnected) => event(
+            S::Disconnected,
+            std::iter::once(complete(Request::Disconnect, St::ND_SUCCESS))
+                .chain(notify(notify_pending, St::ND_SUCCESS))
+                .collect(),
+        ),
+        (S::Disconnecting { notify_pending }, K::DeviceRemoval) => event(
+            S::Failed(St::ND_DEVICE_REMOVED),
+            std::iter::once(complete(Request::Disconnect, St::ND_DEVICE_REMOVED))
+                .chain(notify(notify_pending, St::ND_DEVICE_REMOVED))
+                .collect(),
+        ),
+        (S::PeerDisconnected, K::DeviceRemoval) => {
+            event(S::Failed(St::ND_DEVICE_REMOVED), vec![Do(Action::FlushQp)])
+        }
+
+        (S::Idle | S::Bound | S::Disconnected | S::Rejected, K::DeviceRemoval) => {
+            event(S::Failed(St::ND_DEVICE_REMOVED), vec![])
+        }
+
+        // Anything else is not for this state (a duplicate, or a race with a call that already
+        // moved the connector on); the engine logs it.
+        _ => unchanged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ConnectorInput as I;
+    use ConnectorState as S;
+    use Effect::Do;
+    use NdStatus as St;
+
+    fn ev(kind: CmEventKind, status: i32) -> ConnectorInput {
+        I::Event(CmEvent::new(kind, status))
+    }
+
+    fn t(next: ConnectorState, returns: Option<NdStatus>, effects: &[Effect]) -> Transition {
+        Transition {
+            next,
+            returns,
+            effects: effects.to_vec(),
+        }
+    }
+
+    /// Runs `inputs` from `state`, checking each step's transition.
+    fn walk(mut state: ConnectorState, steps: &[(ConnectorInput, Transition)]) -> ConnectorState {
+        for (i, (input, want)) in steps.iter().enumerate() {
+            let got = step(state, *input);
+            assert_eq!(&got, want, "step {i}: {input:?} in {state:?}");
+            state = got.next;
+        }
+        state
+    }
+
+    const CALLS: [ConnectorInput; 10] = [
+        I::Bind,
+        I::Connect {
+            private_data_len: 0,
+        },
+        I::ConnectWithSharedEndpoint {
+            private_data_len: 0,
+        },
+        I::CompleteConnect,
+        I::Accept {
+            private_data_len: 0,
+        },
+        I::Reject {
+            private_data_len: 0,
+        },
+        I::Disconnect,
+        I::NotifyDisconnect,
+        I::Cancel,
+        I::Release,
+    ];
+
+    /// What every call returns in every state. Columns in the order of `CALLS`.
+    #[test]
+    fn call_return_matrix() {
+        const OK: St = St::ND_SUCCESS;
+        const PEND: St = St::ND_PENDING;
+        const ASSOC: St = St::STATUS_ADDRESS_ALREADY_ASSOCIATED;
+        const ACT: St = St::ND_CONNECTION_ACTIVE;
+        const INV: St = St::ND_CONNECTION_INVALID;
+        const REQ: St = St::ND_INVALID_DEVICE_REQUEST;
+        const ABRT: St = St::ND_CONNECTION_ABORTED;
+        const GONE: St = St::ND_DEVICE_REMOVED;
+        const HNDL: St = St::ND_INVALID_HANDLE;
+        let matrix: &[(ConnectorState, [St; 10])] = &[
+            (S::Idle, [OK, PEND, PEND, INV, INV, INV, INV, INV, OK, OK]),
+            (
+                S::Bound,
+                [ASSOC, PEND, ASSOC, INV, INV, INV, INV, INV, OK, OK],
+            ),
+            (
+                S::Connecting,
+                [ASSOC, ACT, ACT, INV, INV, INV, INV, INV, OK, OK],
+            ),
+            (
+                S::AwaitingCompleteConnect,
+                [ASSOC, ACT, ACT, OK, INV, OK, INV, INV, OK, OK],
+            ),
+            (
+                S::RequestReceived,
+                [ASSOC, ACT, ACT, INV, PEND, OK, INV, INV, OK, OK],
+            ),
+            (
+                S::Accepting,
+                [ASSOC, ACT, ACT, INV, ACT, INV, INV, INV, OK, OK],
+            ),
+            (
+                S::Connected {
+                    notify_pending: false,
+                },
+                [ASSOC, ACT, ACT, INV, ACT, INV, PEND, PEND, OK, OK],
+            ),
+            (
+                S::Connected {
+                    notify_pending: true,
+                },
+                [ASSOC, ACT, ACT, INV, ACT, INV, PEND, REQ, OK, OK],
+            ),
+            (
+                S::PeerDisconnected,
+                [ASSOC, ACT, ACT, INV, ACT, INV, OK, OK, OK, OK],
+            ),
+            (
+                S::Disconnecting {
+                    notify_pending: false,
+                },
+                [ASSOC, ACT, ACT, INV, ACT, INV, INV, PEND, OK, OK],
+            ),
+            (
+                S::Disconnecting {
+                    notify_pending: true,
+                },
+                [ASSOC, ACT, ACT, INV, ACT, INV, INV, REQ, OK, OK],
+            ),
+            (
+                S::Disconnected,
+                [ASSOC, INV, INV, INV, INV, INV, INV, OK, OK, OK],
+            ),
+            (
+                S::Rejected,
+                [ASSOC, INV, INV, INV, INV, INV, INV, INV, OK, OK],
+            ),
+            (
+                S::Failed(ABRT),
+                [ASSOC, INV, INV, INV, ABRT, ABRT, INV, INV, OK, OK],
+            ),
+            (
+                S::Failed(GONE),
+                [GONE, GONE, GONE, GONE, GONE, GONE, GONE, GONE, OK, OK],
+            ),
+            (S::Closed, [HNDL; 10]),
+        ];
+        for (state, row) in matrix {
+            for (call, want) in CALLS.iter().zip(row) {
+                let got = step(*state, *call);
+                assert_eq!(got.returns, Some(*want), "{call:?} in {state:?}");
+                if !want.is_success() {
+                    // A refused call changes nothing.
+                    assert_eq!(
+                        (got.next, got.effects.len()),
+                        (*state, 0),
+                        "{call:?} in {state:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn active_handshake() {
+        let end = walk(
+            S::Idle,
+            &[
+                (
+                    I::Bind,
+                    t(S::Bound, Some(St::ND_SUCCESS), &[Do(Action::BindAddress)]),
+                ),
+                (
+                    I::Connect {
+                        private_data_len: 56,
+                    },
+                    t(
+                        S::Connecting,
+                        Some(St::ND_PENDING),
+                        &[Do(Action::StartConnect)],
+                    ),
+                ),
+                (
+                    ev(CmEventKind::AddrResolved, 0),
+                    t(S::Connecting, None, &[Do(Action::ResolveRoute)]),
+                ),
+                (
+                    ev(CmEventKind::RouteResolved, 0),
+                    t(S::Connecting, None, &[Do(Action::SendRequest)]),
+                ),
+                (
+                    ev(CmEventKind::ConnectResponse, 0),
+                    t(
+                        S::AwaitingCompleteConnect,
+                        None,
+                        &[Effect::Complete {
+                            request: Request::Connect,
+                            status: St::ND_SUCCESS,
+                        }],
+                    ),
+                ),
+                (
+                    I::CompleteConnect,
+                    t(
+                        S::Connected {
+                            notify_pending: false,
+                        },
+                        Some(St::ND_SUCCESS),
+                        &[Do(Action::Establish)],
+                    ),
+                ),
+            ],
+        );
+        assert_eq!(
+            end,
+            S::Connected {
+                notify_pending: false
+            }
+        );
+    }
+
+    #[test]
+    fn passive_handshake() {
+        walk(
+            S::Idle,
+            &[
+                (
+                    ev(CmEventKind::ConnectRequest, 0),
+                    t(S::RequestReceived, None, &[]),
+                ),
+                (
+                    I::Accept {
+                        private_data_len: 196,
+                    },
+                    t(
+                        S::Accepting,
+                        Some(St::ND_PENDING),
+                        &[Do(Action::AcceptRequest)],
+                    ),
+                ),
+                (
+                    ev(CmEventKind::Established, 0),
+                    t(
+                        S::Connected {
+                            notify_pending: false,
+                        },
+                        None,
+                        &[Effect::Complete {
+                            request: Request::Accept,
+                            status: St::ND_SUCCESS,
+                        }],
+                    ),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn ndk_connect_without_bind_and_shared_endpoint_connect() {
+        for call in [
+            I::Connect {
+                private_data_len: 0,
+            },
+            I::ConnectWithSharedEndpoint {
+                private_data_len: 0,
+            },
+        ] {
+            assert_eq!(
+                step(S::Idle, call),
+                t(
+                    S::Connecting,
+                    Some(St::ND_PENDING),
+                    &[Do(Action::StartConnect)]
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn private_data_over_the_limit_is_refused_and_the_connector_stays_usable() {
+        let rows = [
+            (
+                S::Bound,
+                I::Connect {
+                    private_data_len: 57,
+                },
+                I::Connect {
+                    private_data_len: 56,
+                },
+            ),
+            (
+                S::Idle,
+                I::ConnectWithSharedEndpoint {
+                    private_data_len: 57,
+                },
+                I::ConnectWithSharedEndpoint {
+                    private_data_len: 56,
+                },
+            ),
+            (
+                S::RequestReceived,
+                I::Accept {
+                    private_data_len: 197,
+                },
+                I::Accept {
+                    private_data_len: 196,
+                },
+            ),
+            (
+                S::RequestReceived,
+                I::Reject {
+                    private_data_len: 149,
+                },
+                I::Reject {
+                    private_data_len: 148,
+                },
+            ),
+            (
+                S::AwaitingCompleteConnect,
+                I::Reject {
+                    private_data_len: 149,
+                },
+                I::Reject {
+                    private_data_len: 148,
+                },
+            ),
+        ];
+        for (state, over, exact) in rows {
+            assert_eq!(
+                step(state, over),
+                t(state, Some(St::ND_INVALID_BUFFER_SIZE), &[]),
+                "{over:?}"
+            );
+            assert!(
+                step(state, exact).returns.unwrap().is_success(),
+                "{exact:?}"
+            );
+        }
+    }
+
+    /// nd-semantics.md's failure table, through the machine: Connect completes with the code.
+    #[test]
+    fn connect_failures_complete_the_pending_connect() {
+        use CmEventKind as K;
+        let rows = [
+            (K::Rejected, 8, St::ND_CONNECTION_REFUSED),
+            (K::Rejected, 28, St::ND_CONNECTION_REFUSED),
+            (K::AddrError, -libc::ETIMEDOUT, St::ND_HOST_UNREACHABLE),
+            (K::AddrError, -libc::ENETUNREACH, St::ND_NETWORK_UNREACHABLE),
+            (K::RouteError, -libc::ETIMEDOUT, St::ND_NETWORK_UNREACHABLE),
+            (K::Unreachable, -libc::ETIMEDOUT, St::ND_IO_TIMEOUT),
+            (K::ConnectError, -libc::EINVAL, St::ND_CONNECTION_ABORTED),
+            (K::DeviceRemoval, 0, St::ND_DEVICE_REMOVED),
+        ];
+        for (kind, status, code) in rows {
+            assert_eq!(
+                step(S::Connecting, ev(kind, status)),
+                t(
+                    S::Failed(code),
+                    None,
+                    &[Effect::Complete {
+                        request: Request::Connect,
+                        status: code
+                    }]
+                ),
+                "{kind:?} {status}"
+            );
+        }
+    }
+
+    #[test]
+    fn accept_fails_refused_or_aborted_as_the_active_side_decides() {
+        use CmEventKind as K;
+        let rows = [
+            // Active side rejected or released after its Connect completed.
+            (ev(K::Rejected, 28), St::ND_CONNECTION_REFUSED),
+            // Active side abandoned in REQ_SENT.
+            (ev(K::Rejected, 4), St::ND_CONNECTION_ABORTED),
+            (ev(K::Unreachable, -libc::ETIMEDOUT), St::ND_IO_TIMEOUT),
+            (ev(K::DeviceRemoval, 0), St::ND_DEVICE_REMOVED),
+        ];
+        for (input, code) in rows {
+            assert_eq!(
+                step(S::Accepting, input),
+                t(
+                    S::Failed(code),
+                    None,
+                    &[Effect::Complete {
+                        request: Request::Accept,
+                        status: code
+                    }]
+                ),
+                "{input:?}"
+            );
+        }
+        assert_eq!(
+            step(S::Accepting, ev(K::Disconnected, 0)),
+            t(
+                S::Failed(St::ND_CONNECTION_ABORTED),
+                None,
+                &[
+                    Effect::Complete {
+                        request: Request::Accept,
+                        status: St::ND_CONNECTION_ABORTED
+                    },
+                    Do(Action::FlushQp)
+                ],
+            )
+        );
+    }
+
+    #[test]
+    fn peer_abandons_before_accept_then_accept_and_reject_report_it() {
+        let state = walk(
+            S::RequestReceived,
+            &[(
+                ev(CmEventKind::Rejected, 4),
+                t(S::Failed(St::ND_CONNECTION_ABORTED), None, &[]),
+            )],
+        );
+        assert_eq!(
+            step(
+                state,
+                I::Accept {
+                    private_data_len: 0
+                }
+            )
+            .returns,
+            Some(St::ND_CONNECTION_ABORTED)
+        );
+        assert_eq!(
+            step(
+                state,
+                I::Reject {
+                    private_data_len: 0
+                }
+            )
+            .returns,
+            Some(St::ND_CONNECTION_ABORTED)
+        );
+    }
+
+    #[test]
+    fn active_reject_after_rep_and_passive_going_away_after_rep() {
+        assert_eq!(
+            step(
+                S::AwaitingCompleteConnect,
+                I::Reject {
+                    private_data_len: 10
+                }
+            ),
+            t(S::Rejected, Some(St::ND_SUCCESS), &[Do(Action::RejectPeer)])
+        );
+        let failed = step(S::AwaitingCompleteConnect, ev(CmEventKind::Rejected, 28));
+        assert_eq!(failed, t(S::Failed(St::ND_CONNECTION_ABORTED), None, &[]));
+        assert_eq!(
+            step(failed.next, I::CompleteConnect).returns,
+            Some(St::ND_CONNECTION_INVALID)
+        );
+        let removed = step(
+            S::AwaitingCompleteConnect,
+            ev(CmEventKind::DeviceRemoval, 0),
+        );
+        assert_eq!(removed.next, S::Failed(St::ND_DEVICE_REMOVED));
+        assert_eq!(
+            step(removed.next, I::CompleteConnect).returns,
+            Some(St::ND_DEVICE_REMOVED)
+        );
+    }
+
+    #[test]
+    fn peer_disconnect_completes_notify_and_flushes_nothing() {
+        let state = walk(
+            S::Connected {
+                notify_pending: false,
+            },
+            &[
+                (
+                    I::NotifyDisconnect,
+                    t(
+                        S::Connected {
+                            notify_pending: true,
+                        },
+                        Some(St::ND_PENDING),
+                        &[],
+                    ),
+                ),
+                (
+                    ev(CmEventKind::Disconnected, 0),
+                    t(
+                        S::PeerDisconnected,
+                        None,
+                        &[
+                            Effect::PeerDisconnected,
+                            Effect::Complete {
+                                request: Request::NotifyDisconnect,
+                                status: St::ND_SUCCESS,
+                            },
+                        ],
+                    ),
+                ),
+                (
+                    I::Disconnect,
+                    t(
+                        S::Disconnected,
+                        Some(St::ND_SUCCESS),
+                        &[Do(Action::SendDisconnect), Do(Action::FlushQp)],
+                    ),
+                ),
+            ],
+        );
+        assert_eq!(state, S::Disconnected);
+        // Without a pending NotifyDisconnect only the NDK DisconnectEvent fires.
+        assert_eq!(
+            step(
+                S::Connected {
+                    notify_pending: false
+                },
+                ev(CmEventKind::Disconnected, 0)
+            ),
+            t(S::PeerDisconnected, None, &[Effect::PeerDisconnected])
+        );
+    }
+
+    #[test]
+    fn local_disconnect_flushes_the_qp_and_completes_on_disconnected() {
+        walk(
+            S::Connected {
+                notify_pending: true,
+            },
+            &[
+                (
+                    I::Disconnect,
+                    t(
+                        S::Disconnecting {
+                            notify_pending: true,
+                        },
+                        Some(St::ND_PENDING),
+                        &[Do(Action::SendDisconnect), Do(Action::FlushQp)],
+                    ),
+                ),
+                (
+                    ev(CmEventKind::Disconnected, 0),
+                    t(
+                        S::Disconnected,
+                        None,
+                        &[
+                            Effect::Complete {
+                                request: Request::Disconnect,
+                                status: St::ND_SUCCESS,
+                            },
+                            Effect::Complete {
+                                request: Request::NotifyDisconnect,
+                                status: St::ND_SUCCESS,
+                            },
+                        ],
+                    ),
+                ),
+                (
+                    ev(CmEventKind::TimewaitExit, 0),
+                    t(S::Disconnected, None, &[]),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn cancel() {
+        let canceled = |request| Effect::Complete {
+            request,
+            status: St::ND_CANCELED,
+        };
+        assert_eq!(
+            step(S::Connecting, I::Cancel),
+            t(
+                S::Failed(St::ND_CANCELED),
+                Some(St::ND_SUCCESS),
+                &[canceled(Request::Connect), Do(Action::DestroyId)],
+            )
+        );
+        assert_eq!(
+            step(S::Accepting, I::Cancel),
+            t(
+                S::Failed(St::ND_CANCELED),
+                Some(St::ND_SUCCESS),
+                &[canceled(Request::Accept), Do(Action::DestroyId)],
+            )
+        );
+        assert_eq!(
+            step(
+                S::Connected {
+                    notify_pending: true
+                },
+                I::Cancel
+            ),
+            t(
+                S::Connected {
+                    notify_pending: false
+                },
+                Some(St::ND_SUCCESS),
+                &[canceled(Request::NotifyDisconnect)]
+            )
+        );
+        assert_eq!(
+            step(
+                S::Disconnecting {
+                    notify_pending: true
+                },
+                I::Cancel
+            ),
+            t(
+                S::Disconnecting {
+                    notify_pending: false
+                },
+                Some(St::ND_SUCCESS),
+                &[canceled(Request::NotifyDisconnect)],
+            )
+        );
+        // A cancelled connector reports ND_CANCELED from then on.
+        assert_eq!(
+            step(
+                S::Failed(St::ND_CANCELED),
+                I::Accept {
+                    private_data_len: 0
+                }
+            )
+            .returns,
+            Some(St::ND_CANCELED)
+        );
+        // A late REP for an abandoned attempt changes nothing.
+        assert_eq!(
+            step(
+                S::Failed(St::ND_CANCELED),
+                ev(CmEventKind::ConnectResponse, 0)
+            ),
+            t(S::Failed(St::ND_CANCELED), None, &[])
+        );
+    }
+
+    #[test]
+    fn release_cancels_pending_requests_and_disconnects_implicitly() {
+        let canceled = |request| Effect::Complete {
+            request,
+            status: St::ND_CANCELED,
+        };
+        let destroy = Do(Action::DestroyId);
+        let rows: &[(ConnectorState, &[Effect])] = &[
+            (S::Idle, &[destroy]),
+            (S::Bound, &[destroy]),
+            (S::Connecting, &[canceled(Request::Connect), destroy]),
+            (S::AwaitingCompleteConnect, &[destroy]),
+            (S::RequestReceived, &[destroy]),
+            (S::Accepting, &[canceled(Request::Accept), destroy]),
+            (
+                S::Connected {
+                    notify_pending: false,
+                },
+                &[Do(Action::SendDisconnect), Do(Action::FlushQp), destroy],
+            ),
+            (
+                S::Connected {
+                    notify_pending: true,
+                },
+                &[
+                    canceled(Request::NotifyDisconnect),
+                    Do(Action::SendDisconnect),
+                    Do(Action::FlushQp),
+                    destroy,
+                ],
+            ),
+            (
+                S::PeerDisconnected,
+                &[Do(Action::SendDisconnect), Do(Action::FlushQp), destroy],
+            ),
+            (
+                S::Disconnecting {
+                    notify_pending: false,
+                },
+                &[canceled(Request::Disconnect), destroy],
+            ),
+            (
+                S::Disconnecting {
+                    notify_pending: true,
+                },
+                &[
+                    canceled(Request::Disconnect),
+                    canceled(Request::NotifyDisconnect),
+                    destroy,
+                ],
+            ),
+            (S::Disconnected, &[destroy]),
+            (S::Rejected, &[destroy]),
+            (S::Failed(St::ND_CONNECTION_REFUSED), &[destroy]),
+        ];
+        for (state, effects) in rows {
+            assert_eq!(
+                step(*state, I::Release),
+                t(S::Closed, Some(St::ND_SUCCESS), effects),
+                "{state:?}"
+            );
+        }
+        assert_eq!(
+            step(S::Closed, ev(CmEventKind::Disconnected, 0)),
+            t(S::Closed, None, &[])
+        );
+    }
+
+    #[test]
+    fn device_removal_while_connected_or_idle() {
+        assert_eq!(
+            step(
+                S::Connected {
+                    notify_pending: true
+                },
+                ev(CmEventKind::DeviceRemoval, 0)
+            ),
+            t(
+                S::Failed(St::ND_DEVICE_REMOVED),
+                None,
+                &[
+                    Effect::Complete {
+                        request: Request::NotifyDisconnect,
+                        status: St::ND_DEVICE_REMOVED
+                    },
+                    Do(Action::FlushQp)
+                ],
+            )
+        );
+        assert_eq!(
+            step(
+                S::Disconnecting {
+                    notify_pending: false
+                },
+                ev(CmEventKind::DeviceRemoval, 0)
+            ),
+            t(
+                S::Failed(St::ND_DEVICE_REMOVED),
+                None,
+                &[Effect::Complete {
+                    request: Request::Disconnect,
+                    status: St::ND_DEVICE_REMOVED
+                }],
+            )
+        );
+        assert_eq!(
+            step(S::PeerDisconnected, ev(CmEventKind::DeviceRemoval, 0)),
+            t(
+                S::Failed(St::ND_DEVICE_REMOVED),
+                None,
+                &[Do(Action::FlushQp)]
+            )
+        );
+        for state in [S::Idle, S::Bound, S::Disconnected, S::Rejected] {
+            assert_eq!(
+                step(state, ev(CmEventKind::DeviceRemoval, 0)),
+                t(S::Failed(St::ND_DEVICE_REMOVED), None, &[]),
+                "{state:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn inline_action_failures() {
+        let fail = |action, status| I::ActionFailed { action, status };
+        let rows = [
+            // Bind: the kernel says EADDRINUSE after the shim's table said yes.
+            (
+                S::Bound,
+                fail(Action::BindAddress, St::ND_SHARING_VIOLATION),
+                t(S::Idle, Some(St::ND_SHARING_VIOLATION), &[]),
+            ),
+            // nd-semantics.md: no route makes rdma_resolve_addr fail inline with ENETUNREACH.
+            (
+                S::Connecting,
+                fail(Action::StartConnect, St::ND_NETWORK_UNREACHABLE),
+                t(
+                    S::Failed(St::ND_NETWORK_UNREACHABLE),
+                    Some(St::ND_NETWORK_UNREACHABLE),
+                    &[],
+                ),
+            ),
+            (
+                S::Connecting,
+                fail(Action::ResolveRoute, St::ND_NO_MEMORY),
+                t(
+                    S::Failed(St::ND_NO_MEMORY),
+                    None,
+                    &[Effect::Complete {
+                        request: Request::Connect,
+                        status: St::ND_NO_MEMORY,
+                    }],
+                ),
+            ),
+            (
+                S::Connecting,
+                fail(Action::SendRequest, St::ND_INVALID_PARAMETER),
+                t(
+                    S::Failed(St::ND_INVALID_PARAMETER),
+                    None,
+                    &[Effect::Complete {
+                        request: Request::Connect,
+                        status: St::ND_INVALID_PARAMETER,
+                    }],
+                ),
+            ),
+            (
+                S::Accepting,
+                fail(Action::AcceptRequest, St::ND_INVALID_PARAMETER),
+                t(
+                    S::Failed(St::ND_INVALID_PARAMETER),
+                    Some(St::ND_INVALID_PARAMETER),
+                    &[],
+                ),
+            ),
+            (
+                S::Connected {
+                    notify_pending: false,
+                },
+                fail(Action::Establish, St::ND_INVALID_PARAMETER),
+                t(
+                    S::Failed(St::ND_INVALID_PARAMETER),
+                    Some(St::ND_INVALID_PARAMETER),
+                    &[Do(Action::FlushQp)],
+                ),
+            ),
+            (
+                S::Rejected,
+                fail(Action::RejectPeer, St::ND_INVALID_PARAMETER),
+                t(
+                    S::Failed(St::ND_INVALID_PARAMETER),
+                    Some(St::ND_INVALID_PARAMETER),
+                    &[],
+                ),
+            ),
+            // Nothing to report for a failed teardown step.
+            (
+                S::Closed,
+                fail(Action::DestroyId, St::ND_INVALID_PARAMETER),
+                t(S::Closed, None, &[]),
+            ),
+        ];
+        for (state, input, want) in rows {
+            assert_eq!(step(state, input), want, "{input:?} in {state:?}");
+        }
+    }
+
+    #[test]
+    fn events_that_do_not_belong_to_the_state_change_nothing() {
+        use CmEventKind as K;
+        let rows = [
+            (S::Idle, K::ConnectResponse),
+            (S::Bound, K::Established),
+            (S::Connecting, K::Established),
+            (S::Connecting, K::Disconnected),
+            (
+                S::Connected {
+                    notify_pending: false,
+                },
+                K::Established,
+            ),
+            (
+                S::Connected {
+                    notify_pending: false,
+                },
+                K::AddrChange,
+            ),
+            (S::RequestReceived, K::ConnectRequest),
+            (S::Disconnected, K::Disconnected),
+        ];
+        for (state, kind) in rows {
+            assert_eq!(
+                step(state, ev(kind, 0)),
+                t(state, None, &[]),
+                "{kind:?} in {state:?}"
+            );
+        }
+    }
+}
