@@ -8,6 +8,7 @@
 pub mod cm_event;
 pub mod connection_data;
 pub mod connector;
+pub mod listener;
 pub mod ports;
 pub mod status;
 
