@@ -135,4 +135,17 @@ macro_rules! abi_origin {
     };
 }
 
-pub(crate) use {abi, abi_item, abi_kind, abi_origin};
+
+/// Declares constants (`pub const NAME: TYPE = VALUE;`, written as in plain Rust) and the
+/// module's `CONSTS` table of names and values, which the C layout test checks against the
+/// headers' enumerators and macros.
+macro_rules! abi_consts {
+    ($( $(#[$attr:meta])* pub const $name:ident : $ty:ty = $value:expr; )*) => {
+        $( $(#[$attr])* pub const $name: $ty = $value; )*
+
+        /// Every constant of this module with its value, for the C layout test.
+        pub const CONSTS: &[(&str, i128)] = &[$( (stringify!($name), $name as i128) ),*];
+    };
+}
+
+pub(crate) use {abi, abi_consts, abi_item, abi_kind, abi_origin};

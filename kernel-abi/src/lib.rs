@@ -19,7 +19,8 @@
 //!
 //! Every type is declared through one macro ([`layout`]) that asserts its size and field
 //! offsets at compile time and publishes its layout in [`LAYOUTS`], which the `c_layout` test
-//! compares against the C compiler's view of the headers.
+//! compares against the C compiler's view of the headers; constants go through
+//! `abi_consts!`, whose [`CONSTS`] table the same test checks against the headers' values.
 #![no_std]
 #![allow(non_camel_case_types, non_upper_case_globals)]
 
@@ -50,4 +51,13 @@ pub const LAYOUTS: &[&[layout::TypeLayout]] = &[
     linux_in::LAYOUTS,
     rdma_user_ioctl_cmds::LAYOUTS,
     rdma_user_rxe::LAYOUTS,
+];
+
+/// Every constant of this crate with its value, module by module.
+pub const CONSTS: &[&[(&str, i128)]] = &[
+    ib_user_ioctl_cmds::CONSTS,
+    ib_user_ioctl_verbs::CONSTS,
+    ib_user_verbs::CONSTS,
+    rdma_user_ioctl_cmds::CONSTS,
+    rdma_user_rxe::CONSTS,
 ];

@@ -1,9 +1,25 @@
 //! <rdma/rdma_user_ioctl_cmds.h>: The ioctl() command header and attribute record, and the ioctl request number.
 
-use crate::layout::abi;
+use crate::layout::{abi, abi_consts};
 use zerocopy::IntoBytes;
-pub const UVERBS_ATTR_F_MANDATORY: u32 = 1;
-pub const UVERBS_ATTR_F_VALID_OUTPUT: u32 = 2;
+
+abi_consts! {
+    // anonymous enum
+    pub const UVERBS_ATTR_F_MANDATORY: u32 = 1;
+    pub const UVERBS_ATTR_F_VALID_OUTPUT: u32 = 2;
+
+    // #defines
+    pub const RDMA_IOCTL_MAGIC: u32 = 0x1b;
+    /// The ioctl request number of every uverbs ioctl command:
+    /// `_IOWR(RDMA_IOCTL_MAGIC, 1, struct ib_uverbs_ioctl_hdr)`. With the asm-generic encoding
+    /// (x86, arm, riscv...) that is `dir << 30 | size << 16 | type << 8 | nr`, where
+    /// `dir = _IOC_READ | _IOC_WRITE = 3` and `size = sizeof(struct ib_uverbs_ioctl_hdr) = 24`.
+    /// powerpc, mips and sparc encode differently (3-bit direction, 13-bit size).
+    pub const RDMA_VERBS_IOCTL: u32 = (3 << 30)
+        | ((core::mem::size_of::<ib_uverbs_ioctl_hdr>() as u32) << 16)
+        | (RDMA_IOCTL_MAGIC << 8)
+        | 1;
+}
 
 abi! {
     #[derive(IntoBytes, Debug)]

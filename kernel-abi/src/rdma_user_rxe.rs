@@ -4,13 +4,15 @@
 //! Follows the Linux 6.1 header plus two later additions (Linux 6.2) that newer kernels
 //! understand: `rxe_send_wr.wr.flush` and `rxe_dma_info.atomic_wr`. Neither changes a size.
 
-use crate::layout::abi;
+use crate::layout::{abi, abi_consts};
 use crate::linux_in::{sockaddr_in, sockaddr_in6};
 use zerocopy::IntoBytes;
 
-/// `rxe_av.network_type`: the address family of `sgid_addr`/`dgid_addr`.
-pub const RXE_NETWORK_TYPE_IPV4: u32 = 1;
-pub const RXE_NETWORK_TYPE_IPV6: u32 = 2;
+abi_consts! {
+    /// `rxe_av.network_type`: the address family of `sgid_addr`/`dgid_addr`.
+    pub const RXE_NETWORK_TYPE_IPV4: u32 = 1;
+    pub const RXE_NETWORK_TYPE_IPV6: u32 = 2;
+}
 
 abi! {
     #[derive(IntoBytes, Debug)]

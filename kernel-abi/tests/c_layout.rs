@@ -8,6 +8,9 @@
 //!   the five headers declare; its fields (nested records expanded, anonymous members flattened)
 //!   come from the compiler.
 //!
+//! Constants go the same way: `kernel_abi::CONSTS` (built by `abi_consts!`) becomes one
+//! `_Static_assert` per constant, compiled against the headers.
+//!
 //! The reference is `/usr/include` (Debian bookworm, Linux 6.1 UAPI). Fields only newer kernels
 //! have (`rxe_send_wr.wr.flush`, `rxe_dma_info.atomic_wr`) are checked against the
 //! linux-libc-dev of Debian trixie, downloaded once into the target directory.
@@ -323,6 +326,7 @@ struct Headers {
     trixie: BTreeMap<String, CRecord>,
     /// Every record the bookworm headers define.
     declared: BTreeSet<String>,
+    trixie_include: Vec<PathBuf>,
 }
 
 fn c_name(ty: &TypeLayout) -> String {
@@ -341,12 +345,74 @@ fn headers() -> &'static Headers {
         probed.extend(
             rust_types().values().filter(|t| t.origin == Origin::Named).map(|t| c_name(t)),
         );
+        let trixie = trixie_include();
         Headers {
             bookworm: c_records(&[PathBuf::from(BOOKWORM_INCLUDE)], &probed, "bookworm"),
-            trixie: c_records(&trixie_include(), &probed, "trixie"),
+            trixie: c_records(&trixie, &probed, "trixie"),
             declared,
+            trixie_include: trixie,
         }
     })
+}
+
+/// Compiles one `_Static_assert` per constant against the headers and returns the names clang
+/// did not know and the names whose value differs.
+fn check_constants(include: &[PathBuf], tag: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut probe = String::new();
+    for header in HEADERS {
+        writeln!(probe, "#include <{header}>").unwrap();
+    }
+    for &(name, value) in kernel_abi::CONSTS.iter().flat_map(|module| module.iter()) {
+        let (cast, literal) = if value < 0 {
+            ("long long", format!("({value}LL)"))
+        } else {
+            ("unsigned long long", format!("{value}ULL"))
+        };
+        writeln!(probe, "_Static_assert(({cast})({name}) == {literal}, \"{name}\");").unwrap();
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_layout");
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe_path = dir.join(format!("constants_{tag}.c"));
+    std::fs::write(&probe_path, probe).unwrap();
+    let mut clang = Command::new("clang");
+    clang.args(["-fsyntax-only", "-ferror-limit=0"]);
+    for dir in include {
+        clang.arg("-I").arg(dir);
+    }
+    let output = clang.arg(&probe_path).output().expect("cannot run clang");
+    let (mut unknown, mut differ) = (BTreeSet::new(), BTreeSet::new());
+    for line in String::from_utf8_lossy(&output.stderr).lines().filter(|l| l.contains("error:")) {
+        let quoted = |l: &str, open: char, close: char| {
+            let start = l.rfind(open).map(|i| i + 1);
+            let text = &l[start.unwrap_or(0)..];
+            text.split(close).next().unwrap_or_default().to_string()
+        };
+        if line.contains("use of undeclared identifier") {
+            unknown.insert(line.split('\'').nth(1).unwrap_or_default().to_string());
+        } else if line.contains("static_assert failed") || line.contains("static assertion failed") {
+            differ.insert(quoted(line.trim_end_matches('"'), '"', '"'));
+        } else {
+            panic!("unexpected clang error in {}: {line}", probe_path.display());
+        }
+    }
+    // clang substitutes a similar name for an unknown one ("did you mean") and then reports
+    // the assertion too; the name is unknown, not different.
+    differ.retain(|name| !unknown.contains(name));
+    (unknown, differ)
+}
+
+#[test]
+fn every_constant_matches_the_headers() {
+    let count = kernel_abi::CONSTS.iter().map(|module| module.len()).sum::<usize>();
+    assert!(count > 300, "only {count} constants in CONSTS");
+    let (unknown_old, differ_old) = check_constants(&[PathBuf::from(BOOKWORM_INCLUDE)], "bookworm");
+    assert!(differ_old.is_empty(), "values differ from the bookworm headers: {differ_old:?}");
+    // Names the 6.1 headers lack must come from the newer header, with the same value.
+    let (unknown_new, differ_new) = check_constants(&headers().trixie_include, "trixie");
+    let missing: Vec<&String> = unknown_old.intersection(&unknown_new).collect();
+    assert!(missing.is_empty(), "constants in neither the bookworm nor the trixie headers: {missing:?}");
+    assert!(differ_new.is_empty(), "values differ from the trixie headers: {differ_new:?}");
+    assert!(unknown_old.contains("IB_UVERBS_WR_FLUSH"), "newer constants not exercised");
 }
 
 fn compare_record(errors: &mut Vec<String>, ty: &TypeLayout, which: &str, c: Option<&CRecord>) {
