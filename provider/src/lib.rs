@@ -1,8 +1,27 @@
 //! rxe_rs: a libibverbs provider for the kernel's Soft-RoCE device (rdma_rxe).
+//!
+//! libibverbs loads this library (`librxe_rs-rdmav<PABI>.so`) with dlopen. Its
+//! constructor finds the libibverbs already in the process, decides which
+//! private-ABI layout that library has, and registers our `verbs_device_ops`.
+//! From then on libibverbs calls us through the ops tables:
+//!
+//! - `registration`: the load-time constructor, the device ops and match table;
+//! - `device`: `alloc_device` / `uninit_device`;
+//! - `context`: `alloc_context` / `free_context` and the context ops table;
+//! - `query`: `query_device_ex` and `query_port`;
+//! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
+//! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
+//! - `ffi`: the panic boundary every `extern "C"` entry goes through;
+//! - `logger`: `VERBS_LOG_LEVEL` / `VERBS_LOG_FILE` handling.
 
+pub mod command;
+mod context;
+mod device;
 mod ffi;
 pub mod libibverbs;
 mod logger;
+mod query;
+mod registration;
 
 /// The name under which the provider registers with libibverbs.
 pub const PROVIDER_NAME: &str = "rxe_rs";

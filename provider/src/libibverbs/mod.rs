@@ -11,3 +11,5 @@
 pub mod context_v36;
 pub mod device_abi;
 pub mod public;
+pub mod layout;
+pub mod runtime;

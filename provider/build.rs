@@ -1,0 +1,32 @@
+//! Names the provider the way libibverbs looks for it.
+//!
+//! libibverbs loads a provider as `lib<name>-rdmav<PABI>.so` (with
+//! `RDMAV_DRIVERS=/path/librxe_rs` it appends `-rdmav<PABI>.so` to the path).
+//! Cargo cannot put a hyphen in a library's file name, so we leave the
+//! symlink `librxe_rs-rdmav34.so -> librxe_rs.so` beside the cdylib in the
+//! profile's output directory (`target/<profile>/`, three levels above
+//! OUT_DIR, `target/<profile>/build/<pkg>-<hash>/out`). The link target is
+//! relative, so it is dangling only until cargo links the cdylib right after.
+
+use std::path::PathBuf;
+
+/// The private ABI versions we build a name for (see `libibverbs::layout`).
+const PABIS: &[u32] = &[34];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let profile_dir = out_dir
+        .ancestors()
+        .nth(3)
+        .expect("OUT_DIR is target/<profile>/build/<pkg>-<hash>/out")
+        .to_path_buf();
+    for pabi in PABIS {
+        let link = profile_dir.join(format!("librxe_rs-rdmav{pabi}.so"));
+        // Replace whatever is there (an older link, or a stale copy).
+        if std::fs::symlink_metadata(&link).is_ok() {
+            std::fs::remove_file(&link).expect("remove the old provider link");
+        }
+        std::os::unix::fs::symlink("librxe_rs.so", &link).expect("create the provider link");
+    }
+}

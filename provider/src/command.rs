@@ -1,0 +1,232 @@
+//! The kernel command channel: uverbs write() commands on a context's
+//! `cmd_fd`, built from `kernel-abi` types.
+//!
+//! A legacy command is `ib_uverbs_cmd_hdr` + body in one write(); sizes are in
+//! 4-byte words and include the header; the body's `response` field carries
+//! the address the kernel writes the response to. An extended command is
+//! `ib_uverbs_cmd_hdr` + `ib_uverbs_ex_cmd_hdr` + body; sizes are in 8-byte
+//! words and exclude both headers; the response address is in the ex header.
+//! Everything is one contiguous buffer: the uverbs file has no write_iter, so
+//! writev() would split a command into several writes.
+
+use core::ffi::c_void;
+use std::os::fd::RawFd;
+
+use kernel_abi::{
+    ib_uverbs_cmd_hdr, ib_uverbs_ex_cmd_hdr, ib_uverbs_ex_query_device,
+    ib_uverbs_ex_query_device_resp, ib_uverbs_get_context, ib_uverbs_get_context_resp,
+    ib_uverbs_query_device, ib_uverbs_query_device_resp, ib_uverbs_query_port,
+    ib_uverbs_query_port_resp, IB_USER_VERBS_CMD_GET_CONTEXT, IB_USER_VERBS_CMD_QUERY_DEVICE,
+    IB_USER_VERBS_CMD_FLAG_EXTENDED, IB_USER_VERBS_CMD_QUERY_PORT, IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
+};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
+
+/// A positive errno value, as verbs return them.
+pub type Errno = i32;
+
+/// Large enough for every write() command the stock rxe provider issues.
+const CMD_BUF_MAX: usize = 512;
+
+/// A legacy write() command: its id and response type, and where in the
+/// body the response address goes.
+pub trait WriteCmd: IntoBytes + Immutable {
+    const ID: u32;
+    type Resp: FromBytes + IntoBytes;
+    fn set_response(&mut self, addr: u64);
+}
+
+/// An extended write() command (response address in the ex header).
+pub trait WriteExCmd: IntoBytes + Immutable {
+    const ID: u32;
+    type Resp: FromBytes + IntoBytes;
+}
+
+impl WriteCmd for ib_uverbs_get_context {
+    const ID: u32 = IB_USER_VERBS_CMD_GET_CONTEXT;
+    type Resp = ib_uverbs_get_context_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteCmd for ib_uverbs_query_device {
+    const ID: u32 = IB_USER_VERBS_CMD_QUERY_DEVICE;
+    type Resp = ib_uverbs_query_device_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteCmd for ib_uverbs_query_port {
+    const ID: u32 = IB_USER_VERBS_CMD_QUERY_PORT;
+    type Resp = ib_uverbs_query_port_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteExCmd for ib_uverbs_ex_query_device {
+    const ID: u32 = IB_USER_VERBS_EX_CMD_QUERY_DEVICE;
+    type Resp = ib_uverbs_ex_query_device_resp;
+}
+
+fn words(bytes: usize, unit: usize) -> Result<u16, Errno> {
+    if bytes % unit != 0 {
+        return Err(libc::EINVAL);
+    }
+    u16::try_from(bytes / unit).map_err(|_| libc::EINVAL)
+}
+
+fn put(out: &mut [u8], at: usize, bytes: &[u8]) -> Result<usize, Errno> {
+    let end = at.checked_add(bytes.len()).ok_or(libc::EINVAL)?;
+    out.get_mut(at..end).ok_or(libc::EINVAL)?.copy_from_slice(bytes);
+    Ok(end)
+}
+
+/// Frames a legacy command into `out`; returns the length to write.
+pub fn frame_write(out: &mut [u8], id: u32, body: &[u8], resp_len: usize) -> Result<usize, Errno> {
+    let total = core::mem::size_of::<ib_uverbs_cmd_hdr>() + body.len();
+    let hdr = ib_uverbs_cmd_hdr { command: id, in_words: words(total, 4)?, out_words: words(resp_len, 4)? };
+    let at = put(out, 0, hdr.as_bytes())?;
+    put(out, at, body)
+}
+
+/// Frames an extended command into `out`; returns the length to write.
+pub fn frame_write_ex(
+    out: &mut [u8],
+    id: u32,
+    body: &[u8],
+    response: u64,
+    resp_len: usize,
+) -> Result<usize, Errno> {
+    let hdr = ib_uverbs_cmd_hdr {
+        command: IB_USER_VERBS_CMD_FLAG_EXTENDED | id,
+        in_words: words(body.len(), 8)?,
+        out_words: words(resp_len, 8)?,
+    };
+    let ex = ib_uverbs_ex_cmd_hdr { response, provider_in_words: 0, provider_out_words: 0, cmd_hdr_reserved: 0 };
+    let at = put(out, 0, hdr.as_bytes())?;
+    let at = put(out, at, ex.as_bytes())?;
+    put(out, at, body)
+}
+
+/// The address the kernel writes a response to. Casting exposes the
+/// pointer's provenance, so the compiler knows write() may store through it.
+fn response_addr<R>(resp: &mut R) -> u64 {
+    core::ptr::from_mut(resp) as usize as u64
+}
+
+fn write_all(fd: RawFd, buf: &[u8]) -> Result<(), Errno> {
+    // SAFETY: buf is a valid readable slice for its whole length.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast::<c_void>(), buf.len()) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
+    // The uverbs write handler consumes a command whole or fails it.
+    if n as usize != buf.len() {
+        return Err(libc::EIO);
+    }
+    Ok(())
+}
+
+/// Issues a legacy command and returns the kernel's response. The kernel
+/// fills the whole response buffer (zeroing what it has no value for);
+/// callers still validate every value before use.
+pub fn write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
+    let mut resp = C::Resp::new_zeroed();
+    cmd.set_response(response_addr(&mut resp));
+    let mut buf = [0u8; CMD_BUF_MAX];
+    let len = frame_write(&mut buf, C::ID, cmd.as_bytes(), core::mem::size_of::<C::Resp>())?;
+    write_all(fd, &buf[..len])?;
+    Ok(resp)
+}
+
+/// Issues an extended command and returns the kernel's response.
+pub fn write_ex_cmd<C: WriteExCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
+    let mut resp = C::Resp::new_zeroed();
+    let addr = response_addr(&mut resp);
+    let mut buf = [0u8; CMD_BUF_MAX];
+    let len = frame_write_ex(&mut buf, C::ID, cmd.as_bytes(), addr, core::mem::size_of::<C::Resp>())?;
+    write_all(fd, &buf[..len])?;
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u16_at(b: &[u8], at: usize) -> u16 {
+        u16::from_ne_bytes([b[at], b[at + 1]])
+    }
+    fn u32_at(b: &[u8], at: usize) -> u32 {
+        u32::from_ne_bytes(b[at..at + 4].try_into().unwrap())
+    }
+    fn u64_at(b: &[u8], at: usize) -> u64 {
+        u64::from_ne_bytes(b[at..at + 8].try_into().unwrap())
+    }
+
+    #[test]
+    fn get_context_is_header_plus_response_address() {
+        let cmd = ib_uverbs_get_context { response: 0x1122_3344_5566_7788, driver_data: [] };
+        let mut buf = [0u8; 64];
+        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_GET_CONTEXT, cmd.as_bytes(), 8).unwrap();
+        assert_eq!(n, 16);
+        assert_eq!(u32_at(&buf, 0), 0);
+        assert_eq!(u16_at(&buf, 4), 4); // (8 header + 8 body) / 4
+        assert_eq!(u16_at(&buf, 6), 2); // 8-byte response / 4
+        assert_eq!(u64_at(&buf, 8), 0x1122_3344_5566_7788);
+    }
+
+    #[test]
+    fn query_port_carries_the_port_number() {
+        let cmd = ib_uverbs_query_port { response: 8, port_num: 1, reserved: [0; 7], driver_data: [] };
+        let mut buf = [0u8; 64];
+        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
+        assert_eq!(n, 24);
+        assert_eq!(u32_at(&buf, 0), 2);
+        assert_eq!(u16_at(&buf, 4), 6);
+        assert_eq!(u16_at(&buf, 6), 10);
+        assert_eq!(buf[16], 1);
+    }
+
+    #[test]
+    fn query_device_asks_for_the_whole_176_byte_response() {
+        let cmd = ib_uverbs_query_device { response: 0, driver_data: [] };
+        let mut buf = [0u8; 64];
+        frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 176).unwrap();
+        assert_eq!((u32_at(&buf, 0), u16_at(&buf, 4), u16_at(&buf, 6)), (1, 4, 44));
+    }
+
+    #[test]
+    fn extended_query_device_uses_8_byte_words_without_headers() {
+        let cmd = ib_uverbs_ex_query_device { comp_mask: 0, reserved: 0 };
+        let mut buf = [0u8; 64];
+        let n = frame_write_ex(&mut buf, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, cmd.as_bytes(), 0xabc0, 304)
+            .unwrap();
+        assert_eq!(n, 8 + 16 + 8);
+        assert_eq!(u32_at(&buf, 0), 0x8000_0001);
+        assert_eq!(u16_at(&buf, 4), 1); // 8-byte body
+        assert_eq!(u16_at(&buf, 6), 38); // 304 / 8
+        assert_eq!(u64_at(&buf, 8), 0xabc0);
+        assert_eq!((u16_at(&buf, 16), u16_at(&buf, 18), u32_at(&buf, 20)), (0, 0, 0));
+    }
+
+    #[test]
+    fn framing_rejects_what_the_kernel_would() {
+        let mut buf = [0u8; 64];
+        // Not a whole number of words.
+        assert_eq!(frame_write(&mut buf, 0, &[0; 6], 8), Err(libc::EINVAL));
+        assert_eq!(frame_write(&mut buf, 0, &[0; 8], 6), Err(libc::EINVAL));
+        assert_eq!(frame_write_ex(&mut buf, 1, &[0; 4], 0, 8), Err(libc::EINVAL));
+        assert_eq!(frame_write_ex(&mut buf, 1, &[0; 8], 0, 12), Err(libc::EINVAL));
+        // Does not fit the buffer, or the 16-bit word count.
+        assert_eq!(frame_write(&mut buf, 0, &[0; 64], 8), Err(libc::EINVAL));
+        assert_eq!(frame_write(&mut buf, 0, &[0; 8], 4 * 65536), Err(libc::EINVAL));
+    }
+
+    #[test]
+    fn a_bad_fd_is_an_errno_not_a_crash() {
+        let cmd = ib_uverbs_get_context { response: 0, driver_data: [] };
+        assert_eq!(write_cmd(-1, cmd).err(), Some(libc::EBADF));
+    }
+}

@@ -1,0 +1,168 @@
+//! Finds the libibverbs already loaded in this process and resolves, by
+//! symbol version, the four private entry points a provider needs. Nothing
+//! here is bound at link time: the cdylib has no `IBVERBS_PRIVATE_*` import,
+//! so it loads into any libibverbs and refuses (does not register) when the
+//! layout is unknown.
+
+use core::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::CString;
+use std::sync::OnceLock;
+
+use super::device_abi::verbs_device_ops;
+use super::layout::{release_from_file_name, Layout, Refusal, KNOWN_PABIS};
+use super::public::ibv_device;
+
+type RegisterDriverFn = unsafe extern "C" fn(*const verbs_device_ops);
+type InitAndAllocContextFn =
+    unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut c_void, u32) -> *mut c_void;
+type SetOpsFn = unsafe extern "C" fn(*mut c_void, *const c_void);
+type UninitContextFn = unsafe extern "C" fn(*mut c_void);
+
+/// The running libibverbs: its layout and its provider glue.
+pub struct Libibverbs {
+    pub layout: Layout,
+    /// The library's real path, for logs.
+    pub path: String,
+    register_driver: RegisterDriverFn,
+    init_and_alloc_context: InitAndAllocContextFn,
+    set_ops: SetOpsFn,
+    uninit_context: UninitContextFn,
+}
+
+static LIBIBVERBS: OnceLock<Libibverbs> = OnceLock::new();
+
+/// The library found at load time, once registration succeeded.
+pub fn get() -> Option<&'static Libibverbs> {
+    LIBIBVERBS.get()
+}
+
+/// Keeps `lib` for the life of the process and returns it.
+pub fn install(lib: Libibverbs) -> &'static Libibverbs {
+    LIBIBVERBS.get_or_init(|| lib)
+}
+
+fn symbol(handle: *mut c_void, name: &'static str, version: &CStr) -> Result<*mut c_void, Refusal> {
+    let cname = CString::new(name).map_err(|_| Refusal::MissingSymbol(name))?;
+    // SAFETY: handle came from dlopen and is never closed; both strings are
+    // NUL-terminated and outlive the call.
+    let p = unsafe { libc::dlvsym(handle, cname.as_ptr(), version.as_ptr()) };
+    if p.is_null() {
+        Err(Refusal::MissingSymbol(name))
+    } else {
+        Ok(p)
+    }
+}
+
+/// The real file behind the object that contains `addr`.
+fn object_path(addr: *const c_void) -> Option<String> {
+    let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only writes into `info`, a valid Dl_info.
+    let found = unsafe { libc::dladdr(addr, info.as_mut_ptr()) };
+    // SAFETY: zeroed is a valid Dl_info, and dladdr filled it when found != 0.
+    let info = unsafe { info.assume_init() };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the dynamic
+    // loader, valid while the object stays loaded (we hold a reference).
+    let loaded_as = unsafe { CStr::from_ptr(info.dli_fname as *const c_char) };
+    let loaded_as = std::path::PathBuf::from(loaded_as.to_string_lossy().into_owned());
+    let real = std::fs::canonicalize(&loaded_as).unwrap_or(loaded_as);
+    Some(real.to_string_lossy().into_owned())
+}
+
+impl Libibverbs {
+    /// Looks for libibverbs in the process and decides its layout.
+    pub fn find() -> Result<Libibverbs, Refusal> {
+        // SAFETY: RTLD_NOLOAD never loads anything; it only returns a handle
+        // (with a reference we keep forever) if the library is already mapped.
+        let handle =
+            unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        if handle.is_null() {
+            return Err(Refusal::NotLoaded);
+        }
+
+        let (pabi, register) = KNOWN_PABIS
+            .iter()
+            .find_map(|&pabi| {
+                let name: &'static str = match pabi {
+                    34 => "verbs_register_driver_34",
+                    _ => return None,
+                };
+                let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).ok()?;
+                symbol(handle, name, &version).ok().map(|p| (pabi, p))
+            })
+            .ok_or(Refusal::UnknownPabi)?;
+
+        let path = object_path(register).ok_or(Refusal::UnknownRelease("libibverbs.so.1".into()))?;
+        let release =
+            release_from_file_name(&path).ok_or_else(|| Refusal::UnknownRelease(path.clone()))?;
+        let layout = Layout::select(pabi, release)?;
+
+        let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).expect("no NUL in a version name");
+        let init = symbol(handle, "_verbs_init_and_alloc_context", &version)?;
+        let set_ops = symbol(handle, "verbs_set_ops", &version)?;
+        let uninit = symbol(handle, "verbs_uninit_context", &version)?;
+
+        // SAFETY: each pointer is the address of the libibverbs function of
+        // that name under IBVERBS_PRIVATE_<pabi>, whose C prototype (driver.h
+        // of every release `Layout::select` accepts) is the type transmuted to.
+        unsafe {
+            Ok(Libibverbs {
+                layout,
+                path,
+                register_driver: core::mem::transmute::<*mut c_void, RegisterDriverFn>(register),
+                init_and_alloc_context: core::mem::transmute::<*mut c_void, InitAndAllocContextFn>(init),
+                set_ops: core::mem::transmute::<*mut c_void, SetOpsFn>(set_ops),
+                uninit_context: core::mem::transmute::<*mut c_void, UninitContextFn>(uninit),
+            })
+        }
+    }
+
+    /// `verbs_register_driver_<PABI>(ops)`: libibverbs keeps the pointer.
+    pub fn register_driver(&self, ops: &'static verbs_device_ops) {
+        // SAFETY: ops is 'static and laid out as this library's
+        // verbs_device_ops (identical v35..v64).
+        unsafe { (self.register_driver)(ops) }
+    }
+
+    /// `_verbs_init_and_alloc_context(device, cmd_fd, alloc_size, 0, driver_id)`:
+    /// callocs `alloc_size` bytes with the `verbs_context` at offset 0 and
+    /// initialises it. Takes ownership of `cmd_fd` (closed on failure).
+    ///
+    /// # Safety
+    /// `device` is the `ibv_device` libibverbs passed to `alloc_context`, and
+    /// `alloc_size` is at least this layout's `sizeof(struct verbs_context)`.
+    pub unsafe fn init_and_alloc_context(
+        &self,
+        device: *mut ibv_device,
+        cmd_fd: c_int,
+        alloc_size: usize,
+        driver_id: u32,
+    ) -> *mut c_void {
+        // SAFETY: forwarded from the caller's contract; offset 0 is a valid
+        // `context_offset` (the macro form computes it as a null-based pointer).
+        unsafe { (self.init_and_alloc_context)(device, cmd_fd, alloc_size, core::ptr::null_mut(), driver_id) }
+    }
+
+    /// `verbs_set_ops(vctx, ops)`.
+    ///
+    /// # Safety
+    /// `vctx` is a live `verbs_context` of this library; `ops` points to a
+    /// `verbs_context_ops` laid out for `self.layout`.
+    pub unsafe fn set_ops(&self, vctx: *mut c_void, ops: *const c_void) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.set_ops)(vctx, ops) }
+    }
+
+    /// `verbs_uninit_context(vctx)`: frees libibverbs' private part and closes
+    /// `cmd_fd` and `async_fd`. The allocation itself stays for us to free.
+    ///
+    /// # Safety
+    /// `vctx` came from [`Self::init_and_alloc_context`] and is not used by
+    /// libibverbs any more.
+    pub unsafe fn uninit_context(&self, vctx: *mut c_void) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.uninit_context)(vctx) }
+    }
+}
