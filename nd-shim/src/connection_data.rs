@@ -179,6 +179,50 @@ impl BufferFill {
     }
 }
 
+/// What the peer sent in the handshake, kept on the connector for GetReadLimits,
+/// GetPrivateData and NdkGetConnectionData.
+///
+/// The engine records the private data of CONNECT_REQUEST, CONNECT_RESPONSE and REJECTED
+/// events as the event reports it: the full wire size (56, 196 or 148 bytes), not what the peer
+/// sent, because IB CM carries no length (`nd-semantics.md`, "Private data"). A REJ's data stays
+/// readable after the refusal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PeerData {
+    private_data: Option<Vec<u8>>,
+    read_limits: Option<PeerReadLimits>,
+}
+
+impl PeerData {
+    pub fn record_private_data(&mut self, data: &[u8]) {
+        self.private_data = Some(data.to_vec());
+    }
+
+    pub fn record_read_limits(&mut self, limits: PeerReadLimits) {
+        self.read_limits = Some(limits);
+    }
+
+    /// GetPrivateData. Before the peer has said anything there is nothing to read:
+    /// ND_CONNECTION_INVALID.
+    pub fn fill_private_data(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
+        match &self.private_data {
+            Some(data) => Ok(fill_private_data(data, buffer)),
+            None => Err(NdStatus::ND_CONNECTION_INVALID),
+        }
+    }
+
+    /// GetReadLimits: the peer's offer seen from our side, capped to our adapter.
+    pub fn read_limits(&self, adapter: AdapterReadLimits) -> Result<ReadLimits, NdStatus> {
+        self.read_limits
+            .map(|peer| peer.as_seen_locally(adapter))
+            .ok_or(NdStatus::ND_CONNECTION_INVALID)
+    }
+
+    /// The peer's offer, for capping our Accept.
+    pub fn peer_read_limits(&self) -> Option<PeerReadLimits> {
+        self.read_limits
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +359,43 @@ mod tests {
         );
         assert_eq!(fill.ndk(), NdStatus::ND_SUCCESS);
         assert_eq!(room[..16], sockaddr_in);
+    }
+
+    #[test]
+    fn peer_data_before_and_after_the_peer_spoke() {
+        let mut peer = PeerData::default();
+        let mut buffer = [0u8; 8];
+        assert_eq!(
+            peer.fill_private_data(&mut buffer),
+            Err(NdStatus::ND_CONNECTION_INVALID)
+        );
+        assert_eq!(
+            peer.read_limits(ADAPTER),
+            Err(NdStatus::ND_CONNECTION_INVALID)
+        );
+        assert_eq!(peer.peer_read_limits(), None);
+
+        // A REJ: 148 bytes on the wire, whatever the peer passed to Reject.
+        let mut rej = [0u8; MAX_REJECT_DATA];
+        rej[..3].copy_from_slice(b"no!");
+        peer.record_private_data(&rej);
+        peer.record_read_limits(PeerReadLimits::from_event_param(4, 2));
+        let fill = peer.fill_private_data(&mut buffer).unwrap();
+        assert_eq!(
+            fill,
+            BufferFill {
+                status: NdStatus::ND_BUFFER_OVERFLOW,
+                required: 148
+            }
+        );
+        assert_eq!(&buffer[..3], b"no!");
+        assert_eq!(peer.read_limits(ADAPTER), Ok(ReadLimits::new(4, 2)));
+        assert_eq!(
+            peer.peer_read_limits(),
+            Some(PeerReadLimits {
+                inbound: 2,
+                outbound: 4
+            })
+        );
     }
 }

@@ -1,9 +1,22 @@
 //! ND2 / NDK connector semantics over rdma_cm.
 //!
-//! The pure core, host-testable without an RDMA device: status codes and their mapping from
-//! errno and rdma_cm events, the port space, and the connector and listener state machines.
-//! The rdma_cm event engine and the NDK (C) and ND2 (COM) faces are built on these.
-//! The rules come from `docs/nd-semantics.md`; each module says which part.
+//! This is the pure core, testable on a host without an RDMA device. The rdma_cm event engine,
+//! the NDK-shaped C interface and ND2's COM interfaces sit on top of it and share it. The rules
+//! come from `docs/nd-semantics.md`; each module says which section.
+//!
+//! - [`status`]: the ND2 HRESULT / NTSTATUS codes ([`NdStatus`]), and one mapping table per
+//!   source of failure: errno, and rdma_cm events per side.
+//! - [`cm_event`]: the rdma_cm event kinds the machines consume.
+//! - [`ports`]: the shim's port space: ephemeral allocation, exclusive and shared holders,
+//!   the shared-endpoint 4-tuple check, addresses busy until their last holder drops.
+//! - [`connector`] and [`listener`]: the state machines. Each is an enum of states and one
+//!   `step(state, input)` that returns the call's inline code, the pending requests that
+//!   complete, and the actions the engine must carry out.
+//! - [`connection_data`]: private data limits, read-limit capping, and the getters' buffer rules.
+//!
+//! An NDK shared endpoint has no state machine of its own: it is a
+//! [`ports::SharedEndpointReservation`], and each connector connected through it holds a
+//! [`ports::SharedConnection`].
 
 pub mod cm_event;
 pub mod connection_data;
