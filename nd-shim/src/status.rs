@@ -220,7 +220,7 @@ pub fn from_cm_event(side: Side, kind: CmEventKind, status: i32) -> NdStatus {
         },
         // Failure table: ADDR_ERROR is host or network unreachable. -ETIMEDOUT is the rig's
         // "address on the local subnet with no host behind it" (neighbour resolution timed out).
-        (_, K::AddrError) => match -status {
+        (_, K::AddrError) => match status.wrapping_neg() {
             libc::ENETUNREACH => NdStatus::ND_NETWORK_UNREACHABLE,
             libc::ENODEV | libc::EADDRNOTAVAIL => NdStatus::ND_INVALID_ADDRESS,
             libc::ETIMEDOUT | libc::EHOSTUNREACH => NdStatus::ND_HOST_UNREACHABLE,
@@ -445,6 +445,7 @@ mod tests {
             a(K::AddrError, -libc::ENOMEM),
             NdStatus::ND_HOST_UNREACHABLE
         );
+        assert_eq!(a(K::AddrError, i32::MIN), NdStatus::ND_HOST_UNREACHABLE);
         assert_eq!(
             a(K::ConnectError, -libc::EINVAL),
             NdStatus::ND_CONNECTION_ABORTED
