@@ -1,4 +1,5 @@
-//! <rdma/ib_user_ioctl_cmds.h>: Object, method and attribute ids of the ioctl() command channel.
+//! `<rdma/ib_user_ioctl_cmds.h>`: object, method and attribute ids of the ioctl() command
+//! channel (`ib_uverbs_ioctl_hdr.object_id`/`method_id`, `ib_uverbs_attr.attr_id`).
 
 use crate::layout::abi_consts;
 

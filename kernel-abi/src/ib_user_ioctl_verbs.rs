@@ -1,5 +1,5 @@
-//! <rdma/ib_user_ioctl_verbs.h>: Enums and structs shared by the ioctl() command channel and the write() commands
-//! (access flags, QP types, device capability flags, driver ids).
+//! `<rdma/ib_user_ioctl_verbs.h>`: enums and structs shared by the ioctl() command channel and
+//! the write() commands (access flags, QP types, device capability flags, driver ids).
 
 use crate::ib_user_verbs::ib_uverbs_query_port_resp;
 use crate::layout::{abi, abi_consts};

@@ -1,5 +1,7 @@
-//! <rdma/ib_user_verbs.h>: The legacy write() command channel: command headers, command ids, and the request and
-//! response bodies of every write() command, plus the completion and event records.
+//! `<rdma/ib_user_verbs.h>`: the write() command channel. A command is an `ib_uverbs_cmd_hdr`
+//! (plus an `ib_uverbs_ex_cmd_hdr` for `IB_USER_VERBS_EX_CMD_*`), then the request body; the
+//! kernel writes the response to the address in the body's `response` field. Also the
+//! completion (`ib_uverbs_wc`) and event records read from the uverbs and event fds.
 
 use crate::layout::{abi, abi_consts};
 use zerocopy::IntoBytes;
@@ -171,6 +173,8 @@ abi_consts! {
 }
 
 abi! {
+    /// What a read() of the async event fd returns: `element` is the user handle of the object
+    /// concerned, `event_type` an `ib_event_type` value.
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_async_event_desc [size 16] {
         0 => pub element: u64,
@@ -178,6 +182,7 @@ abi! {
         12 => pub reserved: u32,
     }
 
+    /// What a read() of a completion channel fd returns: the user handle of the CQ.
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_comp_event_desc [size 8] {
         0 => pub cq_handle: u64,
@@ -190,6 +195,10 @@ abi! {
         4 => pub reserved: u32,
     }
 
+    /// Starts every write() command. `command` is an `IB_USER_VERBS_CMD_*` id, or an
+    /// `IB_USER_VERBS_EX_CMD_*` id with `IB_USER_VERBS_CMD_FLAG_EXTENDED`. Legacy commands count
+    /// `in_words`/`out_words` in 4-byte words, request including this header; extended ones in
+    /// 8-byte words of the core request and response, headers excluded.
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_cmd_hdr [size 8] {
         0 => pub command: u32,
@@ -197,6 +206,8 @@ abi! {
         6 => pub out_words: u16,
     }
 
+    /// Follows `ib_uverbs_cmd_hdr` in extended commands: the response address, and the sizes of
+    /// the driver-specific tails in 8-byte words.
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_ex_cmd_hdr [size 16] {
         0 => pub response: u64,
@@ -205,6 +216,7 @@ abi! {
         12 => pub cmd_hdr_reserved: u32,
     }
 
+    /// Opens the uverbs context; the response carries the async event fd.
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_get_context [size 8] {
         0 => pub response: u64,
@@ -227,9 +239,9 @@ abi! {
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_query_device_resp [size 176] {
         0 => pub fw_ver: u64,
-        /// Big-endian (__be64).
+        /// Big-endian (`__be64`).
         8 => pub node_guid: u64,
-        /// Big-endian (__be64).
+        /// Big-endian (`__be64`).
         16 => pub sys_image_guid: u64,
         24 => pub max_mr_size: u64,
         32 => pub page_size_cap: u64,
@@ -309,6 +321,8 @@ abi! {
         20 => pub reserved: u32,
     }
 
+    /// Response of `IB_USER_VERBS_EX_CMD_QUERY_DEVICE`; the kernel fills only as many bytes as
+    /// the response buffer has (`response_length` says how many).
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_ex_query_device_resp [size 304] {
         0 => pub base: ib_uverbs_query_device_resp,
@@ -532,11 +546,13 @@ abi! {
     }
 
     pub union ib_uverbs_wc_ex [size 4, unnamed] {
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         0 => pub imm_data: u32,
         0 => pub invalidate_rkey: u32,
     }
 
+    /// A completion as `IB_USER_VERBS_CMD_POLL_CQ` returns it (rxe's CQ ring holds the same
+    /// record).
     pub struct ib_uverbs_wc [size 48] {
         0 => pub wr_id: u64,
         8 => pub status: u32,
@@ -637,6 +653,8 @@ abi! {
         139 => pub reserved: [u8; 5],
     }
 
+    /// Create QP. The rxe driver data (the send/receive queue mmap info) comes back in the
+    /// response's `driver_data` as `rxe_create_qp_resp`.
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_create_qp [size 56] {
         0 => pub response: u64,
@@ -769,6 +787,8 @@ abi! {
         128 => pub driver_data: [u64; 0],
     }
 
+    /// Legacy modify QP: `attr_mask` is a set of `IB_QP_*` bits (from verbs, not in this
+    /// header).
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_modify_qp [size 112] {
         0 => pub dest: ib_uverbs_qp_dest,
@@ -833,7 +853,7 @@ abi! {
     }
 
     pub union ib_uverbs_send_wr_ex [size 4, unnamed] {
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         0 => pub imm_data: u32,
         0 => pub invalidate_rkey: u32,
     }
@@ -877,6 +897,8 @@ abi! {
         24 => pub wr: ib_uverbs_send_wr_wr,
     }
 
+    /// Post send. rxe builds WQEs in the mmap'd send queue itself and uses this command with
+    /// `wr_count == 0` only as its doorbell.
     pub struct ib_uverbs_post_send [size 24] {
         0 => pub response: u64,
         8 => pub qp_handle: u32,
@@ -979,9 +1001,9 @@ abi! {
     pub struct ib_uverbs_flow_eth_filter [size 16] {
         0 => pub dst_mac: [u8; 6],
         6 => pub src_mac: [u8; 6],
-        /// Big-endian (__be16).
+        /// Big-endian (`__be16`).
         12 => pub ether_type: u16,
-        /// Big-endian (__be16).
+        /// Big-endian (`__be16`).
         14 => pub vlan_tag: u16,
     }
 
@@ -1005,9 +1027,9 @@ abi! {
 
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_flow_ipv4_filter [size 12] {
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         0 => pub src_ip: u32,
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         4 => pub dst_ip: u32,
         8 => pub proto: u8,
         9 => pub tos: u8,
@@ -1023,9 +1045,9 @@ abi! {
 
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_flow_tcp_udp_filter [size 4] {
-        /// Big-endian (__be16).
+        /// Big-endian (`__be16`).
         0 => pub dst_port: u16,
-        /// Big-endian (__be16).
+        /// Big-endian (`__be16`).
         2 => pub src_port: u16,
     }
 
@@ -1039,7 +1061,7 @@ abi! {
     pub struct ib_uverbs_flow_ipv6_filter [size 40] {
         0 => pub src_ip: [u8; 16],
         16 => pub dst_ip: [u8; 16],
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         32 => pub flow_label: u32,
         36 => pub next_hdr: u8,
         37 => pub traffic_class: u8,
@@ -1077,7 +1099,7 @@ abi! {
 
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_flow_tunnel_filter [size 4] {
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         0 => pub tunnel_id: u32,
     }
 
@@ -1101,11 +1123,11 @@ abi! {
 
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_flow_gre_filter [size 8] {
-        /// Big-endian (__be16).
+        /// Big-endian (`__be16`).
         0 => pub c_ks_res0_ver: u16,
-        /// Big-endian (__be16).
+        /// Big-endian (`__be16`).
         2 => pub protocol: u16,
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         4 => pub key: u32,
     }
 
@@ -1117,7 +1139,7 @@ abi! {
 
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_flow_mpls_filter [size 4] {
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         0 => pub label: u32,
     }
 

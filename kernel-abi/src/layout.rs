@@ -1,6 +1,6 @@
 //! How every ABI type is declared, and the layout table that declaration publishes.
 //!
-//! Each type is written once, inside [`abi!`], with its C size and the C offset of every field.
+//! Each type is written once, inside `abi!`, with its C size and the C offset of every field.
 //! From that one declaration the macro emits
 //! - the `#[repr(C)]` type itself with the zerocopy derives,
 //! - a compile-time assertion of its size and one of each field offset,

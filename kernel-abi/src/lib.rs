@@ -17,7 +17,7 @@
 //!   layout table) held in a field of the parent; an unnamed type behind a named member is
 //!   called `<parent>_<member>`.
 //!
-//! Every type is declared through one macro ([`layout`]) that asserts its size and field
+//! Every type is declared through one macro (see [`layout`]) that asserts its size and field
 //! offsets at compile time and publishes its layout in [`LAYOUTS`], which the `c_layout` test
 //! compares against the C compiler's view of the headers; constants go through
 //! `abi_consts!`, whose [`CONSTS`] table the same test checks against the headers' values.

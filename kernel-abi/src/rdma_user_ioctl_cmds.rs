@@ -1,4 +1,5 @@
-//! <rdma/rdma_user_ioctl_cmds.h>: The ioctl() command header and attribute record, and the ioctl request number.
+//! `<rdma/rdma_user_ioctl_cmds.h>`: the ioctl() command header and attribute record, and the
+//! ioctl request number.
 
 use crate::layout::{abi, abi_consts};
 use zerocopy::IntoBytes;

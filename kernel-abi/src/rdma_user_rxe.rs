@@ -17,9 +17,9 @@ abi_consts! {
 abi! {
     #[derive(IntoBytes, Debug)]
     pub struct rxe_gid_global [size 16, unnamed] {
-        /// Big-endian (__be64).
+        /// Big-endian (`__be64`).
         0 => pub subnet_prefix: u64,
-        /// Big-endian (__be64).
+        /// Big-endian (`__be64`).
         8 => pub interface_id: u64,
     }
 
@@ -57,7 +57,7 @@ abi! {
     }
 
     pub union rxe_send_wr_ex [size 4, unnamed] {
-        /// Big-endian (__be32).
+        /// Big-endian (`__be32`).
         0 => pub imm_data: u32,
         0 => pub invalidate_rkey: u32,
     }
