@@ -1,0 +1,164 @@
+# Sourced inside the guest by the rig's runner and by every suite. Provides the network and device
+# setup, provider selection with proof of which library served, client/server pairs, and result
+# bookkeeping. Needs RIG_ROOT (the source tree) and RIG_OUT (a writable folder shared with the host).
+
+: "${RIG_ROOT:?}" "${RIG_OUT:?}"
+
+RIG_SERVER_IP=198.18.0.1   # rxe0 on veth0
+RIG_CLIENT_IP=198.18.0.2   # rxe1 on veth1
+RIG_PROBE=$RIG_ROOT/target/rig/libprovider-probe.so
+RIG_OURS_PREFIX=${RIG_OURS_PREFIX:-$RIG_ROOT/target/release/librxe_rs}
+RIG_TIMEOUT=${RIG_TIMEOUT:-120}
+RIG_RESULTS=$RIG_OUT/results
+
+rig_log() { printf 'rig: %s\n' "$*" >&2; }
+
+# rxe0 and rxe1 on the two ends of one veth pair, in one network namespace: rdma_rxe in kernel 6.1
+# receives only in the initial namespace. Both addresses are local, so by default the kernel would
+# route between them through `lo` and rxe would never see the packets. Rules that apply to locally
+# generated traffic only (iif lo) send each address's packets out of its own veth, ahead of the
+# local table; accept_local lets the other end take packets whose source is a local address.
+rig_setup_network() {
+    modprobe rdma_rxe || { rig_log "modprobe rdma_rxe failed"; return 1; }
+    ip link set lo up
+    ip link add veth0 type veth peer name veth1
+    ip addr add "$RIG_SERVER_IP/24" dev veth0
+    ip addr add "$RIG_CLIENT_IP/24" dev veth1
+    ip link set veth0 up
+    ip link set veth1 up
+    local k
+    for k in all default veth0 veth1; do
+        sysctl -qw "net.ipv4.conf.$k.accept_local=1" "net.ipv4.conf.$k.rp_filter=0"
+    done
+    ip rule add pref 10 iif lo from "$RIG_CLIENT_IP" to "$RIG_SERVER_IP" lookup 10
+    ip route add "$RIG_SERVER_IP" dev veth1 src "$RIG_CLIENT_IP" table 10
+    ip rule add pref 11 iif lo from "$RIG_SERVER_IP" to "$RIG_CLIENT_IP" lookup 11
+    ip route add "$RIG_CLIENT_IP" dev veth0 src "$RIG_SERVER_IP" table 11
+    ip rule add pref 100 lookup local
+    ip rule del pref 0
+    rdma link add rxe0 type rxe netdev veth0 || return 1
+    rdma link add rxe1 type rxe netdev veth1 || return 1
+    local i
+    for i in $(seq 50); do
+        rdma link show rxe0/1 | grep -q 'state ACTIVE' && rdma link show rxe1/1 | grep -q 'state ACTIVE' && return 0
+        sleep 0.1
+    done
+    rig_log "rxe0/rxe1 did not become ACTIVE"
+    return 1
+}
+
+# The `env` arguments that select a provider. `stock` is rdma-core's C provider from
+# /etc/libibverbs.d; `rxe_rs` is ours, loaded first through RDMAV_DRIVERS so it claims rxe devices.
+rig_provider_env() {
+    case $1 in
+        stock) echo "-u RDMAV_DRIVERS -u IBV_DRIVERS" ;;
+        rxe_rs) echo "RDMAV_DRIVERS=$RIG_OURS_PREFIX" ;;
+        *) rig_log "unknown provider '$1' (stock or rxe_rs)"; return 1 ;;
+    esac
+}
+
+# with_provider PROVIDER LOG COMMAND...: runs COMMAND with PROVIDER selected, under a timeout, with
+# the probe recording into LOG which provider library served each device the process touched.
+with_provider() {
+    local provider=$1 log=$2
+    shift 2
+    local selector
+    selector=$(rig_provider_env "$provider") || return 2
+    # shellcheck disable=SC2086 # the selector is several env arguments
+    env $selector LD_PRELOAD="$RIG_PROBE${LD_PRELOAD:+:$LD_PRELOAD}" RIG_PROVIDER_LOG="$log" \
+        timeout --kill-after=5 "$RIG_TIMEOUT" "$@"
+}
+
+# served_by LOG: one line per (program, event, device, provider, library) that LOG recorded.
+served_by() {
+    [[ -s $1 ]] || { echo "  (no device was listed or opened)"; return; }
+    awk '{ printf "  %s %s %s: provider %s from %s\n", $2, $3, $4, $5, $6 }' "$1" | sort -u
+}
+
+# The name a provider registers with libibverbs: the stock C provider is "rxe".
+provider_name() { [[ $1 == stock ]] && echo rxe || echo "$1"; }
+
+# expect_provider LOG PROVIDER: every rxe device in LOG was served by PROVIDER, and at least one was.
+expect_provider() {
+    local log=$1 provider=$2
+    [[ -s $log ]] || { rig_log "no process recorded a device"; return 1; }
+    if awk -v want="$(provider_name "$provider")" '$4 ~ /^rxe/ && $5 != want { bad = 1 } END { exit !bad }' "$log"; then
+        rig_log "a device was served by another provider than $provider:"
+        served_by "$log" >&2
+        return 1
+    fi
+}
+
+# wait_for_tcp_listener PORT: until something listens on TCP PORT (the peers' out-of-band exchange).
+wait_for_tcp_listener() {
+    local i
+    for i in $(seq 300); do
+        ss -Hltn "sport = :$1" | grep -q . && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# wait_for_cm_listener PORT: until an rdma_cm id listens on PORT.
+wait_for_cm_listener() {
+    local i
+    for i in $(seq 300); do
+        rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .* src-addr [^ ]*:$1 " && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# Results. A test is a name and a command; the command's status decides, its output goes to a file
+# under RIG_OUT/logs and is shown only on failure. Suites print their own totals at the end.
+RIG_SUITE=${RIG_SUITE:-adhoc}
+mkdir -p "$RIG_OUT/logs"
+
+record() { # record pass|fail NAME [DETAIL]
+    printf '%s\t%s\t%s\t%s\n' "$RIG_SUITE" "$1" "$2" "${3:-}" >> "$RIG_RESULTS"
+    if [[ $1 == pass ]]; then printf '  PASS %s%s\n' "$2" "${3:+ ($3)}"; else printf '  FAIL %s%s\n' "$2" "${3:+ ($3)}"; fi
+}
+
+# run_test NAME COMMAND...: records pass when COMMAND succeeds.
+run_test() {
+    local name=$1
+    shift
+    local log=$RIG_OUT/logs/$RIG_SUITE.${name//[^A-Za-z0-9_.-]/_}.log
+    if "$@" > "$log" 2>&1; then
+        record pass "$name"
+    else
+        record fail "$name" "exit $?, log: ${log#"$RIG_OUT"/}"
+        sed 's/^/    | /' "$log" | tail -n 30
+    fi
+}
+
+# pair SERVER_PROVIDER CLIENT_PROVIDER WAIT SERVER_CMD -- CLIENT_CMD: runs a server and a client,
+# each under its own provider, and checks both exit 0 and each was served by its provider.
+# WAIT is "tcp:PORT", "cm:PORT" or "none" (readiness of the server before the client starts).
+pair() {
+    local sp=$1 cp=$2 wait=$3
+    shift 3
+    local server=() client=()
+    while (($#)) && [[ $1 != -- ]]; do server+=("$1"); shift; done
+    shift
+    client=("$@")
+    local slog clog
+    slog=$(mktemp -p "$RIG_OUT" served.XXXX)
+    clog=$(mktemp -p "$RIG_OUT" served.XXXX)
+    with_provider "$sp" "$slog" "${server[@]}" &
+    local spid=$!
+    case $wait in
+        tcp:*) wait_for_tcp_listener "${wait#tcp:}" ;;
+        cm:*) wait_for_cm_listener "${wait#cm:}" ;;
+        none) sleep 1 ;;
+    esac || { rig_log "server did not start listening ($wait)"; kill "$spid" 2>/dev/null; wait "$spid"; return 1; }
+    with_provider "$cp" "$clog" "${client[@]}"
+    local crc=$?
+    wait "$spid"
+    local src=$?
+    echo "server ($sp) exit $src, client ($cp) exit $crc"
+    echo "served:"
+    served_by "$slog"
+    served_by "$clog"
+    ((src == 0 && crc == 0)) && expect_provider "$slog" "$sp" && expect_provider "$clog" "$cp"
+}

@@ -1,0 +1,25 @@
+# Our provider's loading path: libibverbs loads librxe_rs through RDMAV_DRIVERS, it registers and
+# claims rxe0 and rxe1, and what it does not implement fails cleanly instead of claiming success.
+source "$RIG_ROOT/tests/rig/guest/lib.sh"
+
+devices_listed_by_ours() {
+    local served=$RIG_OUT/provider-load.devices.served
+    with_provider rxe_rs "$served" ibv_devices | tee /dev/stderr | grep -qw rxe0 || return 1
+    served_by "$served"
+    grep -q " listed rxe0 rxe_rs $RIG_OURS_PREFIX-rdmav34.so\$" "$served" &&
+        grep -q " listed rxe1 rxe_rs $RIG_OURS_PREFIX-rdmav34.so\$" "$served"
+}
+run_test ibv_devices-served-by-rxe_rs devices_listed_by_ours
+
+# ibv_devinfo -v opens the device and queries device and port through our own kernel commands; it
+# must print what the stock provider prints.
+devinfo_matches_stock() {
+    local served=$RIG_OUT/provider-load.devinfo.served
+    with_provider stock /dev/null ibv_devinfo -v -d rxe0 > "$RIG_OUT/devinfo.stock" || return 1
+    with_provider rxe_rs "$served" ibv_devinfo -v -d rxe0 > "$RIG_OUT/devinfo.rxe_rs" || return 1
+    served_by "$served"
+    expect_provider "$served" rxe_rs &&
+        diff -u "$RIG_OUT/devinfo.stock" "$RIG_OUT/devinfo.rxe_rs" &&
+        echo "identical: $(wc -l < "$RIG_OUT/devinfo.rxe_rs") lines"
+}
+run_test ibv_devinfo-same-as-stock devinfo_matches_stock
