@@ -1,0 +1,28 @@
+# The demo's guest side (see tests/demo.sh). Each step prints what it runs and which provider
+# library served each device the process touched.
+source "$RIG_ROOT/tests/rig/guest/lib.sh"
+
+step() { printf '\n== %s\n' "$*"; }
+
+show_served() { # show_served PROVIDER COMMAND...: runs COMMAND, prints its output and who served it
+    local provider=$1 served
+    shift
+    served=$(mktemp -p "$RIG_OUT" served.XXXX)
+    printf '$ %s%s\n' "$( [[ $provider == rxe_rs ]] && echo "RDMAV_DRIVERS=$RIG_OURS_PREFIX ")" "$*"
+    with_provider "$provider" "$served" "$@" 2>&1 | sed 's/^/    /'
+    echo "  served by:"
+    served_by "$served"
+}
+
+step "rdma_rxe devices on the veth pair"
+rdma link show
+
+step "rxe0 through our provider, rxe_rs (Rust, speaking the uverbs ABI itself)"
+show_served rxe_rs ibv_devinfo -d rxe0
+
+step "rxe0 through rdma-core's stock C provider, for comparison"
+show_served stock ibv_devinfo -d rxe0
+
+step "ibv_rc_pingpong: rxe0 (198.18.0.1) <-> rxe1 (198.18.0.2), stock provider"
+pair stock stock tcp:18515 ibv_rc_pingpong -d rxe0 -g 1 -n 1000 -- \
+    ibv_rc_pingpong -d rxe1 -g 1 -n 1000 "$RIG_SERVER_IP" 2>&1 | sed 's/^/    /'
