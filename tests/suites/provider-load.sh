@@ -4,8 +4,11 @@ source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 devices_listed_by_ours() {
     local served=$RIG_OUT/provider-load.devices.served
-    with_provider rxe_rs "$served" ibv_devices | tee /dev/stderr | grep -qw rxe0 || return 1
+    local listing
+    listing=$(with_provider rxe_rs "$served" ibv_devices) || return 1
+    echo "$listing"
     served_by "$served"
+    grep -qw rxe0 <<< "$listing" || return 1
     grep -q " listed rxe0 rxe_rs $RIG_OURS_PREFIX-rdmav34.so\$" "$served" &&
         grep -q " listed rxe1 rxe_rs $RIG_OURS_PREFIX-rdmav34.so\$" "$served"
 }
