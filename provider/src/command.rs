@@ -13,6 +13,10 @@ use core::ffi::c_void;
 use std::os::fd::RawFd;
 
 use kernel_abi::{
+    ib_uverbs_attr, ib_uverbs_attr_attr_data, ib_uverbs_attr_value, ib_uverbs_ioctl_hdr,
+    RDMA_VERBS_IOCTL, UVERBS_ATTR_F_VALID_OUTPUT,
+};
+use kernel_abi::{
     ib_uverbs_cmd_hdr, ib_uverbs_ex_cmd_hdr, ib_uverbs_ex_query_device,
     ib_uverbs_ex_query_device_resp, ib_uverbs_get_context, ib_uverbs_get_context_resp,
     ib_uverbs_query_device, ib_uverbs_query_device_resp, ib_uverbs_query_port,
@@ -141,6 +145,73 @@ pub fn write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
     Ok(resp)
 }
 
+/// A legacy write() command without a response (destroy, attach, detach):
+/// `out_words` is 0 and the body has no `response` field.
+pub trait WriteReq: IntoBytes + Immutable {
+    const ID: u32;
+}
+
+/// Issues a legacy command that has no response.
+pub fn write_req<C: WriteReq>(fd: RawFd, cmd: C) -> Result<(), Errno> {
+    let mut buf = [0u8; CMD_BUF_MAX];
+    let len = frame_write(&mut buf, C::ID, cmd.as_bytes(), 0)?;
+    write_all(fd, &buf[..len])
+}
+
+/// An ioctl() method call: the header and its attributes in one buffer, as
+/// the kernel reads them (and writes `flags` of output attributes back).
+#[repr(C)]
+pub struct IoctlCmd<const N: usize> {
+    pub hdr: ib_uverbs_ioctl_hdr,
+    pub attrs: [ib_uverbs_attr; N],
+}
+
+impl<const N: usize> IoctlCmd<N> {
+    /// A call of `method` on `object`, for a device of `driver_id`.
+    pub fn new(object_id: u16, method_id: u16, driver_id: u32, attrs: [ib_uverbs_attr; N]) -> Result<Self, Errno> {
+        let hdr = ib_uverbs_ioctl_hdr {
+            length: u16::try_from(core::mem::size_of::<Self>()).map_err(|_| libc::EINVAL)?,
+            object_id,
+            method_id,
+            num_attrs: u16::try_from(N).map_err(|_| libc::EINVAL)?,
+            reserved1: 0,
+            driver_id,
+            reserved2: 0,
+            attrs: [],
+        };
+        Ok(IoctlCmd { hdr, attrs })
+    }
+}
+
+/// An output attribute: the kernel writes up to `len` bytes at `addr` and
+/// sets `UVERBS_ATTR_F_VALID_OUTPUT` in the attribute's `flags`.
+pub fn attr_out(attr_id: u16, addr: u64, len: u16) -> ib_uverbs_attr {
+    ib_uverbs_attr {
+        attr_id,
+        len,
+        flags: 0,
+        attr_data: ib_uverbs_attr_attr_data { reserved: 0 },
+        value: ib_uverbs_attr_value { data: addr },
+    }
+}
+
+/// Whether the kernel wrote output attribute `attr`.
+pub fn output_valid(attr: &ib_uverbs_attr) -> bool {
+    u32::from(attr.flags) & UVERBS_ATTR_F_VALID_OUTPUT != 0
+}
+
+/// Issues an ioctl() method call.
+pub fn ioctl_cmd<const N: usize>(fd: RawFd, cmd: &mut IoctlCmd<N>) -> Result<(), Errno> {
+    // SAFETY: cmd is a live, exclusively borrowed buffer of hdr.length bytes
+    // laid out as the kernel expects; every output attribute points at
+    // memory the caller keeps alive and writable for this call.
+    let rc = unsafe { libc::ioctl(fd, RDMA_VERBS_IOCTL as _, core::ptr::from_mut(cmd)) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
+    Ok(())
+}
+
 /// Issues an extended command and returns the kernel's response.
 pub fn write_ex_cmd<C: WriteExCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
@@ -222,6 +293,30 @@ mod tests {
         // Does not fit the buffer, or the 16-bit word count.
         assert_eq!(frame_write(&mut buf, 0, &[0; 64], 8), Err(libc::EINVAL));
         assert_eq!(frame_write(&mut buf, 0, &[0; 8], 4 * 65536), Err(libc::EINVAL));
+    }
+
+    #[test]
+    fn a_request_without_response_asks_for_no_output() {
+        let body = [7u8; 24];
+        let mut buf = [0u8; 64];
+        let n = frame_write(&mut buf, 30, &body, 0).unwrap();
+        assert_eq!(n, 32);
+        assert_eq!((u32_at(&buf, 0), u16_at(&buf, 4), u16_at(&buf, 6)), (30, 8, 0));
+        assert_eq!(&buf[8..32], &body);
+    }
+
+    #[test]
+    fn an_ioctl_call_is_its_header_then_its_attributes() {
+        let cmd = IoctlCmd::new(0, 4, 14, [attr_out(1, 0xdead_beef, 8)]).unwrap();
+        assert_eq!(core::mem::size_of_val(&cmd), 24 + 16);
+        assert_eq!((cmd.hdr.length, cmd.hdr.object_id, cmd.hdr.method_id, cmd.hdr.num_attrs), (40, 0, 4, 1));
+        assert_eq!(cmd.hdr.driver_id, 14);
+        let a = &cmd.attrs[0];
+        // SAFETY: attr_out writes the `data` arm.
+        assert_eq!((a.attr_id, a.len, a.flags, unsafe { a.value.data }), (1, 8, 0, 0xdead_beef));
+        assert!(!output_valid(a));
+        let written = ib_uverbs_attr { flags: UVERBS_ATTR_F_VALID_OUTPUT as u16, ..*a };
+        assert!(output_valid(&written));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::libibverbs::context_v36::{self, verbs_context};
 use crate::libibverbs::layout::{ContextLayout, Layout};
 use crate::libibverbs::public::{ibv_context, ibv_device};
 use crate::libibverbs::runtime;
-use crate::query;
+use crate::{ah, mcast, mr, mw, pd, query};
 
 /// Our context, from `ibv_context` on. `ibv_ctx` must stay first.
 #[repr(C)]
@@ -49,6 +49,17 @@ static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
     free_context: Some(free_context),
     query_device_ex: Some(query::query_device_ex),
     query_port: Some(query::query_port),
+    alloc_pd: Some(pd::alloc_pd),
+    dealloc_pd: Some(pd::dealloc_pd),
+    reg_mr: Some(mr::reg_mr),
+    rereg_mr: Some(mr::rereg_mr),
+    dereg_mr: Some(mr::dereg_mr),
+    alloc_mw: Some(mw::alloc_mw),
+    dealloc_mw: Some(mw::dealloc_mw),
+    create_ah: Some(ah::create_ah),
+    destroy_ah: Some(ah::destroy_ah),
+    attach_mcast: Some(mcast::attach_mcast),
+    detach_mcast: Some(mcast::detach_mcast),
     ..context_v36::verbs_context_ops::EMPTY
 };
 
@@ -112,6 +123,8 @@ pub(crate) unsafe extern "C" fn alloc_context(
             return ptr::null_mut();
         }
 
+        mr::probe_core_support(&ctx.ibv_ctx);
+
         // SAFETY: base is a live verbs_context of this library; the table
         // matches its layout.
         unsafe { lib.set_ops(base, ops_table(layout)) };
@@ -159,10 +172,32 @@ mod tests {
         assert!(t.free_context.is_some() && t.query_device_ex.is_some() && t.query_port.is_some());
         // SAFETY: verbs_context_ops is 76 pointer-sized Option<fn> slots.
         let slots: &[usize; 76] = unsafe { &*ptr::from_ref(t).cast::<[usize; 76]>() };
-        assert_eq!(slots.iter().filter(|&&p| p != 0).count(), 3);
-        // free_context (40th), query_device_ex (59th), query_port (61st).
+        use context_v36::verbs_context_ops as O;
+        let mut expected: Vec<usize> = [
+            offset_of!(O, free_context),
+            offset_of!(O, query_device_ex),
+            offset_of!(O, query_port),
+            offset_of!(O, alloc_pd),
+            offset_of!(O, dealloc_pd),
+            offset_of!(O, reg_mr),
+            offset_of!(O, rereg_mr),
+            offset_of!(O, dereg_mr),
+            offset_of!(O, alloc_mw),
+            offset_of!(O, dealloc_mw),
+            offset_of!(O, create_ah),
+            offset_of!(O, destroy_ah),
+            offset_of!(O, attach_mcast),
+            offset_of!(O, detach_mcast),
+        ]
+        .iter()
+        .map(|off| off / size_of::<usize>())
+        .collect();
+        expected.sort_unstable();
         let set: Vec<usize> = (0..76).filter(|&i| slots[i] != 0).collect();
-        assert_eq!(set, vec![39, 58, 60]);
+        assert_eq!(set, expected);
+        // Spot checks against the alphabetical order: alloc_pd (6th),
+        // free_context (40th), query_port (61st).
+        assert!(set.contains(&5) && set.contains(&39) && set.contains(&60));
     }
 
     #[test]

@@ -33,6 +33,18 @@ pub(crate) fn set_errno(errno: i32) {
     unsafe { *libc::__errno_location() = errno };
 }
 
+/// The failure of a verb that returns an object: errno set, NULL returned.
+pub(crate) fn fail_ptr<T>(errno: i32) -> *mut T {
+    set_errno(errno);
+    core::ptr::null_mut()
+}
+
+/// The failure of a verb that returns an int: errno set and returned.
+pub(crate) fn fail_code(errno: i32) -> core::ffi::c_int {
+    set_errno(errno);
+    errno
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

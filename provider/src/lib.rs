@@ -9,17 +9,23 @@
 //! - `device`: `alloc_device` / `uninit_device`;
 //! - `context`: `alloc_context` / `free_context` and the context ops table;
 //! - `query`: `query_device_ex` and `query_port`;
+//! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
 //! - `ffi`: the panic boundary every `extern "C"` entry goes through;
 //! - `logger`: `VERBS_LOG_LEVEL` / `VERBS_LOG_FILE` handling.
 
+mod ah;
 pub mod command;
 mod context;
 mod device;
 mod ffi;
 pub mod libibverbs;
 mod logger;
+mod mcast;
+mod mr;
+mod mw;
+mod pd;
 mod query;
 mod registration;
 

@@ -20,6 +20,7 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::objects::{ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_pd, ibv_qp, verbs_mr};
 use super::public::{
     ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn,
 };
@@ -32,6 +33,17 @@ pub type query_device_ex_fn = unsafe extern "C" fn(
     usize,
 ) -> c_int;
 pub type query_port_fn = unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr) -> c_int;
+pub type alloc_pd_fn = unsafe extern "C" fn(*mut ibv_context) -> *mut ibv_pd;
+pub type dealloc_pd_fn = unsafe extern "C" fn(*mut ibv_pd) -> c_int;
+pub type reg_mr_fn = unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr;
+pub type rereg_mr_fn =
+    unsafe extern "C" fn(*mut verbs_mr, c_int, *mut ibv_pd, *mut c_void, usize, c_int) -> c_int;
+pub type dereg_mr_fn = unsafe extern "C" fn(*mut verbs_mr) -> c_int;
+pub type alloc_mw_fn = unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut ibv_mw;
+pub type dealloc_mw_fn = unsafe extern "C" fn(*mut ibv_mw) -> c_int;
+pub type create_ah_fn = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut ibv_ah;
+pub type destroy_ah_fn = unsafe extern "C" fn(*mut ibv_ah) -> c_int;
+pub type mcast_fn = unsafe extern "C" fn(*mut ibv_qp, *const ibv_gid, u16) -> c_int;
 
 /// `struct verbs_context`: grows *downwards*, so `context` is always last and
 /// the fields before it are what changes between releases.
@@ -93,18 +105,18 @@ const _: () = assert!(offset_of!(verbs_context, context) == 320);
 pub struct verbs_context_ops {
     pub advise_mr: opaque_fn,
     pub alloc_dm: opaque_fn,
-    pub alloc_mw: opaque_fn,
+    pub alloc_mw: Option<alloc_mw_fn>,
     pub alloc_null_mr: opaque_fn,
     pub alloc_parent_domain: opaque_fn,
-    pub alloc_pd: opaque_fn,
+    pub alloc_pd: Option<alloc_pd_fn>,
     pub alloc_td: opaque_fn,
     pub async_event: opaque_fn,
     pub attach_counters_point_flow: opaque_fn,
-    pub attach_mcast: opaque_fn,
+    pub attach_mcast: Option<mcast_fn>,
     pub bind_mw: opaque_fn,
     pub close_xrcd: opaque_fn,
     pub cq_event: opaque_fn,
-    pub create_ah: opaque_fn,
+    pub create_ah: Option<create_ah_fn>,
     pub create_counters: opaque_fn,
     pub create_cq: opaque_fn,
     pub create_cq_ex: opaque_fn,
@@ -116,11 +128,11 @@ pub struct verbs_context_ops {
     pub create_srq: opaque_fn,
     pub create_srq_ex: opaque_fn,
     pub create_wq: opaque_fn,
-    pub dealloc_mw: opaque_fn,
-    pub dealloc_pd: opaque_fn,
+    pub dealloc_mw: Option<dealloc_mw_fn>,
+    pub dealloc_pd: Option<dealloc_pd_fn>,
     pub dealloc_td: opaque_fn,
-    pub dereg_mr: opaque_fn,
-    pub destroy_ah: opaque_fn,
+    pub dereg_mr: Option<dereg_mr_fn>,
+    pub destroy_ah: Option<destroy_ah_fn>,
     pub destroy_counters: opaque_fn,
     pub destroy_cq: opaque_fn,
     pub destroy_flow: opaque_fn,
@@ -129,7 +141,7 @@ pub struct verbs_context_ops {
     pub destroy_rwq_ind_table: opaque_fn,
     pub destroy_srq: opaque_fn,
     pub destroy_wq: opaque_fn,
-    pub detach_mcast: opaque_fn,
+    pub detach_mcast: Option<mcast_fn>,
     pub free_context: Option<free_context_fn>,
     pub free_dm: opaque_fn,
     pub get_srq_num: opaque_fn,
@@ -159,9 +171,9 @@ pub struct verbs_context_ops {
     pub read_counters: opaque_fn,
     pub reg_dm_mr: opaque_fn,
     pub reg_dmabuf_mr: opaque_fn,
-    pub reg_mr: opaque_fn,
+    pub reg_mr: Option<reg_mr_fn>,
     pub req_notify_cq: opaque_fn,
-    pub rereg_mr: opaque_fn,
+    pub rereg_mr: Option<rereg_mr_fn>,
     pub resize_cq: opaque_fn,
     pub set_ece: opaque_fn,
     pub unimport_dm: opaque_fn,

@@ -4,12 +4,14 @@
 //!
 //! - [`public`]: public `verbs.h` structs (stable ABI);
 //! - [`device_abi`]: private device-level structs (same from v35 to v64);
+//! - [`objects`]: the PD, MR, MW, AH and QP objects of the control verbs;
 //! - [`context_v36`]: private context structs of rdma-core v36..v58;
 //! - [`layout`]: which layout a given libibverbs has (pure logic);
 //! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
 
 pub mod context_v36;
 pub mod device_abi;
+pub mod objects;
 pub mod public;
 pub mod layout;
 pub mod runtime;

@@ -1,0 +1,146 @@
+//! The public verbs objects the control-path verbs allocate or read:
+//! `ibv_pd`, `ibv_mr` (inside the private `verbs_mr`), `ibv_mw`, `ibv_ah` and
+//! its attributes, `ibv_gid`, and `ibv_qp` (multicast reads its handle).
+//! Public `verbs.h` ABI, the same from rdma-core v34 to v64; `verbs_mr` is
+//! `driver.h`'s, unchanged since v20. Offsets checked against the installed
+//! v44 headers with a C probe and asserted below.
+
+#![allow(non_camel_case_types)]
+
+use core::ffi::{c_int, c_void};
+use core::mem::{offset_of, size_of};
+
+use super::public::ibv_context;
+
+#[repr(C)]
+pub struct ibv_pd {
+    pub context: *mut ibv_context,
+    pub handle: u32,
+}
+const _: () = assert!(size_of::<ibv_pd>() == 16);
+const _: () = assert!(offset_of!(ibv_pd, handle) == 8);
+
+#[repr(C)]
+pub struct ibv_mr {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub addr: *mut c_void,
+    pub length: usize,
+    pub handle: u32,
+    pub lkey: u32,
+    pub rkey: u32,
+}
+const _: () = assert!(size_of::<ibv_mr>() == 48);
+const _: () = assert!(offset_of!(ibv_mr, handle) == 32);
+const _: () = assert!(offset_of!(ibv_mr, rkey) == 40);
+
+/// `enum ibv_mr_type` (driver.h): what `ibv_dereg_mr`/`ibv_rereg_mr` check.
+pub const IBV_MR_TYPE_MR: c_int = 0;
+
+/// `struct verbs_mr` (driver.h): the provider allocates it; libibverbs reads
+/// `mr_type` and `access` in `ibv_dereg_mr` and `ibv_rereg_mr`.
+#[repr(C)]
+pub struct verbs_mr {
+    pub ibv_mr: ibv_mr,
+    /// `enum ibv_mr_type`
+    pub mr_type: c_int,
+    pub access: c_int,
+}
+const _: () = assert!(size_of::<verbs_mr>() == 56);
+const _: () = assert!(offset_of!(verbs_mr, mr_type) == 48);
+
+/// `enum ibv_mw_type`
+pub const IBV_MW_TYPE_1: c_int = 1;
+pub const IBV_MW_TYPE_2: c_int = 2;
+
+#[repr(C)]
+pub struct ibv_mw {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub rkey: u32,
+    pub handle: u32,
+    /// `enum ibv_mw_type`
+    pub r#type: c_int,
+}
+const _: () = assert!(size_of::<ibv_mw>() == 32);
+const _: () = assert!(offset_of!(ibv_mw, rkey) == 16);
+const _: () = assert!(offset_of!(ibv_mw, r#type) == 24);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_gid_global {
+    /// Big-endian.
+    pub subnet_prefix: u64,
+    /// Big-endian.
+    pub interface_id: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union ibv_gid {
+    pub raw: [u8; 16],
+    pub global: ibv_gid_global,
+}
+const _: () = assert!(size_of::<ibv_gid>() == 16);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_global_route {
+    pub dgid: ibv_gid,
+    pub flow_label: u32,
+    pub sgid_index: u8,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+}
+const _: () = assert!(size_of::<ibv_global_route>() == 24);
+const _: () = assert!(offset_of!(ibv_global_route, flow_label) == 16);
+const _: () = assert!(offset_of!(ibv_global_route, traffic_class) == 22);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_ah_attr {
+    pub grh: ibv_global_route,
+    pub dlid: u16,
+    pub sl: u8,
+    pub src_path_bits: u8,
+    pub static_rate: u8,
+    pub is_global: u8,
+    pub port_num: u8,
+}
+const _: () = assert!(size_of::<ibv_ah_attr>() == 32);
+const _: () = assert!(offset_of!(ibv_ah_attr, dlid) == 24);
+const _: () = assert!(offset_of!(ibv_ah_attr, port_num) == 30);
+
+#[repr(C)]
+pub struct ibv_ah {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub handle: u32,
+}
+const _: () = assert!(size_of::<ibv_ah>() == 24);
+const _: () = assert!(offset_of!(ibv_ah, handle) == 16);
+
+/// `struct ibv_qp`. The CQ and SRQ pointers are opaque here.
+#[repr(C)]
+pub struct ibv_qp {
+    pub context: *mut ibv_context,
+    pub qp_context: *mut c_void,
+    pub pd: *mut ibv_pd,
+    pub send_cq: *mut c_void,
+    pub recv_cq: *mut c_void,
+    pub srq: *mut c_void,
+    pub handle: u32,
+    pub qp_num: u32,
+    /// `enum ibv_qp_state`
+    pub state: c_int,
+    /// `enum ibv_qp_type`
+    pub qp_type: c_int,
+    pub mutex: libc::pthread_mutex_t,
+    pub cond: libc::pthread_cond_t,
+    pub events_completed: u32,
+}
+const _: () = assert!(size_of::<ibv_qp>() == 160);
+const _: () = assert!(offset_of!(ibv_qp, handle) == 48);
+const _: () = assert!(offset_of!(ibv_qp, mutex) == 64);
+const _: () = assert!(offset_of!(ibv_qp, cond) == 104);
+const _: () = assert!(offset_of!(ibv_qp, events_completed) == 152);

@@ -1,0 +1,78 @@
+//! Multicast: `attach_mcast` / `detach_mcast` of a UD QP to a group.
+
+use core::ffi::c_int;
+
+use kernel_abi::{
+    ib_uverbs_attach_mcast, ib_uverbs_detach_mcast, IB_USER_VERBS_CMD_ATTACH_MCAST,
+    IB_USER_VERBS_CMD_DETACH_MCAST,
+};
+
+use crate::command::{self, WriteReq};
+use crate::ffi;
+use crate::libibverbs::objects::{ibv_gid, ibv_qp};
+use crate::pd::context_fd;
+
+impl WriteReq for ib_uverbs_attach_mcast {
+    const ID: u32 = IB_USER_VERBS_CMD_ATTACH_MCAST;
+}
+
+impl WriteReq for ib_uverbs_detach_mcast {
+    const ID: u32 = IB_USER_VERBS_CMD_DETACH_MCAST;
+}
+
+/// The QP handle and fd, and the group's GID, from the C arguments.
+fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), i32> {
+    // SAFETY: libibverbs passes a QP of ours and the caller's GID (nulls refused).
+    let (Some(q), Some(g)) = (unsafe { qp.as_ref() }, unsafe { gid.as_ref() }) else {
+        return Err(libc::EINVAL);
+    };
+    // SAFETY: every arm of ibv_gid is plain bytes.
+    Ok((context_fd(q.context)?, q.handle, unsafe { g.raw }))
+}
+
+/// `attach_mcast`.
+pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    ffi::guard("attach_mcast", libc::EIO, || {
+        let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
+            command::write_req(fd, ib_uverbs_attach_mcast { gid, qp_handle, mlid: lid, reserved: 0, driver_data: [] })
+        });
+        r.map_or_else(ffi::fail_code, |()| 0)
+    })
+}
+
+/// `detach_mcast`.
+pub(crate) unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    ffi::guard("detach_mcast", libc::EIO, || {
+        let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
+            command::write_req(fd, ib_uverbs_detach_mcast { gid, qp_handle, mlid: lid, reserved: 0, driver_data: [] })
+        });
+        r.map_or_else(ffi::fail_code, |()| 0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zerocopy::IntoBytes;
+
+    #[test]
+    fn attach_is_gid_handle_and_lid_without_response() {
+        let cmd = ib_uverbs_attach_mcast { gid: [0xff; 16], qp_handle: 3, mlid: 0xc001, reserved: 0, driver_data: [] };
+        let mut buf = [0u8; 64];
+        let n = command::frame_write(&mut buf, ib_uverbs_attach_mcast::ID, cmd.as_bytes(), 0).unwrap();
+        assert_eq!(n, 32);
+        assert_eq!(&buf[..8], &[30, 0, 0, 0, 8, 0, 0, 0]);
+        assert_eq!(&buf[8..24], &[0xff; 16]);
+        assert_eq!(u32::from_ne_bytes(buf[24..28].try_into().unwrap()), 3);
+        assert_eq!(u16::from_ne_bytes([buf[28], buf[29]]), 0xc001);
+    }
+
+    #[test]
+    fn null_arguments_are_einval() {
+        let gid = ibv_gid { raw: [0; 16] };
+        // SAFETY: null QP is refused before use.
+        assert_eq!(unsafe { attach_mcast(core::ptr::null_mut(), &gid, 0) }, libc::EINVAL);
+        // SAFETY: as above.
+        assert_eq!(unsafe { detach_mcast(core::ptr::null_mut(), core::ptr::null(), 0) }, libc::EINVAL);
+    }
+}

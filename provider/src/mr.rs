@@ -1,0 +1,242 @@
+//! Memory regions: `reg_mr`, `rereg_mr`, `dereg_mr`, and the probe that tells
+//! libibverbs whether the kernel takes the optional access flags.
+//!
+//! `ibv_reg_mr` clears `IBV_ACCESS_OPTIONAL_RANGE` before calling us unless
+//! `verbs_device.core_support` has `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS`.
+//! Stock providers get that bit from the ioctl GET_CONTEXT; our write
+//! GET_CONTEXT has no such output, so right after it we ask the kernel with
+//! the ioctl `UVERBS_METHOD_QUERY_CONTEXT` (the write interface has no
+//! equivalent). A kernel without that method is also one whose `reg_mr`
+//! rejects the optional bits with EINVAL, so leaving `core_support` at 0 there
+//! is what makes libibverbs strip them: the behaviour of the stock provider.
+//!
+//! `rereg_mr` issues the kernel's REREG_MR. The stock rxe provider has no
+//! rereg op (libibverbs' default fails with EOPNOTSUPP); kernels whose rxe
+//! lacks `rereg_user_mr` refuse the command with EOPNOTSUPP too, and newer
+//! ones (PD and access changes) do it.
+
+use core::ffi::{c_int, c_void};
+use core::ptr;
+
+use kernel_abi::{
+    ib_uverbs_dereg_mr, ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp, ib_uverbs_rereg_mr,
+    ib_uverbs_rereg_mr_resp, IB_USER_VERBS_CMD_DEREG_MR, IB_USER_VERBS_CMD_REG_MR,
+    IB_USER_VERBS_CMD_REREG_MR, RDMA_DRIVER_RXE, UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT,
+    UVERBS_METHOD_QUERY_CONTEXT, UVERBS_OBJECT_DEVICE,
+};
+use log::debug;
+
+use crate::command::{self, Errno, IoctlCmd, WriteCmd, WriteReq};
+use crate::ffi;
+use crate::libibverbs::device_abi::verbs_device;
+use crate::libibverbs::objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
+use crate::libibverbs::public::ibv_context;
+use crate::pd::context_fd;
+
+impl WriteCmd for ib_uverbs_reg_mr {
+    const ID: u32 = IB_USER_VERBS_CMD_REG_MR;
+    type Resp = ib_uverbs_reg_mr_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteCmd for ib_uverbs_rereg_mr {
+    const ID: u32 = IB_USER_VERBS_CMD_REREG_MR;
+    type Resp = ib_uverbs_rereg_mr_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteReq for ib_uverbs_dereg_mr {
+    const ID: u32 = IB_USER_VERBS_CMD_DEREG_MR;
+}
+
+/// `IBV_ACCESS_ON_DEMAND`
+const IBV_ACCESS_ON_DEMAND: c_int = 0x40;
+/// `IBV_REREG_MR_CHANGE_PD`
+const IBV_REREG_MR_CHANGE_PD: c_int = 2;
+
+/// The length the kernel is given. With on-demand paging, `SIZE_MAX` and a
+/// null address ask for an implicit MR over the whole address space, which
+/// the kernel spells `u64::MAX`; `SIZE_MAX` with an address is an error.
+pub(crate) fn reg_length(addr: usize, length: usize, access: c_int) -> Result<u64, Errno> {
+    if access & IBV_ACCESS_ON_DEMAND != 0 && length == usize::MAX {
+        return if addr == 0 { Ok(u64::MAX) } else { Err(libc::EINVAL) };
+    }
+    Ok(length as u64)
+}
+
+/// The REREG_MR command for these arguments (libibverbs validated `flags`).
+/// The new PD is sent only when the PD changes, and must then be given.
+pub(crate) fn rereg_cmd(
+    mr_handle: u32,
+    flags: c_int,
+    new_pd_handle: Option<u32>,
+    addr: usize,
+    length: usize,
+    access: c_int,
+) -> Result<ib_uverbs_rereg_mr, Errno> {
+    let pd_handle = if flags & IBV_REREG_MR_CHANGE_PD != 0 { new_pd_handle.ok_or(libc::EINVAL)? } else { 0 };
+    Ok(ib_uverbs_rereg_mr {
+        response: 0,
+        mr_handle,
+        flags: flags as u32,
+        start: addr as u64,
+        length: length as u64,
+        hca_va: addr as u64,
+        pd_handle,
+        access_flags: access as u32,
+        driver_data: [],
+    })
+}
+
+/// Asks the kernel for its core support bits and stores them in the device,
+/// where `ibv_reg_mr` looks (see the module comment). Any failure leaves the
+/// bits at 0: the kernel then predates them.
+pub(crate) fn probe_core_support(ctx: &ibv_context) {
+    let mut core_support: u64 = 0;
+    let addr = ptr::from_mut(&mut core_support) as usize as u64;
+    let attr = command::attr_out(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT as u16, addr, 8);
+    let result = IoctlCmd::new(UVERBS_OBJECT_DEVICE as u16, UVERBS_METHOD_QUERY_CONTEXT as u16, RDMA_DRIVER_RXE, [attr])
+        .and_then(|mut cmd| command::ioctl_cmd(ctx.cmd_fd, &mut cmd).map(|()| command::output_valid(&cmd.attrs[0])));
+    match result {
+        Ok(true) => {
+            debug!("kernel core support bits {core_support:#x}");
+            // SAFETY: ctx.device is the ibv_device at the start of the
+            // verbs_device our alloc_device made, alive while any context is.
+            // A plain store, as libibverbs' own GET_CONTEXT makes it.
+            unsafe { ptr::addr_of_mut!((*ctx.device.cast::<verbs_device>()).core_support).write(core_support) };
+        }
+        Ok(false) => debug!("QUERY_CONTEXT did not report core support"),
+        Err(errno) => debug!("QUERY_CONTEXT failed (errno {errno}): no optional MR access"),
+    }
+}
+
+/// `reg_mr`: fills what `ibv_cmd_reg_mr` fills.
+pub(crate) unsafe extern "C" fn reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    hca_va: u64,
+    access: c_int,
+) -> *mut ibv_mr {
+    ffi::guard("reg_mr", ptr::null_mut(), || {
+        // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
+        let Some(p) = (unsafe { pd.as_ref() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        let cmd = reg_length(addr as usize, length, access).map(|len| ib_uverbs_reg_mr {
+            response: 0,
+            start: addr as u64,
+            length: len,
+            hca_va,
+            pd_handle: p.handle,
+            access_flags: access as u32,
+            driver_data: [],
+        });
+        let resp = match cmd.and_then(|cmd| context_fd(p.context).and_then(|fd| command::write_cmd(fd, cmd))) {
+            Ok(resp) => resp,
+            Err(e) => return ffi::fail_ptr(e),
+        };
+        let vmr = Box::new(verbs_mr {
+            ibv_mr: ibv_mr {
+                context: p.context,
+                pd,
+                addr,
+                length,
+                handle: resp.mr_handle,
+                lkey: resp.lkey,
+                rkey: resp.rkey,
+            },
+            mr_type: IBV_MR_TYPE_MR,
+            access,
+        });
+        // ibv_mr is the first member: libibverbs gets back to verbs_mr by a cast.
+        Box::into_raw(vmr).cast::<ibv_mr>()
+    })
+}
+
+/// `rereg_mr`. `access` in the `verbs_mr` stays what it was at registration:
+/// `ibv_dereg_mr` decides from it whether to undo the fork protection that
+/// `ibv_reg_mr` applied then.
+pub(crate) unsafe extern "C" fn rereg_mr(
+    vmr: *mut verbs_mr,
+    flags: c_int,
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
+    ffi::guard("rereg_mr", libc::EIO, || {
+        // SAFETY: libibverbs passes an MR our reg_mr made, which it does not
+        // touch during the call (null refused).
+        let Some(m) = (unsafe { vmr.as_mut() }) else { return ffi::fail_code(libc::EINVAL) };
+        // SAFETY: a PD our alloc_pd made, or null.
+        let new_pd = unsafe { pd.as_ref() };
+        let cmd = rereg_cmd(m.ibv_mr.handle, flags, new_pd.map(|p| p.handle), addr as usize, length, access);
+        match cmd.and_then(|cmd| context_fd(m.ibv_mr.context).and_then(|fd| command::write_cmd(fd, cmd))) {
+            Ok(resp) => {
+                m.ibv_mr.lkey = resp.lkey;
+                m.ibv_mr.rkey = resp.rkey;
+                if let (true, Some(p)) = (flags & IBV_REREG_MR_CHANGE_PD != 0, new_pd) {
+                    m.ibv_mr.context = p.context;
+                }
+                0
+            }
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+/// `dereg_mr`: the MR is freed only when the kernel let it go.
+pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
+    ffi::guard("dereg_mr", libc::EIO, || {
+        // SAFETY: libibverbs passes an MR our reg_mr made (null refused).
+        let Some(m) = (unsafe { vmr.as_ref() }) else { return ffi::fail_code(libc::EINVAL) };
+        let cmd = ib_uverbs_dereg_mr { mr_handle: m.ibv_mr.handle };
+        match context_fd(m.ibv_mr.context).and_then(|fd| command::write_req(fd, cmd)) {
+            Ok(()) => {
+                // SAFETY: made by Box::into_raw in reg_mr, released once,
+                // after the kernel object is gone.
+                drop(unsafe { Box::from_raw(vmr) });
+                0
+            }
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_demand_whole_address_space_is_the_kernels_implicit_mr() {
+        assert_eq!(reg_length(0x1000, 4096, 0), Ok(4096));
+        assert_eq!(reg_length(0, usize::MAX, IBV_ACCESS_ON_DEMAND), Ok(u64::MAX));
+        assert_eq!(reg_length(0x1000, usize::MAX, IBV_ACCESS_ON_DEMAND | 1), Err(libc::EINVAL));
+        // Without ODP the length goes as given; the kernel judges it.
+        assert_eq!(reg_length(0x1000, usize::MAX, 1), Ok(usize::MAX as u64));
+    }
+
+    #[test]
+    fn rereg_sends_the_new_pd_only_when_the_pd_changes() {
+        let c = rereg_cmd(7, 4, Some(9), 0, 0, 1).unwrap(); // CHANGE_ACCESS
+        assert_eq!((c.mr_handle, c.flags, c.pd_handle, c.access_flags), (7, 4, 0, 1));
+        let c = rereg_cmd(7, IBV_REREG_MR_CHANGE_PD, Some(9), 0, 0, 0).unwrap();
+        assert_eq!((c.flags, c.pd_handle), (2, 9));
+        assert_eq!(rereg_cmd(7, IBV_REREG_MR_CHANGE_PD, None, 0, 0, 0).err(), Some(libc::EINVAL));
+        let c = rereg_cmd(7, 1, None, 0x5000, 8192, 0).unwrap(); // CHANGE_TRANSLATION
+        assert_eq!((c.start, c.length, c.hca_va), (0x5000, 8192, 0x5000));
+    }
+
+    #[test]
+    fn null_objects_are_einval_not_crashes() {
+        // SAFETY: null is refused before any use.
+        unsafe {
+            assert!(reg_mr(ptr::null_mut(), ptr::null_mut(), 8, 0, 0).is_null());
+            assert_eq!(dereg_mr(ptr::null_mut()), libc::EINVAL);
+            assert_eq!(rereg_mr(ptr::null_mut(), 4, ptr::null_mut(), ptr::null_mut(), 0, 0), libc::EINVAL);
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Memory windows: `alloc_mw` / `dealloc_mw` (types 1 and 2; the kernel
+//! judges the type, as it does for the stock provider). `bind_mw` posts a
+//! BIND_MW work request and arrives with the QP send path.
+
+use core::ffi::c_int;
+use core::ptr;
+
+use kernel_abi::{
+    ib_uverbs_alloc_mw, ib_uverbs_alloc_mw_resp, ib_uverbs_dealloc_mw, IB_USER_VERBS_CMD_ALLOC_MW,
+    IB_USER_VERBS_CMD_DEALLOC_MW,
+};
+
+use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::ffi;
+use crate::libibverbs::objects::{ibv_mw, ibv_pd};
+use crate::pd::context_fd;
+
+impl WriteCmd for ib_uverbs_alloc_mw {
+    const ID: u32 = IB_USER_VERBS_CMD_ALLOC_MW;
+    type Resp = ib_uverbs_alloc_mw_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteReq for ib_uverbs_dealloc_mw {
+    const ID: u32 = IB_USER_VERBS_CMD_DEALLOC_MW;
+}
+
+/// The command's 8-bit `mw_type`: a value that does not fit is refused
+/// rather than truncated into a valid type.
+fn wire_mw_type(mw_type: c_int) -> Result<u8, Errno> {
+    u8::try_from(mw_type).map_err(|_| libc::EINVAL)
+}
+
+/// `alloc_mw`: fills what `ibv_cmd_alloc_mw` fills.
+pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mut ibv_mw {
+    ffi::guard("alloc_mw", ptr::null_mut(), || {
+        // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
+        let Some(p) = (unsafe { pd.as_ref() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        let resp = wire_mw_type(mw_type).and_then(|t| {
+            let cmd = ib_uverbs_alloc_mw { response: 0, pd_handle: p.handle, mw_type: t, reserved: [0; 3], driver_data: [] };
+            context_fd(p.context).and_then(|fd| command::write_cmd(fd, cmd))
+        });
+        match resp {
+            Ok(r) => Box::into_raw(Box::new(ibv_mw {
+                context: p.context,
+                pd,
+                rkey: r.rkey,
+                handle: r.mw_handle,
+                r#type: mw_type,
+            })),
+            Err(e) => ffi::fail_ptr(e),
+        }
+    })
+}
+
+/// `dealloc_mw`: the MW is freed only when the kernel let it go.
+pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
+    ffi::guard("dealloc_mw", libc::EIO, || {
+        // SAFETY: libibverbs passes an MW our alloc_mw made (null refused).
+        let Some(m) = (unsafe { mw.as_ref() }) else { return ffi::fail_code(libc::EINVAL) };
+        match context_fd(m.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_mw { mw_handle: m.handle })) {
+            Ok(()) => {
+                // SAFETY: made by Box::into_raw in alloc_mw, released once,
+                // after the kernel object is gone.
+                drop(unsafe { Box::from_raw(mw) });
+                0
+            }
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mw_types_go_to_the_kernel_unless_they_would_be_truncated() {
+        assert_eq!(wire_mw_type(1), Ok(1));
+        assert_eq!(wire_mw_type(2), Ok(2));
+        assert_eq!(wire_mw_type(3), Ok(3)); // the kernel refuses it, as for stock
+        assert_eq!(wire_mw_type(257), Err(libc::EINVAL));
+        assert_eq!(wire_mw_type(-1), Err(libc::EINVAL));
+    }
+}

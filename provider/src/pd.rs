@@ -1,0 +1,80 @@
+//! Protection domains: `alloc_pd` / `dealloc_pd`, as `ibv_cmd_alloc_pd` and
+//! `ibv_cmd_dealloc_pd` do them on the write interface.
+
+use core::ffi::c_int;
+use std::os::fd::RawFd;
+
+use kernel_abi::{
+    ib_uverbs_alloc_pd, ib_uverbs_alloc_pd_resp, ib_uverbs_dealloc_pd, IB_USER_VERBS_CMD_ALLOC_PD,
+    IB_USER_VERBS_CMD_DEALLOC_PD,
+};
+
+use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::ffi;
+use crate::libibverbs::objects::ibv_pd;
+use crate::libibverbs::public::ibv_context;
+
+impl WriteCmd for ib_uverbs_alloc_pd {
+    const ID: u32 = IB_USER_VERBS_CMD_ALLOC_PD;
+    type Resp = ib_uverbs_alloc_pd_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteReq for ib_uverbs_dealloc_pd {
+    const ID: u32 = IB_USER_VERBS_CMD_DEALLOC_PD;
+}
+
+/// The command fd of the context an object belongs to.
+pub(crate) fn context_fd(ctx: *const ibv_context) -> Result<RawFd, Errno> {
+    // SAFETY: every object libibverbs hands our ops points at the live
+    // context it was made in (we set the pointer ourselves); null is refused.
+    unsafe { ctx.as_ref() }.map(|c| c.cmd_fd).ok_or(libc::EINVAL)
+}
+
+/// `alloc_pd`.
+pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
+    ffi::guard("alloc_pd", core::ptr::null_mut(), || {
+        let fd = match context_fd(context) {
+            Ok(fd) => fd,
+            Err(e) => return ffi::fail_ptr(e),
+        };
+        match command::write_cmd(fd, ib_uverbs_alloc_pd { response: 0, driver_data: [] }) {
+            Ok(resp) => Box::into_raw(Box::new(ibv_pd { context, handle: resp.pd_handle })),
+            Err(e) => ffi::fail_ptr(e),
+        }
+    })
+}
+
+/// `dealloc_pd`: the PD is freed only when the kernel let it go.
+pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
+    ffi::guard("dealloc_pd", libc::EIO, || {
+        // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
+        let Some(p) = (unsafe { pd.as_ref() }) else { return ffi::fail_code(libc::EINVAL) };
+        let result = context_fd(p.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_pd { pd_handle: p.handle }));
+        match result {
+            Ok(()) => {
+                // SAFETY: made by Box::into_raw in alloc_pd, released once,
+                // after the kernel object is gone.
+                drop(unsafe { Box::from_raw(pd) });
+                0
+            }
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_objects_are_einval_not_crashes() {
+        // SAFETY: null is refused before any use.
+        assert!(unsafe { alloc_pd(core::ptr::null_mut()) }.is_null());
+        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EINVAL));
+        // SAFETY: as above.
+        assert_eq!(unsafe { dealloc_pd(core::ptr::null_mut()) }, libc::EINVAL);
+    }
+}
