@@ -103,12 +103,30 @@ pub fn frame_write_ex(
     response: u64,
     resp_len: usize,
 ) -> Result<usize, Errno> {
+    frame_write_ex_drv(out, id, body, response, resp_len, 0)
+}
+
+/// Frames an extended command whose driver response (`drv_resp_len` bytes)
+/// the kernel writes right after the core response (`resp_len` bytes).
+pub fn frame_write_ex_drv(
+    out: &mut [u8],
+    id: u32,
+    body: &[u8],
+    response: u64,
+    resp_len: usize,
+    drv_resp_len: usize,
+) -> Result<usize, Errno> {
     let hdr = ib_uverbs_cmd_hdr {
         command: IB_USER_VERBS_CMD_FLAG_EXTENDED | id,
         in_words: words(body.len(), 8)?,
         out_words: words(resp_len, 8)?,
     };
-    let ex = ib_uverbs_ex_cmd_hdr { response, provider_in_words: 0, provider_out_words: 0, cmd_hdr_reserved: 0 };
+    let ex = ib_uverbs_ex_cmd_hdr {
+        response,
+        provider_in_words: 0,
+        provider_out_words: words(drv_resp_len, 8)?,
+        cmd_hdr_reserved: 0,
+    };
     let at = put(out, 0, hdr.as_bytes())?;
     let at = put(out, at, ex.as_bytes())?;
     put(out, at, body)
@@ -222,6 +240,28 @@ pub fn write_ex_cmd<C: WriteExCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> 
     Ok(resp)
 }
 
+/// Issues an extended command with a driver response `D` (rxe's create
+/// responses) and returns both parts.
+pub fn write_ex_cmd_drv<C: WriteExCmd, D: FromBytes>(fd: RawFd, cmd: C) -> Result<(C::Resp, D), Errno> {
+    /// One 8-aligned block: the kernel writes the driver part at `response +
+    /// out_words * 8`, right after the core part.
+    #[repr(C, align(8))]
+    struct RespBuf([u8; CMD_BUF_MAX]);
+    let core_len = core::mem::size_of::<C::Resp>();
+    let drv_len = core::mem::size_of::<D>();
+    if core_len + drv_len > CMD_BUF_MAX {
+        return Err(libc::EINVAL);
+    }
+    let mut resp = RespBuf([0; CMD_BUF_MAX]);
+    let addr = response_addr(&mut resp);
+    let mut buf = [0u8; CMD_BUF_MAX];
+    let len = frame_write_ex_drv(&mut buf, C::ID, cmd.as_bytes(), addr, core_len, drv_len)?;
+    write_all(fd, &buf[..len])?;
+    let core = C::Resp::read_from_bytes(&resp.0[..core_len]).map_err(|_| libc::EINVAL)?;
+    let drv = D::read_from_bytes(&resp.0[core_len..core_len + drv_len]).map_err(|_| libc::EINVAL)?;
+    Ok((core, drv))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +320,16 @@ mod tests {
         assert_eq!(u16_at(&buf, 6), 38); // 304 / 8
         assert_eq!(u64_at(&buf, 8), 0xabc0);
         assert_eq!((u16_at(&buf, 16), u16_at(&buf, 18), u32_at(&buf, 20)), (0, 0, 0));
+    }
+
+    #[test]
+    fn extended_driver_response_length_goes_in_the_ex_header() {
+        let mut buf = [0u8; 64];
+        let n = frame_write_ex_drv(&mut buf, 18, &[0; 32], 0x1000, 16, 16).unwrap();
+        assert_eq!(n, 8 + 16 + 32);
+        assert_eq!((u32_at(&buf, 0), u16_at(&buf, 4), u16_at(&buf, 6)), (0x8000_0012, 4, 2));
+        assert_eq!((u64_at(&buf, 8), u16_at(&buf, 16), u16_at(&buf, 18)), (0x1000, 0, 2));
+        assert_eq!(frame_write_ex_drv(&mut buf, 18, &[0; 32], 0, 16, 12), Err(libc::EINVAL));
     }
 
     #[test]

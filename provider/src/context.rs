@@ -23,7 +23,7 @@ use crate::libibverbs::context_v36::{self, verbs_context};
 use crate::libibverbs::layout::{ContextLayout, Layout};
 use crate::libibverbs::public::{ibv_context, ibv_device};
 use crate::libibverbs::runtime;
-use crate::{ah, mcast, mr, mw, pd, query};
+use crate::{ah, cq, mcast, mr, mw, pd, query};
 
 /// Our context, from `ibv_context` on. `ibv_ctx` must stay first.
 #[repr(C)]
@@ -49,6 +49,12 @@ static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
     free_context: Some(free_context),
     query_device_ex: Some(query::query_device_ex),
     query_port: Some(query::query_port),
+    create_cq: Some(cq::create_cq),
+    create_cq_ex: Some(cq::create_cq_ex),
+    destroy_cq: Some(cq::destroy_cq),
+    poll_cq: Some(cq::poll_cq),
+    req_notify_cq: Some(cq::req_notify_cq),
+    resize_cq: Some(cq::resize_cq),
     alloc_pd: Some(pd::alloc_pd),
     dealloc_pd: Some(pd::dealloc_pd),
     reg_mr: Some(mr::reg_mr),
@@ -177,6 +183,12 @@ mod tests {
             offset_of!(O, free_context),
             offset_of!(O, query_device_ex),
             offset_of!(O, query_port),
+            offset_of!(O, create_cq),
+            offset_of!(O, create_cq_ex),
+            offset_of!(O, destroy_cq),
+            offset_of!(O, poll_cq),
+            offset_of!(O, req_notify_cq),
+            offset_of!(O, resize_cq),
             offset_of!(O, alloc_pd),
             offset_of!(O, dealloc_pd),
             offset_of!(O, reg_mr),

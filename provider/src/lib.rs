@@ -9,6 +9,7 @@
 //! - `device`: `alloc_device` / `uninit_device`;
 //! - `context`: `alloc_context` / `free_context` and the context ops table;
 //! - `query`: `query_device_ex` and `query_port`;
+//! - `cq`: completion queues and `ibv_cq_ex`; `queue`: the mmap'd rxe rings;
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
@@ -18,6 +19,7 @@
 mod ah;
 pub mod command;
 mod context;
+mod cq;
 mod device;
 mod ffi;
 pub mod libibverbs;
@@ -27,6 +29,7 @@ mod mr;
 mod mw;
 mod pd;
 mod query;
+pub mod queue;
 mod registration;
 
 /// The name under which the provider registers with libibverbs.

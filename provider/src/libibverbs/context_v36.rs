@@ -21,6 +21,7 @@ use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
 use super::objects::{ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_pd, ibv_qp, verbs_mr};
+use super::cq;
 use super::public::{
     ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn,
 };
@@ -118,8 +119,8 @@ pub struct verbs_context_ops {
     pub cq_event: opaque_fn,
     pub create_ah: Option<create_ah_fn>,
     pub create_counters: opaque_fn,
-    pub create_cq: opaque_fn,
-    pub create_cq_ex: opaque_fn,
+    pub create_cq: Option<cq::create_cq_fn>,
+    pub create_cq_ex: Option<cq::create_cq_ex_fn>,
     pub create_flow: opaque_fn,
     pub create_flow_action_esp: opaque_fn,
     pub create_qp: opaque_fn,
@@ -134,7 +135,7 @@ pub struct verbs_context_ops {
     pub dereg_mr: Option<dereg_mr_fn>,
     pub destroy_ah: Option<destroy_ah_fn>,
     pub destroy_counters: opaque_fn,
-    pub destroy_cq: opaque_fn,
+    pub destroy_cq: Option<cq::destroy_cq_fn>,
     pub destroy_flow: opaque_fn,
     pub destroy_flow_action: opaque_fn,
     pub destroy_qp: opaque_fn,
@@ -156,7 +157,7 @@ pub struct verbs_context_ops {
     pub modify_wq: opaque_fn,
     pub open_qp: opaque_fn,
     pub open_xrcd: opaque_fn,
-    pub poll_cq: opaque_fn,
+    pub poll_cq: Option<cq::poll_cq_fn>,
     pub post_recv: opaque_fn,
     pub post_send: opaque_fn,
     pub post_srq_ops: opaque_fn,
@@ -172,9 +173,9 @@ pub struct verbs_context_ops {
     pub reg_dm_mr: opaque_fn,
     pub reg_dmabuf_mr: opaque_fn,
     pub reg_mr: Option<reg_mr_fn>,
-    pub req_notify_cq: opaque_fn,
+    pub req_notify_cq: Option<cq::req_notify_cq_fn>,
     pub rereg_mr: Option<rereg_mr_fn>,
-    pub resize_cq: opaque_fn,
+    pub resize_cq: Option<cq::resize_cq_fn>,
     pub set_ece: opaque_fn,
     pub unimport_dm: opaque_fn,
     pub unimport_mr: opaque_fn,

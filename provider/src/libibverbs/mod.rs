@@ -3,6 +3,7 @@
 //! process and decides which of those layouts it has.
 //!
 //! - [`public`]: public `verbs.h` structs (stable ABI);
+//! - [`cq`]: the public CQ structs (`ibv_cq`, `ibv_cq_ex`, `ibv_wc`);
 //! - [`device_abi`]: private device-level structs (same from v35 to v64);
 //! - [`objects`]: the PD, MR, MW, AH and QP objects of the control verbs;
 //! - [`context_v36`]: private context structs of rdma-core v36..v58;
@@ -10,6 +11,7 @@
 //! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
 
 pub mod context_v36;
+pub mod cq;
 pub mod device_abi;
 pub mod objects;
 pub mod public;

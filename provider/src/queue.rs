@@ -1,0 +1,486 @@
+//! The rxe queue: a buffer rdma_rxe allocates for every CQ, SQ, RQ and SRQ
+//! and that we mmap from the uverbs fd at the `mminfo` the create (or
+//! resize) response gives.
+//!
+//! ```text
+//! | rxe_queue_buf: log2_elem_size, index_mask | producer_index | consumer_index | slot 0 | slot 1 | ...
+//!   0                                           128              256              384
+//! ```
+//!
+//! There are `index_mask + 1` slots (a power of two) of `1 << log2_elem_size`
+//! bytes. Indices are kept *masked*, in `[0, index_mask]`, by the kernel and by
+//! us: the next index is `(i + 1) & index_mask`. One slot always stays unused,
+//! so `producer == consumer` means empty and `producer + 1 == consumer` full;
+//! a queue holds at most `index_mask` elements.
+//!
+//! Each side owns one index: the kernel produces into a CQ and consumes from
+//! the SQ, RQ and SRQ; we do the opposite. The header is written by the kernel
+//! once, before the create response, and read by us once, at map time: from
+//! then on we use our validated copy ([`Geometry`]), mask every index we read
+//! from the shared page, and copy slots out before looking at them. The
+//! indices are the only memory both sides touch concurrently, always with
+//! atomics (the kernel uses `smp_load_acquire`/`smp_store_release`).
+//!
+//! Threads of one process that share a queue serialize on the object's lock
+//! (CQ, QP, SRQ); the orderings here are only about us and the kernel.
+
+use core::ffi::c_void;
+use core::mem::{offset_of, size_of};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::os::fd::RawFd;
+
+use kernel_abi::{mminfo, rxe_queue_buf};
+use zerocopy::FromBytes;
+
+use crate::command::Errno;
+
+/// Bytes before slot 0.
+pub const HEADER_LEN: usize = size_of::<rxe_queue_buf>();
+
+/// The largest slot we accept (the biggest rxe element, a send WQE with its
+/// SGEs or inline data, is a few hundred bytes).
+const MAX_LOG2_ELEM_SIZE: u32 = 16;
+
+/// Index arithmetic for a queue of `mask + 1` slots. Pure, for the unit tests
+/// and for whoever needs it without a mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Indices {
+    mask: u32,
+}
+
+impl Indices {
+    /// `mask + 1` must be a power of two, at least 2 (one slot always stays
+    /// empty), and the slot count must fit a u32.
+    pub fn new(mask: u32) -> Option<Indices> {
+        let slots = mask.checked_add(1)?;
+        (slots >= 2 && slots.is_power_of_two()).then_some(Indices { mask })
+    }
+
+    pub fn mask(self) -> u32 {
+        self.mask
+    }
+
+    /// How many elements the queue can hold: one slot fewer than it has.
+    pub fn capacity(self) -> u32 {
+        self.mask
+    }
+
+    /// An index as read from shared memory, brought into range.
+    pub fn wrap(self, index: u32) -> u32 {
+        index & self.mask
+    }
+
+    pub fn next(self, index: u32) -> u32 {
+        index.wrapping_add(1) & self.mask
+    }
+
+    /// Elements between consumer and producer.
+    pub fn used(self, producer: u32, consumer: u32) -> u32 {
+        producer.wrapping_sub(consumer) & self.mask
+    }
+
+    pub fn free(self, producer: u32, consumer: u32) -> u32 {
+        self.capacity() - self.used(producer, consumer)
+    }
+
+    pub fn is_empty(self, producer: u32, consumer: u32) -> bool {
+        self.used(producer, consumer) == 0
+    }
+
+    pub fn is_full(self, producer: u32, consumer: u32) -> bool {
+        self.used(producer, consumer) == self.capacity()
+    }
+}
+
+/// The shape of a mapped queue, checked against the mapping's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub indices: Indices,
+    pub log2_elem_size: u32,
+}
+
+impl Geometry {
+    /// Validates a header read from a mapping of `map_len` bytes: a sane
+    /// element size of at least `min_elem_size`, a power-of-two slot count,
+    /// and every slot inside the mapping. The kernel rounds the mapping up to
+    /// a page, so it may be longer than the header implies, never shorter.
+    pub fn check(log2_elem_size: u32, index_mask: u32, map_len: usize, min_elem_size: usize) -> Result<Geometry, Errno> {
+        if log2_elem_size > MAX_LOG2_ELEM_SIZE || (1usize << log2_elem_size) < min_elem_size {
+            return Err(libc::EPROTO);
+        }
+        let indices = Indices::new(index_mask).ok_or(libc::EPROTO)?;
+        let slots = usize::try_from(index_mask).map_err(|_| libc::EPROTO)? + 1;
+        let needed = slots
+            .checked_mul(1usize << log2_elem_size)
+            .and_then(|data| data.checked_add(HEADER_LEN))
+            .ok_or(libc::EPROTO)?;
+        if needed > map_len {
+            return Err(libc::EPROTO);
+        }
+        Ok(Geometry { indices, log2_elem_size })
+    }
+
+    pub fn elem_size(self) -> usize {
+        1 << self.log2_elem_size
+    }
+
+    /// Where the slot of `index` (masked here) starts, from the mapping's start.
+    pub fn slot_offset(self, index: u32) -> usize {
+        HEADER_LEN + ((self.indices.wrap(index) as usize) << self.log2_elem_size)
+    }
+}
+
+/// An mmap'd region, unmapped on drop.
+struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(fd: RawFd, mi: &mminfo) -> Result<Mapping, Errno> {
+        let len = usize::try_from(mi.size).map_err(|_| libc::EPROTO)?;
+        let offset = libc::off_t::try_from(mi.offset).map_err(|_| libc::EPROTO)?;
+        if len < HEADER_LEN {
+            return Err(libc::EPROTO);
+        }
+        // SAFETY: a fresh shared mapping chosen by the kernel (addr NULL);
+        // it aliases no Rust object. The length and offset are only values.
+        let p = unsafe {
+            libc::mmap(core::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, offset)
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM));
+        }
+        let base = NonNull::new(p.cast::<u8>()).ok_or(libc::ENOMEM)?;
+        Ok(Mapping { base, len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: base/len are exactly what mmap returned and nothing refers
+        // into the region any more (the Ring that owned us is gone).
+        let rc = unsafe { libc::munmap(self.base.as_ptr().cast::<c_void>(), self.len) };
+        if rc != 0 {
+            log::warn!("munmap of a queue failed: {}", std::io::Error::last_os_error());
+        }
+    }
+}
+
+/// A mapped rxe queue.
+pub struct Ring {
+    map: Mapping,
+    geometry: Geometry,
+}
+
+// SAFETY: a Ring is a pointer to a shared mapping that lives as long as the
+// Ring; all access to it is through atomics or per-call copies, and callers
+// serialize the index owner's side with their object's lock.
+unsafe impl Send for Ring {}
+// SAFETY: as above; &Ring hands out only atomics and copies.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    /// Maps the queue described by `mi` on `fd` (the context's `cmd_fd`) and
+    /// validates its header; `min_elem_size` is the largest element we will
+    /// read or write in a slot. Unmaps again if the header is not sane.
+    pub fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Ring, Errno> {
+        let map = Mapping::new(fd, mi)?;
+        let hdr = map.base.as_ptr();
+        // SAFETY: the mapping is at least HEADER_LEN bytes and page-aligned;
+        // both fields are u32 at 4-aligned offsets. Read once, volatile, as
+        // the memory is shared; the values are validated before any use.
+        let (log2, mask) = unsafe {
+            (
+                hdr.add(offset_of!(rxe_queue_buf, log2_elem_size)).cast::<u32>().read_volatile(),
+                hdr.add(offset_of!(rxe_queue_buf, index_mask)).cast::<u32>().read_volatile(),
+            )
+        };
+        let geometry = Geometry::check(log2, mask, map.len, min_elem_size)?;
+        Ok(Ring { map, geometry })
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    pub fn indices(&self) -> Indices {
+        self.geometry.indices
+    }
+
+    fn index_at(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: offset is producer_index or consumer_index, both inside the
+        // header the mapping covers, 4-aligned in a page-aligned mapping.
+        // AtomicU32 has u32's layout; the kernel accesses these words only
+        // with (its) atomics, and the mapping outlives &self.
+        unsafe { AtomicU32::from_ptr(self.map.base.as_ptr().add(offset).cast::<u32>()) }
+    }
+
+    fn producer(&self) -> &AtomicU32 {
+        self.index_at(offset_of!(rxe_queue_buf, producer_index))
+    }
+
+    fn consumer(&self) -> &AtomicU32 {
+        self.index_at(offset_of!(rxe_queue_buf, consumer_index))
+    }
+
+    // ---- A queue the kernel produces into and we consume (CQ). ----
+
+    /// The kernel's producer index, masked. Acquire: pairs with the kernel's
+    /// `smp_store_release` of the producer after it wrote the element, so
+    /// every slot before this index is fully written when we copy it out.
+    pub fn produced(&self) -> u32 {
+        self.indices().wrap(self.producer().load(Ordering::Acquire))
+    }
+
+    /// Our consumer index as the shared page has it, masked. Only we write
+    /// it; callers read it once (at map time) and keep their own copy.
+    pub fn consumer_index(&self) -> u32 {
+        self.indices().wrap(self.consumer().load(Ordering::Relaxed))
+    }
+
+    /// Hands the slots before `index` back to the kernel. Release: our copies
+    /// out of those slots happen before the kernel's `smp_load_acquire` of the
+    /// consumer lets it overwrite them.
+    pub fn release_consumer(&self, index: u32) {
+        self.consumer().store(self.indices().wrap(index), Ordering::Release);
+    }
+
+    // ---- A queue we produce into and the kernel consumes (SQ, RQ, SRQ). ----
+
+    /// The kernel's consumer index, masked. Acquire: pairs with the kernel's
+    /// `smp_store_release` of the consumer after it finished reading the
+    /// element, so a slot before this index may be overwritten.
+    pub fn consumed(&self) -> u32 {
+        self.indices().wrap(self.consumer().load(Ordering::Acquire))
+    }
+
+    /// Our producer index as the shared page has it, masked. Only we write it.
+    pub fn producer_index(&self) -> u32 {
+        self.indices().wrap(self.producer().load(Ordering::Relaxed))
+    }
+
+    /// Publishes the elements before `index`. Release: the element bytes we
+    /// wrote into the slots are visible before the kernel's
+    /// `smp_load_acquire` of the producer lets it read them.
+    pub fn publish_producer(&self, index: u32) {
+        self.producer().store(self.indices().wrap(index), Ordering::Release);
+    }
+
+    // ---- Slots. ----
+
+    /// The start of the slot of `index` (masked), `elem_size()` bytes long,
+    /// for building an element in place. Writing it is sound only while we
+    /// own the slot (producer side, before publishing it).
+    pub fn slot_ptr(&self, index: u32) -> NonNull<u8> {
+        // SAFETY: Geometry::check proved every slot lies inside the mapping.
+        unsafe { self.map.base.add(self.geometry.slot_offset(index)) }
+    }
+
+    /// A copy of the `T` at the start of the slot of `index` (masked). One
+    /// read of the shared memory: the caller looks only at the copy.
+    pub fn read_slot<T: FromBytes>(&self, index: u32) -> T {
+        // An element larger than the slot would read the next one.
+        assert!(size_of::<T>() <= self.geometry.elem_size(), "element larger than the queue's slots");
+        // SAFETY: the slot is inside the mapping and at least size_of::<T>()
+        // bytes; slot offsets are multiples of the (power-of-two) element
+        // size, which is >= size_of::<T>() and hence a multiple of T's
+        // alignment; any bytes are a valid T (FromBytes).
+        unsafe { self.slot_ptr(index).as_ptr().cast::<T>().read_volatile() }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A queue in a memfd, so host tests can play the kernel's side.
+
+    use super::*;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    pub struct FakeQueue {
+        pub fd: OwnedFd,
+        pub mi: mminfo,
+        /// The kernel's view: our own mapping of the same pages.
+        pub kernel: Ring,
+    }
+
+    impl FakeQueue {
+        /// A queue of `mask + 1` slots of `1 << log2` bytes, mapped `extra`
+        /// bytes longer than needed.
+        pub fn new(log2: u32, mask: u32, extra: usize) -> FakeQueue {
+            // SAFETY: memfd_create with a NUL-terminated name.
+            let raw = unsafe { libc::memfd_create(c"rxe-queue".as_ptr(), 0) };
+            assert!(raw >= 0);
+            // SAFETY: raw is a fresh fd we own.
+            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+            let size = HEADER_LEN + ((mask as usize + 1) << log2) + extra;
+            // SAFETY: plain syscall on our fd.
+            assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) }, 0);
+            let mi = mminfo { offset: 0, size: size as u32, pad: 0 };
+            let map = Mapping::new(fd.as_raw_fd(), &mi).unwrap();
+            // SAFETY: the header lies inside the fresh mapping.
+            unsafe {
+                let hdr = map.base.as_ptr();
+                hdr.cast::<u32>().write(log2);
+                hdr.add(4).cast::<u32>().write(mask);
+            }
+            let kernel = Ring { geometry: Geometry::check(log2, mask, size, 0).unwrap(), map };
+            FakeQueue { fd, mi, kernel }
+        }
+
+        /// Produces `value` as the kernel does: write the slot, then release
+        /// the producer.
+        pub fn produce<T: Copy>(&self, value: &T) {
+            let k = &self.kernel;
+            let prod = k.producer_index();
+            assert!(!k.indices().is_full(prod, k.consumer_index()), "fake kernel: queue full");
+            assert!(size_of::<T>() <= k.geometry().elem_size());
+            // SAFETY: the slot is inside the mapping, at least as large as T
+            // (just checked) and aligned for it (slots are elem-size aligned).
+            unsafe { k.slot_ptr(prod).as_ptr().cast::<T>().write(*value) };
+            k.publish_producer(k.indices().next(prod));
+        }
+
+        pub fn set_header(&self, log2: u32, mask: u32) {
+            // SAFETY: the header lies inside the mapping.
+            unsafe {
+                let hdr = self.kernel.map.base.as_ptr();
+                hdr.cast::<u32>().write_volatile(log2);
+                hdr.add(4).cast::<u32>().write_volatile(mask);
+            }
+        }
+
+        pub fn raw_fd(&self) -> RawFd {
+            self.fd.as_raw_fd()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::FakeQueue;
+    use super::*;
+
+    #[test]
+    fn slot_counts_must_be_powers_of_two_of_at_least_two() {
+        assert!(Indices::new(0).is_none());
+        assert!(Indices::new(1).is_some());
+        assert!(Indices::new(5).is_none());
+        assert!(Indices::new(6).is_none());
+        assert!(Indices::new(7).is_some());
+        assert!(Indices::new(u32::MAX).is_none());
+        assert!(Indices::new(u32::MAX >> 1).is_some());
+    }
+
+    #[test]
+    fn empty_full_and_counts() {
+        let q = Indices::new(7).unwrap();
+        assert_eq!(q.capacity(), 7);
+        assert!(q.is_empty(0, 0) && !q.is_full(0, 0));
+        assert_eq!((q.used(3, 0), q.free(3, 0)), (3, 4));
+        assert!(q.is_full(7, 0) && !q.is_empty(7, 0));
+        assert!(q.is_full(2, 3));
+        assert!(!q.is_full(1, 3));
+        assert_eq!(q.used(2, 3), 7);
+    }
+
+    #[test]
+    fn indices_wrap_around() {
+        let q = Indices::new(3).unwrap();
+        assert_eq!(q.next(0), 1);
+        assert_eq!(q.next(3), 0);
+        // The producer wrapped past the end, the consumer did not.
+        assert_eq!(q.used(1, 3), 2);
+        assert_eq!(q.used(0, 1), 3);
+        assert!(q.is_full(0, 1));
+        // Garbage high bits from shared memory are masked away.
+        assert_eq!(q.wrap(0xffff_fff6), 2);
+        assert_eq!(q.next(u32::MAX), 0);
+        assert_eq!(q.used(0x100, 0xffff_ff01), 3);
+        // Walking the whole ring twice comes back to the start.
+        let mut i = 2;
+        for _ in 0..8 {
+            i = q.next(i);
+        }
+        assert_eq!(i, 2);
+    }
+
+    #[test]
+    fn geometry_rejects_what_does_not_fit_the_mapping() {
+        let exact = HEADER_LEN + 8 * 128;
+        let g = Geometry::check(7, 7, exact, 48).unwrap();
+        assert_eq!((g.elem_size(), g.slot_offset(0), g.slot_offset(7)), (128, 384, 384 + 7 * 128));
+        assert_eq!(g.slot_offset(9), g.slot_offset(1));
+        assert_eq!(Geometry::check(7, 7, 4096, 48).map(|g| g.indices.mask()), Ok(7));
+        assert_eq!(Geometry::check(7, 7, exact - 1, 48), Err(libc::EPROTO));
+        assert_eq!(Geometry::check(7, 15, exact, 48), Err(libc::EPROTO));
+        // Elements smaller than what we read from them.
+        assert_eq!(Geometry::check(5, 7, exact, 48), Err(libc::EPROTO));
+        // Absurd element sizes and slot counts, without overflow.
+        assert_eq!(Geometry::check(40, 7, usize::MAX, 0), Err(libc::EPROTO));
+        assert_eq!(Geometry::check(16, u32::MAX >> 1, 1 << 40, 0), Err(libc::EPROTO));
+        assert!(Geometry::check(16, u32::MAX >> 1, usize::MAX, 0).is_ok());
+        assert_eq!(Geometry::check(7, 6, 1 << 20, 0), Err(libc::EPROTO));
+    }
+
+    #[test]
+    fn map_checks_the_header_against_the_size() {
+        let fq = FakeQueue::new(7, 7, 0);
+        let ring = Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap();
+        assert_eq!(ring.geometry(), Geometry { indices: Indices::new(7).unwrap(), log2_elem_size: 7 });
+        drop(ring);
+        // A header that claims more slots than were mapped.
+        fq.set_header(7, 15);
+        assert_eq!(Ring::map(fq.raw_fd(), &fq.mi, 48).err(), Some(libc::EPROTO));
+        // A mapping too short for the header itself.
+        let short = mminfo { offset: 0, size: 100, pad: 0 };
+        assert_eq!(Ring::map(fq.raw_fd(), &short, 48).err(), Some(libc::EPROTO));
+        // A bad fd is an errno.
+        assert_eq!(Ring::map(-1, &fq.mi, 48).err(), Some(libc::EBADF));
+    }
+
+    #[test]
+    fn consumer_side_sees_what_the_producer_published_across_the_wrap() {
+        let fq = FakeQueue::new(6, 3, 0);
+        let ring = Ring::map(fq.raw_fd(), &fq.mi, 8).unwrap();
+        let q = ring.indices();
+        let mut cons = ring.consumer_index();
+        let mut next = 0u64;
+        // Ten rounds through a 4-slot ring (capacity 3).
+        for round in 0..10u64 {
+            for _ in 0..=round % 3 {
+                fq.produce(&next);
+                next += 1;
+            }
+            let prod = ring.produced();
+            let mut got = Vec::new();
+            while !q.is_empty(prod, cons) {
+                got.push(ring.read_slot::<u64>(cons));
+                cons = q.next(cons);
+            }
+            ring.release_consumer(cons);
+            let first = next - got.len() as u64;
+            assert_eq!(got, (first..next).collect::<Vec<_>>());
+        }
+        assert!(q.is_empty(ring.produced(), fq.kernel.consumer_index()));
+    }
+
+    #[test]
+    fn producer_side_publishes_in_place() {
+        let fq = FakeQueue::new(6, 3, 0);
+        let ring = Ring::map(fq.raw_fd(), &fq.mi, 8).unwrap();
+        let q = ring.indices();
+        let mut prod = ring.producer_index();
+        for v in 0..3u64 {
+            assert!(!q.is_full(prod, ring.consumed()));
+            // SAFETY: we own the slot at prod until we publish it.
+            unsafe { ring.slot_ptr(prod).as_ptr().cast::<u64>().write(v + 100) };
+            prod = q.next(prod);
+            ring.publish_producer(prod);
+        }
+        assert!(q.is_full(prod, ring.consumed()));
+        assert_eq!(fq.kernel.read_slot::<u64>(2), 102);
+        assert_eq!(fq.kernel.produced(), 3);
+    }
+}
