@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the machine lacks, runs the host-side tests of the workspace,
-# builds once, then runs every rig suite (tests/suites/*.sh) in one VM boot.
+# builds once (and the .deb/.rpm from that build), then runs every rig suite (tests/suites/*.sh) in one VM boot.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -9,8 +9,9 @@ tests/rig/setup-host.sh
 echo "== host: cargo test --workspace"
 cargo test --workspace --release
 
-echo "== host: cargo build --release --workspace"
+echo "== host: cargo build --release --workspace, packaging/build.sh"
 cargo build --release --workspace
+packaging/build.sh
 
 mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | sort)
 echo "== rig: ${suites[*]}"

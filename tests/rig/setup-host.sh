@@ -7,12 +7,12 @@ set -euo pipefail
 # Debian packages: the kernel the rig boots (with rdma_rxe.ko), QEMU and the busybox virtme-ng puts
 # in its initramfs, the real rdma-core userspace and its peers, and the build's needs (cmake and
 # libclang for rdma-mummy-sys' bindgen, gcc and clang for the C layout probes and the rig's
-# provider probe).
+# provider probe), and rpm for packaging/build.sh.
 APT_PACKAGES=(
     linux-image-amd64 qemu-system-x86 busybox-static udev iproute2 kmod procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
     libibverbs-dev librdmacm-dev
-    gcc clang libclang-dev cmake pkg-config valgrind
+    gcc clang libclang-dev cmake pkg-config valgrind rpm
 )
 VIRTME_NG_VERSION=1.42
 
