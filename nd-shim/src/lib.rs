@@ -21,9 +21,19 @@
 pub mod cm_event;
 pub mod connection_data;
 pub mod connector;
+mod endpoint;
+mod engine;
 pub mod listener;
 pub mod ports;
+mod request;
 pub mod status;
+mod sys;
+mod verbs;
 
 pub use cm_event::{CmEvent, CmEventKind, Side};
+pub use connection_data::{BufferFill, ReadLimits};
+pub use endpoint::{Connector, Listener, SharedEndpoint};
+pub use engine::{Adapter, AdapterInfo};
+pub use request::Pending;
 pub use status::NdStatus;
+pub use verbs::{Completion, CompletionQueue, MemoryRegion, QueuePair, Sge, ND_OP_FLAG_SILENT_SUCCESS};

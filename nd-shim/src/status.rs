@@ -237,8 +237,48 @@ pub fn from_cm_event(side: Side, kind: CmEventKind, status: i32) -> NdStatus {
     }
 }
 
+/// The code of a work completion, from `ibv_wc.status` (`enum ibv_wc_status` of `<infiniband/verbs.h>`).
+///
+/// A flushed request (the QP went to ERR: Disconnect, release) is ND_CANCELED
+/// (`nd-semantics.md`, "Disconnect"); the others are the nearest ND meaning.
+pub fn from_wc_status(status: u32) -> NdStatus {
+    match status {
+        0 => NdStatus::ND_SUCCESS,
+        // IBV_WC_LOC_LEN_ERR: the receive buffer was too small.
+        1 => NdStatus::ND_BUFFER_OVERFLOW,
+        // IBV_WC_LOC_PROT_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_REM_ACCESS_ERR
+        4 | 6 | 10 => NdStatus::ND_ACCESS_VIOLATION,
+        // IBV_WC_WR_FLUSH_ERR
+        5 => NdStatus::ND_CANCELED,
+        // IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR
+        9 | 11 => NdStatus::ND_REMOTE_ERROR,
+        // IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR
+        12 | 13 => NdStatus::ND_IO_TIMEOUT,
+        _ => NdStatus::ND_INTERNAL_ERROR,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn work_completion_statuses() {
+        let rows = [
+            (0, NdStatus::ND_SUCCESS),
+            (1, NdStatus::ND_BUFFER_OVERFLOW),
+            (2, NdStatus::ND_INTERNAL_ERROR),
+            (4, NdStatus::ND_ACCESS_VIOLATION),
+            (5, NdStatus::ND_CANCELED),
+            (10, NdStatus::ND_ACCESS_VIOLATION),
+            (11, NdStatus::ND_REMOTE_ERROR),
+            (12, NdStatus::ND_IO_TIMEOUT),
+            (13, NdStatus::ND_IO_TIMEOUT),
+            (21, NdStatus::ND_INTERNAL_ERROR),
+        ];
+        for (wc, want) in rows {
+            assert_eq!(from_wc_status(wc), want, "wc status {wc}");
+        }
+    }
     use super::*;
 
     #[test]

@@ -1,0 +1,807 @@
+//! The Rust API's connector, listener and shared endpoint: each owns its rdma_cm id and runs
+//! its pure state machine ([`crate::connector`], [`crate::listener`]), carrying out the actions
+//! of every step in order, feeding inline failures back as `ActionFailed`, and completing
+//! pending requests after its lock is released (so a completion callback may call back in).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use rdma_mummy_sys as ffi;
+
+use crate::cm_event::{CmEvent, CmEventKind};
+use crate::connection_data::{
+    fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits,
+};
+use crate::connector::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
+use crate::engine::{Adapter, AdapterInner, Owner};
+use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
+use crate::ports::{PortReservation, SharedConnection, SharedEndpointReservation};
+use crate::request::{Pending, Slot};
+use crate::status::NdStatus;
+use crate::sys::{self, CmId, ConnParam};
+use crate::verbs::{QpInner, QueuePair};
+
+/// Address and route resolution timeouts handed to rdma_cm (ARP and path lookup only; the
+/// handshake itself has no timeout of the shim's own).
+const RESOLVE_TIMEOUT_MS: i32 = 2000;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+type Done = Vec<(Arc<Slot>, NdStatus)>;
+
+fn finish(done: Done) {
+    for (slot, status) in done {
+        slot.complete(status);
+    }
+}
+
+enum Hold {
+    Exclusive(PortReservation),
+    Shared(SharedConnection),
+}
+
+impl Hold {
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Hold::Exclusive(r) => r.addr(),
+            Hold::Shared(c) => c.local_addr(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Slots([Option<Arc<Slot>>; 4]);
+
+fn slot_index(request: Request) -> usize {
+    match request {
+        Request::Connect => 0,
+        Request::Accept => 1,
+        Request::Disconnect => 2,
+        Request::NotifyDisconnect => 3,
+    }
+}
+
+struct Core {
+    state: ConnectorState,
+    id: Option<CmId>,
+    qp: Option<Arc<QpInner>>,
+    hold: Option<Hold>,
+    bind_to: Option<SocketAddr>,
+    shared: Option<Arc<SharedEndpointReservation>>,
+    remote: Option<SocketAddr>,
+    /// Private data for the REQ, REP or REJ being sent.
+    outgoing: Vec<u8>,
+    /// What the caller asked for in Connect / Accept.
+    requested: ReadLimits,
+    peer: PeerData,
+    slots: Slots,
+}
+
+pub(crate) struct ConnInner {
+    adapter: Arc<AdapterInner>,
+    token: u64,
+    core: Mutex<Core>,
+}
+
+/// What a call sets up for its actions; applied only when the step has actions to carry out.
+type Setup<'a> = Option<Box<dyn FnOnce(&mut Core) + 'a>>;
+
+impl ConnInner {
+    /// Runs one input through the machine and its effects. Returns the call's code.
+    fn drive(&self, core: &mut Core, input: ConnectorInput, setup: Setup<'_>, done: &mut Done) -> Option<NdStatus> {
+        let t = connector::step(core.state, input);
+        log::debug!("connector {}: {:?} + {input:?} -> {:?} {:?}", self.token, core.state, t.next, t.returns);
+        core.state = t.next;
+        if !t.effects.is_empty() {
+            if let Some(setup) = setup {
+                setup(core);
+            }
+        }
+        let mut returns = t.returns;
+        for effect in t.effects {
+            match effect {
+                Effect::Do(action) => {
+                    if let Err(status) = self.act(core, action) {
+                        log::debug!("connector {}: {action:?} failed: {status}", self.token);
+                        let before = core.state;
+                        let back = self.drive(core, ConnectorInput::ActionFailed { action, status }, None, done);
+                        if back.is_some() {
+                            returns = back;
+                        }
+                        if core.state != before {
+                            break;
+                        }
+                    }
+                }
+                Effect::Complete { request, status } => {
+                    if let Some(slot) = core.slots.0[slot_index(request)].take() {
+                        done.push((slot, status));
+                    }
+                }
+                Effect::PeerDisconnected => log::debug!("connector {}: peer disconnected", self.token),
+            }
+        }
+        returns
+    }
+
+    fn id(core: &Core) -> Result<&CmId, NdStatus> {
+        core.id.as_ref().ok_or(NdStatus::ND_CONNECTION_INVALID)
+    }
+
+    fn qp(core: &Core) -> Result<&Arc<QpInner>, NdStatus> {
+        core.qp.as_ref().ok_or(NdStatus::ND_INVALID_PARAMETER)
+    }
+
+    /// Creates the id, reserves `addr` (port 0: from the ND range) and binds it there.
+    fn bind_exclusive(&self, core: &mut Core, addr: SocketAddr) -> Result<(), NdStatus> {
+        let addr = if addr.ip().is_unspecified() {
+            SocketAddr::new(self.adapter.local_ip, addr.port())
+        } else {
+            addr
+        };
+        if sys::is_loopback(addr.ip()) {
+            return Err(NdStatus::ND_INVALID_ADDRESS);
+        }
+        let reservation = self.adapter.ports.reserve_exclusive(addr)?;
+        let id = self.adapter.channel.create_id(self.token)?;
+        id.bind(reservation.addr())?;
+        if id.verbs() != self.adapter.ctx {
+            return Err(NdStatus::ND_INVALID_ADDRESS);
+        }
+        core.id = Some(id);
+        core.hold = Some(Hold::Exclusive(reservation));
+        Ok(())
+    }
+
+    fn act(&self, core: &mut Core, action: Action) -> Result<(), NdStatus> {
+        match action {
+            Action::BindAddress => {
+                let addr = core.bind_to.take().ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+                self.bind_exclusive(core, addr)
+            }
+            Action::StartConnect => {
+                let remote = core.remote.ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+                // No route: ND_NETWORK_UNREACHABLE inline (nd-semantics.md failure table).
+                sys::check_route(self.adapter.local_ip, remote)?;
+                if let Some(endpoint) = core.shared.clone() {
+                    let connection = endpoint.connect(remote)?;
+                    let id = self.adapter.channel.create_id(self.token)?;
+                    id.set_reuseaddr()?;
+                    id.bind(connection.local_addr())?;
+                    core.id = Some(id);
+                    core.hold = Some(Hold::Shared(connection));
+                } else if core.id.is_none() {
+                    self.bind_exclusive(core, SocketAddr::new(self.adapter.local_ip, 0))?;
+                }
+                Self::id(core)?.resolve_addr(remote, RESOLVE_TIMEOUT_MS)
+            }
+            Action::ResolveRoute => Self::id(core)?.resolve_route(RESOLVE_TIMEOUT_MS),
+            Action::SendRequest => {
+                let limits = core.requested.capped_to(self.adapter.info.read_limits());
+                let (responder_resources, initiator_depth) = limits.to_conn_param();
+                let qp_num = Self::qp(core)?.qp_num();
+                Self::id(core)?.connect(&ConnParam {
+                    private_data: &core.outgoing,
+                    responder_resources,
+                    initiator_depth,
+                    qp_num,
+                })
+            }
+            Action::AcceptRequest => {
+                let adapter = self.adapter.info.read_limits();
+                let limits = match core.peer.peer_read_limits() {
+                    Some(peer) => core.requested.for_accept(adapter, peer),
+                    None => core.requested.capped_to(adapter),
+                };
+                let (responder_resources, initiator_depth) = limits.to_conn_param();
+                let id = Self::id(core)?;
+                let qp = Self::qp(core)?;
+                // QP to RTR (and RTS, which the CM allows before the REP) before rdma_accept.
+                for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
+                    let (mut attr, mask) = id.qp_attr(state)?;
+                    attr.max_dest_rd_atomic = responder_resources;
+                    attr.max_rd_atomic = initiator_depth;
+                    qp.modify(&mut attr, mask)?;
+                }
+                self.adapter.register_qp(qp.qp_num(), self.token);
+                id.accept(&ConnParam {
+                    private_data: &core.outgoing,
+                    responder_resources,
+                    initiator_depth,
+                    qp_num: qp.qp_num(),
+                })
+            }
+            Action::Establish => {
+                let id = Self::id(core)?;
+                let qp = Self::qp(core)?;
+                for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
+                    let (mut attr, mask) = id.qp_attr(state)?;
+                    qp.modify(&mut attr, mask)?;
+                }
+                id.establish()
+            }
+            Action::RejectPeer => Self::id(core)?.reject(&core.outgoing),
+            Action::SendDisconnect => Self::id(core)?.disconnect(),
+            Action::FlushQp => match &core.qp {
+                Some(qp) => qp.flush(),
+                None => Ok(()),
+            },
+            Action::DestroyId => {
+                core.id = None;
+                Ok(())
+            }
+        }
+    }
+
+    /// A call: `setup` stores its arguments for the actions; `pending` is the request that
+    /// completes later when the call returns ND_PENDING.
+    fn call(&self, input: ConnectorInput, setup: Setup<'_>, pending: Option<Request>) -> Result<Option<Arc<Slot>>, NdStatus> {
+        let mut done = Done::new();
+        let result = {
+            let mut core = lock(&self.core);
+            let returns = self.drive(&mut core, input, setup, &mut done).unwrap_or(NdStatus::ND_SUCCESS);
+            match (returns, pending) {
+                (NdStatus::ND_PENDING, Some(request)) => {
+                    let slot = Slot::new();
+                    core.slots.0[slot_index(request)] = Some(Arc::clone(&slot));
+                    Ok(Some(slot))
+                }
+                (status, _) if status.is_error() => Err(status),
+                _ => Ok(None),
+            }
+        };
+        finish(done);
+        result
+    }
+
+    pub(crate) fn on_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8)) {
+        let mut done = Done::new();
+        {
+            let mut core = lock(&self.core);
+            match event.kind {
+                CmEventKind::ConnectResponse if core.state == ConnectorState::Connecting => {
+                    core.peer.record_private_data(private_data);
+                    core.peer.record_read_limits(PeerReadLimits::from_event_param(params.0, params.1));
+                }
+                CmEventKind::Rejected if !private_data.is_empty() => core.peer.record_private_data(private_data),
+                _ => {}
+            }
+            self.drive(&mut core, ConnectorInput::Event(event), None, &mut done);
+        }
+        finish(done);
+    }
+
+    /// A listener hands this connector a CONNECT_REQUEST.
+    fn take_request(&self, request: Incoming, listener_hold: Option<PortReservation>) {
+        let mut done = Done::new();
+        {
+            let mut core = lock(&self.core);
+            request.id.set_context(self.token);
+            core.id = Some(request.id);
+            core.hold = listener_hold.map(Hold::Exclusive);
+            core.peer.record_private_data(&request.private_data);
+            core.peer.record_read_limits(PeerReadLimits::from_event_param(request.params.0, request.params.1));
+            let event = CmEvent::new(CmEventKind::ConnectRequest, 0);
+            self.drive(&mut core, ConnectorInput::Event(event), None, &mut done);
+        }
+        finish(done);
+    }
+
+    /// IBV_EVENT_COMM_EST: data arrived before the RTU; tell rdma_cm so Accept completes.
+    pub(crate) fn on_comm_established(&self) {
+        let core = lock(&self.core);
+        if core.state == ConnectorState::Accepting {
+            if let Some(id) = &core.id {
+                if let Err(status) = id.notify() {
+                    log::warn!("rdma_notify: {status}");
+                }
+            }
+        }
+    }
+
+    fn cancel(&self) {
+        // Cancel always returns ND_SUCCESS.
+        let _ = self.call(ConnectorInput::Cancel, None, None);
+    }
+}
+
+/// ND2 IND2Connector / NDK connector.
+pub struct Connector {
+    inner: Arc<ConnInner>,
+}
+
+impl Connector {
+    pub fn new(adapter: &Adapter) -> Connector {
+        let inner = Arc::new_cyclic(|weak: &Weak<ConnInner>| ConnInner {
+            adapter: Arc::clone(&adapter.inner),
+            token: adapter.inner.register(Owner::Connector(weak.clone())),
+            core: Mutex::new(Core {
+                state: ConnectorState::Idle,
+                id: None,
+                qp: None,
+                hold: None,
+                bind_to: None,
+                shared: None,
+                remote: None,
+                outgoing: Vec::new(),
+                requested: ReadLimits::new(0, 0),
+                peer: PeerData::default(),
+                slots: Slots::default(),
+            }),
+        });
+        Connector { inner }
+    }
+
+    fn pending(&self, slot: Arc<Slot>) -> Pending {
+        let weak = Arc::downgrade(&self.inner);
+        Pending::new(
+            slot,
+            &self.inner.adapter,
+            Box::new(move || {
+                if let Some(inner) = weak.upgrade() {
+                    inner.cancel();
+                }
+            }),
+        )
+    }
+
+    fn pending_or_done(&self, slot: Option<Arc<Slot>>) -> Pending {
+        let slot = slot.unwrap_or_else(|| {
+            let slot = Slot::new();
+            slot.complete(NdStatus::ND_SUCCESS);
+            slot
+        });
+        self.pending(slot)
+    }
+
+    /// ND2 Bind. Port 0 picks a free port of the ND range.
+    pub fn bind(&self, addr: SocketAddr) -> Result<(), NdStatus> {
+        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| core.bind_to = Some(addr)));
+        self.inner.call(ConnectorInput::Bind, setup, None).map(drop)
+    }
+
+    /// ND2 Connect: `inbound_read_limit` reads this side serves, `outbound_read_limit` reads it
+    /// issues. Completes at the peer's Accept (REP) or with the failure.
+    pub fn connect(
+        &self,
+        qp: &QueuePair,
+        remote: SocketAddr,
+        inbound_read_limit: u32,
+        outbound_read_limit: u32,
+        private_data: &[u8],
+    ) -> Result<Pending, NdStatus> {
+        self.start_connect(qp, remote, inbound_read_limit, outbound_read_limit, private_data, None)
+    }
+
+    /// NDK NdkConnectWithSharedEndpoint.
+    pub fn connect_with_shared_endpoint(
+        &self,
+        qp: &QueuePair,
+        endpoint: &SharedEndpoint,
+        remote: SocketAddr,
+        inbound_read_limit: u32,
+        outbound_read_limit: u32,
+        private_data: &[u8],
+    ) -> Result<Pending, NdStatus> {
+        self.start_connect(
+            qp,
+            remote,
+            inbound_read_limit,
+            outbound_read_limit,
+            private_data,
+            Some(Arc::clone(&endpoint.reservation)),
+        )
+    }
+
+    fn start_connect(
+        &self,
+        qp: &QueuePair,
+        remote: SocketAddr,
+        inbound: u32,
+        outbound: u32,
+        private_data: &[u8],
+        shared: Option<Arc<SharedEndpointReservation>>,
+    ) -> Result<Pending, NdStatus> {
+        let input = match shared {
+            Some(_) => ConnectorInput::ConnectWithSharedEndpoint { private_data_len: private_data.len() },
+            None => ConnectorInput::Connect { private_data_len: private_data.len() },
+        };
+        let qp = Arc::clone(&qp.inner);
+        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
+            core.qp = Some(qp);
+            core.remote = Some(remote);
+            core.outgoing = private_data.to_vec();
+            core.requested = ReadLimits::new(inbound, outbound);
+            core.shared = shared;
+            core.peer = PeerData::default();
+        }));
+        let slot = self.inner.call(input, setup, Some(Request::Connect))?;
+        Ok(self.pending_or_done(slot))
+    }
+
+    /// ND2 CompleteConnect: QP to RTR/RTS and the RTU.
+    pub fn complete_connect(&self) -> Result<(), NdStatus> {
+        self.inner.call(ConnectorInput::CompleteConnect, None, None).map(drop)
+    }
+
+    /// ND2 Accept. Completes when the connection is established (the peer's RTU).
+    pub fn accept(
+        &self,
+        qp: &QueuePair,
+        inbound_read_limit: u32,
+        outbound_read_limit: u32,
+        private_data: &[u8],
+    ) -> Result<Pending, NdStatus> {
+        let qp = Arc::clone(&qp.inner);
+        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
+            core.qp = Some(qp);
+            core.outgoing = private_data.to_vec();
+            core.requested = ReadLimits::new(inbound_read_limit, outbound_read_limit);
+        }));
+        let input = ConnectorInput::Accept { private_data_len: private_data.len() };
+        let slot = self.inner.call(input, setup, Some(Request::Accept))?;
+        Ok(self.pending_or_done(slot))
+    }
+
+    /// ND2 Reject: passive before Accept, or active after Connect completed.
+    pub fn reject(&self, private_data: &[u8]) -> Result<(), NdStatus> {
+        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| core.outgoing = private_data.to_vec()));
+        let input = ConnectorInput::Reject { private_data_len: private_data.len() };
+        self.inner.call(input, setup, None).map(drop)
+    }
+
+    /// ND2 GetReadLimits: the peer's offer from this side's view, capped to the adapter.
+    pub fn get_read_limits(&self) -> Result<ReadLimits, NdStatus> {
+        lock(&self.inner.core).peer.read_limits(self.inner.adapter.info.read_limits())
+    }
+
+    /// ND2 GetPrivateData: the peer's private data as the event reported it (wire size).
+    pub fn get_private_data(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
+        lock(&self.inner.core).peer.fill_private_data(buffer)
+    }
+
+    pub fn local_address(&self) -> Option<SocketAddr> {
+        let core = lock(&self.inner.core);
+        core.id
+            .as_ref()
+            .and_then(CmId::local_addr)
+            .or_else(|| core.hold.as_ref().map(Hold::addr))
+    }
+
+    pub fn peer_address(&self) -> Option<SocketAddr> {
+        let core = lock(&self.inner.core);
+        core.id.as_ref().and_then(CmId::peer_addr).or(core.remote)
+    }
+
+    /// ND2 GetLocalAddress into an encoded sockaddr buffer.
+    pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
+        let addr = self.local_address().ok_or(NdStatus::ND_CONNECTION_INVALID)?;
+        Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
+    }
+
+    /// ND2 GetPeerAddress into an encoded sockaddr buffer.
+    pub fn get_peer_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
+        let addr = self.peer_address().ok_or(NdStatus::ND_CONNECTION_INVALID)?;
+        Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
+    }
+
+    /// ND2 NotifyDisconnect: completes when the peer disconnects.
+    pub fn notify_disconnect(&self) -> Result<Pending, NdStatus> {
+        let slot = self.inner.call(ConnectorInput::NotifyDisconnect, None, Some(Request::NotifyDisconnect))?;
+        Ok(self.pending_or_done(slot))
+    }
+
+    /// ND2 Disconnect: DREQ, and the QP to ERR (outstanding requests complete ND_CANCELED).
+    pub fn disconnect(&self) -> Result<Pending, NdStatus> {
+        let slot = self.inner.call(ConnectorInput::Disconnect, None, Some(Request::Disconnect))?;
+        Ok(self.pending_or_done(slot))
+    }
+
+    /// IND2Overlapped::CancelOverlappedRequests.
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+
+    pub fn state(&self) -> ConnectorState {
+        lock(&self.inner.core).state
+    }
+}
+
+impl Drop for Connector {
+    fn drop(&mut self) {
+        let _ = self.inner.call(ConnectorInput::Release, None, None);
+        if let Some(qp) = lock(&self.inner.core).qp.take() {
+            self.inner.adapter.unregister_qp(qp.qp_num());
+        }
+        self.inner.adapter.unregister(self.inner.token);
+    }
+}
+
+struct Incoming {
+    id: CmId,
+    private_data: Vec<u8>,
+    params: (u8, u8),
+}
+
+struct ListenerCore {
+    state: ListenerState,
+    id: Option<CmId>,
+    hold: Option<PortReservation>,
+    bind_to: Option<SocketAddr>,
+    backlog: u32,
+    incoming: VecDeque<Incoming>,
+    waiting: VecDeque<(Arc<ConnInner>, Arc<Slot>)>,
+    /// Gets whose request was handed over and whose completion comes next.
+    handed: VecDeque<Arc<Slot>>,
+}
+
+pub(crate) struct ListenerInner {
+    adapter: Arc<AdapterInner>,
+    token: u64,
+    core: Mutex<ListenerCore>,
+}
+
+impl ListenerInner {
+    fn drive(&self, core: &mut ListenerCore, input: ListenerInput, done: &mut Done) -> Option<NdStatus> {
+        let t = listener::step(core.state, input);
+        log::debug!("listener {}: {:?} + {input:?} -> {:?} {:?}", self.token, core.state, t.next, t.returns);
+        core.state = t.next;
+        let mut returns = t.returns;
+        for effect in t.effects {
+            match effect {
+                ListenerEffect::Do(action) => {
+                    if let Err(status) = self.act(core, action) {
+                        let before = core.state;
+                        let back = self.drive(core, ListenerInput::ActionFailed { action, status }, done);
+                        if back.is_some() {
+                            returns = back;
+                        }
+                        if core.state != before {
+                            break;
+                        }
+                    }
+                }
+                ListenerEffect::CompleteGets { count, status } => {
+                    for _ in 0..count {
+                        let slot = match core.handed.pop_front() {
+                            Some(slot) => slot,
+                            None => match core.waiting.pop_front() {
+                                Some((_, slot)) => slot,
+                                None => break,
+                            },
+                        };
+                        done.push((slot, status));
+                    }
+                }
+            }
+        }
+        returns
+    }
+
+    fn act(&self, core: &mut ListenerCore, action: ListenerAction) -> Result<(), NdStatus> {
+        match action {
+            ListenerAction::BindAddress => {
+                let addr = core.bind_to.take().ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+                let addr = if addr.ip().is_unspecified() {
+                    SocketAddr::new(self.adapter.local_ip, addr.port())
+                } else {
+                    addr
+                };
+                if sys::is_loopback(addr.ip()) {
+                    return Err(NdStatus::ND_INVALID_ADDRESS);
+                }
+                let reservation = self.adapter.ports.reserve_exclusive(addr)?;
+                let id = self.adapter.channel.create_id(self.token)?;
+                id.bind(reservation.addr())?;
+                if id.verbs() != self.adapter.ctx {
+                    return Err(NdStatus::ND_INVALID_ADDRESS);
+                }
+                core.id = Some(id);
+                core.hold = Some(reservation);
+                Ok(())
+            }
+            ListenerAction::Listen => {
+                let backlog = i32::try_from(core.backlog).unwrap_or(i32::MAX);
+                core.id.as_ref().ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?.listen(backlog)
+            }
+            ListenerAction::HandOverRequest => {
+                let request = core.incoming.pop_front().ok_or(NdStatus::ND_INTERNAL_ERROR)?;
+                let Some((connector, slot)) = core.waiting.pop_front() else {
+                    core.incoming.push_front(request);
+                    return Err(NdStatus::ND_INTERNAL_ERROR);
+                };
+                connector.take_request(request, core.hold.clone());
+                core.handed.push_back(slot);
+                Ok(())
+            }
+            ListenerAction::RejectRequest => {
+                if let Some(request) = core.incoming.pop_back() {
+                    request.id.reject(&[])?;
+                }
+                Ok(())
+            }
+            ListenerAction::RejectQueued { .. } => {
+                for request in core.incoming.drain(..) {
+                    if let Err(status) = request.id.reject(&[]) {
+                        log::debug!("rejecting a queued request: {status}");
+                    }
+                }
+                Ok(())
+            }
+            ListenerAction::DestroyId => {
+                core.id = None;
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
+        let mut done = Done::new();
+        {
+            let mut core = lock(&self.core);
+            core.incoming.push_back(Incoming { id, private_data, params });
+            let event = CmEvent::new(CmEventKind::ConnectRequest, 0);
+            self.drive(&mut core, ListenerInput::Event(event), &mut done);
+        }
+        finish(done);
+    }
+
+    pub(crate) fn on_event(&self, event: CmEvent) {
+        let mut done = Done::new();
+        self.drive(&mut lock(&self.core), ListenerInput::Event(event), &mut done);
+        finish(done);
+    }
+
+    fn cancel(&self) {
+        let mut done = Done::new();
+        self.drive(&mut lock(&self.core), ListenerInput::Cancel, &mut done);
+        finish(done);
+    }
+}
+
+/// ND2 IND2Listener.
+pub struct Listener {
+    inner: Arc<ListenerInner>,
+}
+
+impl Listener {
+    pub fn new(adapter: &Adapter) -> Listener {
+        let inner = Arc::new_cyclic(|weak: &Weak<ListenerInner>| ListenerInner {
+            adapter: Arc::clone(&adapter.inner),
+            token: adapter.inner.register(Owner::Listener(weak.clone())),
+            core: Mutex::new(ListenerCore {
+                state: ListenerState::Idle,
+                id: None,
+                hold: None,
+                bind_to: None,
+                backlog: 0,
+                incoming: VecDeque::new(),
+                waiting: VecDeque::new(),
+                handed: VecDeque::new(),
+            }),
+        });
+        Listener { inner }
+    }
+
+    fn call(&self, input: ListenerInput, setup: impl FnOnce(&mut ListenerCore)) -> Result<(), NdStatus> {
+        let mut done = Done::new();
+        let returns = {
+            let mut core = lock(&self.inner.core);
+            setup(&mut core);
+            self.inner.drive(&mut core, input, &mut done)
+        };
+        finish(done);
+        match returns {
+            Some(status) if status.is_error() => Err(status),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn bind(&self, addr: SocketAddr) -> Result<(), NdStatus> {
+        self.call(ListenerInput::Bind, |core| {
+            if core.state == ListenerState::Idle {
+                core.bind_to = Some(addr);
+            }
+        })
+    }
+
+    pub fn listen(&self, backlog: u32) -> Result<(), NdStatus> {
+        self.call(ListenerInput::Listen { backlog }, |core| {
+            if core.state == ListenerState::Bound {
+                core.backlog = backlog;
+            }
+        })
+    }
+
+    pub fn local_address(&self) -> Option<SocketAddr> {
+        let core = lock(&self.inner.core);
+        core.id.as_ref().and_then(CmId::local_addr).or_else(|| core.hold.as_ref().map(PortReservation::addr))
+    }
+
+    pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
+        let addr = self.local_address().ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?;
+        Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
+    }
+
+    /// ND2 GetConnectionRequest: hands the next incoming request to `connector`.
+    pub fn get_connection_request(&self, connector: &Connector) -> Result<Pending, NdStatus> {
+        if lock(&connector.inner.core).state != ConnectorState::Idle {
+            return Err(NdStatus::ND_CONNECTION_ACTIVE);
+        }
+        let slot = Slot::new();
+        let mut done = Done::new();
+        let returns = {
+            let mut core = lock(&self.inner.core);
+            core.waiting.push_back((Arc::clone(&connector.inner), Arc::clone(&slot)));
+            let returns = self.inner.drive(&mut core, ListenerInput::GetConnectionRequest, &mut done);
+            match returns {
+                Some(NdStatus::ND_PENDING) => {}
+                Some(NdStatus::ND_SUCCESS) => {
+                    core.handed.retain(|s| !Arc::ptr_eq(s, &slot));
+                    done.push((Arc::clone(&slot), NdStatus::ND_SUCCESS));
+                }
+                _ => core.waiting.retain(|(_, s)| !Arc::ptr_eq(s, &slot)),
+            }
+            returns
+        };
+        finish(done);
+        match returns {
+            Some(status) if status.is_error() => Err(status),
+            _ => {
+                let weak = Arc::downgrade(&self.inner);
+                Ok(Pending::new(
+                    slot,
+                    &self.inner.adapter,
+                    Box::new(move || {
+                        if let Some(inner) = weak.upgrade() {
+                            inner.cancel();
+                        }
+                    }),
+                ))
+            }
+        }
+    }
+
+    pub fn cancel(&self) {
+        self.inner.cancel();
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.call(ListenerInput::Release, |_| {});
+        self.inner.adapter.unregister(self.inner.token);
+    }
+}
+
+/// NDK shared endpoint: one local ip:port for many outgoing connections to distinct
+/// destinations. Every connection's id sets RDMA_OPTION_ID_REUSEADDR and binds the port
+/// explicitly; the shim checks the 4-tuple itself (the kernel does not, with REUSEADDR).
+pub struct SharedEndpoint {
+    reservation: Arc<SharedEndpointReservation>,
+}
+
+impl SharedEndpoint {
+    /// NdkCreateSharedEndpoint. Port 0 picks a free port of the ND range.
+    pub fn new(adapter: &Adapter, addr: SocketAddr) -> Result<SharedEndpoint, NdStatus> {
+        let addr = if addr.ip().is_unspecified() {
+            SocketAddr::new(adapter.inner.local_ip, addr.port())
+        } else {
+            addr
+        };
+        if addr.ip() != adapter.inner.local_ip {
+            return Err(NdStatus::ND_INVALID_ADDRESS);
+        }
+        Ok(SharedEndpoint {
+            reservation: Arc::new(adapter.inner.ports.reserve_shared(addr)?),
+        })
+    }
+
+    /// NdkGetSharedEndpointLocalAddress.
+    pub fn local_address(&self) -> SocketAddr {
+        self.reservation.addr()
+    }
+}

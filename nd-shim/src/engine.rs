@@ -1,0 +1,399 @@
+//! The adapter and its rdma_cm event engine.
+//!
+//! One event channel per adapter carries the events of every connector and listener on it. Each
+//! rdma_cm id's `context` is a token that names its owner in the adapter's registry; the engine
+//! copies an event out, acknowledges it at once (so `rdma_destroy_id` never waits on the engine),
+//! then hands it to the owner's state machine. The device's async events are drained in the same
+//! pass: IBV_EVENT_COMM_EST on a passive QP is forwarded to `rdma_notify` (first data can beat
+//! the RTU).
+//!
+//! Two ways to run it: [`Adapter::open`] starts a thread of the shim's own that processes events
+//! and runs completion callbacks; [`Adapter::open_polled`] leaves that to the application, which
+//! polls [`Adapter::event_fd`] and calls [`Adapter::process_events`] (and [`crate::Pending::wait`]
+//! does so itself while it waits).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::Duration;
+
+use rdma_mummy_sys as ffi;
+
+use crate::cm_event::{CmEvent, CmEventKind};
+use crate::connection_data::{AdapterReadLimits, MAX_CALLEE_DATA, MAX_CALLER_DATA};
+use crate::endpoint::{ConnInner, ListenerInner};
+use crate::ports::PortSpace;
+use crate::status::NdStatus;
+use crate::sys::{self, DeviceList, EventChannel, RawEvent};
+
+/// ND2_ADAPTER_INFO, the parts that the device and RoCE decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdapterInfo {
+    pub vendor_id: u32,
+    pub device_id: u32,
+    pub max_registration_size: u64,
+    pub max_initiator_sge: u32,
+    pub max_receive_sge: u32,
+    pub max_read_sge: u32,
+    pub max_receive_queue_depth: u32,
+    pub max_initiator_queue_depth: u32,
+    pub max_completion_queue_depth: u32,
+    /// Reads the adapter serves per QP (`max_qp_rd_atom`).
+    pub max_inbound_read_limit: u32,
+    /// Reads the adapter issues per QP (`max_qp_init_rd_atom`).
+    pub max_outbound_read_limit: u32,
+    pub max_caller_data: u32,
+    pub max_callee_data: u32,
+}
+
+impl AdapterInfo {
+    pub fn read_limits(&self) -> AdapterReadLimits {
+        AdapterReadLimits {
+            max_inbound: self.max_inbound_read_limit,
+            max_outbound: self.max_outbound_read_limit,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) enum Owner {
+    Connector(Weak<ConnInner>),
+    Listener(Weak<ListenerInner>),
+}
+
+pub(crate) struct Pd(pub(crate) *mut ffi::ibv_pd);
+// SAFETY: a PD handle is usable from any thread; libibverbs serialises internally.
+unsafe impl Send for Pd {}
+// SAFETY: as above.
+unsafe impl Sync for Pd {}
+
+pub struct AdapterInner {
+    pub(crate) channel: EventChannel,
+    pub(crate) ctx: *mut ffi::ibv_context,
+    pub(crate) pd: Pd,
+    pub(crate) local_ip: IpAddr,
+    pub(crate) info: AdapterInfo,
+    pub(crate) ports: PortSpace,
+    owners: Mutex<HashMap<u64, Owner>>,
+    /// QP number -> owning connector's token, for COMM_EST.
+    qps: Mutex<HashMap<u32, u64>>,
+    next_token: AtomicU64,
+    /// Held while a thread processes events: one processor at a time keeps events in order.
+    processing: Mutex<()>,
+    thread: AtomicBool,
+    stop: AtomicBool,
+    epoll: i32,
+    // Dropped last: keeps librdmacm's device contexts open.
+    _devices: DeviceList,
+}
+
+// SAFETY: `ctx` is an ibv_context, usable from any thread; the rest is Send + Sync.
+unsafe impl Send for AdapterInner {}
+// SAFETY: as above.
+unsafe impl Sync for AdapterInner {}
+
+/// One process-wide ND port space: ND applications see one set of ports per address.
+fn port_space() -> Result<PortSpace, NdStatus> {
+    static PORTS: OnceLock<Result<PortSpace, String>> = OnceLock::new();
+    PORTS
+        .get_or_init(|| PortSpace::from_env().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(|e| {
+            log::error!("{e}");
+            NdStatus::ND_INVALID_PARAMETER
+        })
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl AdapterInner {
+    pub(crate) fn register(&self, owner: Owner) -> u64 {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        lock(&self.owners).insert(token, owner);
+        token
+    }
+
+    pub(crate) fn unregister(&self, token: u64) {
+        lock(&self.owners).remove(&token);
+    }
+
+    pub(crate) fn register_qp(&self, qp_num: u32, token: u64) {
+        lock(&self.qps).insert(qp_num, token);
+    }
+
+    pub(crate) fn unregister_qp(&self, qp_num: u32) {
+        lock(&self.qps).remove(&qp_num);
+    }
+
+    pub(crate) fn has_event_thread(&self) -> bool {
+        self.thread.load(Ordering::Acquire)
+    }
+
+    /// Waits up to `timeout` for events and processes them; returns at once if another thread
+    /// is processing (after a short wait).
+    pub(crate) fn drive_for(&self, timeout: Duration) {
+        let Ok(_guard) = self.processing.try_lock() else {
+            std::thread::sleep(Duration::from_millis(1));
+            return;
+        };
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: epoll_wait on our own epoll fd with room for one event.
+        unsafe { libc::epoll_wait(self.epoll, &mut ev, 1, ms) };
+        self.process_locked();
+    }
+
+    fn process(&self) -> usize {
+        let _guard = lock(&self.processing);
+        self.process_locked()
+    }
+
+    fn process_locked(&self) -> usize {
+        let mut handled = self.process_async_events();
+        loop {
+            match self.channel.next_event() {
+                Ok(Some(event)) => {
+                    handled += 1;
+                    self.dispatch(event);
+                }
+                Ok(None) => return handled,
+                Err(status) => {
+                    log::error!("rdma_get_cm_event: {status}");
+                    return handled;
+                }
+            }
+        }
+    }
+
+    fn dispatch(&self, event: RawEvent) {
+        let Some(kind) = CmEventKind::from_raw(event.kind) else {
+            log::debug!("ignoring rdma_cm event {}", event.kind);
+            return;
+        };
+        log::debug!("event {kind:?} status {} for token {}", event.status, event.context);
+        if kind == CmEventKind::ConnectRequest {
+            // SAFETY: the id of a CONNECT_REQUEST is new and ours to own from here on.
+            let id = unsafe { event.id.into_owned() };
+            let listener = event
+                .listen_context
+                .and_then(|t| lock(&self.owners).get(&t).cloned())
+                .and_then(|o| match o {
+                    Owner::Listener(l) => l.upgrade(),
+                    Owner::Connector(_) => None,
+                });
+            match listener {
+                Some(listener) => listener.on_request(
+                    id,
+                    event.private_data,
+                    (event.responder_resources, event.initiator_depth),
+                ),
+                // The listener is gone: dropping the id rejects the request.
+                None => drop(id),
+            }
+            return;
+        }
+        let owner = lock(&self.owners).get(&event.context).cloned();
+        let cm = CmEvent::new(kind, event.status);
+        match owner {
+            Some(Owner::Connector(c)) => {
+                if let Some(c) = c.upgrade() {
+                    c.on_event(
+                        cm,
+                        &event.private_data,
+                        (event.responder_resources, event.initiator_depth),
+                    );
+                }
+            }
+            Some(Owner::Listener(l)) => {
+                if let Some(l) = l.upgrade() {
+                    l.on_event(cm);
+                }
+            }
+            None => log::debug!("event {kind:?} for a released object"),
+        }
+    }
+
+    fn process_async_events(&self) -> usize {
+        let mut handled = 0;
+        loop {
+            // SAFETY: ibv_async_event is plain old data filled by the call.
+            let mut event: ffi::ibv_async_event = unsafe { std::mem::zeroed() };
+            // SAFETY: ctx is live for the adapter's life; its async fd is non-blocking.
+            if unsafe { ffi::ibv_get_async_event(self.ctx, &mut event) } != 0 {
+                return handled;
+            }
+            handled += 1;
+            let kind = event.event_type;
+            let qp_num = if matches!(kind, ffi::ibv_event_type::IBV_EVENT_COMM_EST) {
+                // SAFETY: for QP events the element is the QP, live until the event is acked.
+                Some(unsafe { (*event.element.qp).qp_num })
+            } else {
+                None
+            };
+            // SAFETY: the event came from ibv_get_async_event and is acked once.
+            unsafe { ffi::ibv_ack_async_event(&mut event) };
+            log::debug!("async event {}", kind as u32);
+            let Some(qp_num) = qp_num else { continue };
+            let token = lock(&self.qps).get(&qp_num).copied();
+            let owner = token.and_then(|t| lock(&self.owners).get(&t).cloned());
+            if let Some(Owner::Connector(c)) = owner {
+                if let Some(c) = c.upgrade() {
+                    c.on_comm_established();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for AdapterInner {
+    fn drop(&mut self) {
+        // SAFETY: every CQ, QP and MR holds the adapter, so the PD is unused now.
+        unsafe { ffi::ibv_dealloc_pd(self.pd.0) };
+        // SAFETY: our own epoll fd, closed once.
+        unsafe { libc::close(self.epoll) };
+    }
+}
+
+/// An RDMA adapter, found by one of its local addresses.
+pub struct Adapter {
+    pub(crate) inner: Arc<AdapterInner>,
+}
+
+impl Adapter {
+    /// Opens the adapter that has `local` and starts the shim's event thread; completion
+    /// callbacks run on it.
+    pub fn open(local: IpAddr) -> Result<Adapter, NdStatus> {
+        let adapter = Adapter::open_polled(local)?;
+        adapter.inner.thread.store(true, Ordering::Release);
+        let weak = Arc::downgrade(&adapter.inner);
+        let spawned = std::thread::Builder::new()
+            .name("nd-shim-events".into())
+            .spawn(move || loop {
+                let Some(inner) = weak.upgrade() else { return };
+                if inner.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                let mut ev = libc::epoll_event { events: 0, u64: 0 };
+                // SAFETY: epoll_wait on the adapter's epoll fd, kept open by `inner`.
+                unsafe { libc::epoll_wait(inner.epoll, &mut ev, 1, 100) };
+                inner.process();
+            });
+        if spawned.is_err() {
+            adapter.inner.thread.store(false, Ordering::Release);
+            return Err(NdStatus::ND_INSUFFICIENT_RESOURCES);
+        }
+        Ok(adapter)
+    }
+
+    /// Opens the adapter that has `local`; the application drives its events
+    /// ([`Adapter::event_fd`], [`Adapter::process_events`]).
+    pub fn open_polled(local: IpAddr) -> Result<Adapter, NdStatus> {
+        if sys::is_loopback(local) || local.is_unspecified() {
+            return Err(NdStatus::ND_INVALID_ADDRESS);
+        }
+        let ports = port_space()?;
+        let devices = DeviceList::new()?;
+        let channel = EventChannel::new()?;
+        // A throwaway id finds the device that has the address.
+        let ctx = {
+            let probe = channel.create_id(u64::MAX)?;
+            probe.bind(SocketAddr::new(local, 0))?;
+            probe.verbs()
+        };
+        if ctx.is_null() || !devices.contains(ctx) {
+            return Err(NdStatus::ND_INVALID_ADDRESS);
+        }
+        // SAFETY: ibv_device_attr is plain old data filled by the call.
+        let mut attr: ffi::ibv_device_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: ctx is an open context from librdmacm's device list, which we hold.
+        if unsafe { ffi::ibv_query_device(ctx, &mut attr) } != 0 {
+            return Err(sys::last_error());
+        }
+        // SAFETY: as above.
+        let pd = unsafe { ffi::ibv_alloc_pd(ctx) };
+        if pd.is_null() {
+            return Err(sys::last_error());
+        }
+        // SAFETY: no arguments.
+        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epoll < 0 {
+            // SAFETY: the PD was just allocated and is unused.
+            unsafe { ffi::ibv_dealloc_pd(pd) };
+            return Err(sys::last_error());
+        }
+        let positive = |v: i32| u32::try_from(v).unwrap_or(0);
+        let info = AdapterInfo {
+            vendor_id: attr.vendor_id,
+            device_id: attr.vendor_part_id,
+            max_registration_size: attr.max_mr_size,
+            max_initiator_sge: positive(attr.max_sge),
+            max_receive_sge: positive(attr.max_sge),
+            max_read_sge: positive(attr.max_sge_rd),
+            max_receive_queue_depth: positive(attr.max_qp_wr),
+            max_initiator_queue_depth: positive(attr.max_qp_wr),
+            max_completion_queue_depth: positive(attr.max_cqe),
+            max_inbound_read_limit: positive(attr.max_qp_rd_atom),
+            max_outbound_read_limit: positive(attr.max_qp_init_rd_atom),
+            max_caller_data: MAX_CALLER_DATA as u32,
+            max_callee_data: MAX_CALLEE_DATA as u32,
+        };
+        let inner = Arc::new(AdapterInner {
+            channel,
+            ctx,
+            pd: Pd(pd),
+            local_ip: local,
+            info,
+            ports,
+            owners: Mutex::new(HashMap::new()),
+            qps: Mutex::new(HashMap::new()),
+            next_token: AtomicU64::new(1),
+            processing: Mutex::new(()),
+            thread: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            epoll,
+            _devices: devices,
+        });
+        // SAFETY: ctx is live; its async fd belongs to the context, which the shim alone reads.
+        let async_fd = unsafe { (*ctx).async_fd };
+        sys::set_nonblocking(async_fd)?;
+        for fd in [inner.channel.fd(), async_fd] {
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: fd as u64,
+            };
+            // SAFETY: adds a live fd to our own epoll set.
+            if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+                return Err(sys::last_error());
+            }
+        }
+        Ok(Adapter { inner })
+    }
+
+    /// ND2_ADAPTER_INFO.
+    pub fn query(&self) -> AdapterInfo {
+        self.inner.info
+    }
+
+    pub fn local_address(&self) -> IpAddr {
+        self.inner.local_ip
+    }
+
+    /// A file descriptor that becomes readable when [`Adapter::process_events`] has work.
+    pub fn event_fd(&self) -> i32 {
+        self.inner.epoll
+    }
+
+    /// Processes every event that is ready, without blocking; returns how many.
+    pub fn process_events(&self) -> usize {
+        self.inner.process()
+    }
+}
+
+impl Drop for Adapter {
+    fn drop(&mut self) {
+        self.inner.stop.store(true, Ordering::Release);
+    }
+}

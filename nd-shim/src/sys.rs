@@ -1,0 +1,479 @@
+//! The boundary to librdmacm and libibverbs (through `rdma-mummy-sys`, which loads both at run
+//! time). Everything above this module works with owned handles and `Result<_, NdStatus>`; every
+//! raw call lives here, each with its `// SAFETY:` reason.
+//!
+//! `rdma_notify` is not bound by rdma-mummy-sys 0.2; it is looked up with `dlsym` in the
+//! librdmacm that rdma-mummy-sys already loaded.
+
+use std::ffi::c_void;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::ptr;
+
+use rdma_mummy_sys as ffi;
+
+use crate::status::{from_errno, NdStatus};
+
+/// `RDMA_OPTION_ID` / `RDMA_OPTION_ID_REUSEADDR` of `<rdma/rdma_cma.h>` (not bound by the crate).
+const RDMA_OPTION_ID: i32 = 0;
+const RDMA_OPTION_ID_REUSEADDR: i32 = 1;
+
+/// The errno of the last failed call, as an ND code.
+pub fn last_error() -> NdStatus {
+    from_errno(errno())
+}
+
+pub fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+fn check(ret: i32) -> Result<(), NdStatus> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(last_error())
+    }
+}
+
+/// A `sockaddr_storage` holding `addr`, and the length of the part that matters.
+pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (AF_UNSPEC) value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*v4.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { ptr::write(ptr::addr_of_mut!(storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { ptr::write(ptr::addr_of_mut!(storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// The address in `storage`, if it is IPv4 or IPv6.
+pub fn from_sockaddr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match i32::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in; storage is aligned for it.
+            let sin = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// The encoded sockaddr bytes of `addr`, for the address getters' buffer rules.
+pub fn sockaddr_bytes(addr: SocketAddr) -> Vec<u8> {
+    let (storage, len) = to_sockaddr(addr);
+    // SAFETY: `storage` is a live local of at least `len` bytes.
+    unsafe { std::slice::from_raw_parts(ptr::addr_of!(storage).cast::<u8>(), len as usize) }.to_vec()
+}
+
+/// An rdma_cm event channel. Its fd is non-blocking: the engine drains it.
+pub struct EventChannel(*mut ffi::rdma_event_channel);
+
+// SAFETY: librdmacm event channels may be used from any thread; the engine serialises reads.
+unsafe impl Send for EventChannel {}
+// SAFETY: as above.
+unsafe impl Sync for EventChannel {}
+
+impl EventChannel {
+    pub fn new() -> Result<Self, NdStatus> {
+        // SAFETY: no arguments; a null return is handled.
+        let channel = unsafe { ffi::rdma_create_event_channel() };
+        if channel.is_null() {
+            return Err(last_error());
+        }
+        let channel = EventChannel(channel);
+        set_nonblocking(channel.fd())?;
+        Ok(channel)
+    }
+
+    pub fn fd(&self) -> i32 {
+        // SAFETY: self.0 is a live channel until Drop.
+        unsafe { (*self.0).fd }
+    }
+
+    /// The next event, copied out and acknowledged; `None` when there is none now.
+    pub fn next_event(&self) -> Result<Option<RawEvent>, NdStatus> {
+        let mut event = ptr::null_mut();
+        // SAFETY: self.0 is live; `event` receives a pointer owned by librdmacm until acked.
+        if unsafe { ffi::rdma_get_cm_event(self.0, &mut event) } != 0 {
+            return match errno() {
+                libc::EAGAIN | libc::EINTR => Ok(None),
+                e => Err(from_errno(e)),
+            };
+        }
+        // SAFETY: rdma_get_cm_event succeeded, so `event` points at a valid event until acked.
+        let copied = unsafe { RawEvent::copy_from(&*event) };
+        // SAFETY: `event` came from rdma_get_cm_event and is acknowledged exactly once, after
+        // everything the engine needs was copied out of it.
+        unsafe { ffi::rdma_ack_cm_event(event) };
+        Ok(Some(copied))
+    }
+
+    pub fn create_id(&self, context: u64) -> Result<CmId, NdStatus> {
+        let mut id = ptr::null_mut();
+        // SAFETY: self.0 is live; `context` is an opaque token, never dereferenced.
+        check(unsafe {
+            ffi::rdma_create_id(
+                self.0,
+                &mut id,
+                context as usize as *mut c_void,
+                ffi::rdma_port_space::RDMA_PS_TCP,
+            )
+        })?;
+        Ok(CmId(id))
+    }
+}
+
+impl Drop for EventChannel {
+    fn drop(&mut self) {
+        // SAFETY: every id on the channel is owned by an object that keeps the channel's owner
+        // alive, so none is left when this runs.
+        unsafe { ffi::rdma_destroy_event_channel(self.0) }
+    }
+}
+
+pub fn set_nonblocking(fd: i32) -> Result<(), NdStatus> {
+    // SAFETY: fcntl on an fd the caller owns; failure is reported.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(last_error());
+    }
+    Ok(())
+}
+
+/// What the engine keeps of an `rdma_cm_event`.
+#[derive(Debug)]
+pub struct RawEvent {
+    pub id: CmIdRef,
+    /// The listener's token for CONNECT_REQUEST.
+    pub listen_context: Option<u64>,
+    pub context: u64,
+    pub kind: u32,
+    pub status: i32,
+    pub private_data: Vec<u8>,
+    pub responder_resources: u8,
+    pub initiator_depth: u8,
+}
+
+impl RawEvent {
+    /// # Safety
+    /// `event` must be a valid, not yet acknowledged event.
+    unsafe fn copy_from(event: &ffi::rdma_cm_event) -> RawEvent {
+        // SAFETY (whole body): the caller guarantees the event and its ids are valid; the
+        // `conn` member is the one librdmacm fills for connected (RDMA_PS_TCP) ids, and its
+        // private data pointer, when non-null, covers private_data_len bytes.
+        let conn = event.param.conn;
+        let private_data = if conn.private_data.is_null() || conn.private_data_len == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(conn.private_data.cast::<u8>(), usize::from(conn.private_data_len)).to_vec()
+        };
+        RawEvent {
+            id: CmIdRef(event.id),
+            listen_context: (!event.listen_id.is_null()).then(|| (*event.listen_id).context as usize as u64),
+            context: (*event.id).context as usize as u64,
+            kind: event.event,
+            status: event.status,
+            private_data,
+            responder_resources: conn.responder_resources,
+            initiator_depth: conn.initiator_depth,
+        }
+    }
+}
+
+/// A raw id pointer from an event: only turned into an owned [`CmId`] for CONNECT_REQUEST.
+#[derive(Debug)]
+pub struct CmIdRef(*mut ffi::rdma_cm_id);
+
+// SAFETY: a plain pointer value handed between the engine's threads.
+unsafe impl Send for CmIdRef {}
+
+impl CmIdRef {
+    /// # Safety
+    /// Only for the new id of a CONNECT_REQUEST event, which the receiver then owns; call once.
+    pub unsafe fn into_owned(self) -> CmId {
+        CmId(self.0)
+    }
+}
+
+/// An owned `rdma_cm_id`; destroyed on drop.
+#[derive(Debug)]
+pub struct CmId(*mut ffi::rdma_cm_id);
+
+// SAFETY: librdmacm ids may be used from any thread; owners serialise calls through their lock.
+unsafe impl Send for CmId {}
+
+/// The connection parameters of Connect and Accept.
+pub struct ConnParam<'a> {
+    pub private_data: &'a [u8],
+    pub responder_resources: u8,
+    pub initiator_depth: u8,
+    pub qp_num: u32,
+}
+
+impl CmId {
+    fn raw(&self) -> *mut ffi::rdma_cm_id {
+        self.0
+    }
+
+    pub fn set_context(&self, context: u64) {
+        // SAFETY: self.0 is live; the engine reads `context` only when an event for this id
+        // arrives, which happens after this store in the engine's own order (the id was just
+        // handed over, before any call that causes events on it).
+        unsafe { (*self.0).context = context as usize as *mut c_void }
+    }
+
+    /// The device context the id is bound to, null if none (wildcard bind).
+    pub fn verbs(&self) -> *mut ffi::ibv_context {
+        // SAFETY: self.0 is live.
+        unsafe { (*self.0).verbs }
+    }
+
+    pub fn set_reuseaddr(&self) -> Result<(), NdStatus> {
+        let mut on: i32 = 1;
+        // SAFETY: self.0 is live; optval points at an int of the given size.
+        check(unsafe {
+            ffi::rdma_set_option(
+                self.raw(),
+                RDMA_OPTION_ID,
+                RDMA_OPTION_ID_REUSEADDR,
+                ptr::addr_of_mut!(on).cast(),
+                std::mem::size_of::<i32>(),
+            )
+        })
+    }
+
+    pub fn bind(&self, addr: SocketAddr) -> Result<(), NdStatus> {
+        let (mut storage, _) = to_sockaddr(addr);
+        // SAFETY: self.0 is live; storage is a valid sockaddr for the call's duration.
+        check(unsafe { ffi::rdma_bind_addr(self.raw(), ptr::addr_of_mut!(storage).cast()) })
+    }
+
+    pub fn resolve_addr(&self, dst: SocketAddr, timeout_ms: i32) -> Result<(), NdStatus> {
+        let (mut storage, _) = to_sockaddr(dst);
+        // SAFETY: as in bind; a null source means "the bound address".
+        check(unsafe {
+            ffi::rdma_resolve_addr(self.raw(), ptr::null_mut(), ptr::addr_of_mut!(storage).cast(), timeout_ms)
+        })
+    }
+
+    pub fn resolve_route(&self, timeout_ms: i32) -> Result<(), NdStatus> {
+        // SAFETY: self.0 is live.
+        check(unsafe { ffi::rdma_resolve_route(self.raw(), timeout_ms) })
+    }
+
+    fn conn_param(p: &ConnParam<'_>) -> ffi::rdma_conn_param {
+        ffi::rdma_conn_param {
+            private_data: if p.private_data.is_empty() {
+                ptr::null()
+            } else {
+                p.private_data.as_ptr().cast()
+            },
+            private_data_len: u8::try_from(p.private_data.len()).unwrap_or(u8::MAX),
+            responder_resources: p.responder_resources,
+            initiator_depth: p.initiator_depth,
+            flow_control: 1,
+            retry_count: 7,
+            rnr_retry_count: 7,
+            srq: 0,
+            qp_num: p.qp_num,
+        }
+    }
+
+    pub fn connect(&self, p: &ConnParam<'_>) -> Result<(), NdStatus> {
+        let mut param = Self::conn_param(p);
+        // SAFETY: self.0 is live; param and its private data outlive the call (librdmacm copies).
+        check(unsafe { ffi::rdma_connect(self.raw(), &mut param) })
+    }
+
+    pub fn accept(&self, p: &ConnParam<'_>) -> Result<(), NdStatus> {
+        let mut param = Self::conn_param(p);
+        // SAFETY: as in connect.
+        check(unsafe { ffi::rdma_accept(self.raw(), &mut param) })
+    }
+
+    pub fn reject(&self, private_data: &[u8]) -> Result<(), NdStatus> {
+        let data = if private_data.is_empty() { ptr::null() } else { private_data.as_ptr().cast() };
+        let len = u8::try_from(private_data.len()).unwrap_or(u8::MAX);
+        // SAFETY: self.0 is live; data covers len bytes for the call's duration.
+        check(unsafe { ffi::rdma_reject(self.raw(), data, len) })
+    }
+
+    pub fn establish(&self) -> Result<(), NdStatus> {
+        // SAFETY: self.0 is live.
+        check(unsafe { ffi::rdma_establish(self.raw()) })
+    }
+
+    pub fn disconnect(&self) -> Result<(), NdStatus> {
+        // SAFETY: self.0 is live.
+        check(unsafe { ffi::rdma_disconnect(self.raw()) })
+    }
+
+    pub fn listen(&self, backlog: i32) -> Result<(), NdStatus> {
+        // SAFETY: self.0 is live.
+        check(unsafe { ffi::rdma_listen(self.raw(), backlog) })
+    }
+
+    pub fn notify(&self) -> Result<(), NdStatus> {
+        let Some(notify) = rdma_notify_fn() else {
+            return Err(NdStatus::ND_NOT_SUPPORTED);
+        };
+        // SAFETY: the symbol has librdmacm's `int rdma_notify(struct rdma_cm_id *, enum
+        // ibv_event_type)` signature; self.0 is live.
+        check(unsafe { notify(self.raw(), ffi::ibv_event_type::IBV_EVENT_COMM_EST as i32) })
+    }
+
+    /// QP attributes for `state` from the id's connection, as `ibv_modify_qp` wants them.
+    pub fn qp_attr(&self, state: ffi::ibv_qp_state::Type) -> Result<(ffi::ibv_qp_attr, i32), NdStatus> {
+        // SAFETY: ibv_qp_attr is plain old data; zero is a valid start.
+        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = state;
+        let mut mask = 0;
+        // SAFETY: self.0 is live; attr and mask are valid out-parameters.
+        check(unsafe { ffi::rdma_init_qp_attr(self.raw(), &mut attr, &mut mask) })?;
+        Ok((attr, mask))
+    }
+
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        // SAFETY: self.0 is live; the src member of the route's address union is a
+        // sockaddr_storage-sized field librdmacm keeps current.
+        let storage = unsafe { (*self.0).route.addr.src_addr_union.src_storage };
+        from_sockaddr(&storage).filter(|a| !a.ip().is_unspecified() || a.port() != 0)
+    }
+
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        // SAFETY: as in local_addr, for the destination.
+        let storage = unsafe { (*self.0).route.addr.dst_addr_union.dst_storage };
+        from_sockaddr(&storage).filter(|a| !a.ip().is_unspecified())
+    }
+}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        // SAFETY: self.0 is owned and destroyed once; the engine acks every event before it
+        // dispatches it, so rdma_destroy_id does not wait on the engine.
+        if unsafe { ffi::rdma_destroy_id(self.0) } != 0 {
+            log::warn!("rdma_destroy_id failed: {}", last_error());
+        }
+    }
+}
+
+type NotifyFn = unsafe extern "C" fn(*mut ffi::rdma_cm_id, i32) -> i32;
+
+fn rdma_notify_fn() -> Option<NotifyFn> {
+    static NOTIFY: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let addr = *NOTIFY.get_or_init(|| {
+        // SAFETY: dlopen/dlsym with NUL-terminated names; RTLD_NOLOAD only finds the copy
+        // rdma-mummy-sys already loaded (or another one in the process), never a new one.
+        unsafe {
+            let handle = libc::dlopen(c"librdmacm.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+            if handle.is_null() {
+                return None;
+            }
+            let sym = libc::dlsym(handle, c"rdma_notify".as_ptr());
+            (!sym.is_null()).then_some(sym as usize)
+        }
+    });
+    // SAFETY: a non-null address of librdmacm's rdma_notify, whose C signature NotifyFn mirrors.
+    addr.map(|a| unsafe { std::mem::transmute::<usize, NotifyFn>(a) })
+}
+
+/// The devices librdmacm opened; holding the list keeps their contexts (and librdmacm's
+/// reference on them) alive.
+pub struct DeviceList(*mut *mut ffi::ibv_context);
+
+// SAFETY: the list is only read after creation.
+unsafe impl Send for DeviceList {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceList {}
+
+impl DeviceList {
+    pub fn new() -> Result<Self, NdStatus> {
+        let mut n = 0;
+        // SAFETY: n is a valid out-parameter; null is handled.
+        let list = unsafe { ffi::rdma_get_devices(&mut n) };
+        if list.is_null() {
+            return Err(NdStatus::ND_DEVICE_NOT_READY);
+        }
+        Ok(DeviceList(list))
+    }
+
+    pub fn contains(&self, ctx: *mut ffi::ibv_context) -> bool {
+        let mut i = 0;
+        loop {
+            // SAFETY: the list is null-terminated and live until Drop.
+            let entry = unsafe { *self.0.add(i) };
+            if entry.is_null() {
+                return false;
+            }
+            if entry == ctx {
+                return true;
+            }
+            i += 1;
+        }
+    }
+}
+
+impl Drop for DeviceList {
+    fn drop(&mut self) {
+        // SAFETY: the list came from rdma_get_devices and is freed once.
+        unsafe { ffi::rdma_free_devices(self.0) }
+    }
+}
+
+/// Whether the routing table has a route from `src` to `dst`. An id bound to a device makes
+/// the kernel assume any destination is on link (`ip_route_output_key_hash_rcu` with an output
+/// interface), so a missing route would only show as an ARP timeout; a UDP socket's connect()
+/// looks the route up without that device and sends nothing.
+pub fn check_route(src: IpAddr, dst: SocketAddr) -> Result<(), NdStatus> {
+    let socket = std::net::UdpSocket::bind(SocketAddr::new(src, 0))
+        .map_err(|e| from_errno(e.raw_os_error().unwrap_or(libc::EINVAL)))?;
+    socket
+        .connect(dst)
+        .map_err(|e| from_errno(e.raw_os_error().unwrap_or(libc::EINVAL)))
+}
+
+/// True for addresses that rdma_cm would bind to a device through its loopback rule rather than
+/// because an RDMA adapter has them.
+pub fn is_loopback(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}

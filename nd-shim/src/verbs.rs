@@ -1,0 +1,385 @@
+//! Enough of ND2's completion queue, queue pair and memory region, over libibverbs on the
+//! adapter's rdma_cm device context, to connect a QP and move data.
+//!
+//! The QP is ours, not `rdma_create_qp`'s: it starts in INIT (so receives can be posted before
+//! the handshake) and the connector moves it to RTR/RTS from `rdma_init_qp_attr`, and to ERR on
+//! Disconnect.
+
+use std::sync::Arc;
+
+use rdma_mummy_sys as ffi;
+
+use crate::engine::{Adapter, AdapterInner};
+use crate::status::{from_wc_status, NdStatus};
+use crate::sys::last_error;
+
+/// One completion (ND2_RESULT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub status: NdStatus,
+    pub bytes_transferred: u32,
+    pub request_context: u64,
+    pub opcode: u32,
+}
+
+pub struct CompletionQueue {
+    cq: *mut ffi::ibv_cq,
+    _adapter: Arc<AdapterInner>,
+}
+
+// SAFETY: ibv_cq handles may be used from any thread; libibverbs/providers lock internally.
+unsafe impl Send for CompletionQueue {}
+// SAFETY: as above.
+unsafe impl Sync for CompletionQueue {}
+
+impl CompletionQueue {
+    pub fn new(adapter: &Adapter, depth: u32) -> Result<CompletionQueue, NdStatus> {
+        let depth = i32::try_from(depth).map_err(|_| NdStatus::ND_INVALID_PARAMETER)?;
+        // SAFETY: the adapter's context is open; no completion channel.
+        let cq = unsafe {
+            ffi::ibv_create_cq(adapter.inner.ctx, depth, std::ptr::null_mut(), std::ptr::null_mut(), 0)
+        };
+        if cq.is_null() {
+            return Err(last_error());
+        }
+        Ok(CompletionQueue {
+            cq,
+            _adapter: Arc::clone(&adapter.inner),
+        })
+    }
+
+    /// ND2 GetResults: up to `max` completions.
+    pub fn get_results(&self, max: usize) -> Vec<Completion> {
+        // SAFETY: ibv_wc is plain old data.
+        let mut wcs: Vec<ffi::ibv_wc> = vec![unsafe { std::mem::zeroed() }; max];
+        let n = i32::try_from(max).unwrap_or(i32::MAX);
+        // SAFETY: the CQ is live; wcs has room for n entries.
+        let got = unsafe { ffi::ibv_poll_cq(self.cq, n, wcs.as_mut_ptr()) };
+        wcs.truncate(usize::try_from(got).unwrap_or(0));
+        wcs.iter()
+            .map(|wc| Completion {
+                status: from_wc_status(wc.status),
+                bytes_transferred: wc.byte_len,
+                request_context: wc.wr_id,
+                opcode: wc.opcode,
+            })
+            .collect()
+    }
+}
+
+impl Drop for CompletionQueue {
+    fn drop(&mut self) {
+        // SAFETY: QPs hold an Arc of their CQs, so no QP uses this CQ any more.
+        unsafe { ffi::ibv_destroy_cq(self.cq) };
+    }
+}
+
+/// A registered buffer that the memory region owns.
+pub struct MemoryRegion {
+    mr: *mut ffi::ibv_mr,
+    buffer: Box<[std::cell::UnsafeCell<u8>]>,
+    _adapter: Arc<AdapterInner>,
+}
+
+// SAFETY: the MR handle is thread-safe; the buffer is only touched through raw copies.
+unsafe impl Send for MemoryRegion {}
+// SAFETY: as above.
+unsafe impl Sync for MemoryRegion {}
+
+impl MemoryRegion {
+    /// Allocates and registers `len` bytes for local access and remote read/write.
+    pub fn new(adapter: &Adapter, len: usize) -> Result<MemoryRegion, NdStatus> {
+        let buffer: Box<[std::cell::UnsafeCell<u8>]> =
+            (0..len.max(1)).map(|_| std::cell::UnsafeCell::new(0)).collect();
+        let access = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
+            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
+            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
+        // SAFETY: the PD is live; the buffer stays allocated (boxed, never moved) until Drop
+        // deregisters it.
+        let mr = unsafe {
+            ffi::ibv_reg_mr(adapter.inner.pd.0, buffer.as_ptr() as *mut _, buffer.len(), access as i32)
+        };
+        if mr.is_null() {
+            return Err(last_error());
+        }
+        Ok(MemoryRegion {
+            mr,
+            buffer,
+            _adapter: Arc::clone(&adapter.inner),
+        })
+    }
+
+    pub fn address(&self) -> u64 {
+        self.buffer.as_ptr() as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.buffer.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_empty()
+    }
+
+    pub fn local_token(&self) -> u32 {
+        // SAFETY: the MR is live until Drop.
+        unsafe { (*self.mr).lkey }
+    }
+
+    pub fn remote_token(&self) -> u32 {
+        // SAFETY: as above.
+        unsafe { (*self.mr).rkey }
+    }
+
+    /// Copies bytes out of the region (what the device or the peer wrote there).
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), NdStatus> {
+        let end = offset.checked_add(out.len()).ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+        if end > self.buffer.len() {
+            return Err(NdStatus::ND_INVALID_PARAMETER);
+        }
+        // SAFETY: in bounds (checked); the cells permit shared mutation, and bytes have no
+        // invalid values whatever the device writes concurrently.
+        unsafe { std::ptr::copy_nonoverlapping(self.buffer[offset].get(), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), NdStatus> {
+        let end = offset.checked_add(data.len()).ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+        if end > self.buffer.len() {
+            return Err(NdStatus::ND_INVALID_PARAMETER);
+        }
+        // SAFETY: as in read.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.buffer[offset].get(), data.len()) };
+        Ok(())
+    }
+
+    /// A scatter/gather entry over `[offset, offset + len)` of this region.
+    pub fn sge(&self, offset: usize, len: u32) -> Result<Sge, NdStatus> {
+        let end = offset.checked_add(len as usize);
+        if end.map_or(true, |end| end > self.buffer.len()) {
+            return Err(NdStatus::ND_INVALID_PARAMETER);
+        }
+        Ok(Sge(ffi::ibv_sge {
+            addr: self.address() + offset as u64,
+            length: len,
+            lkey: self.local_token(),
+        }))
+    }
+}
+
+impl Drop for MemoryRegion {
+    fn drop(&mut self) {
+        // SAFETY: the MR is live and deregistered once, before the buffer is freed.
+        unsafe { ffi::ibv_dereg_mr(self.mr) };
+    }
+}
+
+/// A checked scatter/gather entry (ND2_SGE).
+#[derive(Clone, Copy)]
+pub struct Sge(ffi::ibv_sge);
+
+pub(crate) struct RawQp(pub(crate) *mut ffi::ibv_qp);
+// SAFETY: ibv_qp handles may be used from any thread.
+unsafe impl Send for RawQp {}
+// SAFETY: as above.
+unsafe impl Sync for RawQp {}
+
+pub(crate) struct QpInner {
+    pub(crate) qp: RawQp,
+    _send_cq: Arc<CompletionQueue>,
+    _recv_cq: Arc<CompletionQueue>,
+    _adapter: Arc<AdapterInner>,
+}
+
+impl QpInner {
+    pub(crate) fn qp_num(&self) -> u32 {
+        // SAFETY: the QP is live until Drop.
+        unsafe { (*self.qp.0).qp_num }
+    }
+
+    pub(crate) fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: i32) -> Result<(), NdStatus> {
+        // SAFETY: the QP is live; attr is a valid attribute block for mask.
+        match unsafe { ffi::ibv_modify_qp(self.qp.0, attr, mask) } {
+            0 => Ok(()),
+            e if e > 0 => Err(crate::status::from_errno(e)),
+            _ => Err(last_error()),
+        }
+    }
+
+    /// QP to ERR: every outstanding request completes, flushed (ND_CANCELED).
+    pub(crate) fn flush(&self) -> Result<(), NdStatus> {
+        // SAFETY: plain old data.
+        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = ffi::ibv_qp_state::IBV_QPS_ERR;
+        self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32)
+    }
+}
+
+impl Drop for QpInner {
+    fn drop(&mut self) {
+        // SAFETY: the QP is live and destroyed once; its CQs outlive it (held above).
+        unsafe { ffi::ibv_destroy_qp(self.qp.0) };
+    }
+}
+
+/// An RC queue pair.
+#[derive(Clone)]
+pub struct QueuePair {
+    pub(crate) inner: Arc<QpInner>,
+}
+
+/// ND2's flags for Send/Write.
+pub const ND_OP_FLAG_SILENT_SUCCESS: u32 = 0x1;
+
+impl QueuePair {
+    pub fn new(
+        adapter: &Adapter,
+        recv_cq: &Arc<CompletionQueue>,
+        send_cq: &Arc<CompletionQueue>,
+        receive_depth: u32,
+        initiator_depth: u32,
+        max_sge: u32,
+    ) -> Result<QueuePair, NdStatus> {
+        let mut init = ffi::ibv_qp_init_attr {
+            qp_context: std::ptr::null_mut(),
+            send_cq: send_cq.cq,
+            recv_cq: recv_cq.cq,
+            srq: std::ptr::null_mut(),
+            cap: ffi::ibv_qp_cap {
+                max_send_wr: initiator_depth,
+                max_recv_wr: receive_depth,
+                max_send_sge: max_sge,
+                max_recv_sge: max_sge,
+                max_inline_data: 0,
+            },
+            qp_type: ffi::ibv_qp_type::IBV_QPT_RC,
+            sq_sig_all: 0,
+        };
+        // SAFETY: the PD and CQs are live and belong to this adapter's context.
+        let qp = unsafe { ffi::ibv_create_qp(adapter.inner.pd.0, &mut init) };
+        if qp.is_null() {
+            return Err(last_error());
+        }
+        let inner = Arc::new(QpInner {
+            qp: RawQp(qp),
+            _send_cq: Arc::clone(send_cq),
+            _recv_cq: Arc::clone(recv_cq),
+            _adapter: Arc::clone(&adapter.inner),
+        });
+        // RESET -> INIT now, so receives can be posted before the handshake. rxe has one port.
+        // SAFETY: plain old data.
+        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = ffi::ibv_qp_state::IBV_QPS_INIT;
+        attr.pkey_index = 0;
+        attr.port_num = 1;
+        attr.qp_access_flags = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
+            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
+            | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
+        use ffi::ibv_qp_attr_mask as M;
+        let mask = M::IBV_QP_STATE.0 | M::IBV_QP_PKEY_INDEX.0 | M::IBV_QP_PORT.0 | M::IBV_QP_ACCESS_FLAGS.0;
+        inner.modify(&mut attr, mask as i32)?;
+        Ok(QueuePair { inner })
+    }
+
+    pub fn qp_num(&self) -> u32 {
+        self.inner.qp_num()
+    }
+
+    /// ND2 Receive.
+    pub fn receive(&self, request_context: u64, sges: &[Sge]) -> Result<(), NdStatus> {
+        let mut list: Vec<ffi::ibv_sge> = sges.iter().map(|s| s.0).collect();
+        let mut wr = ffi::ibv_recv_wr {
+            wr_id: request_context,
+            next: std::ptr::null_mut(),
+            sg_list: list.as_mut_ptr(),
+            num_sge: list.len() as i32,
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live; wr and its SGE list are valid for the call (the provider
+        // copies them); the SGEs point into registered regions (checked by MemoryRegion::sge).
+        let ret = unsafe { ffi::ibv_post_recv(self.inner.qp.0, &mut wr, &mut bad) };
+        post_result(ret)
+    }
+
+    /// ND2 Send.
+    pub fn send(&self, request_context: u64, sges: &[Sge], flags: u32) -> Result<(), NdStatus> {
+        self.post(request_context, sges, flags, ffi::ibv_wr_opcode::IBV_WR_SEND, 0, 0)
+    }
+
+    /// ND2 Write: RDMA write to the peer's `remote_address` under its `remote_token`.
+    pub fn write(
+        &self,
+        request_context: u64,
+        sges: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: u32,
+    ) -> Result<(), NdStatus> {
+        self.post(
+            request_context,
+            sges,
+            flags,
+            ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            remote_address,
+            remote_token,
+        )
+    }
+
+    /// ND2 Read.
+    pub fn read(
+        &self,
+        request_context: u64,
+        sges: &[Sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: u32,
+    ) -> Result<(), NdStatus> {
+        self.post(
+            request_context,
+            sges,
+            flags,
+            ffi::ibv_wr_opcode::IBV_WR_RDMA_READ,
+            remote_address,
+            remote_token,
+        )
+    }
+
+    fn post(
+        &self,
+        request_context: u64,
+        sges: &[Sge],
+        flags: u32,
+        opcode: ffi::ibv_wr_opcode::Type,
+        remote_addr: u64,
+        rkey: u32,
+    ) -> Result<(), NdStatus> {
+        let mut list: Vec<ffi::ibv_sge> = sges.iter().map(|s| s.0).collect();
+        // SAFETY: ibv_send_wr is plain old data; zero is a valid start.
+        let mut wr: ffi::ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = request_context;
+        wr.sg_list = list.as_mut_ptr();
+        wr.num_sge = list.len() as i32;
+        wr.opcode = opcode;
+        wr.send_flags = if flags & ND_OP_FLAG_SILENT_SUCCESS != 0 {
+            0
+        } else {
+            ffi::ibv_send_flags::IBV_SEND_SIGNALED.0
+        };
+        wr.wr.rdma = ffi::rdma_t {
+            remote_addr,
+            rkey,
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: as in receive.
+        let ret = unsafe { ffi::ibv_post_send(self.inner.qp.0, &mut wr, &mut bad) };
+        post_result(ret)
+    }
+}
+
+fn post_result(ret: i32) -> Result<(), NdStatus> {
+    match ret {
+        0 => Ok(()),
+        e if e > 0 => Err(crate::status::from_errno(e)),
+        _ => Err(last_error()),
+    }
+}

@@ -1,0 +1,586 @@
+//! ND2 / NDK connector conformance over nd-shim, for the VM rig (rxe0 on 198.18.0.1, rxe1 on
+//! 198.18.0.2). `nd-conformance CASE` runs one case (passive and active side as threads, each on
+//! its own adapter), prints `PASS CASE` or `FAIL CASE: why`, and exits 0 only on PASS.
+//! `nd-conformance --list` prints the case names.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nd_shim::{
+    Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, QueuePair, SharedEndpoint,
+};
+
+const SERVER: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
+const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
+
+type Outcome = Result<(), String>;
+
+macro_rules! ensure {
+    ($cond:expr, $($why:tt)*) => {
+        if !$cond {
+            return Err(format!($($why)*));
+        }
+    };
+}
+
+fn expect(what: &str, got: NdStatus, want: NdStatus) -> Outcome {
+    ensure!(got == want, "{what}: got {got}, want {want}");
+    println!("  {what}: {got}");
+    Ok(())
+}
+
+fn expect_err<T>(what: &str, got: Result<T, NdStatus>, want: NdStatus) -> Outcome {
+    match got {
+        Ok(_) => Err(format!("{what}: succeeded, want {want}")),
+        Err(status) => expect(what, status, want),
+    }
+}
+
+fn ok<T>(what: &str, r: Result<T, NdStatus>) -> Result<T, String> {
+    r.map_err(|s| format!("{what}: {s}"))
+}
+
+/// One side's verbs objects.
+struct Side {
+    adapter: Adapter,
+    cq: Arc<CompletionQueue>,
+    qp: QueuePair,
+    mr: MemoryRegion,
+}
+
+impl Side {
+    fn open(ip: IpAddr, polled: bool) -> Result<Side, String> {
+        let adapter = ok(
+            "open adapter",
+            if polled { Adapter::open_polled(ip) } else { Adapter::open(ip) },
+        )?;
+        let cq = Arc::new(ok("create cq", CompletionQueue::new(&adapter, 64))?);
+        let qp = ok("create qp", QueuePair::new(&adapter, &cq, &cq, 16, 16, 2))?;
+        let mr = ok("register mr", MemoryRegion::new(&adapter, 4096))?;
+        Ok(Side { adapter, cq, qp, mr })
+    }
+
+    /// Private data that tells the peer where to RDMA-write: address and token.
+    fn token_data(&self, len: usize) -> Vec<u8> {
+        let mut data = vec![0u8; len];
+        data[..8].copy_from_slice(&self.mr.address().to_le_bytes());
+        data[8..12].copy_from_slice(&self.mr.remote_token().to_le_bytes());
+        for (i, b) in data.iter_mut().enumerate().skip(12) {
+            *b = i as u8;
+        }
+        data
+    }
+
+    fn post_receive(&self, ctx: u64, offset: usize) -> Outcome {
+        let sge = ok("sge", self.mr.sge(offset, 64))?;
+        ok("receive", self.qp.receive(ctx, &[sge]))
+    }
+
+    fn send(&self, ctx: u64, offset: usize, text: &[u8]) -> Outcome {
+        ok("fill", self.mr.write(offset, text))?;
+        let sge = ok("sge", self.mr.sge(offset, text.len() as u32))?;
+        ok("send", self.qp.send(ctx, &[sge], 0))?;
+        self.wait_completion(ctx).and_then(|c| {
+            ensure!(c.status == NdStatus::ND_SUCCESS, "send completed {}", c.status);
+            Ok(())
+        })
+    }
+
+    fn write_remote(&self, ctx: u64, offset: usize, text: &[u8], remote: (u64, u32)) -> Outcome {
+        ok("fill", self.mr.write(offset, text))?;
+        let sge = ok("sge", self.mr.sge(offset, text.len() as u32))?;
+        ok("write", self.qp.write(ctx, &[sge], remote.0 + offset as u64, remote.1, 0))?;
+        let c = self.wait_completion(ctx)?;
+        ensure!(c.status == NdStatus::ND_SUCCESS, "write completed {}", c.status);
+        Ok(())
+    }
+
+    fn wait_completion(&self, ctx: u64) -> Result<nd_shim::Completion, String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            match self.cq.get_results(1).first() {
+                Some(c) if c.request_context == ctx => return Ok(*c),
+                Some(c) => println!("  (completion {} while waiting for {ctx}: {})", c.request_context, c.status),
+                None => thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        Err(format!("no completion for request {ctx}"))
+    }
+
+    fn received(&self, ctx: u64, offset: usize, want: &[u8]) -> Outcome {
+        let c = self.wait_completion(ctx)?;
+        ensure!(c.status == NdStatus::ND_SUCCESS, "receive completed {}", c.status);
+        let mut got = vec![0u8; want.len()];
+        ok("read", self.mr.read(offset, &mut got))?;
+        ensure!(got == want, "received {:?}, want {:?}", String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+        Ok(())
+    }
+
+    fn memory_holds(&self, offset: usize, want: &[u8]) -> Outcome {
+        let mut got = vec![0u8; want.len()];
+        ok("read", self.mr.read(offset, &mut got))?;
+        ensure!(got == want, "memory holds {:?}, want {:?}", String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+        Ok(())
+    }
+}
+
+fn remote_of(data: &[u8]) -> (u64, u32) {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&data[..8]);
+    let mut t = [0u8; 4];
+    t.copy_from_slice(&data[8..12]);
+    (u64::from_le_bytes(a), u32::from_le_bytes(t))
+}
+
+fn private_data(connector: &Connector) -> Result<Vec<u8>, String> {
+    let mut buf = [0u8; 256];
+    let fill = ok("get_private_data", connector.get_private_data(&mut buf))?;
+    Ok(buf[..fill.required.min(buf.len())].to_vec())
+}
+
+/// Runs the passive side on a thread; `ready` fires once it listens.
+fn passive<F>(f: F) -> (mpsc::Receiver<()>, thread::JoinHandle<Outcome>)
+where
+    F: FnOnce(mpsc::Sender<()>) -> Outcome + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    (rx, thread::spawn(move || f(tx)))
+}
+
+fn join(handle: thread::JoinHandle<Outcome>) -> Outcome {
+    handle.join().unwrap_or_else(|_| Err("passive side panicked".into()))
+}
+
+fn listening(side: &Side, port: u16) -> Result<Listener, String> {
+    let listener = Listener::new(&side.adapter);
+    ok("listener bind", listener.bind(SocketAddr::new(SERVER, port)))?;
+    ok("listen", listener.listen(4))?;
+    Ok(listener)
+}
+
+fn wait_ready(ready: &mpsc::Receiver<()>) -> Outcome {
+    ready
+        .recv_timeout(Duration::from_secs(20))
+        .map_err(|_| "passive side never got ready".to_string())
+}
+
+/// Connect/Accept/CompleteConnect with private data both ways and read limits as negotiated,
+/// then send/receive and RDMA write both ways.
+fn connect_accept_data() -> Outcome {
+    const PORT: u16 = 7001;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        let get = ok("get_connection_request", listener.get_connection_request(&connector))?;
+        expect("GetConnectionRequest", get.wait(), NdStatus::ND_SUCCESS)?;
+        let data = private_data(&connector)?;
+        ensure!(data.len() == 56, "REQ private data is {} bytes, want the wire size 56", data.len());
+        ensure!(data[12..56].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8), "REQ private data differs");
+        let peer = remote_of(&data);
+        let limits = ok("get_read_limits", connector.get_read_limits())?;
+        ensure!((limits.inbound, limits.outbound) == (2, 3), "passive read limits {limits:?}, want in 2 out 3");
+        println!("  passive read limits {limits:?}");
+        side.post_receive(1, 0)?;
+        side.post_receive(2, 64)?;
+        let accept = ok("accept", connector.accept(&side.qp, 8, 8, &side.token_data(196)))?;
+        expect("Accept", accept.wait(), NdStatus::ND_SUCCESS)?;
+        side.received(1, 0, b"ping")?;
+        side.send(10, 1024, b"pong")?;
+        side.received(2, 64, b"wrote")?;
+        side.memory_holds(256, b"written by active")?;
+        side.write_remote(11, 512, b"written by passive", peer)?;
+        side.send(12, 1024, b"wrote")?;
+        thread::sleep(Duration::from_millis(200));
+        Ok(())
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    side.post_receive(1, 0)?;
+    side.post_receive(2, 64)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 3, 2, &side.token_data(56)),
+    )?;
+    expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
+    let data = private_data(&connector)?;
+    ensure!(data.len() == 196, "REP private data is {} bytes, want the wire size 196", data.len());
+    ensure!(data[12..196].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8), "REP private data differs");
+    let peer = remote_of(&data);
+    let limits = ok("get_read_limits", connector.get_read_limits())?;
+    ensure!((limits.inbound, limits.outbound) == (3, 2), "active read limits {limits:?}, want in 3 out 2");
+    println!("  active read limits {limits:?}");
+    ok("complete_connect", connector.complete_connect())?;
+    side.send(10, 1024, b"ping")?;
+    side.received(1, 0, b"pong")?;
+    side.write_remote(11, 256, b"written by active", peer)?;
+    side.send(12, 1024, b"wrote")?;
+    side.received(2, 64, b"wrote")?;
+    side.memory_holds(512, b"written by passive")?;
+    join(server)
+}
+
+/// Connect with no listener on the port: ND_CONNECTION_REFUSED (REJ reason 8).
+fn no_listener_refused() -> Outcome {
+    let _server = Side::open(SERVER, false)?;
+    let side = Side::open(CLIENT, true)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, 7002), 1, 1, &[]))?;
+    expect("Connect", connect.wait(), NdStatus::ND_CONNECTION_REFUSED)
+}
+
+/// Private data over 56: ND_INVALID_BUFFER_SIZE inline; the same connector then connects with 56.
+fn private_data_limit() -> Outcome {
+    const PORT: u16 = 7003;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        let data = private_data(&connector)?;
+        ensure!(data[..56] == [0x5a; 56], "REQ private data differs");
+        expect("Accept", ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let connector = Connector::new(&side.adapter);
+    let remote = SocketAddr::new(SERVER, PORT);
+    expect_err("Connect with 57 bytes", connector.connect(&side.qp, remote, 0, 0, &[0x5a; 57]), NdStatus::ND_INVALID_BUFFER_SIZE)?;
+    let connect = ok("connect with 56", connector.connect(&side.qp, remote, 0, 0, &[0x5a; 56]))?;
+    expect("Connect with 56 bytes", connect.wait(), NdStatus::ND_SUCCESS)?;
+    ok("complete_connect", connector.complete_connect())?;
+    join(server)
+}
+
+/// Connect on a connected connector: ND_CONNECTION_ACTIVE; CompleteConnect when not
+/// connecting: ND_CONNECTION_INVALID (before Connect, and again after it).
+fn connect_state_errors() -> Outcome {
+    const PORT: u16 = 7004;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        expect("Accept", ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let connector = Connector::new(&side.adapter);
+    expect_err("CompleteConnect on a new connector", connector.complete_connect(), NdStatus::ND_CONNECTION_INVALID)?;
+    let remote = SocketAddr::new(SERVER, PORT);
+    expect("Connect", ok("connect", connector.connect(&side.qp, remote, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)?;
+    ok("complete_connect", connector.complete_connect())?;
+    expect_err("Connect on a connected connector", connector.connect(&side.qp, remote, 0, 0, &[]), NdStatus::ND_CONNECTION_ACTIVE)?;
+    expect_err("CompleteConnect when connected", connector.complete_connect(), NdStatus::ND_CONNECTION_INVALID)?;
+    join(server)
+}
+
+/// Bind twice: STATUS_ADDRESS_ALREADY_ASSOCIATED.
+fn second_bind() -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let connector = Connector::new(&side.adapter);
+    ok("bind", connector.bind(SocketAddr::new(CLIENT, 0)))?;
+    let local = connector.local_address().ok_or("no local address after bind")?;
+    ensure!((49152..=65535).contains(&local.port()), "port 0 bound {local}, want the ND range");
+    println!("  bound {local}");
+    expect_err("second Bind", connector.bind(SocketAddr::new(CLIENT, 0)), NdStatus::STATUS_ADDRESS_ALREADY_ASSOCIATED)
+}
+
+/// A port another connector or listener holds: ND_SHARING_VIOLATION.
+fn port_in_use() -> Outcome {
+    let side = Side::open(SERVER, true)?;
+    let listener = listening(&side, 7005)?;
+    let connector = Connector::new(&side.adapter);
+    expect_err("Bind to a listener's port", connector.bind(SocketAddr::new(SERVER, 7005)), NdStatus::ND_SHARING_VIOLATION)?;
+    let other = Listener::new(&side.adapter);
+    expect_err("second listener on the port", other.bind(SocketAddr::new(SERVER, 7005)), NdStatus::ND_SHARING_VIOLATION)?;
+    drop(listener);
+    ok("Bind after the listener closed", connector.bind(SocketAddr::new(SERVER, 7005)))
+}
+
+/// Addresses no RDMA adapter has: ND_INVALID_ADDRESS.
+fn invalid_address() -> Outcome {
+    let side = Side::open(SERVER, true)?;
+    let connector = Connector::new(&side.adapter);
+    let test_net = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
+    expect_err("Bind to 192.0.2.1", connector.bind(SocketAddr::new(test_net, 0)), NdStatus::ND_INVALID_ADDRESS)?;
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    expect_err("Bind to 127.0.0.1", connector.bind(SocketAddr::new(loopback, 0)), NdStatus::ND_INVALID_ADDRESS)?;
+    expect_err("open adapter 192.0.2.1", Adapter::open_polled(test_net), NdStatus::ND_INVALID_ADDRESS)?;
+    // The connector is still usable.
+    ok("Bind to the adapter's address", connector.bind(SocketAddr::new(SERVER, 0)))
+}
+
+/// With the ND range narrowed (ND_SHIM_PORT_RANGE, set by the suite) and used up:
+/// ND_TOO_MANY_ADDRESSES.
+fn ports_exhausted() -> Outcome {
+    let range = std::env::var("ND_SHIM_PORT_RANGE").map_err(|_| "ND_SHIM_PORT_RANGE is not set")?;
+    let side = Side::open(SERVER, true)?;
+    let mut held = Vec::new();
+    loop {
+        let connector = Connector::new(&side.adapter);
+        match connector.bind(SocketAddr::new(SERVER, 0)) {
+            Ok(()) => held.push(connector),
+            Err(status) => {
+                println!("  {} binds in {range}, then {status}", held.len());
+                ensure!(held.len() < 1000, "the range did not run out");
+                return expect("Bind with the range used up", status, NdStatus::ND_TOO_MANY_ADDRESSES);
+            }
+        }
+    }
+}
+
+/// Nobody behind an address of the local subnet: ND_HOST_UNREACHABLE through the completion.
+fn host_unreachable() -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let connector = Connector::new(&side.adapter);
+    let nobody = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 77));
+    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(nobody, 7006), 0, 0, &[]))?;
+    expect("Connect to 198.18.0.77", connect.wait(), NdStatus::ND_HOST_UNREACHABLE)
+}
+
+/// No route to the destination: ND_NETWORK_UNREACHABLE inline.
+fn network_unreachable() -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let connector = Connector::new(&side.adapter);
+    let far = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 1));
+    match connector.connect(&side.qp, SocketAddr::new(far, 7007), 0, 0, &[]) {
+        Err(status) => expect("Connect to 203.0.113.1 (inline)", status, NdStatus::ND_NETWORK_UNREACHABLE),
+        Ok(pending) => Err(format!("Connect to 203.0.113.1 returned pending, then completed {}", pending.wait())),
+    }
+}
+
+/// The listener side rejects: Connect fails ND_CONNECTION_REFUSED and the REJ's private data is
+/// readable.
+fn listener_reject() -> Outcome {
+    const PORT: u16 = 7008;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        expect_err("Reject with 149 bytes", connector.reject(&[0; 149]), NdStatus::ND_INVALID_BUFFER_SIZE)?;
+        ok("reject", connector.reject(b"go away"))
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
+    expect("Connect", connect.wait(), NdStatus::ND_CONNECTION_REFUSED)?;
+    let data = private_data(&connector)?;
+    ensure!(data.starts_with(b"go away"), "REJ private data {:?}", String::from_utf8_lossy(&data));
+    println!("  REJ private data readable, {} bytes", data.len());
+    join(server)
+}
+
+/// The active side rejects after its Connect completed: the passive Accept fails
+/// ND_CONNECTION_REFUSED.
+fn active_reject() -> Outcome {
+    const PORT: u16 = 7009;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        let accept = ok("accept", connector.accept(&side.qp, 0, 0, &[]))?;
+        expect("Accept", accept.wait(), NdStatus::ND_CONNECTION_REFUSED)
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
+    expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
+    ok("reject after Connect", connector.reject(&[]))?;
+    join(server)
+}
+
+/// Disconnect: the peer's NotifyDisconnect completes, and outstanding receives complete with
+/// ND_CANCELED (on the disconnecting side at once, on the peer after its own Disconnect).
+fn disconnect() -> Outcome {
+    const PORT: u16 = 7010;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        side.post_receive(1, 0)?;
+        expect("Accept", ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)?;
+        let notify = ok("notify_disconnect", connector.notify_disconnect())?;
+        expect("NotifyDisconnect", notify.wait(), NdStatus::ND_SUCCESS)?;
+        // The peer's disconnect flushes nothing here.
+        ensure!(side.cq.get_results(4).is_empty(), "a completion arrived before our own Disconnect");
+        ok("disconnect", connector.disconnect())?;
+        let c = side.wait_completion(1)?;
+        expect("passive receive after Disconnect", c.status, NdStatus::ND_CANCELED)
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    side.post_receive(1, 0)?;
+    side.post_receive(2, 64)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
+    expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
+    ok("complete_connect", connector.complete_connect())?;
+    thread::sleep(Duration::from_millis(300));
+    let disconnect = ok("disconnect", connector.disconnect())?;
+    for ctx in [1, 2] {
+        let c = side.wait_completion(ctx)?;
+        expect("active receive after Disconnect", c.status, NdStatus::ND_CANCELED)?;
+    }
+    expect("Disconnect", disconnect.wait(), NdStatus::ND_SUCCESS)?;
+    join(server)
+}
+
+/// Cancel of a pending Connect (the listener never answers): ND_CANCELED.
+fn cancel_connect() -> Outcome {
+    const PORT: u16 = 7011;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let _listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        // Never calls GetConnectionRequest: the request stays queued.
+        thread::sleep(Duration::from_secs(3));
+        Ok(())
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
+    ensure!(connect.wait_for(Duration::from_secs(1)).is_none(), "Connect completed without an Accept");
+    connect.cancel();
+    expect("Connect after cancel", connect.wait(), NdStatus::ND_CANCELED)?;
+    expect_err("CompleteConnect after cancel", connector.complete_connect(), NdStatus::ND_CONNECTION_INVALID)?;
+    join(server)
+}
+
+/// Shared endpoint: two connections to different destinations from one port succeed; the same
+/// 4-tuple twice is ND_ADDRESS_ALREADY_EXISTS.
+fn shared_endpoint() -> Outcome {
+    const PORTS: [u16; 2] = [7012, 7013];
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listeners = PORTS.iter().map(|p| listening(&side, *p)).collect::<Result<Vec<_>, _>>()?;
+        ready.send(()).ok();
+        let mut accepted = Vec::new();
+        for listener in &listeners {
+            let connector = Connector::new(&side.adapter);
+            expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+            let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+            expect("Accept", ok("accept", connector.accept(&qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)?;
+            accepted.push((connector, qp));
+        }
+        thread::sleep(Duration::from_millis(300));
+        Ok(())
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let endpoint = ok("shared endpoint", SharedEndpoint::new(&side.adapter, SocketAddr::new(CLIENT, 0)))?;
+    println!("  shared endpoint {}", endpoint.local_address());
+    let mut connected = Vec::new();
+    for port in PORTS {
+        let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+        let connector = Connector::new(&side.adapter);
+        let remote = SocketAddr::new(SERVER, port);
+        let connect = ok("connect", connector.connect_with_shared_endpoint(&qp, &endpoint, remote, 0, 0, &[]))?;
+        expect("ConnectWithSharedEndpoint", connect.wait(), NdStatus::ND_SUCCESS)?;
+        ok("complete_connect", connector.complete_connect())?;
+        let local = connector.local_address().ok_or("no local address")?;
+        ensure!(local == endpoint.local_address(), "connection bound {local}, want {}", endpoint.local_address());
+        connected.push((connector, qp));
+    }
+    let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+    let again = Connector::new(&side.adapter);
+    expect_err(
+        "the same 4-tuple again",
+        again.connect_with_shared_endpoint(&qp, &endpoint, SocketAddr::new(SERVER, PORTS[0]), 0, 0, &[]),
+        NdStatus::ND_ADDRESS_ALREADY_EXISTS,
+    )?;
+    join(server)
+}
+
+type Case = fn() -> Outcome;
+
+const CASES: &[(&str, Case)] = &[
+    ("connect-accept-data", connect_accept_data),
+    ("no-listener-refused", no_listener_refused),
+    ("private-data-limit", private_data_limit),
+    ("connect-state-errors", connect_state_errors),
+    ("second-bind", second_bind),
+    ("port-in-use", port_in_use),
+    ("invalid-address", invalid_address),
+    ("ports-exhausted", ports_exhausted),
+    ("host-unreachable", host_unreachable),
+    ("network-unreachable", network_unreachable),
+    ("listener-reject", listener_reject),
+    ("active-reject", active_reject),
+    ("disconnect", disconnect),
+    ("cancel-connect", cancel_connect),
+    ("shared-endpoint", shared_endpoint),
+];
+
+/// Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
+/// without it.
+struct StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!("nd-shim {}: {}", record.level(), record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+fn init_log() {
+    let level = std::env::var("ND_SHIM_LOG").ok().and_then(|v| v.parse::<log::LevelFilter>().ok());
+    if let Some(level) = level {
+        static LOGGER: StderrLog = StderrLog;
+        if log::set_logger(&LOGGER).is_ok() {
+            log::set_max_level(level);
+        }
+    }
+}
+
+fn main() {
+    init_log();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--list") => {
+            for (name, _) in CASES {
+                println!("{name}");
+            }
+        }
+        Some(name) => match CASES.iter().find(|(n, _)| *n == name) {
+            Some((_, case)) => match case() {
+                Ok(()) => println!("PASS {name}"),
+                Err(why) => {
+                    println!("FAIL {name}: {why}");
+                    std::process::exit(1);
+                }
+            },
+            None => {
+                eprintln!("no case {name}; --list shows them");
+                std::process::exit(2);
+            }
+        },
+        None => {
+            eprintln!("usage: nd-conformance CASE | --list");
+            std::process::exit(2);
+        }
+    }
+}
