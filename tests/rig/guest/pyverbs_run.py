@@ -1,0 +1,62 @@
+"""Runs rdma-core's pyverbs suite as its run_tests.py does, and also writes every test's outcome.
+
+    pyverbs_run.py TESTS_DIR OUTCOMES_TSV [run_tests.py arguments...]
+
+TESTS_DIR is a copy of the suite (a package named `tests`). OUTCOMES_TSV gets one line per test:
+its id, its outcome (pass, fail, error, skip, xfail, xpass) and the first line of the reason. The
+verbose output and the exit status are unittest's own.
+"""
+import os
+import sys
+import unittest
+from importlib.machinery import SourceFileLoader
+
+
+def main():
+    tests_dir, outcomes_path, run_args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    sys.path.insert(0, tests_dir)
+    sys.argv = [os.path.join(tests_dir, "run_tests.py")] + run_args
+    from args_parser import parser  # noqa: E402 (the suite's own, found through sys.path)
+
+    tests = SourceFileLoader("tests", os.path.join(tests_dir, "__init__.py")).load_module()
+    parser.parse_args()
+    outcomes = []
+
+    def first_line(text):
+        return str(text).strip().splitlines()[-1][:200] if str(text).strip() else ""
+
+    class RecordingResult(unittest.TextTestResult):
+        def addSuccess(self, test):
+            super().addSuccess(test)
+            outcomes.append((test.id(), "pass", ""))
+
+        def addFailure(self, test, err):
+            super().addFailure(test, err)
+            outcomes.append((test.id(), "fail", first_line(self.failures[-1][1])))
+
+        def addError(self, test, err):
+            super().addError(test, err)
+            outcomes.append((test.id(), "error", first_line(self.errors[-1][1])))
+
+        def addSkip(self, test, reason):
+            super().addSkip(test, reason)
+            outcomes.append((test.id(), "skip", first_line(reason)))
+
+        def addExpectedFailure(self, test, err):
+            super().addExpectedFailure(test, err)
+            outcomes.append((test.id(), "xfail", ""))
+
+        def addUnexpectedSuccess(self, test):
+            super().addUnexpectedSuccess(test)
+            outcomes.append((test.id(), "xpass", ""))
+
+    runner = unittest.TextTestRunner(verbosity=2, resultclass=RecordingResult)
+    program = unittest.main(module=tests, testRunner=runner, exit=False)
+    with open(outcomes_path, "w") as out:
+        for test_id, outcome, reason in outcomes:
+            out.write(f"{test_id}\t{outcome}\t{reason.replace(chr(9), ' ')}\n")
+    return 0 if program.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
