@@ -23,7 +23,7 @@ use crate::libibverbs::context_v36::{self, verbs_context};
 use crate::libibverbs::layout::{ContextLayout, Layout};
 use crate::libibverbs::public::{ibv_context, ibv_device};
 use crate::libibverbs::runtime;
-use crate::{ah, cq, mcast, mr, mw, pd, query};
+use crate::{ah, cq, mcast, mr, mw, pd, qp, query};
 
 /// Our context, from `ibv_context` on. `ibv_ctx` must stay first.
 #[repr(C)]
@@ -66,6 +66,14 @@ static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
     destroy_ah: Some(ah::destroy_ah),
     attach_mcast: Some(mcast::attach_mcast),
     detach_mcast: Some(mcast::detach_mcast),
+    create_qp: Some(qp::create_qp),
+    create_qp_ex: Some(qp::create_qp_ex),
+    query_qp: Some(qp::query_qp),
+    modify_qp: Some(qp::modify_qp),
+    destroy_qp: Some(qp::destroy_qp),
+    post_send: Some(qp::post_send),
+    post_recv: Some(qp::post_recv),
+    bind_mw: Some(qp::bind_mw),
     ..context_v36::verbs_context_ops::EMPTY
 };
 
@@ -200,6 +208,14 @@ mod tests {
             offset_of!(O, destroy_ah),
             offset_of!(O, attach_mcast),
             offset_of!(O, detach_mcast),
+            offset_of!(O, create_qp),
+            offset_of!(O, create_qp_ex),
+            offset_of!(O, query_qp),
+            offset_of!(O, modify_qp),
+            offset_of!(O, destroy_qp),
+            offset_of!(O, post_send),
+            offset_of!(O, post_recv),
+            offset_of!(O, bind_mw),
         ]
         .iter()
         .map(|off| off / size_of::<usize>())

@@ -10,6 +10,7 @@
 //! - `context`: `alloc_context` / `free_context` and the context ops table;
 //! - `query`: `query_device_ex` and `query_port`;
 //! - `cq`: completion queues and `ibv_cq_ex`; `queue`: the mmap'd rxe rings;
+//! - `qp`: queue pairs and the legacy data path; `wqe`: work requests to WQEs;
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
@@ -28,9 +29,11 @@ mod mcast;
 mod mr;
 mod mw;
 mod pd;
+mod qp;
 mod query;
 pub mod queue;
 mod registration;
+mod wqe;
 
 /// The name under which the provider registers with libibverbs.
 pub const PROVIDER_NAME: &str = "rxe_rs";

@@ -6,6 +6,7 @@
 //! - [`cq`]: the public CQ structs (`ibv_cq`, `ibv_cq_ex`, `ibv_wc`);
 //! - [`device_abi`]: private device-level structs (same from v35 to v64);
 //! - [`objects`]: the PD, MR, MW, AH and QP objects of the control verbs;
+//! - [`qp`]: the public QP structs, work requests, and `verbs_qp`;
 //! - [`context_v36`]: private context structs of rdma-core v36..v58;
 //! - [`layout`]: which layout a given libibverbs has (pure logic);
 //! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
@@ -15,5 +16,6 @@ pub mod cq;
 pub mod device_abi;
 pub mod objects;
 pub mod public;
+pub mod qp;
 pub mod layout;
 pub mod runtime;

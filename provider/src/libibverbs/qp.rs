@@ -1,0 +1,425 @@
+//! The public queue-pair structs of `<infiniband/verbs.h>` (`ibv_qp_init_attr`
+//! and `_ex`, `ibv_qp_attr`, `ibv_send_wr`, `ibv_recv_wr`, `ibv_sge`,
+//! `ibv_mw_bind`) and the release-dependent `verbs_qp` of `driver.h`.
+//!
+//! Everything but `ibv_qp_ex` is the same from rdma-core v34 to v64; offsets
+//! were taken from the installed v44 headers with a C probe and are asserted
+//! below. `ibv_qp_ex` grew `wr_atomic_write` in v44 and `wr_flush` in v45,
+//! which moves `verbs_qp.comp_mask` (read by libibverbs' `ibv_qp_to_qp_ex`)
+//! and `verbs_qp.xrcd`: [`VerbsQp`] reserves room for the largest layout and
+//! [`QpExLayout`] says where those two fields are for the running release.
+
+#![allow(non_camel_case_types)]
+
+use core::ffi::{c_int, c_uint, c_void};
+use core::mem::{offset_of, size_of};
+
+use super::cq::ibv_cq;
+use super::objects::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_mw, ibv_pd, ibv_qp};
+use super::public::{ibv_context, opaque_fn};
+
+/// `enum ibv_qp_type`
+pub const IBV_QPT_RC: c_int = 2;
+pub const IBV_QPT_UC: c_int = 3;
+pub const IBV_QPT_UD: c_int = 4;
+
+/// `enum ibv_qp_state`
+pub const IBV_QPS_RESET: c_int = 0;
+
+/// `enum ibv_qp_attr_mask` (the bits the write interface carries).
+pub const IBV_QP_STATE: c_int = 1 << 0;
+pub const IBV_QP_CUR_STATE: c_int = 1 << 1;
+pub const IBV_QP_EN_SQD_ASYNC_NOTIFY: c_int = 1 << 2;
+pub const IBV_QP_ACCESS_FLAGS: c_int = 1 << 3;
+pub const IBV_QP_PKEY_INDEX: c_int = 1 << 4;
+pub const IBV_QP_PORT: c_int = 1 << 5;
+pub const IBV_QP_QKEY: c_int = 1 << 6;
+pub const IBV_QP_AV: c_int = 1 << 7;
+pub const IBV_QP_PATH_MTU: c_int = 1 << 8;
+pub const IBV_QP_TIMEOUT: c_int = 1 << 9;
+pub const IBV_QP_RETRY_CNT: c_int = 1 << 10;
+pub const IBV_QP_RNR_RETRY: c_int = 1 << 11;
+pub const IBV_QP_RQ_PSN: c_int = 1 << 12;
+pub const IBV_QP_MAX_QP_RD_ATOMIC: c_int = 1 << 13;
+pub const IBV_QP_ALT_PATH: c_int = 1 << 14;
+pub const IBV_QP_MIN_RNR_TIMER: c_int = 1 << 15;
+pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
+pub const IBV_QP_MAX_DEST_RD_ATOMIC: c_int = 1 << 17;
+pub const IBV_QP_PATH_MIG_STATE: c_int = 1 << 18;
+pub const IBV_QP_CAP: c_int = 1 << 19;
+pub const IBV_QP_DEST_QPN: c_int = 1 << 20;
+/// The first bit only the extended (`_ex`) interface carries.
+pub const IBV_QP_RATE_LIMIT: c_int = 1 << 25;
+
+/// `enum ibv_qp_init_attr_mask`
+pub const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
+pub const IBV_QP_INIT_ATTR_XRCD: u32 = 1 << 1;
+pub const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
+pub const IBV_QP_INIT_ATTR_MAX_TSO_HEADER: u32 = 1 << 3;
+pub const IBV_QP_INIT_ATTR_IND_TABLE: u32 = 1 << 4;
+pub const IBV_QP_INIT_ATTR_RX_HASH: u32 = 1 << 5;
+pub const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
+
+/// `enum ibv_wr_opcode`
+pub const IBV_WR_RDMA_WRITE: c_int = 0;
+pub const IBV_WR_RDMA_WRITE_WITH_IMM: c_int = 1;
+pub const IBV_WR_SEND: c_int = 2;
+pub const IBV_WR_SEND_WITH_IMM: c_int = 3;
+pub const IBV_WR_RDMA_READ: c_int = 4;
+pub const IBV_WR_ATOMIC_CMP_AND_SWP: c_int = 5;
+pub const IBV_WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
+pub const IBV_WR_LOCAL_INV: c_int = 7;
+pub const IBV_WR_BIND_MW: c_int = 8;
+pub const IBV_WR_SEND_WITH_INV: c_int = 9;
+
+/// `enum ibv_send_flags`
+pub const IBV_SEND_FENCE: c_uint = 1 << 0;
+pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
+pub const IBV_SEND_SOLICITED: c_uint = 1 << 2;
+pub const IBV_SEND_INLINE: c_uint = 1 << 3;
+
+/// `enum ibv_access_flags`: the bit `bind_mw` refuses for type 1 windows.
+pub const IBV_ACCESS_ZERO_BASED: c_uint = 1 << 5;
+
+/// `verbs_qp.comp_mask` bits (driver.h).
+pub const VERBS_QP_XRCD: u32 = 1 << 0;
+pub const VERBS_QP_EX: u32 = 1 << 1;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ibv_sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+const _: () = assert!(size_of::<ibv_sge>() == 16);
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ibv_qp_cap {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+const _: () = assert!(size_of::<ibv_qp_cap>() == 20);
+
+#[repr(C)]
+pub struct ibv_qp_init_attr {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut c_void,
+    pub cap: ibv_qp_cap,
+    /// `enum ibv_qp_type`
+    pub qp_type: c_int,
+    pub sq_sig_all: c_int,
+}
+const _: () = assert!(size_of::<ibv_qp_init_attr>() == 64);
+const _: () = assert!(offset_of!(ibv_qp_init_attr, cap) == 32);
+const _: () = assert!(offset_of!(ibv_qp_init_attr, qp_type) == 52);
+const _: () = assert!(offset_of!(ibv_qp_init_attr, sq_sig_all) == 56);
+
+#[repr(C)]
+pub struct ibv_rx_hash_conf {
+    pub rx_hash_function: u8,
+    pub rx_hash_key_len: u8,
+    pub rx_hash_key: *mut u8,
+    pub rx_hash_fields_mask: u64,
+}
+
+/// `struct ibv_qp_init_attr_ex`: `ibv_qp_init_attr`'s fields, then these.
+#[repr(C)]
+pub struct ibv_qp_init_attr_ex {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut c_void,
+    pub cap: ibv_qp_cap,
+    pub qp_type: c_int,
+    pub sq_sig_all: c_int,
+    /// `enum ibv_qp_init_attr_mask`
+    pub comp_mask: u32,
+    pub pd: *mut ibv_pd,
+    pub xrcd: *mut c_void,
+    pub create_flags: u32,
+    pub max_tso_header: u16,
+    pub rwq_ind_tbl: *mut c_void,
+    pub rx_hash_conf: ibv_rx_hash_conf,
+    pub source_qpn: u32,
+    pub send_ops_flags: u64,
+}
+const _: () = assert!(size_of::<ibv_qp_init_attr_ex>() == 136);
+const _: () = assert!(offset_of!(ibv_qp_init_attr_ex, comp_mask) == 60);
+const _: () = assert!(offset_of!(ibv_qp_init_attr_ex, pd) == 64);
+const _: () = assert!(offset_of!(ibv_qp_init_attr_ex, create_flags) == 80);
+const _: () = assert!(offset_of!(ibv_qp_init_attr_ex, rwq_ind_tbl) == 88);
+const _: () = assert!(offset_of!(ibv_qp_init_attr_ex, source_qpn) == 120);
+const _: () = assert!(offset_of!(ibv_qp_init_attr_ex, send_ops_flags) == 128);
+
+#[repr(C)]
+pub struct ibv_qp_attr {
+    pub qp_state: c_int,
+    pub cur_qp_state: c_int,
+    pub path_mtu: c_int,
+    pub path_mig_state: c_int,
+    pub qkey: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub dest_qp_num: u32,
+    pub qp_access_flags: c_uint,
+    pub cap: ibv_qp_cap,
+    pub ah_attr: ibv_ah_attr,
+    pub alt_ah_attr: ibv_ah_attr,
+    pub pkey_index: u16,
+    pub alt_pkey_index: u16,
+    pub en_sqd_async_notify: u8,
+    pub sq_draining: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port_num: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub alt_port_num: u8,
+    pub alt_timeout: u8,
+    pub rate_limit: u32,
+}
+const _: () = assert!(size_of::<ibv_qp_attr>() == 144);
+const _: () = assert!(offset_of!(ibv_qp_attr, cap) == 36);
+const _: () = assert!(offset_of!(ibv_qp_attr, ah_attr) == 56);
+const _: () = assert!(offset_of!(ibv_qp_attr, alt_ah_attr) == 88);
+const _: () = assert!(offset_of!(ibv_qp_attr, pkey_index) == 120);
+const _: () = assert!(offset_of!(ibv_qp_attr, min_rnr_timer) == 128);
+const _: () = assert!(offset_of!(ibv_qp_attr, alt_timeout) == 134);
+const _: () = assert!(offset_of!(ibv_qp_attr, rate_limit) == 136);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr_rdma {
+    pub remote_addr: u64,
+    pub rkey: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr_atomic {
+    pub remote_addr: u64,
+    pub compare_add: u64,
+    pub swap: u64,
+    pub rkey: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr_ud {
+    pub ah: *mut ibv_ah,
+    pub remote_qpn: u32,
+    pub remote_qkey: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union ibv_send_wr_wr {
+    pub rdma: ibv_send_wr_rdma,
+    pub atomic: ibv_send_wr_atomic,
+    pub ud: ibv_send_wr_ud,
+}
+const _: () = assert!(size_of::<ibv_send_wr_wr>() == 32);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_mw_bind_info {
+    pub mr: *mut ibv_mr,
+    pub addr: u64,
+    pub length: u64,
+    /// `enum ibv_access_flags`
+    pub mw_access_flags: c_uint,
+}
+const _: () = assert!(size_of::<ibv_mw_bind_info>() == 32);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr_bind_mw {
+    pub mw: *mut ibv_mw,
+    pub rkey: u32,
+    pub bind_info: ibv_mw_bind_info,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr_tso {
+    pub hdr: *mut c_void,
+    pub hdr_sz: u16,
+    pub mss: u16,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union ibv_send_wr_ext {
+    pub bind_mw: ibv_send_wr_bind_mw,
+    pub tso: ibv_send_wr_tso,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr {
+    pub wr_id: u64,
+    pub next: *mut ibv_send_wr,
+    pub sg_list: *mut ibv_sge,
+    pub num_sge: c_int,
+    /// `enum ibv_wr_opcode`
+    pub opcode: c_int,
+    pub send_flags: c_uint,
+    /// Immediate data (big-endian) or, for the `*_INV` opcodes, the rkey to
+    /// invalidate.
+    pub imm_data: u32,
+    pub wr: ibv_send_wr_wr,
+    /// `qp_type.xrc.remote_srqn`
+    pub remote_srqn: u32,
+    pub ext: ibv_send_wr_ext,
+}
+const _: () = assert!(size_of::<ibv_send_wr>() == 128);
+const _: () = assert!(offset_of!(ibv_send_wr, imm_data) == 36);
+const _: () = assert!(offset_of!(ibv_send_wr, wr) == 40);
+const _: () = assert!(offset_of!(ibv_send_wr, remote_srqn) == 72);
+const _: () = assert!(offset_of!(ibv_send_wr, ext) == 80);
+const _: () = assert!(offset_of!(ibv_send_wr, ext) + offset_of!(ibv_send_wr_bind_mw, rkey) == 88);
+const _: () = assert!(offset_of!(ibv_send_wr, ext) + offset_of!(ibv_send_wr_bind_mw, bind_info) == 96);
+
+#[repr(C)]
+pub struct ibv_recv_wr {
+    pub wr_id: u64,
+    pub next: *mut ibv_recv_wr,
+    pub sg_list: *mut ibv_sge,
+    pub num_sge: c_int,
+}
+const _: () = assert!(size_of::<ibv_recv_wr>() == 32);
+
+#[repr(C)]
+pub struct ibv_mw_bind {
+    pub wr_id: u64,
+    pub send_flags: c_uint,
+    pub bind_info: ibv_mw_bind_info,
+}
+const _: () = assert!(size_of::<ibv_mw_bind>() == 48);
+const _: () = assert!(offset_of!(ibv_mw_bind, bind_info) == 16);
+
+/// `struct ibv_qp_ex` up to `wr_abort`, the part every release since v27
+/// shares. `wr_atomic_write` (v44) and `wr_flush` (v45) follow in
+/// [`VerbsQp::tail`] where the release has them.
+#[repr(C)]
+pub struct ibv_qp_ex_base {
+    pub qp_base: ibv_qp,
+    pub comp_mask: u64,
+    pub wr_id: u64,
+    pub wr_flags: c_uint,
+    /// `wr_atomic_cmp_swp` .. `wr_abort`: 20 callbacks in declaration
+    /// order, filled by the `ibv_qp_ex` step.
+    pub wr_ops: [opaque_fn; 20],
+}
+const _: () = assert!(size_of::<ibv_qp_ex_base>() == 344);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, comp_mask) == 160);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_flags) == 176);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) == 184);
+
+/// Room for `struct verbs_qp` of any release: `ibv_qp_ex` (at most 360
+/// bytes, v45+), then `comp_mask` and `xrcd`. Which words of `tail` are
+/// what depends on the release ([`QpExLayout`]).
+#[repr(C)]
+pub struct VerbsQp {
+    pub qp_ex: ibv_qp_ex_base,
+    pub tail: [u64; 4],
+}
+const _: () = assert!(size_of::<VerbsQp>() == 376);
+
+pub type create_qp_fn = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp;
+pub type create_qp_ex_fn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_qp_init_attr_ex) -> *mut ibv_qp;
+pub type query_qp_fn = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr) -> c_int;
+pub type modify_qp_fn = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_qp_attr, c_int) -> c_int;
+pub type destroy_qp_fn = unsafe extern "C" fn(*mut ibv_qp) -> c_int;
+pub type post_send_fn = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int;
+pub type post_recv_fn = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int;
+pub type bind_mw_fn = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_mw, *mut ibv_mw_bind) -> c_int;
+
+/// Where the release-dependent fields of `verbs_qp` are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpExLayout {
+    /// `sizeof(struct ibv_qp_ex)`: 344 before v44, 352 in v44, 360 from v45.
+    pub qp_ex_size: usize,
+}
+
+impl QpExLayout {
+    pub fn for_release(release: u32) -> QpExLayout {
+        let qp_ex_size = match release {
+            ..=43 => 344,
+            44 => 352,
+            _ => 360,
+        };
+        QpExLayout { qp_ex_size }
+    }
+
+    /// Offset of `verbs_qp.comp_mask` (a u32).
+    pub fn comp_mask_offset(self) -> usize {
+        self.qp_ex_size
+    }
+
+    /// Offset of `verbs_qp.xrcd` (a pointer, 8-aligned after comp_mask).
+    pub fn xrcd_offset(self) -> usize {
+        self.qp_ex_size + 8
+    }
+}
+
+impl VerbsQp {
+    /// Sets `verbs_qp.comp_mask` where this release has it.
+    pub fn set_comp_mask(&mut self, layout: QpExLayout, value: u32) {
+        let word = (layout.comp_mask_offset() - size_of::<ibv_qp_ex_base>()) / 8;
+        // comp_mask is the low-addressed u32 of its 8-byte word (x86_64 and
+        // every other little-endian target; the upper half is padding).
+        self.tail[word] = u64::from(value.to_le());
+    }
+
+    /// Reads `verbs_qp.comp_mask` back (tests, and `ibv_qp_ex` users).
+    pub fn comp_mask(&self, layout: QpExLayout) -> u32 {
+        let word = (layout.comp_mask_offset() - size_of::<ibv_qp_ex_base>()) / 8;
+        u32::from_le(self.tail[word] as u32)
+    }
+}
+
+// The two tail fields fit the reserved room for every release.
+const _: () = assert!(360 + 16 == size_of::<VerbsQp>());
+const _: () = assert!(size_of::<*mut ibv_cq>() == 8);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbs_qp_comp_mask_moves_with_the_release() {
+        assert_eq!(QpExLayout::for_release(36).comp_mask_offset(), 344);
+        assert_eq!(QpExLayout::for_release(43).comp_mask_offset(), 344);
+        assert_eq!(QpExLayout::for_release(44).comp_mask_offset(), 352);
+        assert_eq!(QpExLayout::for_release(44).xrcd_offset(), 360);
+        assert_eq!(QpExLayout::for_release(45).comp_mask_offset(), 360);
+        assert_eq!(QpExLayout::for_release(56).xrcd_offset(), 368);
+        for release in [36, 44, 45, 56] {
+            let l = QpExLayout::for_release(release);
+            assert!(l.xrcd_offset() + 8 <= size_of::<VerbsQp>());
+        }
+    }
+
+    #[test]
+    fn comp_mask_lands_at_the_release_offset() {
+        // SAFETY: VerbsQp is plain data; all-zero is a valid value.
+        let mut v: VerbsQp = unsafe { core::mem::zeroed() };
+        let l = QpExLayout::for_release(44);
+        v.set_comp_mask(l, VERBS_QP_EX);
+        // SAFETY: reading the u32 at the computed offset inside v.
+        let raw = unsafe { core::ptr::from_ref(&v).cast::<u8>().add(352).cast::<u32>().read() };
+        assert_eq!(raw, VERBS_QP_EX);
+        assert_eq!(v.comp_mask(l), VERBS_QP_EX);
+        assert_eq!(v.comp_mask(QpExLayout::for_release(45)), 0);
+    }
+}

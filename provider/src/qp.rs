@@ -1,0 +1,1117 @@
+//! Queue pairs: `create_qp`, `create_qp_ex`, `query_qp`, `modify_qp`,
+//! `destroy_qp`, and the legacy data path `post_send` / `post_recv` /
+//! `bind_mw`, for RC, UC and UD.
+//!
+//! The kernel creates the QP (legacy `CREATE_QP` write; rxe answers with the
+//! mmap info of the send and receive rings) and we map both rings. A post
+//! builds each WQE in place in the next free slot ([`crate::wqe`] validates
+//! and encodes), publishes the producer index with a release store, and for
+//! sends rings the doorbell: a `POST_SEND` write with zero work requests,
+//! which makes rxe's requester look at the ring. Receives need no syscall.
+//! As in the stock provider one lock per send queue and one per receive
+//! queue serialize posters.
+//!
+//! What libibverbs expects of the QP we return: a `struct verbs_qp` (layout
+//! of the running release, [`VerbsQp`]) whose `ibv_qp` has the core fields
+//! `ibv_cmd_create_qp` fills (context, pd, CQs, SRQ, handle, qp_num, state,
+//! qp_type, mutex/cond, events_completed), and `comp_mask` with
+//! `VERBS_QP_EX` when made by `create_qp_ex`. The kernel's `user_handle` is
+//! the `ibv_qp` address: async events carry it back to libibverbs.
+
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_void};
+use core::hint::spin_loop;
+use core::mem::offset_of;
+use core::ptr::{self, addr_of_mut};
+use core::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::RawFd;
+
+use kernel_abi::{
+    ib_uverbs_create_qp, ib_uverbs_create_qp_resp, ib_uverbs_destroy_qp, ib_uverbs_destroy_qp_resp,
+    ib_uverbs_modify_qp, ib_uverbs_post_send, ib_uverbs_post_send_resp, ib_uverbs_qp_dest, ib_uverbs_query_qp,
+    ib_uverbs_query_qp_resp, rxe_create_qp_resp, rxe_recv_wqe, rxe_send_wqe, IB_USER_VERBS_CMD_CREATE_QP,
+    IB_USER_VERBS_CMD_DESTROY_QP, IB_USER_VERBS_CMD_MODIFY_QP, IB_USER_VERBS_CMD_POST_SEND,
+    IB_USER_VERBS_CMD_QUERY_QP,
+};
+use log::debug;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use crate::ah::RxeAh;
+use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::context::RxeContext;
+use crate::ffi;
+use crate::libibverbs::cq::ibv_cq;
+use crate::libibverbs::objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_mw, ibv_pd, ibv_qp, IBV_MW_TYPE_1};
+use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::qp::*;
+use crate::queue::Ring;
+use crate::wqe::{self, MwBind, RecvLimits, SendLimits, SendRequest, UdDest, RECV_WQE_HEADER, SEND_WQE_HEADER};
+
+/// Legacy `CREATE_QP` response: the core part, then rxe's ring info.
+#[repr(C)]
+#[derive(Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct CreateQpResp {
+    pub core: ib_uverbs_create_qp_resp,
+    pub drv: rxe_create_qp_resp,
+}
+
+impl WriteCmd for ib_uverbs_create_qp {
+    const ID: u32 = IB_USER_VERBS_CMD_CREATE_QP;
+    type Resp = CreateQpResp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteCmd for ib_uverbs_query_qp {
+    const ID: u32 = IB_USER_VERBS_CMD_QUERY_QP;
+    type Resp = ib_uverbs_query_qp_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteReq for ib_uverbs_modify_qp {
+    const ID: u32 = IB_USER_VERBS_CMD_MODIFY_QP;
+}
+
+impl WriteCmd for ib_uverbs_destroy_qp {
+    const ID: u32 = IB_USER_VERBS_CMD_DESTROY_QP;
+    type Resp = ib_uverbs_destroy_qp_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+/// The doorbell: `ib_uverbs_post_send` without work requests (the kernel
+/// type has a trailing array of unions, hence this plain twin).
+#[repr(C)]
+#[derive(IntoBytes, Immutable)]
+struct PostSendDoorbell {
+    response: u64,
+    qp_handle: u32,
+    wr_count: u32,
+    sge_count: u32,
+    wqe_size: u32,
+}
+const _: () = assert!(size_of::<PostSendDoorbell>() == size_of::<ib_uverbs_post_send>());
+const _: () = assert!(offset_of!(PostSendDoorbell, wqe_size) == offset_of!(ib_uverbs_post_send, wqe_size));
+
+impl WriteCmd for PostSendDoorbell {
+    const ID: u32 = IB_USER_VERBS_CMD_POST_SEND;
+    type Resp = ib_uverbs_post_send_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+/// A lock that, like the stock provider's pthread spin lock, can be taken in
+/// one C call and released in another (`ibv_wr_start` / `ibv_wr_complete`).
+/// Acquire on taking pairs with Release on dropping, so the queue state one
+/// holder wrote is what the next one reads.
+pub(crate) struct QueueLock(AtomicBool);
+
+impl QueueLock {
+    const fn new() -> QueueLock {
+        QueueLock(AtomicBool::new(false))
+    }
+
+    pub(crate) fn lock(&self) {
+        let mut spins = 0u32;
+        while self.0.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            while self.0.load(Ordering::Relaxed) {
+                spins = spins.wrapping_add(1);
+                if spins % 128 == 0 {
+                    std::thread::yield_now();
+                } else {
+                    spin_loop();
+                }
+            }
+        }
+    }
+
+    pub(crate) fn unlock(&self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// A ring we produce into: the mapping, our producer index (only we write
+/// it; the shared copy is for the kernel) and the queue's limits.
+pub(crate) struct WorkQueue<L> {
+    pub ring: Ring,
+    pub prod: u32,
+    pub limits: L,
+}
+
+impl<L> WorkQueue<L> {
+    /// The next free slot as (header, payload), or `ENOMEM` when the ring is
+    /// full (the kernel has not consumed far enough).
+    fn next_slot<H>(&mut self, header: usize) -> Result<(&mut H, &mut [u8]), Errno> {
+        let q = self.ring.indices();
+        if q.is_full(self.prod, self.ring.consumed()) {
+            return Err(libc::ENOMEM);
+        }
+        let elem = self.ring.geometry().elem_size();
+        let base = self.ring.slot_ptr(self.prod).as_ptr();
+        // SAFETY: the slot lies inside the mapping (Ring guarantees it) and is
+        // elem bytes long, elem >= header (checked at create time); slots are
+        // elem-size aligned, elem a power of two >= 64, enough for H. The
+        // slot is ours until we publish the producer past it: the kernel
+        // reads only published slots, and the queue lock excludes other
+        // posters. Any bytes are a valid H (rxe WQEs are plain data).
+        unsafe {
+            let h = &mut *base.cast::<H>();
+            let payload = core::slice::from_raw_parts_mut(base.add(header), elem - header);
+            Ok((h, payload))
+        }
+    }
+
+    fn advance(&mut self) {
+        self.prod = self.ring.indices().next(self.prod);
+    }
+
+    /// Hands every slot built so far to the kernel.
+    fn publish(&self) {
+        self.ring.publish_producer(self.prod);
+    }
+}
+
+/// A work queue behind its lock.
+pub(crate) struct Locked<L> {
+    pub lock: QueueLock,
+    pub wq: UnsafeCell<WorkQueue<L>>,
+}
+
+impl<L> Locked<L> {
+    fn new(wq: WorkQueue<L>) -> Locked<L> {
+        Locked { lock: QueueLock::new(), wq: UnsafeCell::new(wq) }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut WorkQueue<L>) -> R) -> R {
+        struct Unlock<'a>(&'a QueueLock);
+        impl Drop for Unlock<'_> {
+            fn drop(&mut self) {
+                self.0.unlock();
+            }
+        }
+        self.lock.lock();
+        let _unlock = Unlock(&self.lock);
+        // SAFETY: the lock is held until _unlock drops (also on a panic), so
+        // this is the only reference to the queue state meanwhile.
+        f(unsafe { &mut *self.wq.get() })
+    }
+}
+
+/// Our QP. `vqp` must stay first: libibverbs hands its `ibv_qp` back to us.
+#[repr(C)]
+pub(crate) struct RxeQp {
+    pub vqp: UnsafeCell<VerbsQp>,
+    pub qp_type: c_int,
+    pub cmd_fd: RawFd,
+    /// The release-dependent offsets of `verbs_qp`.
+    pub layout: QpExLayout,
+    pub sq: Option<Locked<SendLimits>>,
+    /// `None` when the QP receives through an SRQ.
+    pub rq: Option<Locked<RecvLimits>>,
+}
+
+// SAFETY: the queue state is only touched under its lock; the libibverbs
+// part is shared with C exactly as the stock provider's is.
+unsafe impl Sync for RxeQp {}
+
+impl RxeQp {
+    /// # Safety
+    /// `qp` is an `ibv_qp` our create_qp made and not yet destroyed.
+    pub(crate) unsafe fn from_ibv_qp<'a>(qp: *mut ibv_qp) -> Option<&'a RxeQp> {
+        // SAFETY: ibv_qp is at offset 0 of VerbsQp, which is at offset 0 of RxeQp.
+        unsafe { qp.cast::<RxeQp>().as_ref() }
+    }
+
+    fn ibv_qp(&self) -> *mut ibv_qp {
+        self.vqp.get().cast::<ibv_qp>()
+    }
+
+    /// The handle the kernel gave the QP (written once, before publication).
+    fn handle(&self) -> u32 {
+        // SAFETY: handle is set at creation and never written again.
+        unsafe { ptr::read(addr_of_mut!((*self.ibv_qp()).handle)) }
+    }
+
+    fn state(&self) -> c_int {
+        // SAFETY: libibverbs and modify_qp write the state; a racy read of a
+        // plain int is what the stock provider does too (C10-97.2.1 check).
+        unsafe { ptr::read_volatile(addr_of_mut!((*self.ibv_qp()).state)) }
+    }
+}
+
+const _: () = assert!(offset_of!(RxeQp, vqp) == 0);
+
+/// Where a create request comes from: the fields shared by
+/// `ibv_qp_init_attr` and `ibv_qp_init_attr_ex`.
+struct CreateArgs {
+    context: *mut ibv_context,
+    pd: *mut ibv_pd,
+    qp_context: *mut c_void,
+    send_cq: *mut ibv_cq,
+    recv_cq: *mut ibv_cq,
+    srq: *mut c_void,
+    cap: ibv_qp_cap,
+    qp_type: c_int,
+    sq_sig_all: c_int,
+}
+
+/// `ibv_srq.handle` (offset 24: after context, srq_context and pd). The SRQ
+/// objects themselves are the SRQ verbs' business.
+fn srq_handle(srq: *mut c_void) -> Option<u32> {
+    // SAFETY: a non-null srq is an ibv_srq libibverbs got from our create_srq
+    // (or the caller's); its handle is a u32 at offset 24.
+    (!srq.is_null()).then(|| unsafe { srq.cast::<u8>().add(24).cast::<u32>().read() })
+}
+
+fn cq_handle(cq: *mut ibv_cq) -> Result<u32, Errno> {
+    // SAFETY: a CQ the caller passes for this context; null refused.
+    unsafe { cq.as_ref() }.map(|c| c.handle).ok_or(libc::EINVAL)
+}
+
+/// Maps the rings of a freshly created QP and checks every size the kernel
+/// gave against what we will write into the slots.
+fn map_queues(fd: RawFd, resp: &CreateQpResp, qp_type: c_int, has_srq: bool) -> Result<(Locked<SendLimits>, Option<Locked<RecvLimits>>), Errno> {
+    let core = &resp.core;
+    let sq_ring = Ring::map(fd, &resp.drv.sq_mi, SEND_WQE_HEADER)?;
+    let elem = sq_ring.geometry().elem_size();
+    let limits = SendLimits {
+        qp_type,
+        max_sge: core.max_send_sge,
+        max_inline: core.max_inline_data,
+        payload_room: elem - SEND_WQE_HEADER,
+    };
+    let prod = sq_ring.producer_index();
+    let sq = Locked::new(WorkQueue { ring: sq_ring, prod, limits });
+    let rq = if has_srq {
+        None
+    } else {
+        let ring = Ring::map(fd, &resp.drv.rq_mi, RECV_WQE_HEADER)?;
+        let limits = RecvLimits { max_sge: core.max_recv_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
+        let prod = ring.producer_index();
+        Some(Locked::new(WorkQueue { ring, prod, limits }))
+    };
+    Ok((sq, rq))
+}
+
+fn create(args: &CreateArgs, ex: bool) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
+    // SAFETY: the context is the live one the PD (or the caller) belongs to.
+    let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(libc::EINVAL)?;
+    // SAFETY: a non-null PD is one of ours (refused when null).
+    let pd = unsafe { args.pd.as_ref() }.ok_or(libc::EINVAL)?;
+    let fd = ctx.ibv_ctx.cmd_fd;
+    let send_cq = cq_handle(args.send_cq)?;
+    let recv_cq = cq_handle(args.recv_cq)?;
+    let layout = QpExLayout::for_release(ctx.layout.release);
+    let qp_type = u8::try_from(args.qp_type).map_err(|_| libc::EINVAL)?;
+
+    // SAFETY: VerbsQp is plain C data (pointers, integers, pthread objects
+    // that are initialised below); all-zero is its calloc'd state.
+    let mut qp = Box::new(RxeQp {
+        vqp: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+        qp_type: args.qp_type,
+        cmd_fd: fd,
+        layout,
+        sq: None,
+        rq: None,
+    });
+    let ibqp = qp.ibv_qp();
+    let srq = srq_handle(args.srq);
+    let cmd = ib_uverbs_create_qp {
+        response: 0,
+        user_handle: ibqp as usize as u64,
+        pd_handle: pd.handle,
+        send_cq_handle: send_cq,
+        recv_cq_handle: recv_cq,
+        srq_handle: srq.unwrap_or(0),
+        max_send_wr: args.cap.max_send_wr,
+        max_recv_wr: args.cap.max_recv_wr,
+        max_send_sge: args.cap.max_send_sge,
+        max_recv_sge: args.cap.max_recv_sge,
+        max_inline_data: args.cap.max_inline_data,
+        sq_sig_all: u8::from(args.sq_sig_all != 0),
+        qp_type,
+        is_srq: 0,
+        reserved: 0,
+        driver_data: [],
+    };
+    let resp = command::write_cmd(fd, cmd)?;
+    let destroy = |e: Errno| {
+        let _ = command::write_cmd(fd, ib_uverbs_destroy_qp { response: 0, qp_handle: resp.core.qp_handle, reserved: 0 });
+        e
+    };
+    let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some()).map_err(destroy)?;
+    qp.sq = Some(sq);
+    qp.rq = rq;
+
+    let vqp = qp.vqp.get_mut();
+    let q = &mut vqp.qp_ex.qp_base;
+    q.context = args.context;
+    q.qp_context = args.qp_context;
+    q.pd = args.pd;
+    q.send_cq = args.send_cq.cast();
+    q.recv_cq = args.recv_cq.cast();
+    q.srq = args.srq;
+    q.handle = resp.core.qp_handle;
+    q.qp_num = resp.core.qpn;
+    q.state = IBV_QPS_RESET;
+    q.qp_type = args.qp_type;
+    q.events_completed = 0;
+    // SAFETY: fresh, zeroed pthread objects at their final (boxed) address.
+    unsafe {
+        libc::pthread_mutex_init(&mut q.mutex, ptr::null());
+        libc::pthread_cond_init(&mut q.cond, ptr::null());
+    }
+    // As the stock provider: every QP made by create_qp_ex is an ibv_qp_ex.
+    vqp.set_comp_mask(layout, if ex { VERBS_QP_EX } else { 0 });
+    debug!("created QP {:#x} (type {}), handle {}", resp.core.qpn, args.qp_type, resp.core.qp_handle);
+    let granted = ibv_qp_cap {
+        max_send_wr: resp.core.max_send_wr,
+        max_recv_wr: resp.core.max_recv_wr,
+        max_send_sge: resp.core.max_send_sge,
+        max_recv_sge: resp.core.max_recv_sge,
+        max_inline_data: resp.core.max_inline_data,
+    };
+    Ok((Box::into_raw(qp).cast::<ibv_qp>(), granted))
+}
+
+/// `create_qp`.
+pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
+    ffi::guard("create_qp", ptr::null_mut(), || {
+        // SAFETY: the caller's PD (one of ours) and attributes; nulls refused.
+        let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
+            return ffi::fail_ptr(libc::EINVAL);
+        };
+        let args = CreateArgs {
+            context: p.context,
+            pd,
+            qp_context: a.qp_context,
+            send_cq: a.send_cq,
+            recv_cq: a.recv_cq,
+            srq: a.srq,
+            cap: a.cap,
+            qp_type: a.qp_type,
+            sq_sig_all: a.sq_sig_all,
+        };
+        match create(&args, false) {
+            Ok((qp, cap)) => {
+                // What the kernel granted, as ibv_cmd_create_qp reports it.
+                a.cap = cap;
+                qp
+            }
+            Err(e) => ffi::fail_ptr(e),
+        }
+    })
+}
+
+/// What `create_qp_ex` accepts (the stock provider's `RXE_QP_COMP_MASK_SUP`
+/// without `SEND_OPS_FLAGS`, which arrives with the `ibv_qp_ex` API).
+const CREATE_QP_EX_COMP_MASK: u32 = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+
+/// Checks `ibv_qp_init_attr_ex` as the stock provider does; `EOPNOTSUPP`
+/// for what it cannot do, `EINVAL` without a PD.
+fn check_create_ex(a: &ibv_qp_init_attr_ex) -> Result<(), Errno> {
+    if a.comp_mask & !CREATE_QP_EX_COMP_MASK != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        return Err(libc::EINVAL);
+    }
+    Ok(())
+}
+
+/// `create_qp_ex`.
+pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
+    ffi::guard("create_qp_ex", ptr::null_mut(), || {
+        // SAFETY: the caller's attributes; null refused.
+        let Some(a) = (unsafe { attr.as_mut() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        if let Err(e) = check_create_ex(a) {
+            return ffi::fail_ptr(e);
+        }
+        let args = CreateArgs {
+            context,
+            pd: a.pd,
+            qp_context: a.qp_context,
+            send_cq: a.send_cq,
+            recv_cq: a.recv_cq,
+            srq: a.srq,
+            cap: a.cap,
+            qp_type: a.qp_type,
+            sq_sig_all: a.sq_sig_all,
+        };
+        match create(&args, true) {
+            Ok((qp, cap)) => {
+                // What the kernel granted, as ibv_cmd_create_qp reports it.
+                a.cap = cap;
+                qp
+            }
+            Err(e) => ffi::fail_ptr(e),
+        }
+    })
+}
+
+fn qp_dest(a: &ibv_ah_attr) -> ib_uverbs_qp_dest {
+    ib_uverbs_qp_dest {
+        // SAFETY: every arm of ibv_gid is plain bytes.
+        dgid: unsafe { a.grh.dgid.raw },
+        flow_label: a.grh.flow_label,
+        dlid: a.dlid,
+        reserved: 0,
+        sgid_index: a.grh.sgid_index,
+        hop_limit: a.grh.hop_limit,
+        traffic_class: a.grh.traffic_class,
+        sl: a.sl,
+        src_path_bits: a.src_path_bits,
+        static_rate: a.static_rate,
+        is_global: a.is_global,
+        port_num: a.port_num,
+    }
+}
+
+fn ah_attr_from(d: &ib_uverbs_qp_dest) -> ibv_ah_attr {
+    ibv_ah_attr {
+        grh: ibv_global_route {
+            dgid: ibv_gid { raw: d.dgid },
+            flow_label: d.flow_label,
+            sgid_index: d.sgid_index,
+            hop_limit: d.hop_limit,
+            traffic_class: d.traffic_class,
+        },
+        dlid: d.dlid,
+        sl: d.sl,
+        src_path_bits: d.src_path_bits,
+        static_rate: d.static_rate,
+        is_global: d.is_global,
+        port_num: d.port_num,
+    }
+}
+
+/// The legacy `MODIFY_QP` body for `attr`/`mask`, as `ibv_cmd_modify_qp`
+/// fills it: only the fields the mask names.
+pub(crate) fn modify_cmd(handle: u32, a: &ibv_qp_attr, mask: c_int) -> ib_uverbs_modify_qp {
+    let has = |bit: c_int| mask & bit != 0;
+    let zero_dest = ib_uverbs_qp_dest {
+        dgid: [0; 16],
+        flow_label: 0,
+        dlid: 0,
+        reserved: 0,
+        sgid_index: 0,
+        hop_limit: 0,
+        traffic_class: 0,
+        sl: 0,
+        src_path_bits: 0,
+        static_rate: 0,
+        is_global: 0,
+        port_num: 0,
+    };
+    let mut c = ib_uverbs_modify_qp {
+        dest: zero_dest,
+        alt_dest: zero_dest,
+        qp_handle: handle,
+        attr_mask: mask as u32,
+        qkey: 0,
+        rq_psn: 0,
+        sq_psn: 0,
+        dest_qp_num: 0,
+        qp_access_flags: 0,
+        pkey_index: 0,
+        alt_pkey_index: 0,
+        qp_state: 0,
+        cur_qp_state: 0,
+        path_mtu: 0,
+        path_mig_state: 0,
+        en_sqd_async_notify: 0,
+        max_rd_atomic: 0,
+        max_dest_rd_atomic: 0,
+        min_rnr_timer: 0,
+        port_num: 0,
+        timeout: 0,
+        retry_cnt: 0,
+        rnr_retry: 0,
+        alt_port_num: 0,
+        alt_timeout: 0,
+        reserved: [0; 2],
+        driver_data: [],
+    };
+    if has(IBV_QP_STATE) {
+        c.qp_state = a.qp_state as u8;
+    }
+    if has(IBV_QP_CUR_STATE) {
+        c.cur_qp_state = a.cur_qp_state as u8;
+    }
+    if has(IBV_QP_EN_SQD_ASYNC_NOTIFY) {
+        c.en_sqd_async_notify = a.en_sqd_async_notify;
+    }
+    if has(IBV_QP_ACCESS_FLAGS) {
+        c.qp_access_flags = a.qp_access_flags;
+    }
+    if has(IBV_QP_PKEY_INDEX) {
+        c.pkey_index = a.pkey_index;
+    }
+    if has(IBV_QP_PORT) {
+        c.port_num = a.port_num;
+    }
+    if has(IBV_QP_QKEY) {
+        c.qkey = a.qkey;
+    }
+    if has(IBV_QP_AV) {
+        c.dest = qp_dest(&a.ah_attr);
+    }
+    if has(IBV_QP_PATH_MTU) {
+        c.path_mtu = a.path_mtu as u8;
+    }
+    if has(IBV_QP_TIMEOUT) {
+        c.timeout = a.timeout;
+    }
+    if has(IBV_QP_RETRY_CNT) {
+        c.retry_cnt = a.retry_cnt;
+    }
+    if has(IBV_QP_RNR_RETRY) {
+        c.rnr_retry = a.rnr_retry;
+    }
+    if has(IBV_QP_RQ_PSN) {
+        c.rq_psn = a.rq_psn;
+    }
+    if has(IBV_QP_MAX_QP_RD_ATOMIC) {
+        c.max_rd_atomic = a.max_rd_atomic;
+    }
+    if has(IBV_QP_ALT_PATH) {
+        c.alt_pkey_index = a.alt_pkey_index;
+        c.alt_port_num = a.alt_port_num;
+        c.alt_timeout = a.alt_timeout;
+        c.alt_dest = qp_dest(&a.alt_ah_attr);
+    }
+    if has(IBV_QP_MIN_RNR_TIMER) {
+        c.min_rnr_timer = a.min_rnr_timer;
+    }
+    if has(IBV_QP_SQ_PSN) {
+        c.sq_psn = a.sq_psn;
+    }
+    if has(IBV_QP_MAX_DEST_RD_ATOMIC) {
+        c.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+    if has(IBV_QP_PATH_MIG_STATE) {
+        c.path_mig_state = a.path_mig_state as u8;
+    }
+    if has(IBV_QP_DEST_QPN) {
+        c.dest_qp_num = a.dest_qp_num;
+    }
+    c
+}
+
+/// Masks from `IBV_QP_RATE_LIMIT` on need the extended interface, which
+/// rxe has nothing behind: `EOPNOTSUPP`, as `ibv_cmd_modify_qp` and
+/// `ibv_cmd_query_qp` give for the stock provider.
+fn check_legacy_mask(mask: c_int) -> Result<(), Errno> {
+    if mask < 0 || mask & !(IBV_QP_RATE_LIMIT - 1) != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// `modify_qp`.
+pub(crate) unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
+    ffi::guard("modify_qp", libc::EIO, || {
+        // SAFETY: a QP of ours and the caller's attributes; nulls refused.
+        let (Some(q), Some(a)) = (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        if let Err(e) = check_legacy_mask(mask) {
+            return ffi::fail_code(e);
+        }
+        match command::write_req(q.cmd_fd, modify_cmd(q.handle(), a, mask)) {
+            Ok(()) => {
+                if mask & IBV_QP_STATE != 0 {
+                    // SAFETY: the state field of our live QP; libibverbs
+                    // writes the same value right after we return.
+                    unsafe { ptr::write_volatile(addr_of_mut!((*q.ibv_qp()).state), a.qp_state) };
+                }
+                0
+            }
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+/// Fills `attr` and `init_attr` from a `QUERY_QP` response, as
+/// `ibv_cmd_query_qp` does.
+fn fill_query(r: &ib_uverbs_query_qp_resp, q: &ibv_qp, attr: &mut ibv_qp_attr, init: &mut ibv_qp_init_attr) {
+    attr.qkey = r.qkey;
+    attr.rq_psn = r.rq_psn;
+    attr.sq_psn = r.sq_psn;
+    attr.dest_qp_num = r.dest_qp_num;
+    attr.qp_access_flags = r.qp_access_flags;
+    attr.pkey_index = r.pkey_index;
+    attr.alt_pkey_index = r.alt_pkey_index;
+    attr.qp_state = c_int::from(r.qp_state);
+    attr.cur_qp_state = c_int::from(r.cur_qp_state);
+    attr.path_mtu = c_int::from(r.path_mtu);
+    attr.path_mig_state = c_int::from(r.path_mig_state);
+    attr.sq_draining = r.sq_draining;
+    attr.max_rd_atomic = r.max_rd_atomic;
+    attr.max_dest_rd_atomic = r.max_dest_rd_atomic;
+    attr.min_rnr_timer = r.min_rnr_timer;
+    attr.port_num = r.port_num;
+    attr.timeout = r.timeout;
+    attr.retry_cnt = r.retry_cnt;
+    attr.rnr_retry = r.rnr_retry;
+    attr.alt_port_num = r.alt_port_num;
+    attr.alt_timeout = r.alt_timeout;
+    let cap = ibv_qp_cap {
+        max_send_wr: r.max_send_wr,
+        max_recv_wr: r.max_recv_wr,
+        max_send_sge: r.max_send_sge,
+        max_recv_sge: r.max_recv_sge,
+        max_inline_data: r.max_inline_data,
+    };
+    attr.cap = cap;
+    attr.ah_attr = ah_attr_from(&r.dest);
+    attr.alt_ah_attr = ah_attr_from(&r.alt_dest);
+    init.qp_context = q.qp_context;
+    init.send_cq = q.send_cq.cast();
+    init.recv_cq = q.recv_cq.cast();
+    init.srq = q.srq;
+    init.qp_type = q.qp_type;
+    init.cap = cap;
+    init.sq_sig_all = c_int::from(r.sq_sig_all);
+}
+
+/// `query_qp`.
+pub(crate) unsafe extern "C" fn query_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    mask: c_int,
+    init_attr: *mut ibv_qp_init_attr,
+) -> c_int {
+    ffi::guard("query_qp", libc::EIO, || {
+        // SAFETY: a QP of ours and the caller's output structs; nulls refused.
+        let (Some(q), Some(attr), Some(init)) =
+            (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_mut() }, unsafe { init_attr.as_mut() })
+        else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        if let Err(e) = check_legacy_mask(mask) {
+            return ffi::fail_code(e);
+        }
+        let cmd = ib_uverbs_query_qp { response: 0, qp_handle: q.handle(), attr_mask: mask as u32, driver_data: [] };
+        match command::write_cmd(q.cmd_fd, cmd) {
+            Ok(r) => {
+                // SAFETY: the core fields of our live QP, read only.
+                fill_query(&r, unsafe { &*q.ibv_qp() }, attr, init);
+                0
+            }
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+/// `destroy_qp`: waits, as `ibv_cmd_destroy_qp` does, until the application
+/// acked every async event the kernel reported; then unmaps and frees.
+pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
+    ffi::guard("destroy_qp", libc::EIO, || {
+        // SAFETY: a QP of ours (null refused).
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else { return ffi::fail_code(libc::EINVAL) };
+        let cmd = ib_uverbs_destroy_qp { response: 0, qp_handle: q.handle(), reserved: 0 };
+        let resp = match command::write_cmd(q.cmd_fd, cmd) {
+            Ok(r) => r,
+            Err(e) => return ffi::fail_code(e),
+        };
+        // SAFETY: mutex/cond were initialised at create; libibverbs updates
+        // events_completed under that mutex (ibv_ack_async_event) and
+        // signals the cond.
+        unsafe {
+            let mutex = addr_of_mut!((*qp).mutex);
+            let cond = addr_of_mut!((*qp).cond);
+            libc::pthread_mutex_lock(mutex);
+            while ptr::read_volatile(addr_of_mut!((*qp).events_completed)) != resp.events_reported {
+                libc::pthread_cond_wait(cond, mutex);
+            }
+            libc::pthread_mutex_unlock(mutex);
+        }
+        // SAFETY: made by Box::into_raw in create, freed once, after the
+        // kernel let the QP go; dropping the rings unmaps them.
+        drop(unsafe { Box::from_raw(qp.cast::<RxeQp>()) });
+        0
+    })
+}
+
+/// A slice from a C pointer and count; a negative count is `EINVAL`.
+///
+/// # Safety
+/// With a positive count, `ptr` points at `n` live elements.
+unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
+    let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr, n) })
+}
+
+/// Reads a caller's `ibv_send_wr` into a [`SendRequest`].
+///
+/// # Safety
+/// `wr` is a live work request whose `sg_list` has `num_sge` entries, and
+/// whose AH (UD) and MW/MR (BIND_MW) pointers are objects of ours or null.
+unsafe fn send_request(wr: &ibv_send_wr, qp_type: c_int) -> Result<SendRequest<'_>, Errno> {
+    // SAFETY: per the contract.
+    let sges = unsafe { c_slice(wr.sg_list, wr.num_sge) }?;
+    let atomic = matches!(wr.opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD);
+    // SAFETY: the unions are plain data; which arm is meaningful depends on
+    // the opcode, and each is read only for the opcodes it belongs to.
+    let (remote_addr, rkey, compare_add, swap) = unsafe {
+        if atomic {
+            let a = wr.wr.atomic;
+            (a.remote_addr, a.rkey, a.compare_add, a.swap)
+        } else {
+            (wr.wr.rdma.remote_addr, wr.wr.rdma.rkey, 0, 0)
+        }
+    };
+    let ud = if qp_type == IBV_QPT_UD {
+        // SAFETY: the ud arm, for a UD QP; the AH is one our create_ah made
+        // (RxeAh begins with its ibv_ah) or null.
+        unsafe {
+            let u = wr.wr.ud;
+            u.ah.cast::<RxeAh>().as_ref().map(|ah| UdDest {
+                remote_qpn: u.remote_qpn,
+                remote_qkey: u.remote_qkey,
+                ah_num: ah.ah_num,
+                av: ah.av,
+            })
+        }
+    } else {
+        None
+    };
+    let bind = if wr.opcode == IBV_WR_BIND_MW {
+        // SAFETY: the bind_mw arm for BIND_MW; the MW is ours or null, the MR
+        // is ours or null (an unbind needs none).
+        unsafe {
+            let b = wr.ext.bind_mw;
+            match b.mw.as_ref() {
+                None => None,
+                Some(mw) => {
+                    let mr_lkey = b.bind_info.mr.as_ref().map_or(0, |mr| mr.lkey);
+                    if b.bind_info.mr.is_null() && b.bind_info.length != 0 {
+                        None
+                    } else {
+                        Some(MwBind {
+                            addr: b.bind_info.addr,
+                            length: b.bind_info.length,
+                            mr_lkey,
+                            mw_rkey: mw.rkey,
+                            new_rkey: b.rkey,
+                            access: b.bind_info.mw_access_flags,
+                        })
+                    }
+                }
+            }
+        }
+    } else {
+        None
+    };
+    Ok(SendRequest {
+        wr_id: wr.wr_id,
+        opcode: wr.opcode,
+        send_flags: wr.send_flags,
+        imm_data: wr.imm_data,
+        sges,
+        remote_addr,
+        rkey,
+        compare_add,
+        swap,
+        ud,
+        bind,
+    })
+}
+
+/// Validates one request and, when it passes, builds it in the next slot.
+///
+/// # Safety
+/// As for [`send_request`], and with `IBV_SEND_INLINE` the SGEs describe
+/// readable memory.
+unsafe fn post_one_send(sq: &mut WorkQueue<SendLimits>, wr: &ibv_send_wr) -> Result<(), Errno> {
+    // SAFETY: forwarded.
+    let req = unsafe { send_request(wr, sq.limits.qp_type) }?;
+    let length = wqe::validate_send(&req, &sq.limits)?;
+    let (hdr, payload) = sq.next_slot::<rxe_send_wqe>(SEND_WQE_HEADER)?;
+    // SAFETY: validated above; inline sources per the contract.
+    unsafe { wqe::encode_send(&req, length, hdr, payload) };
+    sq.advance();
+    Ok(())
+}
+
+fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
+    let cmd = PostSendDoorbell {
+        response: 0,
+        qp_handle: q.handle(),
+        wr_count: 0,
+        sge_count: 0,
+        wqe_size: size_of::<ibv_send_wr>() as u32,
+    };
+    command::write_cmd(q.cmd_fd, cmd).map(|_| ())
+}
+
+/// `post_send`. Requests are taken in order; the first that fails is
+/// refused whole and returned in `*bad_wr`, those before it stay posted.
+pub(crate) unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv_send_wr) -> c_int {
+    ffi::guard("post_send", libc::EIO, || {
+        // SAFETY: libibverbs passes a QP of ours; bad_wr is the caller's.
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else { return libc::EINVAL };
+        if bad_wr.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: non-null, the caller's out pointer.
+        unsafe { *bad_wr = ptr::null_mut() };
+        let Some(sq) = &q.sq else { return libc::EINVAL };
+        if wr.is_null() {
+            return libc::EINVAL;
+        }
+        let (rc, posted) = sq.with(|sq| {
+            let mut cur = wr;
+            let mut posted = 0u32;
+            let mut rc = 0;
+            while !cur.is_null() {
+                // SAFETY: the caller's list of live work requests.
+                let w = unsafe { &*cur };
+                // SAFETY: the ibv_post_send contract covers the SGEs and the
+                // AH/MW/MR objects it names.
+                if let Err(e) = unsafe { post_one_send(sq, w) } {
+                    debug!("post_send: work request {:#x} refused (errno {e})", w.wr_id);
+                    // SAFETY: as above.
+                    unsafe { *bad_wr = cur };
+                    rc = e;
+                    break;
+                }
+                posted += 1;
+                cur = w.next;
+            }
+            if posted > 0 {
+                sq.publish();
+            }
+            (rc, posted)
+        });
+        if posted > 0 {
+            if let Err(e) = ring_doorbell(q) {
+                return e;
+            }
+        }
+        rc
+    })
+}
+
+/// `post_recv`: only advances the producer index.
+pub(crate) unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
+    ffi::guard("post_recv", libc::EIO, || {
+        // SAFETY: libibverbs passes a QP of ours.
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else { return libc::EINVAL };
+        if bad_wr.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: non-null, the caller's out pointer.
+        unsafe { *bad_wr = ptr::null_mut() };
+        let Some(rq) = &q.rq else { return libc::EINVAL };
+        // C10-97.2.1: no receives in RESET.
+        if wr.is_null() || q.state() == IBV_QPS_RESET {
+            return libc::EINVAL;
+        }
+        rq.with(|rq| {
+            let mut cur = wr;
+            let mut rc = 0;
+            let mut posted = false;
+            while !cur.is_null() {
+                // SAFETY: the caller's list of live work requests.
+                let w = unsafe { &*cur };
+                // SAFETY: sg_list has num_sge entries (ibv_post_recv contract).
+                let r = unsafe { c_slice(w.sg_list, w.num_sge) }.and_then(|sges| {
+                    let length = wqe::validate_recv(sges, &rq.limits)?;
+                    let (hdr, payload) = rq.next_slot::<rxe_recv_wqe>(RECV_WQE_HEADER)?;
+                    wqe::encode_recv(w.wr_id, sges, length, hdr, payload);
+                    rq.advance();
+                    Ok(())
+                });
+                if let Err(e) = r {
+                    // SAFETY: as above.
+                    unsafe { *bad_wr = cur };
+                    rc = e;
+                    break;
+                }
+                posted = true;
+                cur = w.next;
+            }
+            if posted {
+                rq.publish();
+            }
+            rc
+        })
+    })
+}
+
+/// `bind_mw` for type 1 windows: a BIND_MW work request with the window's
+/// next rkey, which the window takes when the post succeeded (the
+/// application undoes it if the completion reports an error).
+pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: *mut ibv_mw_bind) -> c_int {
+    ffi::guard("bind_mw", libc::EIO, || {
+        // SAFETY: the caller's window (ours) and bind description; nulls refused.
+        let (Some(m), Some(b)) = (unsafe { mw.as_mut() }, unsafe { bind.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        if m.r#type != IBV_MW_TYPE_1 || b.bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED != 0 {
+            return ffi::fail_code(libc::EINVAL);
+        }
+        // SAFETY: ibv_send_wr is plain C data; all-zero is its memset state.
+        let mut wr: ibv_send_wr = unsafe { core::mem::zeroed() };
+        wr.wr_id = b.wr_id;
+        wr.opcode = IBV_WR_BIND_MW;
+        wr.send_flags = b.send_flags;
+        let new_rkey = wqe::next_rkey(m.rkey);
+        wr.ext.bind_mw = ibv_send_wr_bind_mw { mw, rkey: new_rkey, bind_info: b.bind_info };
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: a complete work request on our stack, a QP of the caller's.
+        let rc = unsafe { post_send(qp, &mut wr, &mut bad) };
+        if rc != 0 {
+            return ffi::fail_code(rc);
+        }
+        m.rkey = new_rkey;
+        0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::testing::FakeQueue;
+
+    fn attr() -> ibv_qp_attr {
+        // SAFETY: plain C data.
+        let mut a: ibv_qp_attr = unsafe { core::mem::zeroed() };
+        a.qp_state = 3;
+        a.path_mtu = 3;
+        a.dest_qp_num = 0x123;
+        a.rq_psn = 7;
+        a.sq_psn = 9;
+        a.max_dest_rd_atomic = 1;
+        a.min_rnr_timer = 12;
+        a.ah_attr.dlid = 5;
+        a.ah_attr.is_global = 1;
+        a.ah_attr.port_num = 1;
+        a.ah_attr.grh.sgid_index = 1;
+        a.ah_attr.grh.hop_limit = 64;
+        a.timeout = 14;
+        a.qkey = 0x1111;
+        a
+    }
+
+    #[test]
+    fn modify_copies_only_the_masked_fields() {
+        let a = attr();
+        let c = modify_cmd(4, &a, IBV_QP_STATE);
+        assert_eq!((c.qp_handle, c.attr_mask, c.qp_state, c.path_mtu, c.dest_qp_num), (4, 1, 3, 0, 0));
+        let rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
+            | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        let c = modify_cmd(4, &a, rtr);
+        assert_eq!((c.path_mtu, c.dest_qp_num, c.rq_psn, c.max_dest_rd_atomic, c.min_rnr_timer), (3, 0x123, 7, 1, 12));
+        assert_eq!((c.dest.dlid, c.dest.is_global, c.dest.port_num, c.dest.sgid_index, c.dest.hop_limit), (5, 1, 1, 1, 64));
+        assert_eq!((c.sq_psn, c.timeout, c.qkey), (0, 0, 0));
+        let c = modify_cmd(4, &a, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_QKEY);
+        assert_eq!((c.sq_psn, c.timeout, c.qkey, c.dest.dlid), (9, 14, 0x1111, 0));
+    }
+
+    #[test]
+    fn extended_masks_are_not_supported() {
+        assert_eq!(check_legacy_mask(IBV_QP_STATE | IBV_QP_DEST_QPN), Ok(()));
+        assert_eq!(check_legacy_mask(IBV_QP_RATE_LIMIT), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_legacy_mask(-1), Err(libc::EOPNOTSUPP));
+    }
+
+    #[test]
+    fn create_ex_refuses_what_is_not_there_yet() {
+        // SAFETY: plain C data.
+        let mut a: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
+        let mut pd = ibv_pd { context: ptr::null_mut(), handle: 0 };
+        a.pd = &mut pd;
+        a.comp_mask = IBV_QP_INIT_ATTR_PD;
+        assert_eq!(check_create_ex(&a), Ok(()));
+        a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+        a.create_flags = 1;
+        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        a.create_flags = 0;
+        assert_eq!(check_create_ex(&a), Ok(()));
+        a.comp_mask = IBV_QP_INIT_ATTR_CREATE_FLAGS;
+        assert_eq!(check_create_ex(&a), Err(libc::EINVAL));
+        a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD;
+        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+    }
+
+    fn send_queue(fq: &FakeQueue, max_sge: u32) -> WorkQueue<SendLimits> {
+        let ring = Ring::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
+        let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
+        let prod = ring.producer_index();
+        WorkQueue { ring, prod, limits: SendLimits { qp_type: IBV_QPT_RC, max_sge, max_inline: 0, payload_room } }
+    }
+
+    fn wr(wr_id: u64, opcode: c_int, sges: &mut [ibv_sge]) -> ibv_send_wr {
+        // SAFETY: plain C data.
+        let mut w: ibv_send_wr = unsafe { core::mem::zeroed() };
+        w.wr_id = wr_id;
+        w.opcode = opcode;
+        w.sg_list = sges.as_mut_ptr();
+        w.num_sge = sges.len() as c_int;
+        w
+    }
+
+    #[test]
+    fn the_ring_fills_up_and_a_refused_request_leaves_no_trace() {
+        // 4 slots of 256 bytes: capacity 3.
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut sq = send_queue(&fq, 2);
+        let mut sges = [ibv_sge { addr: 0x1000, length: 8, lkey: 1 }];
+        for id in 0..3 {
+            // SAFETY: no inline data, no AH or MW.
+            assert_eq!(unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &mut sges)) }, Ok(()));
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &mut sges)) }, Err(libc::ENOMEM));
+        sq.publish();
+        assert_eq!(fq.kernel.produced(), 3);
+        let w: rxe_send_wqe = fq.kernel.read_slot(2);
+        assert_eq!((w.wr.wr_id, w.dma.length), (2, 8));
+        // The kernel consumes two; a bad request is refused without using a slot.
+        fq.kernel.release_consumer(2);
+        let mut three = [ibv_sge::default(); 3];
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &mut three)) }, Err(libc::EINVAL));
+        assert_eq!(sq.prod, 3);
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &mut sges)) }, Ok(()));
+        sq.publish();
+        assert_eq!(fq.kernel.produced(), 0); // wrapped
+        let w: rxe_send_wqe = fq.kernel.read_slot(3);
+        assert_eq!(w.wr.wr_id, 4);
+    }
+
+    #[test]
+    fn a_negative_sge_count_is_einval() {
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut sq = send_queue(&fq, 2);
+        let mut w = wr(1, IBV_WR_SEND, &mut []);
+        w.num_sge = -1;
+        // SAFETY: refused before any pointer is read.
+        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(libc::EINVAL));
+        w.num_sge = 1;
+        w.sg_list = ptr::null_mut();
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(libc::EINVAL));
+    }
+}
