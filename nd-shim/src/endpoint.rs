@@ -10,9 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
-use crate::connection_data::{
-    fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits,
-};
+use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
 use crate::connector::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
 use crate::engine::{Adapter, AdapterInner, Owner};
 use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
@@ -91,9 +89,21 @@ type Setup<'a> = Option<Box<dyn FnOnce(&mut Core) + 'a>>;
 
 impl ConnInner {
     /// Runs one input through the machine and its effects. Returns the call's code.
-    fn drive(&self, core: &mut Core, input: ConnectorInput, setup: Setup<'_>, done: &mut Done) -> Option<NdStatus> {
+    fn drive(
+        &self,
+        core: &mut Core,
+        input: ConnectorInput,
+        setup: Setup<'_>,
+        done: &mut Done,
+    ) -> Option<NdStatus> {
         let t = connector::step(core.state, input);
-        log::debug!("connector {}: {:?} + {input:?} -> {:?} {:?}", self.token, core.state, t.next, t.returns);
+        log::debug!(
+            "connector {}: {:?} + {input:?} -> {:?} {:?}",
+            self.token,
+            core.state,
+            t.next,
+            t.returns
+        );
         core.state = t.next;
         if !t.effects.is_empty() {
             if let Some(setup) = setup {
@@ -107,7 +117,12 @@ impl ConnInner {
                     if let Err(status) = self.act(core, action) {
                         log::debug!("connector {}: {action:?} failed: {status}", self.token);
                         let before = core.state;
-                        let back = self.drive(core, ConnectorInput::ActionFailed { action, status }, None, done);
+                        let back = self.drive(
+                            core,
+                            ConnectorInput::ActionFailed { action, status },
+                            None,
+                            done,
+                        );
                         if back.is_some() {
                             returns = back;
                         }
@@ -121,7 +136,9 @@ impl ConnInner {
                         done.push((slot, status));
                     }
                 }
-                Effect::PeerDisconnected => log::debug!("connector {}: peer disconnected", self.token),
+                Effect::PeerDisconnected => {
+                    log::debug!("connector {}: peer disconnected", self.token)
+                }
             }
         }
         returns
@@ -200,7 +217,10 @@ impl ConnInner {
                 let id = Self::id(core)?;
                 let qp = Self::qp(core)?;
                 // QP to RTR (and RTS, which the CM allows before the REP) before rdma_accept.
-                for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
+                for state in [
+                    ffi::ibv_qp_state::IBV_QPS_RTR,
+                    ffi::ibv_qp_state::IBV_QPS_RTS,
+                ] {
                     let (mut attr, mask) = id.qp_attr(state)?;
                     attr.max_dest_rd_atomic = responder_resources;
                     attr.max_rd_atomic = initiator_depth;
@@ -217,7 +237,10 @@ impl ConnInner {
             Action::Establish => {
                 let id = Self::id(core)?;
                 let qp = Self::qp(core)?;
-                for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
+                for state in [
+                    ffi::ibv_qp_state::IBV_QPS_RTR,
+                    ffi::ibv_qp_state::IBV_QPS_RTS,
+                ] {
                     let (mut attr, mask) = id.qp_attr(state)?;
                     qp.modify(&mut attr, mask)?;
                 }
@@ -238,11 +261,18 @@ impl ConnInner {
 
     /// A call: `setup` stores its arguments for the actions; `pending` is the request that
     /// completes later when the call returns ND_PENDING.
-    fn call(&self, input: ConnectorInput, setup: Setup<'_>, pending: Option<Request>) -> Result<Option<Arc<Slot>>, NdStatus> {
+    fn call(
+        &self,
+        input: ConnectorInput,
+        setup: Setup<'_>,
+        pending: Option<Request>,
+    ) -> Result<Option<Arc<Slot>>, NdStatus> {
         let mut done = Done::new();
         let result = {
             let mut core = lock(&self.core);
-            let returns = self.drive(&mut core, input, setup, &mut done).unwrap_or(NdStatus::ND_SUCCESS);
+            let returns = self
+                .drive(&mut core, input, setup, &mut done)
+                .unwrap_or(NdStatus::ND_SUCCESS);
             match (returns, pending) {
                 (NdStatus::ND_PENDING, Some(request)) => {
                     let slot = Slot::new();
@@ -264,9 +294,12 @@ impl ConnInner {
             match event.kind {
                 CmEventKind::ConnectResponse if core.state == ConnectorState::Connecting => {
                     core.peer.record_private_data(private_data);
-                    core.peer.record_read_limits(PeerReadLimits::from_event_param(params.0, params.1));
+                    core.peer
+                        .record_read_limits(PeerReadLimits::from_event_param(params.0, params.1));
                 }
-                CmEventKind::Rejected if !private_data.is_empty() => core.peer.record_private_data(private_data),
+                CmEventKind::Rejected if !private_data.is_empty() => {
+                    core.peer.record_private_data(private_data)
+                }
                 _ => {}
             }
             self.drive(&mut core, ConnectorInput::Event(event), None, &mut done);
@@ -283,7 +316,11 @@ impl ConnInner {
             core.id = Some(request.id);
             core.hold = listener_hold.map(Hold::Exclusive);
             core.peer.record_private_data(&request.private_data);
-            core.peer.record_read_limits(PeerReadLimits::from_event_param(request.params.0, request.params.1));
+            core.peer
+                .record_read_limits(PeerReadLimits::from_event_param(
+                    request.params.0,
+                    request.params.1,
+                ));
             let event = CmEvent::new(CmEventKind::ConnectRequest, 0);
             self.drive(&mut core, ConnectorInput::Event(event), None, &mut done);
         }
@@ -373,7 +410,14 @@ impl Connector {
         outbound_read_limit: u32,
         private_data: &[u8],
     ) -> Result<Pending, NdStatus> {
-        self.start_connect(qp, remote, inbound_read_limit, outbound_read_limit, private_data, None)
+        self.start_connect(
+            qp,
+            remote,
+            inbound_read_limit,
+            outbound_read_limit,
+            private_data,
+            None,
+        )
     }
 
     /// NDK NdkConnectWithSharedEndpoint.
@@ -406,8 +450,12 @@ impl Connector {
         shared: Option<Arc<SharedEndpointReservation>>,
     ) -> Result<Pending, NdStatus> {
         let input = match shared {
-            Some(_) => ConnectorInput::ConnectWithSharedEndpoint { private_data_len: private_data.len() },
-            None => ConnectorInput::Connect { private_data_len: private_data.len() },
+            Some(_) => ConnectorInput::ConnectWithSharedEndpoint {
+                private_data_len: private_data.len(),
+            },
+            None => ConnectorInput::Connect {
+                private_data_len: private_data.len(),
+            },
         };
         let qp = Arc::clone(&qp.inner);
         let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
@@ -424,7 +472,9 @@ impl Connector {
 
     /// ND2 CompleteConnect: QP to RTR/RTS and the RTU.
     pub fn complete_connect(&self) -> Result<(), NdStatus> {
-        self.inner.call(ConnectorInput::CompleteConnect, None, None).map(drop)
+        self.inner
+            .call(ConnectorInput::CompleteConnect, None, None)
+            .map(drop)
     }
 
     /// ND2 Accept. Completes when the connection is established (the peer's RTU).
@@ -441,21 +491,29 @@ impl Connector {
             core.outgoing = private_data.to_vec();
             core.requested = ReadLimits::new(inbound_read_limit, outbound_read_limit);
         }));
-        let input = ConnectorInput::Accept { private_data_len: private_data.len() };
+        let input = ConnectorInput::Accept {
+            private_data_len: private_data.len(),
+        };
         let slot = self.inner.call(input, setup, Some(Request::Accept))?;
         Ok(self.pending_or_done(slot))
     }
 
     /// ND2 Reject: passive before Accept, or active after Connect completed.
     pub fn reject(&self, private_data: &[u8]) -> Result<(), NdStatus> {
-        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| core.outgoing = private_data.to_vec()));
-        let input = ConnectorInput::Reject { private_data_len: private_data.len() };
+        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
+            core.outgoing = private_data.to_vec()
+        }));
+        let input = ConnectorInput::Reject {
+            private_data_len: private_data.len(),
+        };
         self.inner.call(input, setup, None).map(drop)
     }
 
     /// ND2 GetReadLimits: the peer's offer from this side's view, capped to the adapter.
     pub fn get_read_limits(&self) -> Result<ReadLimits, NdStatus> {
-        lock(&self.inner.core).peer.read_limits(self.inner.adapter.info.read_limits())
+        lock(&self.inner.core)
+            .peer
+            .read_limits(self.inner.adapter.info.read_limits())
     }
 
     /// ND2 GetPrivateData: the peer's private data as the event reported it (wire size).
@@ -478,7 +536,9 @@ impl Connector {
 
     /// ND2 GetLocalAddress into an encoded sockaddr buffer.
     pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
-        let addr = self.local_address().ok_or(NdStatus::ND_CONNECTION_INVALID)?;
+        let addr = self
+            .local_address()
+            .ok_or(NdStatus::ND_CONNECTION_INVALID)?;
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
 
@@ -490,13 +550,19 @@ impl Connector {
 
     /// ND2 NotifyDisconnect: completes when the peer disconnects.
     pub fn notify_disconnect(&self) -> Result<Pending, NdStatus> {
-        let slot = self.inner.call(ConnectorInput::NotifyDisconnect, None, Some(Request::NotifyDisconnect))?;
+        let slot = self.inner.call(
+            ConnectorInput::NotifyDisconnect,
+            None,
+            Some(Request::NotifyDisconnect),
+        )?;
         Ok(self.pending_or_done(slot))
     }
 
     /// ND2 Disconnect: DREQ, and the QP to ERR (outstanding requests complete ND_CANCELED).
     pub fn disconnect(&self) -> Result<Pending, NdStatus> {
-        let slot = self.inner.call(ConnectorInput::Disconnect, None, Some(Request::Disconnect))?;
+        let slot = self
+            .inner
+            .call(ConnectorInput::Disconnect, None, Some(Request::Disconnect))?;
         Ok(self.pending_or_done(slot))
     }
 
@@ -545,9 +611,20 @@ pub(crate) struct ListenerInner {
 }
 
 impl ListenerInner {
-    fn drive(&self, core: &mut ListenerCore, input: ListenerInput, done: &mut Done) -> Option<NdStatus> {
+    fn drive(
+        &self,
+        core: &mut ListenerCore,
+        input: ListenerInput,
+        done: &mut Done,
+    ) -> Option<NdStatus> {
         let t = listener::step(core.state, input);
-        log::debug!("listener {}: {:?} + {input:?} -> {:?} {:?}", self.token, core.state, t.next, t.returns);
+        log::debug!(
+            "listener {}: {:?} + {input:?} -> {:?} {:?}",
+            self.token,
+            core.state,
+            t.next,
+            t.returns
+        );
         core.state = t.next;
         let mut returns = t.returns;
         for effect in t.effects {
@@ -555,7 +632,8 @@ impl ListenerInner {
                 ListenerEffect::Do(action) => {
                     if let Err(status) = self.act(core, action) {
                         let before = core.state;
-                        let back = self.drive(core, ListenerInput::ActionFailed { action, status }, done);
+                        let back =
+                            self.drive(core, ListenerInput::ActionFailed { action, status }, done);
                         if back.is_some() {
                             returns = back;
                         }
@@ -605,10 +683,16 @@ impl ListenerInner {
             }
             ListenerAction::Listen => {
                 let backlog = i32::try_from(core.backlog).unwrap_or(i32::MAX);
-                core.id.as_ref().ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?.listen(backlog)
+                core.id
+                    .as_ref()
+                    .ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?
+                    .listen(backlog)
             }
             ListenerAction::HandOverRequest => {
-                let request = core.incoming.pop_front().ok_or(NdStatus::ND_INTERNAL_ERROR)?;
+                let request = core
+                    .incoming
+                    .pop_front()
+                    .ok_or(NdStatus::ND_INTERNAL_ERROR)?;
                 let Some((connector, slot)) = core.waiting.pop_front() else {
                     core.incoming.push_front(request);
                     return Err(NdStatus::ND_INTERNAL_ERROR);
@@ -642,7 +726,11 @@ impl ListenerInner {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
-            core.incoming.push_back(Incoming { id, private_data, params });
+            core.incoming.push_back(Incoming {
+                id,
+                private_data,
+                params,
+            });
             let event = CmEvent::new(CmEventKind::ConnectRequest, 0);
             self.drive(&mut core, ListenerInput::Event(event), &mut done);
         }
@@ -651,7 +739,11 @@ impl ListenerInner {
 
     pub(crate) fn on_event(&self, event: CmEvent) {
         let mut done = Done::new();
-        self.drive(&mut lock(&self.core), ListenerInput::Event(event), &mut done);
+        self.drive(
+            &mut lock(&self.core),
+            ListenerInput::Event(event),
+            &mut done,
+        );
         finish(done);
     }
 
@@ -686,7 +778,11 @@ impl Listener {
         Listener { inner }
     }
 
-    fn call(&self, input: ListenerInput, setup: impl FnOnce(&mut ListenerCore)) -> Result<(), NdStatus> {
+    fn call(
+        &self,
+        input: ListenerInput,
+        setup: impl FnOnce(&mut ListenerCore),
+    ) -> Result<(), NdStatus> {
         let mut done = Done::new();
         let returns = {
             let mut core = lock(&self.inner.core);
@@ -718,11 +814,16 @@ impl Listener {
 
     pub fn local_address(&self) -> Option<SocketAddr> {
         let core = lock(&self.inner.core);
-        core.id.as_ref().and_then(CmId::local_addr).or_else(|| core.hold.as_ref().map(PortReservation::addr))
+        core.id
+            .as_ref()
+            .and_then(CmId::local_addr)
+            .or_else(|| core.hold.as_ref().map(PortReservation::addr))
     }
 
     pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
-        let addr = self.local_address().ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?;
+        let addr = self
+            .local_address()
+            .ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?;
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
 
@@ -735,8 +836,11 @@ impl Listener {
         let mut done = Done::new();
         let returns = {
             let mut core = lock(&self.inner.core);
-            core.waiting.push_back((Arc::clone(&connector.inner), Arc::clone(&slot)));
-            let returns = self.inner.drive(&mut core, ListenerInput::GetConnectionRequest, &mut done);
+            core.waiting
+                .push_back((Arc::clone(&connector.inner), Arc::clone(&slot)));
+            let returns =
+                self.inner
+                    .drive(&mut core, ListenerInput::GetConnectionRequest, &mut done);
             match returns {
                 Some(NdStatus::ND_PENDING) => {}
                 Some(NdStatus::ND_SUCCESS) => {

@@ -82,7 +82,6 @@ pub struct AdapterInner {
     /// Held while a thread processes events: one processor at a time keeps events in order.
     processing: Mutex<()>,
     thread: AtomicBool,
-    stop: AtomicBool,
     epoll: i32,
     // Dropped last: keeps librdmacm's device contexts open.
     _devices: DeviceList,
@@ -173,7 +172,11 @@ impl AdapterInner {
             log::debug!("ignoring rdma_cm event {}", event.kind);
             return;
         };
-        log::debug!("event {kind:?} status {} for token {}", event.status, event.context);
+        log::debug!(
+            "event {kind:?} status {} for token {}",
+            event.status,
+            event.context
+        );
         if kind == CmEventKind::ConnectRequest {
             // SAFETY: the id of a CONNECT_REQUEST is new and ours to own from here on.
             let id = unsafe { event.id.into_owned() };
@@ -264,7 +267,7 @@ pub struct Adapter {
 
 impl Adapter {
     /// Opens the adapter that has `local` and starts the shim's event thread; completion
-    /// callbacks run on it.
+    /// callbacks run on it. The thread lives as long as the adapter or any object made from it.
     pub fn open(local: IpAddr) -> Result<Adapter, NdStatus> {
         let adapter = Adapter::open_polled(local)?;
         adapter.inner.thread.store(true, Ordering::Release);
@@ -273,9 +276,6 @@ impl Adapter {
             .name("nd-shim-events".into())
             .spawn(move || loop {
                 let Some(inner) = weak.upgrade() else { return };
-                if inner.stop.load(Ordering::Acquire) {
-                    return;
-                }
                 let mut ev = libc::epoll_event { events: 0, u64: 0 };
                 // SAFETY: epoll_wait on the adapter's epoll fd, kept open by `inner`.
                 unsafe { libc::epoll_wait(inner.epoll, &mut ev, 1, 100) };
@@ -352,7 +352,6 @@ impl Adapter {
             next_token: AtomicU64::new(1),
             processing: Mutex::new(()),
             thread: AtomicBool::new(false),
-            stop: AtomicBool::new(false),
             epoll,
             _devices: devices,
         });
@@ -389,11 +388,5 @@ impl Adapter {
     /// Processes every event that is ready, without blocking; returns how many.
     pub fn process_events(&self) -> usize {
         self.inner.process()
-    }
-}
-
-impl Drop for Adapter {
-    fn drop(&mut self) {
-        self.inner.stop.store(true, Ordering::Release);
     }
 }

@@ -1,8 +1,8 @@
 //! ND2 / NDK connector semantics over rdma_cm.
 //!
-//! This is the pure core, testable on a host without an RDMA device. The rdma_cm event engine,
-//! the NDK-shaped C interface and ND2's COM interfaces sit on top of it and share it. The rules
-//! come from `docs/nd-semantics.md`; each module says which section.
+//! The pure core is testable on a host without an RDMA device; the rdma_cm event engine and the
+//! Rust API sit on it, and the NDK-shaped C interface and ND2's COM interfaces will share both.
+//! The rules come from `docs/nd-semantics.md`; each module says which section.
 //!
 //! - [`status`]: the ND2 HRESULT / NTSTATUS codes ([`NdStatus`]), and one mapping table per
 //!   source of failure: errno, and rdma_cm events per side.
@@ -13,6 +13,20 @@
 //!   `step(state, input)` that returns the call's inline code, the pending requests that
 //!   complete, and the actions the engine must carry out.
 //! - [`connection_data`]: private data limits, read-limit capping, and the getters' buffer rules.
+//!
+//! On top, with RDMA hardware (or rxe) and librdmacm/libibverbs loaded at run time:
+//! - [`Adapter`]: opened by a local address; its rdma_cm event engine (one event channel for all
+//!   its connectors and listeners) runs on a thread of the shim's ([`Adapter::open`]) or is
+//!   driven by the application ([`Adapter::open_polled`], [`Adapter::event_fd`],
+//!   [`Adapter::process_events`]). [`Adapter::query`] is ND2_ADAPTER_INFO.
+//! - [`CompletionQueue`], [`QueuePair`], [`MemoryRegion`]: enough verbs to move data.
+//! - [`Connector`], [`Listener`], [`SharedEndpoint`]: ND2's method sets (and NDK's
+//!   ConnectWithSharedEndpoint). Calls return `Err(code)` for every inline failure and a
+//!   [`Pending`] (wait, poll, cancel, callback) for what completes later; which codes come inline
+//!   and which through the completion is in [`connector`]'s module docs.
+//!
+//! Logging goes through the `log` crate and is silent unless the application installs a logger;
+//! the conformance program's logger takes its level from `ND_SHIM_LOG`.
 //!
 //! An NDK shared endpoint has no state machine of its own: it is a
 //! [`ports::SharedEndpointReservation`], and each connector connected through it holds a
@@ -36,4 +50,6 @@ pub use endpoint::{Connector, Listener, SharedEndpoint};
 pub use engine::{Adapter, AdapterInfo};
 pub use request::Pending;
 pub use status::NdStatus;
-pub use verbs::{Completion, CompletionQueue, MemoryRegion, QueuePair, Sge, ND_OP_FLAG_SILENT_SUCCESS};
+pub use verbs::{
+    Completion, CompletionQueue, MemoryRegion, QueuePair, Sge, ND_OP_FLAG_SILENT_SUCCESS,
+};

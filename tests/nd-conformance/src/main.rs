@@ -1,7 +1,30 @@
 //! ND2 / NDK connector conformance over nd-shim, for the VM rig (rxe0 on 198.18.0.1, rxe1 on
 //! 198.18.0.2). `nd-conformance CASE` runs one case (passive and active side as threads, each on
 //! its own adapter), prints `PASS CASE` or `FAIL CASE: why`, and exits 0 only on PASS.
-//! `nd-conformance --list` prints the case names.
+//! `nd-conformance --list` prints the case names. The rig suite is `tests/suites/nd-conformance.sh`.
+//!
+//! Which case produces which code:
+//!
+//! | code | cases |
+//! |---|---|
+//! | ND_SUCCESS, ND_PENDING | every handshake; data both ways in `connect-accept-data` |
+//! | ND_INVALID_BUFFER_SIZE | `private-data-limit` (Connect, 57 bytes), `listener-reject` (Reject, 149) |
+//! | ND_CONNECTION_ACTIVE | `connect-state-errors` |
+//! | ND_CONNECTION_INVALID | `connect-state-errors`, `cancel-connect` |
+//! | STATUS_ADDRESS_ALREADY_ASSOCIATED | `second-bind` |
+//! | ND_SHARING_VIOLATION | `port-in-use` |
+//! | ND_INVALID_ADDRESS | `invalid-address` |
+//! | ND_TOO_MANY_ADDRESSES | `ports-exhausted` (the suite sets ND_SHIM_PORT_RANGE) |
+//! | ND_HOST_UNREACHABLE | `host-unreachable` |
+//! | ND_NETWORK_UNREACHABLE | `network-unreachable` (inline) |
+//! | ND_CONNECTION_REFUSED | `no-listener-refused`, `listener-reject`, `active-reject` |
+//! | ND_CANCELED | `disconnect`, `release-disconnects` (flushed receives), `cancel-connect` |
+//! | ND_ADDRESS_ALREADY_EXISTS | `shared-endpoint` |
+//! | ND_BUFFER_OVERFLOW | `getters-short-buffers` |
+//!
+//! Not produced here: ND_IO_TIMEOUT (the IB CM retries an unanswered REQ for about 65 s);
+//! ND_CONNECTION_ABORTED on the passive side (when the active side destroys its id in REQ_SENT,
+//! kernel 6.1's rxe rig delivers no REJECTED to the passive id within 10 s); ND_DEVICE_REMOVED.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::mpsc;
@@ -10,7 +33,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use nd_shim::{
-    Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, QueuePair, SharedEndpoint,
+    Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, QueuePair,
+    SharedEndpoint,
 };
 
 const SERVER: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
@@ -55,12 +79,21 @@ impl Side {
     fn open(ip: IpAddr, polled: bool) -> Result<Side, String> {
         let adapter = ok(
             "open adapter",
-            if polled { Adapter::open_polled(ip) } else { Adapter::open(ip) },
+            if polled {
+                Adapter::open_polled(ip)
+            } else {
+                Adapter::open(ip)
+            },
         )?;
         let cq = Arc::new(ok("create cq", CompletionQueue::new(&adapter, 64))?);
         let qp = ok("create qp", QueuePair::new(&adapter, &cq, &cq, 16, 16, 2))?;
         let mr = ok("register mr", MemoryRegion::new(&adapter, 4096))?;
-        Ok(Side { adapter, cq, qp, mr })
+        Ok(Side {
+            adapter,
+            cq,
+            qp,
+            mr,
+        })
     }
 
     /// Private data that tells the peer where to RDMA-write: address and token.
@@ -84,7 +117,11 @@ impl Side {
         let sge = ok("sge", self.mr.sge(offset, text.len() as u32))?;
         ok("send", self.qp.send(ctx, &[sge], 0))?;
         self.wait_completion(ctx).and_then(|c| {
-            ensure!(c.status == NdStatus::ND_SUCCESS, "send completed {}", c.status);
+            ensure!(
+                c.status == NdStatus::ND_SUCCESS,
+                "send completed {}",
+                c.status
+            );
             Ok(())
         })
     }
@@ -92,9 +129,17 @@ impl Side {
     fn write_remote(&self, ctx: u64, offset: usize, text: &[u8], remote: (u64, u32)) -> Outcome {
         ok("fill", self.mr.write(offset, text))?;
         let sge = ok("sge", self.mr.sge(offset, text.len() as u32))?;
-        ok("write", self.qp.write(ctx, &[sge], remote.0 + offset as u64, remote.1, 0))?;
+        ok(
+            "write",
+            self.qp
+                .write(ctx, &[sge], remote.0 + offset as u64, remote.1, 0),
+        )?;
         let c = self.wait_completion(ctx)?;
-        ensure!(c.status == NdStatus::ND_SUCCESS, "write completed {}", c.status);
+        ensure!(
+            c.status == NdStatus::ND_SUCCESS,
+            "write completed {}",
+            c.status
+        );
         Ok(())
     }
 
@@ -103,7 +148,10 @@ impl Side {
         while Instant::now() < deadline {
             match self.cq.get_results(1).first() {
                 Some(c) if c.request_context == ctx => return Ok(*c),
-                Some(c) => println!("  (completion {} while waiting for {ctx}: {})", c.request_context, c.status),
+                Some(c) => println!(
+                    "  (completion {} while waiting for {ctx}: {})",
+                    c.request_context, c.status
+                ),
                 None => thread::sleep(Duration::from_millis(1)),
             }
         }
@@ -112,17 +160,31 @@ impl Side {
 
     fn received(&self, ctx: u64, offset: usize, want: &[u8]) -> Outcome {
         let c = self.wait_completion(ctx)?;
-        ensure!(c.status == NdStatus::ND_SUCCESS, "receive completed {}", c.status);
+        ensure!(
+            c.status == NdStatus::ND_SUCCESS,
+            "receive completed {}",
+            c.status
+        );
         let mut got = vec![0u8; want.len()];
         ok("read", self.mr.read(offset, &mut got))?;
-        ensure!(got == want, "received {:?}, want {:?}", String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+        ensure!(
+            got == want,
+            "received {:?}, want {:?}",
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(want)
+        );
         Ok(())
     }
 
     fn memory_holds(&self, offset: usize, want: &[u8]) -> Outcome {
         let mut got = vec![0u8; want.len()];
         ok("read", self.mr.read(offset, &mut got))?;
-        ensure!(got == want, "memory holds {:?}, want {:?}", String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+        ensure!(
+            got == want,
+            "memory holds {:?}, want {:?}",
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(want)
+        );
         Ok(())
     }
 }
@@ -151,12 +213,17 @@ where
 }
 
 fn join(handle: thread::JoinHandle<Outcome>) -> Outcome {
-    handle.join().unwrap_or_else(|_| Err("passive side panicked".into()))
+    handle
+        .join()
+        .unwrap_or_else(|_| Err("passive side panicked".into()))
 }
 
 fn listening(side: &Side, port: u16) -> Result<Listener, String> {
     let listener = Listener::new(&side.adapter);
-    ok("listener bind", listener.bind(SocketAddr::new(SERVER, port)))?;
+    ok(
+        "listener bind",
+        listener.bind(SocketAddr::new(SERVER, port)),
+    )?;
     ok("listen", listener.listen(4))?;
     Ok(listener)
 }
@@ -176,18 +243,37 @@ fn connect_accept_data() -> Outcome {
         let listener = listening(&side, PORT)?;
         ready.send(()).ok();
         let connector = Connector::new(&side.adapter);
-        let get = ok("get_connection_request", listener.get_connection_request(&connector))?;
+        let get = ok(
+            "get_connection_request",
+            listener.get_connection_request(&connector),
+        )?;
         expect("GetConnectionRequest", get.wait(), NdStatus::ND_SUCCESS)?;
         let data = private_data(&connector)?;
-        ensure!(data.len() == 56, "REQ private data is {} bytes, want the wire size 56", data.len());
-        ensure!(data[12..56].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8), "REQ private data differs");
+        ensure!(
+            data.len() == 56,
+            "REQ private data is {} bytes, want the wire size 56",
+            data.len()
+        );
+        ensure!(
+            data[12..56]
+                .iter()
+                .enumerate()
+                .all(|(i, b)| *b == (i + 12) as u8),
+            "REQ private data differs"
+        );
         let peer = remote_of(&data);
         let limits = ok("get_read_limits", connector.get_read_limits())?;
-        ensure!((limits.inbound, limits.outbound) == (2, 3), "passive read limits {limits:?}, want in 2 out 3");
+        ensure!(
+            (limits.inbound, limits.outbound) == (2, 3),
+            "passive read limits {limits:?}, want in 2 out 3"
+        );
         println!("  passive read limits {limits:?}");
         side.post_receive(1, 0)?;
         side.post_receive(2, 64)?;
-        let accept = ok("accept", connector.accept(&side.qp, 8, 8, &side.token_data(196)))?;
+        let accept = ok(
+            "accept",
+            connector.accept(&side.qp, 8, 8, &side.token_data(196)),
+        )?;
         expect("Accept", accept.wait(), NdStatus::ND_SUCCESS)?;
         side.received(1, 0, b"ping")?;
         side.send(10, 1024, b"pong")?;
@@ -205,15 +291,34 @@ fn connect_accept_data() -> Outcome {
     let connector = Connector::new(&side.adapter);
     let connect = ok(
         "connect",
-        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 3, 2, &side.token_data(56)),
+        connector.connect(
+            &side.qp,
+            SocketAddr::new(SERVER, PORT),
+            3,
+            2,
+            &side.token_data(56),
+        ),
     )?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
     let data = private_data(&connector)?;
-    ensure!(data.len() == 196, "REP private data is {} bytes, want the wire size 196", data.len());
-    ensure!(data[12..196].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8), "REP private data differs");
+    ensure!(
+        data.len() == 196,
+        "REP private data is {} bytes, want the wire size 196",
+        data.len()
+    );
+    ensure!(
+        data[12..196]
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == (i + 12) as u8),
+        "REP private data differs"
+    );
     let peer = remote_of(&data);
     let limits = ok("get_read_limits", connector.get_read_limits())?;
-    ensure!((limits.inbound, limits.outbound) == (3, 2), "active read limits {limits:?}, want in 3 out 2");
+    ensure!(
+        (limits.inbound, limits.outbound) == (3, 2),
+        "active read limits {limits:?}, want in 3 out 2"
+    );
     println!("  active read limits {limits:?}");
     ok("complete_connect", connector.complete_connect())?;
     side.send(10, 1024, b"ping")?;
@@ -230,7 +335,10 @@ fn no_listener_refused() -> Outcome {
     let _server = Side::open(SERVER, false)?;
     let side = Side::open(CLIENT, true)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, 7002), 1, 1, &[]))?;
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, 7002), 1, 1, &[]),
+    )?;
     expect("Connect", connect.wait(), NdStatus::ND_CONNECTION_REFUSED)
 }
 
@@ -242,18 +350,37 @@ fn private_data_limit() -> Outcome {
         let listener = listening(&side, PORT)?;
         ready.send(()).ok();
         let connector = Connector::new(&side.adapter);
-        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        expect(
+            "GetConnectionRequest",
+            ok("get", listener.get_connection_request(&connector))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
         let data = private_data(&connector)?;
         ensure!(data[..56] == [0x5a; 56], "REQ private data differs");
-        expect("Accept", ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)
+        expect(
+            "Accept",
+            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )
     });
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
     let connector = Connector::new(&side.adapter);
     let remote = SocketAddr::new(SERVER, PORT);
-    expect_err("Connect with 57 bytes", connector.connect(&side.qp, remote, 0, 0, &[0x5a; 57]), NdStatus::ND_INVALID_BUFFER_SIZE)?;
-    let connect = ok("connect with 56", connector.connect(&side.qp, remote, 0, 0, &[0x5a; 56]))?;
-    expect("Connect with 56 bytes", connect.wait(), NdStatus::ND_SUCCESS)?;
+    expect_err(
+        "Connect with 57 bytes",
+        connector.connect(&side.qp, remote, 0, 0, &[0x5a; 57]),
+        NdStatus::ND_INVALID_BUFFER_SIZE,
+    )?;
+    let connect = ok(
+        "connect with 56",
+        connector.connect(&side.qp, remote, 0, 0, &[0x5a; 56]),
+    )?;
+    expect(
+        "Connect with 56 bytes",
+        connect.wait(),
+        NdStatus::ND_SUCCESS,
+    )?;
     ok("complete_connect", connector.complete_connect())?;
     join(server)
 }
@@ -267,18 +394,42 @@ fn connect_state_errors() -> Outcome {
         let listener = listening(&side, PORT)?;
         ready.send(()).ok();
         let connector = Connector::new(&side.adapter);
-        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
-        expect("Accept", ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)
+        expect(
+            "GetConnectionRequest",
+            ok("get", listener.get_connection_request(&connector))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
+        expect(
+            "Accept",
+            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )
     });
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
     let connector = Connector::new(&side.adapter);
-    expect_err("CompleteConnect on a new connector", connector.complete_connect(), NdStatus::ND_CONNECTION_INVALID)?;
+    expect_err(
+        "CompleteConnect on a new connector",
+        connector.complete_connect(),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
     let remote = SocketAddr::new(SERVER, PORT);
-    expect("Connect", ok("connect", connector.connect(&side.qp, remote, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)?;
+    expect(
+        "Connect",
+        ok("connect", connector.connect(&side.qp, remote, 0, 0, &[]))?.wait(),
+        NdStatus::ND_SUCCESS,
+    )?;
     ok("complete_connect", connector.complete_connect())?;
-    expect_err("Connect on a connected connector", connector.connect(&side.qp, remote, 0, 0, &[]), NdStatus::ND_CONNECTION_ACTIVE)?;
-    expect_err("CompleteConnect when connected", connector.complete_connect(), NdStatus::ND_CONNECTION_INVALID)?;
+    expect_err(
+        "Connect on a connected connector",
+        connector.connect(&side.qp, remote, 0, 0, &[]),
+        NdStatus::ND_CONNECTION_ACTIVE,
+    )?;
+    expect_err(
+        "CompleteConnect when connected",
+        connector.complete_connect(),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
     join(server)
 }
 
@@ -287,10 +438,19 @@ fn second_bind() -> Outcome {
     let side = Side::open(CLIENT, true)?;
     let connector = Connector::new(&side.adapter);
     ok("bind", connector.bind(SocketAddr::new(CLIENT, 0)))?;
-    let local = connector.local_address().ok_or("no local address after bind")?;
-    ensure!((49152..=65535).contains(&local.port()), "port 0 bound {local}, want the ND range");
+    let local = connector
+        .local_address()
+        .ok_or("no local address after bind")?;
+    ensure!(
+        (49152..=65535).contains(&local.port()),
+        "port 0 bound {local}, want the ND range"
+    );
     println!("  bound {local}");
-    expect_err("second Bind", connector.bind(SocketAddr::new(CLIENT, 0)), NdStatus::STATUS_ADDRESS_ALREADY_ASSOCIATED)
+    expect_err(
+        "second Bind",
+        connector.bind(SocketAddr::new(CLIENT, 0)),
+        NdStatus::STATUS_ADDRESS_ALREADY_ASSOCIATED,
+    )
 }
 
 /// A port another connector or listener holds: ND_SHARING_VIOLATION.
@@ -298,11 +458,22 @@ fn port_in_use() -> Outcome {
     let side = Side::open(SERVER, true)?;
     let listener = listening(&side, 7005)?;
     let connector = Connector::new(&side.adapter);
-    expect_err("Bind to a listener's port", connector.bind(SocketAddr::new(SERVER, 7005)), NdStatus::ND_SHARING_VIOLATION)?;
+    expect_err(
+        "Bind to a listener's port",
+        connector.bind(SocketAddr::new(SERVER, 7005)),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
     let other = Listener::new(&side.adapter);
-    expect_err("second listener on the port", other.bind(SocketAddr::new(SERVER, 7005)), NdStatus::ND_SHARING_VIOLATION)?;
+    expect_err(
+        "second listener on the port",
+        other.bind(SocketAddr::new(SERVER, 7005)),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
     drop(listener);
-    ok("Bind after the listener closed", connector.bind(SocketAddr::new(SERVER, 7005)))
+    ok(
+        "Bind after the listener closed",
+        connector.bind(SocketAddr::new(SERVER, 7005)),
+    )
 }
 
 /// Addresses no RDMA adapter has: ND_INVALID_ADDRESS.
@@ -310,12 +481,27 @@ fn invalid_address() -> Outcome {
     let side = Side::open(SERVER, true)?;
     let connector = Connector::new(&side.adapter);
     let test_net = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
-    expect_err("Bind to 192.0.2.1", connector.bind(SocketAddr::new(test_net, 0)), NdStatus::ND_INVALID_ADDRESS)?;
+    expect_err(
+        "Bind to 192.0.2.1",
+        connector.bind(SocketAddr::new(test_net, 0)),
+        NdStatus::ND_INVALID_ADDRESS,
+    )?;
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    expect_err("Bind to 127.0.0.1", connector.bind(SocketAddr::new(loopback, 0)), NdStatus::ND_INVALID_ADDRESS)?;
-    expect_err("open adapter 192.0.2.1", Adapter::open_polled(test_net), NdStatus::ND_INVALID_ADDRESS)?;
+    expect_err(
+        "Bind to 127.0.0.1",
+        connector.bind(SocketAddr::new(loopback, 0)),
+        NdStatus::ND_INVALID_ADDRESS,
+    )?;
+    expect_err(
+        "open adapter 192.0.2.1",
+        Adapter::open_polled(test_net),
+        NdStatus::ND_INVALID_ADDRESS,
+    )?;
     // The connector is still usable.
-    ok("Bind to the adapter's address", connector.bind(SocketAddr::new(SERVER, 0)))
+    ok(
+        "Bind to the adapter's address",
+        connector.bind(SocketAddr::new(SERVER, 0)),
+    )
 }
 
 /// With the ND range narrowed (ND_SHIM_PORT_RANGE, set by the suite) and used up:
@@ -331,7 +517,11 @@ fn ports_exhausted() -> Outcome {
             Err(status) => {
                 println!("  {} binds in {range}, then {status}", held.len());
                 ensure!(held.len() < 1000, "the range did not run out");
-                return expect("Bind with the range used up", status, NdStatus::ND_TOO_MANY_ADDRESSES);
+                return expect(
+                    "Bind with the range used up",
+                    status,
+                    NdStatus::ND_TOO_MANY_ADDRESSES,
+                );
             }
         }
     }
@@ -342,8 +532,15 @@ fn host_unreachable() -> Outcome {
     let side = Side::open(CLIENT, true)?;
     let connector = Connector::new(&side.adapter);
     let nobody = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 77));
-    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(nobody, 7006), 0, 0, &[]))?;
-    expect("Connect to 198.18.0.77", connect.wait(), NdStatus::ND_HOST_UNREACHABLE)
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(nobody, 7006), 0, 0, &[]),
+    )?;
+    expect(
+        "Connect to 198.18.0.77",
+        connect.wait(),
+        NdStatus::ND_HOST_UNREACHABLE,
+    )
 }
 
 /// No route to the destination: ND_NETWORK_UNREACHABLE inline.
@@ -352,8 +549,15 @@ fn network_unreachable() -> Outcome {
     let connector = Connector::new(&side.adapter);
     let far = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 1));
     match connector.connect(&side.qp, SocketAddr::new(far, 7007), 0, 0, &[]) {
-        Err(status) => expect("Connect to 203.0.113.1 (inline)", status, NdStatus::ND_NETWORK_UNREACHABLE),
-        Ok(pending) => Err(format!("Connect to 203.0.113.1 returned pending, then completed {}", pending.wait())),
+        Err(status) => expect(
+            "Connect to 203.0.113.1 (inline)",
+            status,
+            NdStatus::ND_NETWORK_UNREACHABLE,
+        ),
+        Ok(pending) => Err(format!(
+            "Connect to 203.0.113.1 returned pending, then completed {}",
+            pending.wait()
+        )),
     }
 }
 
@@ -366,17 +570,32 @@ fn listener_reject() -> Outcome {
         let listener = listening(&side, PORT)?;
         ready.send(()).ok();
         let connector = Connector::new(&side.adapter);
-        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
-        expect_err("Reject with 149 bytes", connector.reject(&[0; 149]), NdStatus::ND_INVALID_BUFFER_SIZE)?;
+        expect(
+            "GetConnectionRequest",
+            ok("get", listener.get_connection_request(&connector))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
+        expect_err(
+            "Reject with 149 bytes",
+            connector.reject(&[0; 149]),
+            NdStatus::ND_INVALID_BUFFER_SIZE,
+        )?;
         ok("reject", connector.reject(b"go away"))
     });
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
+    )?;
     expect("Connect", connect.wait(), NdStatus::ND_CONNECTION_REFUSED)?;
     let data = private_data(&connector)?;
-    ensure!(data.starts_with(b"go away"), "REJ private data {:?}", String::from_utf8_lossy(&data));
+    ensure!(
+        data.starts_with(b"go away"),
+        "REJ private data {:?}",
+        String::from_utf8_lossy(&data)
+    );
     println!("  REJ private data readable, {} bytes", data.len());
     join(server)
 }
@@ -390,14 +609,21 @@ fn active_reject() -> Outcome {
         let listener = listening(&side, PORT)?;
         ready.send(()).ok();
         let connector = Connector::new(&side.adapter);
-        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        expect(
+            "GetConnectionRequest",
+            ok("get", listener.get_connection_request(&connector))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
         let accept = ok("accept", connector.accept(&side.qp, 0, 0, &[]))?;
         expect("Accept", accept.wait(), NdStatus::ND_CONNECTION_REFUSED)
     });
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
+    )?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
     ok("reject after Connect", connector.reject(&[]))?;
     join(server)
@@ -412,30 +638,52 @@ fn disconnect() -> Outcome {
         let listener = listening(&side, PORT)?;
         ready.send(()).ok();
         let connector = Connector::new(&side.adapter);
-        expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
+        expect(
+            "GetConnectionRequest",
+            ok("get", listener.get_connection_request(&connector))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
         side.post_receive(1, 0)?;
-        expect("Accept", ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)?;
+        expect(
+            "Accept",
+            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
         let notify = ok("notify_disconnect", connector.notify_disconnect())?;
         expect("NotifyDisconnect", notify.wait(), NdStatus::ND_SUCCESS)?;
         // The peer's disconnect flushes nothing here.
-        ensure!(side.cq.get_results(4).is_empty(), "a completion arrived before our own Disconnect");
+        ensure!(
+            side.cq.get_results(4).is_empty(),
+            "a completion arrived before our own Disconnect"
+        );
         ok("disconnect", connector.disconnect())?;
         let c = side.wait_completion(1)?;
-        expect("passive receive after Disconnect", c.status, NdStatus::ND_CANCELED)
+        expect(
+            "passive receive after Disconnect",
+            c.status,
+            NdStatus::ND_CANCELED,
+        )
     });
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
     side.post_receive(1, 0)?;
     side.post_receive(2, 64)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
+    )?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
     ok("complete_connect", connector.complete_connect())?;
     thread::sleep(Duration::from_millis(300));
     let disconnect = ok("disconnect", connector.disconnect())?;
     for ctx in [1, 2] {
         let c = side.wait_completion(ctx)?;
-        expect("active receive after Disconnect", c.status, NdStatus::ND_CANCELED)?;
+        expect(
+            "active receive after Disconnect",
+            c.status,
+            NdStatus::ND_CANCELED,
+        )?;
     }
     expect("Disconnect", disconnect.wait(), NdStatus::ND_SUCCESS)?;
     join(server)
@@ -455,11 +703,25 @@ fn cancel_connect() -> Outcome {
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok("connect", connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]))?;
-    ensure!(connect.wait_for(Duration::from_secs(1)).is_none(), "Connect completed without an Accept");
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
+    )?;
+    ensure!(
+        connect.wait_for(Duration::from_secs(1)).is_none(),
+        "Connect completed without an Accept"
+    );
     connect.cancel();
-    expect("Connect after cancel", connect.wait(), NdStatus::ND_CANCELED)?;
-    expect_err("CompleteConnect after cancel", connector.complete_connect(), NdStatus::ND_CONNECTION_INVALID)?;
+    expect(
+        "Connect after cancel",
+        connect.wait(),
+        NdStatus::ND_CANCELED,
+    )?;
+    expect_err(
+        "CompleteConnect after cancel",
+        connector.complete_connect(),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
     join(server)
 }
 
@@ -469,14 +731,28 @@ fn shared_endpoint() -> Outcome {
     const PORTS: [u16; 2] = [7012, 7013];
     let (ready, server) = passive(|ready| {
         let side = Side::open(SERVER, false)?;
-        let listeners = PORTS.iter().map(|p| listening(&side, *p)).collect::<Result<Vec<_>, _>>()?;
+        let listeners = PORTS
+            .iter()
+            .map(|p| listening(&side, *p))
+            .collect::<Result<Vec<_>, _>>()?;
         ready.send(()).ok();
         let mut accepted = Vec::new();
         for listener in &listeners {
             let connector = Connector::new(&side.adapter);
-            expect("GetConnectionRequest", ok("get", listener.get_connection_request(&connector))?.wait(), NdStatus::ND_SUCCESS)?;
-            let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
-            expect("Accept", ok("accept", connector.accept(&qp, 0, 0, &[]))?.wait(), NdStatus::ND_SUCCESS)?;
+            expect(
+                "GetConnectionRequest",
+                ok("get", listener.get_connection_request(&connector))?.wait(),
+                NdStatus::ND_SUCCESS,
+            )?;
+            let qp = ok(
+                "qp",
+                QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
+            )?;
+            expect(
+                "Accept",
+                ok("accept", connector.accept(&qp, 0, 0, &[]))?.wait(),
+                NdStatus::ND_SUCCESS,
+            )?;
             accepted.push((connector, qp));
         }
         thread::sleep(Duration::from_millis(300));
@@ -484,27 +760,204 @@ fn shared_endpoint() -> Outcome {
     });
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
-    let endpoint = ok("shared endpoint", SharedEndpoint::new(&side.adapter, SocketAddr::new(CLIENT, 0)))?;
+    let endpoint = ok(
+        "shared endpoint",
+        SharedEndpoint::new(&side.adapter, SocketAddr::new(CLIENT, 0)),
+    )?;
     println!("  shared endpoint {}", endpoint.local_address());
     let mut connected = Vec::new();
     for port in PORTS {
-        let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+        let qp = ok(
+            "qp",
+            QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
+        )?;
         let connector = Connector::new(&side.adapter);
         let remote = SocketAddr::new(SERVER, port);
-        let connect = ok("connect", connector.connect_with_shared_endpoint(&qp, &endpoint, remote, 0, 0, &[]))?;
-        expect("ConnectWithSharedEndpoint", connect.wait(), NdStatus::ND_SUCCESS)?;
+        let connect = ok(
+            "connect",
+            connector.connect_with_shared_endpoint(&qp, &endpoint, remote, 0, 0, &[]),
+        )?;
+        expect(
+            "ConnectWithSharedEndpoint",
+            connect.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
         ok("complete_connect", connector.complete_connect())?;
         let local = connector.local_address().ok_or("no local address")?;
-        ensure!(local == endpoint.local_address(), "connection bound {local}, want {}", endpoint.local_address());
+        ensure!(
+            local == endpoint.local_address(),
+            "connection bound {local}, want {}",
+            endpoint.local_address()
+        );
         connected.push((connector, qp));
     }
-    let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+    let qp = ok(
+        "qp",
+        QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
+    )?;
     let again = Connector::new(&side.adapter);
     expect_err(
         "the same 4-tuple again",
-        again.connect_with_shared_endpoint(&qp, &endpoint, SocketAddr::new(SERVER, PORTS[0]), 0, 0, &[]),
+        again.connect_with_shared_endpoint(
+            &qp,
+            &endpoint,
+            SocketAddr::new(SERVER, PORTS[0]),
+            0,
+            0,
+            &[],
+        ),
         NdStatus::ND_ADDRESS_ALREADY_EXISTS,
     )?;
+    join(server)
+}
+
+/// ND2_ADAPTER_INFO: MaxCallerData 56, MaxCalleeData 196, read limits from the device caps.
+fn adapter_query() -> Outcome {
+    let side = Side::open(SERVER, true)?;
+    let info = side.adapter.query();
+    println!("  {info:?}");
+    ensure!(
+        info.max_caller_data == 56,
+        "MaxCallerData {}",
+        info.max_caller_data
+    );
+    ensure!(
+        info.max_callee_data == 196,
+        "MaxCalleeData {}",
+        info.max_callee_data
+    );
+    ensure!(
+        info.max_inbound_read_limit > 0 && info.max_outbound_read_limit > 0,
+        "read limits {info:?}"
+    );
+    Ok(())
+}
+
+/// GetPrivateData, GetLocalAddress and GetPeerAddress with short buffers: ND_BUFFER_OVERFLOW
+/// and the required size; the address getters leave the buffer alone.
+fn getters_short_buffers() -> Outcome {
+    const PORT: u16 = 7014;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        let mut addr = [0u8; 64];
+        let fill = ok(
+            "listener get_local_address",
+            listener.get_local_address(&mut addr),
+        )?;
+        ensure!(
+            fill.status == NdStatus::ND_SUCCESS && fill.required == 16,
+            "listener address {fill:?}"
+        );
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        expect(
+            "GetConnectionRequest",
+            ok("get", listener.get_connection_request(&connector))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
+        let mut short = [0xeeu8; 10];
+        let fill = ok("get_private_data", connector.get_private_data(&mut short))?;
+        expect(
+            "GetPrivateData into 10 bytes",
+            fill.status,
+            NdStatus::ND_BUFFER_OVERFLOW,
+        )?;
+        ensure!(fill.required == 56, "required {}", fill.required);
+        ensure!(
+            short == *b"0123456789",
+            "the first 10 bytes were not copied: {short:?}"
+        );
+        let mut short = [0xeeu8; 8];
+        let fill = ok("get_peer_address", connector.get_peer_address(&mut short))?;
+        expect(
+            "GetPeerAddress into 8 bytes",
+            fill.status,
+            NdStatus::ND_BUFFER_OVERFLOW,
+        )?;
+        ensure!(
+            fill.required == 16 && short == [0xee; 8],
+            "peer address fill {fill:?}, buffer {short:?}"
+        );
+        let fill = ok("get_peer_address", connector.get_peer_address(&mut addr))?;
+        ensure!(fill.status == NdStatus::ND_SUCCESS, "peer address {fill:?}");
+        ensure!(
+            addr[4..8] == [198, 18, 0, 2],
+            "peer address bytes {:?}",
+            &addr[..16]
+        );
+        expect(
+            "Accept",
+            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok(
+        "connect",
+        connector.connect(
+            &side.qp,
+            SocketAddr::new(SERVER, PORT),
+            0,
+            0,
+            b"0123456789abcdef",
+        ),
+    )?;
+    expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
+    let mut short = [0xeeu8; 15];
+    let fill = ok("get_local_address", connector.get_local_address(&mut short))?;
+    expect(
+        "GetLocalAddress into 15 bytes",
+        fill.status,
+        NdStatus::ND_BUFFER_OVERFLOW,
+    )?;
+    ensure!(
+        fill.required == 16 && short == [0xee; 15],
+        "local address fill {fill:?}, buffer {short:?}"
+    );
+    ok("complete_connect", connector.complete_connect())?;
+    join(server)
+}
+
+/// Releasing a connected connector disconnects implicitly: its QP's outstanding receives
+/// complete with ND_CANCELED and the peer's NotifyDisconnect completes.
+fn release_disconnects() -> Outcome {
+    const PORT: u16 = 7015;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = listening(&side, PORT)?;
+        ready.send(()).ok();
+        let connector = Connector::new(&side.adapter);
+        expect(
+            "GetConnectionRequest",
+            ok("get", listener.get_connection_request(&connector))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
+        expect(
+            "Accept",
+            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
+        let notify = ok("notify_disconnect", connector.notify_disconnect())?;
+        expect("NotifyDisconnect", notify.wait(), NdStatus::ND_SUCCESS)
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    side.post_receive(1, 0)?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
+    )?;
+    expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
+    ok("complete_connect", connector.complete_connect())?;
+    thread::sleep(Duration::from_millis(300));
+    drop(connector);
+    let c = side.wait_completion(1)?;
+    expect("receive after release", c.status, NdStatus::ND_CANCELED)?;
+    // The DREQ went out; the peer's events need this adapter to do nothing more.
     join(server)
 }
 
@@ -526,6 +979,9 @@ const CASES: &[(&str, Case)] = &[
     ("disconnect", disconnect),
     ("cancel-connect", cancel_connect),
     ("shared-endpoint", shared_endpoint),
+    ("adapter-query", adapter_query),
+    ("getters-short-buffers", getters_short_buffers),
+    ("release-disconnects", release_disconnects),
 ];
 
 /// Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
@@ -547,7 +1003,9 @@ impl log::Log for StderrLog {
 }
 
 fn init_log() {
-    let level = std::env::var("ND_SHIM_LOG").ok().and_then(|v| v.parse::<log::LevelFilter>().ok());
+    let level = std::env::var("ND_SHIM_LOG")
+        .ok()
+        .and_then(|v| v.parse::<log::LevelFilter>().ok());
     if let Some(level) = level {
         static LOGGER: StderrLog = StderrLog;
         if log::set_logger(&LOGGER).is_ok() {
