@@ -26,3 +26,11 @@ show_served stock ibv_devinfo -d rxe0
 step "ibv_rc_pingpong: rxe0 (198.18.0.1) <-> rxe1 (198.18.0.2), stock provider"
 pair stock stock tcp:18515 ibv_rc_pingpong -d rxe0 -g 1 -n 1000 -- \
     ibv_rc_pingpong -d rxe1 -g 1 -n 1000 "$RIG_SERVER_IP" 2>&1 | sed 's/^/    /'
+
+step "nd-shim: an ND2 connector handshake (Connect, Accept, CompleteConnect) with private data and read limits, then data both ways, over rdma_cm"
+show_served stock "$RIG_ROOT/target/release/nd-conformance" connect-accept-data
+
+step "nd-shim: ND return codes as Windows applications expect them"
+for case in no-listener-refused private-data-limit shared-endpoint; do
+    "$RIG_ROOT/target/release/nd-conformance" "$case" 2>/dev/null | sed 's/^/    /'
+done
