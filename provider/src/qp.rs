@@ -146,19 +146,23 @@ pub(crate) struct WorkQueue<L> {
 impl<L> WorkQueue<L> {
     /// The next free slot as (header, payload), or `ENOMEM` when the ring is
     /// full (the kernel has not consumed far enough).
-    fn next_slot<H>(&mut self, header: usize) -> Result<(&mut H, &mut [u8]), Errno> {
+    fn next_slot<H: FromBytes>(&mut self) -> Result<(&mut H, &mut [u8]), Errno> {
         let q = self.ring.indices();
         if q.is_full(self.prod, self.ring.consumed()) {
             return Err(libc::ENOMEM);
         }
+        let header = size_of::<H>();
         let elem = self.ring.geometry().elem_size();
+        if elem < header {
+            return Err(libc::EPROTO);
+        }
         let base = self.ring.slot_ptr(self.prod).as_ptr();
-        // SAFETY: the slot lies inside the mapping (Ring guarantees it) and is
-        // elem bytes long, elem >= header (checked at create time); slots are
-        // elem-size aligned, elem a power of two >= 64, enough for H. The
+        // SAFETY: the slot lies inside the mapping (Ring guarantees it) and
+        // is elem >= size_of::<H>() bytes long; slots start at multiples of
+        // 128 bytes in a page-aligned mapping, enough for H's alignment. The
         // slot is ours until we publish the producer past it: the kernel
         // reads only published slots, and the queue lock excludes other
-        // posters. Any bytes are a valid H (rxe WQEs are plain data).
+        // posters. Any bytes are a valid H (FromBytes).
         unsafe {
             let h = &mut *base.cast::<H>();
             let payload = core::slice::from_raw_parts_mut(base.add(header), elem - header);
@@ -843,7 +847,7 @@ unsafe fn post_one_send(sq: &mut WorkQueue<SendLimits>, wr: &ibv_send_wr) -> Res
     // SAFETY: forwarded.
     let req = unsafe { send_request(wr, sq.limits.qp_type) }?;
     let length = wqe::validate_send(&req, &sq.limits)?;
-    let (hdr, payload) = sq.next_slot::<rxe_send_wqe>(SEND_WQE_HEADER)?;
+    let (hdr, payload) = sq.next_slot::<rxe_send_wqe>()?;
     // SAFETY: validated above; inline sources per the contract.
     unsafe { wqe::encode_send(&req, length, hdr, payload) };
     sq.advance();
@@ -934,7 +938,7 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr,
                 // SAFETY: sg_list has num_sge entries (ibv_post_recv contract).
                 let r = unsafe { c_slice(w.sg_list, w.num_sge) }.and_then(|sges| {
                     let length = wqe::validate_recv(sges, &rq.limits)?;
-                    let (hdr, payload) = rq.next_slot::<rxe_recv_wqe>(RECV_WQE_HEADER)?;
+                    let (hdr, payload) = rq.next_slot::<rxe_recv_wqe>()?;
                     wqe::encode_recv(w.wr_id, sges, length, hdr, payload);
                     rq.advance();
                     Ok(())
