@@ -1,0 +1,28 @@
+# Our provider against itself and against rdma-core's stock C provider, between rxe0 (server) and
+# rxe1 (client): libibverbs' pingpongs, rdma_cm's rping, and perftest over rdma_cm (-R).
+# ib_write_bw is left out: over rdma_cm it hangs now and then (server timeout, client exit 1) with
+# the stock provider on both ends too.
+source "$RIG_ROOT/tests/rig/guest/lib.sh"
+
+# The pairings: server provider, client provider.
+PAIRINGS=("rxe_rs rxe_rs" "rxe_rs stock" "stock rxe_rs")
+
+for pairing in "${PAIRINGS[@]}"; do
+    read -r sp cp <<< "$pairing"
+    tag=$sp-$cp
+    for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong; do
+        run_test "$pp.$tag" pair "$sp" "$cp" tcp:18515 \
+            "$pp" -d rxe0 -g 1 -n 500 -- \
+            "$pp" -d rxe1 -g 1 -n 500 "$RIG_SERVER_IP"
+    done
+
+    run_test "rping.$tag" pair "$sp" "$cp" cm:7174 \
+        rping -s -a "$RIG_SERVER_IP" -p 7174 -C 10 -- \
+        rping -c -a "$RIG_SERVER_IP" -I "$RIG_CLIENT_IP" -p 7174 -C 10 -v
+
+    for pt in ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat ib_send_bw ib_read_bw ib_atomic_bw; do
+        run_test "$pt.$tag" pair "$sp" "$cp" cm:18515 \
+            "$pt" -d rxe0 -R -n 500 -- \
+            "$pt" -d rxe1 -R -n 500 --source_ip "$RIG_CLIENT_IP" "$RIG_SERVER_IP"
+    done
+done
