@@ -16,7 +16,7 @@ use crate::engine::{Adapter, AdapterInner, Owner};
 use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
 use crate::ports::{PortReservation, SharedConnection, SharedEndpointReservation};
 use crate::request::{Pending, Slot};
-use crate::status::NdStatus;
+use crate::status::{from_errno, NdStatus};
 use crate::sys::{self, CmId, ConnParam};
 use crate::verbs::{QpInner, QueuePair};
 
@@ -221,7 +221,16 @@ impl ConnInner {
                     ffi::ibv_qp_state::IBV_QPS_RTR,
                     ffi::ibv_qp_state::IBV_QPS_RTS,
                 ] {
-                    let (mut attr, mask) = id.qp_attr(state)?;
+                    // EINVAL: the CM left REQ_RCVD, the active side abandoned its Connect
+                    // (nd-semantics.md: REQ_SENT abandon, ND_CONNECTION_ABORTED). See
+                    // CmId::request_alive for why no event says so.
+                    let (mut attr, mask) = id.qp_attr(state).map_err(|s| {
+                        if s == from_errno(libc::EINVAL) {
+                            NdStatus::ND_CONNECTION_ABORTED
+                        } else {
+                            s
+                        }
+                    })?;
                     attr.max_dest_rd_atomic = responder_resources;
                     attr.max_rd_atomic = initiator_depth;
                     qp.modify(&mut attr, mask)?;
@@ -722,10 +731,37 @@ impl ListenerInner {
         }
     }
 
+    /// Drops queued requests whose active side abandoned them (no event tells; see
+    /// [`CmId::request_alive`]): from the front until a live one when `all` is false, else all.
+    fn prune_abandoned(&self, core: &mut ListenerCore, all: bool, done: &mut Done) {
+        let mut at = 0;
+        while at < core.incoming.len() {
+            if core.incoming[at].id.request_alive() {
+                if !all {
+                    return;
+                }
+                at += 1;
+                continue;
+            }
+            log::debug!("listener {}: a queued request was abandoned", self.token);
+            // Dropping the id destroys it; its CM id is idle already, nothing goes out.
+            core.incoming.remove(at);
+            self.drive(core, ListenerInput::RequestAbandoned, done);
+        }
+    }
+
     pub(crate) fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
+            if let ListenerState::Listening {
+                backlog, queued, ..
+            } = core.state
+            {
+                if backlog > 0 && queued >= backlog {
+                    self.prune_abandoned(&mut core, true, &mut done);
+                }
+            }
             core.incoming.push_back(Incoming {
                 id,
                 private_data,
@@ -836,6 +872,7 @@ impl Listener {
         let mut done = Done::new();
         let returns = {
             let mut core = lock(&self.inner.core);
+            self.inner.prune_abandoned(&mut core, false, &mut done);
             core.waiting
                 .push_back((Arc::clone(&connector.inner), Arc::clone(&slot)));
             let returns =

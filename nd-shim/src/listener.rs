@@ -10,7 +10,10 @@
 //! Requests and GetConnectionRequest calls meet in arrival order: a request that finds a pending
 //! Get is handed to that Get's connector at once; otherwise it is queued, up to the backlog, and
 //! the next Get takes the oldest one inline. A request beyond the backlog is rejected, which the
-//! active side sees as REJECTED reason 28 (ND_CONNECTION_REFUSED).
+//! active side sees as REJECTED reason 28 (ND_CONNECTION_REFUSED). A queued request whose active
+//! side abandoned its Connect (its REJ, reason 4, reaches the CM but ucma reports no event of a
+//! request before rdma_accept, so the engine checks the queue when a Get takes from it and when
+//! the backlog is full) leaves the queue ([`ListenerInput::RequestAbandoned`]); no Get sees it.
 
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::status::NdStatus;
@@ -43,6 +46,9 @@ pub enum ListenerInput {
     Cancel,
     Release,
     Event(CmEvent),
+    /// The active side of a queued request is gone; the engine has taken the request out of
+    /// the queue.
+    RequestAbandoned,
     ActionFailed {
         action: ListenerAction,
         status: NdStatus,
@@ -118,7 +124,10 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
     use NdStatus as St;
 
     let unchanged = |status| returns(state, status, vec![]);
-    let is_call = !matches!(input, I::Event(_) | I::ActionFailed { .. });
+    let is_call = !matches!(
+        input,
+        I::Event(_) | I::RequestAbandoned | I::ActionFailed { .. }
+    );
     if is_call {
         match state {
             S::Closed => return unchanged(St::ND_INVALID_HANDLE),
@@ -249,6 +258,23 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
             ),
             _ => event(state, vec![]),
         },
+        (
+            S::Listening {
+                backlog,
+                waiting,
+                queued,
+            },
+            I::RequestAbandoned,
+        ) if queued > 0 => event(
+            S::Listening {
+                backlog,
+                waiting,
+                queued: queued - 1,
+            },
+            vec![],
+        ),
+        (_, I::RequestAbandoned) => event(state, vec![]),
+
         (S::Idle | S::Bound, I::Event(ev)) if ev.kind == CmEventKind::DeviceRemoval => {
             event(S::Failed(St::ND_DEVICE_REMOVED), vec![])
         }
@@ -393,6 +419,24 @@ mod tests {
         for (state, input, want) in rows {
             assert_eq!(step(state, input), want, "{input:?} in {state:?}");
         }
+    }
+
+    #[test]
+    fn an_abandoned_request_leaves_the_queue() {
+        let rows = [
+            (listening(2, 0, 2), t(listening(2, 0, 1), None, &[])),
+            // The Get that took it already holds it: its connector sees the event instead.
+            (listening(2, 1, 0), t(listening(2, 1, 0), None, &[])),
+            (S::Closed, t(S::Closed, None, &[])),
+        ];
+        for (state, want) in rows {
+            assert_eq!(step(state, I::RequestAbandoned), want, "in {state:?}");
+        }
+        // Room again: the next request is queued, not rejected.
+        assert_eq!(
+            step(listening(2, 0, 1), request()),
+            t(listening(2, 0, 2), None, &[])
+        );
     }
 
     #[test]

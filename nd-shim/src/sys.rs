@@ -394,6 +394,15 @@ impl CmId {
         Ok((attr, mask))
     }
 
+    /// Whether a received connection request still waits for our answer. ucma reports no event
+    /// of a new connection before `rdma_accept` (`ucma_event_handler` drops them while the
+    /// context has no uid), so when the active side abandons (its REJ, reason 4, moves the IB
+    /// CM id from REQ_RCVD to idle) nobody is told. The CM hands out RTR attributes only from
+    /// REQ_RCVD on, and fails with EINVAL in idle: one ioctl, no state change.
+    pub fn request_alive(&self) -> bool {
+        !matches!(self.qp_attr(ffi::ibv_qp_state::IBV_QPS_RTR), Err(s) if s == from_errno(libc::EINVAL))
+    }
+
     pub fn local_addr(&self) -> Option<SocketAddr> {
         // SAFETY: self.0 is live; the src member of the route's address union is a
         // sockaddr_storage-sized field librdmacm keeps current.

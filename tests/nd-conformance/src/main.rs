@@ -16,15 +16,21 @@
 //! | ND_INVALID_ADDRESS | `invalid-address` |
 //! | ND_TOO_MANY_ADDRESSES | `ports-exhausted` (the suite sets ND_SHIM_PORT_RANGE) |
 //! | ND_HOST_UNREACHABLE | `host-unreachable` |
+//! | ND_IO_TIMEOUT | `io-timeout` (a REQ nobody answers; the suite adds the neighbour entry) |
+//! | ND_CONNECTION_ABORTED | `active-abandons` (passive Accept after the active side cancelled) |
 //! | ND_NETWORK_UNREACHABLE | `network-unreachable` (inline) |
 //! | ND_CONNECTION_REFUSED | `no-listener-refused`, `listener-reject`, `active-reject` |
 //! | ND_CANCELED | `disconnect`, `release-disconnects` (flushed receives), `cancel-connect` |
 //! | ND_ADDRESS_ALREADY_EXISTS | `shared-endpoint` |
 //! | ND_BUFFER_OVERFLOW | `getters-short-buffers` |
 //!
-//! Not produced here: ND_IO_TIMEOUT (the IB CM retries an unanswered REQ for about 65 s);
-//! ND_CONNECTION_ABORTED on the passive side (when the active side destroys its id in REQ_SENT,
-//! kernel 6.1's rxe rig delivers no REJECTED to the passive id within 10 s); ND_DEVICE_REMOVED.
+//! Not produced here: ND_DEVICE_REMOVED.
+//!
+//! `active-abandons` shows why the shim probes requests it has not accepted: the active side's
+//! REJ (reason 4) reaches the passive IB CM, but ucma reports no event for a connection before
+//! `rdma_accept`, so a queued request is found abandoned when a Get takes from the queue or the
+//! backlog is full, and Accept on one already taken fails ND_CONNECTION_ABORTED inline (or
+//! through its completion, when our REP reached the destroyed id first).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::mpsc;
@@ -961,6 +967,124 @@ fn release_disconnects() -> Outcome {
     join(server)
 }
 
+/// The active side abandons its Connect (cancel in REQ_SENT: the kernel sends REJ reason 4,
+/// which ucma does not report for a request not yet accepted). While the request is queued at
+/// the listener it leaves the queue (the backlog has room again); once a GetConnectionRequest has
+/// taken it, the passive side's Accept reports ND_CONNECTION_ABORTED.
+fn active_abandons() -> Outcome {
+    const PORT: u16 = 7016;
+    let (take_tx, take_rx) = mpsc::channel::<()>();
+    let (taken_tx, taken_rx) = mpsc::channel::<()>();
+    let (cancelled_tx, cancelled_rx) = mpsc::channel::<()>();
+    let (ready, server) = passive(move |ready| {
+        let side = Side::open(SERVER, false)?;
+        let listener = Listener::new(&side.adapter);
+        ok(
+            "listener bind",
+            listener.bind(SocketAddr::new(SERVER, PORT)),
+        )?;
+        ok("listen", listener.listen(1))?;
+        ready.send(()).ok();
+        take_rx
+            .recv_timeout(Duration::from_secs(60))
+            .map_err(|_| "the active side never asked for the Get")?;
+        let connector = Connector::new(&side.adapter);
+        let get = ok("get", listener.get_connection_request(&connector))?;
+        expect("GetConnectionRequest", get.wait(), NdStatus::ND_SUCCESS)?;
+        taken_tx.send(()).ok();
+        cancelled_rx
+            .recv_timeout(Duration::from_secs(60))
+            .map_err(|_| "the active side never cancelled")?;
+        // Inline when the REJ arrived first (the CM id left REQ_RCVD); through the completion
+        // when our REP reached the destroyed id first (the peer's CM answers it with a REJ).
+        match connector.accept(&side.qp, 0, 0, &[]) {
+            Err(status) => expect(
+                "Accept after the peer abandoned (inline)",
+                status,
+                NdStatus::ND_CONNECTION_ABORTED,
+            ),
+            Ok(accept) => expect(
+                "Accept after the peer abandoned (completion)",
+                accept
+                    .wait_for(Duration::from_secs(60))
+                    .ok_or("Accept still pending after 60 s")?,
+                NdStatus::ND_CONNECTION_ABORTED,
+            ),
+        }
+    });
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(&ready)?;
+    let remote = SocketAddr::new(SERVER, PORT);
+    let start = |what: &str| -> Result<(Connector, QueuePair, nd_shim::Pending), String> {
+        let qp = ok(
+            "qp",
+            QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
+        )?;
+        let connector = Connector::new(&side.adapter);
+        let pending = ok(what, connector.connect(&qp, remote, 0, 0, &[]))?;
+        Ok((connector, qp, pending))
+    };
+    // Backlog 1: A is queued, B over the backlog is refused.
+    let a = start("connect A")?;
+    ensure!(
+        a.2.wait_for(Duration::from_millis(500)).is_none(),
+        "Connect A completed without an Accept"
+    );
+    let b = start("connect B")?;
+    expect(
+        "Connect B (over the backlog)",
+        b.2.wait(),
+        NdStatus::ND_CONNECTION_REFUSED,
+    )?;
+    ensure!(a.2.poll().is_none(), "Connect A completed {:?}", a.2.poll());
+    // A abandons while queued: REJ reason 4 takes it out of the queue.
+    a.2.cancel();
+    expect("Connect A after cancel", a.2.wait(), NdStatus::ND_CANCELED)?;
+    drop(a);
+    thread::sleep(Duration::from_secs(1));
+    let c = start("connect C")?;
+    ensure!(
+        c.2.wait_for(Duration::from_millis(500)).is_none(),
+        "Connect C completed {:?}: the abandoned request still held the backlog",
+        c.2.poll()
+    );
+    let d = start("connect D")?;
+    expect(
+        "Connect D (C holds the backlog, A left it)",
+        d.2.wait(),
+        NdStatus::ND_CONNECTION_REFUSED,
+    )?;
+    // A Get takes C; then C abandons.
+    take_tx.send(()).ok();
+    taken_rx
+        .recv_timeout(Duration::from_secs(20))
+        .map_err(|_| "the passive side's Get did not complete")?;
+    ensure!(c.2.poll().is_none(), "Connect C completed {:?}", c.2.poll());
+    c.2.cancel();
+    expect("Connect C after cancel", c.2.wait(), NdStatus::ND_CANCELED)?;
+    cancelled_tx.send(()).ok();
+    join(server)
+}
+
+/// A REQ that nobody answers (a permanent neighbour entry for 198.18.0.50 on veth1 with a MAC
+/// no interface has, set by the suite): the IB CM retries for about 100 s here, then UNREACHABLE:
+/// ND_IO_TIMEOUT.
+fn io_timeout() -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let connector = Connector::new(&side.adapter);
+    let silent = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 50));
+    let connect = ok(
+        "connect",
+        connector.connect(&side.qp, SocketAddr::new(silent, 7017), 0, 0, &[]),
+    )?;
+    let started = Instant::now();
+    let status = connect
+        .wait_for(Duration::from_secs(180))
+        .ok_or("Connect to 198.18.0.50 still pending after 180 s")?;
+    println!("  completed after {} s", started.elapsed().as_secs());
+    expect("Connect to 198.18.0.50", status, NdStatus::ND_IO_TIMEOUT)
+}
+
 type Case = fn() -> Outcome;
 
 const CASES: &[(&str, Case)] = &[
@@ -982,6 +1106,8 @@ const CASES: &[(&str, Case)] = &[
     ("adapter-query", adapter_query),
     ("getters-short-buffers", getters_short_buffers),
     ("release-disconnects", release_disconnects),
+    ("active-abandons", active_abandons),
+    ("io-timeout", io_timeout),
 ];
 
 /// Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
