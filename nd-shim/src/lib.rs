@@ -28,6 +28,9 @@
 //! Logging goes through the `log` crate and is silent unless the application installs a logger;
 //! the conformance program's logger takes its level from `ND_SHIM_LOG`.
 //!
+//! [`ndk`] is the NDK face: the C interface of `include/ndk_shim.h`, objects with dispatch
+//! tables over the API above.
+//!
 //! An NDK shared endpoint has no state machine of its own: it is a
 //! [`ports::SharedEndpointReservation`], and each connector connected through it holds a
 //! [`ports::SharedConnection`].
@@ -38,6 +41,7 @@ pub mod connector;
 mod endpoint;
 mod engine;
 pub mod listener;
+pub mod ndk;
 pub mod ports;
 mod request;
 pub mod status;

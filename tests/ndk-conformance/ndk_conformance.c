@@ -1,0 +1,1348 @@
+/*
+ * NDK-face conformance of nd-shim, for the VM rig (rxe0 on 198.18.0.1, rxe1 on 198.18.0.2):
+ * a C program against include/ndk_shim.h and libnd_shim.so, as an NDK consumer would be.
+ * `ndk-conformance CASE` runs one case (the passive side as a thread with its own adapter on
+ * the shim's event thread; the active side on the main thread, mostly on a polled adapter),
+ * prints PASS CASE or FAIL CASE: why, and exits 0 only on PASS. `--list` prints the cases.
+ * The rig suite is tests/suites/ndk-conformance.sh; docs/nd-conformance.md maps codes to cases.
+ *
+ * Every call's result is checked against the RequestCompletion rule: a call that returned
+ * STATUS_PENDING has its callback called exactly once; any other return, never.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ndk_shim.h"
+
+#define SERVER_IP "198.18.0.1"
+#define CLIENT_IP "198.18.0.2"
+
+static const char *current_case;
+static char failure[512];
+
+/* Records the first failure; cases return -1 after it. */
+static int fail(const char *fmt, ...)
+{
+    if (!failure[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(failure, sizeof failure, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static const char *status_name(NTSTATUS s)
+{
+    switch (s) {
+#define N(x) case x: return #x;
+    N(STATUS_SUCCESS) N(STATUS_PENDING) N(STATUS_BUFFER_OVERFLOW) N(STATUS_UNSUCCESSFUL)
+    N(STATUS_INVALID_HANDLE) N(STATUS_INVALID_PARAMETER) N(STATUS_INVALID_DEVICE_REQUEST)
+    N(STATUS_NO_MEMORY) N(STATUS_BUFFER_TOO_SMALL) N(STATUS_SHARING_VIOLATION)
+    N(STATUS_INSUFFICIENT_RESOURCES) N(STATUS_IO_TIMEOUT) N(STATUS_NOT_SUPPORTED)
+    N(STATUS_INTERNAL_ERROR) N(STATUS_CANCELLED) N(STATUS_INVALID_ADDRESS)
+    N(STATUS_INVALID_DEVICE_STATE) N(STATUS_INVALID_BUFFER_SIZE) N(STATUS_TOO_MANY_ADDRESSES)
+    N(STATUS_ADDRESS_ALREADY_EXISTS) N(STATUS_CONNECTION_DISCONNECTED)
+    N(STATUS_CONNECTION_REFUSED) N(STATUS_ADDRESS_ALREADY_ASSOCIATED)
+    N(STATUS_CONNECTION_INVALID) N(STATUS_CONNECTION_ACTIVE) N(STATUS_NETWORK_UNREACHABLE)
+    N(STATUS_HOST_UNREACHABLE) N(STATUS_CONNECTION_ABORTED) N(STATUS_DEVICE_REMOVED)
+#undef N
+    }
+    static __thread char buf[16];
+    snprintf(buf, sizeof buf, "0x%08X", (unsigned)s);
+    return buf;
+}
+
+/* EXPECT(what, got, want): prints the code, or fails the case. */
+#define EXPECT(what, got, want)                                                          \
+    do {                                                                                 \
+        NTSTATUS got_ = (got), want_ = (want);                                           \
+        if (got_ != want_)                                                               \
+            return fail("%s: got %s, want %s", (what), status_name(got_), status_name(want_)); \
+        printf("  %s: %s\n", (what), status_name(got_));                                 \
+    } while (0)
+
+#define ENSURE(cond, ...)                                                                \
+    do {                                                                                 \
+        if (!(cond))                                                                     \
+            return fail(__VA_ARGS__);                                                    \
+    } while (0)
+
+#define OK(what, call) EXPECT(what, call, STATUS_SUCCESS)
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static struct sockaddr_in addr(const char *ip, uint16_t port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+    inet_pton(AF_INET, ip, &sin.sin_addr);
+    return sin;
+}
+
+#define SA(sin) ((PSOCKADDR)&(sin))
+
+/* A request: RequestCompletion's record. */
+struct request {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int calls;
+    NTSTATUS status;
+};
+
+static void request_init(struct request *r)
+{
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    r->calls = 0;
+    r->status = STATUS_PENDING;
+}
+
+static void on_complete(PVOID ctx, NTSTATUS status)
+{
+    struct request *r = ctx;
+    pthread_mutex_lock(&r->lock);
+    r->calls++;
+    r->status = status;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* A one-shot signal (connect and disconnect events, thread handshakes). */
+struct signal {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int count;
+    void *value;
+};
+
+static void signal_init(struct signal *s)
+{
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->count = 0;
+    s->value = NULL;
+}
+
+static void signal_raise(struct signal *s, void *value)
+{
+    pthread_mutex_lock(&s->lock);
+    s->count++;
+    s->value = value;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int signal_count(struct signal *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int n = s->count;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+/* Runs a polled adapter's events for up to `ms`; sleeps when the adapter has its own thread. */
+static void drive(NDK_ADAPTER *a, int polled, int ms)
+{
+    if (!polled) {
+        usleep(ms * 1000);
+        return;
+    }
+    int fd = -1;
+    a->Dispatch->NdkGetEventFd(a, &fd);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    poll(&p, 1, ms);
+    a->Dispatch->NdkProcessEvents(a, NULL);
+}
+
+/* Waits up to timeout_ms for the signal to reach `count`; returns the value, or NULL. */
+static void *signal_wait(struct signal *s, int count, NDK_ADAPTER *a, int polled, int timeout_ms)
+{
+    long long end = now_ms() + timeout_ms;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        int n = s->count;
+        void *v = s->value;
+        pthread_mutex_unlock(&s->lock);
+        if (n >= count)
+            return v ? v : (void *)1;
+        if (now_ms() >= end)
+            return NULL;
+        drive(a, polled, 20);
+    }
+}
+
+/*
+ * The result of a call that takes a RequestCompletion: the inline code, or (after
+ * STATUS_PENDING) the completion's. Checks the callback rule. Returns STATUS_PENDING when a
+ * pending request did not complete within timeout_ms.
+ */
+static NTSTATUS finish(NTSTATUS returned, struct request *r, NDK_ADAPTER *a, int polled, int timeout_ms)
+{
+    if (returned != STATUS_PENDING) {
+        drive(a, polled, 50);
+        pthread_mutex_lock(&r->lock);
+        int calls = r->calls;
+        pthread_mutex_unlock(&r->lock);
+        if (calls != 0) {
+            fail("returned %s inline, yet RequestCompletion was called", status_name(returned));
+            return STATUS_INTERNAL_ERROR;
+        }
+        return returned;
+    }
+    long long end = now_ms() + timeout_ms;
+    for (;;) {
+        pthread_mutex_lock(&r->lock);
+        int calls = r->calls;
+        NTSTATUS status = r->status;
+        pthread_mutex_unlock(&r->lock);
+        if (calls > 1) {
+            fail("RequestCompletion called %d times", calls);
+            return STATUS_INTERNAL_ERROR;
+        }
+        if (calls == 1)
+            return status;
+        if (now_ms() >= end)
+            return STATUS_PENDING;
+        drive(a, polled, 20);
+    }
+}
+
+/* One side's objects. */
+struct side {
+    NDK_ADAPTER *adapter;
+    int polled;
+    NDK_CQ *cq;
+    NDK_QP *qp;
+    NDK_MR *mr;
+    uint8_t *buf;
+    size_t len;
+};
+
+static int side_open(struct side *s, const char *ip, int polled)
+{
+    memset(s, 0, sizeof *s);
+    struct sockaddr_in a = addr(ip, 0);
+    s->polled = polled;
+    OK("NdkOpenAdapter", NdkOpenAdapter(SA(a), sizeof a, polled ? NDK_SHIM_ADAPTER_POLLED : 0, &s->adapter));
+    const NDK_ADAPTER_DISPATCH *d = s->adapter->Dispatch;
+    ENSURE(d->NdkCreateCq(s->adapter, 64, &s->cq) == STATUS_SUCCESS, "NdkCreateCq failed");
+    ENSURE(d->NdkCreateQp(s->adapter, s->cq, s->cq, 16, 16, 2, &s->qp) == STATUS_SUCCESS, "NdkCreateQp failed");
+    ENSURE(d->NdkCreateMr(s->adapter, 4096, &s->mr) == STATUS_SUCCESS, "NdkCreateMr failed");
+    PVOID buf;
+    ENSURE(s->mr->Dispatch->NdkGetMrBuffer(s->mr, &buf, &s->len) == STATUS_SUCCESS, "NdkGetMrBuffer failed");
+    s->buf = buf;
+    return 0;
+}
+
+static void side_close(struct side *s)
+{
+    if (s->qp)
+        s->qp->Dispatch->NdkCloseQp(s->qp);
+    if (s->mr)
+        s->mr->Dispatch->NdkCloseMr(s->mr);
+    if (s->cq)
+        s->cq->Dispatch->NdkCloseCq(s->cq);
+    if (s->adapter)
+        s->adapter->Dispatch->NdkCloseAdapter(s->adapter);
+    memset(s, 0, sizeof *s);
+}
+
+/* Private data that tells the peer where to RDMA-write: buffer address and remote token. */
+static void token_data(struct side *s, uint8_t *out, size_t len)
+{
+    uint64_t va = (uintptr_t)s->buf;
+    uint32_t token = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr);
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)i;
+    memcpy(out, &va, 8);
+    memcpy(out + 8, &token, 4);
+}
+
+static NDK_SGE sge(struct side *s, size_t offset, ULONG len)
+{
+    NDK_SGE e = {.VirtualAddress = s->buf + offset, .Length = len,
+                 .MemoryRegionToken = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr)};
+    return e;
+}
+
+/* Waits for the completion of request context `ctx` on the side's CQ. */
+static int wait_result(struct side *s, uintptr_t ctx, NTSTATUS want, const char *what)
+{
+    long long end = now_ms() + 10000;
+    while (now_ms() < end) {
+        NDK_RESULT r;
+        if (s->cq->Dispatch->NdkGetCqResults(s->cq, &r, 1) == 1) {
+            ENSURE((uintptr_t)r.RequestContext == ctx, "%s: completion of context %p, want %p", what,
+                   r.RequestContext, (void *)ctx);
+            EXPECT(what, r.Status, want);
+            return (int)r.BytesTransferred;
+        }
+        drive(s->adapter, s->polled, 5);
+    }
+    return fail("%s: no completion within 10 s", what);
+}
+
+static int post_receive(struct side *s, uintptr_t ctx, size_t offset)
+{
+    NDK_SGE e = sge(s, offset, 64);
+    OK("NdkReceive", s->qp->Dispatch->NdkReceive(s->qp, (PVOID)ctx, &e, 1));
+    return 0;
+}
+
+static int send_text(struct side *s, uintptr_t ctx, size_t offset, const char *text)
+{
+    size_t n = strlen(text) + 1;
+    memcpy(s->buf + offset, text, n);
+    NDK_SGE e = sge(s, offset, (ULONG)n);
+    OK("NdkSend", s->qp->Dispatch->NdkSend(s->qp, (PVOID)ctx, &e, 1, 0));
+    return wait_result(s, ctx, STATUS_SUCCESS, "send completion") < 0 ? -1 : 0;
+}
+
+/* The passive side, on a thread of its own. */
+struct server {
+    pthread_t thread;
+    uint16_t port;
+    int (*body)(struct server *);
+    struct side side;
+    NDK_LISTENER *listener;
+    struct signal ready;     /* listening */
+    struct signal incoming;  /* value: the newest NDK_CONNECTOR from the connect event */
+    struct signal done;      /* the active side is finished: the server may close */
+    struct signal disconnected; /* DisconnectEvent */
+    int result;
+    void *arg;
+};
+
+static void on_connect_event(PVOID ctx, NDK_CONNECTOR *c)
+{
+    signal_raise(&((struct server *)ctx)->incoming, c);
+}
+
+static void on_disconnect_event(PVOID ctx)
+{
+    signal_raise(ctx, NULL);
+}
+
+static int server_listen(struct server *srv)
+{
+    if (side_open(&srv->side, SERVER_IP, 0) < 0)
+        return -1;
+    NDK_ADAPTER *a = srv->side.adapter;
+    OK("NdkCreateListener", a->Dispatch->NdkCreateListener(a, on_connect_event, srv, NULL, NULL, &srv->listener));
+    struct sockaddr_in l = addr(SERVER_IP, srv->port);
+    struct request r;
+    request_init(&r);
+    EXPECT("NdkListen", finish(srv->listener->Dispatch->NdkListen(srv->listener, SA(l), sizeof l, on_complete, &r),
+                               &r, a, 0, 5000),
+           STATUS_SUCCESS);
+    return 0;
+}
+
+/* The next connector the listener hands over, within 10 s. */
+static NDK_CONNECTOR *server_next(struct server *srv, int nth)
+{
+    NDK_CONNECTOR *c = signal_wait(&srv->incoming, nth, NULL, 0, 10000);
+    if (!c)
+        fail("no connect event within 10 s");
+    return c;
+}
+
+static void *server_main(void *arg)
+{
+    struct server *srv = arg;
+    if (server_listen(srv) == 0) {
+        signal_raise(&srv->ready, NULL);
+        srv->result = srv->body(srv);
+    } else {
+        srv->result = -1;
+    }
+    signal_raise(&srv->ready, NULL);
+    signal_wait(&srv->done, 1, NULL, 0, 30000);
+    if (srv->listener)
+        srv->listener->Dispatch->NdkCloseListener(srv->listener);
+    side_close(&srv->side);
+    return NULL;
+}
+
+static int server_start(struct server *srv, uint16_t port, int (*body)(struct server *), void *arg)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->port = port;
+    srv->body = body;
+    srv->arg = arg;
+    signal_init(&srv->ready);
+    signal_init(&srv->incoming);
+    signal_init(&srv->done);
+    signal_init(&srv->disconnected);
+    pthread_create(&srv->thread, NULL, server_main, srv);
+    ENSURE(signal_wait(&srv->ready, 1, NULL, 0, 20000), "server did not start listening");
+    return 0;
+}
+
+static int server_join(struct server *srv)
+{
+    signal_raise(&srv->done, NULL);
+    pthread_join(srv->thread, NULL);
+    return srv->result;
+}
+
+/* An active-side connect on the client's side: returns the final code (STATUS_PENDING on timeout). */
+static NTSTATUS client_connect(struct side *s, NDK_CONNECTOR *c, const char *ip, uint16_t port,
+                               const void *pd, ULONG pdlen, int timeout_ms)
+{
+    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr(ip, port);
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkConnect(c, s->qp, SA(src), sizeof src, SA(dst), sizeof dst, 4, 4,
+                                          (PVOID)pd, pdlen, on_complete, &r);
+    return finish(st, &r, s->adapter, s->polled, timeout_ms);
+}
+
+/* NdkConnect from a given source to the server's port 7199 (nobody listens there). */
+static NTSTATUS connect_from(struct side *s, NDK_CONNECTOR *c, const void *src, ULONG srclen, int timeout_ms)
+{
+    struct sockaddr_in dst = addr(SERVER_IP, 7199);
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkConnect(c, s->qp, (PSOCKADDR)src, srclen, SA(dst), sizeof dst, 0, 0, NULL, 0,
+                                          on_complete, &r);
+    return finish(st, &r, s->adapter, s->polled, timeout_ms);
+}
+
+static NDK_CONNECTOR *new_connector(struct side *s)
+{
+    NDK_CONNECTOR *c = NULL;
+    if (s->adapter->Dispatch->NdkCreateConnector(s->adapter, NULL, NULL, &c) != STATUS_SUCCESS)
+        fail("NdkCreateConnector failed");
+    return c;
+}
+
+static NTSTATUS accept_on(struct side *s, NDK_CONNECTOR *c, NDK_QP *qp, const void *pd, ULONG pdlen,
+                          struct signal *disconnected)
+{
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, qp, 4, 4, (PVOID)pd, pdlen,
+                                         disconnected ? on_disconnect_event : NULL, disconnected,
+                                         on_complete, &r);
+    return finish(st, &r, s->adapter, s->polled, 15000);
+}
+
+static NTSTATUS disconnect_on(struct side *s, NDK_CONNECTOR *c)
+{
+    struct request r;
+    request_init(&r);
+    return finish(c->Dispatch->NdkDisconnect(c, on_complete, &r), &r, s->adapter, s->polled, 10000);
+}
+
+static int check_ipv4(const char *what, struct sockaddr_in *sin, ULONG len, const char *ip, int nd_range)
+{
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text);
+    ENSURE(len == sizeof *sin && sin->sin_family == AF_INET && strcmp(text, ip) == 0,
+           "%s: %s (length %u), want %s", what, text, len, ip);
+    uint16_t port = ntohs(sin->sin_port);
+    ENSURE(!nd_range || port >= 49152, "%s: port %u outside 49152-65535", what, port);
+    printf("  %s: %s:%u\n", what, text, port);
+    return 0;
+}
+
+/* ---- connect-accept-data ---------------------------------------------------------------- */
+
+static int cad_server(struct server *srv)
+{
+    struct side *s = &srv->side;
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
+    ULONG in = 0, out = 0, len = 0;
+    OK("server NdkGetConnectionData (size)", d->NdkGetConnectionData(c, &in, &out, NULL, &len));
+    ENSURE(len == 56, "REQ private data size %u, want 56 (RDS)", len);
+    uint8_t pd[56];
+    OK("server NdkGetConnectionData", d->NdkGetConnectionData(c, &in, &out, pd, &len));
+    ENSURE(pd[20] == 20 && pd[55] == 55, "REQ private data does not match what the client sent");
+    printf("  server read limits: inbound %u outbound %u\n", in, out);
+    uint64_t client_va;
+    uint32_t client_token;
+    memcpy(&client_va, pd, 8);
+    memcpy(&client_token, pd + 8, 4);
+    struct sockaddr_in peer;
+    ULONG plen = sizeof peer;
+    OK("server NdkGetPeerAddress", d->NdkGetPeerAddress(c, SA(peer), &plen));
+    if (check_ipv4("server's peer", &peer, plen, CLIENT_IP, 1) < 0)
+        return -1;
+    if (post_receive(s, 100, 0) < 0)
+        return -1;
+    uint8_t rep[196];
+    token_data(s, rep, sizeof rep);
+    EXPECT("NdkAccept", accept_on(s, c, s->qp, rep, sizeof rep, &srv->disconnected), STATUS_SUCCESS);
+    int n = wait_result(s, 100, STATUS_SUCCESS, "server receive");
+    if (n < 0)
+        return -1;
+    ENSURE(strcmp((char *)s->buf, "ping from the active side") == 0, "server received '%s'", (char *)s->buf);
+    printf("  server received: %s\n", (char *)s->buf);
+    /* RDMA write into the client's buffer at 1024, then a send telling it so. */
+    const char *w = "written by the passive side";
+    memcpy(s->buf + 1024, w, strlen(w) + 1);
+    NDK_SGE e = sge(s, 1024, (ULONG)strlen(w) + 1);
+    OK("NdkWrite", s->qp->Dispatch->NdkWrite(s->qp, (PVOID)101, &e, 1, client_va + 1024, client_token, 0));
+    if (wait_result(s, 101, STATUS_SUCCESS, "write completion") < 0)
+        return -1;
+    if (send_text(s, 102, 2048, "pong from the passive side") < 0)
+        return -1;
+    ENSURE(signal_wait(&srv->disconnected, 1, NULL, 0, 10000), "no DisconnectEvent after the peer's NdkDisconnect");
+    printf("  server DisconnectEvent called\n");
+    EXPECT("server NdkDisconnect after the peer's", disconnect_on(s, c), STATUS_SUCCESS);
+    OK("server NdkCloseConnector", d->NdkCloseConnector(c));
+    return 0;
+}
+
+static int case_connect_accept_data(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7101, cad_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
+    if (post_receive(&s, 1, 0) < 0)
+        return -1;
+    uint8_t req[56];
+    token_data(&s, req, sizeof req);
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7101, req, sizeof req, 15000), STATUS_SUCCESS);
+    ULONG in = 99, out = 99, len = 0;
+    OK("NdkGetConnectionData (size)", d->NdkGetConnectionData(c, &in, &out, NULL, &len));
+    ENSURE(len == 196, "REP private data size %u, want 196 (RDS)", len);
+    uint8_t rep[196];
+    OK("NdkGetConnectionData", d->NdkGetConnectionData(c, &in, &out, rep, &len));
+    ENSURE(rep[100] == 100 && rep[195] == 195, "REP private data does not match what the server sent");
+    ENSURE(in <= 4 && out <= 4, "read limits %u/%u exceed what was asked", in, out);
+    printf("  client read limits: inbound %u outbound %u\n", in, out);
+    struct signal own_disconnect;
+    signal_init(&own_disconnect);
+    struct request r;
+    request_init(&r);
+    EXPECT("NdkCompleteConnect",
+           finish(d->NdkCompleteConnect(c, on_disconnect_event, &own_disconnect, on_complete, &r), &r, s.adapter, 1, 5000),
+           STATUS_SUCCESS);
+    if (send_text(&s, 2, 512, "ping from the active side") < 0)
+        return -1;
+    if (wait_result(&s, 1, STATUS_SUCCESS, "client receive") < 0)
+        return -1;
+    ENSURE(strcmp((char *)s.buf, "pong from the passive side") == 0, "client received '%s'", (char *)s.buf);
+    printf("  client received: %s\n", (char *)s.buf);
+    ENSURE(strcmp((char *)s.buf + 1024, "written by the passive side") == 0, "RDMA write not seen: '%s'",
+           (char *)s.buf + 1024);
+    printf("  client sees the RDMA write: %s\n", (char *)s.buf + 1024);
+    struct sockaddr_in local;
+    ULONG llen = sizeof local;
+    OK("NdkGetLocalAddress", d->NdkGetLocalAddress(c, SA(local), &llen));
+    if (check_ipv4("client local", &local, llen, CLIENT_IP, 1) < 0)
+        return -1;
+    EXPECT("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
+    ENSURE(signal_wait(&srv.disconnected, 1, s.adapter, 1, 10000), "server saw no DisconnectEvent");
+    drive(s.adapter, 1, 200);
+    ENSURE(signal_count(&own_disconnect) == 0, "DisconnectEvent called after this side's own NdkDisconnect");
+    OK("NdkCloseConnector", d->NdkCloseConnector(c));
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- no-listener-refused ---------------------------------------------------------------- */
+
+static int case_no_listener_refused(void)
+{
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect to a port nobody listens on", client_connect(&s, c, SERVER_IP, 7102, NULL, 0, 15000),
+           STATUS_CONNECTION_REFUSED);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return 0;
+}
+
+/* ---- listener-reject -------------------------------------------------------------------- */
+
+static int reject_server(struct server *srv)
+{
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    uint8_t rej[149];
+    for (size_t i = 0; i < sizeof rej; i++)
+        rej[i] = (uint8_t)(0xA0 + i);
+    EXPECT("NdkReject with 149 bytes", c->Dispatch->NdkReject(c, rej, 149), STATUS_INVALID_BUFFER_SIZE);
+    EXPECT("NdkReject with 148 bytes", c->Dispatch->NdkReject(c, rej, 148), STATUS_SUCCESS);
+    EXPECT("NdkAccept after NdkReject", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
+           STATUS_CONNECTION_INVALID);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_listener_reject(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7103, reject_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect to a rejecting listener", client_connect(&s, c, SERVER_IP, 7103, NULL, 0, 15000),
+           STATUS_CONNECTION_REFUSED);
+    ULONG len = 0;
+    OK("NdkGetConnectionData (size) after the REJ", c->Dispatch->NdkGetConnectionData(c, NULL, NULL, NULL, &len));
+    ENSURE(len == 148, "REJ private data size %u, want 148", len);
+    uint8_t rej[148];
+    len = sizeof rej;
+    /* The read limits are not known after a REJ: only the private data is asked for. */
+    NTSTATUS st = c->Dispatch->NdkGetConnectionData(c, NULL, NULL, rej, &len);
+    EXPECT("NdkGetConnectionData after the REJ", st, STATUS_SUCCESS);
+    ENSURE(rej[0] == 0xA0 && rej[147] == (uint8_t)(0xA0 + 147), "REJ private data does not match");
+    ULONG in;
+    len = sizeof rej;
+    EXPECT("NdkGetConnectionData with a read limit after the REJ (none was negotiated)",
+           c->Dispatch->NdkGetConnectionData(c, &in, NULL, rej, &len), STATUS_CONNECTION_INVALID);
+    EXPECT("NdkCompleteConnect after a refusal",
+           c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL), STATUS_CONNECTION_INVALID);
+    c->Dispatch->NdkCloseConnector(c);
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- private-data-limit ----------------------------------------------------------------- */
+
+static int limit_server(struct server *srv)
+{
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    uint8_t pd[197] = {0};
+    EXPECT("NdkAccept with 197 bytes", accept_on(&srv->side, c, srv->side.qp, pd, 197, NULL),
+           STATUS_INVALID_BUFFER_SIZE);
+    EXPECT("NdkAccept with 196 bytes, same connector", accept_on(&srv->side, c, srv->side.qp, pd, 196, NULL),
+           STATUS_SUCCESS);
+    signal_wait(&srv->done, 1, NULL, 0, 10000);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_private_data_limit(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7104, limit_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    uint8_t pd[57] = {0};
+    EXPECT("NdkConnect with 57 bytes (inline)", client_connect(&s, c, SERVER_IP, 7104, pd, 57, 1000),
+           STATUS_INVALID_BUFFER_SIZE);
+    EXPECT("NdkConnect with 56 bytes, same connector", client_connect(&s, c, SERVER_IP, 7104, pd, 56, 15000),
+           STATUS_SUCCESS);
+    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    signal_raise(&srv.done, NULL);
+    drive(s.adapter, 1, 300);
+    c->Dispatch->NdkCloseConnector(c);
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- connect-state-errors --------------------------------------------------------------- */
+
+static int accept_server(struct server *srv)
+{
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    EXPECT("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL), STATUS_SUCCESS);
+    EXPECT("NdkAccept again on the established connector", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
+           STATUS_CONNECTION_ACTIVE);
+    signal_wait(&srv->done, 1, NULL, 0, 10000);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_connect_state_errors(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7105, accept_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
+    EXPECT("NdkCompleteConnect on a new connector", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
+           STATUS_CONNECTION_INVALID);
+    EXPECT("NdkReject on a new connector", d->NdkReject(c, NULL, 0), STATUS_CONNECTION_INVALID);
+    EXPECT("NdkAccept on a new connector", accept_on(&s, c, s.qp, NULL, 0, NULL), STATUS_CONNECTION_INVALID);
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 15000), STATUS_SUCCESS);
+    EXPECT("NdkConnect again before NdkCompleteConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
+           STATUS_CONNECTION_ACTIVE);
+    OK("NdkCompleteConnect", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    EXPECT("NdkConnect on a connected connector", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
+           STATUS_CONNECTION_ACTIVE);
+    EXPECT("NdkCompleteConnect when connected", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
+           STATUS_CONNECTION_INVALID);
+    EXPECT("NdkReject when connected", d->NdkReject(c, NULL, 0), STATUS_CONNECTION_INVALID);
+    signal_raise(&srv.done, NULL);
+    d->NdkCloseConnector(c);
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- active-reject ---------------------------------------------------------------------- */
+
+static int refused_accept_server(struct server *srv)
+{
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    EXPECT("NdkAccept when the active side rejects", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
+           STATUS_CONNECTION_REFUSED);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_active_reject(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7106, refused_accept_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7106, NULL, 0, 15000), STATUS_SUCCESS);
+    uint8_t pd[8] = "no thx";
+    OK("NdkReject after the REP", c->Dispatch->NdkReject(c, pd, sizeof pd));
+    EXPECT("NdkCompleteConnect after NdkReject", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
+           STATUS_CONNECTION_INVALID);
+    int rc = server_join(&srv);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- disconnect-event ------------------------------------------------------------------- */
+
+static int flush_server(struct server *srv)
+{
+    struct side *s = &srv->side;
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    if (post_receive(s, 200, 0) < 0)
+        return -1;
+    EXPECT("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
+    ENSURE(signal_wait(&srv->disconnected, 1, NULL, 0, 10000), "no DisconnectEvent");
+    printf("  passive DisconnectEvent called\n");
+    /* The peer's disconnect flushes nothing here: the receive is still posted. */
+    NDK_RESULT r;
+    ENSURE(s->cq->Dispatch->NdkGetCqResults(s->cq, &r, 1) == 0, "a completion appeared on the peer's disconnect");
+    EXPECT("passive NdkDisconnect", disconnect_on(s, c), STATUS_SUCCESS);
+    if (wait_result(s, 200, STATUS_CANCELLED, "passive receive after its own NdkDisconnect") < 0)
+        return -1;
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_disconnect_event(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7107, flush_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    if (post_receive(&s, 3, 0) < 0)
+        return -1;
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7107, NULL, 0, 15000), STATUS_SUCCESS);
+    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    drive(s.adapter, 1, 300);
+    EXPECT("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
+    if (wait_result(&s, 3, STATUS_CANCELLED, "active receive after NdkDisconnect") < 0)
+        return -1;
+    EXPECT("NdkConnect after NdkDisconnect", client_connect(&s, c, SERVER_IP, 7107, NULL, 0, 1000),
+           STATUS_CONNECTION_INVALID);
+    int rc = server_join(&srv);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- close-disconnects ------------------------------------------------------------------ */
+
+static int wait_disconnect_server(struct server *srv)
+{
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    EXPECT("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
+    ENSURE(signal_wait(&srv->disconnected, 1, NULL, 0, 10000), "no DisconnectEvent after the peer's close");
+    printf("  passive DisconnectEvent called after the active side's NdkCloseConnector\n");
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_close_disconnects(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7108, wait_disconnect_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    if (post_receive(&s, 4, 0) < 0)
+        return -1;
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7108, NULL, 0, 15000), STATUS_SUCCESS);
+    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    drive(s.adapter, 1, 300);
+    OK("NdkCloseConnector while connected", c->Dispatch->NdkCloseConnector(c));
+    if (wait_result(&s, 4, STATUS_CANCELLED, "receive after the connector's close") < 0)
+        return -1;
+    ENSURE(signal_wait(&srv.disconnected, 1, s.adapter, 1, 10000), "passive side saw no disconnect");
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- cancel-connect --------------------------------------------------------------------- */
+
+static int hold_server(struct server *srv)
+{
+    /* Takes the connector and never accepts: the client's NdkConnect stays pending. */
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    signal_wait(&srv->done, 1, NULL, 0, 15000);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_cancel_connect(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7109, hold_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr(SERVER_IP, 7109);
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, SA(dst), sizeof dst, 0, 0, NULL, 0,
+                                          on_complete, &r);
+    EXPECT("NdkConnect", st, STATUS_PENDING);
+    EXPECT("NdkConnect without an accept, after 1 s", finish(st, &r, s.adapter, 1, 1000), STATUS_PENDING);
+    OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
+    EXPECT("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
+    EXPECT("NdkCompleteConnect after cancel", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
+           STATUS_CONNECTION_INVALID);
+    c->Dispatch->NdkCloseConnector(c);
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- shared-endpoint -------------------------------------------------------------------- */
+
+static int two_port_server(struct server *srv)
+{
+    /* The listener on srv->port; a second one on port + 1 on the same adapter. */
+    struct side *s = &srv->side;
+    NDK_LISTENER *second;
+    OK("second NdkCreateListener",
+       s->adapter->Dispatch->NdkCreateListener(s->adapter, on_connect_event, srv, NULL, NULL, &second));
+    struct sockaddr_in l = addr(SERVER_IP, srv->port + 1);
+    OK("second NdkListen", second->Dispatch->NdkListen(second, SA(l), sizeof l, on_complete, NULL));
+    signal_raise((struct signal *)srv->arg, NULL);
+    NDK_CONNECTOR *accepted[2];
+    NDK_QP *qps[2];
+    for (int i = 0; i < 2; i++) {
+        accepted[i] = server_next(srv, i + 1);
+        if (!accepted[i])
+            return -1;
+        ENSURE(s->adapter->Dispatch->NdkCreateQp(s->adapter, s->cq, s->cq, 4, 4, 1, &qps[i]) == STATUS_SUCCESS,
+               "NdkCreateQp failed");
+        EXPECT("NdkAccept", accept_on(s, accepted[i], qps[i], NULL, 0, NULL), STATUS_SUCCESS);
+    }
+    signal_wait(&srv->done, 1, NULL, 0, 10000);
+    for (int i = 0; i < 2; i++) {
+        accepted[i]->Dispatch->NdkCloseConnector(accepted[i]);
+        qps[i]->Dispatch->NdkCloseQp(qps[i]);
+    }
+    second->Dispatch->NdkCloseListener(second);
+    return 0;
+}
+
+static NTSTATUS shared_connect(struct side *s, NDK_CONNECTOR *c, NDK_QP *qp, NDK_SHARED_ENDPOINT *e, uint16_t port,
+                               int timeout_ms)
+{
+    struct sockaddr_in dst = addr(SERVER_IP, port);
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkConnectWithSharedEndpoint(c, qp, e, SA(dst), sizeof dst, 0, 0, NULL, 0,
+                                                            on_complete, &r);
+    return finish(st, &r, s->adapter, s->polled, timeout_ms);
+}
+
+static int case_shared_endpoint(void)
+{
+    struct signal second_ready;
+    signal_init(&second_ready);
+    struct server srv;
+    if (server_start(&srv, 7110, two_port_server, &second_ready) < 0)
+        return -1;
+    ENSURE(signal_wait(&second_ready, 1, NULL, 0, 10000), "second listener did not start");
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_ADAPTER *a = s.adapter;
+    NDK_SHARED_ENDPOINT *e;
+    struct sockaddr_in at = addr(CLIENT_IP, 0);
+    OK("NdkCreateSharedEndpoint", a->Dispatch->NdkCreateSharedEndpoint(a, SA(at), sizeof at, NULL, NULL, &e));
+    struct sockaddr_in local;
+    ULONG len = sizeof local;
+    OK("NdkGetSharedEndpointLocalAddress", e->Dispatch->NdkGetSharedEndpointLocalAddress(e, SA(local), &len));
+    if (check_ipv4("shared endpoint", &local, len, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_QP *qps[3];
+    NDK_CONNECTOR *c[3];
+    for (int i = 0; i < 3; i++) {
+        ENSURE(a->Dispatch->NdkCreateQp(a, s.cq, s.cq, 4, 4, 1, &qps[i]) == STATUS_SUCCESS, "NdkCreateQp failed");
+        if (!(c[i] = new_connector(&s)))
+            return -1;
+    }
+    /* The passive side accepts one at a time: each Accept completes at this side's RTU. */
+    EXPECT("NdkConnectWithSharedEndpoint to :7110", shared_connect(&s, c[0], qps[0], e, 7110, 15000), STATUS_SUCCESS);
+    OK("NdkCompleteConnect", c[0]->Dispatch->NdkCompleteConnect(c[0], NULL, NULL, on_complete, NULL));
+    EXPECT("NdkConnectWithSharedEndpoint to :7111", shared_connect(&s, c[1], qps[1], e, 7111, 15000), STATUS_SUCCESS);
+    OK("NdkCompleteConnect", c[1]->Dispatch->NdkCompleteConnect(c[1], NULL, NULL, on_complete, NULL));
+    EXPECT("NdkConnectWithSharedEndpoint to :7110 again (same 4-tuple, inline)",
+           shared_connect(&s, c[2], qps[2], e, 7110, 1000), STATUS_ADDRESS_ALREADY_EXISTS);
+    for (int i = 0; i < 2; i++) {
+        struct sockaddr_in mine;
+        ULONG mlen = sizeof mine;
+        OK("NdkGetLocalAddress", c[i]->Dispatch->NdkGetLocalAddress(c[i], SA(mine), &mlen));
+        ENSURE(mine.sin_port == local.sin_port, "connection %d is on port %u, not the endpoint's %u", i,
+               ntohs(mine.sin_port), ntohs(local.sin_port));
+    }
+    printf("  both connections share %s:%u\n", CLIENT_IP, ntohs(local.sin_port));
+    /* An exclusive user of the endpoint's port: refused. */
+    NDK_CONNECTOR *x = new_connector(&s);
+    if (!x)
+        return -1;
+    EXPECT("NdkConnect from the shared endpoint's address", connect_from(&s, x, &local, sizeof local, 1000), STATUS_SHARING_VIOLATION);
+    x->Dispatch->NdkCloseConnector(x);
+    signal_raise(&srv.done, NULL);
+    drive(a, 1, 300);
+    for (int i = 0; i < 3; i++) {
+        c[i]->Dispatch->NdkCloseConnector(c[i]);
+        qps[i]->Dispatch->NdkCloseQp(qps[i]);
+    }
+    OK("NdkCloseSharedEndpoint", e->Dispatch->NdkCloseSharedEndpoint(e));
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- address-errors --------------------------------------------------------------------- */
+
+static int case_address_errors(void)
+{
+    NDK_ADAPTER *none = NULL;
+    struct sockaddr_in test_net = addr("192.0.2.1", 0), loopback = addr("127.0.0.1", 0);
+    EXPECT("NdkOpenAdapter 192.0.2.1", NdkOpenAdapter(SA(test_net), sizeof test_net, 0, &none), STATUS_INVALID_ADDRESS);
+    EXPECT("NdkOpenAdapter 127.0.0.1", NdkOpenAdapter(SA(loopback), sizeof loopback, 0, &none), STATUS_INVALID_ADDRESS);
+    EXPECT("NdkOpenAdapter with a NULL address", NdkOpenAdapter(NULL, 16, 0, &none), STATUS_INVALID_PARAMETER);
+    struct sockaddr_in client = addr(CLIENT_IP, 0);
+    EXPECT("NdkOpenAdapter with an 8-byte sockaddr_in", NdkOpenAdapter(SA(client), 8, 0, &none), STATUS_INVALID_ADDRESS);
+    ENSURE(none == NULL, "a failed NdkOpenAdapter wrote a handle");
+
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_ADAPTER *a = s.adapter;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect from 192.0.2.1", connect_from(&s, c, &test_net, sizeof test_net, 1000), STATUS_INVALID_ADDRESS);
+    EXPECT("NdkConnect from 127.0.0.1", connect_from(&s, c, &loopback, sizeof loopback, 1000), STATUS_INVALID_ADDRESS);
+    struct sockaddr unix_family = {.sa_family = AF_UNIX};
+    EXPECT("NdkConnect from an AF_UNIX address", connect_from(&s, c, &unix_family, sizeof unix_family, 1000),
+           STATUS_INVALID_ADDRESS);
+    struct sockaddr_in src = addr(CLIENT_IP, 0);
+    struct request r;
+    request_init(&r);
+    EXPECT("NdkConnect with a NULL destination",
+           c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, NULL, 16, 0, 0, NULL, 0, on_complete, &r),
+           STATUS_INVALID_PARAMETER);
+    EXPECT("NdkConnect without RequestCompletion",
+           c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, SA(src), sizeof src, 0, 0, NULL, 0, NULL, NULL),
+           STATUS_INVALID_PARAMETER);
+
+    /* A listener holds CLIENT:7120 exclusively. */
+    NDK_LISTENER *l;
+    struct signal unused;
+    signal_init(&unused);
+    OK("NdkCreateListener", a->Dispatch->NdkCreateListener(a, on_connect_event, &unused, NULL, NULL, &l));
+    struct sockaddr_in held = addr(CLIENT_IP, 7120);
+    OK("NdkListen on :7120", l->Dispatch->NdkListen(l, SA(held), sizeof held, on_complete, NULL));
+    EXPECT("NdkConnect from the listener's address", connect_from(&s, c, &held, sizeof held, 1000),
+           STATUS_SHARING_VIOLATION);
+    NDK_SHARED_ENDPOINT *e = NULL;
+    EXPECT("NdkCreateSharedEndpoint on the listener's address",
+           a->Dispatch->NdkCreateSharedEndpoint(a, SA(held), sizeof held, NULL, NULL, &e), STATUS_SHARING_VIOLATION);
+    EXPECT("NdkCreateSharedEndpoint on 192.0.2.1",
+           a->Dispatch->NdkCreateSharedEndpoint(a, SA(test_net), sizeof test_net, NULL, NULL, &e),
+           STATUS_INVALID_ADDRESS);
+    NDK_LISTENER *l2;
+    OK("second NdkCreateListener", a->Dispatch->NdkCreateListener(a, on_connect_event, &unused, NULL, NULL, &l2));
+    EXPECT("second NdkListen on :7120", l2->Dispatch->NdkListen(l2, SA(held), sizeof held, on_complete, NULL),
+           STATUS_SHARING_VIOLATION);
+    l2->Dispatch->NdkCloseListener(l2);
+    /* The connector is still usable: a real attempt to a port nobody listens on. */
+    EXPECT("NdkConnect from CLIENT:0 after the failures", connect_from(&s, c, &src, sizeof src, 15000),
+           STATUS_CONNECTION_REFUSED);
+    l->Dispatch->NdkCloseListener(l);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return 0;
+}
+
+/* ---- host-unreachable / network-unreachable --------------------------------------------- */
+
+static int case_host_unreachable(void)
+{
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr("198.18.0.77", 7121);
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, SA(dst), sizeof dst, 0, 0, NULL, 0,
+                                          on_complete, &r);
+    EXPECT("NdkConnect to 198.18.0.77", st, STATUS_PENDING);
+    EXPECT("NdkConnect to 198.18.0.77 completes", finish(st, &r, s.adapter, 1, 30000), STATUS_HOST_UNREACHABLE);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return 0;
+}
+
+static int case_network_unreachable(void)
+{
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect to 203.0.113.1 (no route, inline)", client_connect(&s, c, "203.0.113.1", 7122, NULL, 0, 1000),
+           STATUS_NETWORK_UNREACHABLE);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return 0;
+}
+
+/* ---- getters-short-buffers -------------------------------------------------------------- */
+
+static int untouched(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != 0x5A)
+            return 0;
+    return 1;
+}
+
+static int case_getters_short_buffers(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7123, accept_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_ADAPTER *a = s.adapter;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
+    uint8_t buf[256];
+    ULONG len;
+
+    len = sizeof buf;
+    EXPECT("NdkGetConnectionData before any peer data", d->NdkGetConnectionData(c, NULL, NULL, buf, &len),
+           STATUS_CONNECTION_INVALID);
+    len = sizeof buf;
+    EXPECT("NdkGetPeerAddress on a new connector", d->NdkGetPeerAddress(c, (PSOCKADDR)buf, &len),
+           STATUS_CONNECTION_INVALID);
+    len = sizeof buf;
+    EXPECT("NdkGetLocalAddress on a new connector", d->NdkGetLocalAddress(c, (PSOCKADDR)buf, &len),
+           STATUS_CONNECTION_INVALID);
+
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7123, NULL, 0, 15000), STATUS_SUCCESS);
+    memset(buf, 0x5A, sizeof buf);
+    len = 10;
+    EXPECT("NdkGetConnectionData with 10 bytes", d->NdkGetConnectionData(c, NULL, NULL, buf, &len),
+           STATUS_BUFFER_TOO_SMALL);
+    ENSURE(len == 196 && untouched(buf, sizeof buf), "short NdkGetConnectionData: length %u, buffer %s", len,
+           untouched(buf, sizeof buf) ? "untouched" : "written");
+    len = 0;
+    EXPECT("NdkGetConnectionData NULL/0 (RDS)", d->NdkGetConnectionData(c, NULL, NULL, NULL, &len), STATUS_SUCCESS);
+    ENSURE(len == 196, "RDS %u, want 196", len);
+    EXPECT("NdkGetConnectionData with a NULL length", d->NdkGetConnectionData(c, NULL, NULL, buf, NULL),
+           STATUS_INVALID_PARAMETER);
+    len = 5;
+    EXPECT("NdkGetConnectionData NULL buffer, length 5", d->NdkGetConnectionData(c, NULL, NULL, NULL, &len),
+           STATUS_INVALID_PARAMETER);
+    OK("NdkCompleteConnect", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+
+    len = 4;
+    EXPECT("NdkGetLocalAddress with 4 bytes", d->NdkGetLocalAddress(c, (PSOCKADDR)buf, &len), STATUS_BUFFER_TOO_SMALL);
+    ENSURE(len == sizeof(struct sockaddr_in) && untouched(buf, sizeof buf), "short NdkGetLocalAddress: length %u", len);
+    len = 0;
+    EXPECT("NdkGetLocalAddress NULL/0", d->NdkGetLocalAddress(c, NULL, &len), STATUS_BUFFER_TOO_SMALL);
+    ENSURE(len == sizeof(struct sockaddr_in), "NdkGetLocalAddress NULL/0: length %u", len);
+    EXPECT("NdkGetLocalAddress with a NULL length", d->NdkGetLocalAddress(c, (PSOCKADDR)buf, NULL),
+           STATUS_INVALID_PARAMETER);
+    len = 15;
+    EXPECT("NdkGetPeerAddress with 15 bytes", d->NdkGetPeerAddress(c, (PSOCKADDR)buf, &len), STATUS_BUFFER_TOO_SMALL);
+    ENSURE(len == sizeof(struct sockaddr_in) && untouched(buf, sizeof buf), "short NdkGetPeerAddress: length %u", len);
+    struct sockaddr_in6 big;
+    len = sizeof big;
+    OK("NdkGetPeerAddress into a sockaddr_in6", d->NdkGetPeerAddress(c, (PSOCKADDR)&big, &len));
+    if (check_ipv4("peer", (struct sockaddr_in *)&big, len, SERVER_IP, 0) < 0)
+        return -1;
+
+    NDK_LISTENER *l;
+    struct signal unused;
+    signal_init(&unused);
+    OK("NdkCreateListener", a->Dispatch->NdkCreateListener(a, on_connect_event, &unused, NULL, NULL, &l));
+    struct sockaddr_in any = addr(CLIENT_IP, 0);
+    OK("NdkListen on port 0", l->Dispatch->NdkListen(l, SA(any), sizeof any, on_complete, NULL));
+    len = 8;
+    EXPECT("NdkGetListenerLocalAddress with 8 bytes", l->Dispatch->NdkGetListenerLocalAddress(l, (PSOCKADDR)buf, &len),
+           STATUS_BUFFER_TOO_SMALL);
+    ENSURE(len == sizeof(struct sockaddr_in) && untouched(buf, sizeof buf), "short listener address: length %u", len);
+    struct sockaddr_in la;
+    len = sizeof la;
+    OK("NdkGetListenerLocalAddress", l->Dispatch->NdkGetListenerLocalAddress(l, SA(la), &len));
+    if (check_ipv4("listener", &la, len, CLIENT_IP, 1) < 0)
+        return -1;
+
+    NDK_SHARED_ENDPOINT *e;
+    OK("NdkCreateSharedEndpoint", a->Dispatch->NdkCreateSharedEndpoint(a, SA(any), sizeof any, NULL, NULL, &e));
+    len = 2;
+    EXPECT("NdkGetSharedEndpointLocalAddress with 2 bytes",
+           e->Dispatch->NdkGetSharedEndpointLocalAddress(e, (PSOCKADDR)buf, &len), STATUS_BUFFER_TOO_SMALL);
+    ENSURE(len == sizeof(struct sockaddr_in) && untouched(buf, sizeof buf), "short endpoint address: length %u", len);
+
+    NDK_ADAPTER_INFO info;
+    len = 8;
+    EXPECT("NdkQueryAdapterInfo with 8 bytes", a->Dispatch->NdkQueryAdapterInfo(a, &info, &len), STATUS_BUFFER_TOO_SMALL);
+    ENSURE(len == sizeof info, "NdkQueryAdapterInfo: length %u, want %zu", len, sizeof info);
+    OK("NdkQueryAdapterInfo", a->Dispatch->NdkQueryAdapterInfo(a, &info, &len));
+    ENSURE(info.MaxCallerData == 56 && info.MaxCalleeData == 196, "MaxCallerData %u MaxCalleeData %u",
+           info.MaxCallerData, info.MaxCalleeData);
+    printf("  adapter: vendor 0x%x, read limits %u/%u, caller/callee data %u/%u\n", info.VendorId,
+           info.MaxInboundReadLimit, info.MaxOutboundReadLimit, info.MaxCallerData, info.MaxCalleeData);
+
+    EXPECT("NdkReject on a NULL connector", d->NdkReject(NULL, NULL, 0), STATUS_INVALID_HANDLE);
+    EXPECT("NdkGetLocalAddress on a listener handle", d->NdkGetLocalAddress((NDK_CONNECTOR *)l, (PSOCKADDR)buf, &len),
+           STATUS_INVALID_HANDLE);
+    EXPECT("NdkCloseConnector on a shared endpoint handle", d->NdkCloseConnector((NDK_CONNECTOR *)e),
+           STATUS_INVALID_HANDLE);
+
+    e->Dispatch->NdkCloseSharedEndpoint(e);
+    l->Dispatch->NdkCloseListener(l);
+    signal_raise(&srv.done, NULL);
+    d->NdkCloseConnector(c);
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- ports-exhausted (the suite narrows ND_SHIM_PORT_RANGE) ----------------------------- */
+
+static int case_ports_exhausted(void)
+{
+    const char *range = getenv("ND_SHIM_PORT_RANGE");
+    ENSURE(range, "ND_SHIM_PORT_RANGE is not set");
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_ADAPTER *a = s.adapter;
+    NDK_SHARED_ENDPOINT *held[1000];
+    int n = 0;
+    struct sockaddr_in any = addr(CLIENT_IP, 0);
+    NTSTATUS st;
+    while (n < 1000 && (st = a->Dispatch->NdkCreateSharedEndpoint(a, SA(any), sizeof any, NULL, NULL, &held[n])) ==
+                           STATUS_SUCCESS)
+        n++;
+    printf("  %d shared endpoints in %s\n", n, range);
+    ENSURE(n < 1000, "the range did not run out");
+    EXPECT("NdkCreateSharedEndpoint with the range used up", st, STATUS_TOO_MANY_ADDRESSES);
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect from port 0 with the range used up", connect_from(&s, c, &any, sizeof any, 1000),
+           STATUS_TOO_MANY_ADDRESSES);
+    n--;
+    held[n]->Dispatch->NdkCloseSharedEndpoint(held[n]);
+    EXPECT("NdkConnect from port 0 after one endpoint closed", connect_from(&s, c, &any, sizeof any, 15000),
+           STATUS_CONNECTION_REFUSED);
+    c->Dispatch->NdkCloseConnector(c);
+    while (n > 0) {
+        n--;
+        held[n]->Dispatch->NdkCloseSharedEndpoint(held[n]);
+    }
+    side_close(&s);
+    return 0;
+}
+
+/* ---- connect-events-paused -------------------------------------------------------------- */
+
+static int paused_server(struct server *srv)
+{
+    OK("NdkControlConnectEvents(pause)", srv->listener->Dispatch->NdkControlConnectEvents(srv->listener, 1));
+    signal_raise((struct signal *)srv->arg, NULL);
+    sleep(2);
+    ENSURE(signal_count(&srv->incoming) == 0, "a connect event arrived while paused");
+    printf("  no connect event while paused\n");
+    OK("NdkControlConnectEvents(resume)", srv->listener->Dispatch->NdkControlConnectEvents(srv->listener, 0));
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    EXPECT("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL), STATUS_SUCCESS);
+    signal_wait(&srv->done, 1, NULL, 0, 10000);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_connect_events_paused(void)
+{
+    struct signal paused;
+    signal_init(&paused);
+    struct server srv;
+    if (server_start(&srv, 7124, paused_server, &paused) < 0)
+        return -1;
+    ENSURE(signal_wait(&paused, 1, NULL, 0, 10000), "server did not pause");
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 0) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect (thread-mode adapter)", client_connect(&s, c, SERVER_IP, 7124, NULL, 0, 15000), STATUS_SUCCESS);
+    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    signal_raise(&srv.done, NULL);
+    c->Dispatch->NdkCloseConnector(c);
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int (*run)(void);
+} cases[] = {
+    {"connect-accept-data", case_connect_accept_data},
+    {"no-listener-refused", case_no_listener_refused},
+    {"listener-reject", case_listener_reject},
+    {"private-data-limit", case_private_data_limit},
+    {"connect-state-errors", case_connect_state_errors},
+    {"active-reject", case_active_reject},
+    {"disconnect-event", case_disconnect_event},
+    {"close-disconnects", case_close_disconnects},
+    {"cancel-connect", case_cancel_connect},
+    {"shared-endpoint", case_shared_endpoint},
+    {"address-errors", case_address_errors},
+    {"host-unreachable", case_host_unreachable},
+    {"network-unreachable", case_network_unreachable},
+    {"getters-short-buffers", case_getters_short_buffers},
+    {"ports-exhausted", case_ports_exhausted},
+    {"connect-events-paused", case_connect_events_paused},
+};
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            puts(cases[i].name);
+        return 0;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CASE | --list\n", argv[0]);
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(argv[1], cases[i].name) != 0)
+            continue;
+        current_case = cases[i].name;
+        printf("%s\n", current_case);
+        int rc = cases[i].run();
+        if (rc == 0 && !failure[0]) {
+            printf("PASS %s\n", current_case);
+            return 0;
+        }
+        printf("FAIL %s: %s\n", current_case, failure[0] ? failure : "(no reason recorded)");
+        return 1;
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}

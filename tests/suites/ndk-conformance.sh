@@ -1,0 +1,31 @@
+# nd-shim's NDK face (include/ndk_shim.h) from C: tests/ndk-conformance is built here with gcc
+# against target/release/libnd_shim.so, and each of its cases is one test, both sides in one
+# process (passive on rxe0 198.18.0.1, active on rxe1 198.18.0.2), over the stock C provider.
+source "$RIG_ROOT/tests/rig/guest/lib.sh"
+
+ndk_dir=$RIG_OUT/ndk-conformance
+ndk_conformance=$ndk_dir/ndk-conformance
+
+ndk_case() { # ndk_case CASE [ENV=VALUE...]
+    local name=$1
+    shift
+    local served=$RIG_OUT/ndk-conformance.$name.served
+    with_provider stock "$served" env "$@" "$ndk_conformance" "$name" || return 1
+    served_by "$served"
+}
+
+mkdir -p "$ndk_dir"
+# TMPDIR: the guest sees the host read-only except RIG_OUT.
+if ! TMPDIR=$ndk_dir "$RIG_ROOT/tests/ndk-conformance/build.sh" "$ndk_dir" "$RIG_ROOT/target/release" > "$RIG_OUT/logs/$RIG_SUITE.build.log" 2>&1; then
+    record fail build "gcc against ndk_shim.h, log: logs/$RIG_SUITE.build.log"
+    sed 's/^/    | /' "$RIG_OUT/logs/$RIG_SUITE.build.log" | tail -n 30
+    exit 0
+fi
+record pass build
+
+for name in $("$ndk_conformance" --list); do
+    case $name in
+        ports-exhausted) run_test "$name" ndk_case "$name" ND_SHIM_PORT_RANGE=50000-50003 ND_SHIM_LOG=debug ;;
+        *) run_test "$name" ndk_case "$name" ND_SHIM_LOG=debug ;;
+    esac
+done
