@@ -23,9 +23,13 @@ show_served rxe_rs ibv_devinfo -d rxe0
 step "rxe0 through rdma-core's stock C provider, for comparison"
 show_served stock ibv_devinfo -d rxe0
 
-step "ibv_rc_pingpong: rxe0 (198.18.0.1) <-> rxe1 (198.18.0.2), stock provider"
-pair stock stock tcp:18515 ibv_rc_pingpong -d rxe0 -g 1 -n 1000 -- \
+step "ibv_rc_pingpong: rxe0 (198.18.0.1) <-> rxe1 (198.18.0.2), rxe_rs on both ends"
+pair rxe_rs rxe_rs tcp:18515 ibv_rc_pingpong -d rxe0 -g 1 -n 1000 -- \
     ibv_rc_pingpong -d rxe1 -g 1 -n 1000 "$RIG_SERVER_IP" 2>&1 | sed 's/^/    /'
+
+step "rping over rdma_cm: rxe_rs server, stock client"
+pair rxe_rs stock cm:7174 rping -s -a "$RIG_SERVER_IP" -p 7174 -C 3 -- \
+    rping -c -a "$RIG_SERVER_IP" -I "$RIG_CLIENT_IP" -p 7174 -C 3 -v 2>&1 | sed 's/^/    /'
 
 step "nd-shim: an ND2 connector handshake (Connect, Accept, CompleteConnect) with private data and read limits, then data both ways, over rdma_cm"
 show_served stock "$RIG_ROOT/target/release/nd-conformance" connect-accept-data
