@@ -255,7 +255,15 @@ impl ConnInner {
                 }
                 id.establish()
             }
-            Action::RejectPeer => Self::id(core)?.reject(&core.outgoing),
+            // EINVAL: the CM left REQ_RCVD / REP_RCVD, the peer abandoned first (NdkReject,
+            // IND2Connector::Reject: ND_CONNECTION_ABORTED); as in AcceptRequest.
+            Action::RejectPeer => Self::id(core)?.reject(&core.outgoing).map_err(|s| {
+                if s == from_errno(libc::EINVAL) {
+                    NdStatus::ND_CONNECTION_ABORTED
+                } else {
+                    s
+                }
+            }),
             Action::SendDisconnect => Self::id(core)?.disconnect(),
             Action::FlushQp => match &core.qp {
                 Some(qp) => qp.flush(),
