@@ -995,6 +995,83 @@ static int case_shared_endpoint(void)
     return rc;
 }
 
+/* ---- shared-endpoint-failures ----------------------------------------------------------- */
+
+static int case_shared_endpoint_failures(void)
+{
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_ADAPTER *a = s.adapter;
+    NDK_SHARED_ENDPOINT *e;
+    struct sockaddr_in at = addr(CLIENT_IP, 0);
+    OK("NdkCreateSharedEndpoint", a->Dispatch->NdkCreateSharedEndpoint(a, SA(at), sizeof at, NULL, NULL, &e));
+    static const struct {
+        const char *what, *ip;
+        uint16_t port;
+        NTSTATUS want;
+        int timeout_ms;
+    } tries[] = {
+        {"NdkConnectWithSharedEndpoint to a port nobody listens on", SERVER_IP, 7128, STATUS_CONNECTION_REFUSED, 15000},
+        {"NdkConnectWithSharedEndpoint to 203.0.113.1 (no route, inline)", "203.0.113.1", 7128,
+         STATUS_NETWORK_UNREACHABLE, 1000},
+        {"NdkConnectWithSharedEndpoint to 198.18.0.77", "198.18.0.77", 7128, STATUS_HOST_UNREACHABLE, 30000},
+    };
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        NDK_CONNECTOR *c = new_connector(&s);
+        if (!c)
+            return -1;
+        struct sockaddr_in dst = addr(tries[i].ip, tries[i].port);
+        struct request r;
+        request_init(&r);
+        NTSTATUS st = c->Dispatch->NdkConnectWithSharedEndpoint(c, s.qp, e, SA(dst), sizeof dst, 0, 0, NULL, 0,
+                                                                on_complete, &r);
+        EXPECT(tries[i].what, finish(st, &r, a, 1, tries[i].timeout_ms), tries[i].want);
+        c->Dispatch->NdkCloseConnector(c);
+    }
+    e->Dispatch->NdkCloseSharedEndpoint(e);
+    side_close(&s);
+    return 0;
+}
+
+/* ---- cancel-accept ---------------------------------------------------------------------- */
+
+static int cancel_accept_server(struct server *srv)
+{
+    struct side *s = &srv->side;
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, s->qp, 0, 0, NULL, 0, NULL, NULL, on_complete, &r);
+    EXPECT("NdkAccept", st, STATUS_PENDING);
+    /* The active side never calls NdkCompleteConnect: the accept stays pending. */
+    EXPECT("NdkAccept without the RTU, after 1 s", finish(st, &r, s->adapter, 0, 1000), STATUS_PENDING);
+    OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
+    EXPECT("NdkAccept after cancel", finish(st, &r, s->adapter, 0, 5000), STATUS_CANCELLED);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_cancel_accept(void)
+{
+    struct server srv;
+    if (server_start(&srv, 7129, cancel_accept_server, NULL) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7129, NULL, 0, 15000), STATUS_SUCCESS);
+    int rc = server_join(&srv);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return rc;
+}
+
 /* ---- address-errors --------------------------------------------------------------------- */
 
 static int case_address_errors(void)
@@ -1294,6 +1371,93 @@ static int case_connect_events_paused(void)
     return rc;
 }
 
+/* ---- accept-aborted / reject-aborted ---------------------------------------------------- */
+
+/* The server takes the request, waits until the active side has cancelled its NdkConnect, then
+ * answers with NdkAccept (arg NULL) or NdkReject (arg non-NULL). */
+struct abandon {
+    struct signal taken, cancelled;
+};
+
+static int abandoned_server(struct server *srv)
+{
+    struct abandon *ab = srv->arg;
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    signal_raise(&ab->taken, NULL);
+    ENSURE(signal_wait(&ab->cancelled, 1, NULL, 0, 20000), "the active side never cancelled");
+    usleep(500 * 1000);
+    if (srv->port == 7125) {
+        EXPECT("NdkAccept after the active side abandoned", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
+               STATUS_CONNECTION_ABORTED);
+    } else {
+        EXPECT("NdkReject after the active side abandoned", c->Dispatch->NdkReject(c, NULL, 0),
+               STATUS_CONNECTION_ABORTED);
+    }
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int abandon_case(uint16_t port)
+{
+    struct abandon ab;
+    signal_init(&ab.taken);
+    signal_init(&ab.cancelled);
+    struct server srv;
+    if (server_start(&srv, port, abandoned_server, &ab) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr(SERVER_IP, port);
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, SA(dst), sizeof dst, 0, 0, NULL, 0,
+                                          on_complete, &r);
+    EXPECT("NdkConnect", st, STATUS_PENDING);
+    ENSURE(signal_wait(&ab.taken, 1, s.adapter, 1, 15000), "the passive side got no connect event");
+    OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
+    EXPECT("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
+    c->Dispatch->NdkCloseConnector(c);
+    signal_raise(&ab.cancelled, NULL);
+    int rc = server_join(&srv);
+    side_close(&s);
+    return rc;
+}
+
+static int case_accept_aborted(void)
+{
+    return abandon_case(7125);
+}
+
+static int case_reject_aborted(void)
+{
+    return abandon_case(7126);
+}
+
+/* ---- io-timeout (the suite gives 198.18.0.51 a neighbour entry nobody answers for) ------ */
+
+static int case_io_timeout(void)
+{
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    long long started = now_ms();
+    NTSTATUS st = client_connect(&s, c, "198.18.0.51", 7127, NULL, 0, 170000);
+    printf("  completed after %lld s\n", (now_ms() - started) / 1000);
+    EXPECT("NdkConnect to 198.18.0.51 (REQ unanswered)", st, STATUS_IO_TIMEOUT);
+    c->Dispatch->NdkCloseConnector(c);
+    side_close(&s);
+    return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static const struct {
@@ -1310,12 +1474,17 @@ static const struct {
     {"close-disconnects", case_close_disconnects},
     {"cancel-connect", case_cancel_connect},
     {"shared-endpoint", case_shared_endpoint},
+    {"shared-endpoint-failures", case_shared_endpoint_failures},
+    {"cancel-accept", case_cancel_accept},
     {"address-errors", case_address_errors},
     {"host-unreachable", case_host_unreachable},
     {"network-unreachable", case_network_unreachable},
     {"getters-short-buffers", case_getters_short_buffers},
     {"ports-exhausted", case_ports_exhausted},
     {"connect-events-paused", case_connect_events_paused},
+    {"accept-aborted", case_accept_aborted},
+    {"reject-aborted", case_reject_aborted},
+    {"io-timeout", case_io_timeout},
 };
 
 int main(int argc, char **argv)

@@ -145,8 +145,8 @@ pub unsafe extern "C" fn NdkOpenAdapter(
     flags: u32,
     adapter: *mut *mut NdkAdapter,
 ) -> NtStatus {
-    init_logging();
     status_boundary("NdkOpenAdapter", || {
+        init_logging();
         if adapter.is_null() || flags & !NDK_SHIM_ADAPTER_POLLED != 0 {
             return Err(STATUS_INVALID_PARAMETER);
         }

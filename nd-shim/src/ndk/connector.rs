@@ -159,6 +159,7 @@ fn complete_later(
         if status == NdStatus::ND_SUCCESS {
             then();
         }
+        // Moves the Send wrapper itself into the closure, not just its raw-pointer field.
         let context = context;
         // SAFETY: the caller's callback, with its own context, as NDKPI specifies.
         unsafe { completion(context.0, status.0) };
@@ -184,6 +185,7 @@ fn arm_disconnect_event(shared: &Weak<ConnectorShared>, event: DisconnectEvent, 
             .upgrade()
             .map_or(true, |me| me.local_disconnect.load(Ordering::Acquire));
         if status == NdStatus::ND_SUCCESS && !ours {
+            // As in complete_later: the Send wrapper, not its field.
             let context = context;
             // SAFETY: the caller's callback, with its own context.
             unsafe { event(context.0) };

@@ -163,8 +163,8 @@ unsafe fn bytes_mut<'a>(data: *mut c_void, len: u32) -> Result<&'a mut [u8], NtS
     match (data.is_null(), len) {
         (_, 0) => Ok(&mut []),
         (true, _) => Err(STATUS_INVALID_PARAMETER),
-        // SAFETY: non-NULL and writable for len bytes (the caller's promise).
         (false, len) => {
+            // SAFETY: non-NULL and writable for len bytes (the caller's promise).
             Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), len as usize) })
         }
     }
@@ -277,29 +277,21 @@ mod tests {
     #[test]
     fn sockaddr_checks() {
         // SAFETY: NULL is allowed.
-        assert_eq!(
-            unsafe { read_sockaddr(std::ptr::null(), 16) },
-            Err(STATUS_INVALID_PARAMETER)
-        );
+        let null = unsafe { read_sockaddr(std::ptr::null(), 16) };
+        assert_eq!(null, Err(STATUS_INVALID_PARAMETER));
         let (storage, len) = sys::to_sockaddr("198.18.0.1:4791".parse().unwrap());
         let p = std::ptr::addr_of!(storage).cast::<libc::sockaddr>();
         // SAFETY: `storage` is live and `len` bytes long.
-        assert_eq!(
-            unsafe { read_sockaddr(p, len) },
-            Ok("198.18.0.1:4791".parse().unwrap())
-        );
+        let full = unsafe { read_sockaddr(p, len) };
+        assert_eq!(full, Ok("198.18.0.1:4791".parse().unwrap()));
         // SAFETY: as above, with a shorter length.
-        assert_eq!(
-            unsafe { read_sockaddr(p, len - 1) },
-            Err(STATUS_INVALID_ADDRESS)
-        );
+        let short = unsafe { read_sockaddr(p, len - 1) };
+        assert_eq!(short, Err(STATUS_INVALID_ADDRESS));
         // SAFETY: all zeroes: AF_UNSPEC.
         let unspec: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        // SAFETY: live local.
-        assert_eq!(
-            unsafe { read_sockaddr(std::ptr::addr_of!(unspec).cast(), 128) },
-            Err(STATUS_INVALID_ADDRESS)
-        );
+        // SAFETY: a live local of 128 bytes.
+        let unknown = unsafe { read_sockaddr(std::ptr::addr_of!(unspec).cast(), 128) };
+        assert_eq!(unknown, Err(STATUS_INVALID_ADDRESS));
     }
 
     #[test]
