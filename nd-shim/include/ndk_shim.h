@@ -27,14 +27,17 @@
  *                errors (STATUS_INVALID_ADDRESS, STATUS_SHARING_VIOLATION,
  *                STATUS_TOO_MANY_ADDRESSES, STATUS_ADDRESS_ALREADY_EXISTS on a shared
  *                endpoint's duplicate 4-tuple); STATUS_NETWORK_UNREACHABLE when there is no
- *                route at all; everything NdkCompleteConnect, NdkReject, NdkListen and the
- *                getters report (they finish inline and never call RequestCompletion).
+ *                route at all; STATUS_CONNECTION_ABORTED from NdkAccept when the abandoned
+ *                request is found before the REP goes out; everything NdkCompleteConnect,
+ *                NdkReject (STATUS_CONNECTION_ABORTED when the peer abandoned first), NdkListen
+ *                and the getters report (they finish inline, never calling RequestCompletion).
  *   completion - what the peer or the network decides after the call started:
  *                STATUS_CONNECTION_REFUSED (no listener, or the listener rejected),
  *                STATUS_HOST_UNREACHABLE (no neighbour answers), STATUS_IO_TIMEOUT (REQ
- *                retries exhausted), STATUS_CONNECTION_ABORTED / STATUS_CONNECTION_REFUSED
- *                for NdkAccept when the active side gives up or rejects, STATUS_CANCELLED
- *                after NdkCancelConnector or close.
+ *                retries exhausted), NdkAccept's STATUS_CONNECTION_REFUSED (the active side
+ *                rejected after the REP) and STATUS_CONNECTION_ABORTED (the REP reached an
+ *                abandoned id), STATUS_CANCELLED after NdkCancelConnector or close.
+ *   docs/nd-conformance.md maps each documented code to the rig case that produces it.
  *   A request that completed before the call returned (e.g. NdkDisconnect after the peer
  *   disconnected) reports its final code inline.
  *

@@ -3,34 +3,8 @@
 //! its own adapter), prints `PASS CASE` or `FAIL CASE: why`, and exits 0 only on PASS.
 //! `nd-conformance --list` prints the case names. The rig suite is `tests/suites/nd-conformance.sh`.
 //!
-//! Which case produces which code:
-//!
-//! | code | cases |
-//! |---|---|
-//! | ND_SUCCESS, ND_PENDING | every handshake; data both ways in `connect-accept-data` |
-//! | ND_INVALID_BUFFER_SIZE | `private-data-limit` (Connect, 57 bytes), `listener-reject` (Reject, 149) |
-//! | ND_CONNECTION_ACTIVE | `connect-state-errors` |
-//! | ND_CONNECTION_INVALID | `connect-state-errors`, `cancel-connect` |
-//! | STATUS_ADDRESS_ALREADY_ASSOCIATED | `second-bind` |
-//! | ND_SHARING_VIOLATION | `port-in-use` |
-//! | ND_INVALID_ADDRESS | `invalid-address` |
-//! | ND_TOO_MANY_ADDRESSES | `ports-exhausted` (the suite sets ND_SHIM_PORT_RANGE) |
-//! | ND_HOST_UNREACHABLE | `host-unreachable` |
-//! | ND_IO_TIMEOUT | `io-timeout` (a REQ nobody answers; the suite adds the neighbour entry) |
-//! | ND_CONNECTION_ABORTED | `active-abandons` (passive Accept after the active side cancelled) |
-//! | ND_NETWORK_UNREACHABLE | `network-unreachable` (inline) |
-//! | ND_CONNECTION_REFUSED | `no-listener-refused`, `listener-reject`, `active-reject` |
-//! | ND_CANCELED | `disconnect`, `release-disconnects` (flushed receives), `cancel-connect` |
-//! | ND_ADDRESS_ALREADY_EXISTS | `shared-endpoint` |
-//! | ND_BUFFER_OVERFLOW | `getters-short-buffers` |
-//!
-//! Not produced here: ND_DEVICE_REMOVED.
-//!
-//! `active-abandons` shows why the shim probes requests it has not accepted: the active side's
-//! REJ (reason 4) reaches the passive IB CM, but ucma reports no event for a connection before
-//! `rdma_accept`, so a queued request is found abandoned when a Get takes from the queue or the
-//! backlog is full, and Accept on one already taken fails ND_CONNECTION_ABORTED inline (or
-//! through its completion, when our REP reached the destroyed id first).
+//! Which case produces which documented code, with the C cases of the NDK face beside them and
+//! the reason for each code this rig cannot produce, is in `docs/nd-conformance.md`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::mpsc;
