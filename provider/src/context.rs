@@ -23,7 +23,7 @@ use crate::libibverbs::context_v36::{self, verbs_context};
 use crate::libibverbs::layout::{ContextLayout, Layout};
 use crate::libibverbs::public::{ibv_context, ibv_device};
 use crate::libibverbs::runtime;
-use crate::{ah, cq, mcast, mr, mw, pd, qp, query};
+use crate::{ah, cq, mcast, mr, mw, pd, qp, query, srq};
 
 /// Our context, from `ibv_context` on. `ibv_ctx` must stay first.
 #[repr(C)]
@@ -74,6 +74,12 @@ static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
     post_send: Some(qp::post_send),
     post_recv: Some(qp::post_recv),
     bind_mw: Some(qp::bind_mw),
+    create_srq: Some(srq::create_srq),
+    create_srq_ex: Some(srq::create_srq_ex),
+    modify_srq: Some(srq::modify_srq),
+    query_srq: Some(srq::query_srq),
+    destroy_srq: Some(srq::destroy_srq),
+    post_srq_recv: Some(srq::post_srq_recv),
     ..context_v36::verbs_context_ops::EMPTY
 };
 
@@ -216,6 +222,12 @@ mod tests {
             offset_of!(O, post_send),
             offset_of!(O, post_recv),
             offset_of!(O, bind_mw),
+            offset_of!(O, create_srq),
+            offset_of!(O, create_srq_ex),
+            offset_of!(O, modify_srq),
+            offset_of!(O, query_srq),
+            offset_of!(O, destroy_srq),
+            offset_of!(O, post_srq_recv),
         ]
         .iter()
         .map(|off| off / size_of::<usize>())

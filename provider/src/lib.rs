@@ -11,6 +11,7 @@
 //! - `query`: `query_device_ex` and `query_port`;
 //! - `cq`: completion queues and `ibv_cq_ex`; `queue`: the mmap'd rxe rings;
 //! - `qp`: queue pairs and the legacy data path; `wqe`: work requests to WQEs;
+//! - `srq`: shared receive queues;
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
@@ -33,6 +34,7 @@ mod qp;
 mod query;
 pub mod queue;
 mod registration;
+mod srq;
 mod wqe;
 
 /// The name under which the provider registers with libibverbs.

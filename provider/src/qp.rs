@@ -44,6 +44,7 @@ use crate::libibverbs::cq::ibv_cq;
 use crate::libibverbs::objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_mw, ibv_pd, ibv_qp, IBV_MW_TYPE_1};
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::*;
+use crate::libibverbs::srq::ibv_srq;
 use crate::queue::Ring;
 use crate::wqe::{self, MwBind, RecvLimits, SendLimits, SendRequest, UdDest, RECV_WQE_HEADER, SEND_WQE_HEADER};
 
@@ -146,7 +147,7 @@ pub(crate) struct WorkQueue<L> {
 impl<L> WorkQueue<L> {
     /// The next free slot as (header, payload), or `ENOMEM` when the ring is
     /// full (the kernel has not consumed far enough).
-    fn next_slot<H: FromBytes>(&mut self) -> Result<(&mut H, &mut [u8]), Errno> {
+    pub(crate) fn next_slot<H: FromBytes>(&mut self) -> Result<(&mut H, &mut [u8]), Errno> {
         let q = self.ring.indices();
         if q.is_full(self.prod, self.ring.consumed()) {
             return Err(libc::ENOMEM);
@@ -170,12 +171,12 @@ impl<L> WorkQueue<L> {
         }
     }
 
-    fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         self.prod = self.ring.indices().next(self.prod);
     }
 
     /// Hands every slot built so far to the kernel.
-    fn publish(&self) {
+    pub(crate) fn publish(&self) {
         self.ring.publish_producer(self.prod);
     }
 }
@@ -187,11 +188,11 @@ pub(crate) struct Locked<L> {
 }
 
 impl<L> Locked<L> {
-    fn new(wq: WorkQueue<L>) -> Locked<L> {
+    pub(crate) fn new(wq: WorkQueue<L>) -> Locked<L> {
         Locked { lock: QueueLock::new(), wq: UnsafeCell::new(wq) }
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut WorkQueue<L>) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut WorkQueue<L>) -> R) -> R {
         struct Unlock<'a>(&'a QueueLock);
         impl Drop for Unlock<'_> {
             fn drop(&mut self) {
@@ -264,12 +265,11 @@ struct CreateArgs {
     sq_sig_all: c_int,
 }
 
-/// `ibv_srq.handle` (offset 24: after context, srq_context and pd). The SRQ
-/// objects themselves are the SRQ verbs' business.
+/// The kernel handle of the SRQ a QP receives through, if any.
 fn srq_handle(srq: *mut c_void) -> Option<u32> {
-    // SAFETY: a non-null srq is an ibv_srq libibverbs got from our create_srq
-    // (or the caller's); its handle is a u32 at offset 24.
-    (!srq.is_null()).then(|| unsafe { srq.cast::<u8>().add(24).cast::<u32>().read() })
+    // SAFETY: a non-null srq is an ibv_srq our create_srq made (the
+    // ibv_create_qp contract: objects of the same context).
+    unsafe { srq.cast::<ibv_srq>().as_ref() }.map(|s| s.handle)
 }
 
 fn cq_handle(cq: *mut ibv_cq) -> Result<u32, Errno> {
@@ -339,7 +339,7 @@ fn create(args: &CreateArgs, ex: bool) -> Result<(*mut ibv_qp, ibv_qp_cap), Errn
         max_inline_data: args.cap.max_inline_data,
         sq_sig_all: u8::from(args.sq_sig_all != 0),
         qp_type,
-        is_srq: 0,
+        is_srq: u8::from(srq.is_some()),
         reserved: 0,
         driver_data: [],
     };
@@ -750,7 +750,7 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
 ///
 /// # Safety
 /// With a positive count, `ptr` points at `n` live elements.
-unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
+pub(crate) unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
     let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
     if n == 0 {
         return Ok(&[]);
@@ -928,36 +928,47 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr,
         if wr.is_null() || q.state() == IBV_QPS_RESET {
             return libc::EINVAL;
         }
-        rq.with(|rq| {
-            let mut cur = wr;
-            let mut rc = 0;
-            let mut posted = false;
-            while !cur.is_null() {
-                // SAFETY: the caller's list of live work requests.
-                let w = unsafe { &*cur };
-                // SAFETY: sg_list has num_sge entries (ibv_post_recv contract).
-                let r = unsafe { c_slice(w.sg_list, w.num_sge) }.and_then(|sges| {
-                    let length = wqe::validate_recv(sges, &rq.limits)?;
-                    let (hdr, payload) = rq.next_slot::<rxe_recv_wqe>()?;
-                    wqe::encode_recv(w.wr_id, sges, length, hdr, payload);
-                    rq.advance();
-                    Ok(())
-                });
-                if let Err(e) = r {
-                    // SAFETY: as above.
-                    unsafe { *bad_wr = cur };
-                    rc = e;
-                    break;
-                }
-                posted = true;
-                cur = w.next;
-            }
-            if posted {
-                rq.publish();
-            }
-            rc
-        })
+        // SAFETY: forwarded from the ibv_post_recv contract.
+        rq.with(|rq| unsafe { post_recv_list(rq, wr, bad_wr) })
     })
+}
+
+/// Posts a list of receive requests into a receive queue or SRQ (held
+/// locked by the caller): each is validated whole before its slot is
+/// written; the first that fails is refused and returned in `*bad_wr`,
+/// those before it are published. No syscall: rxe reads the ring itself.
+///
+/// # Safety
+/// `wr` is a list of live `ibv_recv_wr` whose `sg_list`s have `num_sge`
+/// entries; `bad_wr` is writable.
+pub(crate) unsafe fn post_recv_list(rq: &mut WorkQueue<RecvLimits>, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
+    let mut cur = wr;
+    let mut rc = 0;
+    let mut posted = false;
+    while !cur.is_null() {
+        // SAFETY: the caller's list of live work requests.
+        let w = unsafe { &*cur };
+        // SAFETY: sg_list has num_sge entries (ibv_post_recv contract).
+        let r = unsafe { c_slice(w.sg_list, w.num_sge) }.and_then(|sges| {
+            let length = wqe::validate_recv(sges, &rq.limits)?;
+            let (hdr, payload) = rq.next_slot::<rxe_recv_wqe>()?;
+            wqe::encode_recv(w.wr_id, sges, length, hdr, payload);
+            rq.advance();
+            Ok(())
+        });
+        if let Err(e) = r {
+            // SAFETY: the caller's out pointer.
+            unsafe { *bad_wr = cur };
+            rc = e;
+            break;
+        }
+        posted = true;
+        cur = w.next;
+    }
+    if posted {
+        rq.publish();
+    }
+    rc
 }
 
 /// `bind_mw` for type 1 windows: a BIND_MW work request with the window's

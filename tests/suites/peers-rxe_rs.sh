@@ -1,5 +1,5 @@
 # Our provider against itself and against rdma-core's stock C provider, between rxe0 (server) and
-# rxe1 (client): libibverbs' pingpongs, rdma_cm's rping, and perftest over rdma_cm (-R).
+# rxe1 (client): libibverbs' pingpongs (RC, UC, UD, SRQ), rdma_cm's rping, and perftest over rdma_cm (-R).
 # perftest's _bw runs are left out: over rdma_cm they hang now and then (one side times out), with
 # the stock provider on both ends too (ib_write_bw), more often when the host is loaded.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
@@ -15,6 +15,11 @@ for pairing in "${PAIRINGS[@]}"; do
             "$pp" -d rxe0 -g 1 -n 500 -- \
             "$pp" -d rxe1 -g 1 -n 500 "$RIG_SERVER_IP"
     done
+
+    # SRQ: the server's QPs receive through one shared receive queue.
+    run_test "ibv_srq_pingpong.$tag" pair "$sp" "$cp" tcp:18515 \
+        ibv_srq_pingpong -d rxe0 -g 1 -n 500 -- \
+        ibv_srq_pingpong -d rxe1 -g 1 -n 500 "$RIG_SERVER_IP"
 
     run_test "rping.$tag" pair "$sp" "$cp" cm:7174 \
         rping -s -a "$RIG_SERVER_IP" -p 7174 -C 10 -- \

@@ -23,6 +23,7 @@ use core::mem::{offset_of, size_of};
 use super::objects::{ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_pd, ibv_qp, verbs_mr};
 use super::cq;
 use super::qp;
+use super::srq;
 use super::public::{
     ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn,
 };
@@ -127,8 +128,8 @@ pub struct verbs_context_ops {
     pub create_qp: Option<qp::create_qp_fn>,
     pub create_qp_ex: Option<qp::create_qp_ex_fn>,
     pub create_rwq_ind_table: opaque_fn,
-    pub create_srq: opaque_fn,
-    pub create_srq_ex: opaque_fn,
+    pub create_srq: Option<srq::create_srq_fn>,
+    pub create_srq_ex: Option<srq::create_srq_ex_fn>,
     pub create_wq: opaque_fn,
     pub dealloc_mw: Option<dealloc_mw_fn>,
     pub dealloc_pd: Option<dealloc_pd_fn>,
@@ -141,7 +142,7 @@ pub struct verbs_context_ops {
     pub destroy_flow_action: opaque_fn,
     pub destroy_qp: Option<qp::destroy_qp_fn>,
     pub destroy_rwq_ind_table: opaque_fn,
-    pub destroy_srq: opaque_fn,
+    pub destroy_srq: Option<srq::destroy_srq_fn>,
     pub destroy_wq: opaque_fn,
     pub detach_mcast: Option<mcast_fn>,
     pub free_context: Option<free_context_fn>,
@@ -154,7 +155,7 @@ pub struct verbs_context_ops {
     pub modify_flow_action_esp: opaque_fn,
     pub modify_qp: Option<qp::modify_qp_fn>,
     pub modify_qp_rate_limit: opaque_fn,
-    pub modify_srq: opaque_fn,
+    pub modify_srq: Option<srq::modify_srq_fn>,
     pub modify_wq: opaque_fn,
     pub open_qp: opaque_fn,
     pub open_xrcd: opaque_fn,
@@ -162,14 +163,14 @@ pub struct verbs_context_ops {
     pub post_recv: Option<qp::post_recv_fn>,
     pub post_send: Option<qp::post_send_fn>,
     pub post_srq_ops: opaque_fn,
-    pub post_srq_recv: opaque_fn,
+    pub post_srq_recv: Option<srq::post_srq_recv_fn>,
     pub query_device_ex: Option<query_device_ex_fn>,
     pub query_ece: opaque_fn,
     pub query_port: Option<query_port_fn>,
     pub query_qp: Option<qp::query_qp_fn>,
     pub query_qp_data_in_order: opaque_fn,
     pub query_rt_values: opaque_fn,
-    pub query_srq: opaque_fn,
+    pub query_srq: Option<srq::query_srq_fn>,
     pub read_counters: opaque_fn,
     pub reg_dm_mr: opaque_fn,
     pub reg_dmabuf_mr: opaque_fn,

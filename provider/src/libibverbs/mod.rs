@@ -7,6 +7,7 @@
 //! - [`device_abi`]: private device-level structs (same from v35 to v64);
 //! - [`objects`]: the PD, MR, MW, AH and QP objects of the control verbs;
 //! - [`qp`]: the public QP structs, work requests, and `verbs_qp`;
+//! - [`srq`]: the public SRQ structs and `verbs_srq`;
 //! - [`context_v36`]: private context structs of rdma-core v36..v58;
 //! - [`layout`]: which layout a given libibverbs has (pure logic);
 //! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
@@ -17,5 +18,6 @@ pub mod device_abi;
 pub mod objects;
 pub mod public;
 pub mod qp;
+pub mod srq;
 pub mod layout;
 pub mod runtime;

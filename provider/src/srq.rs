@@ -1,0 +1,461 @@
+//! Shared receive queues: `create_srq`, `create_srq_ex`, `modify_srq`,
+//! `query_srq`, `destroy_srq` and `post_srq_recv`.
+//!
+//! An SRQ is an rxe receive ring like a QP's: the kernel creates it (legacy
+//! `CREATE_SRQ` write; rxe answers with the ring's mmap info), we map it, and
+//! `post_srq_recv` builds receive WQEs in place and publishes the producer
+//! index, without a syscall, under one lock per SRQ. Resizing (`IBV_SRQ_MAX_WR`)
+//! makes rxe build a new ring, copy the pending WQEs over and write the new
+//! mmap info to the address in `rxe_modify_srq_cmd`; we remap under the lock.
+//!
+//! The SRQ limit event: arming is `modify_srq` with `IBV_SRQ_LIMIT`, the
+//! kernel raises `IBV_EVENT_SRQ_LIMIT_REACHED` on the async fd with the
+//! `user_handle` we gave at creation, which is the `ibv_srq` address:
+//! libibverbs' `ibv_get_async_event` hands that back as `element.srq` and
+//! `ibv_ack_async_event` counts `events_completed` under the SRQ's
+//! mutex/cond, which is why `destroy_srq` waits for the kernel's
+//! `events_reported` as `ibv_cmd_destroy_srq` does. libibverbs' per-provider
+//! `async_event` hook has nothing to do for rxe (the stock provider leaves it
+//! unset too).
+
+use core::cell::UnsafeCell;
+use core::ffi::c_int;
+use core::mem::offset_of;
+use core::ptr::{self, addr_of_mut};
+use core::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::RawFd;
+
+use kernel_abi::{
+    ib_uverbs_create_srq, ib_uverbs_create_srq_resp, ib_uverbs_destroy_srq, ib_uverbs_destroy_srq_resp,
+    ib_uverbs_modify_srq, ib_uverbs_query_srq, ib_uverbs_query_srq_resp, mminfo, rxe_create_srq_resp,
+    rxe_modify_srq_cmd, IB_USER_VERBS_CMD_CREATE_SRQ, IB_USER_VERBS_CMD_DESTROY_SRQ, IB_USER_VERBS_CMD_MODIFY_SRQ,
+    IB_USER_VERBS_CMD_QUERY_SRQ,
+};
+use log::debug;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::context::RxeContext;
+use crate::ffi;
+use crate::libibverbs::objects::ibv_pd;
+use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::qp::ibv_recv_wr;
+use crate::libibverbs::srq::*;
+use crate::qp::{post_recv_list, Locked, WorkQueue};
+use crate::queue::Ring;
+use crate::wqe::{RecvLimits, RECV_WQE_HEADER};
+
+/// Legacy `CREATE_SRQ` response: the core part, then rxe's ring info.
+#[repr(C)]
+#[derive(Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct CreateSrqResp {
+    pub core: ib_uverbs_create_srq_resp,
+    pub drv: rxe_create_srq_resp,
+}
+
+impl WriteCmd for ib_uverbs_create_srq {
+    const ID: u32 = IB_USER_VERBS_CMD_CREATE_SRQ;
+    type Resp = CreateSrqResp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+/// Legacy `MODIFY_SRQ`: the core body, then rxe's driver part with the
+/// address the kernel writes the resized ring's mmap info to.
+#[repr(C)]
+#[derive(IntoBytes, Immutable)]
+struct ModifySrqCmd {
+    core: ib_uverbs_modify_srq,
+    drv: rxe_modify_srq_cmd,
+}
+
+impl WriteReq for ModifySrqCmd {
+    const ID: u32 = IB_USER_VERBS_CMD_MODIFY_SRQ;
+}
+
+impl WriteCmd for ib_uverbs_query_srq {
+    const ID: u32 = IB_USER_VERBS_CMD_QUERY_SRQ;
+    type Resp = ib_uverbs_query_srq_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+impl WriteCmd for ib_uverbs_destroy_srq {
+    const ID: u32 = IB_USER_VERBS_CMD_DESTROY_SRQ;
+    type Resp = ib_uverbs_destroy_srq_resp;
+    fn set_response(&mut self, addr: u64) {
+        self.response = addr;
+    }
+}
+
+/// Our SRQ. `vsrq` must stay first: libibverbs hands its `ibv_srq` back.
+#[repr(C)]
+pub(crate) struct RxeSrq {
+    vsrq: UnsafeCell<verbs_srq>,
+    cmd_fd: RawFd,
+    rq: Locked<RecvLimits>,
+    /// Set when a resize succeeded in the kernel but the new ring could not
+    /// be mapped: the old mapping is still ours, but nothing posted there
+    /// would ever be seen, so posts are refused from then on.
+    lost: AtomicBool,
+}
+const _: () = assert!(offset_of!(RxeSrq, vsrq) == 0);
+
+// SAFETY: the ring state is only touched under its lock; the libibverbs
+// part is shared with C exactly as the stock provider's is.
+unsafe impl Sync for RxeSrq {}
+
+impl RxeSrq {
+    /// # Safety
+    /// `srq` is an `ibv_srq` our create_srq made and not yet destroyed.
+    unsafe fn from_ibv_srq<'a>(srq: *mut ibv_srq) -> Option<&'a RxeSrq> {
+        // SAFETY: ibv_srq is at offset 0 of verbs_srq, at offset 0 of RxeSrq.
+        unsafe { srq.cast::<RxeSrq>().as_ref() }
+    }
+
+    fn ibv_srq(&self) -> *mut ibv_srq {
+        self.vsrq.get().cast::<ibv_srq>()
+    }
+
+    /// The kernel's handle (written once, before publication).
+    fn handle(&self) -> u32 {
+        // SAFETY: handle is set at creation and never written again.
+        unsafe { ptr::read(addr_of_mut!((*self.ibv_srq()).handle)) }
+    }
+}
+
+/// The receive queue of a fresh or resized SRQ ring.
+fn srq_queue(fd: RawFd, mi: &mminfo, max_sge: u32) -> Result<WorkQueue<RecvLimits>, Errno> {
+    let ring = Ring::map(fd, mi, RECV_WQE_HEADER)?;
+    let limits = RecvLimits { max_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
+    let prod = ring.producer_index();
+    Ok(WorkQueue { ring, prod, limits })
+}
+
+/// What a create request says, from `ibv_srq_init_attr` or its `_ex`.
+struct CreateArgs {
+    context: *mut ibv_context,
+    pd: *mut ibv_pd,
+    srq_context: *mut core::ffi::c_void,
+    attr: ibv_srq_attr,
+    cq: *mut crate::libibverbs::cq::ibv_cq,
+}
+
+/// Creates a basic SRQ; returns it and the attributes the kernel granted.
+fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
+    // SAFETY: the context the PD belongs to, or the caller's (ours).
+    let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(libc::EINVAL)?;
+    // SAFETY: a non-null PD is one of ours.
+    let pd = unsafe { args.pd.as_ref() }.ok_or(libc::EINVAL)?;
+    let fd = ctx.ibv_ctx.cmd_fd;
+    // SAFETY: verbs_srq is plain C data (pointers, integers, pthread objects
+    // initialised below); all-zero is its calloc'd state.
+    let mut vsrq: verbs_srq = unsafe { core::mem::zeroed() };
+    vsrq.srq_type = IBV_SRQT_BASIC;
+    vsrq.cq = args.cq;
+    // The ring is filled in once the kernel answered; the Box gives the
+    // ibv_srq its final address first, for user_handle.
+    let mut srq = Box::new(core::mem::MaybeUninit::<RxeSrq>::uninit());
+    let ibsrq = srq.as_mut_ptr().cast::<ibv_srq>();
+    let cmd = ib_uverbs_create_srq {
+        response: 0,
+        user_handle: ibsrq as usize as u64,
+        pd_handle: pd.handle,
+        max_wr: args.attr.max_wr,
+        max_sge: args.attr.max_sge,
+        srq_limit: args.attr.srq_limit,
+        driver_data: [],
+    };
+    let resp = command::write_cmd(fd, cmd)?;
+    let rq = srq_queue(fd, &resp.drv.mi, resp.core.max_sge).inspect_err(|_| {
+        let _ = command::write_cmd(fd, ib_uverbs_destroy_srq { response: 0, srq_handle: resp.core.srq_handle, reserved: 0 });
+    })?;
+    vsrq.srq_num = resp.core.srqn;
+    let s = &mut vsrq.srq;
+    s.context = args.context;
+    s.srq_context = args.srq_context;
+    s.pd = args.pd;
+    s.handle = resp.core.srq_handle;
+    s.events_completed = 0;
+    srq.write(RxeSrq { vsrq: UnsafeCell::new(vsrq), cmd_fd: fd, rq: Locked::new(rq), lost: AtomicBool::new(false) });
+    // SAFETY: written just above.
+    let srq = Box::into_raw(srq).cast::<RxeSrq>();
+    // SAFETY: fresh pthread objects at their final (boxed) address, before
+    // anyone else sees the SRQ.
+    unsafe {
+        let s = (*srq).ibv_srq();
+        libc::pthread_mutex_init(addr_of_mut!((*s).mutex), ptr::null());
+        libc::pthread_cond_init(addr_of_mut!((*s).cond), ptr::null());
+    }
+    debug!("created SRQ {:#x}, handle {}", resp.core.srqn, resp.core.srq_handle);
+    let granted = ibv_srq_attr { max_wr: resp.core.max_wr, max_sge: resp.core.max_sge, srq_limit: args.attr.srq_limit };
+    Ok((srq.cast::<ibv_srq>(), granted))
+}
+
+/// `create_srq`.
+pub(crate) unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
+    ffi::guard("create_srq", ptr::null_mut(), || {
+        // SAFETY: the caller's PD (ours) and attributes; nulls refused.
+        let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
+            return ffi::fail_ptr(libc::EINVAL);
+        };
+        let args = CreateArgs { context: p.context, pd, srq_context: a.srq_context, attr: a.attr, cq: ptr::null_mut() };
+        match create(&args) {
+            Ok((srq, granted)) => {
+                // What the kernel granted, as ibv_cmd_create_srq reports it.
+                a.attr.max_wr = granted.max_wr;
+                a.attr.max_sge = granted.max_sge;
+                srq
+            }
+            Err(e) => ffi::fail_ptr(e),
+        }
+    })
+}
+
+/// Checks `ibv_srq_init_attr_ex` as `ibv_cmd_create_srq_ex` does; rxe has
+/// basic SRQs only (no XRC domains, no tag matching): `EOPNOTSUPP`.
+fn check_create_ex(a: &ibv_srq_init_attr_ex) -> Result<(), Errno> {
+    if a.comp_mask >= IBV_SRQ_INIT_ATTR_RESERVED {
+        return Err(libc::EOPNOTSUPP);
+    }
+    if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        return Err(libc::EINVAL);
+    }
+    let basic = a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE == 0 || a.srq_type == IBV_SRQT_BASIC;
+    if !basic || a.comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM) != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// `create_srq_ex`.
+pub(crate) unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
+    ffi::guard("create_srq_ex", ptr::null_mut(), || {
+        // SAFETY: the caller's attributes; null refused.
+        let Some(a) = (unsafe { attr.as_mut() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        if let Err(e) = check_create_ex(a) {
+            return ffi::fail_ptr(e);
+        }
+        let cq = if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ != 0 { a.cq } else { ptr::null_mut() };
+        let args = CreateArgs { context, pd: a.pd, srq_context: a.srq_context, attr: a.attr, cq };
+        match create(&args) {
+            Ok((srq, granted)) => {
+                a.attr.max_wr = granted.max_wr;
+                a.attr.max_sge = granted.max_sge;
+                srq
+            }
+            Err(e) => ffi::fail_ptr(e),
+        }
+    })
+}
+
+/// The `MODIFY_SRQ` command for `attr`/`mask`, with `mi` as the address
+/// the kernel writes a resized ring's mmap info to.
+fn modify_cmd(handle: u32, a: &ibv_srq_attr, mask: c_int, mi: u64) -> ModifySrqCmd {
+    ModifySrqCmd {
+        core: ib_uverbs_modify_srq { srq_handle: handle, attr_mask: mask as u32, max_wr: a.max_wr, srq_limit: a.srq_limit, driver_data: [] },
+        drv: rxe_modify_srq_cmd { mmap_info_addr: mi },
+    }
+}
+
+/// Issues `MODIFY_SRQ`; returns the new ring's mmap info (zero unless the
+/// kernel resized).
+fn modify(s: &RxeSrq, a: &ibv_srq_attr, mask: c_int) -> Result<mminfo, Errno> {
+    let mut mi = mminfo { offset: 0, size: 0, pad: 0 };
+    // The cast exposes mi's provenance: the kernel writes it during write().
+    let addr = ptr::from_mut(&mut mi) as usize as u64;
+    command::write_req(s.cmd_fd, modify_cmd(s.handle(), a, mask, addr))?;
+    // SAFETY: mi is a live local the kernel may have written; read it anew.
+    Ok(unsafe { ptr::read_volatile(&mi) })
+}
+
+/// `modify_srq`: resize (`IBV_SRQ_MAX_WR`, under the SRQ lock as rxe copies
+/// the pending WQEs into the new ring) and/or arm the limit (`IBV_SRQ_LIMIT`).
+pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
+    ffi::guard("modify_srq", libc::EIO, || {
+        // SAFETY: an SRQ of ours and the caller's attributes; nulls refused.
+        let (Some(s), Some(a)) = (unsafe { RxeSrq::from_ibv_srq(srq) }, unsafe { attr.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        if mask & IBV_SRQ_MAX_WR == 0 {
+            return match modify(s, a, mask) {
+                Ok(_) => 0,
+                Err(e) => ffi::fail_code(e),
+            };
+        }
+        let rc = s.rq.with(|wq| {
+            let mi = modify(s, a, mask)?;
+            match srq_queue(s.cmd_fd, &mi, wq.limits.max_sge) {
+                Ok(new) => {
+                    // Drops (unmaps) the old ring: the kernel moved every
+                    // pending WQE into the new one.
+                    *wq = new;
+                    Ok(())
+                }
+                Err(e) => {
+                    s.lost.store(true, Ordering::Relaxed);
+                    Err(e)
+                }
+            }
+        });
+        match rc {
+            Ok(()) => 0,
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+/// `query_srq`.
+pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
+    ffi::guard("query_srq", libc::EIO, || {
+        // SAFETY: an SRQ of ours and the caller's output; nulls refused.
+        let (Some(s), Some(a)) = (unsafe { RxeSrq::from_ibv_srq(srq) }, unsafe { attr.as_mut() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        match command::write_cmd(s.cmd_fd, ib_uverbs_query_srq { response: 0, srq_handle: s.handle(), reserved: 0, driver_data: [] }) {
+            Ok(r) => {
+                *a = ibv_srq_attr { max_wr: r.max_wr, max_sge: r.max_sge, srq_limit: r.srq_limit };
+                0
+            }
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
+/// `destroy_srq`: waits, as `ibv_cmd_destroy_srq` does, until the
+/// application acked every async event reported for it; then unmaps and frees.
+pub(crate) unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
+    ffi::guard("destroy_srq", libc::EIO, || {
+        // SAFETY: an SRQ of ours (null refused).
+        let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else { return ffi::fail_code(libc::EINVAL) };
+        let resp = match command::write_cmd(s.cmd_fd, ib_uverbs_destroy_srq { response: 0, srq_handle: s.handle(), reserved: 0 }) {
+            Ok(r) => r,
+            Err(e) => return ffi::fail_code(e),
+        };
+        // SAFETY: mutex/cond were initialised at create; libibverbs updates
+        // events_completed under that mutex (ibv_ack_async_event) and
+        // signals the cond.
+        unsafe {
+            let mutex = addr_of_mut!((*srq).mutex);
+            let cond = addr_of_mut!((*srq).cond);
+            libc::pthread_mutex_lock(mutex);
+            while ptr::read_volatile(addr_of_mut!((*srq).events_completed)) != resp.events_reported {
+                libc::pthread_cond_wait(cond, mutex);
+            }
+            libc::pthread_mutex_unlock(mutex);
+        }
+        // SAFETY: made by Box::into_raw in create, freed once, after the
+        // kernel let the SRQ go; dropping the ring unmaps it.
+        drop(unsafe { Box::from_raw(srq.cast::<RxeSrq>()) });
+        0
+    })
+}
+
+/// `post_srq_recv`: builds the WQEs in the SRQ ring and advances its
+/// producer index; no syscall. The first request that fails is refused
+/// whole and returned in `*bad_wr`; those before it are posted.
+pub(crate) unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
+    ffi::guard("post_srq_recv", libc::EIO, || {
+        // SAFETY: libibverbs passes an SRQ of ours.
+        let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else { return libc::EINVAL };
+        if bad_wr.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: non-null, the caller's out pointer.
+        unsafe { *bad_wr = ptr::null_mut() };
+        if wr.is_null() {
+            return libc::EINVAL;
+        }
+        s.rq.with(|rq| {
+            if s.lost.load(Ordering::Relaxed) {
+                // SAFETY: as above.
+                unsafe { *bad_wr = wr };
+                return libc::EIO;
+            }
+            // SAFETY: forwarded from the ibv_post_srq_recv contract.
+            unsafe { post_recv_list(rq, wr, bad_wr) }
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::libibverbs::qp::ibv_sge;
+    use crate::queue::testing::FakeQueue;
+    use kernel_abi::rxe_recv_wqe;
+
+    fn recv_wr(wr_id: u64, sges: &mut [ibv_sge]) -> ibv_recv_wr {
+        ibv_recv_wr { wr_id, next: ptr::null_mut(), sg_list: sges.as_mut_ptr(), num_sge: sges.len() as c_int }
+    }
+
+    #[test]
+    fn srq_receives_are_built_in_place_and_a_bad_one_stops_the_list() {
+        // 4 slots of 128 bytes: capacity 3; 128 - 40 = 88 bytes hold 5 SGEs.
+        let fq = FakeQueue::new(7, 3, 0);
+        let mut rq = srq_queue(fq.raw_fd(), &fq.mi, 2).unwrap();
+        assert_eq!(rq.limits, RecvLimits { max_sge: 2, payload_room: 88 });
+        let mut a = [ibv_sge { addr: 0x1000, length: 100, lkey: 7 }, ibv_sge { addr: 0x2000, length: 28, lkey: 7 }];
+        let mut b = [ibv_sge { addr: 0x3000, length: 1, lkey: 8 }; 3];
+        let mut c = [ibv_sge { addr: 0x4000, length: 4, lkey: 9 }];
+        let mut w9 = recv_wr(9, &mut c);
+        let mut w2 = recv_wr(2, &mut b);
+        w2.next = &mut w9;
+        let mut w1 = recv_wr(1, &mut a);
+        w1.next = &mut w2;
+        let mut bad: *mut ibv_recv_wr = ptr::null_mut();
+        // SAFETY: a list of live requests on our stack.
+        assert_eq!(unsafe { post_recv_list(&mut rq, &mut w1, &mut bad) }, libc::EINVAL);
+        assert_eq!(bad, ptr::addr_of_mut!(w2));
+        assert_eq!(fq.kernel.produced(), 1);
+        let k: rxe_recv_wqe = fq.kernel.read_slot(0);
+        assert_eq!((k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge), (1, 128, 128, 2));
+        // Three more: two go in, then the ring is full (ENOMEM).
+        let mut w5 = recv_wr(5, &mut c);
+        let mut w4 = recv_wr(4, &mut c);
+        w4.next = &mut w5;
+        let mut w3 = recv_wr(3, &mut c);
+        w3.next = &mut w4;
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_recv_list(&mut rq, &mut w3, &mut bad) }, libc::ENOMEM);
+        assert_eq!(bad, ptr::addr_of_mut!(w5));
+        assert_eq!(fq.kernel.produced(), 3);
+        let k: rxe_recv_wqe = fq.kernel.read_slot(2);
+        assert_eq!((k.wr_id, k.dma.length), (4, 4));
+        assert_eq!(fq.kernel.read_slot::<rxe_recv_wqe>(1).wr_id, 3);
+    }
+
+    #[test]
+    fn create_ex_takes_basic_srqs_only() {
+        // SAFETY: plain C data.
+        let mut a: ibv_srq_init_attr_ex = unsafe { core::mem::zeroed() };
+        let mut pd = ibv_pd { context: ptr::null_mut(), handle: 0 };
+        a.pd = &mut pd;
+        a.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+        assert_eq!(check_create_ex(&a), Ok(()));
+        a.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+        assert_eq!(check_create_ex(&a), Ok(()));
+        a.srq_type = 1; // XRC
+        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        a.srq_type = IBV_SRQT_BASIC;
+        a.comp_mask |= IBV_SRQ_INIT_ATTR_RESERVED;
+        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
+        assert_eq!(check_create_ex(&a), Err(libc::EINVAL));
+    }
+
+    #[test]
+    fn modify_carries_the_mmap_info_address() {
+        let a = ibv_srq_attr { max_wr: 64, max_sge: 1, srq_limit: 10 };
+        let c = modify_cmd(5, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT, 0xabcd_0000);
+        let b = c.as_bytes();
+        assert_eq!(b.len(), 24);
+        assert_eq!(u32::from_ne_bytes(b[0..4].try_into().unwrap()), 5);
+        assert_eq!(u32::from_ne_bytes(b[4..8].try_into().unwrap()), 3);
+        assert_eq!(u32::from_ne_bytes(b[8..12].try_into().unwrap()), 64);
+        assert_eq!(u32::from_ne_bytes(b[12..16].try_into().unwrap()), 10);
+        assert_eq!(u64::from_ne_bytes(b[16..24].try_into().unwrap()), 0xabcd_0000);
+    }
+}
