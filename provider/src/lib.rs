@@ -11,6 +11,7 @@
 //! - `query`: `query_device_ex` and `query_port`;
 //! - `cq`: completion queues and `ibv_cq_ex`; `queue`: the mmap'd rxe rings;
 //! - `qp`: queue pairs and the legacy data path; `wqe`: work requests to WQEs;
+//! - `qp_ex`: the `ibv_qp_ex` work-request API (`ibv_wr_*`);
 //! - `srq`: shared receive queues;
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
@@ -31,6 +32,7 @@ mod mr;
 mod mw;
 mod pd;
 mod qp;
+mod qp_ex;
 mod query;
 pub mod queue;
 mod registration;

@@ -45,6 +45,7 @@ use crate::libibverbs::objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_mw,
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::*;
 use crate::libibverbs::srq::ibv_srq;
+use crate::qp_ex::{self, Batch};
 use crate::queue::Ring;
 use crate::wqe::{self, MwBind, RecvLimits, SendLimits, SendRequest, UdDest, RECV_WQE_HEADER, SEND_WQE_HEADER};
 
@@ -152,18 +153,26 @@ impl<L> WorkQueue<L> {
         if q.is_full(self.prod, self.ring.consumed()) {
             return Err(libc::ENOMEM);
         }
+        self.slot_at(self.prod)
+    }
+
+    /// The slot of `index` (masked) as (header, payload). Sound to write only
+    /// for a slot between the published producer index and `prod`, or the
+    /// one at `prod` when the ring is not full: those the kernel does not read.
+    pub(crate) fn slot_at<H: FromBytes>(&mut self, index: u32) -> Result<(&mut H, &mut [u8]), Errno> {
         let header = size_of::<H>();
         let elem = self.ring.geometry().elem_size();
         if elem < header {
             return Err(libc::EPROTO);
         }
-        let base = self.ring.slot_ptr(self.prod).as_ptr();
+        let base = self.ring.slot_ptr(index).as_ptr();
         // SAFETY: the slot lies inside the mapping (Ring guarantees it) and
         // is elem >= size_of::<H>() bytes long; slots start at multiples of
         // 128 bytes in a page-aligned mapping, enough for H's alignment. The
         // slot is ours until we publish the producer past it: the kernel
-        // reads only published slots, and the queue lock excludes other
-        // posters. Any bytes are a valid H (FromBytes).
+        // reads only published slots (callers pass only unpublished ones),
+        // and the queue lock excludes other posters. Any bytes are a valid
+        // H (FromBytes).
         unsafe {
             let h = &mut *base.cast::<H>();
             let payload = core::slice::from_raw_parts_mut(base.add(header), elem - header);
@@ -218,6 +227,8 @@ pub(crate) struct RxeQp {
     pub sq: Option<Locked<SendLimits>>,
     /// `None` when the QP receives through an SRQ.
     pub rq: Option<Locked<RecvLimits>>,
+    /// The `ibv_wr_*` batch in progress, guarded by the `sq` lock.
+    pub batch: UnsafeCell<Batch>,
 }
 
 // SAFETY: the queue state is only touched under its lock; the libibverbs
@@ -302,7 +313,9 @@ fn map_queues(fd: RawFd, resp: &CreateQpResp, qp_type: c_int, has_srq: bool) -> 
     Ok((sq, rq))
 }
 
-fn create(args: &CreateArgs, ex: bool) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
+/// `send_ops` are the `ibv_qp_ex` operations asked for (checked), `None`
+/// for a QP made by `create_qp` or without `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
+fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     // SAFETY: the context is the live one the PD (or the caller) belongs to.
     let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(libc::EINVAL)?;
     // SAFETY: a non-null PD is one of ours (refused when null).
@@ -322,6 +335,7 @@ fn create(args: &CreateArgs, ex: bool) -> Result<(*mut ibv_qp, ibv_qp_cap), Errn
         layout,
         sq: None,
         rq: None,
+        batch: UnsafeCell::new(Batch::default()),
     });
     let ibqp = qp.ibv_qp();
     let srq = srq_handle(args.srq);
@@ -372,6 +386,9 @@ fn create(args: &CreateArgs, ex: bool) -> Result<(*mut ibv_qp, ibv_qp_cap), Errn
     }
     // As the stock provider: every QP made by create_qp_ex is an ibv_qp_ex.
     vqp.set_comp_mask(layout, if ex { VERBS_QP_EX } else { 0 });
+    if let Some(flags) = send_ops {
+        qp_ex::set_send_ops(vqp, layout, flags);
+    }
     debug!("created QP {:#x} (type {}), handle {}", resp.core.qpn, args.qp_type, resp.core.qp_handle);
     let granted = ibv_qp_cap {
         max_send_wr: resp.core.max_send_wr,
@@ -401,7 +418,7 @@ pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_ini
             qp_type: a.qp_type,
             sq_sig_all: a.sq_sig_all,
         };
-        match create(&args, false) {
+        match create(&args, false, None) {
             Ok((qp, cap)) => {
                 // What the kernel granted, as ibv_cmd_create_qp reports it.
                 a.cap = cap;
@@ -412,18 +429,20 @@ pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_ini
     })
 }
 
-/// What `create_qp_ex` accepts (the stock provider's `RXE_QP_COMP_MASK_SUP`
-/// without `SEND_OPS_FLAGS`, which arrives with the `ibv_qp_ex` API).
-const CREATE_QP_EX_COMP_MASK: u32 = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+/// What `create_qp_ex` accepts: the stock provider's `RXE_QP_COMP_MASK_SUP`.
+const CREATE_QP_EX_COMP_MASK: u32 = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
-/// Checks `ibv_qp_init_attr_ex` as the stock provider does; `EOPNOTSUPP`
-/// for what it cannot do, `EINVAL` without a PD.
-fn check_create_ex(a: &ibv_qp_init_attr_ex) -> Result<(), Errno> {
+/// Checks `ibv_qp_init_attr_ex` as the stock provider's `check_qp_init_attr`
+/// does; `EOPNOTSUPP` for what it cannot do, `EINVAL` without a PD.
+fn check_create_ex(a: &ibv_qp_init_attr_ex, layout: QpExLayout) -> Result<(), Errno> {
     if a.comp_mask & !CREATE_QP_EX_COMP_MASK != 0 {
         return Err(libc::EOPNOTSUPP);
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
         return Err(libc::EOPNOTSUPP);
+    }
+    if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        qp_ex::check_send_ops(a.qp_type, a.send_ops_flags, layout)?;
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 || a.pd.is_null() {
         return Err(libc::EINVAL);
@@ -436,7 +455,9 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *m
     ffi::guard("create_qp_ex", ptr::null_mut(), || {
         // SAFETY: the caller's attributes; null refused.
         let Some(a) = (unsafe { attr.as_mut() }) else { return ffi::fail_ptr(libc::EINVAL) };
-        if let Err(e) = check_create_ex(a) {
+        // SAFETY: the caller's context (ours); null refused.
+        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else { return ffi::fail_ptr(libc::EINVAL) };
+        if let Err(e) = check_create_ex(a, QpExLayout::for_release(ctx.layout.release)) {
             return ffi::fail_ptr(e);
         }
         let args = CreateArgs {
@@ -450,7 +471,8 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *m
             qp_type: a.qp_type,
             sq_sig_all: a.sq_sig_all,
         };
-        match create(&args, true) {
+        let send_ops = (a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0).then_some(a.send_ops_flags);
+        match create(&args, true, send_ops) {
             Ok((qp, cap)) => {
                 // What the kernel granted, as ibv_cmd_create_qp reports it.
                 a.cap = cap;
@@ -854,7 +876,14 @@ unsafe fn post_one_send(sq: &mut WorkQueue<SendLimits>, wr: &ibv_send_wr) -> Res
     Ok(())
 }
 
-fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
+/// Whether rxe takes send work now: from RTS on (the kernel's requester
+/// refuses a doorbell before, with `EINVAL`). Checked before publishing,
+/// so a refused batch leaves nothing in the ring to run later.
+pub(crate) fn sq_accepts_posts(q: &RxeQp) -> bool {
+    !matches!(q.state(), IBV_QPS_RESET | IBV_QPS_INIT | IBV_QPS_RTR)
+}
+
+pub(crate) fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
     let cmd = PostSendDoorbell {
         response: 0,
         qp_handle: q.handle(),
@@ -1049,24 +1078,42 @@ mod tests {
     }
 
     #[test]
-    fn create_ex_refuses_what_is_not_there_yet() {
+    fn create_ex_checks_masks_and_send_ops_as_stock_does() {
+        let v44 = QpExLayout::for_release(44);
         // SAFETY: plain C data.
         let mut a: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
         let mut pd = ibv_pd { context: ptr::null_mut(), handle: 0 };
         a.pd = &mut pd;
+        a.qp_type = IBV_QPT_UD;
         a.comp_mask = IBV_QP_INIT_ATTR_PD;
-        assert_eq!(check_create_ex(&a), Ok(()));
+        assert_eq!(check_create_ex(&a, v44), Ok(()));
         a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+        assert_eq!(check_create_ex(&a, v44), Ok(()));
+        a.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE;
+        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        a.qp_type = IBV_QPT_UC;
+        assert_eq!(check_create_ex(&a, v44), Ok(()));
+        a.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ;
+        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        a.qp_type = IBV_QPT_RC;
+        a.send_ops_flags = ((1 << 10) - 1) | IBV_QP_EX_WITH_ATOMIC_WRITE;
+        assert_eq!(check_create_ex(&a, v44), Ok(()));
+        // No wr_atomic_write slot before v44; never TSO or flush.
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(43)), Err(libc::EOPNOTSUPP));
+        for f in [IBV_QP_EX_WITH_TSO, IBV_QP_EX_WITH_FLUSH] {
+            a.send_ops_flags = f;
+            assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
+        }
         a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
         a.create_flags = 1;
-        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
         a.create_flags = 0;
-        assert_eq!(check_create_ex(&a), Ok(()));
+        assert_eq!(check_create_ex(&a, v44), Ok(()));
         a.comp_mask = IBV_QP_INIT_ATTR_CREATE_FLAGS;
-        assert_eq!(check_create_ex(&a), Err(libc::EINVAL));
+        assert_eq!(check_create_ex(&a, v44), Err(libc::EINVAL));
         a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD;
-        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
     }
 
     fn send_queue(fq: &FakeQueue, max_sge: u32) -> WorkQueue<SendLimits> {

@@ -167,6 +167,24 @@ pub(crate) fn validate_send(req: &SendRequest<'_>, lim: &SendLimits) -> Result<u
 /// `IBV_SEND_INLINE`, every SGE describes `length` readable bytes at `addr`
 /// (the caller's promise to `ibv_post_send`).
 pub(crate) unsafe fn encode_send(req: &SendRequest<'_>, length: u32, wqe: &mut rxe_send_wqe, payload: &mut [u8]) {
+    encode_header(req, wqe);
+    if req.send_flags & IBV_SEND_INLINE != 0 {
+        // SAFETY: forwarded from this function's contract; validate_send
+        // proved the bytes fit the payload.
+        unsafe { copy_inline(req.sges, payload) };
+    } else {
+        write_sges(req.sges, payload);
+    }
+    let dma = &mut wqe.dma;
+    dma.length = length;
+    dma.resid = length;
+    dma.num_sge = req.sges.len() as u32;
+}
+
+/// Writes the header of a send WQE: the operation and its operands, no
+/// data (`dma` all zero: no SGEs, length 0). The `ibv_wr_*` builders use it
+/// alone and add the data with [`set_sges`] or [`set_inline`].
+pub(crate) fn encode_header(req: &SendRequest<'_>, wqe: &mut rxe_send_wqe) {
     *wqe = rxe_send_wqe::new_zeroed();
     let wr = &mut wqe.wr;
     wr.wr_id = req.wr_id;
@@ -174,7 +192,7 @@ pub(crate) unsafe fn encode_send(req: &SendRequest<'_>, length: u32, wqe: &mut r
     wr.send_flags = req.send_flags;
     wr.ex.imm_data = req.imm_data;
     match req.opcode {
-        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
+        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ | IBV_WR_ATOMIC_WRITE => {
             wr.wr.rdma.remote_addr = req.remote_addr;
             wr.wr.rdma.rkey = req.rkey;
             wqe.iova = req.remote_addr;
@@ -199,25 +217,70 @@ pub(crate) unsafe fn encode_send(req: &SendRequest<'_>, length: u32, wqe: &mut r
         _ => {}
     }
     if let Some(ud) = req.ud {
-        wr.wr.ud.remote_qpn = ud.remote_qpn;
-        wr.wr.ud.remote_qkey = ud.remote_qkey;
-        wr.wr.ud.ah_num = ud.ah_num;
-        if ud.ah_num == 0 {
-            // Kernels without AH indices take the address vector whole.
-            wr.wr.ud.av = ud.av;
-        }
+        set_ud(wqe, &ud);
     }
-    if req.send_flags & IBV_SEND_INLINE != 0 {
-        // SAFETY: forwarded from this function's contract; validate_send
-        // proved the bytes fit the payload.
-        unsafe { copy_inline(req.sges, payload) };
-    } else {
-        write_sges(req.sges, payload);
+}
+
+/// Writes a UD destination into a send WQE.
+pub(crate) fn set_ud(wqe: &mut rxe_send_wqe, ud: &UdDest) {
+    let wr = &mut wqe.wr.wr;
+    wr.ud.remote_qpn = ud.remote_qpn;
+    wr.ud.remote_qkey = ud.remote_qkey;
+    wr.ud.ah_num = ud.ah_num;
+    if ud.ah_num == 0 {
+        // Kernels without AH indices take the address vector whole.
+        wr.ud.av = ud.av;
     }
+}
+
+/// Gives a built send WQE its scatter/gather list (`ibv_wr_set_sge`,
+/// `ibv_wr_set_sge_list`). More SGEs than the QP has, or than the slot
+/// holds, is `ENOSPC` (the stock provider's errno for it); a total over
+/// 4 GiB is `EINVAL`. The data is then not inline.
+pub(crate) fn set_sges(wqe: &mut rxe_send_wqe, payload: &mut [u8], sges: &[ibv_sge], lim: &SendLimits) -> Result<(), Errno> {
+    if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room.min(payload.len()) {
+        return Err(libc::ENOSPC);
+    }
+    let length = u32::try_from(sge_total(sges)).map_err(|_| libc::EINVAL)?;
+    write_sges(sges, payload);
+    wqe.wr.send_flags &= !IBV_SEND_INLINE;
     let dma = &mut wqe.dma;
     dma.length = length;
     dma.resid = length;
-    dma.num_sge = req.sges.len() as u32;
+    dma.num_sge = sges.len() as u32;
+    Ok(())
+}
+
+/// Copies inline data into a built send WQE (`ibv_wr_set_inline_data`,
+/// `ibv_wr_set_inline_data_list`): the whole list is measured first, in
+/// 64 bits, and refused with `ENOSPC` when it exceeds the QP's
+/// `max_inline_data` or the slot, so nothing is written past the slot.
+/// The WQE is marked inline: that is how rxe knows where its data is.
+///
+/// # Safety
+/// Every buffer describes `length` readable bytes at `addr`.
+pub(crate) unsafe fn set_inline(wqe: &mut rxe_send_wqe, payload: &mut [u8], bufs: &[ibv_data_buf], lim: &SendLimits) -> Result<(), Errno> {
+    let room = u64::from(lim.max_inline).min(lim.payload_room.min(payload.len()) as u64);
+    let mut total = 0u64;
+    for b in bufs {
+        total = total.checked_add(b.length as u64).ok_or(libc::ENOSPC)?;
+        if total > room {
+            return Err(libc::ENOSPC);
+        }
+    }
+    let mut at = 0usize;
+    for b in bufs.iter().filter(|b| b.length != 0) {
+        // SAFETY: per the contract; the caller's buffer, never the ring.
+        let src = unsafe { core::slice::from_raw_parts(b.addr.cast::<u8>(), b.length) };
+        payload[at..at + b.length].copy_from_slice(src);
+        at += b.length;
+    }
+    wqe.wr.send_flags |= IBV_SEND_INLINE;
+    let dma = &mut wqe.dma;
+    dma.length = total as u32;
+    dma.resid = total as u32;
+    dma.num_sge = 0;
+    Ok(())
 }
 
 /// Copies the bytes the SGEs point at, back to back, to the start of `out`.

@@ -25,6 +25,8 @@ pub const IBV_QPT_UD: c_int = 4;
 
 /// `enum ibv_qp_state`
 pub const IBV_QPS_RESET: c_int = 0;
+pub const IBV_QPS_INIT: c_int = 1;
+pub const IBV_QPS_RTR: c_int = 2;
 
 /// `enum ibv_qp_attr_mask` (the bits the write interface carries).
 pub const IBV_QP_STATE: c_int = 1 << 0;
@@ -71,6 +73,23 @@ pub const IBV_WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
 pub const IBV_WR_LOCAL_INV: c_int = 7;
 pub const IBV_WR_BIND_MW: c_int = 8;
 pub const IBV_WR_SEND_WITH_INV: c_int = 9;
+/// rdma-core v44+; only through `ibv_wr_atomic_write`.
+pub const IBV_WR_ATOMIC_WRITE: c_int = 15;
+
+/// `enum ibv_qp_create_send_ops_flags`
+pub const IBV_QP_EX_WITH_RDMA_WRITE: u64 = 1 << 0;
+pub const IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM: u64 = 1 << 1;
+pub const IBV_QP_EX_WITH_SEND: u64 = 1 << 2;
+pub const IBV_QP_EX_WITH_SEND_WITH_IMM: u64 = 1 << 3;
+pub const IBV_QP_EX_WITH_RDMA_READ: u64 = 1 << 4;
+pub const IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP: u64 = 1 << 5;
+pub const IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
+pub const IBV_QP_EX_WITH_LOCAL_INV: u64 = 1 << 7;
+pub const IBV_QP_EX_WITH_BIND_MW: u64 = 1 << 8;
+pub const IBV_QP_EX_WITH_SEND_WITH_INV: u64 = 1 << 9;
+pub const IBV_QP_EX_WITH_TSO: u64 = 1 << 10;
+pub const IBV_QP_EX_WITH_FLUSH: u64 = 1 << 11;
+pub const IBV_QP_EX_WITH_ATOMIC_WRITE: u64 = 1 << 12;
 
 /// `enum ibv_send_flags`
 pub const IBV_SEND_FENCE: c_uint = 1 << 0;
@@ -289,6 +308,15 @@ const _: () = assert!(offset_of!(ibv_send_wr, ext) == 80);
 const _: () = assert!(offset_of!(ibv_send_wr, ext) + offset_of!(ibv_send_wr_bind_mw, rkey) == 88);
 const _: () = assert!(offset_of!(ibv_send_wr, ext) + offset_of!(ibv_send_wr_bind_mw, bind_info) == 96);
 
+/// `struct ibv_data_buf`: one buffer of `ibv_wr_set_inline_data_list`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_data_buf {
+    pub addr: *mut c_void,
+    pub length: usize,
+}
+const _: () = assert!(size_of::<ibv_data_buf>() == 16);
+
 #[repr(C)]
 pub struct ibv_recv_wr {
     pub wr_id: u64,
@@ -324,6 +352,33 @@ const _: () = assert!(size_of::<ibv_qp_ex_base>() == 344);
 const _: () = assert!(offset_of!(ibv_qp_ex_base, comp_mask) == 160);
 const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_flags) == 176);
 const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) == 184);
+
+/// Indices into [`ibv_qp_ex_base::wr_ops`], in `struct ibv_qp_ex` order.
+pub mod wr_op {
+    pub const ATOMIC_CMP_SWP: usize = 0;
+    pub const ATOMIC_FETCH_ADD: usize = 1;
+    pub const BIND_MW: usize = 2;
+    pub const LOCAL_INV: usize = 3;
+    pub const RDMA_READ: usize = 4;
+    pub const RDMA_WRITE: usize = 5;
+    pub const RDMA_WRITE_IMM: usize = 6;
+    pub const SEND: usize = 7;
+    pub const SEND_IMM: usize = 8;
+    pub const SEND_INV: usize = 9;
+    pub const SEND_TSO: usize = 10;
+    pub const SET_UD_ADDR: usize = 11;
+    pub const SET_XRC_SRQN: usize = 12;
+    pub const SET_INLINE_DATA: usize = 13;
+    pub const SET_INLINE_DATA_LIST: usize = 14;
+    pub const SET_SGE: usize = 15;
+    pub const SET_SGE_LIST: usize = 16;
+    pub const START: usize = 17;
+    pub const COMPLETE: usize = 18;
+    pub const ABORT: usize = 19;
+}
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::SET_UD_ADDR * 8 == 272);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::SET_SGE_LIST * 8 == 312);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::ABORT * 8 == 336);
 
 /// Room for `struct verbs_qp` of any release: `ibv_qp_ex` (at most 360
 /// bytes, v45+), then `comp_mask` and `xrcd`. Which words of `tail` are
@@ -361,6 +416,11 @@ impl QpExLayout {
         QpExLayout { qp_ex_size }
     }
 
+    /// Whether `ibv_qp_ex` has `wr_atomic_write` (v44+), in `VerbsQp::tail[0]`.
+    pub fn has_atomic_write(self) -> bool {
+        self.qp_ex_size >= 352
+    }
+
     /// Offset of `verbs_qp.comp_mask` (a u32).
     pub fn comp_mask_offset(self) -> usize {
         self.qp_ex_size
@@ -373,6 +433,15 @@ impl QpExLayout {
 }
 
 impl VerbsQp {
+    /// Sets `wr_atomic_write` where this release has it (else nothing: the
+    /// slot is `comp_mask` there).
+    pub fn set_wr_atomic_write(&mut self, layout: QpExLayout, f: opaque_fn) {
+        if layout.has_atomic_write() {
+            // The word right after wr_abort (offset 344).
+            self.tail[0] = f.map_or(0, |f| f as usize as u64);
+        }
+    }
+
     /// Sets `verbs_qp.comp_mask` where this release has it.
     pub fn set_comp_mask(&mut self, layout: QpExLayout, value: u32) {
         let word = (layout.comp_mask_offset() - size_of::<ibv_qp_ex_base>()) / 8;

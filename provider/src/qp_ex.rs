@@ -1,0 +1,724 @@
+//! The `ibv_qp_ex` work-request API: `ibv_wr_start`, the builders
+//! (`ibv_wr_send`, `ibv_wr_rdma_write`, ...), the setters
+//! (`ibv_wr_set_sge`, `ibv_wr_set_inline_data`, `ibv_wr_set_ud_addr`, ...),
+//! `ibv_wr_complete` and `ibv_wr_abort`.
+//!
+//! `wr_start` takes the send queue's lock and `wr_complete`/`wr_abort`
+//! release it, as in the stock provider. Each builder writes a WQE header in
+//! place in the next free slot and advances our private producer index;
+//! setters fill in the data of the WQE built last. Nothing is published
+//! before `wr_complete`. The first error (ring full, data too large, a setter
+//! without a builder, a UD WQE without address) is recorded; later calls of
+//! the batch do nothing, and `wr_complete` refuses the whole batch with that
+//! errno: the producer index goes back to the published one, so the slots
+//! written are simply overwritten later. Nothing is ever half-posted.
+//!
+//! The callbacks libibverbs' inline `ibv_wr_*` call are pointers in the QP's
+//! `ibv_qp_ex`; which ones a QP gets follows `send_ops_flags` as checked by
+//! [`check_send_ops`], the stock provider's table. `wr_atomic_write` has its
+//! slot only from rdma-core v44 on ([`QpExLayout::has_atomic_write`]); the
+//! kernel (6.1) then fails it with a completion error, exactly as with the
+//! stock provider. `wr_flush` (v45+) is not offered: no rxe kernel we run on
+//! has it. There is no `wr_set_xrc_srqn` (rxe has no XRC) and no TSO.
+
+use core::ffi::{c_int, c_void};
+use core::ptr;
+
+use kernel_abi::rxe_send_wqe;
+
+use crate::ah::RxeAh;
+use crate::command::Errno;
+use crate::ffi;
+use crate::libibverbs::objects::{ibv_ah, ibv_mw};
+use crate::libibverbs::public::opaque_fn;
+use crate::libibverbs::qp::*;
+use crate::qp::{ring_doorbell, sq_accepts_posts, RxeQp, WorkQueue};
+use crate::wqe::{self, MwBind, SendLimits, SendRequest, UdDest};
+
+/// The send operations a QP of `qp_type` may be created with, as the stock
+/// provider's `check_qp_init_attr` allows them (`EOPNOTSUPP` otherwise).
+/// Atomic write only where this libibverbs has its callback slot.
+pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> Result<(), Errno> {
+    let rc = IBV_QP_EX_WITH_RDMA_WRITE
+        | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+        | IBV_QP_EX_WITH_SEND
+        | IBV_QP_EX_WITH_SEND_WITH_IMM
+        | IBV_QP_EX_WITH_RDMA_READ
+        | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+        | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
+        | IBV_QP_EX_WITH_LOCAL_INV
+        | IBV_QP_EX_WITH_BIND_MW
+        | IBV_QP_EX_WITH_SEND_WITH_INV
+        | if layout.has_atomic_write() { IBV_QP_EX_WITH_ATOMIC_WRITE } else { 0 };
+    let uc = IBV_QP_EX_WITH_RDMA_WRITE
+        | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+        | IBV_QP_EX_WITH_SEND
+        | IBV_QP_EX_WITH_SEND_WITH_IMM
+        | IBV_QP_EX_WITH_BIND_MW
+        | IBV_QP_EX_WITH_SEND_WITH_INV;
+    let ud = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    let supported = match qp_type {
+        IBV_QPT_RC => rc,
+        IBV_QPT_UC => uc,
+        IBV_QPT_UD => ud,
+        _ => return Err(libc::EOPNOTSUPP),
+    };
+    if flags & !supported != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// The state of the batch between `wr_start` and `wr_complete`/`wr_abort`,
+/// guarded by the send queue's lock like the queue itself.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    /// The first error of the batch.
+    err: Option<Errno>,
+    /// The slot of the WQE built last, which setters fill in.
+    last: Option<u32>,
+    /// The last WQE is on a UD QP and has no address yet.
+    needs_ud: bool,
+}
+
+impl Batch {
+    /// `wr_start`: a fresh batch from the published producer index.
+    pub(crate) fn start(&mut self, wq: &mut WorkQueue<SendLimits>) {
+        *self = Batch::default();
+        wq.prod = wq.ring.producer_index();
+    }
+
+    fn fail(&mut self, e: Errno) {
+        self.err.get_or_insert(e);
+    }
+
+    /// A builder: the header of a new WQE in the next free slot.
+    pub(crate) fn build(&mut self, wq: &mut WorkQueue<SendLimits>, req: &SendRequest<'_>) {
+        if self.err.is_some() {
+            return;
+        }
+        if self.needs_ud {
+            return self.fail(libc::EINVAL);
+        }
+        let index = wq.prod;
+        match wq.next_slot::<rxe_send_wqe>() {
+            // The stock provider's errno for a full queue in this API.
+            Err(libc::ENOMEM) => self.fail(libc::ENOSPC),
+            Err(e) => self.fail(e),
+            Ok((hdr, _)) => {
+                wqe::encode_header(req, hdr);
+                wq.advance();
+                self.last = Some(index);
+                self.needs_ud = wq.limits.qp_type == IBV_QPT_UD;
+            }
+        }
+    }
+
+    /// A setter: `f` adjusts the WQE built last (its header, its payload).
+    pub(crate) fn set(
+        &mut self,
+        wq: &mut WorkQueue<SendLimits>,
+        f: impl FnOnce(&mut rxe_send_wqe, &mut [u8], &SendLimits) -> Result<(), Errno>,
+    ) {
+        if self.err.is_some() {
+            return;
+        }
+        let Some(index) = self.last else { return self.fail(libc::EINVAL) };
+        let limits = wq.limits;
+        // The slot is one this batch built: after the published producer
+        // index, before ours.
+        let r = wq.slot_at::<rxe_send_wqe>(index).and_then(|(hdr, payload)| f(hdr, payload, &limits));
+        if let Err(e) = r {
+            self.fail(e);
+        }
+    }
+
+    /// `ibv_wr_set_ud_addr`.
+    pub(crate) fn set_ud(&mut self, wq: &mut WorkQueue<SendLimits>, ud: Option<UdDest>) {
+        if wq.limits.qp_type != IBV_QPT_UD {
+            return self.fail(libc::EINVAL);
+        }
+        let Some(ud) = ud else { return self.fail(libc::EINVAL) };
+        self.set(wq, |hdr, _, _| {
+            wqe::set_ud(hdr, &ud);
+            Ok(())
+        });
+        if self.err.is_none() {
+            self.needs_ud = false;
+        }
+    }
+
+    /// `wr_complete` up to the doorbell: `Ok(true)` when there is something
+    /// to publish (the caller then publishes), `Ok(false)` for an empty
+    /// batch; an error refuses the whole batch and rewinds our producer.
+    pub(crate) fn finish(&mut self, wq: &mut WorkQueue<SendLimits>, accepts_posts: bool) -> Result<bool, Errno> {
+        if self.needs_ud {
+            self.fail(libc::EINVAL);
+        }
+        if self.err.is_none() && self.last.is_some() && !accepts_posts {
+            self.fail(libc::EINVAL);
+        }
+        let r = match self.err {
+            Some(e) => Err(e),
+            None => Ok(self.last.is_some()),
+        };
+        if r.is_err() {
+            self.abort(wq);
+        }
+        r
+    }
+
+    /// `wr_abort`: forget every WQE built since `wr_start`.
+    pub(crate) fn abort(&mut self, wq: &mut WorkQueue<SendLimits>) {
+        wq.prod = wq.ring.producer_index();
+        self.last = None;
+        self.needs_ud = false;
+    }
+}
+
+/// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
+/// `wr_complete`/`wr_abort`, when the application holds the queue lock for
+/// us (the `ibv_wr_*` contract: one thread builds a batch at a time).
+fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
+    // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; it
+    // begins our RxeQp.
+    let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return dflt };
+    let Some(sq) = &q.sq else { return dflt };
+    // SAFETY: wr_start took sq.lock and wr_complete/wr_abort release it;
+    // until then this thread is the only one touching the queue and batch.
+    let (wq, batch) = unsafe { (&mut *sq.wq.get(), &mut *q.batch.get()) };
+    f(q, wq, batch)
+}
+
+/// The `wr_id` and `wr_flags` the application set in `ibv_qp_ex`.
+fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
+    // SAFETY: plain fields of our live QP's ibv_qp_ex, which the building
+    // thread wrote before calling the builder.
+    unsafe {
+        let ex = q.vqp.get().cast::<ibv_qp_ex_base>();
+        (ptr::read_volatile(&(*ex).wr_id), ptr::read_volatile(&(*ex).wr_flags))
+    }
+}
+
+/// A builder body: the request for `opcode` with the batch's wr_id/flags.
+fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest<'_>)) {
+    with_batch(ibqp, (), |q, wq, batch| {
+        let (wr_id, send_flags) = wr_id_flags(q);
+        let mut req = SendRequest {
+            wr_id,
+            opcode,
+            send_flags,
+            imm_data: 0,
+            sges: &[],
+            remote_addr: 0,
+            rkey: 0,
+            compare_add: 0,
+            swap: 0,
+            ud: None,
+            bind: None,
+        };
+        fill(&mut req);
+        batch.build(wq, &req);
+    })
+}
+
+unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
+    ffi::guard("wr_start", (), || {
+        // SAFETY: a QP of ours (libibverbs' ibv_wr_start).
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return };
+        let Some(sq) = &q.sq else { return };
+        sq.lock.lock();
+        // SAFETY: we hold the lock now.
+        unsafe { (*q.batch.get()).start(&mut *sq.wq.get()) };
+    })
+}
+
+unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
+    ffi::guard("wr_complete", libc::EIO, || {
+        // SAFETY: a QP of ours (libibverbs' ibv_wr_complete).
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return libc::EINVAL };
+        let Some(sq) = &q.sq else { return libc::EINVAL };
+        let accepts = sq_accepts_posts(q);
+        // SAFETY: wr_start took the lock; we release it right after.
+        let r = unsafe {
+            let wq = &mut *sq.wq.get();
+            let r = (*q.batch.get()).finish(wq, accepts);
+            if r == Ok(true) {
+                wq.publish();
+            }
+            r
+        };
+        sq.lock.unlock();
+        match r {
+            Ok(true) => ring_doorbell(q).err().unwrap_or(0),
+            Ok(false) => 0,
+            Err(e) => e,
+        }
+    })
+}
+
+unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
+    ffi::guard("wr_abort", (), || {
+        // SAFETY: a QP of ours (libibverbs' ibv_wr_abort).
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return };
+        let Some(sq) = &q.sq else { return };
+        // SAFETY: wr_start took the lock; we release it right after.
+        unsafe { (*q.batch.get()).abort(&mut *sq.wq.get()) };
+        sq.lock.unlock();
+    })
+}
+
+unsafe extern "C" fn wr_send(ibqp: *mut c_void) {
+    ffi::guard("wr_send", (), || build(ibqp, IBV_WR_SEND, |_| {}))
+}
+
+unsafe extern "C" fn wr_send_imm(ibqp: *mut c_void, imm_data: u32) {
+    ffi::guard("wr_send_imm", (), || build(ibqp, IBV_WR_SEND_WITH_IMM, |r| r.imm_data = imm_data))
+}
+
+unsafe extern "C" fn wr_send_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
+    ffi::guard("wr_send_inv", (), || build(ibqp, IBV_WR_SEND_WITH_INV, |r| r.imm_data = invalidate_rkey))
+}
+
+unsafe extern "C" fn wr_local_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
+    ffi::guard("wr_local_inv", (), || build(ibqp, IBV_WR_LOCAL_INV, |r| r.imm_data = invalidate_rkey))
+}
+
+unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
+    ffi::guard("wr_rdma_write", (), || {
+        build(ibqp, IBV_WR_RDMA_WRITE, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr))
+    })
+}
+
+unsafe extern "C" fn wr_rdma_write_imm(ibqp: *mut c_void, rkey: u32, remote_addr: u64, imm_data: u32) {
+    ffi::guard("wr_rdma_write_imm", (), || {
+        build(ibqp, IBV_WR_RDMA_WRITE_WITH_IMM, |r| (r.rkey, r.remote_addr, r.imm_data) = (rkey, remote_addr, imm_data))
+    })
+}
+
+unsafe extern "C" fn wr_rdma_read(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
+    ffi::guard("wr_rdma_read", (), || {
+        build(ibqp, IBV_WR_RDMA_READ, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr))
+    })
+}
+
+unsafe extern "C" fn wr_atomic_cmp_swp(ibqp: *mut c_void, rkey: u32, remote_addr: u64, compare: u64, swap: u64) {
+    ffi::guard("wr_atomic_cmp_swp", (), || {
+        build(ibqp, IBV_WR_ATOMIC_CMP_AND_SWP, |r| {
+            (r.rkey, r.remote_addr, r.compare_add, r.swap) = (rkey, remote_addr, compare, swap)
+        })
+    })
+}
+
+unsafe extern "C" fn wr_atomic_fetch_add(ibqp: *mut c_void, rkey: u32, remote_addr: u64, add: u64) {
+    ffi::guard("wr_atomic_fetch_add", (), || {
+        build(ibqp, IBV_WR_ATOMIC_FETCH_AND_ADD, |r| (r.rkey, r.remote_addr, r.compare_add) = (rkey, remote_addr, add))
+    })
+}
+
+/// The 8 bytes to write travel in the WQE, where the SGEs would be.
+unsafe extern "C" fn wr_atomic_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64, atomic_wr: *const c_void) {
+    ffi::guard("wr_atomic_write", (), || {
+        build(ibqp, IBV_WR_ATOMIC_WRITE, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr));
+        with_batch(ibqp, (), |_, wq, batch| {
+            batch.set(wq, |hdr, payload, _| {
+                if atomic_wr.is_null() || payload.len() < 8 {
+                    return Err(libc::EINVAL);
+                }
+                // SAFETY: ibv_wr_atomic_write's contract: 8 readable bytes.
+                let value = unsafe { core::slice::from_raw_parts(atomic_wr.cast::<u8>(), 8) };
+                payload[..8].copy_from_slice(value);
+                hdr.dma.length = 8;
+                hdr.dma.resid = 8;
+                Ok(())
+            })
+        })
+    })
+}
+
+unsafe extern "C" fn wr_bind_mw(ibqp: *mut c_void, mw: *mut ibv_mw, rkey: u32, info: *const ibv_mw_bind_info) {
+    ffi::guard("wr_bind_mw", (), || {
+        // SAFETY: the caller's window (ours) and bind description, or null.
+        let bind = unsafe {
+            match (mw.as_ref(), info.as_ref()) {
+                (Some(m), Some(i)) if !(i.mr.is_null() && i.length != 0) => Some(MwBind {
+                    addr: i.addr,
+                    length: i.length,
+                    // An unbind (length 0) names no MR.
+                    mr_lkey: i.mr.as_ref().map_or(0, |mr| mr.lkey),
+                    mw_rkey: m.rkey,
+                    new_rkey: rkey,
+                    access: i.mw_access_flags,
+                }),
+                _ => None,
+            }
+        };
+        build(ibqp, IBV_WR_BIND_MW, |r| r.bind = bind);
+        if bind.is_none() {
+            with_batch(ibqp, (), |_, _, batch| batch.fail(libc::EINVAL));
+        }
+    })
+}
+
+unsafe extern "C" fn wr_set_ud_addr(ibqp: *mut c_void, ah: *mut ibv_ah, remote_qpn: u32, remote_qkey: u32) {
+    ffi::guard("wr_set_ud_addr", (), || {
+        // SAFETY: an AH our create_ah made (RxeAh begins with its ibv_ah), or null.
+        let ud = unsafe { ah.cast::<RxeAh>().as_ref() }.map(|a| UdDest { remote_qpn, remote_qkey, ah_num: a.ah_num, av: a.av });
+        with_batch(ibqp, (), |_, wq, batch| batch.set_ud(wq, ud))
+    })
+}
+
+unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length: u32) {
+    ffi::guard("wr_set_sge", (), || {
+        // A zero-length SGE is no data at all, as for the stock provider.
+        let sge = [ibv_sge { addr, length, lkey }];
+        let sges: &[ibv_sge] = if length == 0 { &[] } else { &sge };
+        with_batch(ibqp, (), |_, wq, batch| batch.set(wq, |hdr, payload, lim| wqe::set_sges(hdr, payload, sges, lim)))
+    })
+}
+
+unsafe extern "C" fn wr_set_sge_list(ibqp: *mut c_void, num_sge: usize, sg_list: *const ibv_sge) {
+    ffi::guard("wr_set_sge_list", (), || {
+        with_batch(ibqp, (), |_, wq, batch| {
+            batch.set(wq, |hdr, payload, lim| {
+                if num_sge > lim.max_sge as usize {
+                    return Err(libc::ENOSPC);
+                }
+                if num_sge != 0 && sg_list.is_null() {
+                    return Err(libc::EINVAL);
+                }
+                let sges = if num_sge == 0 {
+                    &[][..]
+                } else {
+                    // SAFETY: ibv_wr_set_sge_list's contract: num_sge entries.
+                    unsafe { core::slice::from_raw_parts(sg_list, num_sge) }
+                };
+                wqe::set_sges(hdr, payload, sges, lim)
+            })
+        })
+    })
+}
+
+unsafe extern "C" fn wr_set_inline_data(ibqp: *mut c_void, addr: *mut c_void, length: usize) {
+    ffi::guard("wr_set_inline_data", (), || {
+        let buf = [ibv_data_buf { addr, length }];
+        with_batch(ibqp, (), |_, wq, batch| {
+            batch.set(wq, |hdr, payload, lim| {
+                if length != 0 && addr.is_null() {
+                    return Err(libc::EINVAL);
+                }
+                // SAFETY: ibv_wr_set_inline_data's contract: length bytes at addr.
+                unsafe { wqe::set_inline(hdr, payload, &buf, lim) }
+            })
+        })
+    })
+}
+
+unsafe extern "C" fn wr_set_inline_data_list(ibqp: *mut c_void, num_buf: usize, buf_list: *const ibv_data_buf) {
+    ffi::guard("wr_set_inline_data_list", (), || {
+        with_batch(ibqp, (), |_, wq, batch| {
+            batch.set(wq, |hdr, payload, lim| {
+                if num_buf != 0 && buf_list.is_null() {
+                    return Err(libc::EINVAL);
+                }
+                let bufs = if num_buf == 0 {
+                    &[][..]
+                } else {
+                    // SAFETY: the contract: num_buf entries at buf_list.
+                    unsafe { core::slice::from_raw_parts(buf_list, num_buf) }
+                };
+                if bufs.iter().any(|b| b.length != 0 && b.addr.is_null()) {
+                    return Err(libc::EINVAL);
+                }
+                // SAFETY: each buffer is readable for its length (contract).
+                unsafe { wqe::set_inline(hdr, payload, bufs, lim) }
+            })
+        })
+    })
+}
+
+/// A typed callback as the opaque slot type of `ibv_qp_ex`.
+macro_rules! slot {
+    ($f:expr) => {{
+        // SAFETY: only the pointer's type changes; libibverbs' inline
+        // ibv_wr_* call it with exactly the signature it was defined with
+        // (verbs.h), which is $f's.
+        Some(unsafe { core::mem::transmute::<*const (), unsafe extern "C" fn()>($f as *const ()) })
+    }};
+}
+
+/// Fills the `ibv_qp_ex` callbacks for `flags` (already checked), as the
+/// stock provider's `set_qp_send_ops` does: builders per flag, every setter
+/// and start/complete/abort always.
+pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
+    let ops = &mut vqp.qp_ex.wr_ops;
+    let builders: [(u64, usize, opaque_fn); 10] = [
+        (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, wr_op::ATOMIC_CMP_SWP, slot!(wr_atomic_cmp_swp)),
+        (IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, wr_op::ATOMIC_FETCH_ADD, slot!(wr_atomic_fetch_add)),
+        (IBV_QP_EX_WITH_BIND_MW, wr_op::BIND_MW, slot!(wr_bind_mw)),
+        (IBV_QP_EX_WITH_LOCAL_INV, wr_op::LOCAL_INV, slot!(wr_local_inv)),
+        (IBV_QP_EX_WITH_RDMA_READ, wr_op::RDMA_READ, slot!(wr_rdma_read)),
+        (IBV_QP_EX_WITH_RDMA_WRITE, wr_op::RDMA_WRITE, slot!(wr_rdma_write)),
+        (IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, wr_op::RDMA_WRITE_IMM, slot!(wr_rdma_write_imm)),
+        (IBV_QP_EX_WITH_SEND, wr_op::SEND, slot!(wr_send)),
+        (IBV_QP_EX_WITH_SEND_WITH_IMM, wr_op::SEND_IMM, slot!(wr_send_imm)),
+        (IBV_QP_EX_WITH_SEND_WITH_INV, wr_op::SEND_INV, slot!(wr_send_inv)),
+    ];
+    for (flag, at, f) in builders {
+        if flags & flag != 0 {
+            ops[at] = f;
+        }
+    }
+    ops[wr_op::SET_UD_ADDR] = slot!(wr_set_ud_addr);
+    ops[wr_op::SET_INLINE_DATA] = slot!(wr_set_inline_data);
+    ops[wr_op::SET_INLINE_DATA_LIST] = slot!(wr_set_inline_data_list);
+    ops[wr_op::SET_SGE] = slot!(wr_set_sge);
+    ops[wr_op::SET_SGE_LIST] = slot!(wr_set_sge_list);
+    ops[wr_op::START] = slot!(wr_start);
+    ops[wr_op::COMPLETE] = slot!(wr_complete);
+    ops[wr_op::ABORT] = slot!(wr_abort);
+    if flags & IBV_QP_EX_WITH_ATOMIC_WRITE != 0 {
+        vqp.set_wr_atomic_write(layout, slot!(wr_atomic_write));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::testing::FakeQueue;
+    use crate::queue::Ring;
+    use crate::wqe::SEND_WQE_HEADER;
+
+    /// A send queue of 4 slots of 256 bytes (capacity 3) on a fake ring.
+    fn queue(fq: &FakeQueue, qp_type: c_int, max_sge: u32, max_inline: u32) -> WorkQueue<SendLimits> {
+        let ring = Ring::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
+        let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
+        let prod = ring.producer_index();
+        WorkQueue { ring, prod, limits: SendLimits { qp_type, max_sge, max_inline, payload_room } }
+    }
+
+    fn req(wr_id: u64, opcode: c_int) -> SendRequest<'static> {
+        SendRequest {
+            wr_id,
+            opcode,
+            send_flags: IBV_SEND_SIGNALED,
+            imm_data: 0,
+            sges: &[],
+            remote_addr: 0x1000,
+            rkey: 0x55,
+            compare_add: 0,
+            swap: 0,
+            ud: None,
+            bind: None,
+        }
+    }
+
+    fn sges(b: &mut Batch, wq: &mut WorkQueue<SendLimits>, list: &[ibv_sge]) {
+        b.set(wq, |h, p, l| wqe::set_sges(h, p, list, l));
+    }
+
+    fn sge(length: u32) -> ibv_sge {
+        ibv_sge { addr: 0x2000, length, lkey: 7 }
+    }
+
+    #[test]
+    fn a_batch_is_published_only_by_complete() {
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
+        let mut b = Batch::default();
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        sges(&mut b, &mut wq, &[sge(100), sge(28)]);
+        b.build(&mut wq, &req(2, IBV_WR_RDMA_WRITE));
+        sges(&mut b, &mut wq, &[sge(8)]);
+        assert_eq!(fq.kernel.produced(), 0);
+        assert_eq!(b.finish(&mut wq, true), Ok(true));
+        wq.publish();
+        assert_eq!(fq.kernel.produced(), 2);
+        let w: rxe_send_wqe = fq.kernel.read_slot(0);
+        // The total of the list, not a multiple of its first entry.
+        assert_eq!((w.wr.wr_id, w.wr.opcode, w.dma.length, w.dma.resid, w.dma.num_sge), (1, 2, 128, 128, 2));
+        let w: rxe_send_wqe = fq.kernel.read_slot(1);
+        // SAFETY: the rdma arm was written for RDMA_WRITE.
+        let (ra, rk) = unsafe { (w.wr.wr.rdma.remote_addr, w.wr.wr.rdma.rkey) };
+        assert_eq!((w.wr.wr_id, ra, rk, w.iova, w.dma.length), (2, 0x1000, 0x55, 0x1000, 8));
+        // An empty batch publishes nothing.
+        b.start(&mut wq);
+        assert_eq!(b.finish(&mut wq, true), Ok(false));
+    }
+
+    #[test]
+    fn abort_restores_the_producer_index() {
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
+        let mut b = Batch::default();
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        b.build(&mut wq, &req(2, IBV_WR_SEND));
+        assert_eq!(wq.prod, 2);
+        b.abort(&mut wq);
+        assert_eq!((wq.prod, fq.kernel.produced()), (0, 0));
+        // The next batch reuses the slots.
+        b.start(&mut wq);
+        b.build(&mut wq, &req(3, IBV_WR_SEND_WITH_IMM));
+        assert_eq!(b.finish(&mut wq, true), Ok(true));
+        wq.publish();
+        assert_eq!(fq.kernel.produced(), 1);
+        assert_eq!(fq.kernel.read_slot::<rxe_send_wqe>(0).wr.wr_id, 3);
+    }
+
+    #[test]
+    fn an_error_in_the_middle_refuses_the_whole_batch() {
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
+        let mut b = Batch::default();
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        sges(&mut b, &mut wq, &[sge(1)]);
+        b.build(&mut wq, &req(2, IBV_WR_SEND));
+        sges(&mut b, &mut wq, &[sge(1), sge(1), sge(1)]); // max_sge is 2
+        b.build(&mut wq, &req(3, IBV_WR_SEND));
+        sges(&mut b, &mut wq, &[sge(1)]);
+        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        assert_eq!((wq.prod, fq.kernel.produced()), (0, 0));
+        // A setter without a builder, and a full ring.
+        b.start(&mut wq);
+        sges(&mut b, &mut wq, &[sge(1)]);
+        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        b.start(&mut wq);
+        for id in 0..4 {
+            b.build(&mut wq, &req(id, IBV_WR_SEND));
+        }
+        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        assert_eq!(wq.prod, 0);
+        // A QP that does not take sends yet (RESET..RTR): nothing is published.
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        assert_eq!(b.finish(&mut wq, false), Err(libc::EINVAL));
+        assert_eq!((wq.prod, fq.kernel.produced()), (0, 0));
+    }
+
+    #[test]
+    fn ud_wqes_need_their_address() {
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut wq = queue(&fq, IBV_QPT_UD, 1, 64);
+        let mut b = Batch::default();
+        // SAFETY: plain data.
+        let av = unsafe { core::mem::zeroed() };
+        let ud = UdDest { remote_qpn: 0x99, remote_qkey: 0x11, ah_num: 3, av };
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        b.set_ud(&mut wq, Some(ud));
+        sges(&mut b, &mut wq, &[sge(4)]);
+        assert_eq!(b.finish(&mut wq, true), Ok(true));
+        wq.publish();
+        let w: rxe_send_wqe = fq.kernel.read_slot(0);
+        // SAFETY: the ud arm was written.
+        let u = unsafe { w.wr.wr.ud };
+        assert_eq!((u.remote_qpn, u.remote_qkey, u.ah_num, w.dma.length), (0x99, 0x11, 3, 4));
+        // Without an address: at the next builder, or at complete.
+        b.start(&mut wq);
+        b.build(&mut wq, &req(2, IBV_WR_SEND));
+        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        b.start(&mut wq);
+        b.build(&mut wq, &req(2, IBV_WR_SEND));
+        b.set_ud(&mut wq, None);
+        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        assert_eq!(fq.kernel.produced(), 1);
+        // On an RC QP the setter is an error, not a write into the rdma arm.
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut wq = queue(&fq, IBV_QPT_RC, 1, 64);
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_RDMA_WRITE));
+        b.set_ud(&mut wq, Some(ud));
+        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+    }
+
+    #[test]
+    fn inline_data_never_crosses_into_the_next_slot() {
+        let fq = FakeQueue::new(8, 3, 0);
+        // max_inline larger than the slot: the slot is the limit.
+        let mut wq = queue(&fq, IBV_QPT_RC, 1, 4096);
+        let room = wq.limits.payload_room;
+        let data = vec![0x5au8; room + 1];
+        let half = room / 2;
+        let list = [
+            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: half },
+            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: room + 1 - half },
+        ];
+        let mut b = Batch::default();
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        // SAFETY: both buffers lie inside `data`.
+        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &list, l) });
+        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        // Slot 1 (right after) was never touched.
+        assert!(fq.kernel.read_slot::<[u8; 256]>(1).iter().all(|&x| x == 0));
+        // Lengths whose sum wraps 64 bits are refused too.
+        let wrap = [
+            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: usize::MAX },
+            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: 2 },
+        ];
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        // SAFETY: refused before any byte is read.
+        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &wrap, l) });
+        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        // Exactly the slot's room fits, and the WQE is marked inline.
+        let fit = [list[0], ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: room - half }];
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        // SAFETY: both buffers lie inside `data`.
+        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &fit, l) });
+        assert_eq!(b.finish(&mut wq, true), Ok(true));
+        wq.publish();
+        let w: rxe_send_wqe = fq.kernel.read_slot(0);
+        assert_eq!((w.dma.length, w.dma.num_sge, w.wr.send_flags & IBV_SEND_INLINE), (room as u32, 0, IBV_SEND_INLINE));
+        // The QP's max_inline_data is a limit of its own.
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut wq = queue(&fq, IBV_QPT_RC, 1, 16);
+        let small = [ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: 17 }];
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        // SAFETY: inside `data`.
+        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &small, l) });
+        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+    }
+
+    #[test]
+    fn sge_list_length_is_the_sum_in_range() {
+        let fq = FakeQueue::new(8, 3, 0);
+        let mut wq = queue(&fq, IBV_QPT_RC, 3, 0);
+        let mut b = Batch::default();
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        sges(&mut b, &mut wq, &[sge(u32::MAX), sge(1)]);
+        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        b.start(&mut wq);
+        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        sges(&mut b, &mut wq, &[sge(10), sge(20), sge(30)]);
+        assert_eq!(b.finish(&mut wq, true), Ok(true));
+        wq.publish();
+        let w: rxe_send_wqe = fq.kernel.read_slot(0);
+        assert_eq!((w.dma.length, w.dma.num_sge), (60, 3));
+    }
+
+    #[test]
+    fn callbacks_land_in_the_release_slots() {
+        for (release, aw) in [(43, false), (44, true), (45, true)] {
+            let layout = QpExLayout::for_release(release);
+            // SAFETY: plain data; all-zero is valid.
+            let mut v: VerbsQp = unsafe { core::mem::zeroed() };
+            set_send_ops(&mut v, layout, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE);
+            v.set_comp_mask(layout, VERBS_QP_EX);
+            let ops = &v.qp_ex.wr_ops;
+            assert!(ops[wr_op::SEND].is_some() && ops[wr_op::RDMA_WRITE].is_none());
+            assert!(ops[wr_op::START].is_some() && ops[wr_op::COMPLETE].is_some() && ops[wr_op::ABORT].is_some());
+            assert!(ops[wr_op::SET_SGE_LIST].is_some() && ops[wr_op::SEND_TSO].is_none() && ops[wr_op::SET_XRC_SRQN].is_none());
+            // SAFETY: reading the word at offset 344 inside v.
+            let at_344 = unsafe { ptr::from_ref(&v).cast::<u8>().add(344).cast::<u64>().read() };
+            assert_eq!(at_344 == wr_atomic_write as *const () as usize as u64, aw, "release {release}");
+            assert_eq!(v.comp_mask(layout), VERBS_QP_EX);
+        }
+    }
+}
