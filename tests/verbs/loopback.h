@@ -1,0 +1,38 @@
+/*
+ * RC queue pairs between two local rxe devices (rxe1, the client, and rxe0, the server, on the
+ * rig's veth pair), connected by hand with ibv_modify_qp: both ends live in one process, so no
+ * out-of-band exchange and no rdma_cm. Shared by verbs-stress and verbs-bench.
+ */
+#ifndef VERBS_LOOPBACK_H
+#define VERBS_LOOPBACK_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#define LOOPBACK_PORT 1
+
+/* One opened device: its context, a PD, and the GID index of its RoCEv2 IPv4 address. */
+struct loopback_dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	int gid_index;
+	union ibv_gid gid;
+};
+
+/* Prints why and exits 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Opens device NAME, allocates its PD and finds the GID of its IPv4 address. */
+void loopback_open(struct loopback_dev *dev, const char *name);
+void loopback_close(struct loopback_dev *dev);
+
+/* Takes two RC QPs in RESET to RTS, each one's peer the other. */
+void loopback_connect(struct loopback_dev *a, struct ibv_qp *qa, struct loopback_dev *b,
+		      struct ibv_qp *qb);
+
+/* The library that serves DEV's context: the provider's post_send lives in it. */
+const char *loopback_provider_path(const struct loopback_dev *dev);
+
+double now_seconds(void);
+
+#endif
