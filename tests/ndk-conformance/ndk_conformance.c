@@ -232,6 +232,8 @@ struct side {
     NDK_MR *mr;
     uint8_t *buf;
     size_t len;
+    NDK_RESULT early[8]; /* completions that came while waiting for another one */
+    int nearly;
 };
 
 static int side_open(struct side *s, const char *ip, int polled)
@@ -281,15 +283,31 @@ static NDK_SGE sge(struct side *s, size_t offset, ULONG len)
     return e;
 }
 
-/* Waits for the completion of request context `ctx` on the side's CQ. */
+/* Waits for the completion of request context `ctx` on the side's CQ; others that come first
+ * (one CQ serves sends and receives) are kept for their own wait. */
 static int wait_result(struct side *s, uintptr_t ctx, NTSTATUS want, const char *what)
 {
     long long end = now_ms() + 10000;
     while (now_ms() < end) {
         NDK_RESULT r;
-        if (s->cq->Dispatch->NdkGetCqResults(s->cq, &r, 1) == 1) {
-            ENSURE((uintptr_t)r.RequestContext == ctx, "%s: completion of context %p, want %p", what,
-                   r.RequestContext, (void *)ctx);
+        int found = 0;
+        for (int i = 0; i < s->nearly; i++) {
+            if ((uintptr_t)s->early[i].RequestContext == ctx) {
+                r = s->early[i];
+                s->early[i] = s->early[--s->nearly];
+                found = 1;
+                break;
+            }
+        }
+        if (!found && s->cq->Dispatch->NdkGetCqResults(s->cq, &r, 1) == 1) {
+            if ((uintptr_t)r.RequestContext != ctx) {
+                ENSURE(s->nearly < 8, "%s: too many unexpected completions", what);
+                s->early[s->nearly++] = r;
+                continue;
+            }
+            found = 1;
+        }
+        if (found) {
             EXPECT(what, r.Status, want);
             return (int)r.BytesTransferred;
         }
