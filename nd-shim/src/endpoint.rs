@@ -182,7 +182,7 @@ impl ConnInner {
             Action::StartConnect => {
                 let remote = core.remote.ok_or(NdStatus::ND_INVALID_PARAMETER)?;
                 // No route: ND_NETWORK_UNREACHABLE inline (nd-semantics.md failure table).
-                sys::check_route(self.adapter.local_ip, remote)?;
+                self.adapter.routes.check(remote)?;
                 if let Some(endpoint) = core.shared.clone() {
                     let connection = endpoint.connect(remote)?;
                     let id = self.adapter.channel.create_id(self.token)?;

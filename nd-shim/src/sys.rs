@@ -8,6 +8,7 @@
 use std::ffi::c_void;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::ptr;
+use std::sync::Mutex;
 
 use rdma_mummy_sys as ffi;
 
@@ -503,6 +504,40 @@ pub fn check_route(src: IpAddr, dst: SocketAddr) -> Result<(), NdStatus> {
     socket
         .connect(dst)
         .map_err(|e| from_errno(e.raw_os_error().unwrap_or(libc::EINVAL)))
+}
+
+/// [`check_route`] for one source address, with one UDP socket kept bound to it: connect() on a
+/// bound UDP socket looks the route up afresh each time (it resets the cached route first) from
+/// the bound address, so re-connecting the kept socket answers the same question with one
+/// syscall instead of four (socket, bind, connect, close). Any failure, and a kept socket in use
+/// by another thread, take [`check_route`]'s own path, so every code is the one it gives.
+pub struct RouteCheck {
+    src: IpAddr,
+    socket: Mutex<Option<std::net::UdpSocket>>,
+}
+
+impl RouteCheck {
+    pub fn new(src: IpAddr) -> RouteCheck {
+        RouteCheck {
+            src,
+            socket: Mutex::new(None),
+        }
+    }
+
+    pub fn check(&self, dst: SocketAddr) -> Result<(), NdStatus> {
+        if let Ok(mut kept) = self.socket.try_lock() {
+            if kept.is_none() {
+                *kept = std::net::UdpSocket::bind(SocketAddr::new(self.src, 0)).ok();
+            }
+            match kept.as_ref().map(|s| s.connect(dst)) {
+                Some(Ok(())) => return Ok(()),
+                // Failed: the socket may be left half-way; start again next time.
+                Some(Err(_)) => *kept = None,
+                None => {}
+            }
+        }
+        check_route(self.src, dst)
+    }
 }
 
 /// True for addresses that rdma_cm would bind to a device through its loopback rule rather than
