@@ -13,8 +13,16 @@
 //! | disconnect | disconnect (with destroy qp) | `disconnect`, until DISCONNECTED |
 //! | destroy | destroy id | release of connector and QP |
 //!
-//! Per phase it prints milliseconds for all connections (median of the rounds) and the ratio
-//! shim / rdma_cm, then setup (create + connect), teardown and the total.
+//! Per phase it prints milliseconds for all connections (median of the rounds, and the lowest
+//! and highest round) and the ratio shim / rdma_cm, then setup (create + connect), teardown and
+//! the total, with the median, lowest and highest of the per-round ratios. The order alternates
+//! (odd rounds cmtime first, even rounds the shim first), so neither side always runs second.
+//!
+//! `nd-bench shim [CONNECTIONS]` runs the shim's side of one round alone, for valgrind and
+//! strace, against a `cmtime -b 198.18.0.1 -c CONNECTIONS -p 7471` server started beforehand.
+//! Before each phase it calls `nd_bench_phase`, a function that does nothing: callgrind's
+//! `--dump-before=nd_bench_phase` then writes one profile per phase (cmtime prints a line with
+//! `puts` before each of its steps, so `--dump-before=puts` does the same for it).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -134,11 +142,18 @@ fn rdma_cm_round(n: usize) -> Result<Figures, String> {
     Ok(figures)
 }
 
+/// Marks the start of phase `phase` (an index into PHASES; PHASES.len() marks the end).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn nd_bench_phase(phase: usize) -> usize {
+    std::hint::black_box(phase)
+}
+
 fn wait_all(what: &str, pendings: &[nd_shim::Pending]) -> Result<(), String> {
     for p in pendings {
         let status = p
             .wait_for(Duration::from_secs(120))
-            .ok_or(format!("{what} still pending after 120 s"))?;
+            .ok_or_else(|| format!("{what} still pending after 120 s"))?;
         if status != NdStatus::ND_SUCCESS {
             return Err(format!("{what}: {status}"));
         }
@@ -149,6 +164,13 @@ fn wait_all(what: &str, pendings: &[nd_shim::Pending]) -> Result<(), String> {
 /// The shim's active side, phase by phase as cmtime does it.
 fn shim_round(n: usize) -> Result<Figures, String> {
     let server = CmtimeServer::start(n)?;
+    let figures = shim_client(n)?;
+    server.finish()?;
+    Ok(figures)
+}
+
+/// The shim's side of a round, against a cmtime server for `n` connections that listens already.
+fn shim_client(n: usize) -> Result<Figures, String> {
     let ip: IpAddr = CLIENT
         .parse::<Ipv4Addr>()
         .map_err(|e| e.to_string())?
@@ -165,6 +187,7 @@ fn shim_round(n: usize) -> Result<Figures, String> {
     let mut figures = Figures::new();
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
 
+    nd_bench_phase(0);
     let t = Instant::now();
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
@@ -174,6 +197,7 @@ fn shim_round(n: usize) -> Result<Figures, String> {
     }
     figures.insert("create", ms(t));
 
+    nd_bench_phase(1);
     let t = Instant::now();
     let pendings = conns
         .iter()
@@ -187,6 +211,7 @@ fn shim_round(n: usize) -> Result<Figures, String> {
     }
     figures.insert("connect", ms(t));
 
+    nd_bench_phase(2);
     let t = Instant::now();
     let pendings = conns
         .iter()
@@ -196,10 +221,11 @@ fn shim_round(n: usize) -> Result<Figures, String> {
     wait_all("Disconnect", &pendings)?;
     figures.insert("disconnect", ms(t));
 
+    nd_bench_phase(3);
     let t = Instant::now();
     drop(conns);
     figures.insert("destroy", ms(t));
-    server.finish()?;
+    nd_bench_phase(PHASES.len());
     Ok(figures)
 }
 
@@ -208,28 +234,46 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Median, lowest and highest.
+fn spread(v: Vec<f64>) -> (f64, f64, f64) {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (median(v), lo, hi)
+}
+
+type Round = fn(usize) -> Result<Figures, String>;
+
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let shim_only = raw.first().is_some_and(|a| a == "shim");
+    let args: Vec<usize> = raw.iter().filter_map(|a| a.parse().ok()).collect();
     let n = args.first().copied().unwrap_or(100);
+    if shim_only {
+        match shim_client(n) {
+            Ok(f) => println!("nd-shim: {f:?}"),
+            Err(why) => {
+                println!("FAIL nd-shim: {why}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     let rounds = args.get(1).copied().unwrap_or(3).max(1);
     let mut cm = Vec::new();
     let mut shim = Vec::new();
     for round in 1..=rounds {
-        for (name, run, into) in [
-            (
-                "rdma_cm (cmtime)",
-                rdma_cm_round as fn(usize) -> Result<Figures, String>,
-                &mut cm,
-            ),
-            ("nd-shim", shim_round, &mut shim),
-        ] {
+        let mut order: [(&str, Round, bool); 2] = [
+            ("rdma_cm (cmtime)", rdma_cm_round, true),
+            ("nd-shim", shim_round, false),
+        ];
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for (name, run, is_cm) in order {
             match run(n) {
                 Ok(f) => {
                     println!("round {round} {name}: {f:?}");
-                    into.push(f);
+                    if is_cm { &mut cm } else { &mut shim }.push(f);
                 }
                 Err(why) => {
                     println!("FAIL round {round} {name}: {why}");
@@ -238,31 +282,35 @@ fn main() {
             }
         }
     }
-    let med = |runs: &[Figures], phase: &str| median(runs.iter().map(|f| f[phase]).collect());
-    let sum = |runs: &[Figures], phases: &[&str]| {
-        median(
-            runs.iter()
-                .map(|f| phases.iter().map(|p| f[p]).sum())
-                .collect(),
-        )
-    };
-    println!("\n{n} connections, median of {rounds} rounds (ms for all connections)");
+    let total = |f: &Figures, phases: &[&str]| phases.iter().map(|p| f[p]).sum::<f64>();
     println!(
-        "{:<12} {:>12} {:>12} {:>8}",
-        "phase", "rdma_cm", "nd-shim", "ratio"
+        "\n{n} connections, {rounds} rounds, order alternating (ms for all connections: \
+         median [lowest-highest round]; ratio of the medians, and the median [lowest-highest] \
+         of the per-round ratios)"
     );
-    let row = |name: &str, a: f64, b: f64| {
-        println!("{name:<12} {a:>12.1} {b:>12.1} {:>8.2}", b / a);
-    };
-    for phase in PHASES {
-        row(phase, med(&cm, phase), med(&shim, phase));
-    }
-    let groups: [(&str, &[&str]); 3] = [
+    println!(
+        "{:<12} {:>24} {:>24} {:>7} {:>20}",
+        "phase", "rdma_cm", "nd-shim", "ratio", "per-round ratio"
+    );
+    let groups: [(&str, &[&str]); 7] = [
+        ("create", &["create"]),
+        ("connect", &["connect"]),
+        ("disconnect", &["disconnect"]),
+        ("destroy", &["destroy"]),
         ("setup", &["create", "connect"]),
         ("teardown", &["disconnect", "destroy"]),
         ("total", &PHASES),
     ];
     for (name, phases) in groups {
-        row(name, sum(&cm, phases), sum(&shim, phases));
+        let a: Vec<f64> = cm.iter().map(|f| total(f, phases)).collect();
+        let b: Vec<f64> = shim.iter().map(|f| total(f, phases)).collect();
+        let ratios = a.iter().zip(&b).map(|(a, b)| b / a).collect();
+        let (am, al, ah) = spread(a);
+        let (bm, bl, bh) = spread(b);
+        let (rm, rl, rh) = spread(ratios);
+        let a = format!("{am:.1} [{al:.1}-{ah:.1}]");
+        let b = format!("{bm:.1} [{bl:.1}-{bh:.1}]");
+        let r = format!("{rm:.2} [{rl:.2}-{rh:.2}]");
+        println!("{name:<12} {a:>24} {b:>24} {:>7.2} {r:>20}", bm / am);
     }
 }
