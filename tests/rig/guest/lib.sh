@@ -109,6 +109,24 @@ wait_for_cm_listener() {
     return 1
 }
 
+wait_until_no_tcp_listener() {
+    local i
+    for i in $(seq 300); do
+        ss -Hltn "sport = :$1" | grep -q . || return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+wait_until_no_cm_listener() {
+    local i
+    for i in $(seq 300); do
+        rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .* src-addr [^ ]*:$1 " || return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # Results. A test is a name and a command; the command's status decides, its output goes to a file
 # under RIG_OUT/logs and is shown only on failure. Suites print their own totals at the end.
 RIG_SUITE=${RIG_SUITE:-adhoc}
@@ -145,6 +163,12 @@ pair() {
     local slog clog
     slog=$(mktemp -p "$RIG_OUT" served.XXXX)
     clog=$(mktemp -p "$RIG_OUT" served.XXXX)
+    # A listener the previous pair's server left behind can still be listed for a moment while the
+    # kernel tears it down; the client must not mistake it for the new server's.
+    case $wait in
+        tcp:*) wait_until_no_tcp_listener "${wait#tcp:}" ;;
+        cm:*) wait_until_no_cm_listener "${wait#cm:}" ;;
+    esac || { rig_log "port of $wait still in use before the server started"; return 1; }
     with_provider "$sp" "$slog" "${server[@]}" &
     local spid=$!
     case $wait in
