@@ -53,6 +53,8 @@ struct Side {
     cq: Arc<CompletionQueue>,
     qp: QueuePair,
     mr: MemoryRegion,
+    /// Completions taken from the shared CQ while waiting for another request.
+    early: std::cell::RefCell<Vec<nd_shim::Completion>>,
 }
 
 impl Side {
@@ -73,6 +75,7 @@ impl Side {
             cq,
             qp,
             mr,
+            early: Default::default(),
         })
     }
 
@@ -123,19 +126,24 @@ impl Side {
         Ok(())
     }
 
+    /// The completion of request `ctx`. Send and receive share one CQ, so other requests'
+    /// completions can come first; they are kept for their own waits.
     fn wait_completion(&self, ctx: u64) -> Result<nd_shim::Completion, String> {
         let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
+        loop {
+            let mut early = self.early.borrow_mut();
+            if let Some(i) = early.iter().position(|c| c.request_context == ctx) {
+                return Ok(early.remove(i));
+            }
             match self.cq.get_results(1).first() {
                 Some(c) if c.request_context == ctx => return Ok(*c),
-                Some(c) => println!(
-                    "  (completion {} while waiting for {ctx}: {})",
-                    c.request_context, c.status
-                ),
+                Some(c) => early.push(*c),
+                None if Instant::now() >= deadline => {
+                    return Err(format!("no completion for request {ctx}"))
+                }
                 None => thread::sleep(Duration::from_millis(1)),
             }
         }
-        Err(format!("no completion for request {ctx}"))
     }
 
     fn received(&self, ctx: u64, offset: usize, want: &[u8]) -> Outcome {
