@@ -5,7 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh OUT_DIR}
 mkdir -p "$out"
-for prog in stress; do
+for prog in stress bench; do
     gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread \
         -o "$out/verbs-$prog" "$here/$prog.c" "$here/loopback.c" -libverbs -ldl
 done

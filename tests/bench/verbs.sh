@@ -1,0 +1,157 @@
+# Our provider against the stock C provider, both in this one boot, RC from rxe1 to rxe0:
+#   (a) verbs-bench's post_send + poll_cq busy loop (8-byte RDMA WRITE and SEND): ops/s;
+#   (b) the same pair under valgrind's callgrind: user-space instructions per pair, and the
+#       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/);
+#   (c) perftest over rdma_cm (-R), both ends on one provider: ib_send_bw/ib_write_bw with 8-byte
+#       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical).
+# Prints the figures and the ratio ours / stock, then one summary table. RIG_BENCH_ITERS (20000)
+# pairs in (a), RIG_BENCH_CALLGRIND_ITERS (2000) pairs in (b), RIG_BENCH_PERF_ITERS (10000)
+# iterations in (c) (a quarter of that for the latency runs); RIG_BENCH_ROUNDS (3) rounds of (a)
+# and (c), the providers taking turns; the median is what the summary shows. Under software
+# emulation on a shared host the timed figures vary by a factor of two between rounds: compare
+# the instruction counts, which are exact, and read the timed ratios as "no large loss".
+source "$RIG_ROOT/tests/rig/guest/lib.sh"
+
+dir=$RIG_OUT/bench-verbs
+bench=$dir/verbs-bench
+iters=${RIG_BENCH_ITERS:-20000}
+cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-2000}
+perf_iters=${RIG_BENCH_PERF_ITERS:-10000}
+rounds=${RIG_BENCH_ROUNDS:-3}
+providers=(stock rxe_rs)
+summary=()
+
+mkdir -p "$dir"
+# TMPDIR: the guest sees the host read-only except RIG_OUT.
+TMPDIR=$dir "$RIG_ROOT/tests/verbs/build.sh" "$dir" > "$dir/build.log" 2>&1 ||
+    { echo "build of tests/verbs failed:"; cat "$dir/build.log"; exit 1; }
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# by_function ANNOTATE N: callgrind_annotate's self cost per function (inlined code, which it
+# lists under the file it came from, added to the function it was inlined into), per pair.
+by_function() {
+    awk -v n="$2" '
+        /file:function/ { on = 1; next }
+        on && /^-+$/ { if (on++ > 1) exit; next }
+        on && $1 ~ /^[0-9,]+$/ {
+            ir = $1; gsub(",", "", ir)
+            line = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", line)
+            obj = ""; if (match(line, / \[[^]]*\]$/)) { obj = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, 1, RSTART - 1) }
+            fn = substr(line, index(line, ":") + 1)
+            cost[fn] += ir; if (obj != "") { sub(".*/", "", obj); where[fn] = obj }
+        }
+        END { for (f in cost) printf "%10.1f  %s [%s]\n", cost[f] / n, f, where[f] }' "$1" | sort -rn
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+
+# row WHAT UNIT STOCK OURS: prints one figure for both and keeps it for the summary.
+row() {
+    local line
+    printf -v line '%-34s %14s %14s %8s  %s' "$1" "${3:-n/a}" "${4:-n/a}" "$(ratio "$4" "$3")" "$2"
+    echo "$line"
+    summary+=("$line")
+}
+
+echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds rounds (providers alternate)"
+for op in write send; do
+    declare -A rate=()
+    for p in "${providers[@]}"; do : > "$dir/rate.$op.$p.figures"; done
+    for ((r = 1; r <= rounds; r++)); do
+        for p in "${providers[@]}"; do
+            log=$dir/rate.$op.$p.$r.log
+            with_provider "$p" "$dir/rate.$op.$p.served" "$bench" rate "$op" "$iters" > "$log" 2>&1 &&
+                expect_provider "$dir/rate.$op.$p.served" "$p" &&
+                awk '/^rate/ { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/s") print $i }' "$log" \
+                    >> "$dir/rate.$op.$p.figures"
+            sed "s/^/  round $r: /" "$log"
+        done
+    done
+    for p in "${providers[@]}"; do rate[$p]=$(median < "$dir/rate.$op.$p.figures"); done
+    row "loop $op ops/s (median)" "higher is better" "${rate[stock]:-}" "${rate[rxe_rs]:-}"
+    unset rate
+done
+
+echo "-- (b) user-space instructions per post_send + poll_cq pair (callgrind, $cg_iters pairs)"
+for op in write send; do
+    declare -A ir=()
+    for p in "${providers[@]}"; do
+        out=$dir/callgrind.$op.$p.out
+        log=$dir/callgrind.$op.$p.log
+        if TMPDIR=$dir with_provider "$p" "$dir/callgrind.$op.$p.served" valgrind --tool=callgrind --vgdb=no \
+            --collect-atstart=no --callgrind-out-file="$out" "$bench" count "$op" "$cg_iters" > "$log" 2>&1 &&
+            expect_provider "$dir/callgrind.$op.$p.served" "$p"; then
+            total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
+            ir[$p]=$(awk -v t="$total" -v n="$cg_iters" 'BEGIN { printf "%.1f", t / n }')
+            callgrind_annotate --inclusive=no --threshold=100 --auto=no "$out" > "$dir/callgrind.$op.$p.annotate" 2>&1
+            callgrind_annotate --tree=caller --inclusive=yes --auto=no "$out" > "$dir/callgrind.$op.$p.callers" 2>&1
+            by_function "$dir/callgrind.$op.$p.annotate" "$cg_iters" > "$dir/callgrind.$op.$p.functions"
+            echo "  $p $op: $total Ir / $cg_iters = ${ir[$p]} per pair; per pair by function (self, inlined code included):"
+            head -n 14 "$dir/callgrind.$op.$p.functions" | sed 's/^/    /'
+            awk '{ o = $NF; c[o] += $1 } END { for (o in c) printf "      %-28s %8.1f\n", o, c[o] }' \
+                "$dir/callgrind.$op.$p.functions" | sort -k2 -rn | sed '1i\    per object:'
+        else
+            echo "  $p $op: callgrind run failed:"
+            tail -n 20 "$log" | sed 's/^/    | /'
+        fi
+    done
+    row "instructions per $op pair" "lower is better" "${ir[stock]:-}" "${ir[rxe_rs]:-}"
+    unset ir
+done
+
+# perf_run PROVIDER TEST ARGS...: TEST between rxe0 (server) and rxe1 (client), both on PROVIDER;
+# the client's output goes to $dir/TEST.PROVIDER.out.
+perf_run() {
+    local p=$1 t=$2
+    shift 2
+    local client_out=$dir/$t.$p.out
+    RIG_TIMEOUT=${RIG_BENCH_PERF_TIMEOUT:-120} pair "$p" "$p" cm:18515 \
+        "$t" -d rxe0 -R "$@" -- \
+        bash -c '"$@" > "$0"' "$client_out" "$t" -d rxe1 -R "$@" --source_ip "$RIG_CLIENT_IP" "$RIG_SERVER_IP" \
+        > "$dir/$t.$p.log" 2>&1
+}
+
+# perf_figure FILE COLUMN: the COLUMN-th field of perftest's result line (the first line of figures
+# after the header that starts with #bytes).
+perf_figure() {
+    awk -v c="$2" '/^ *#bytes/ { hdr = 1; next } hdr && $1 ~ /^[0-9]+$/ && NF >= c { print $c; exit }' "$1"
+}
+
+echo "-- (c) perftest over rdma_cm, both ends on one provider, median of $rounds rounds (providers alternate)"
+for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
+    declare -A fig=()
+    # Message rate from the _bw runs; from the _lat runs t_typical (perftest's median), as t_avg
+    # follows the emulator's stalls of 100 ms and more.
+    case $t in
+        *_bw) args=(-s 8 -n "$perf_iters"); col=5; what="$t msg rate Mpps"; better="higher is better" ;;
+        *_lat) args=(-s 8 -n $((perf_iters / 4))); col=5; what="$t t_typical usec"; better="lower is better" ;;
+    esac
+    for p in "${providers[@]}"; do : > "$dir/$t.$p.figures"; done
+    for ((r = 1; r <= rounds; r++)); do
+        for p in "${providers[@]}"; do
+            if perf_run "$p" "$t" "${args[@]}"; then
+                f=$(perf_figure "$dir/$t.$p.out" "$col")
+                cp "$dir/$t.$p.out" "$dir/$t.$p.$r.out"
+                # perftest prints inf when it failed to measure its clock: no figure then.
+                if [[ $f =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+                    echo "$f" >> "$dir/$t.$p.figures"
+                    echo "  round $r: $p $t ${args[*]}: $f"
+                else
+                    echo "  round $r: $p $t ${args[*]}: no figure (${f:-none}; bench-verbs/$t.$p.$r.out)"
+                fi
+            else
+                cp "$dir/$t.$p.log" "$dir/$t.$p.$r.log"
+                echo "  round $r: $p $t ${args[*]}: failed or timed out (bench-verbs/$t.$p.$r.log):"
+                tail -n 8 "$dir/$t.$p.log" | sed 's/^/    | /'
+            fi
+        done
+    done
+    for p in "${providers[@]}"; do fig[$p]=$(median < "$dir/$t.$p.figures"); done
+    row "$what (median)" "$better" "${fig[stock]:-}" "${fig[rxe_rs]:-}"
+    unset fig
+done
+
+echo "-- summary (ratio = rxe_rs / stock)"
+printf '%-34s %14s %14s %8s\n' "" stock rxe_rs ratio
+printf '%s\n' "${summary[@]}"

@@ -1,0 +1,217 @@
+/*
+ * verbs-bench: the cost of one post_send + poll_cq pair on an RC QP from rxe1 to rxe0 (both ends in
+ * this process), for whichever provider libibverbs loads. It prints figures; it tests nothing.
+ *
+ *   verbs-bench rate write|send N    N signalled 8-byte RDMA WRITEs (or SENDs), each posted, then
+ *                                    polled for until its completion: prints ops/s
+ *   verbs-bench count write|send N   the same pair, but the completion is awaited through a CQ
+ *                                    event, so each counted poll_cq finds exactly one completion;
+ *                                    under valgrind --tool=callgrind --collect-atstart=no only the
+ *                                    post_send and the poll_cq calls are collected (client requests),
+ *                                    after a warm-up: total Ir / N is the user-space instructions
+ *                                    per pair, deterministic, without empty polls
+ *
+ * SENDs need receives: the server keeps its RQ full, refilled in batches outside the measurement.
+ */
+#define _GNU_SOURCE
+#include "loopback.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <valgrind/callgrind.h>
+
+#define MSG 8
+#define RQ_DEPTH 512
+#define REFILL 256
+#define WARMUP 1000
+
+static struct loopback_dev client, server;
+static struct ibv_cq *client_cq, *server_cq;
+static struct ibv_comp_channel *channel;
+static struct ibv_qp *cqp, *sqp;
+static struct ibv_mr *client_mr, *server_mr;
+static char client_buf[MSG], server_buf[RQ_DEPTH * MSG];
+static bool use_send;
+static long since_refill;
+
+static void post_recvs(int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)(server_buf + (size_t)(i % RQ_DEPTH) * MSG),
+			.length = MSG,
+			.lkey = server_mr->lkey,
+		};
+		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		int rc = ibv_post_recv(sqp, &wr, &bad);
+
+		if (rc)
+			die("post_recv: %s", strerror(rc));
+	}
+}
+
+/* SENDs: after REFILL of them, take their receive completions and post as many receives. */
+static void refill(void)
+{
+	struct ibv_wc wc[16];
+	int got = 0, n;
+
+	if (!use_send || ++since_refill < REFILL)
+		return;
+	while (got < REFILL) {
+		n = ibv_poll_cq(server_cq, 16, wc);
+		if (n < 0)
+			die("server poll_cq: %d", n);
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("receive completed with %s", ibv_wc_status_str(wc[i].status));
+		got += n;
+	}
+	post_recvs(REFILL);
+	since_refill = 0;
+}
+
+static void post_one(uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = MSG, .lkey = client_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = use_send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey },
+	}, *bad;
+	int rc = ibv_post_send(cqp, &wr, &bad);
+
+	if (rc)
+		die("post_send: %s", strerror(rc));
+}
+
+static void check(const struct ibv_wc *wc, uint64_t id)
+{
+	if (wc->status != IBV_WC_SUCCESS || wc->wr_id != id)
+		die("completion %lu: %s (wr_id %lu)", (unsigned long)id, ibv_wc_status_str(wc->status),
+		    (unsigned long)wc->wr_id);
+}
+
+/* The busy loop: post, then poll until the completion is there. */
+static void rate_loop(long n)
+{
+	struct ibv_wc wc;
+	int got;
+
+	for (long i = 0; i < n; i++) {
+		post_one((uint64_t)i);
+		do
+			got = ibv_poll_cq(client_cq, 1, &wc);
+		while (got == 0);
+		if (got < 0)
+			die("poll_cq: %d", got);
+		check(&wc, (uint64_t)i);
+		refill();
+	}
+}
+
+static void await_event(void)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	if (ibv_get_cq_event(channel, &ev_cq, &ev_ctx))
+		die("ibv_get_cq_event: %s", strerror(errno));
+	ibv_ack_cq_events(ev_cq, 1);
+}
+
+/* One pair per iteration; under callgrind only the post and the one successful poll count. */
+static void count_loop(long n, bool collect)
+{
+	struct ibv_wc wc;
+	int got;
+
+	for (long i = 0; i < n; i++) {
+		if (ibv_req_notify_cq(client_cq, 0))
+			die("ibv_req_notify_cq");
+		if (collect)
+			CALLGRIND_TOGGLE_COLLECT;
+		post_one((uint64_t)i);
+		if (collect)
+			CALLGRIND_TOGGLE_COLLECT;
+		await_event();
+		if (collect)
+			CALLGRIND_TOGGLE_COLLECT;
+		got = ibv_poll_cq(client_cq, 1, &wc);
+		if (collect)
+			CALLGRIND_TOGGLE_COLLECT;
+		if (got != 1)
+			die("poll_cq after the event returned %d", got);
+		check(&wc, (uint64_t)i);
+		refill();
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 64, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	bool count;
+	long n;
+	double t;
+
+	if (argc != 4 || (strcmp(argv[1], "rate") && strcmp(argv[1], "count")) ||
+	    (strcmp(argv[2], "write") && strcmp(argv[2], "send")) || (n = atol(argv[3])) <= 0)
+		die("usage: verbs-bench rate|count write|send N");
+	count = strcmp(argv[1], "count") == 0;
+	use_send = strcmp(argv[2], "send") == 0;
+
+	loopback_open(&client, "rxe1");
+	loopback_open(&server, "rxe0");
+	client_mr = ibv_reg_mr(client.pd, client_buf, sizeof(client_buf), IBV_ACCESS_LOCAL_WRITE);
+	server_mr = ibv_reg_mr(server.pd, server_buf, sizeof(server_buf),
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!client_mr || !server_mr)
+		die("ibv_reg_mr: %s", strerror(errno));
+	channel = ibv_create_comp_channel(client.ctx);
+	if (!channel)
+		die("ibv_create_comp_channel: %s", strerror(errno));
+	client_cq = ibv_create_cq(client.ctx, 128, NULL, channel, 0);
+	server_cq = ibv_create_cq(server.ctx, RQ_DEPTH + 64, NULL, NULL, 0);
+	if (!client_cq || !server_cq)
+		die("ibv_create_cq: %s", strerror(errno));
+	attr.send_cq = attr.recv_cq = client_cq;
+	cqp = ibv_create_qp(client.pd, &attr);
+	attr.send_cq = attr.recv_cq = server_cq;
+	sqp = ibv_create_qp(server.pd, &attr);
+	if (!cqp || !sqp)
+		die("ibv_create_qp: %s", strerror(errno));
+	loopback_connect(&client, cqp, &server, sqp);
+	if (use_send)
+		post_recvs(RQ_DEPTH);
+
+	if (count) {
+		count_loop(WARMUP, false);
+		count_loop(n, true);
+		printf("count %s: %ld pairs collected (provider %s)\n", argv[2], n,
+		       loopback_provider_path(&client));
+	} else {
+		rate_loop(WARMUP);
+		t = now_seconds();
+		rate_loop(n);
+		t = now_seconds() - t;
+		printf("rate %s: %ld pairs in %.3f s: %.0f ops/s (provider %s)\n", argv[2], n, t, n / t,
+		       loopback_provider_path(&client));
+	}
+
+	if (ibv_destroy_qp(cqp) || ibv_destroy_qp(sqp) || ibv_destroy_cq(client_cq) ||
+	    ibv_destroy_cq(server_cq) || ibv_destroy_comp_channel(channel) ||
+	    ibv_dereg_mr(client_mr) || ibv_dereg_mr(server_mr))
+		die("teardown: %s", strerror(errno));
+	loopback_close(&client);
+	loopback_close(&server);
+	return 0;
+}
