@@ -907,6 +907,13 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr,
         unsafe { *bad_wr = ptr::null_mut() };
         let Some(sq) = &q.sq else { return libc::EINVAL };
         if wr.is_null() {
+            return 0;
+        }
+        // Before RTS the kernel refuses the doorbell while the WQEs would
+        // stay in the ring and run later: refuse the whole list instead.
+        if !sq_accepts_posts(q) {
+            // SAFETY: non-null, the caller's out pointer.
+            unsafe { *bad_wr = wr };
             return libc::EINVAL;
         }
         let (rc, posted) = sq.with(|sq| {
@@ -953,8 +960,13 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr,
         // SAFETY: non-null, the caller's out pointer.
         unsafe { *bad_wr = ptr::null_mut() };
         let Some(rq) = &q.rq else { return libc::EINVAL };
+        if wr.is_null() {
+            return 0;
+        }
         // C10-97.2.1: no receives in RESET.
-        if wr.is_null() || q.state() == IBV_QPS_RESET {
+        if q.state() == IBV_QPS_RESET {
+            // SAFETY: non-null, the caller's out pointer.
+            unsafe { *bad_wr = wr };
             return libc::EINVAL;
         }
         // SAFETY: forwarded from the ibv_post_recv contract.
