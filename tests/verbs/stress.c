@@ -98,7 +98,7 @@ static uint64_t next_id = 1;
 static int srq_outstanding;
 static long recv_slots_used;
 static bool pollers_stop;
-static bool stuck; /* a thread gave up waiting for completions */
+static bool stuck; /* a thread gave up waiting for completions: the run ends, and fails */
 
 /* Totals, updated atomically. */
 static long n_send_done, n_send_flushed, n_recv_done, n_recv_flushed, n_bad_status, n_duplicate,
@@ -475,13 +475,13 @@ int main(int argc, char **argv)
 
 	/* Pair 1 to ERR halfway through its thread's run; the thread goes on posting for a while,
 	 * then stops, and both QPs are drained and destroyed. */
-	while (LOAD(&posters[3].posted) < posters[3].quota / 2)
+	while (LOAD(&posters[3].posted) < posters[3].quota / 2 && !LOAD(&stuck))
 		usleep(1000);
 	move_to_error(pairs[1].cqp, "pair 1 client");
 	posted_at_err[1] = LOAD(&posters[3].posted);
 	printf("[%.1f s] pair 1 client QP -> ERR after %ld posts, %d sends outstanding\n",
 	       now_seconds() - started, posted_at_err[1], LOAD(&pairs[1].sq_outstanding));
-	while (LOAD(&posters[3].posted) < posters[3].quota * 3 / 4)
+	while (LOAD(&posters[3].posted) < posters[3].quota * 3 / 4 && !LOAD(&stuck))
 		usleep(1000);
 	stop_pair(1);
 	pthread_join(posters[3].thread, NULL);
@@ -494,7 +494,7 @@ int main(int argc, char **argv)
 
 	/* Pair 0 to ERR under its three threads, late in their run. */
 	while (LOAD(&posters[0].posted) + LOAD(&posters[1].posted) + LOAD(&posters[2].posted) <
-	       (posters[0].quota + posters[1].quota + posters[2].quota) * 9 / 10)
+	       (posters[0].quota + posters[1].quota + posters[2].quota) * 9 / 10 && !LOAD(&stuck))
 		usleep(1000);
 	move_to_error(pairs[0].cqp, "pair 0 client");
 	posted_at_err[0] = LOAD(&posters[0].posted) + LOAD(&posters[1].posted) + LOAD(&posters[2].posted);
