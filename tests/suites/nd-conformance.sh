@@ -1,27 +1,32 @@
 # nd-shim's ND2/NDK connector conformance: each case of target/release/nd-conformance is one
-# test, both sides in one process (passive on rxe0 198.18.0.1, active on rxe1 198.18.0.2),
-# over the stock C provider, which serves rdma_cm here.
+# test, both sides in one process (passive on rxe0 198.18.0.1, active on rxe1 198.18.0.2), once
+# over each provider in RIG_ND_PROVIDERS (default: the stock C provider and rxe_rs).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 nd_conformance=$RIG_ROOT/target/release/nd-conformance
 
-nd_case() { # nd_case CASE [ENV=VALUE...]
+nd_case() { # nd_case PROVIDER CASE [ENV=VALUE...]
+    local provider=$1
+    shift
     local name=$1 RIG_TIMEOUT=$RIG_TIMEOUT
     # io-timeout waits out the IB CM's REQ retries (about 100 s in the rig).
     [[ $name == io-timeout ]] && RIG_TIMEOUT=240
     shift
-    local served=$RIG_OUT/nd-conformance.$name.served
-    with_provider stock "$served" env "$@" "$nd_conformance" "$name" || return 1
+    local served=$RIG_OUT/nd-conformance.$name.$provider.served
+    with_provider "$provider" "$served" env "$@" "$nd_conformance" "$name" || return 1
     served_by "$served"
+    expect_provider "$served" "$provider"
 }
 
 # io-timeout: 198.18.0.50 resolves (on rxe1's veth1) to a MAC that no interface has, so its REQ
 # goes out and nobody answers.
 ip neigh replace 198.18.0.50 lladdr 02:00:00:00:00:50 dev veth1 nud permanent
 
-for name in $("$nd_conformance" --list); do
-    case $name in
-        ports-exhausted) run_test "$name" nd_case "$name" ND_SHIM_PORT_RANGE=50000-50003 ND_SHIM_LOG=debug ;;
-        *) run_test "$name" nd_case "$name" ND_SHIM_LOG=debug ;;
-    esac
+for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+    for name in $("$nd_conformance" --list); do
+        case $name in
+            ports-exhausted) run_test "$name.$provider" nd_case "$provider" "$name" ND_SHIM_PORT_RANGE=50000-50003 ND_SHIM_LOG=debug ;;
+            *) run_test "$name.$provider" nd_case "$provider" "$name" ND_SHIM_LOG=debug ;;
+        esac
+    done
 done

@@ -1,17 +1,21 @@
 # nd-shim's NDK face (include/ndk_shim.h) from C: tests/ndk-conformance is built here with gcc
 # against target/release/libnd_shim.so, and each of its cases is one test, both sides in one
-# process (passive on rxe0 198.18.0.1, active on rxe1 198.18.0.2), over the stock C provider.
+# process (passive on rxe0 198.18.0.1, active on rxe1 198.18.0.2), once over each provider in
+# RIG_ND_PROVIDERS (default: the stock C provider and rxe_rs).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 ndk_dir=$RIG_OUT/ndk-conformance
 ndk_conformance=$ndk_dir/ndk-conformance
 
-ndk_case() { # ndk_case CASE [ENV=VALUE...]
+ndk_case() { # ndk_case PROVIDER CASE [ENV=VALUE...]
+    local provider=$1
+    shift
     local name=$1
     shift
-    local served=$RIG_OUT/ndk-conformance.$name.served
-    with_provider stock "$served" env "$@" "$ndk_conformance" "$name" || return 1
+    local served=$RIG_OUT/ndk-conformance.$name.$provider.served
+    with_provider "$provider" "$served" env "$@" "$ndk_conformance" "$name" || return 1
     served_by "$served"
+    expect_provider "$served" "$provider"
 }
 
 mkdir -p "$ndk_dir"
@@ -27,10 +31,12 @@ record pass build
 # goes out and nobody answers; the IB CM gives up after about 100 s.
 ip neigh replace 198.18.0.51 lladdr 02:00:00:00:00:51 dev veth1 nud permanent
 
-for name in $("$ndk_conformance" --list); do
-    case $name in
-        ports-exhausted) run_test "$name" ndk_case "$name" ND_SHIM_PORT_RANGE=50000-50003 ND_SHIM_LOG=debug ;;
-        io-timeout) RIG_TIMEOUT=200 run_test "$name" ndk_case "$name" ND_SHIM_LOG=debug ;;
-        *) run_test "$name" ndk_case "$name" ND_SHIM_LOG=debug ;;
-    esac
+for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+    for name in $("$ndk_conformance" --list); do
+        case $name in
+            ports-exhausted) run_test "$name.$provider" ndk_case "$provider" "$name" ND_SHIM_PORT_RANGE=50000-50003 ND_SHIM_LOG=debug ;;
+            io-timeout) RIG_TIMEOUT=200 run_test "$name.$provider" ndk_case "$provider" "$name" ND_SHIM_LOG=debug ;;
+            *) run_test "$name.$provider" ndk_case "$provider" "$name" ND_SHIM_LOG=debug ;;
+        esac
+    done
 done
