@@ -1,5 +1,6 @@
 # Our provider against itself and against rdma-core's stock C provider, between rxe0 (server) and
-# rxe1 (client): libibverbs' pingpongs (RC, UC, UD, SRQ), rdma_cm's rping, and perftest over rdma_cm (-R).
+# rxe1 (client): libibverbs' pingpongs (RC, UC, UD, SRQ), rdma_cm's rping and rdma_server/client, and
+# perftest over rdma_cm (-R).
 # perftest's _bw runs are left out: over rdma_cm they hang now and then (one side times out), with
 # the stock provider on both ends too (ib_write_bw), more often when the host is loaded.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
@@ -24,6 +25,11 @@ for pairing in "${PAIRINGS[@]}"; do
     run_test "rping.$tag" pair "$sp" "$cp" cm:7174 \
         rping -s -a "$RIG_SERVER_IP" -p 7174 -C 10 -- \
         rping -c -a "$RIG_SERVER_IP" -I "$RIG_CLIENT_IP" -p 7174 -C 10 -v
+
+    # librdmacm's own examples. rdma_client has no option for a source address, so the kernel
+    # routes it through rxe0 too: both ends on one device, each with its own provider.
+    run_test "rdma_server-client.$tag" pair "$sp" "$cp" cm:7471 \
+        rdma_server -- rdma_client -s "$RIG_SERVER_IP"
 
     for pt in ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
         run_test "$pt.$tag" pair "$sp" "$cp" cm:18515 \
