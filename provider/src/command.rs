@@ -151,15 +151,42 @@ fn write_all(fd: RawFd, buf: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
+/// A legacy command as one buffer: the header, then the body. Built in
+/// place rather than copied into a framing buffer: the doorbell of every
+/// post_send is one of these.
+#[repr(C)]
+struct Framed<C> {
+    hdr: ib_uverbs_cmd_hdr,
+    body: C,
+}
+
+impl<C: IntoBytes + Immutable> Framed<C> {
+    fn new(id: u32, body: C, resp_len: usize) -> Result<Framed<C>, Errno> {
+        let hdr = ib_uverbs_cmd_hdr {
+            command: id,
+            in_words: words(core::mem::size_of::<Framed<C>>(), 4)?,
+            out_words: words(resp_len, 4)?,
+        };
+        Ok(Framed { hdr, body })
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        const { assert!(core::mem::size_of::<Framed<C>>() == core::mem::size_of::<ib_uverbs_cmd_hdr>() + core::mem::size_of::<C>()) };
+        // SAFETY: repr(C); the header and the body have no padding (both
+        // IntoBytes) and, by the size assertion, there is none between or
+        // after them, so every byte of the struct is initialised.
+        unsafe { core::slice::from_raw_parts(core::ptr::from_ref(self).cast::<u8>(), core::mem::size_of::<Self>()) }
+    }
+}
+
 /// Issues a legacy command and returns the kernel's response. The kernel
 /// fills the whole response buffer (zeroing what it has no value for);
 /// callers still validate every value before use.
 pub fn write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
     cmd.set_response(response_addr(&mut resp));
-    let mut buf = [0u8; CMD_BUF_MAX];
-    let len = frame_write(&mut buf, C::ID, cmd.as_bytes(), core::mem::size_of::<C::Resp>())?;
-    write_all(fd, &buf[..len])?;
+    let framed = Framed::new(C::ID, cmd, core::mem::size_of::<C::Resp>())?;
+    write_all(fd, framed.as_bytes())?;
     Ok(resp)
 }
 
@@ -171,9 +198,7 @@ pub trait WriteReq: IntoBytes + Immutable {
 
 /// Issues a legacy command that has no response.
 pub fn write_req<C: WriteReq>(fd: RawFd, cmd: C) -> Result<(), Errno> {
-    let mut buf = [0u8; CMD_BUF_MAX];
-    let len = frame_write(&mut buf, C::ID, cmd.as_bytes(), 0)?;
-    write_all(fd, &buf[..len])
+    write_all(fd, Framed::new(C::ID, cmd, 0)?.as_bytes())
 }
 
 /// An ioctl() method call: the header and its attributes in one buffer, as
@@ -286,6 +311,20 @@ mod tests {
         assert_eq!(u16_at(&buf, 4), 4); // (8 header + 8 body) / 4
         assert_eq!(u16_at(&buf, 6), 2); // 8-byte response / 4
         assert_eq!(u64_at(&buf, 8), 0x1122_3344_5566_7788);
+    }
+
+    #[test]
+    fn commands_built_in_place_are_the_framed_bytes() {
+        let cmd = ib_uverbs_query_port { response: 8, port_num: 1, reserved: [0; 7], driver_data: [] };
+        let mut buf = [0u8; 64];
+        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
+        let framed = Framed::new(IB_USER_VERBS_CMD_QUERY_PORT, cmd, 40).unwrap();
+        assert_eq!(framed.as_bytes(), &buf[..n]);
+        let cmd = ib_uverbs_query_device { response: 0x55, driver_data: [] };
+        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 0).unwrap();
+        assert_eq!(Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 0).unwrap().as_bytes(), &buf[..n]);
+        // A response length that is not whole words is refused, as framed.
+        assert_eq!(Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 3).err(), Some(libc::EINVAL));
     }
 
     #[test]
