@@ -19,10 +19,8 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint};
-use core::hint::spin_loop;
 use core::mem::{size_of, MaybeUninit};
 use core::ptr::{self, addr_of_mut};
-use core::sync::atomic::{AtomicBool, Ordering};
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -40,6 +38,7 @@ use crate::ffi;
 use crate::libibverbs::cq::*;
 use crate::libibverbs::public::ibv_context;
 use crate::queue::Ring;
+use crate::spinlock::SpinLock;
 
 /// The `read_*` fields the stock rxe provider supports
 /// (`RXE_SUP_WC_EX_FLAGS`); `read_opcode`, `read_vendor_err` and
@@ -104,64 +103,26 @@ impl WriteCmd for ib_uverbs_req_notify_cq {
     fn set_response(&mut self, _addr: u64) {}
 }
 
-/// A completion as libibverbs hands it out, from a copy of the ring's CQE.
-/// The values are the kernel's own (rxe writes the uverbs encoding of
-/// opcode, status and flags), exactly what the stock provider's memcpy gives.
-pub(crate) fn wc_from_cqe(c: &ib_uverbs_wc) -> ibv_wc {
-    // SAFETY: both arms of the union are a u32; any bits are valid.
-    let imm_or_rkey = unsafe { c.ex.imm_data };
-    ibv_wc {
-        wr_id: c.wr_id,
-        status: c.status as c_int,
-        opcode: c.opcode as c_int,
-        vendor_err: c.vendor_err,
-        byte_len: c.byte_len,
-        ex: ibv_wc_ex { imm_data: imm_or_rkey },
-        qp_num: c.qp_num,
-        src_qp: c.src_qp,
-        wc_flags: c.wc_flags as c_uint,
-        pkey_index: c.pkey_index,
-        slid: c.slid,
-        sl: c.sl,
-        dlid_path_bits: c.dlid_path_bits,
-    }
-}
-
-/// A spin lock that can be taken in one C call and released in another.
-/// Acquire on taking it pairs with Release on dropping it, so the poll state
-/// one holder wrote is what the next one reads.
-struct SpinLock {
-    locked: AtomicBool,
-}
-
-impl SpinLock {
-    const fn new() -> SpinLock {
-        SpinLock { locked: AtomicBool::new(false) }
-    }
-
-    fn lock(&self) {
-        let mut spins = 0u32;
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            while self.locked.load(Ordering::Relaxed) {
-                spins = spins.wrapping_add(1);
-                if spins % 128 == 0 {
-                    // The holder may be descheduled (or in resize_cq's syscall).
-                    std::thread::yield_now();
-                } else {
-                    spin_loop();
-                }
-            }
-        }
-    }
-
-    fn unlock(&self) {
-        self.locked.store(false, Ordering::Release);
-    }
-
-    fn is_locked(&self) -> bool {
-        self.locked.load(Ordering::Relaxed)
-    }
-}
+// `ibv_wc` is the kernel's `ib_uverbs_wc` with C enums for status and
+// opcode: the same fields at the same offsets, so poll_cq copies a CQE to
+// the caller whole, as the stock provider's memcpy does. (The kernel's
+// port_num and reserved bytes land in ibv_wc's tail padding.)
+const _: () = {
+    use core::mem::offset_of;
+    assert!(size_of::<ibv_wc>() == size_of::<ib_uverbs_wc>());
+    assert!(offset_of!(ibv_wc, status) == offset_of!(ib_uverbs_wc, status));
+    assert!(offset_of!(ibv_wc, opcode) == offset_of!(ib_uverbs_wc, opcode));
+    assert!(offset_of!(ibv_wc, vendor_err) == offset_of!(ib_uverbs_wc, vendor_err));
+    assert!(offset_of!(ibv_wc, byte_len) == offset_of!(ib_uverbs_wc, byte_len));
+    assert!(offset_of!(ibv_wc, ex) == offset_of!(ib_uverbs_wc, ex));
+    assert!(offset_of!(ibv_wc, qp_num) == offset_of!(ib_uverbs_wc, qp_num));
+    assert!(offset_of!(ibv_wc, src_qp) == offset_of!(ib_uverbs_wc, src_qp));
+    assert!(offset_of!(ibv_wc, wc_flags) == offset_of!(ib_uverbs_wc, wc_flags));
+    assert!(offset_of!(ibv_wc, pkey_index) == offset_of!(ib_uverbs_wc, pkey_index));
+    assert!(offset_of!(ibv_wc, slid) == offset_of!(ib_uverbs_wc, slid));
+    assert!(offset_of!(ibv_wc, sl) == offset_of!(ib_uverbs_wc, sl));
+    assert!(offset_of!(ibv_wc, dlid_path_bits) == offset_of!(ib_uverbs_wc, dlid_path_bits));
+};
 
 /// What the CQ lock protects.
 pub(crate) struct PollState {
@@ -188,6 +149,7 @@ impl PollState {
     }
 
     /// `ibv_poll_cq`: copies up to `out.len()` completions out, oldest first.
+    #[inline]
     pub(crate) fn poll(&mut self, out: &mut [MaybeUninit<ibv_wc>]) -> Result<usize, Errno> {
         let ring = self.ring.as_ref().ok_or(libc::EIO)?;
         let q = ring.indices();
@@ -195,7 +157,10 @@ impl PollState {
         let mut cons = self.cons;
         let mut n = 0;
         while n < out.len() && cons != prod {
-            out[n].write(wc_from_cqe(&ring.read_slot::<ib_uverbs_wc>(cons)));
+            // SAFETY: out[n] is an ibv_wc's worth of writable memory, and
+            // ibv_wc is ib_uverbs_wc field for field (asserted below); every
+            // field is an integer, so any bits are a valid ibv_wc.
+            unsafe { ring.copy_slot(cons, out[n].as_mut_ptr().cast::<ib_uverbs_wc>()) };
             cons = q.next(cons);
             n += 1;
         }
@@ -318,6 +283,7 @@ impl RxeCq {
     }
 
     /// Runs `f` on the poll state with the lock held.
+    #[inline(always)]
     fn locked<R>(&self, f: impl FnOnce(&mut PollState) -> R) -> R {
         self.lock.lock();
         // SAFETY: the lock is held, so this is the only reference.
@@ -755,7 +721,28 @@ unsafe extern "C" fn read_dlid_path_bits(current: *mut ibv_cq_ex) -> u8 {
 }
 
 #[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use crate::queue::testing::FakeQueue;
+
+    /// A CQ as create_cq leaves it, on a fake ring of 8 slots (the
+    /// `FakeQueue` plays the kernel), with the callbacks for `wc_flags`.
+    /// Free it with `Box::from_raw(cq.cast::<RxeCq>())`.
+    pub(crate) fn fake_rxe_cq(wc_flags: u64) -> (FakeQueue, *mut ibv_cq_ex) {
+        let fq = FakeQueue::new(7, 7, 0);
+        let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1);
+        // SAFETY: the CQ is ours alone.
+        unsafe {
+            *cq.state.get() = PollState::new(Some(Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
+            set_ex_callbacks(&mut *cq.vcq.get(), wc_flags);
+        }
+        (fq, Box::into_raw(cq).cast::<ibv_cq_ex>())
+    }
+}
+
+#[cfg(test)]
 mod tests {
+    use super::testing::fake_rxe_cq;
     use super::*;
     use crate::queue::testing::FakeQueue;
     use kernel_abi::ib_uverbs_wc_ex;
@@ -933,18 +920,6 @@ mod tests {
         assert_eq!(ex_create_flags(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_FLAGS, overrun)), Ok(IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN));
         // Flags count only with their comp_mask bit.
         assert_eq!(ex_create_flags(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_PD, overrun)), Ok(0));
-    }
-
-    /// A CQ as create_cq leaves it, on a fake ring, with the callbacks for `wc_flags`.
-    fn fake_rxe_cq(wc_flags: u64) -> (FakeQueue, *mut ibv_cq_ex) {
-        let fq = FakeQueue::new(7, 7, 0);
-        let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1);
-        // SAFETY: the CQ is ours alone.
-        unsafe {
-            *cq.state.get() = PollState::new(Some(Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
-            set_ex_callbacks(&mut *cq.vcq.get(), wc_flags);
-        }
-        (fq, Box::into_raw(cq).cast::<ibv_cq_ex>())
     }
 
     #[test]

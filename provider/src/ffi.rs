@@ -11,19 +11,30 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// `AssertUnwindSafe` is sound here because after a panic we never look at the
 /// state `body` was touching again: the caller gets a failure value and any
 /// half-built object is leaked rather than used.
+///
+/// Inlined into each entry: `catch_unwind` costs nothing until something
+/// panics (the body runs inline, the handler is a landing pad), while a
+/// call would make every entry pass its arguments through the stack.
+#[inline(always)]
 pub(crate) fn guard<R>(entry: &'static str, on_panic: R, body: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("(non-string panic)");
-            log::error!("{entry}: internal error, failing the call: {what}");
+            log_panic(entry, payload.as_ref());
             on_panic
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn log_panic(entry: &str, payload: &(dyn core::any::Any + Send)) {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(non-string panic)");
+    log::error!("{entry}: internal error, failing the call: {what}");
 }
 
 /// Sets the calling thread's `errno`, which libibverbs and its callers read

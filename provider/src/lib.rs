@@ -36,6 +36,7 @@ mod qp_ex;
 mod query;
 pub mod queue;
 mod registration;
+mod spinlock;
 mod srq;
 mod wqe;
 

@@ -93,7 +93,7 @@ impl Batch {
     }
 
     /// A builder: the header of a new WQE in the next free slot.
-    pub(crate) fn build(&mut self, wq: &mut WorkQueue<SendLimits>, req: &SendRequest<'_>) {
+    pub(crate) fn build(&mut self, wq: &mut WorkQueue<SendLimits>, req: &SendRequest) {
         if self.err.is_some() {
             return;
         }
@@ -134,7 +134,7 @@ impl Batch {
     }
 
     /// `ibv_wr_set_ud_addr`.
-    pub(crate) fn set_ud(&mut self, wq: &mut WorkQueue<SendLimits>, ud: Option<UdDest>) {
+    pub(crate) fn set_ud(&mut self, wq: &mut WorkQueue<SendLimits>, ud: Option<UdDest<'_>>) {
         if wq.limits.qp_type != IBV_QPT_UD {
             return self.fail(libc::EINVAL);
         }
@@ -201,7 +201,7 @@ fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
 }
 
 /// A builder body: the request for `opcode` with the batch's wr_id/flags.
-fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest<'_>)) {
+fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) {
     with_batch(ibqp, (), |q, wq, batch| {
         let (wr_id, send_flags) = wr_id_flags(q);
         let mut req = SendRequest {
@@ -209,12 +209,10 @@ fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest<'_
             opcode,
             send_flags,
             imm_data: 0,
-            sges: &[],
             remote_addr: 0,
             rkey: 0,
             compare_add: 0,
             swap: 0,
-            ud: None,
             bind: None,
         };
         fill(&mut req);
@@ -363,7 +361,7 @@ unsafe extern "C" fn wr_bind_mw(ibqp: *mut c_void, mw: *mut ibv_mw, rkey: u32, i
 unsafe extern "C" fn wr_set_ud_addr(ibqp: *mut c_void, ah: *mut ibv_ah, remote_qpn: u32, remote_qkey: u32) {
     ffi::guard("wr_set_ud_addr", (), || {
         // SAFETY: an AH our create_ah made (RxeAh begins with its ibv_ah), or null.
-        let ud = unsafe { ah.cast::<RxeAh>().as_ref() }.map(|a| UdDest { remote_qpn, remote_qkey, ah_num: a.ah_num, av: a.av });
+        let ud = unsafe { ah.cast::<RxeAh>().as_ref() }.map(|a| UdDest { remote_qpn, remote_qkey, ah_num: a.ah_num, av: &a.av });
         with_batch(ibqp, (), |_, wq, batch| batch.set_ud(wq, ud))
     })
 }
@@ -494,21 +492,19 @@ mod tests {
         let ring = Ring::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
         let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
         let prod = ring.producer_index();
-        WorkQueue { ring, prod, limits: SendLimits { qp_type, max_sge, max_inline, payload_room } }
+        WorkQueue { ring, prod, limits: SendLimits::new(qp_type, max_sge, max_inline, payload_room) }
     }
 
-    fn req(wr_id: u64, opcode: c_int) -> SendRequest<'static> {
+    fn req(wr_id: u64, opcode: c_int) -> SendRequest {
         SendRequest {
             wr_id,
             opcode,
             send_flags: IBV_SEND_SIGNALED,
             imm_data: 0,
-            sges: &[],
             remote_addr: 0x1000,
             rkey: 0x55,
             compare_add: 0,
             swap: 0,
-            ud: None,
             bind: None,
         }
     }
@@ -603,9 +599,8 @@ mod tests {
         let fq = FakeQueue::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_UD, 1, 64);
         let mut b = Batch::default();
-        // SAFETY: plain data.
-        let av = unsafe { core::mem::zeroed() };
-        let ud = UdDest { remote_qpn: 0x99, remote_qkey: 0x11, ah_num: 3, av };
+        let av = <kernel_abi::rxe_av as zerocopy::FromZeros>::new_zeroed();
+        let ud = UdDest { remote_qpn: 0x99, remote_qkey: 0x11, ah_num: 3, av: &av };
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         b.set_ud(&mut wq, Some(ud));

@@ -289,6 +289,20 @@ impl Ring {
         // alignment; any bytes are a valid T (FromBytes).
         unsafe { self.slot_ptr(index).as_ptr().cast::<T>().read_volatile() }
     }
+
+    /// Copies the `T` at the start of the slot of `index` (masked) to `dst`:
+    /// like [`Ring::read_slot`], one read of the shared memory, but straight
+    /// into the caller's memory.
+    ///
+    /// # Safety
+    /// `dst` is valid for writing a `T` and does not point into the ring.
+    pub unsafe fn copy_slot<T: FromBytes>(&self, index: u32, dst: *mut T) {
+        assert!(size_of::<T>() <= self.geometry.elem_size(), "element larger than the queue's slots");
+        // SAFETY: the source as in read_slot (inside the mapping, aligned, any
+        // bytes valid); the destination per the contract. The slot is one
+        // the kernel published and does not write until we release it.
+        unsafe { core::ptr::copy_nonoverlapping(self.slot_ptr(index).as_ptr().cast::<T>(), dst, 1) }
+    }
 }
 
 #[cfg(test)]

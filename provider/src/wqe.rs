@@ -13,7 +13,9 @@
 use core::ffi::c_int;
 use core::mem::size_of;
 
-use kernel_abi::{rxe_av, rxe_recv_wqe, rxe_send_wqe, rxe_sge};
+use kernel_abi::{
+    rxe_av, rxe_recv_wqe, rxe_send_wqe, rxe_send_wr_wr_atomic, rxe_send_wr_wr_mw, rxe_send_wr_wr_rdma, rxe_sge,
+};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::command::Errno;
@@ -26,7 +28,8 @@ pub(crate) const RECV_WQE_HEADER: usize = size_of::<rxe_recv_wqe>();
 const SGE_SIZE: usize = size_of::<rxe_sge>();
 
 /// What a send queue accepts: the QP type, its capabilities as the kernel
-/// granted them, and the payload room of one slot.
+/// granted them, and the payload room of one slot; and, derived from them
+/// once, what the per-request checks compare against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SendLimits {
     pub qp_type: c_int,
@@ -34,6 +37,26 @@ pub(crate) struct SendLimits {
     pub max_inline: u32,
     /// Slot size minus [`SEND_WQE_HEADER`].
     pub payload_room: usize,
+    /// Bit `n` set: the legacy opcode `n` is allowed ([`opcode_allowed`]).
+    opcodes: u32,
+    /// SGEs a WQE may carry: `max_sge`, bounded by the slot.
+    sge_room: u32,
+    /// Inline bytes a WQE may carry: `max_inline`, bounded by the slot.
+    inline_room: u32,
+}
+
+impl SendLimits {
+    pub(crate) fn new(qp_type: c_int, max_sge: u32, max_inline: u32, payload_room: usize) -> SendLimits {
+        let opcodes = (0..32).filter(|&op| opcode_allowed(qp_type, op)).fold(0, |m, op| m | 1 << op);
+        let sge_room = max_sge.min(u32::try_from(payload_room / SGE_SIZE).unwrap_or(u32::MAX));
+        let inline_room = max_inline.min(u32::try_from(payload_room).unwrap_or(u32::MAX));
+        SendLimits { qp_type, max_sge, max_inline, payload_room, opcodes, sge_room, inline_room }
+    }
+
+    fn allows(&self, opcode: c_int) -> bool {
+        // A negative or huge opcode shifts to nothing.
+        self.opcodes & 1u32.checked_shl(opcode as u32).unwrap_or(0) != 0
+    }
 }
 
 /// What a receive queue accepts.
@@ -46,13 +69,13 @@ pub(crate) struct RecvLimits {
 
 /// The destination of a UD send, from the work request and its AH.
 #[derive(Clone, Copy)]
-pub(crate) struct UdDest {
+pub(crate) struct UdDest<'a> {
     pub remote_qpn: u32,
     pub remote_qkey: u32,
     /// The kernel's AH index; 0 on kernels without them, where `av` goes
     /// into the WQE instead.
     pub ah_num: u32,
-    pub av: rxe_av,
+    pub av: &'a rxe_av,
 }
 
 /// A memory-window bind (`IBV_WR_BIND_MW`).
@@ -67,22 +90,35 @@ pub(crate) struct MwBind {
     pub access: u32,
 }
 
-/// A send work request as read out of the caller's `ibv_send_wr`.
+/// What the provider objects a legacy `ibv_send_wr` points at (its AH, its
+/// MW and MR) mean for the WQE, read by the caller, who owns those types.
 #[derive(Clone, Copy)]
-pub(crate) struct SendRequest<'a> {
+pub(crate) enum WrObjects<'a> {
+    /// The request names no object (not UD, not BIND_MW).
+    None,
+    /// A UD QP's request and its AH.
+    Ud(UdDest<'a>),
+    /// A BIND_MW request and its window (and MR, unless it unbinds).
+    Bind(MwBind),
+    /// A UD request without an AH, or a bind without a window (or without
+    /// an MR for a non-empty range): refused.
+    Missing,
+}
+
+/// The operation of a send WQE built through the `ibv_wr_*` API: what
+/// `ibv_qp_ex`'s builders set before the data setters add the data.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SendRequest {
     pub wr_id: u64,
     pub opcode: c_int,
     pub send_flags: u32,
     /// Immediate data (big-endian) or the rkey to invalidate.
     pub imm_data: u32,
-    pub sges: &'a [ibv_sge],
     /// `wr.rdma` (or `wr.atomic`'s address and rkey for atomics).
     pub remote_addr: u64,
     pub rkey: u32,
     pub compare_add: u64,
     pub swap: u64,
-    /// Present for UD QPs (`None` there means the request had no AH).
-    pub ud: Option<UdDest>,
     pub bind: Option<MwBind>,
 }
 
@@ -123,113 +159,189 @@ fn is_atomic(opcode: c_int) -> bool {
 }
 
 /// The total length of a list of SGEs, without 32-bit overflow.
+#[inline]
 pub(crate) fn sge_total(sges: &[ibv_sge]) -> u64 {
-    sges.iter().map(|s| u64::from(s.length)).sum()
+    match sges {
+        // The common case, without the set-up of the (unrolled) loop.
+        [one] => u64::from(one.length),
+        _ => sges.iter().map(|s| u64::from(s.length)).sum(),
+    }
 }
 
-/// Checks a send request against the queue; returns its message length.
+/// Checks a legacy send request against the queue; returns its message
+/// length. `sges` is the request's list, `objects` what its pointers name.
 /// Every rejection is `EINVAL`, as `ibv_post_send(3)` and the stock
 /// provider give it (a full queue is `ENOMEM`, checked by the caller).
-pub(crate) fn validate_send(req: &SendRequest<'_>, lim: &SendLimits) -> Result<u32, Errno> {
-    if !opcode_allowed(lim.qp_type, req.opcode) {
+#[inline]
+pub(crate) fn check_send(wr: &ibv_send_wr, sges: &[ibv_sge], objects: &WrObjects<'_>, lim: &SendLimits) -> Result<u32, Errno> {
+    let opcode = wr.opcode;
+    if !lim.allows(opcode) || sges.len() > lim.max_sge as usize {
         return Err(libc::EINVAL);
     }
-    let num_sge = req.sges.len();
-    if num_sge > lim.max_sge as usize {
-        return Err(libc::EINVAL);
-    }
-    let length = sge_total(req.sges);
-    let length32 = u32::try_from(length).map_err(|_| libc::EINVAL)?;
-    if req.send_flags & IBV_SEND_INLINE != 0 {
-        if length > u64::from(lim.max_inline) || length > lim.payload_room as u64 {
+    let length = sge_total(sges);
+    if wr.send_flags & IBV_SEND_INLINE != 0 {
+        if length > u64::from(lim.inline_room) {
             return Err(libc::EINVAL);
         }
-    } else if num_sge * SGE_SIZE > lim.payload_room {
+    } else if sges.len() > lim.sge_room as usize {
         return Err(libc::EINVAL);
     }
-    if is_atomic(req.opcode) && (length < 8 || req.remote_addr & 7 != 0) {
-        return Err(libc::EINVAL);
+    let length = u32::try_from(length).map_err(|_| libc::EINVAL)?;
+    match (opcode, objects) {
+        (_, WrObjects::Missing) => Err(libc::EINVAL),
+        // SAFETY: the atomic arm for an atomic opcode; plain data.
+        (op, _) if is_atomic(op) && (length < 8 || unsafe { wr.wr.atomic.remote_addr } & 7 != 0) => Err(libc::EINVAL),
+        (IBV_WR_BIND_MW, _) if length != 0 || !sges.is_empty() || wr.imm_data != 0 => Err(libc::EINVAL),
+        _ => Ok(length),
     }
-    if req.opcode == IBV_WR_BIND_MW && (length != 0 || num_sge != 0 || req.imm_data != 0 || req.bind.is_none()) {
-        return Err(libc::EINVAL);
-    }
-    if lim.qp_type == IBV_QPT_UD && req.ud.is_none() {
-        return Err(libc::EINVAL);
-    }
-    Ok(length32)
 }
 
-/// Writes a validated send request into a slot: `wqe` is the slot's header,
-/// `payload` the rest of the slot.
+/// Writes a checked legacy send request into a slot: `wqe` is the slot's
+/// header, `payload` the rest of the slot.
 ///
 /// # Safety
-/// `req` passed [`validate_send`] for the queue `payload` belongs to; with
-/// `IBV_SEND_INLINE`, every SGE describes `length` readable bytes at `addr`
-/// (the caller's promise to `ibv_post_send`).
-pub(crate) unsafe fn encode_send(req: &SendRequest<'_>, length: u32, wqe: &mut rxe_send_wqe, payload: &mut [u8]) {
-    encode_header(req, wqe);
-    if req.send_flags & IBV_SEND_INLINE != 0 {
-        // SAFETY: forwarded from this function's contract; validate_send
-        // proved the bytes fit the payload.
-        unsafe { copy_inline(req.sges, payload) };
-    } else {
-        write_sges(req.sges, payload);
+/// The request passed [`check_send`] with `sges` and `objects` for the
+/// queue `payload` belongs to; with `IBV_SEND_INLINE`, every SGE describes
+/// `length` readable bytes at `addr` (the caller's promise to
+/// `ibv_post_send`).
+#[inline]
+pub(crate) unsafe fn encode_send(
+    wr: &ibv_send_wr,
+    sges: &[ibv_sge],
+    length: u32,
+    objects: &WrObjects<'_>,
+    wqe: &mut rxe_send_wqe,
+    payload: &mut [u8],
+) {
+    write_header(wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_data);
+    // SAFETY: the unions are plain data; each arm is read for its opcodes.
+    unsafe {
+        match wr.opcode {
+            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
+                set_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
+            }
+            IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
+                let a = &wr.wr.atomic;
+                set_atomic(wqe, a.remote_addr, a.rkey, a.compare_add, a.swap);
+            }
+            _ => {}
+        }
     }
+    match objects {
+        WrObjects::Ud(ud) => set_ud(wqe, ud),
+        WrObjects::Bind(b) => set_mw(wqe, b),
+        WrObjects::None | WrObjects::Missing => {}
+    }
+    if wr.send_flags & IBV_SEND_INLINE != 0 {
+        // SAFETY: forwarded from this function's contract; check_send
+        // proved the bytes fit the payload.
+        unsafe { copy_inline(sges, payload) };
+    } else {
+        write_sges(sges, payload);
+    }
+    set_data(wqe, length, sges.len() as u32);
+}
+
+/// Writes every field of a send WQE's header but the opcode's operands and
+/// the data ([`set_data`]): the progress fields the kernel keeps in the
+/// slot reset, the operand arm zeroed. Field by field rather than a zeroed
+/// copy of the 208-byte header: only what the kernel reads is written.
+#[inline]
+pub(crate) fn write_header(wqe: &mut rxe_send_wqe, wr_id: u64, opcode: c_int, send_flags: u32, imm_data: u32) {
+    let wr = &mut wqe.wr;
+    wr.wr_id = wr_id;
+    wr.reserved = 0;
+    wr.opcode = opcode as u32;
+    wr.send_flags = send_flags;
+    wr.ex.imm_data = imm_data;
+    // The largest arm but ud (whose writer sets what it uses).
+    wr.wr.atomic = rxe_send_wr_wr_atomic { remote_addr: 0, compare_add: 0, swap: 0, rkey: 0, reserved: 0 };
+    wqe.status = 0;
+    wqe.state = 0;
+    wqe.iova = 0;
+    wqe.mask = 0;
+    wqe.first_psn = 0;
+    wqe.last_psn = 0;
+    wqe.ack_length = 0;
+    wqe.ssn = 0;
+    wqe.has_rd_atomic = 0;
+    wqe.dma.reserved = 0;
+}
+
+/// The data part of a send WQE's header: `num_sge` SGEs (or, inline,
+/// `length` bytes) after the header, none of them consumed yet.
+#[inline]
+fn set_data(wqe: &mut rxe_send_wqe, length: u32, num_sge: u32) {
     let dma = &mut wqe.dma;
     dma.length = length;
     dma.resid = length;
-    dma.num_sge = req.sges.len() as u32;
+    dma.cur_sge = 0;
+    dma.num_sge = num_sge;
+    dma.sge_offset = 0;
 }
 
-/// Writes the header of a send WQE: the operation and its operands, no
-/// data (`dma` all zero: no SGEs, length 0). The `ibv_wr_*` builders use it
-/// alone and add the data with [`set_sges`] or [`set_inline`].
-pub(crate) fn encode_header(req: &SendRequest<'_>, wqe: &mut rxe_send_wqe) {
-    *wqe = rxe_send_wqe::new_zeroed();
-    let wr = &mut wqe.wr;
-    wr.wr_id = req.wr_id;
-    wr.opcode = req.opcode as u32;
-    wr.send_flags = req.send_flags;
-    wr.ex.imm_data = req.imm_data;
+/// The operands of RDMA WRITE/READ (and ATOMIC_WRITE).
+#[inline]
+pub(crate) fn set_rdma(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32) {
+    wqe.wr.wr.rdma = rxe_send_wr_wr_rdma { remote_addr, rkey, reserved: 0 };
+    wqe.iova = remote_addr;
+}
+
+/// The operands of the two atomics.
+#[inline]
+pub(crate) fn set_atomic(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) {
+    wqe.wr.wr.atomic = rxe_send_wr_wr_atomic { remote_addr, compare_add, swap, rkey, reserved: 0 };
+    wqe.iova = remote_addr;
+}
+
+/// The operands of a window bind.
+pub(crate) fn set_mw(wqe: &mut rxe_send_wqe, b: &MwBind) {
+    wqe.wr.wr.mw = rxe_send_wr_wr_mw {
+        addr: b.addr,
+        length: b.length,
+        mr_lkey: b.mr_lkey,
+        mw_rkey: b.mw_rkey,
+        rkey: b.new_rkey,
+        access: b.access,
+    };
+}
+
+/// Writes the header of a send WQE built through the `ibv_wr_*` API: the
+/// operation and its operands, no data. The data setters add it with
+/// [`set_sges`] or [`set_inline`], [`set_ud`] the UD destination.
+pub(crate) fn encode_header(req: &SendRequest, wqe: &mut rxe_send_wqe) {
+    write_header(wqe, req.wr_id, req.opcode, req.send_flags, req.imm_data);
+    set_data(wqe, 0, 0);
     match req.opcode {
         IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ | IBV_WR_ATOMIC_WRITE => {
-            wr.wr.rdma.remote_addr = req.remote_addr;
-            wr.wr.rdma.rkey = req.rkey;
-            wqe.iova = req.remote_addr;
+            set_rdma(wqe, req.remote_addr, req.rkey);
         }
         IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
-            wr.wr.atomic.remote_addr = req.remote_addr;
-            wr.wr.atomic.compare_add = req.compare_add;
-            wr.wr.atomic.swap = req.swap;
-            wr.wr.atomic.rkey = req.rkey;
-            wqe.iova = req.remote_addr;
+            set_atomic(wqe, req.remote_addr, req.rkey, req.compare_add, req.swap);
         }
         IBV_WR_BIND_MW => {
-            if let Some(b) = req.bind {
-                wr.wr.mw.addr = b.addr;
-                wr.wr.mw.length = b.length;
-                wr.wr.mw.mr_lkey = b.mr_lkey;
-                wr.wr.mw.mw_rkey = b.mw_rkey;
-                wr.wr.mw.rkey = b.new_rkey;
-                wr.wr.mw.access = b.access;
+            if let Some(b) = &req.bind {
+                set_mw(wqe, b);
             }
         }
         _ => {}
     }
-    if let Some(ud) = req.ud {
-        set_ud(wqe, &ud);
-    }
 }
 
 /// Writes a UD destination into a send WQE.
-pub(crate) fn set_ud(wqe: &mut rxe_send_wqe, ud: &UdDest) {
-    let wr = &mut wqe.wr.wr;
-    wr.ud.remote_qpn = ud.remote_qpn;
-    wr.ud.remote_qkey = ud.remote_qkey;
-    wr.ud.ah_num = ud.ah_num;
+pub(crate) fn set_ud(wqe: &mut rxe_send_wqe, ud: &UdDest<'_>) {
+    // SAFETY: the ud arm is plain data; its other fields were zeroed with
+    // the header or are written here.
+    let u = unsafe { &mut wqe.wr.wr.ud };
+    u.remote_qpn = ud.remote_qpn;
+    u.remote_qkey = ud.remote_qkey;
+    u.pkey_index = 0;
+    u.reserved = 0;
+    u.ah_num = ud.ah_num;
+    u.pad = [0; 4];
     if ud.ah_num == 0 {
         // Kernels without AH indices take the address vector whole.
-        wr.ud.av = ud.av;
+        u.av = *ud.av;
     }
 }
 
@@ -244,10 +356,7 @@ pub(crate) fn set_sges(wqe: &mut rxe_send_wqe, payload: &mut [u8], sges: &[ibv_s
     let length = u32::try_from(sge_total(sges)).map_err(|_| libc::EINVAL)?;
     write_sges(sges, payload);
     wqe.wr.send_flags &= !IBV_SEND_INLINE;
-    let dma = &mut wqe.dma;
-    dma.length = length;
-    dma.resid = length;
-    dma.num_sge = sges.len() as u32;
+    set_data(wqe, length, sges.len() as u32);
     Ok(())
 }
 
@@ -276,10 +385,8 @@ pub(crate) unsafe fn set_inline(wqe: &mut rxe_send_wqe, payload: &mut [u8], bufs
         at += b.length;
     }
     wqe.wr.send_flags |= IBV_SEND_INLINE;
-    let dma = &mut wqe.dma;
-    dma.length = total as u32;
-    dma.resid = total as u32;
-    dma.num_sge = 0;
+    // total <= room, which came from a u32.
+    set_data(wqe, total as u32, 0);
     Ok(())
 }
 
@@ -304,10 +411,15 @@ unsafe fn copy_inline(sges: &[ibv_sge], out: &mut [u8]) {
 }
 
 /// Writes SGEs into a payload area (which the caller sized for them).
+#[inline]
 fn write_sges(sges: &[ibv_sge], out: &mut [u8]) {
-    for (s, chunk) in sges.iter().zip(out.chunks_exact_mut(SGE_SIZE)) {
-        let k = rxe_sge { addr: s.addr, length: s.length, lkey: s.lkey };
-        chunk.copy_from_slice(k.as_bytes());
+    let put = |s: &ibv_sge, chunk: &mut [u8]| {
+        chunk.copy_from_slice(rxe_sge { addr: s.addr, length: s.length, lkey: s.lkey }.as_bytes());
+    };
+    match (sges, out.get_mut(..SGE_SIZE)) {
+        // The common case, without the set-up of the (unrolled) loop.
+        ([one], Some(chunk)) => put(one, chunk),
+        _ => sges.iter().zip(out.chunks_exact_mut(SGE_SIZE)).for_each(|(s, chunk)| put(s, chunk)),
     }
 }
 
@@ -366,36 +478,46 @@ pub(crate) mod tests {
     }
 
     fn lim(qp_type: c_int) -> SendLimits {
-        SendLimits { qp_type, max_sge: 4, max_inline: 64, payload_room: 256 - SEND_WQE_HEADER + 64 }
-    }
-
-    fn req(opcode: c_int, sges: &[ibv_sge]) -> SendRequest<'_> {
-        SendRequest {
-            wr_id: 0x1234,
-            opcode,
-            send_flags: IBV_SEND_SIGNALED,
-            imm_data: 0,
-            sges,
-            remote_addr: 0x10_0000,
-            rkey: 0x77,
-            compare_add: 5,
-            swap: 9,
-            ud: None,
-            bind: None,
-        }
+        SendLimits::new(qp_type, 4, 64, 256 - SEND_WQE_HEADER + 64)
     }
 
     fn sge(addr: u64, length: u32) -> ibv_sge {
         ibv_sge { addr, length, lkey: 0x42 }
     }
 
-    fn encode(r: &SendRequest<'_>, l: &SendLimits) -> (Slot, u32) {
-        let len = validate_send(r, l).unwrap();
+    /// A signalled request for `opcode` on `sges`, with the operands of an
+    /// RDMA request (or, for an atomic, of an atomic one) filled in.
+    fn wr(opcode: c_int, sges: &[ibv_sge]) -> ibv_send_wr {
+        // SAFETY: plain C data.
+        let mut w: ibv_send_wr = unsafe { core::mem::zeroed() };
+        w.wr_id = 0x1234;
+        w.opcode = opcode;
+        w.send_flags = IBV_SEND_SIGNALED;
+        w.sg_list = sges.as_ptr().cast_mut();
+        w.num_sge = sges.len() as c_int;
+        if is_atomic(opcode) {
+            w.wr.atomic = ibv_send_wr_atomic { remote_addr: 0x10_0000, compare_add: 5, swap: 9, rkey: 0x77 };
+        } else {
+            w.wr.rdma = ibv_send_wr_rdma { remote_addr: 0x10_0000, rkey: 0x77 };
+        }
+        w
+    }
+
+    fn check(w: &ibv_send_wr, sges: &[ibv_sge], l: &SendLimits) -> Result<u32, Errno> {
+        check_send(w, sges, &WrObjects::None, l)
+    }
+
+    fn encode_with(w: &ibv_send_wr, sges: &[ibv_sge], objects: &WrObjects<'_>, l: &SendLimits) -> (Slot, u32) {
+        let len = check_send(w, sges, objects, l).unwrap();
         let mut slot = Slot::new(SEND_WQE_HEADER + l.payload_room);
-        let (w, p) = slot.send();
-        // SAFETY: validated; no inline data unless the test passes real buffers.
-        unsafe { encode_send(r, len, w, p) };
+        let (h, p) = slot.send();
+        // SAFETY: checked; inline only with SGEs that point at live buffers.
+        unsafe { encode_send(w, sges, len, objects, h, p) };
         (slot, len)
+    }
+
+    fn encode(w: &ibv_send_wr, sges: &[ibv_sge], l: &SendLimits) -> (Slot, u32) {
+        encode_with(w, sges, &WrObjects::None, l)
     }
 
     fn sge_at(p: &[u8], i: usize) -> (u64, u32, u32) {
@@ -410,26 +532,50 @@ pub(crate) mod tests {
     #[test]
     fn send_carries_its_sges_and_length() {
         let sges = [sge(0x1000, 100), sge(0x2000, 28)];
-        let (mut slot, len) = encode(&req(IBV_WR_SEND, &sges), &lim(IBV_QPT_RC));
+        let (mut slot, len) = encode(&wr(IBV_WR_SEND, &sges), &sges, &lim(IBV_QPT_RC));
         assert_eq!(len, 128);
         let (w, p) = slot.send();
         assert_eq!((w.wr.wr_id, w.wr.opcode, w.wr.send_flags), (0x1234, IBV_WR_SEND as u32, IBV_SEND_SIGNALED));
         assert_eq!((w.dma.length, w.dma.resid, w.dma.num_sge, w.dma.cur_sge, w.dma.sge_offset), (128, 128, 2, 0, 0));
-        assert_eq!((w.state, w.status, w.mask, w.iova), (0, 0, 0, 0));
+        assert_eq!((w.state, w.status, w.mask, w.iova, w.ssn, w.first_psn), (0, 0, 0, 0, 0, 0));
+        // SAFETY: the operand arm is plain data; a SEND leaves it zeroed.
+        assert_eq!(unsafe { w.wr.wr.atomic }.as_bytes(), [0; 32]);
         assert_eq!(sge_at(p, 0), (0x1000, 100, 0x42));
         assert_eq!(sge_at(p, 1), (0x2000, 28, 0x42));
     }
 
     #[test]
+    fn the_header_owes_nothing_to_what_the_slot_held_before() {
+        // A slot a previous WQE (and the kernel's progress fields) left full
+        // of bytes, and a fresh zeroed one, get the same SEND.
+        let l = lim(IBV_QPT_RC);
+        let send = wr(IBV_WR_SEND, &[]);
+        let len = check(&send, &[], &l).unwrap();
+        let mut used = Slot::new(SEND_WQE_HEADER + l.payload_room);
+        let mut fresh = Slot::new(SEND_WQE_HEADER + l.payload_room);
+        fresh.bytes()[..SEND_WQE_HEADER].fill(0);
+        for slot in [&mut used, &mut fresh] {
+            let (h, p) = slot.send();
+            // SAFETY: checked, no data.
+            unsafe { encode_send(&send, &[], len, &WrObjects::None, h, p) };
+        }
+        // All but the UD arm's address vector (which UD requests write) agree.
+        let (a, b) = (used.bytes()[..SEND_WQE_HEADER].to_vec(), fresh.bytes()[..SEND_WQE_HEADER].to_vec());
+        let av = core::mem::offset_of!(rxe_send_wqe, wr) + 24 + 32..core::mem::offset_of!(rxe_send_wqe, status);
+        assert_eq!(a[..av.start], b[..av.start]);
+        assert_eq!(a[av.end..], b[av.end..]);
+    }
+
+    #[test]
     fn immediate_and_invalidate_go_in_ex() {
         for op in [IBV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_INV, IBV_WR_RDMA_WRITE_WITH_IMM] {
-            let mut r = req(op, &[]);
-            r.imm_data = 0xdead_beef;
-            let (mut slot, _) = encode(&r, &lim(IBV_QPT_RC));
-            let (w, _) = slot.send();
+            let mut w = wr(op, &[]);
+            w.imm_data = 0xdead_beef;
+            let (mut slot, _) = encode(&w, &[], &lim(IBV_QPT_RC));
+            let (h, _) = slot.send();
             // SAFETY: both arms are u32.
-            assert_eq!(unsafe { w.wr.ex.imm_data }, 0xdead_beef);
-            assert_eq!(w.wr.opcode, op as u32);
+            assert_eq!(unsafe { h.wr.ex.imm_data }, 0xdead_beef);
+            assert_eq!(h.wr.opcode, op as u32);
         }
     }
 
@@ -437,11 +583,11 @@ pub(crate) mod tests {
     fn rdma_ops_carry_address_and_rkey() {
         for op in [IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ] {
             let sges = [sge(0x1000, 4096)];
-            let (mut slot, len) = encode(&req(op, &sges), &lim(IBV_QPT_RC));
-            let (w, _) = slot.send();
+            let (mut slot, len) = encode(&wr(op, &sges), &sges, &lim(IBV_QPT_RC));
+            let (h, _) = slot.send();
             // SAFETY: the rdma arm was written.
-            let (ra, rk) = unsafe { (w.wr.wr.rdma.remote_addr, w.wr.wr.rdma.rkey) };
-            assert_eq!((ra, rk, w.iova, len), (0x10_0000, 0x77, 0x10_0000, 4096));
+            let (ra, rk, res) = unsafe { (h.wr.wr.rdma.remote_addr, h.wr.wr.rdma.rkey, h.wr.wr.rdma.reserved) };
+            assert_eq!((ra, rk, res, h.iova, len), (0x10_0000, 0x77, 0, 0x10_0000, 4096));
         }
     }
 
@@ -449,12 +595,12 @@ pub(crate) mod tests {
     fn atomics_carry_operands() {
         for op in [IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD] {
             let sges = [sge(0x1000, 8)];
-            let (mut slot, _) = encode(&req(op, &sges), &lim(IBV_QPT_RC));
-            let (w, _) = slot.send();
+            let (mut slot, _) = encode(&wr(op, &sges), &sges, &lim(IBV_QPT_RC));
+            let (h, _) = slot.send();
             // SAFETY: the atomic arm was written.
-            let a = unsafe { w.wr.wr.atomic };
+            let a = unsafe { h.wr.wr.atomic };
             assert_eq!((a.remote_addr, a.compare_add, a.swap, a.rkey), (0x10_0000, 5, 9, 0x77));
-            assert_eq!(w.iova, 0x10_0000);
+            assert_eq!(h.iova, 0x10_0000);
         }
     }
 
@@ -462,39 +608,39 @@ pub(crate) mod tests {
     fn atomics_need_8_bytes_at_an_aligned_address() {
         let l = lim(IBV_QPT_RC);
         let short = [sge(0x1000, 4)];
-        assert_eq!(validate_send(&req(IBV_WR_ATOMIC_FETCH_AND_ADD, &short), &l), Err(libc::EINVAL));
+        assert_eq!(check(&wr(IBV_WR_ATOMIC_FETCH_AND_ADD, &short), &short, &l), Err(libc::EINVAL));
         let ok = [sge(0x1000, 8)];
-        let mut r = req(IBV_WR_ATOMIC_CMP_AND_SWP, &ok);
-        r.remote_addr = 0x10_0004;
-        assert_eq!(validate_send(&r, &l), Err(libc::EINVAL));
+        let mut w = wr(IBV_WR_ATOMIC_CMP_AND_SWP, &ok);
+        assert_eq!(check(&w, &ok, &l), Ok(8));
+        w.wr.atomic.remote_addr = 0x10_0004;
+        assert_eq!(check(&w, &ok, &l), Err(libc::EINVAL));
     }
 
     #[test]
     fn local_inv_and_bind_mw() {
-        let mut r = req(IBV_WR_LOCAL_INV, &[]);
-        r.imm_data = 0x55;
-        let (mut slot, len) = encode(&r, &lim(IBV_QPT_RC));
+        let mut w = wr(IBV_WR_LOCAL_INV, &[]);
+        w.imm_data = 0x55;
+        let (mut slot, len) = encode(&w, &[], &lim(IBV_QPT_RC));
         assert_eq!(len, 0);
         // SAFETY: u32 arm.
         assert_eq!(unsafe { slot.send().0.wr.ex.invalidate_rkey }, 0x55);
 
-        let mut r = req(IBV_WR_BIND_MW, &[]);
+        let w = wr(IBV_WR_BIND_MW, &[]);
         let b = MwBind { addr: 0x3000, length: 0x100, mr_lkey: 1, mw_rkey: 0x200, new_rkey: 0x201, access: 2 };
-        r.bind = Some(b);
         for t in [IBV_QPT_RC, IBV_QPT_UC] {
-            let (mut slot, _) = encode(&r, &lim(t));
+            let (mut slot, _) = encode_with(&w, &[], &WrObjects::Bind(b), &lim(t));
             // SAFETY: the mw arm was written.
             let m = unsafe { slot.send().0.wr.wr.mw };
             assert_eq!((m.addr, m.length, m.mr_lkey, m.mw_rkey, m.rkey, m.access), (0x3000, 0x100, 1, 0x200, 0x201, 2));
         }
-        // A bind carries no data and no immediate.
+        // A bind carries no data and no immediate, and needs its window.
         let one = [sge(0x1000, 0)];
-        let mut with_sge = req(IBV_WR_BIND_MW, &one);
-        with_sge.bind = Some(b);
-        assert_eq!(validate_send(&with_sge, &lim(IBV_QPT_RC)), Err(libc::EINVAL));
-        r.imm_data = 1;
-        assert_eq!(validate_send(&r, &lim(IBV_QPT_RC)), Err(libc::EINVAL));
-        assert_eq!(validate_send(&req(IBV_WR_BIND_MW, &[]), &lim(IBV_QPT_RC)), Err(libc::EINVAL));
+        let l = lim(IBV_QPT_RC);
+        assert_eq!(check_send(&wr(IBV_WR_BIND_MW, &one), &one, &WrObjects::Bind(b), &l), Err(libc::EINVAL));
+        let mut imm = w;
+        imm.imm_data = 1;
+        assert_eq!(check_send(&imm, &[], &WrObjects::Bind(b), &l), Err(libc::EINVAL));
+        assert_eq!(check_send(&w, &[], &WrObjects::Missing, &l), Err(libc::EINVAL));
     }
 
     #[test]
@@ -502,20 +648,21 @@ pub(crate) mod tests {
         let mut av = rxe_av::new_zeroed();
         av.port_num = 1;
         av.dmac = [1, 2, 3, 4, 5, 6];
-        let mut r = req(IBV_WR_SEND, &[]);
-        r.ud = Some(UdDest { remote_qpn: 0x11, remote_qkey: 0x1111_1111, ah_num: 3, av });
-        let (mut slot, _) = encode(&r, &lim(IBV_QPT_UD));
+        let w = wr(IBV_WR_SEND, &[]);
+        let l = lim(IBV_QPT_UD);
+        let dest = UdDest { remote_qpn: 0x11, remote_qkey: 0x1111_1111, ah_num: 3, av: &av };
+        let (mut slot, _) = encode_with(&w, &[], &WrObjects::Ud(dest), &l);
         // SAFETY: the ud arm was written.
         let ud = unsafe { slot.send().0.wr.wr.ud };
-        assert_eq!((ud.remote_qpn, ud.remote_qkey, ud.ah_num, ud.av.port_num), (0x11, 0x1111_1111, 3, 0));
+        // (The AV bytes are left as they were: the kernel reads ah_num.)
+        assert_eq!((ud.remote_qpn, ud.remote_qkey, ud.ah_num, ud.pkey_index), (0x11, 0x1111_1111, 3, 0));
         // Without a kernel AH index the AV goes in whole.
-        r.ud = Some(UdDest { ah_num: 0, ..r.ud.unwrap() });
-        let (mut slot, _) = encode(&r, &lim(IBV_QPT_UD));
+        let (mut slot, _) = encode_with(&w, &[], &WrObjects::Ud(UdDest { ah_num: 0, ..dest }), &l);
         // SAFETY: as above.
         let ud = unsafe { slot.send().0.wr.wr.ud };
         assert_eq!((ud.ah_num, ud.av.port_num, ud.av.dmac), (0, 1, [1, 2, 3, 4, 5, 6]));
         // No AH at all.
-        assert_eq!(validate_send(&req(IBV_WR_SEND, &[]), &lim(IBV_QPT_UD)), Err(libc::EINVAL));
+        assert_eq!(check_send(&w, &[], &WrObjects::Missing, &l), Err(libc::EINVAL));
     }
 
     #[test]
@@ -528,22 +675,30 @@ pub(crate) mod tests {
         let ud: Vec<c_int> = all.clone().filter(|&o| opcode_allowed(IBV_QPT_UD, o)).collect();
         assert_eq!(ud, vec![2, 3]);
         assert!(!opcode_allowed(1, IBV_WR_SEND)); // IBV_QPT_XRC..., not ours
-        let mut r = req(IBV_WR_RDMA_READ, &[]);
-        r.ud = Some(UdDest { remote_qpn: 1, remote_qkey: 1, ah_num: 1, av: rxe_av::new_zeroed() });
-        assert_eq!(validate_send(&r, &lim(IBV_QPT_UD)), Err(libc::EINVAL));
-        assert_eq!(validate_send(&req(IBV_WR_ATOMIC_CMP_AND_SWP, &[]), &lim(IBV_QPT_UC)), Err(libc::EINVAL));
-        assert_eq!(validate_send(&req(-1, &[]), &lim(IBV_QPT_RC)), Err(libc::EINVAL));
-        assert_eq!(validate_send(&req(10, &[]), &lim(IBV_QPT_RC)), Err(libc::EINVAL)); // TSO
+        // The limits' opcode set is the same one.
+        for t in [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, 1] {
+            let l = lim(t);
+            for op in [-1, 0, 5, 9, 10, 15, 31, 32, 33, c_int::MAX, c_int::MIN] {
+                assert_eq!(l.allows(op), opcode_allowed(t, op), "type {t} opcode {op}");
+            }
+        }
+        let ud = lim(IBV_QPT_UD);
+        assert_eq!(check(&wr(IBV_WR_RDMA_READ, &[]), &[], &ud), Err(libc::EINVAL));
+        assert_eq!(check(&wr(IBV_WR_ATOMIC_CMP_AND_SWP, &[]), &[], &lim(IBV_QPT_UC)), Err(libc::EINVAL));
+        assert_eq!(check(&wr(-1, &[]), &[], &lim(IBV_QPT_RC)), Err(libc::EINVAL));
+        assert_eq!(check(&wr(10, &[]), &[], &lim(IBV_QPT_RC)), Err(libc::EINVAL)); // TSO
     }
 
     #[test]
     fn too_many_sges_is_einval() {
         let sges = [sge(0, 1); 5];
-        assert_eq!(validate_send(&req(IBV_WR_SEND, &sges), &lim(IBV_QPT_RC)), Err(libc::EINVAL));
-        assert!(validate_send(&req(IBV_WR_SEND, &sges[..4]), &lim(IBV_QPT_RC)).is_ok());
+        let l = lim(IBV_QPT_RC);
+        assert_eq!(check(&wr(IBV_WR_SEND, &sges), &sges, &l), Err(libc::EINVAL));
+        assert_eq!(check(&wr(IBV_WR_SEND, &sges[..4]), &sges[..4], &l), Ok(4));
         // The slot, not only the capability, bounds the list.
-        let tight = SendLimits { max_sge: 8, payload_room: 3 * 16, ..lim(IBV_QPT_RC) };
-        assert_eq!(validate_send(&req(IBV_WR_SEND, &sges[..4]), &tight), Err(libc::EINVAL));
+        let tight = SendLimits::new(IBV_QPT_RC, 8, 64, 3 * 16);
+        assert_eq!(check(&wr(IBV_WR_SEND, &sges[..4]), &sges[..4], &tight), Err(libc::EINVAL));
+        assert_eq!(check(&wr(IBV_WR_SEND, &sges[..3]), &sges[..3], &tight), Ok(3));
     }
 
     #[test]
@@ -552,16 +707,13 @@ pub(crate) mod tests {
         let b = *b"inline ";
         let c = *b"world";
         let sges = [sge(a.as_ptr() as u64, 7), sge(b.as_ptr() as u64, 7), sge(0, 0), sge(c.as_ptr() as u64, 5)];
-        let mut r = req(IBV_WR_SEND, &sges);
-        r.send_flags |= IBV_SEND_INLINE;
-        let l = lim(IBV_QPT_RC);
-        let len = validate_send(&r, &l).unwrap();
-        let mut slot = Slot::new(SEND_WQE_HEADER + l.payload_room);
-        let (w, p) = slot.send();
-        // SAFETY: every SGE points at a live local array of its length.
-        unsafe { encode_send(&r, len, w, p) };
-        let (w, p) = slot.send();
-        assert_eq!((w.dma.length, w.dma.num_sge), (19, 4));
+        let mut w = wr(IBV_WR_SEND, &sges);
+        w.send_flags |= IBV_SEND_INLINE;
+        // SAFETY (in encode): every SGE points at a live local array of its length.
+        let (mut slot, len) = encode(&w, &sges, &lim(IBV_QPT_RC));
+        assert_eq!(len, 19);
+        let (h, p) = slot.send();
+        assert_eq!((h.dma.length, h.dma.num_sge), (19, 4));
         assert_eq!(&p[..19], b"hello, inline world");
         // The rest of the slot is left as it was.
         assert_eq!(p[19], 0xa5);
@@ -570,22 +722,24 @@ pub(crate) mod tests {
     #[test]
     fn inline_too_long_is_einval_and_lengths_do_not_wrap() {
         let l = lim(IBV_QPT_RC);
-        let mut r = req(IBV_WR_SEND, &[]);
-        r.send_flags |= IBV_SEND_INLINE;
+        let inline = |sges: &[ibv_sge]| {
+            let mut w = wr(IBV_WR_SEND, sges);
+            w.send_flags |= IBV_SEND_INLINE;
+            w
+        };
         let long = [sge(0, 65)];
-        r.sges = &long;
-        assert_eq!(validate_send(&r, &l), Err(libc::EINVAL));
+        assert_eq!(check(&inline(&long), &long, &l), Err(libc::EINVAL));
         // Two lengths whose 32-bit sum wraps to a small number.
         let wrap = [sge(0, u32::MAX), sge(0, 2)];
-        r.sges = &wrap;
-        assert_eq!(validate_send(&r, &l), Err(libc::EINVAL));
+        assert_eq!(check(&inline(&wrap), &wrap, &l), Err(libc::EINVAL));
         // A capability larger than the slot is bounded by the slot.
-        let big = SendLimits { max_inline: 4096, ..l };
+        let big = SendLimits::new(IBV_QPT_RC, 4, 4096, l.payload_room);
         let slot_plus_one = [sge(0, (l.payload_room + 1) as u32)];
-        r.sges = &slot_plus_one;
-        assert_eq!(validate_send(&r, &big), Err(libc::EINVAL));
+        assert_eq!(check(&inline(&slot_plus_one), &slot_plus_one, &big), Err(libc::EINVAL));
+        let slot_exactly = [sge(0, l.payload_room as u32)];
+        assert!(check(&inline(&slot_exactly), &slot_exactly, &big).is_ok());
         // Without INLINE, a message over 4 GiB is refused too.
-        assert_eq!(validate_send(&req(IBV_WR_SEND, &wrap), &l), Err(libc::EINVAL));
+        assert_eq!(check(&wr(IBV_WR_SEND, &wrap), &wrap, &l), Err(libc::EINVAL));
     }
 
     #[test]

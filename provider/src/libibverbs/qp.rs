@@ -27,6 +27,7 @@ pub const IBV_QPT_UD: c_int = 4;
 pub const IBV_QPS_RESET: c_int = 0;
 pub const IBV_QPS_INIT: c_int = 1;
 pub const IBV_QPS_RTR: c_int = 2;
+pub const IBV_QPS_RTS: c_int = 3;
 
 /// `enum ibv_qp_attr_mask` (the bits the write interface carries).
 pub const IBV_QP_STATE: c_int = 1 << 0;
