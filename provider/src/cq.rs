@@ -139,7 +139,10 @@ pub(crate) struct PollState {
 }
 
 impl PollState {
+    /// A ring whose slots cannot hold a CQE counts as none (every CQ ring
+    /// is mapped with that minimum, so this only states what `poll` relies on).
     pub(crate) fn new(ring: Option<Ring>) -> PollState {
+        let ring = ring.filter(|r| r.geometry().elem_size() >= size_of::<ib_uverbs_wc>());
         let cons = ring.as_ref().map_or(0, Ring::consumer_index);
         PollState { ring, cons, cur: cons, current: ib_uverbs_wc::new_zeroed() }
     }
@@ -159,7 +162,8 @@ impl PollState {
         while n < out.len() && cons != prod {
             // SAFETY: out[n] is an ibv_wc's worth of writable memory, and
             // ibv_wc is ib_uverbs_wc field for field (asserted below); every
-            // field is an integer, so any bits are a valid ibv_wc.
+            // field is an integer, so any bits are a valid ibv_wc. The slots
+            // hold an ib_uverbs_wc (PollState::new keeps no other ring).
             unsafe { ring.copy_slot(cons, out[n].as_mut_ptr().cast::<ib_uverbs_wc>()) };
             cons = q.next(cons);
             n += 1;

@@ -27,7 +27,7 @@ use std::os::fd::RawFd;
 use kernel_abi::{
     ib_uverbs_create_qp, ib_uverbs_create_qp_resp, ib_uverbs_destroy_qp, ib_uverbs_destroy_qp_resp,
     ib_uverbs_modify_qp, ib_uverbs_post_send, ib_uverbs_post_send_resp, ib_uverbs_qp_dest, ib_uverbs_query_qp,
-    ib_uverbs_query_qp_resp, rxe_create_qp_resp, rxe_recv_wqe, rxe_send_wqe, IB_USER_VERBS_CMD_CREATE_QP,
+    ib_uverbs_query_qp_resp, rxe_create_qp_resp, IB_USER_VERBS_CMD_CREATE_QP,
     IB_USER_VERBS_CMD_DESTROY_QP, IB_USER_VERBS_CMD_MODIFY_QP, IB_USER_VERBS_CMD_POST_SEND,
     IB_USER_VERBS_CMD_QUERY_QP,
 };
@@ -46,7 +46,7 @@ use crate::libibverbs::srq::ibv_srq;
 use crate::qp_ex::{self, Batch};
 use crate::queue::Ring;
 use crate::spinlock::SpinLock;
-use crate::wqe::{self, MwBind, RecvLimits, SendLimits, UdDest, WrObjects, RECV_WQE_HEADER, SEND_WQE_HEADER};
+use crate::wqe::{self, MwBind, QueueLimits, RecvLimits, SendLimits, UdDest, WrObjects, RECV_WQE_HEADER, SEND_WQE_HEADER};
 
 /// Legacy `CREATE_QP` response: the core part, then rxe's ring info.
 #[repr(C)]
@@ -107,48 +107,68 @@ impl WriteCmd for PostSendDoorbell {
 }
 
 /// A ring we produce into: the mapping, our producer index (only we write
-/// it; the shared copy is for the kernel) and the queue's limits.
+/// it; the shared copy is for the kernel) and the queue's limits, whose type
+/// says what the slots hold (a send or a receive WQE header).
 pub(crate) struct WorkQueue<L> {
-    pub ring: Ring,
+    ring: Ring,
     pub prod: u32,
     pub limits: L,
 }
 
-impl<L> WorkQueue<L> {
+impl<L: QueueLimits> WorkQueue<L> {
+    /// The queue on `ring`, producing from the ring's producer index.
+    /// `EPROTO` when a slot cannot hold an `L::Header`: checked once here,
+    /// so the slots handed out later need no check.
+    pub(crate) fn new(ring: Ring, limits: L) -> Result<WorkQueue<L>, Errno> {
+        if ring.geometry().elem_size() < size_of::<L::Header>() {
+            return Err(libc::EPROTO);
+        }
+        Ok(WorkQueue { prod: ring.producer_index(), ring, limits })
+    }
+
+    pub(crate) fn ring(&self) -> &Ring {
+        &self.ring
+    }
+
     /// The next free slot as (header, payload), or `ENOMEM` when the ring is
     /// full (the kernel has not consumed far enough).
-    pub(crate) fn next_slot<H: FromBytes>(&mut self) -> Result<(&mut H, &mut [u8]), Errno> {
-        let q = self.ring.indices();
-        if q.is_full(self.prod, self.ring.consumed()) {
+    #[inline]
+    pub(crate) fn next_slot(&mut self) -> Result<(&mut L::Header, &mut [u8]), Errno> {
+        if self.is_full() {
             return Err(libc::ENOMEM);
         }
-        self.slot_at(self.prod)
+        Ok(self.slot_at(self.prod))
+    }
+
+    /// Whether the kernel has not consumed far enough for another slot.
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.ring.indices().is_full(self.prod, self.ring.consumed())
     }
 
     /// The slot of `index` (masked) as (header, payload). Sound to write only
     /// for a slot between the published producer index and `prod`, or the
     /// one at `prod` when the ring is not full: those the kernel does not read.
-    pub(crate) fn slot_at<H: FromBytes>(&mut self, index: u32) -> Result<(&mut H, &mut [u8]), Errno> {
-        let header = size_of::<H>();
+    #[inline]
+    pub(crate) fn slot_at(&mut self, index: u32) -> (&mut L::Header, &mut [u8]) {
+        let header = size_of::<L::Header>();
         let elem = self.ring.geometry().elem_size();
-        if elem < header {
-            return Err(libc::EPROTO);
-        }
         let base = self.ring.slot_ptr(index).as_ptr();
         // SAFETY: the slot lies inside the mapping (Ring guarantees it) and
-        // is elem >= size_of::<H>() bytes long; slots start at multiples of
-        // 128 bytes in a page-aligned mapping, enough for H's alignment. The
-        // slot is ours until we publish the producer past it: the kernel
-        // reads only published slots (callers pass only unpublished ones),
-        // and the queue lock excludes other posters. Any bytes are a valid
-        // H (FromBytes).
+        // is elem >= size_of::<L::Header>() bytes long (checked in new);
+        // slots start at multiples of 128 bytes in a page-aligned mapping,
+        // enough for the header's alignment. The slot is ours until we
+        // publish the producer past it: the kernel reads only published
+        // slots (callers pass only unpublished ones), and the queue lock
+        // excludes other posters. Any bytes are a valid header (FromBytes).
         unsafe {
-            let h = &mut *base.cast::<H>();
+            let h = &mut *base.cast::<L::Header>();
             let payload = core::slice::from_raw_parts_mut(base.add(header), elem - header);
-            Ok((h, payload))
+            (h, payload)
         }
     }
 
+    #[inline]
     pub(crate) fn advance(&mut self) {
         self.prod = self.ring.indices().next(self.prod);
     }
@@ -265,15 +285,13 @@ fn map_queues(fd: RawFd, resp: &CreateQpResp, qp_type: c_int, has_srq: bool) -> 
     let sq_ring = Ring::map(fd, &resp.drv.sq_mi, SEND_WQE_HEADER)?;
     let elem = sq_ring.geometry().elem_size();
     let limits = SendLimits::new(qp_type, core.max_send_sge, core.max_inline_data, elem - SEND_WQE_HEADER);
-    let prod = sq_ring.producer_index();
-    let sq = Locked::new(WorkQueue { ring: sq_ring, prod, limits });
+    let sq = Locked::new(WorkQueue::new(sq_ring, limits)?);
     let rq = if has_srq {
         None
     } else {
         let ring = Ring::map(fd, &resp.drv.rq_mi, RECV_WQE_HEADER)?;
         let limits = RecvLimits { max_sge: core.max_recv_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
-        let prod = ring.producer_index();
-        Some(Locked::new(WorkQueue { ring, prod, limits }))
+        Some(Locked::new(WorkQueue::new(ring, limits)?))
     };
     Ok((sq, rq))
 }
@@ -801,11 +819,14 @@ unsafe fn wr_objects(wr: &ibv_send_wr, qp_type: c_int) -> WrObjects<'_> {
 #[inline]
 unsafe fn post_one_send(sq: &mut WorkQueue<SendLimits>, wr: &ibv_send_wr) -> Result<(), Errno> {
     // SAFETY: forwarded.
-    let sges = unsafe { c_slice(wr.sg_list, wr.num_sge) }?;
+    let sges = unsafe { wqe::send_sges(wr, &sq.limits) }?;
     // SAFETY: forwarded.
     let objects = unsafe { wr_objects(wr, sq.limits.qp_type) };
     let length = wqe::check_send(wr, sges, &objects, &sq.limits)?;
-    let (hdr, payload) = sq.next_slot::<rxe_send_wqe>()?;
+    if sq.is_full() {
+        return Err(libc::ENOMEM);
+    }
+    let (hdr, payload) = sq.slot_at(sq.prod);
     // SAFETY: checked above; inline sources per the contract.
     unsafe { wqe::encode_send(wr, sges, length, &objects, hdr, payload) };
     sq.advance();
@@ -928,7 +949,7 @@ pub(crate) unsafe fn post_recv_list(rq: &mut WorkQueue<RecvLimits>, wr: *mut ibv
         // SAFETY: sg_list has num_sge entries (ibv_post_recv contract).
         let r = unsafe { c_slice(w.sg_list, w.num_sge) }.and_then(|sges| {
             let length = wqe::validate_recv(sges, &rq.limits)?;
-            let (hdr, payload) = rq.next_slot::<rxe_recv_wqe>()?;
+            let (hdr, payload) = rq.next_slot()?;
             wqe::encode_recv(w.wr_id, sges, length, hdr, payload);
             rq.advance();
             Ok(())
@@ -982,6 +1003,7 @@ pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: 
 mod tests {
     use super::*;
     use crate::queue::testing::FakeQueue;
+    use kernel_abi::rxe_send_wqe;
 
     fn attr() -> ibv_qp_attr {
         // SAFETY: plain C data.
@@ -1067,8 +1089,7 @@ mod tests {
     fn send_queue(fq: &FakeQueue, max_sge: u32) -> WorkQueue<SendLimits> {
         let ring = Ring::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
         let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
-        let prod = ring.producer_index();
-        WorkQueue { ring, prod, limits: SendLimits::new(IBV_QPT_RC, max_sge, 0, payload_room) }
+        WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, max_sge, 0, payload_room)).unwrap()
     }
 
     fn wr(wr_id: u64, opcode: c_int, sges: &mut [ibv_sge]) -> ibv_send_wr {
@@ -1131,7 +1152,7 @@ mod tests {
             send.limits = SendLimits::new(qp_type, max_sge, max_inline, send.limits.payload_room);
             let ring = Ring::map(rq.raw_fd(), &rq.mi, RECV_WQE_HEADER).unwrap();
             let limits = RecvLimits { max_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
-            let recv = WorkQueue { prod: ring.producer_index(), ring, limits };
+            let recv = WorkQueue::new(ring, limits).unwrap();
             let mut qp = Box::new(RxeQp {
                 // SAFETY: plain C data, all-zero as create_qp starts it.
                 vqp: UnsafeCell::new(unsafe { core::mem::zeroed() }),

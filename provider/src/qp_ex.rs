@@ -85,7 +85,7 @@ impl Batch {
     /// `wr_start`: a fresh batch from the published producer index.
     pub(crate) fn start(&mut self, wq: &mut WorkQueue<SendLimits>) {
         *self = Batch::default();
-        wq.prod = wq.ring.producer_index();
+        wq.prod = wq.ring().producer_index();
     }
 
     fn fail(&mut self, e: Errno) {
@@ -101,7 +101,7 @@ impl Batch {
             return self.fail(libc::EINVAL);
         }
         let index = wq.prod;
-        match wq.next_slot::<rxe_send_wqe>() {
+        match wq.next_slot() {
             // The stock provider's errno for a full queue in this API.
             Err(libc::ENOMEM) => self.fail(libc::ENOSPC),
             Err(e) => self.fail(e),
@@ -127,7 +127,8 @@ impl Batch {
         let limits = wq.limits;
         // The slot is one this batch built: after the published producer
         // index, before ours.
-        let r = wq.slot_at::<rxe_send_wqe>(index).and_then(|(hdr, payload)| f(hdr, payload, &limits));
+        let (hdr, payload) = wq.slot_at(index);
+        let r = f(hdr, payload, &limits);
         if let Err(e) = r {
             self.fail(e);
         }
@@ -170,7 +171,7 @@ impl Batch {
 
     /// `wr_abort`: forget every WQE built since `wr_start`.
     pub(crate) fn abort(&mut self, wq: &mut WorkQueue<SendLimits>) {
-        wq.prod = wq.ring.producer_index();
+        wq.prod = wq.ring().producer_index();
         self.last = None;
         self.needs_ud = false;
     }
@@ -491,8 +492,7 @@ mod tests {
     fn queue(fq: &FakeQueue, qp_type: c_int, max_sge: u32, max_inline: u32) -> WorkQueue<SendLimits> {
         let ring = Ring::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
         let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
-        let prod = ring.producer_index();
-        WorkQueue { ring, prod, limits: SendLimits::new(qp_type, max_sge, max_inline, payload_room) }
+        WorkQueue::new(ring, SendLimits::new(qp_type, max_sge, max_inline, payload_room)).unwrap()
     }
 
     fn req(wr_id: u64, opcode: c_int) -> SendRequest {

@@ -295,11 +295,15 @@ impl Ring {
     /// into the caller's memory.
     ///
     /// # Safety
-    /// `dst` is valid for writing a `T` and does not point into the ring.
+    /// `dst` is valid for writing a `T` and does not point into the ring;
+    /// the slots are at least `size_of::<T>()` bytes (the caller checked the
+    /// geometry once, rather than this per copy).
+    #[inline]
     pub unsafe fn copy_slot<T: FromBytes>(&self, index: u32, dst: *mut T) {
-        assert!(size_of::<T>() <= self.geometry.elem_size(), "element larger than the queue's slots");
-        // SAFETY: the source as in read_slot (inside the mapping, aligned, any
-        // bytes valid); the destination per the contract. The slot is one
+        debug_assert!(size_of::<T>() <= self.geometry.elem_size(), "element larger than the queue's slots");
+        // SAFETY: the source is inside the mapping (as in read_slot), at
+        // least size_of::<T>() bytes per the contract, aligned for T, any
+        // bytes valid; the destination per the contract. The slot is one
         // the kernel published and does not write until we release it.
         unsafe { core::ptr::copy_nonoverlapping(self.slot_ptr(index).as_ptr().cast::<T>(), dst, 1) }
     }

@@ -130,8 +130,7 @@ impl RxeSrq {
 fn srq_queue(fd: RawFd, mi: &mminfo, max_sge: u32) -> Result<WorkQueue<RecvLimits>, Errno> {
     let ring = Ring::map(fd, mi, RECV_WQE_HEADER)?;
     let limits = RecvLimits { max_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
-    let prod = ring.producer_index();
-    Ok(WorkQueue { ring, prod, limits })
+    WorkQueue::new(ring, limits)
 }
 
 /// What a create request says, from `ibv_srq_init_attr` or its `_ex`.

@@ -7,8 +7,11 @@
 //! payload is checked against it as well as against the QP's capabilities:
 //! nothing is ever written past the slot into the next WQE.
 //!
-//! A request is validated whole ([`validate_send`], [`validate_recv`]) before
-//! its slot is touched, so a rejected request leaves the ring as it was.
+//! A request is checked whole ([`check_send`], [`validate_recv`]) before its
+//! slot is touched, so a rejected request leaves the ring as it was. Legacy
+//! sends are checked and encoded straight from the caller's `ibv_send_wr`
+//! (the data path: no intermediate copy); the `ibv_wr_*` builders describe
+//! their operation as a [`SendRequest`] and share the field writers.
 
 use core::ffi::c_int;
 use core::mem::size_of;
@@ -53,9 +56,11 @@ impl SendLimits {
         SendLimits { qp_type, max_sge, max_inline, payload_room, opcodes, sge_room, inline_room }
     }
 
+    #[inline]
     fn allows(&self, opcode: c_int) -> bool {
-        // A negative or huge opcode shifts to nothing.
-        self.opcodes & 1u32.checked_shl(opcode as u32).unwrap_or(0) != 0
+        // A negative opcode is a huge u32, outside the set as any >= 32 is.
+        let op = opcode as u32;
+        op < 32 && (self.opcodes >> op) & 1 != 0
     }
 }
 
@@ -65,6 +70,19 @@ pub(crate) struct RecvLimits {
     pub max_sge: u32,
     /// Slot size minus [`RECV_WQE_HEADER`].
     pub payload_room: usize,
+}
+
+/// A queue's limits also say what its slots begin with.
+pub(crate) trait QueueLimits {
+    type Header: zerocopy::FromBytes;
+}
+
+impl QueueLimits for SendLimits {
+    type Header = rxe_send_wqe;
+}
+
+impl QueueLimits for RecvLimits {
+    type Header = rxe_recv_wqe;
 }
 
 /// The destination of a UD send, from the work request and its AH.
@@ -154,10 +172,6 @@ pub(crate) fn opcode_allowed(qp_type: c_int, opcode: c_int) -> bool {
     }
 }
 
-fn is_atomic(opcode: c_int) -> bool {
-    matches!(opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD)
-}
-
 /// The total length of a list of SGEs, without 32-bit overflow.
 #[inline]
 pub(crate) fn sge_total(sges: &[ibv_sge]) -> u64 {
@@ -168,14 +182,42 @@ pub(crate) fn sge_total(sges: &[ibv_sge]) -> u64 {
     }
 }
 
+/// The SGE list of a legacy send request. More entries than the QP's
+/// `max_sge` (a negative count included) is `EINVAL`, as is a null list
+/// with entries.
+///
+/// # Safety
+/// With a count up to `max_sge`, `sg_list` points at that many entries
+/// (the `ibv_post_send` contract).
+#[inline]
+pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
+    // A negative count is a huge u32.
+    let n = wr.num_sge as u32;
+    if n > lim.max_sge {
+        return Err(libc::EINVAL);
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if wr.sg_list.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: per the contract; n <= max_sge, a u32.
+    Ok(unsafe { core::slice::from_raw_parts(wr.sg_list, n as usize) })
+}
+
+/// The opcodes with operand rules beyond the common ones.
+const ATOMICS_AND_BIND: u32 = 1 << IBV_WR_ATOMIC_CMP_AND_SWP | 1 << IBV_WR_ATOMIC_FETCH_AND_ADD | 1 << IBV_WR_BIND_MW;
+
 /// Checks a legacy send request against the queue; returns its message
-/// length. `sges` is the request's list, `objects` what its pointers name.
-/// Every rejection is `EINVAL`, as `ibv_post_send(3)` and the stock
-/// provider give it (a full queue is `ENOMEM`, checked by the caller).
+/// length. `sges` is the request's list from [`send_sges`] (which bounds
+/// it by `max_sge`), `objects` what its pointers name. Every rejection is
+/// `EINVAL`, as `ibv_post_send(3)` and the stock provider give it (a full
+/// queue is `ENOMEM`, checked by the caller).
 #[inline]
 pub(crate) fn check_send(wr: &ibv_send_wr, sges: &[ibv_sge], objects: &WrObjects<'_>, lim: &SendLimits) -> Result<u32, Errno> {
     let opcode = wr.opcode;
-    if !lim.allows(opcode) || sges.len() > lim.max_sge as usize {
+    if !lim.allows(opcode) || matches!(objects, WrObjects::Missing) {
         return Err(libc::EINVAL);
     }
     let length = sge_total(sges);
@@ -187,13 +229,19 @@ pub(crate) fn check_send(wr: &ibv_send_wr, sges: &[ibv_sge], objects: &WrObjects
         return Err(libc::EINVAL);
     }
     let length = u32::try_from(length).map_err(|_| libc::EINVAL)?;
-    match (opcode, objects) {
-        (_, WrObjects::Missing) => Err(libc::EINVAL),
-        // SAFETY: the atomic arm for an atomic opcode; plain data.
-        (op, _) if is_atomic(op) && (length < 8 || unsafe { wr.wr.atomic.remote_addr } & 7 != 0) => Err(libc::EINVAL),
-        (IBV_WR_BIND_MW, _) if length != 0 || !sges.is_empty() || wr.imm_data != 0 => Err(libc::EINVAL),
-        _ => Ok(length),
+    // allows() proved 0 <= opcode < 32.
+    if (ATOMICS_AND_BIND >> opcode) & 1 != 0 {
+        let refused = if opcode == IBV_WR_BIND_MW {
+            length != 0 || !sges.is_empty() || wr.imm_data != 0
+        } else {
+            // SAFETY: the atomic arm for an atomic opcode; plain data.
+            length < 8 || unsafe { wr.wr.atomic.remote_addr } & 7 != 0
+        };
+        if refused {
+            return Err(libc::EINVAL);
+        }
     }
+    Ok(length)
 }
 
 /// Writes a checked legacy send request into a slot: `wqe` is the slot's
@@ -477,6 +525,10 @@ pub(crate) mod tests {
         }
     }
 
+    fn is_atomic(opcode: c_int) -> bool {
+        matches!(opcode, IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD)
+    }
+
     fn lim(qp_type: c_int) -> SendLimits {
         SendLimits::new(qp_type, 4, 64, 256 - SEND_WQE_HEADER + 64)
     }
@@ -693,7 +745,19 @@ pub(crate) mod tests {
     fn too_many_sges_is_einval() {
         let sges = [sge(0, 1); 5];
         let l = lim(IBV_QPT_RC);
-        assert_eq!(check(&wr(IBV_WR_SEND, &sges), &sges, &l), Err(libc::EINVAL));
+        // SAFETY: every count given matches the list's entries or is refused.
+        unsafe {
+            assert_eq!(send_sges(&wr(IBV_WR_SEND, &sges), &l), Err(libc::EINVAL));
+            assert_eq!(send_sges(&wr(IBV_WR_SEND, &sges[..4]), &l).map(<[_]>::len), Ok(4));
+            let mut negative = wr(IBV_WR_SEND, &sges);
+            negative.num_sge = -1;
+            assert_eq!(send_sges(&negative, &l), Err(libc::EINVAL));
+            let mut null = wr(IBV_WR_SEND, &sges[..1]);
+            null.sg_list = core::ptr::null_mut();
+            assert_eq!(send_sges(&null, &l), Err(libc::EINVAL));
+            null.num_sge = 0;
+            assert_eq!(send_sges(&null, &l).map(<[_]>::len), Ok(0));
+        }
         assert_eq!(check(&wr(IBV_WR_SEND, &sges[..4]), &sges[..4], &l), Ok(4));
         // The slot, not only the capability, bounds the list.
         let tight = SendLimits::new(IBV_QPT_RC, 8, 64, 3 * 16);
