@@ -135,7 +135,6 @@ macro_rules! abi_origin {
     };
 }
 
-
 /// Declares constants (`pub const NAME: TYPE = VALUE;`, written as in plain Rust) and the
 /// module's `CONSTS` table of names and values, which the C layout test checks against the
 /// headers' enumerators and macros.

@@ -64,9 +64,7 @@ fn rust_paths(types: &BTreeMap<&str, &TypeLayout>, ty: &TypeLayout) -> BTreeMap<
             let name = field.name.trim_start_matches("r#");
             let offset = base + field.offset;
             match types.get(field.ty) {
-                Some(inner) if inner.origin == Origin::Anonymous => {
-                    walk(types, inner, prefix, offset, out)
-                }
+                Some(inner) if inner.origin == Origin::Anonymous => walk(types, inner, prefix, offset, out),
                 Some(inner) => {
                     out.insert(format!("{prefix}{name}"), offset);
                     walk(types, inner, &format!("{prefix}{name}."), offset, out);
@@ -343,7 +341,10 @@ fn headers() -> &'static Headers {
         let declared = header_records(Path::new(BOOKWORM_INCLUDE));
         let mut probed = declared.clone();
         probed.extend(
-            rust_types().values().filter(|t| t.origin == Origin::Named).map(|t| c_name(t)),
+            rust_types()
+                .values()
+                .filter(|t| t.origin == Origin::Named)
+                .map(|t| c_name(t)),
         );
         let trixie = trixie_include();
         Headers {
@@ -381,7 +382,10 @@ fn check_constants(include: &[PathBuf], tag: &str) -> (BTreeSet<String>, BTreeSe
     }
     let output = clang.arg(&probe_path).output().expect("cannot run clang");
     let (mut unknown, mut differ) = (BTreeSet::new(), BTreeSet::new());
-    for line in String::from_utf8_lossy(&output.stderr).lines().filter(|l| l.contains("error:")) {
+    for line in String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|l| l.contains("error:"))
+    {
         let quoted = |l: &str, open: char, close: char| {
             let start = l.rfind(open).map(|i| i + 1);
             let text = &l[start.unwrap_or(0)..];
@@ -406,13 +410,25 @@ fn every_constant_matches_the_headers() {
     let count = kernel_abi::CONSTS.iter().map(|module| module.len()).sum::<usize>();
     assert!(count > 300, "only {count} constants in CONSTS");
     let (unknown_old, differ_old) = check_constants(&[PathBuf::from(BOOKWORM_INCLUDE)], "bookworm");
-    assert!(differ_old.is_empty(), "values differ from the bookworm headers: {differ_old:?}");
+    assert!(
+        differ_old.is_empty(),
+        "values differ from the bookworm headers: {differ_old:?}"
+    );
     // Names the 6.1 headers lack must come from the newer header, with the same value.
     let (unknown_new, differ_new) = check_constants(&headers().trixie_include, "trixie");
     let missing: Vec<&String> = unknown_old.intersection(&unknown_new).collect();
-    assert!(missing.is_empty(), "constants in neither the bookworm nor the trixie headers: {missing:?}");
-    assert!(differ_new.is_empty(), "values differ from the trixie headers: {differ_new:?}");
-    assert!(unknown_old.contains("IB_UVERBS_WR_FLUSH"), "newer constants not exercised");
+    assert!(
+        missing.is_empty(),
+        "constants in neither the bookworm nor the trixie headers: {missing:?}"
+    );
+    assert!(
+        differ_new.is_empty(),
+        "values differ from the trixie headers: {differ_new:?}"
+    );
+    assert!(
+        unknown_old.contains("IB_UVERBS_WR_FLUSH"),
+        "newer constants not exercised"
+    );
 }
 
 fn compare_record(errors: &mut Vec<String>, ty: &TypeLayout, which: &str, c: Option<&CRecord>) {
@@ -440,7 +456,9 @@ fn every_type_matches_the_c_layout() {
         let trixie = headers.trixie.get(ty.name);
         compare_record(&mut errors, ty, "bookworm", bookworm);
         compare_record(&mut errors, ty, "trixie", trixie);
-        let (Some(bookworm), Some(trixie)) = (bookworm, trixie) else { continue };
+        let (Some(bookworm), Some(trixie)) = (bookworm, trixie) else {
+            continue;
+        };
         let rust = rust_paths(&types, ty);
         for (path, &offset) in &rust {
             compared_fields += 1;
@@ -461,7 +479,12 @@ fn every_type_matches_the_c_layout() {
             errors.push(format!("{name}.{path}: in the bookworm header, missing in Rust"));
         }
     }
-    assert!(errors.is_empty(), "{} layout mismatches:\n{}", errors.len(), errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "{} layout mismatches:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
     // The table cannot be empty or fieldless without the comparison being hollow.
     assert!(compared_fields > 1000, "only {compared_fields} fields compared");
 }
@@ -472,33 +495,47 @@ fn the_newer_fields_are_only_in_the_newer_header() {
     // and present in trixie's; this keeps the two-header comparison honest.
     let headers = headers();
     for (record, path) in [("rxe_send_wr", "wr.flush.level"), ("rxe_dma_info", "atomic_wr")] {
-        assert!(!headers.bookworm[record].paths.contains_key(path), "{record}.{path} in bookworm");
-        assert!(headers.trixie[record].paths.contains_key(path), "{record}.{path} not in trixie");
+        assert!(
+            !headers.bookworm[record].paths.contains_key(path),
+            "{record}.{path} in bookworm"
+        );
+        assert!(
+            headers.trixie[record].paths.contains_key(path),
+            "{record}.{path} not in trixie"
+        );
     }
 }
 
 #[test]
 fn every_record_of_the_headers_is_declared_in_rust() {
     let types = rust_types();
-    let named: BTreeSet<String> =
-        types.values().filter(|t| t.origin == Origin::Named).map(|t| c_name(t)).collect();
+    let named: BTreeSet<String> = types
+        .values()
+        .filter(|t| t.origin == Origin::Named)
+        .map(|t| c_name(t))
+        .collect();
     let missing: Vec<&String> = headers().declared.difference(&named).collect();
     assert!(headers().declared.len() > 100, "header scan found too few records");
-    assert!(missing.is_empty(), "records of the headers without a Rust type: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "records of the headers without a Rust type: {missing:?}"
+    );
 }
 
 #[test]
 fn every_helper_type_is_reached_from_a_named_type() {
     // Unnamed and anonymous helper types are only compared through the fields that hold them.
     let types = rust_types();
-    let used: BTreeSet<&str> =
-        types.values().flat_map(|t| t.fields.iter().map(|f| f.ty)).collect();
+    let used: BTreeSet<&str> = types.values().flat_map(|t| t.fields.iter().map(|f| f.ty)).collect();
     let orphans: Vec<&str> = types
         .values()
         .filter(|t| t.origin != Origin::Named && !used.contains(t.name))
         .map(|t| t.name)
         .collect();
-    assert!(orphans.is_empty(), "helper types no field uses, so never compared: {orphans:?}");
+    assert!(
+        orphans.is_empty(),
+        "helper types no field uses, so never compared: {orphans:?}"
+    );
 }
 
 #[test]
@@ -520,12 +557,13 @@ fn every_abi_type_in_the_sources_is_in_the_table() {
             if line.starts_with("#[repr(") {
                 problems.push(format!("{file}:{}: #[repr] outside abi!", number + 1));
             }
-            let Some(rest) = line.strip_prefix("pub struct ").or(line.strip_prefix("pub union "))
-            else {
+            let Some(rest) = line.strip_prefix("pub struct ").or(line.strip_prefix("pub union ")) else {
                 continue;
             };
-            let name: String =
-                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
             declared += 1;
             if !rest[name.len()..].trim_start().starts_with("[size ") {
                 problems.push(format!("{file}:{}: {name} declared outside abi!", number + 1));

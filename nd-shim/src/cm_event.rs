@@ -56,9 +56,7 @@ impl CmEventKind {
     /// The kind for an `rdma_cm_event.event` value; `None` for multicast events and values this
     /// librdmacm does not define.
     pub fn from_raw(raw: u32) -> Option<CmEventKind> {
-        CmEventKind::ALL
-            .into_iter()
-            .find(|kind| *kind as u32 == raw)
+        CmEventKind::ALL.into_iter().find(|kind| *kind as u32 == raw)
     }
 
     /// True for the events that end a connection attempt.
@@ -121,10 +119,7 @@ mod tests {
 
     #[test]
     fn failure_kinds() {
-        let failures: Vec<_> = CmEventKind::ALL
-            .into_iter()
-            .filter(|k| k.is_failure())
-            .collect();
+        let failures: Vec<_> = CmEventKind::ALL.into_iter().filter(|k| k.is_failure()).collect();
         assert_eq!(
             failures,
             [

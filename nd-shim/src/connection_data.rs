@@ -253,14 +253,8 @@ mod tests {
 
     #[test]
     fn read_limits_capped_to_the_adapter() {
-        assert_eq!(
-            ReadLimits::new(100, 100).capped_to(ADAPTER),
-            ReadLimits::new(16, 8)
-        );
-        assert_eq!(
-            ReadLimits::new(4, 2).capped_to(ADAPTER),
-            ReadLimits::new(4, 2)
-        );
+        assert_eq!(ReadLimits::new(100, 100).capped_to(ADAPTER), ReadLimits::new(16, 8));
+        assert_eq!(ReadLimits::new(4, 2).capped_to(ADAPTER), ReadLimits::new(4, 2));
     }
 
     #[test]
@@ -274,10 +268,7 @@ mod tests {
             ReadLimits::new(100, 100).for_accept(ADAPTER, peer),
             ReadLimits::new(5, 3)
         );
-        assert_eq!(
-            ReadLimits::new(1, 1).for_accept(ADAPTER, peer),
-            ReadLimits::new(1, 1)
-        );
+        assert_eq!(ReadLimits::new(1, 1).for_accept(ADAPTER, peer), ReadLimits::new(1, 1));
         let generous = PeerReadLimits {
             inbound: 100,
             outbound: 100,
@@ -324,10 +315,7 @@ mod tests {
         );
         assert_eq!(short, data[..10]);
         let mut exact = [0u8; 56];
-        assert_eq!(
-            fill_private_data(&data, &mut exact).status,
-            NdStatus::ND_SUCCESS
-        );
+        assert_eq!(fill_private_data(&data, &mut exact).status, NdStatus::ND_SUCCESS);
         assert_eq!(exact[..], data[..]);
         let mut long = [0xAAu8; 60];
         assert_eq!(fill_private_data(&data, &mut long).required, 56);
@@ -369,10 +357,7 @@ mod tests {
             peer.fill_private_data(&mut buffer),
             Err(NdStatus::ND_CONNECTION_INVALID)
         );
-        assert_eq!(
-            peer.read_limits(ADAPTER),
-            Err(NdStatus::ND_CONNECTION_INVALID)
-        );
+        assert_eq!(peer.read_limits(ADAPTER), Err(NdStatus::ND_CONNECTION_INVALID));
         assert_eq!(peer.peer_read_limits(), None);
 
         // A REJ: 148 bytes on the wire, whatever the peer passed to Reject.

@@ -217,11 +217,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
                 S::Bound if shared => unchanged(St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
                 S::Idle | S::Bound => match PrivateDataUse::Connect.check(private_data_len) {
                     Err(code) => unchanged(code),
-                    Ok(()) => returns(
-                        S::Connecting,
-                        St::ND_PENDING,
-                        vec![Do(Action::StartConnect)],
-                    ),
+                    Ok(()) => returns(S::Connecting, St::ND_PENDING, vec![Do(Action::StartConnect)]),
                 },
                 // nd-semantics.md failure table: a connect on a QP that already has a connection.
                 _ if engaged => unchanged(St::ND_CONNECTION_ACTIVE),
@@ -231,9 +227,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
 
         I::CompleteConnect => match state {
             S::AwaitingCompleteConnect => returns(
-                S::Connected {
-                    notify_pending: false,
-                },
+                S::Connected { notify_pending: false },
                 St::ND_SUCCESS,
                 vec![Do(Action::Establish)],
             ),
@@ -244,11 +238,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
         I::Accept { private_data_len } => match state {
             S::RequestReceived => match PrivateDataUse::Accept.check(private_data_len) {
                 Err(code) => unchanged(code),
-                Ok(()) => returns(
-                    S::Accepting,
-                    St::ND_PENDING,
-                    vec![Do(Action::AcceptRequest)],
-                ),
+                Ok(()) => returns(S::Accepting, St::ND_PENDING, vec![Do(Action::AcceptRequest)]),
             },
             // The peer already gave up: ND_CONNECTION_ABORTED / ND_CONNECTION_REFUSED.
             S::Failed(code) => unchanged(code),
@@ -259,12 +249,10 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
         },
 
         I::Reject { private_data_len } => match state {
-            S::RequestReceived | S::AwaitingCompleteConnect => {
-                match PrivateDataUse::Reject.check(private_data_len) {
-                    Err(code) => unchanged(code),
-                    Ok(()) => returns(S::Rejected, St::ND_SUCCESS, vec![Do(Action::RejectPeer)]),
-                }
-            }
+            S::RequestReceived | S::AwaitingCompleteConnect => match PrivateDataUse::Reject.check(private_data_len) {
+                Err(code) => unchanged(code),
+                Ok(()) => returns(S::Rejected, St::ND_SUCCESS, vec![Do(Action::RejectPeer)]),
+            },
             // NdkReject: STATUS_CONNECTION_ABORTED when the peer abandoned first.
             S::Failed(code) => unchanged(code),
             _ => unchanged(St::ND_CONNECTION_INVALID),
@@ -285,31 +273,16 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
         },
 
         I::NotifyDisconnect => match state {
-            S::Connected {
-                notify_pending: false,
-            } => returns(
-                S::Connected {
-                    notify_pending: true,
-                },
-                St::ND_PENDING,
-                vec![],
-            ),
-            S::Disconnecting {
-                notify_pending: false,
-            } => returns(
-                S::Disconnecting {
-                    notify_pending: true,
-                },
-                St::ND_PENDING,
-                vec![],
-            ),
-            // One NotifyDisconnect at a time.
-            S::Connected {
-                notify_pending: true,
+            S::Connected { notify_pending: false } => {
+                returns(S::Connected { notify_pending: true }, St::ND_PENDING, vec![])
             }
-            | S::Disconnecting {
-                notify_pending: true,
-            } => unchanged(St::ND_INVALID_DEVICE_REQUEST),
+            S::Disconnecting { notify_pending: false } => {
+                returns(S::Disconnecting { notify_pending: true }, St::ND_PENDING, vec![])
+            }
+            // One NotifyDisconnect at a time.
+            S::Connected { notify_pending: true } | S::Disconnecting { notify_pending: true } => {
+                unchanged(St::ND_INVALID_DEVICE_REQUEST)
+            }
             // It already happened.
             S::PeerDisconnected | S::Disconnected => unchanged(St::ND_SUCCESS),
             _ => unchanged(St::ND_CONNECTION_INVALID),
@@ -321,34 +294,20 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             S::Connecting => returns(
                 S::Failed(St::ND_CANCELED),
                 St::ND_SUCCESS,
-                vec![
-                    complete(Request::Connect, St::ND_CANCELED),
-                    Do(Action::DestroyId),
-                ],
+                vec![complete(Request::Connect, St::ND_CANCELED), Do(Action::DestroyId)],
             ),
             S::Accepting => returns(
                 S::Failed(St::ND_CANCELED),
                 St::ND_SUCCESS,
-                vec![
-                    complete(Request::Accept, St::ND_CANCELED),
-                    Do(Action::DestroyId),
-                ],
+                vec![complete(Request::Accept, St::ND_CANCELED), Do(Action::DestroyId)],
             ),
-            S::Connected {
-                notify_pending: true,
-            } => returns(
-                S::Connected {
-                    notify_pending: false,
-                },
+            S::Connected { notify_pending: true } => returns(
+                S::Connected { notify_pending: false },
                 St::ND_SUCCESS,
                 vec![complete(Request::NotifyDisconnect, St::ND_CANCELED)],
             ),
-            S::Disconnecting {
-                notify_pending: true,
-            } => returns(
-                S::Disconnecting {
-                    notify_pending: false,
-                },
+            S::Disconnecting { notify_pending: true } => returns(
+                S::Disconnecting { notify_pending: false },
                 St::ND_SUCCESS,
                 vec![complete(Request::NotifyDisconnect, St::ND_CANCELED)],
             ),
@@ -366,11 +325,9 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
                     .chain([Do(Action::SendDisconnect), Do(Action::FlushQp)])
                     .collect(),
                 S::PeerDisconnected => vec![Do(Action::SendDisconnect), Do(Action::FlushQp)],
-                S::Disconnecting { notify_pending } => {
-                    std::iter::once(complete(Request::Disconnect, St::ND_CANCELED))
-                        .chain(notify(notify_pending, St::ND_CANCELED))
-                        .collect()
-                }
+                S::Disconnecting { notify_pending } => std::iter::once(complete(Request::Disconnect, St::ND_CANCELED))
+                    .chain(notify(notify_pending, St::ND_CANCELED))
+                    .collect(),
                 _ => vec![],
             };
             effects.push(Do(Action::DestroyId));
@@ -388,9 +345,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
                 event(S::Failed(status), vec![complete(Request::Connect, status)])
             }
             (S::Accepting, Action::AcceptRequest) => returns(S::Failed(status), status, vec![]),
-            (S::Connected { .. }, Action::Establish) => {
-                returns(S::Failed(status), status, vec![Do(Action::FlushQp)])
-            }
+            (S::Connected { .. }, Action::Establish) => returns(S::Failed(status), status, vec![Do(Action::FlushQp)]),
             (S::Rejected, Action::RejectPeer) => returns(S::Failed(status), status, vec![]),
             // Disconnect, flush and destroy leave nothing for the application to act on.
             _ => event(state, vec![]),
@@ -430,21 +385,15 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
 
         // The passive side went away after its REP: nothing is pending; CompleteConnect will
         // find the connector failed, Reject reports the abort.
-        (S::AwaitingCompleteConnect, K::DeviceRemoval) => {
-            event(S::Failed(St::ND_DEVICE_REMOVED), vec![])
-        }
-        (S::AwaitingCompleteConnect, kind) if kind.is_failure() => {
-            event(S::Failed(St::ND_CONNECTION_ABORTED), vec![])
-        }
+        (S::AwaitingCompleteConnect, K::DeviceRemoval) => event(S::Failed(St::ND_DEVICE_REMOVED), vec![]),
+        (S::AwaitingCompleteConnect, kind) if kind.is_failure() => event(S::Failed(St::ND_CONNECTION_ABORTED), vec![]),
 
         // The active side abandoned before we answered: Accept and Reject will report it.
         (S::RequestReceived, kind) if kind.is_failure() => event(S::Failed(passive(ev)), vec![]),
 
         // RTU (or the first data, through rdma_notify): Accept completes.
         (S::Accepting, K::Established) => event(
-            S::Connected {
-                notify_pending: false,
-            },
+            S::Connected { notify_pending: false },
             vec![complete(Request::Accept, St::ND_SUCCESS)],
         ),
         // REJECTED 28: the active side rejected or released after its Connect completed;
@@ -491,9 +440,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
                 .chain(notify(notify_pending, St::ND_DEVICE_REMOVED))
                 .collect(),
         ),
-        (S::PeerDisconnected, K::DeviceRemoval) => {
-            event(S::Failed(St::ND_DEVICE_REMOVED), vec![Do(Action::FlushQp)])
-        }
+        (S::PeerDisconnected, K::DeviceRemoval) => event(S::Failed(St::ND_DEVICE_REMOVED), vec![Do(Action::FlushQp)]),
 
         (S::Idle | S::Bound | S::Disconnected | S::Rejected, K::DeviceRemoval) => {
             event(S::Failed(St::ND_DEVICE_REMOVED), vec![])
@@ -537,19 +484,11 @@ mod tests {
 
     const CALLS: [ConnectorInput; 10] = [
         I::Bind,
-        I::Connect {
-            private_data_len: 0,
-        },
-        I::ConnectWithSharedEndpoint {
-            private_data_len: 0,
-        },
+        I::Connect { private_data_len: 0 },
+        I::ConnectWithSharedEndpoint { private_data_len: 0 },
         I::CompleteConnect,
-        I::Accept {
-            private_data_len: 0,
-        },
-        I::Reject {
-            private_data_len: 0,
-        },
+        I::Accept { private_data_len: 0 },
+        I::Reject { private_data_len: 0 },
         I::Disconnect,
         I::NotifyDisconnect,
         I::Cancel,
@@ -570,66 +509,34 @@ mod tests {
         const HNDL: St = St::ND_INVALID_HANDLE;
         let matrix: &[(ConnectorState, [St; 10])] = &[
             (S::Idle, [OK, PEND, PEND, INV, INV, INV, INV, INV, OK, OK]),
-            (
-                S::Bound,
-                [ASSOC, PEND, ASSOC, INV, INV, INV, INV, INV, OK, OK],
-            ),
-            (
-                S::Connecting,
-                [ASSOC, ACT, ACT, INV, INV, INV, INV, INV, OK, OK],
-            ),
+            (S::Bound, [ASSOC, PEND, ASSOC, INV, INV, INV, INV, INV, OK, OK]),
+            (S::Connecting, [ASSOC, ACT, ACT, INV, INV, INV, INV, INV, OK, OK]),
             (
                 S::AwaitingCompleteConnect,
                 [ASSOC, ACT, ACT, OK, INV, OK, INV, INV, OK, OK],
             ),
+            (S::RequestReceived, [ASSOC, ACT, ACT, INV, PEND, OK, INV, INV, OK, OK]),
+            (S::Accepting, [ASSOC, ACT, ACT, INV, ACT, INV, INV, INV, OK, OK]),
             (
-                S::RequestReceived,
-                [ASSOC, ACT, ACT, INV, PEND, OK, INV, INV, OK, OK],
-            ),
-            (
-                S::Accepting,
-                [ASSOC, ACT, ACT, INV, ACT, INV, INV, INV, OK, OK],
-            ),
-            (
-                S::Connected {
-                    notify_pending: false,
-                },
+                S::Connected { notify_pending: false },
                 [ASSOC, ACT, ACT, INV, ACT, INV, PEND, PEND, OK, OK],
             ),
             (
-                S::Connected {
-                    notify_pending: true,
-                },
+                S::Connected { notify_pending: true },
                 [ASSOC, ACT, ACT, INV, ACT, INV, PEND, REQ, OK, OK],
             ),
+            (S::PeerDisconnected, [ASSOC, ACT, ACT, INV, ACT, INV, OK, OK, OK, OK]),
             (
-                S::PeerDisconnected,
-                [ASSOC, ACT, ACT, INV, ACT, INV, OK, OK, OK, OK],
-            ),
-            (
-                S::Disconnecting {
-                    notify_pending: false,
-                },
+                S::Disconnecting { notify_pending: false },
                 [ASSOC, ACT, ACT, INV, ACT, INV, INV, PEND, OK, OK],
             ),
             (
-                S::Disconnecting {
-                    notify_pending: true,
-                },
+                S::Disconnecting { notify_pending: true },
                 [ASSOC, ACT, ACT, INV, ACT, INV, INV, REQ, OK, OK],
             ),
-            (
-                S::Disconnected,
-                [ASSOC, INV, INV, INV, INV, INV, INV, OK, OK, OK],
-            ),
-            (
-                S::Rejected,
-                [ASSOC, INV, INV, INV, INV, INV, INV, INV, OK, OK],
-            ),
-            (
-                S::Failed(ABRT),
-                [ASSOC, INV, INV, INV, ABRT, ABRT, INV, INV, OK, OK],
-            ),
+            (S::Disconnected, [ASSOC, INV, INV, INV, INV, INV, INV, OK, OK, OK]),
+            (S::Rejected, [ASSOC, INV, INV, INV, INV, INV, INV, INV, OK, OK]),
+            (S::Failed(ABRT), [ASSOC, INV, INV, INV, ABRT, ABRT, INV, INV, OK, OK]),
             (
                 S::Failed(GONE),
                 [GONE, GONE, GONE, GONE, GONE, GONE, GONE, GONE, OK, OK],
@@ -642,11 +549,7 @@ mod tests {
                 assert_eq!(got.returns, Some(*want), "{call:?} in {state:?}");
                 if !want.is_success() {
                     // A refused call changes nothing.
-                    assert_eq!(
-                        (got.next, got.effects.len()),
-                        (*state, 0),
-                        "{call:?} in {state:?}"
-                    );
+                    assert_eq!((got.next, got.effects.len()), (*state, 0), "{call:?} in {state:?}");
                 }
             }
         }
@@ -657,19 +560,10 @@ mod tests {
         let end = walk(
             S::Idle,
             &[
+                (I::Bind, t(S::Bound, Some(St::ND_SUCCESS), &[Do(Action::BindAddress)])),
                 (
-                    I::Bind,
-                    t(S::Bound, Some(St::ND_SUCCESS), &[Do(Action::BindAddress)]),
-                ),
-                (
-                    I::Connect {
-                        private_data_len: 56,
-                    },
-                    t(
-                        S::Connecting,
-                        Some(St::ND_PENDING),
-                        &[Do(Action::StartConnect)],
-                    ),
+                    I::Connect { private_data_len: 56 },
+                    t(S::Connecting, Some(St::ND_PENDING), &[Do(Action::StartConnect)]),
                 ),
                 (
                     ev(CmEventKind::AddrResolved, 0),
@@ -693,21 +587,14 @@ mod tests {
                 (
                     I::CompleteConnect,
                     t(
-                        S::Connected {
-                            notify_pending: false,
-                        },
+                        S::Connected { notify_pending: false },
                         Some(St::ND_SUCCESS),
                         &[Do(Action::Establish)],
                     ),
                 ),
             ],
         );
-        assert_eq!(
-            end,
-            S::Connected {
-                notify_pending: false
-            }
-        );
+        assert_eq!(end, S::Connected { notify_pending: false });
     }
 
     #[test]
@@ -715,26 +602,15 @@ mod tests {
         walk(
             S::Idle,
             &[
+                (ev(CmEventKind::ConnectRequest, 0), t(S::RequestReceived, None, &[])),
                 (
-                    ev(CmEventKind::ConnectRequest, 0),
-                    t(S::RequestReceived, None, &[]),
-                ),
-                (
-                    I::Accept {
-                        private_data_len: 196,
-                    },
-                    t(
-                        S::Accepting,
-                        Some(St::ND_PENDING),
-                        &[Do(Action::AcceptRequest)],
-                    ),
+                    I::Accept { private_data_len: 196 },
+                    t(S::Accepting, Some(St::ND_PENDING), &[Do(Action::AcceptRequest)]),
                 ),
                 (
                     ev(CmEventKind::Established, 0),
                     t(
-                        S::Connected {
-                            notify_pending: false,
-                        },
+                        S::Connected { notify_pending: false },
                         None,
                         &[Effect::Complete {
                             request: Request::Accept,
@@ -749,20 +625,12 @@ mod tests {
     #[test]
     fn ndk_connect_without_bind_and_shared_endpoint_connect() {
         for call in [
-            I::Connect {
-                private_data_len: 0,
-            },
-            I::ConnectWithSharedEndpoint {
-                private_data_len: 0,
-            },
+            I::Connect { private_data_len: 0 },
+            I::ConnectWithSharedEndpoint { private_data_len: 0 },
         ] {
             assert_eq!(
                 step(S::Idle, call),
-                t(
-                    S::Connecting,
-                    Some(St::ND_PENDING),
-                    &[Do(Action::StartConnect)]
-                )
+                t(S::Connecting, Some(St::ND_PENDING), &[Do(Action::StartConnect)])
             );
         }
     }
@@ -772,48 +640,28 @@ mod tests {
         let rows = [
             (
                 S::Bound,
-                I::Connect {
-                    private_data_len: 57,
-                },
-                I::Connect {
-                    private_data_len: 56,
-                },
+                I::Connect { private_data_len: 57 },
+                I::Connect { private_data_len: 56 },
             ),
             (
                 S::Idle,
-                I::ConnectWithSharedEndpoint {
-                    private_data_len: 57,
-                },
-                I::ConnectWithSharedEndpoint {
-                    private_data_len: 56,
-                },
+                I::ConnectWithSharedEndpoint { private_data_len: 57 },
+                I::ConnectWithSharedEndpoint { private_data_len: 56 },
             ),
             (
                 S::RequestReceived,
-                I::Accept {
-                    private_data_len: 197,
-                },
-                I::Accept {
-                    private_data_len: 196,
-                },
+                I::Accept { private_data_len: 197 },
+                I::Accept { private_data_len: 196 },
             ),
             (
                 S::RequestReceived,
-                I::Reject {
-                    private_data_len: 149,
-                },
-                I::Reject {
-                    private_data_len: 148,
-                },
+                I::Reject { private_data_len: 149 },
+                I::Reject { private_data_len: 148 },
             ),
             (
                 S::AwaitingCompleteConnect,
-                I::Reject {
-                    private_data_len: 149,
-                },
-                I::Reject {
-                    private_data_len: 148,
-                },
+                I::Reject { private_data_len: 149 },
+                I::Reject { private_data_len: 148 },
             ),
         ];
         for (state, over, exact) in rows {
@@ -822,10 +670,7 @@ mod tests {
                 t(state, Some(St::ND_INVALID_BUFFER_SIZE), &[]),
                 "{over:?}"
             );
-            assert!(
-                step(state, exact).returns.unwrap().is_success(),
-                "{exact:?}"
-            );
+            assert!(step(state, exact).returns.unwrap().is_success(), "{exact:?}");
         }
     }
 
@@ -910,23 +755,11 @@ mod tests {
             )],
         );
         assert_eq!(
-            step(
-                state,
-                I::Accept {
-                    private_data_len: 0
-                }
-            )
-            .returns,
+            step(state, I::Accept { private_data_len: 0 }).returns,
             Some(St::ND_CONNECTION_ABORTED)
         );
         assert_eq!(
-            step(
-                state,
-                I::Reject {
-                    private_data_len: 0
-                }
-            )
-            .returns,
+            step(state, I::Reject { private_data_len: 0 }).returns,
             Some(St::ND_CONNECTION_ABORTED)
         );
     }
@@ -934,12 +767,7 @@ mod tests {
     #[test]
     fn active_reject_after_rep_and_passive_going_away_after_rep() {
         assert_eq!(
-            step(
-                S::AwaitingCompleteConnect,
-                I::Reject {
-                    private_data_len: 10
-                }
-            ),
+            step(S::AwaitingCompleteConnect, I::Reject { private_data_len: 10 }),
             t(S::Rejected, Some(St::ND_SUCCESS), &[Do(Action::RejectPeer)])
         );
         let failed = step(S::AwaitingCompleteConnect, ev(CmEventKind::Rejected, 28));
@@ -948,10 +776,7 @@ mod tests {
             step(failed.next, I::CompleteConnect).returns,
             Some(St::ND_CONNECTION_INVALID)
         );
-        let removed = step(
-            S::AwaitingCompleteConnect,
-            ev(CmEventKind::DeviceRemoval, 0),
-        );
+        let removed = step(S::AwaitingCompleteConnect, ev(CmEventKind::DeviceRemoval, 0));
         assert_eq!(removed.next, S::Failed(St::ND_DEVICE_REMOVED));
         assert_eq!(
             step(removed.next, I::CompleteConnect).returns,
@@ -962,19 +787,11 @@ mod tests {
     #[test]
     fn peer_disconnect_completes_notify_and_flushes_nothing() {
         let state = walk(
-            S::Connected {
-                notify_pending: false,
-            },
+            S::Connected { notify_pending: false },
             &[
                 (
                     I::NotifyDisconnect,
-                    t(
-                        S::Connected {
-                            notify_pending: true,
-                        },
-                        Some(St::ND_PENDING),
-                        &[],
-                    ),
+                    t(S::Connected { notify_pending: true }, Some(St::ND_PENDING), &[]),
                 ),
                 (
                     ev(CmEventKind::Disconnected, 0),
@@ -1003,12 +820,7 @@ mod tests {
         assert_eq!(state, S::Disconnected);
         // Without a pending NotifyDisconnect only the NDK DisconnectEvent fires.
         assert_eq!(
-            step(
-                S::Connected {
-                    notify_pending: false
-                },
-                ev(CmEventKind::Disconnected, 0)
-            ),
+            step(S::Connected { notify_pending: false }, ev(CmEventKind::Disconnected, 0)),
             t(S::PeerDisconnected, None, &[Effect::PeerDisconnected])
         );
     }
@@ -1016,16 +828,12 @@ mod tests {
     #[test]
     fn local_disconnect_flushes_the_qp_and_completes_on_disconnected() {
         walk(
-            S::Connected {
-                notify_pending: true,
-            },
+            S::Connected { notify_pending: true },
             &[
                 (
                     I::Disconnect,
                     t(
-                        S::Disconnecting {
-                            notify_pending: true,
-                        },
+                        S::Disconnecting { notify_pending: true },
                         Some(St::ND_PENDING),
                         &[Do(Action::SendDisconnect), Do(Action::FlushQp)],
                     ),
@@ -1047,10 +855,7 @@ mod tests {
                         ],
                     ),
                 ),
-                (
-                    ev(CmEventKind::TimewaitExit, 0),
-                    t(S::Disconnected, None, &[]),
-                ),
+                (ev(CmEventKind::TimewaitExit, 0), t(S::Disconnected, None, &[])),
             ],
         );
     }
@@ -1078,52 +883,29 @@ mod tests {
             )
         );
         assert_eq!(
-            step(
-                S::Connected {
-                    notify_pending: true
-                },
-                I::Cancel
-            ),
+            step(S::Connected { notify_pending: true }, I::Cancel),
             t(
-                S::Connected {
-                    notify_pending: false
-                },
+                S::Connected { notify_pending: false },
                 Some(St::ND_SUCCESS),
                 &[canceled(Request::NotifyDisconnect)]
             )
         );
         assert_eq!(
-            step(
-                S::Disconnecting {
-                    notify_pending: true
-                },
-                I::Cancel
-            ),
+            step(S::Disconnecting { notify_pending: true }, I::Cancel),
             t(
-                S::Disconnecting {
-                    notify_pending: false
-                },
+                S::Disconnecting { notify_pending: false },
                 Some(St::ND_SUCCESS),
                 &[canceled(Request::NotifyDisconnect)],
             )
         );
         // A cancelled connector reports ND_CANCELED from then on.
         assert_eq!(
-            step(
-                S::Failed(St::ND_CANCELED),
-                I::Accept {
-                    private_data_len: 0
-                }
-            )
-            .returns,
+            step(S::Failed(St::ND_CANCELED), I::Accept { private_data_len: 0 }).returns,
             Some(St::ND_CANCELED)
         );
         // A late REP for an abandoned attempt changes nothing.
         assert_eq!(
-            step(
-                S::Failed(St::ND_CANCELED),
-                ev(CmEventKind::ConnectResponse, 0)
-            ),
+            step(S::Failed(St::ND_CANCELED), ev(CmEventKind::ConnectResponse, 0)),
             t(S::Failed(St::ND_CANCELED), None, &[])
         );
     }
@@ -1143,15 +925,11 @@ mod tests {
             (S::RequestReceived, &[destroy]),
             (S::Accepting, &[canceled(Request::Accept), destroy]),
             (
-                S::Connected {
-                    notify_pending: false,
-                },
+                S::Connected { notify_pending: false },
                 &[Do(Action::SendDisconnect), Do(Action::FlushQp), destroy],
             ),
             (
-                S::Connected {
-                    notify_pending: true,
-                },
+                S::Connected { notify_pending: true },
                 &[
                     canceled(Request::NotifyDisconnect),
                     Do(Action::SendDisconnect),
@@ -1164,15 +942,11 @@ mod tests {
                 &[Do(Action::SendDisconnect), Do(Action::FlushQp), destroy],
             ),
             (
-                S::Disconnecting {
-                    notify_pending: false,
-                },
+                S::Disconnecting { notify_pending: false },
                 &[canceled(Request::Disconnect), destroy],
             ),
             (
-                S::Disconnecting {
-                    notify_pending: true,
-                },
+                S::Disconnecting { notify_pending: true },
                 &[
                     canceled(Request::Disconnect),
                     canceled(Request::NotifyDisconnect),
@@ -1199,12 +973,7 @@ mod tests {
     #[test]
     fn device_removal_while_connected_or_idle() {
         assert_eq!(
-            step(
-                S::Connected {
-                    notify_pending: true
-                },
-                ev(CmEventKind::DeviceRemoval, 0)
-            ),
+            step(S::Connected { notify_pending: true }, ev(CmEventKind::DeviceRemoval, 0)),
             t(
                 S::Failed(St::ND_DEVICE_REMOVED),
                 None,
@@ -1219,9 +988,7 @@ mod tests {
         );
         assert_eq!(
             step(
-                S::Disconnecting {
-                    notify_pending: false
-                },
+                S::Disconnecting { notify_pending: false },
                 ev(CmEventKind::DeviceRemoval, 0)
             ),
             t(
@@ -1235,11 +1002,7 @@ mod tests {
         );
         assert_eq!(
             step(S::PeerDisconnected, ev(CmEventKind::DeviceRemoval, 0)),
-            t(
-                S::Failed(St::ND_DEVICE_REMOVED),
-                None,
-                &[Do(Action::FlushQp)]
-            )
+            t(S::Failed(St::ND_DEVICE_REMOVED), None, &[Do(Action::FlushQp)])
         );
         for state in [S::Idle, S::Bound, S::Disconnected, S::Rejected] {
             assert_eq!(
@@ -1297,16 +1060,10 @@ mod tests {
             (
                 S::Accepting,
                 fail(Action::AcceptRequest, St::ND_INVALID_PARAMETER),
-                t(
-                    S::Failed(St::ND_INVALID_PARAMETER),
-                    Some(St::ND_INVALID_PARAMETER),
-                    &[],
-                ),
+                t(S::Failed(St::ND_INVALID_PARAMETER), Some(St::ND_INVALID_PARAMETER), &[]),
             ),
             (
-                S::Connected {
-                    notify_pending: false,
-                },
+                S::Connected { notify_pending: false },
                 fail(Action::Establish, St::ND_INVALID_PARAMETER),
                 t(
                     S::Failed(St::ND_INVALID_PARAMETER),
@@ -1317,11 +1074,7 @@ mod tests {
             (
                 S::Rejected,
                 fail(Action::RejectPeer, St::ND_INVALID_PARAMETER),
-                t(
-                    S::Failed(St::ND_INVALID_PARAMETER),
-                    Some(St::ND_INVALID_PARAMETER),
-                    &[],
-                ),
+                t(S::Failed(St::ND_INVALID_PARAMETER), Some(St::ND_INVALID_PARAMETER), &[]),
             ),
             // Nothing to report for a failed teardown step.
             (
@@ -1343,27 +1096,13 @@ mod tests {
             (S::Bound, K::Established),
             (S::Connecting, K::Established),
             (S::Connecting, K::Disconnected),
-            (
-                S::Connected {
-                    notify_pending: false,
-                },
-                K::Established,
-            ),
-            (
-                S::Connected {
-                    notify_pending: false,
-                },
-                K::AddrChange,
-            ),
+            (S::Connected { notify_pending: false }, K::Established),
+            (S::Connected { notify_pending: false }, K::AddrChange),
             (S::RequestReceived, K::ConnectRequest),
             (S::Disconnected, K::Disconnected),
         ];
         for (state, kind) in rows {
-            assert_eq!(
-                step(state, ev(kind, 0)),
-                t(state, None, &[]),
-                "{kind:?} in {state:?}"
-            );
+            assert_eq!(step(state, ev(kind, 0)), t(state, None, &[]), "{kind:?} in {state:?}");
         }
     }
 }

@@ -89,13 +89,7 @@ type Setup<'a> = Option<Box<dyn FnOnce(&mut Core) + 'a>>;
 
 impl ConnInner {
     /// Runs one input through the machine and its effects. Returns the call's code.
-    fn drive(
-        &self,
-        core: &mut Core,
-        input: ConnectorInput,
-        setup: Setup<'_>,
-        done: &mut Done,
-    ) -> Option<NdStatus> {
+    fn drive(&self, core: &mut Core, input: ConnectorInput, setup: Setup<'_>, done: &mut Done) -> Option<NdStatus> {
         let t = connector::step(core.state, input);
         log::debug!(
             "connector {}: {:?} + {input:?} -> {:?} {:?}",
@@ -117,12 +111,7 @@ impl ConnInner {
                     if let Err(status) = self.act(core, action) {
                         log::debug!("connector {}: {action:?} failed: {status}", self.token);
                         let before = core.state;
-                        let back = self.drive(
-                            core,
-                            ConnectorInput::ActionFailed { action, status },
-                            None,
-                            done,
-                        );
+                        let back = self.drive(core, ConnectorInput::ActionFailed { action, status }, None, done);
                         if back.is_some() {
                             returns = back;
                         }
@@ -217,10 +206,7 @@ impl ConnInner {
                 let id = Self::id(core)?;
                 let qp = Self::qp(core)?;
                 // QP to RTR (and RTS, which the CM allows before the REP) before rdma_accept.
-                for state in [
-                    ffi::ibv_qp_state::IBV_QPS_RTR,
-                    ffi::ibv_qp_state::IBV_QPS_RTS,
-                ] {
+                for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
                     // EINVAL: the CM left REQ_RCVD, the active side abandoned its Connect
                     // (nd-semantics.md: REQ_SENT abandon, ND_CONNECTION_ABORTED). See
                     // CmId::request_alive for why no event says so.
@@ -246,10 +232,7 @@ impl ConnInner {
             Action::Establish => {
                 let id = Self::id(core)?;
                 let qp = Self::qp(core)?;
-                for state in [
-                    ffi::ibv_qp_state::IBV_QPS_RTR,
-                    ffi::ibv_qp_state::IBV_QPS_RTS,
-                ] {
+                for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
                     let (mut attr, mask) = id.qp_attr(state)?;
                     qp.modify(&mut attr, mask)?;
                 }
@@ -314,9 +297,7 @@ impl ConnInner {
                     core.peer
                         .record_read_limits(PeerReadLimits::from_event_param(params.0, params.1));
                 }
-                CmEventKind::Rejected if !private_data.is_empty() => {
-                    core.peer.record_private_data(private_data)
-                }
+                CmEventKind::Rejected if !private_data.is_empty() => core.peer.record_private_data(private_data),
                 _ => {}
             }
             self.drive(&mut core, ConnectorInput::Event(event), None, &mut done);
@@ -334,10 +315,7 @@ impl ConnInner {
             core.hold = listener_hold.map(Hold::Exclusive);
             core.peer.record_private_data(&request.private_data);
             core.peer
-                .record_read_limits(PeerReadLimits::from_event_param(
-                    request.params.0,
-                    request.params.1,
-                ));
+                .record_read_limits(PeerReadLimits::from_event_param(request.params.0, request.params.1));
             let event = CmEvent::new(CmEventKind::ConnectRequest, 0);
             self.drive(&mut core, ConnectorInput::Event(event), None, &mut done);
         }
@@ -427,14 +405,7 @@ impl Connector {
         outbound_read_limit: u32,
         private_data: &[u8],
     ) -> Result<Pending, NdStatus> {
-        self.start_connect(
-            qp,
-            remote,
-            inbound_read_limit,
-            outbound_read_limit,
-            private_data,
-            None,
-        )
+        self.start_connect(qp, remote, inbound_read_limit, outbound_read_limit, private_data, None)
     }
 
     /// NDK NdkConnectWithSharedEndpoint.
@@ -489,9 +460,7 @@ impl Connector {
 
     /// ND2 CompleteConnect: QP to RTR/RTS and the RTU.
     pub fn complete_connect(&self) -> Result<(), NdStatus> {
-        self.inner
-            .call(ConnectorInput::CompleteConnect, None, None)
-            .map(drop)
+        self.inner.call(ConnectorInput::CompleteConnect, None, None).map(drop)
     }
 
     /// ND2 Accept. Completes when the connection is established (the peer's RTU).
@@ -517,9 +486,7 @@ impl Connector {
 
     /// ND2 Reject: passive before Accept, or active after Connect completed.
     pub fn reject(&self, private_data: &[u8]) -> Result<(), NdStatus> {
-        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
-            core.outgoing = private_data.to_vec()
-        }));
+        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| core.outgoing = private_data.to_vec()));
         let input = ConnectorInput::Reject {
             private_data_len: private_data.len(),
         };
@@ -553,9 +520,7 @@ impl Connector {
 
     /// ND2 GetLocalAddress into an encoded sockaddr buffer.
     pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
-        let addr = self
-            .local_address()
-            .ok_or(NdStatus::ND_CONNECTION_INVALID)?;
+        let addr = self.local_address().ok_or(NdStatus::ND_CONNECTION_INVALID)?;
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
 
@@ -567,11 +532,9 @@ impl Connector {
 
     /// ND2 NotifyDisconnect: completes when the peer disconnects.
     pub fn notify_disconnect(&self) -> Result<Pending, NdStatus> {
-        let slot = self.inner.call(
-            ConnectorInput::NotifyDisconnect,
-            None,
-            Some(Request::NotifyDisconnect),
-        )?;
+        let slot = self
+            .inner
+            .call(ConnectorInput::NotifyDisconnect, None, Some(Request::NotifyDisconnect))?;
         Ok(self.pending_or_done(slot))
     }
 
@@ -628,12 +591,7 @@ pub(crate) struct ListenerInner {
 }
 
 impl ListenerInner {
-    fn drive(
-        &self,
-        core: &mut ListenerCore,
-        input: ListenerInput,
-        done: &mut Done,
-    ) -> Option<NdStatus> {
+    fn drive(&self, core: &mut ListenerCore, input: ListenerInput, done: &mut Done) -> Option<NdStatus> {
         let t = listener::step(core.state, input);
         log::debug!(
             "listener {}: {:?} + {input:?} -> {:?} {:?}",
@@ -649,8 +607,7 @@ impl ListenerInner {
                 ListenerEffect::Do(action) => {
                     if let Err(status) = self.act(core, action) {
                         let before = core.state;
-                        let back =
-                            self.drive(core, ListenerInput::ActionFailed { action, status }, done);
+                        let back = self.drive(core, ListenerInput::ActionFailed { action, status }, done);
                         if back.is_some() {
                             returns = back;
                         }
@@ -706,10 +663,7 @@ impl ListenerInner {
                     .listen(backlog)
             }
             ListenerAction::HandOverRequest => {
-                let request = core
-                    .incoming
-                    .pop_front()
-                    .ok_or(NdStatus::ND_INTERNAL_ERROR)?;
+                let request = core.incoming.pop_front().ok_or(NdStatus::ND_INTERNAL_ERROR)?;
                 let Some((connector, slot)) = core.waiting.pop_front() else {
                     core.incoming.push_front(request);
                     return Err(NdStatus::ND_INTERNAL_ERROR);
@@ -762,10 +716,7 @@ impl ListenerInner {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
-            if let ListenerState::Listening {
-                backlog, queued, ..
-            } = core.state
-            {
+            if let ListenerState::Listening { backlog, queued, .. } = core.state {
                 if backlog > 0 && queued >= backlog {
                     self.prune_abandoned(&mut core, true, &mut done);
                 }
@@ -783,11 +734,7 @@ impl ListenerInner {
 
     pub(crate) fn on_event(&self, event: CmEvent) {
         let mut done = Done::new();
-        self.drive(
-            &mut lock(&self.core),
-            ListenerInput::Event(event),
-            &mut done,
-        );
+        self.drive(&mut lock(&self.core), ListenerInput::Event(event), &mut done);
         finish(done);
     }
 
@@ -822,11 +769,7 @@ impl Listener {
         Listener { inner }
     }
 
-    fn call(
-        &self,
-        input: ListenerInput,
-        setup: impl FnOnce(&mut ListenerCore),
-    ) -> Result<(), NdStatus> {
+    fn call(&self, input: ListenerInput, setup: impl FnOnce(&mut ListenerCore)) -> Result<(), NdStatus> {
         let mut done = Done::new();
         let returns = {
             let mut core = lock(&self.inner.core);
@@ -865,9 +808,7 @@ impl Listener {
     }
 
     pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
-        let addr = self
-            .local_address()
-            .ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?;
+        let addr = self.local_address().ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?;
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
 
@@ -883,9 +824,9 @@ impl Listener {
             self.inner.prune_abandoned(&mut core, false, &mut done);
             core.waiting
                 .push_back((Arc::clone(&connector.inner), Arc::clone(&slot)));
-            let returns =
-                self.inner
-                    .drive(&mut core, ListenerInput::GetConnectionRequest, &mut done);
+            let returns = self
+                .inner
+                .drive(&mut core, ListenerInput::GetConnectionRequest, &mut done);
             match returns {
                 Some(NdStatus::ND_PENDING) => {}
                 Some(NdStatus::ND_SUCCESS) => {

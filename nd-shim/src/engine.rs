@@ -205,20 +205,13 @@ impl AdapterInner {
 
     fn process(&self) -> usize {
         let _guard = lock(&self.processing);
-        self.process_locked(Ready {
-            cm: true,
-            device: true,
-        })
+        self.process_locked(Ready { cm: true, device: true })
     }
 
     /// Processes the ready sources: only those epoll reported, so a wakeup for a CM event does
     /// not also pay a read of the device's async fd that finds nothing (and the other way).
     fn process_locked(&self, ready: Ready) -> usize {
-        let mut handled = if ready.device {
-            self.process_async_events()
-        } else {
-            0
-        };
+        let mut handled = if ready.device { self.process_async_events() } else { 0 };
         if !ready.cm {
             return handled;
         }
@@ -242,11 +235,7 @@ impl AdapterInner {
             log::debug!("ignoring rdma_cm event {}", event.kind);
             return;
         };
-        log::debug!(
-            "event {kind:?} status {} for token {}",
-            event.status,
-            event.context
-        );
+        log::debug!("event {kind:?} status {} for token {}", event.status, event.context);
         if kind == CmEventKind::ConnectRequest {
             // SAFETY: the id of a CONNECT_REQUEST is new and ours to own from here on.
             let id = unsafe { event.id.into_owned() };

@@ -54,6 +54,4 @@ pub use endpoint::{Connector, Listener, SharedEndpoint};
 pub use engine::{Adapter, AdapterInfo};
 pub use request::Pending;
 pub use status::NdStatus;
-pub use verbs::{
-    Completion, CompletionQueue, MemoryRegion, QueuePair, Sge, ND_OP_FLAG_SILENT_SUCCESS,
-};
+pub use verbs::{Completion, CompletionQueue, MemoryRegion, QueuePair, Sge, ND_OP_FLAG_SILENT_SUCCESS};

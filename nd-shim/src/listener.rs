@@ -90,11 +90,7 @@ pub struct ListenerTransition {
     pub effects: Vec<ListenerEffect>,
 }
 
-fn returns(
-    next: ListenerState,
-    status: NdStatus,
-    effects: Vec<ListenerEffect>,
-) -> ListenerTransition {
+fn returns(next: ListenerState, status: NdStatus, effects: Vec<ListenerEffect>) -> ListenerTransition {
     ListenerTransition {
         next,
         returns: Some(status),
@@ -124,10 +120,7 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
     use NdStatus as St;
 
     let unchanged = |status| returns(state, status, vec![]);
-    let is_call = !matches!(
-        input,
-        I::Event(_) | I::RequestAbandoned | I::ActionFailed { .. }
-    );
+    let is_call = !matches!(input, I::Event(_) | I::RequestAbandoned | I::ActionFailed { .. });
     if is_call {
         match state {
             S::Closed => return unchanged(St::ND_INVALID_HANDLE),
@@ -198,18 +191,13 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
                 queued,
             },
             St::ND_SUCCESS,
-            complete_gets(waiting, St::ND_CANCELED)
-                .into_iter()
-                .collect(),
+            complete_gets(waiting, St::ND_CANCELED).into_iter().collect(),
         ),
         (_, I::Cancel) => unchanged(St::ND_SUCCESS),
 
         (_, I::Release) => {
             let mut effects = Vec::new();
-            if let S::Listening {
-                waiting, queued, ..
-            } = state
-            {
+            if let S::Listening { waiting, queued, .. } = state {
                 effects.extend(complete_gets(waiting, St::ND_CANCELED));
                 if queued > 0 {
                     effects.push(Do(A::RejectQueued { count: queued }));
@@ -252,9 +240,7 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
             CmEventKind::ConnectRequest => event(state, vec![Do(A::RejectRequest)]),
             CmEventKind::DeviceRemoval => event(
                 S::Failed(St::ND_DEVICE_REMOVED),
-                complete_gets(waiting, St::ND_DEVICE_REMOVED)
-                    .into_iter()
-                    .collect(),
+                complete_gets(waiting, St::ND_DEVICE_REMOVED).into_iter().collect(),
             ),
             _ => event(state, vec![]),
         },
@@ -317,11 +303,7 @@ mod tests {
         I::Event(CmEvent::new(CmEventKind::DeviceRemoval, 0))
     }
 
-    fn t(
-        next: ListenerState,
-        returns: Option<NdStatus>,
-        effects: &[ListenerEffect],
-    ) -> ListenerTransition {
+    fn t(next: ListenerState, returns: Option<NdStatus>, effects: &[ListenerEffect]) -> ListenerTransition {
         ListenerTransition {
             next,
             returns,
@@ -384,36 +366,20 @@ mod tests {
     #[test]
     fn requests_queue_up_to_the_backlog_then_are_rejected() {
         let rows = [
-            (
-                listening(2, 0, 0),
-                request(),
-                t(listening(2, 0, 1), None, &[]),
-            ),
-            (
-                listening(2, 0, 1),
-                request(),
-                t(listening(2, 0, 2), None, &[]),
-            ),
+            (listening(2, 0, 0), request(), t(listening(2, 0, 1), None, &[])),
+            (listening(2, 0, 1), request(), t(listening(2, 0, 2), None, &[])),
             (
                 listening(2, 0, 2),
                 request(),
                 t(listening(2, 0, 2), None, &[Do(A::RejectRequest)]),
             ),
             // Backlog 0: no limit of the shim's own.
-            (
-                listening(0, 0, 1000),
-                request(),
-                t(listening(0, 0, 1001), None, &[]),
-            ),
+            (listening(0, 0, 1000), request(), t(listening(0, 0, 1001), None, &[])),
             // A Get takes the oldest queued request inline.
             (
                 listening(2, 0, 2),
                 I::GetConnectionRequest,
-                t(
-                    listening(2, 0, 1),
-                    Some(St::ND_SUCCESS),
-                    &[Do(A::HandOverRequest)],
-                ),
+                t(listening(2, 0, 1), Some(St::ND_SUCCESS), &[Do(A::HandOverRequest)]),
             ),
         ];
         for (state, input, want) in rows {
@@ -433,41 +399,22 @@ mod tests {
             assert_eq!(step(state, I::RequestAbandoned), want, "in {state:?}");
         }
         // Room again: the next request is queued, not rejected.
-        assert_eq!(
-            step(listening(2, 0, 1), request()),
-            t(listening(2, 0, 2), None, &[])
-        );
+        assert_eq!(step(listening(2, 0, 1), request()), t(listening(2, 0, 2), None, &[]));
     }
 
     #[test]
     fn calls_in_the_wrong_state() {
         let rows = [
             (S::Bound, I::Bind, St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
-            (
-                listening(1, 0, 0),
-                I::Bind,
-                St::STATUS_ADDRESS_ALREADY_ASSOCIATED,
-            ),
-            (
-                S::Idle,
-                I::Listen { backlog: 1 },
-                St::ND_INVALID_DEVICE_STATE,
-            ),
+            (listening(1, 0, 0), I::Bind, St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
+            (S::Idle, I::Listen { backlog: 1 }, St::ND_INVALID_DEVICE_STATE),
             (
                 listening(1, 0, 0),
                 I::Listen { backlog: 1 },
                 St::ND_INVALID_DEVICE_STATE,
             ),
-            (
-                S::Idle,
-                I::GetConnectionRequest,
-                St::ND_INVALID_DEVICE_STATE,
-            ),
-            (
-                S::Bound,
-                I::GetConnectionRequest,
-                St::ND_INVALID_DEVICE_STATE,
-            ),
+            (S::Idle, I::GetConnectionRequest, St::ND_INVALID_DEVICE_STATE),
+            (S::Bound, I::GetConnectionRequest, St::ND_INVALID_DEVICE_STATE),
             (
                 S::Failed(St::ND_DEVICE_REMOVED),
                 I::GetConnectionRequest,
@@ -482,11 +429,7 @@ mod tests {
             (S::Closed, I::Release, St::ND_INVALID_HANDLE),
         ];
         for (state, input, code) in rows {
-            assert_eq!(
-                step(state, input),
-                t(state, Some(code), &[]),
-                "{input:?} in {state:?}"
-            );
+            assert_eq!(step(state, input), t(state, Some(code), &[]), "{input:?} in {state:?}");
         }
     }
 
@@ -507,10 +450,7 @@ mod tests {
             step(listening(4, 0, 2), I::Cancel),
             t(listening(4, 0, 2), Some(St::ND_SUCCESS), &[])
         );
-        assert_eq!(
-            step(S::Bound, I::Cancel),
-            t(S::Bound, Some(St::ND_SUCCESS), &[])
-        );
+        assert_eq!(step(S::Bound, I::Cancel), t(S::Bound, Some(St::ND_SUCCESS), &[]));
     }
 
     #[test]
@@ -567,10 +507,7 @@ mod tests {
         );
         // Other events on a listening id change nothing.
         let established = I::Event(CmEvent::new(CmEventKind::Established, 0));
-        assert_eq!(
-            step(listening(4, 1, 0), established),
-            t(listening(4, 1, 0), None, &[])
-        );
+        assert_eq!(step(listening(4, 1, 0), established), t(listening(4, 1, 0), None, &[]));
     }
 
     #[test]
@@ -581,10 +518,7 @@ mod tests {
             t(S::Idle, Some(St::ND_SHARING_VIOLATION), &[])
         );
         assert_eq!(
-            step(
-                listening(4, 0, 0),
-                fail(A::Listen, St::ND_SHARING_VIOLATION)
-            ),
+            step(listening(4, 0, 0), fail(A::Listen, St::ND_SHARING_VIOLATION)),
             t(S::Bound, Some(St::ND_SHARING_VIOLATION), &[])
         );
         assert_eq!(

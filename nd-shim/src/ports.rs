@@ -236,9 +236,7 @@ impl PortSpace {
         let mut table = self.lock();
         let port = match addr.port() {
             0 => table.pick_ephemeral(addr.ip())?,
-            port if table.overlapping(addr.ip(), port).next().is_some() => {
-                return Err(NdStatus::ND_SHARING_VIOLATION)
-            }
+            port if table.overlapping(addr.ip(), port).next().is_some() => return Err(NdStatus::ND_SHARING_VIOLATION),
             port => port,
         };
         let id = table.insert(addr.ip(), port, Use::Exclusive);
@@ -266,13 +264,7 @@ impl PortSpace {
             }
             port => port,
         };
-        let id = table.insert(
-            addr.ip(),
-            port,
-            Use::Shared {
-                peers: HashSet::new(),
-            },
-        );
+        let id = table.insert(addr.ip(), port, Use::Shared { peers: HashSet::new() });
         Ok(SharedEndpointReservation {
             hold: Hold {
                 table: Arc::clone(&self.table),
@@ -296,9 +288,7 @@ impl PortSpace {
 /// The table stays consistent across a panic elsewhere (no update panics half way), so a
 /// poisoned lock is still usable.
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
-    table
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// One holder of an entry; dropping the last holder frees the address.
@@ -442,23 +432,11 @@ mod tests {
 
     #[test]
     fn range_parsing() {
-        assert_eq!(
-            PortRange::parse("50000-50002"),
-            PortRange::new(50000, 50002)
-        );
+        assert_eq!(PortRange::parse("50000-50002"), PortRange::new(50000, 50002));
         assert_eq!(PortRange::parse(" 1 - 1 ").unwrap().port_count(), 1);
         assert_eq!(PortRange::parse("49152-65535"), Ok(PortRange::ND_EPHEMERAL));
         assert_eq!(PortRange::ND_EPHEMERAL.port_count(), 16384);
-        for bad in [
-            "",
-            "50000",
-            "50000-",
-            "-5",
-            "a-b",
-            "1-65536",
-            "50000:50002",
-            "1-2-3",
-        ] {
+        for bad in ["", "50000", "50000-", "-5", "a-b", "1-65536", "50000:50002", "1-2-3"] {
             assert_eq!(
                 PortRange::parse(bad),
                 Err(PortRangeError::Syntax(bad.into())),
@@ -493,9 +471,7 @@ mod tests {
     #[test]
     fn port_zero_picks_in_order_then_exhausts() {
         let space = narrow(50000, 50002);
-        let r: Vec<_> = (0..3)
-            .map(|_| space.reserve_exclusive(sa(A, 0)).unwrap())
-            .collect();
+        let r: Vec<_> = (0..3).map(|_| space.reserve_exclusive(sa(A, 0)).unwrap()).collect();
         let ports: Vec<_> = r.iter().map(|r| r.addr().port()).collect();
         assert_eq!(ports, [50000, 50001, 50002]);
         assert_eq!(r[0].addr().ip(), A);
@@ -508,10 +484,7 @@ mod tests {
             NdStatus::ND_TOO_MANY_ADDRESSES
         );
         // Another address has its own ports; a wildcard overlaps every address.
-        assert_eq!(
-            space.reserve_exclusive(sa(B, 0)).unwrap().addr().port(),
-            50000
-        );
+        assert_eq!(space.reserve_exclusive(sa(B, 0)).unwrap().addr().port(), 50000);
         assert_eq!(
             space.reserve_exclusive(sa(ANY, 0)).unwrap_err(),
             NdStatus::ND_TOO_MANY_ADDRESSES
@@ -525,17 +498,11 @@ mod tests {
         let second = space.reserve_exclusive(sa(A, 0)).unwrap();
         drop(first);
         // The cursor moves on: 50002 next, then wraps round to the freed 50000.
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(),
-            50002
-        );
+        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(), 50002);
         let wrapped = space.reserve_exclusive(sa(A, 0)).unwrap();
         assert_eq!(wrapped.addr().port(), 50000);
         // 50002 was dropped at the end of its statement, so it is found again after a full lap.
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(),
-            50002
-        );
+        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(), 50002);
         drop(second);
         drop(wrapped);
         assert_eq!(space.reserved_count(), 0);
@@ -546,10 +513,7 @@ mod tests {
         let space = narrow(50000, 50000);
         let r = space.reserve_exclusive(sa(A, 80)).unwrap();
         assert_eq!(r.addr(), sa(A, 80));
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(),
-            50000
-        );
+        assert_eq!(space.reserve_exclusive(sa(A, 0)).unwrap().addr().port(), 50000);
     }
 
     #[test]
@@ -605,10 +569,7 @@ mod tests {
         let c1 = ep.connect(sa(B, 445)).unwrap();
         let c2 = ep.connect(sa(B, 446)).unwrap();
         assert_eq!((c1.local_addr(), c1.remote_addr()), (local, sa(B, 445)));
-        assert_eq!(
-            ep.connect(sa(B, 445)).unwrap_err(),
-            NdStatus::ND_ADDRESS_ALREADY_EXISTS
-        );
+        assert_eq!(ep.connect(sa(B, 445)).unwrap_err(), NdStatus::ND_ADDRESS_ALREADY_EXISTS);
         // A second shared endpoint on the same address shares the 4-tuple check.
         let ep2 = space.reserve_shared(local).unwrap();
         assert_eq!(
@@ -676,10 +637,7 @@ mod tests {
                 })
             })
             .collect();
-        let held: Vec<PortReservation> = threads
-            .into_iter()
-            .flat_map(|t| t.join().unwrap())
-            .collect();
+        let held: Vec<PortReservation> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
         let ports: HashSet<u16> = held.iter().map(|r| r.addr().port()).collect();
         assert_eq!(ports.len(), 800);
         assert!(ports.iter().all(|p| space.range().contains(*p)));

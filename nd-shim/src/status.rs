@@ -119,10 +119,7 @@ impl NdStatus {
 
     /// The name of a code listed in `nd-semantics.md`, or `None` for any other value.
     pub fn name(self) -> Option<&'static str> {
-        ALL_CODES
-            .iter()
-            .find(|(code, _)| *code == self)
-            .map(|(_, name)| *name)
+        ALL_CODES.iter().find(|(code, _)| *code == self).map(|(_, name)| *name)
     }
 }
 
@@ -200,14 +197,10 @@ pub fn from_cm_event(side: Side, kind: CmEventKind, status: i32) -> NdStatus {
     use CmEventKind as K;
     match (side, kind) {
         (_, K::AddrResolved | K::RouteResolved | K::ConnectRequest | K::ConnectResponse)
-        | (_, K::Established | K::Disconnected | K::TimewaitExit | K::AddrChange) => {
-            NdStatus::ND_SUCCESS
-        }
+        | (_, K::Established | K::Disconnected | K::TimewaitExit | K::AddrChange) => NdStatus::ND_SUCCESS,
         (Side::Active, K::Rejected) => match status {
             // Failure table: reason 8 (no listener) and reason 28 (consumer reject) are refusals.
-            rej_reason::INVALID_SERVICE_ID | rej_reason::CONSUMER_DEFINED => {
-                NdStatus::ND_CONNECTION_REFUSED
-            }
+            rej_reason::INVALID_SERVICE_ID | rej_reason::CONSUMER_DEFINED => NdStatus::ND_CONNECTION_REFUSED,
             // Any other reason is still the peer's CM saying no.
             _ => NdStatus::ND_CONNECTION_REFUSED,
         },
@@ -381,10 +374,7 @@ mod tests {
 
     #[test]
     fn display_and_debug_name_the_code() {
-        assert_eq!(
-            NdStatus::ND_CONNECTION_REFUSED.to_string(),
-            "ND_CONNECTION_REFUSED"
-        );
+        assert_eq!(NdStatus::ND_CONNECTION_REFUSED.to_string(), "ND_CONNECTION_REFUSED");
         assert_eq!(
             format!("{:?}", NdStatus::ND_CONNECTION_REFUSED),
             "ND_CONNECTION_REFUSED(0xC0000236)"
@@ -433,11 +423,7 @@ mod tests {
         // The documented default: every errno that is not a row is ND_UNSUCCESSFUL.
         for errno in 0..200 {
             if !rows.iter().any(|&(e, _)| e == errno) {
-                assert_eq!(
-                    from_errno(errno),
-                    NdStatus::ND_UNSUCCESSFUL,
-                    "errno {errno}"
-                );
+                assert_eq!(from_errno(errno), NdStatus::ND_UNSUCCESSFUL, "errno {errno}");
             }
         }
     }
@@ -449,47 +435,20 @@ mod tests {
         // Rows of nd-semantics.md's failure table, in its order.
         assert_eq!(a(K::Rejected, 8), NdStatus::ND_CONNECTION_REFUSED);
         assert_eq!(a(K::Rejected, 28), NdStatus::ND_CONNECTION_REFUSED);
-        assert_eq!(
-            a(K::AddrError, -libc::ETIMEDOUT),
-            NdStatus::ND_HOST_UNREACHABLE
-        );
-        assert_eq!(
-            a(K::AddrError, -libc::EHOSTUNREACH),
-            NdStatus::ND_HOST_UNREACHABLE
-        );
-        assert_eq!(
-            a(K::AddrError, -libc::ENETUNREACH),
-            NdStatus::ND_NETWORK_UNREACHABLE
-        );
-        assert_eq!(
-            a(K::RouteError, -libc::ETIMEDOUT),
-            NdStatus::ND_NETWORK_UNREACHABLE
-        );
-        assert_eq!(
-            a(K::RouteError, -libc::ENETUNREACH),
-            NdStatus::ND_NETWORK_UNREACHABLE
-        );
+        assert_eq!(a(K::AddrError, -libc::ETIMEDOUT), NdStatus::ND_HOST_UNREACHABLE);
+        assert_eq!(a(K::AddrError, -libc::EHOSTUNREACH), NdStatus::ND_HOST_UNREACHABLE);
+        assert_eq!(a(K::AddrError, -libc::ENETUNREACH), NdStatus::ND_NETWORK_UNREACHABLE);
+        assert_eq!(a(K::RouteError, -libc::ETIMEDOUT), NdStatus::ND_NETWORK_UNREACHABLE);
+        assert_eq!(a(K::RouteError, -libc::ENETUNREACH), NdStatus::ND_NETWORK_UNREACHABLE);
         assert_eq!(a(K::Unreachable, -libc::ETIMEDOUT), NdStatus::ND_IO_TIMEOUT);
         // Rows the table leaves open, and the defaults.
         assert_eq!(a(K::Rejected, 1), NdStatus::ND_CONNECTION_REFUSED);
-        assert_eq!(
-            a(K::Rejected, rej_reason::TIMEOUT),
-            NdStatus::ND_CONNECTION_REFUSED
-        );
+        assert_eq!(a(K::Rejected, rej_reason::TIMEOUT), NdStatus::ND_CONNECTION_REFUSED);
         assert_eq!(a(K::AddrError, -libc::ENODEV), NdStatus::ND_INVALID_ADDRESS);
-        assert_eq!(
-            a(K::AddrError, -libc::EADDRNOTAVAIL),
-            NdStatus::ND_INVALID_ADDRESS
-        );
-        assert_eq!(
-            a(K::AddrError, -libc::ENOMEM),
-            NdStatus::ND_HOST_UNREACHABLE
-        );
+        assert_eq!(a(K::AddrError, -libc::EADDRNOTAVAIL), NdStatus::ND_INVALID_ADDRESS);
+        assert_eq!(a(K::AddrError, -libc::ENOMEM), NdStatus::ND_HOST_UNREACHABLE);
         assert_eq!(a(K::AddrError, i32::MIN), NdStatus::ND_HOST_UNREACHABLE);
-        assert_eq!(
-            a(K::ConnectError, -libc::EINVAL),
-            NdStatus::ND_CONNECTION_ABORTED
-        );
+        assert_eq!(a(K::ConnectError, -libc::EINVAL), NdStatus::ND_CONNECTION_ABORTED);
         assert_eq!(a(K::DeviceRemoval, 0), NdStatus::ND_DEVICE_REMOVED);
     }
 
@@ -501,10 +460,7 @@ mod tests {
         assert_eq!(p(K::Rejected, 4), NdStatus::ND_CONNECTION_ABORTED);
         assert_eq!(p(K::Rejected, 6), NdStatus::ND_CONNECTION_ABORTED);
         assert_eq!(p(K::Unreachable, -libc::ETIMEDOUT), NdStatus::ND_IO_TIMEOUT);
-        assert_eq!(
-            p(K::ConnectError, -libc::ECONNRESET),
-            NdStatus::ND_CONNECTION_ABORTED
-        );
+        assert_eq!(p(K::ConnectError, -libc::ECONNRESET), NdStatus::ND_CONNECTION_ABORTED);
         assert_eq!(p(K::DeviceRemoval, 0), NdStatus::ND_DEVICE_REMOVED);
     }
 
@@ -522,11 +478,7 @@ mod tests {
                 K::TimewaitExit,
                 K::AddrChange,
             ] {
-                assert_eq!(
-                    from_cm_event(side, kind, 0),
-                    NdStatus::ND_SUCCESS,
-                    "{kind:?}"
-                );
+                assert_eq!(from_cm_event(side, kind, 0), NdStatus::ND_SUCCESS, "{kind:?}");
             }
         }
     }

@@ -24,9 +24,7 @@ pub fn last_error() -> NdStatus {
 }
 
 pub fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
 fn check(ret: i32) -> Result<(), NdStatus> {
@@ -78,8 +76,7 @@ pub fn from_sockaddr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match i32::from(storage.ss_family) {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in; storage is aligned for it.
-            let sin =
-                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let sin = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
             Some(SocketAddr::V4(SocketAddrV4::new(
                 Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
                 u16::from_be(sin.sin_port),
@@ -87,9 +84,7 @@ pub fn from_sockaddr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
         }
         libc::AF_INET6 => {
             // SAFETY: as above, for sockaddr_in6.
-            let sin6 = unsafe {
-                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
-            };
+            let sin6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
             Some(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(sin6.sin6_addr.s6_addr),
                 u16::from_be(sin6.sin6_port),
@@ -105,8 +100,7 @@ pub fn from_sockaddr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
 pub fn sockaddr_bytes(addr: SocketAddr) -> Vec<u8> {
     let (storage, len) = to_sockaddr(addr);
     // SAFETY: `storage` is a live local of at least `len` bytes.
-    unsafe { std::slice::from_raw_parts(ptr::addr_of!(storage).cast::<u8>(), len as usize) }
-        .to_vec()
+    unsafe { std::slice::from_raw_parts(ptr::addr_of!(storage).cast::<u8>(), len as usize) }.to_vec()
 }
 
 /// An rdma_cm event channel. Its fd is non-blocking: the engine drains it.
@@ -210,16 +204,11 @@ impl RawEvent {
         let private_data = if conn.private_data.is_null() || conn.private_data_len == 0 {
             Vec::new()
         } else {
-            std::slice::from_raw_parts(
-                conn.private_data.cast::<u8>(),
-                usize::from(conn.private_data_len),
-            )
-            .to_vec()
+            std::slice::from_raw_parts(conn.private_data.cast::<u8>(), usize::from(conn.private_data_len)).to_vec()
         };
         RawEvent {
             id: CmIdRef(event.id),
-            listen_context: (!event.listen_id.is_null())
-                .then(|| (*event.listen_id).context as usize as u64),
+            listen_context: (!event.listen_id.is_null()).then(|| (*event.listen_id).context as usize as u64),
             context: (*event.id).context as usize as u64,
             kind: event.event,
             status: event.status,
@@ -382,10 +371,7 @@ impl CmId {
     }
 
     /// QP attributes for `state` from the id's connection, as `ibv_modify_qp` wants them.
-    pub fn qp_attr(
-        &self,
-        state: ffi::ibv_qp_state::Type,
-    ) -> Result<(ffi::ibv_qp_attr, i32), NdStatus> {
+    pub fn qp_attr(&self, state: ffi::ibv_qp_state::Type) -> Result<(ffi::ibv_qp_attr, i32), NdStatus> {
         // SAFETY: ibv_qp_attr is plain old data; zero is a valid start.
         let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
         attr.qp_state = state;
@@ -436,10 +422,7 @@ fn rdma_notify_fn() -> Option<NotifyFn> {
         // SAFETY: dlopen/dlsym with NUL-terminated names; RTLD_NOLOAD only finds the copy
         // rdma-mummy-sys already loaded (or another one in the process), never a new one.
         unsafe {
-            let handle = libc::dlopen(
-                c"librdmacm.so.1".as_ptr(),
-                libc::RTLD_LAZY | libc::RTLD_NOLOAD,
-            );
+            let handle = libc::dlopen(c"librdmacm.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
             if handle.is_null() {
                 return None;
             }

@@ -36,15 +36,7 @@ impl CompletionQueue {
     pub fn new(adapter: &Adapter, depth: u32) -> Result<CompletionQueue, NdStatus> {
         let depth = i32::try_from(depth).map_err(|_| NdStatus::ND_INVALID_PARAMETER)?;
         // SAFETY: the adapter's context is open; no completion channel.
-        let cq = unsafe {
-            ffi::ibv_create_cq(
-                adapter.inner.ctx,
-                depth,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )
-        };
+        let cq = unsafe { ffi::ibv_create_cq(adapter.inner.ctx, depth, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if cq.is_null() {
             return Err(last_error());
         }
@@ -95,9 +87,7 @@ unsafe impl Sync for MemoryRegion {}
 impl MemoryRegion {
     /// Allocates and registers `len` bytes for local access and remote read/write.
     pub fn new(adapter: &Adapter, len: usize) -> Result<MemoryRegion, NdStatus> {
-        let buffer: Box<[std::cell::UnsafeCell<u8>]> = (0..len.max(1))
-            .map(|_| std::cell::UnsafeCell::new(0))
-            .collect();
+        let buffer: Box<[std::cell::UnsafeCell<u8>]> = (0..len.max(1)).map(|_| std::cell::UnsafeCell::new(0)).collect();
         let access = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
@@ -145,31 +135,23 @@ impl MemoryRegion {
 
     /// Copies bytes out of the region (what the device or the peer wrote there).
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), NdStatus> {
-        let end = offset
-            .checked_add(out.len())
-            .ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+        let end = offset.checked_add(out.len()).ok_or(NdStatus::ND_INVALID_PARAMETER)?;
         if end > self.buffer.len() {
             return Err(NdStatus::ND_INVALID_PARAMETER);
         }
         // SAFETY: in bounds (checked); the cells permit shared mutation, and bytes have no
         // invalid values whatever the device writes concurrently.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.buffer[offset].get(), out.as_mut_ptr(), out.len())
-        };
+        unsafe { std::ptr::copy_nonoverlapping(self.buffer[offset].get(), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
 
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), NdStatus> {
-        let end = offset
-            .checked_add(data.len())
-            .ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+        let end = offset.checked_add(data.len()).ok_or(NdStatus::ND_INVALID_PARAMETER)?;
         if end > self.buffer.len() {
             return Err(NdStatus::ND_INVALID_PARAMETER);
         }
         // SAFETY: as in read.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), self.buffer[offset].get(), data.len())
-        };
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.buffer[offset].get(), data.len()) };
         Ok(())
     }
 
@@ -296,10 +278,7 @@ impl QueuePair {
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;
         use ffi::ibv_qp_attr_mask as M;
-        let mask = M::IBV_QP_STATE.0
-            | M::IBV_QP_PKEY_INDEX.0
-            | M::IBV_QP_PORT.0
-            | M::IBV_QP_ACCESS_FLAGS.0;
+        let mask = M::IBV_QP_STATE.0 | M::IBV_QP_PKEY_INDEX.0 | M::IBV_QP_PORT.0 | M::IBV_QP_ACCESS_FLAGS.0;
         inner.modify(&mut attr, mask as i32)?;
         Ok(QueuePair { inner })
     }
@@ -326,14 +305,7 @@ impl QueuePair {
 
     /// ND2 Send.
     pub fn send(&self, request_context: u64, sges: &[Sge], flags: u32) -> Result<(), NdStatus> {
-        self.post(
-            request_context,
-            sges,
-            flags,
-            ffi::ibv_wr_opcode::IBV_WR_SEND,
-            0,
-            0,
-        )
+        self.post(request_context, sges, flags, ffi::ibv_wr_opcode::IBV_WR_SEND, 0, 0)
     }
 
     /// ND2 Write: RDMA write to the peer's `remote_address` under its `remote_token`.

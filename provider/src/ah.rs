@@ -12,10 +12,9 @@ use core::mem::offset_of;
 use core::ptr;
 
 use kernel_abi::{
-    ib_uverbs_ah_attr, ib_uverbs_create_ah, ib_uverbs_create_ah_resp, ib_uverbs_destroy_ah,
-    ib_uverbs_global_route, rxe_av, rxe_av_sockaddr, rxe_create_ah_resp, rxe_gid,
-    rxe_global_route, IB_USER_VERBS_CMD_CREATE_AH, IB_USER_VERBS_CMD_DESTROY_AH,
-    RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6,
+    ib_uverbs_ah_attr, ib_uverbs_create_ah, ib_uverbs_create_ah_resp, ib_uverbs_destroy_ah, ib_uverbs_global_route,
+    rxe_av, rxe_av_sockaddr, rxe_create_ah_resp, rxe_gid, rxe_global_route, IB_USER_VERBS_CMD_CREATE_AH,
+    IB_USER_VERBS_CMD_DESTROY_AH, RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6,
 };
 use log::debug;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
@@ -101,7 +100,11 @@ pub(crate) fn gid_to_sockaddr(gid: &[u8; 16]) -> rxe_av_sockaddr {
 pub(crate) fn build_av(attr: &ibv_ah_attr, sgid: &[u8; 16], dmac: [u8; 6]) -> rxe_av {
     // SAFETY: every arm of ibv_gid is plain bytes.
     let dgid = unsafe { attr.grh.dgid.raw };
-    let network_type = if is_v4_mapped(&dgid) { RXE_NETWORK_TYPE_IPV4 } else { RXE_NETWORK_TYPE_IPV6 };
+    let network_type = if is_v4_mapped(&dgid) {
+        RXE_NETWORK_TYPE_IPV4
+    } else {
+        RXE_NETWORK_TYPE_IPV6
+    };
     rxe_av {
         port_num: attr.port_num,
         network_type: network_type as u8,
@@ -135,7 +138,10 @@ fn query_sgid(ctx: &ibv_context, port: u8, index: u8) -> Result<[u8; 16], Errno>
     let dev = unsafe { ctx.device.as_ref() }.ok_or(libc::EINVAL)?;
     // SAFETY: c_char and u8 have the same size and alignment.
     let path = unsafe { &*(ptr::from_ref(&dev.ibdev_path) as *const [u8; 256]) };
-    let base = CStr::from_bytes_until_nul(path).map_err(|_| libc::EINVAL)?.to_str().map_err(|_| libc::EINVAL)?;
+    let base = CStr::from_bytes_until_nul(path)
+        .map_err(|_| libc::EINVAL)?
+        .to_str()
+        .map_err(|_| libc::EINVAL)?;
     let file = format!("{base}/ports/{port}/gids/{index}");
     let text = std::fs::read_to_string(&file).map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))?;
     parse_sysfs_gid(&text).ok_or(libc::EINVAL)
@@ -154,7 +160,11 @@ fn resolve_dmac(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<[u8; 6], Er
     }
     // SAFETY: both names are NUL-terminated; handle is live.
     let sym = unsafe {
-        libc::dlvsym(handle, c"ibv_resolve_eth_l2_from_gid".as_ptr(), c"IBVERBS_1.1".as_ptr() as *const c_char)
+        libc::dlvsym(
+            handle,
+            c"ibv_resolve_eth_l2_from_gid".as_ptr(),
+            c"IBVERBS_1.1".as_ptr() as *const c_char,
+        )
     };
     if sym.is_null() {
         return Err(libc::ENOSYS);
@@ -197,7 +207,11 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
             Err(e) => return ffi::fail_ptr(e),
         };
         let mut ah = Box::new(RxeAh {
-            ibv_ah: ibv_ah { context: p.context, pd, handle: 0 },
+            ibv_ah: ibv_ah {
+                context: p.context,
+                pd,
+                handle: 0,
+            },
             ah_num: 0,
             av: rxe_av::new_zeroed(),
         });
@@ -220,7 +234,12 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
                 Ok(av) => ah.av = av,
                 Err(e) => {
                     debug!("create_ah: no address vector (errno {e}); destroying the kernel AH");
-                    let _ = command::write_req(fd, ib_uverbs_destroy_ah { ah_handle: resp.core.ah_handle });
+                    let _ = command::write_req(
+                        fd,
+                        ib_uverbs_destroy_ah {
+                            ah_handle: resp.core.ah_handle,
+                        },
+                    );
                     return ffi::fail_ptr(e);
                 }
             }
@@ -233,8 +252,11 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
 pub(crate) unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
     ffi::guard("destroy_ah", libc::EIO, || {
         // SAFETY: libibverbs passes an AH our create_ah made (null refused).
-        let Some(a) = (unsafe { ah.as_ref() }) else { return ffi::fail_code(libc::EINVAL) };
-        match context_fd(a.context).and_then(|fd| command::write_req(fd, ib_uverbs_destroy_ah { ah_handle: a.handle })) {
+        let Some(a) = (unsafe { ah.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        match context_fd(a.context).and_then(|fd| command::write_req(fd, ib_uverbs_destroy_ah { ah_handle: a.handle }))
+        {
             Ok(()) => {
                 // SAFETY: made by Box::into_raw(Box<RxeAh>) in create_ah
                 // (ibv_ah first), released once, after the kernel let it go.
@@ -253,7 +275,13 @@ mod tests {
 
     fn attr(dgid: [u8; 16]) -> ibv_ah_attr {
         ibv_ah_attr {
-            grh: ibv_global_route { dgid: ibv_gid { raw: dgid }, flow_label: 0x12345, sgid_index: 1, hop_limit: 64, traffic_class: 3 },
+            grh: ibv_global_route {
+                dgid: ibv_gid { raw: dgid },
+                flow_label: 0x12345,
+                sgid_index: 1,
+                hop_limit: 64,
+                traffic_class: 3,
+            },
             dlid: 0,
             sl: 2,
             src_path_bits: 0,
@@ -265,7 +293,9 @@ mod tests {
 
     const V4_198_18_0_2: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2];
     const V4_198_18_0_1: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1];
-    const LINK_LOCAL: [u8; 16] = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56];
+    const LINK_LOCAL: [u8; 16] = [
+        0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56,
+    ];
 
     #[test]
     fn an_ipv4_mapped_destination_makes_an_ipv4_av() {
@@ -280,7 +310,15 @@ mod tests {
         assert_eq!((s.sin_port, d.__pad), (0, [0; 8]));
         // SAFETY: raw arm of a plain-bytes union.
         assert_eq!(unsafe { av.grh.dgid.raw }, V4_198_18_0_2);
-        assert_eq!((av.grh.flow_label, av.grh.sgid_index, av.grh.hop_limit, av.grh.traffic_class), (0x12345, 1, 64, 3));
+        assert_eq!(
+            (
+                av.grh.flow_label,
+                av.grh.sgid_index,
+                av.grh.hop_limit,
+                av.grh.traffic_class
+            ),
+            (0x12345, 1, 64, 3)
+        );
     }
 
     #[test]
@@ -314,14 +352,26 @@ mod tests {
     fn the_kernel_gets_the_attributes_field_for_field() {
         let k = uverbs_ah_attr(&attr(V4_198_18_0_2));
         assert_eq!(k.grh.dgid, V4_198_18_0_2);
-        assert_eq!((k.grh.flow_label, k.grh.sgid_index, k.grh.hop_limit, k.grh.traffic_class), (0x12345, 1, 64, 3));
-        assert_eq!((k.sl, k.is_global, k.port_num, k.reserved, k.grh.reserved), (2, 1, 1, 0, 0));
+        assert_eq!(
+            (k.grh.flow_label, k.grh.sgid_index, k.grh.hop_limit, k.grh.traffic_class),
+            (0x12345, 1, 64, 3)
+        );
+        assert_eq!(
+            (k.sl, k.is_global, k.port_num, k.reserved, k.grh.reserved),
+            (2, 1, 1, 0, 0)
+        );
     }
 
     #[test]
     fn sysfs_gids_parse_and_garbage_does_not() {
-        assert_eq!(parse_sysfs_gid("fe80:0000:0000:0000:5054:00ff:fe12:3456\n"), Some(LINK_LOCAL));
-        assert_eq!(parse_sysfs_gid("0000:0000:0000:0000:0000:ffff:c612:0002"), Some(V4_198_18_0_2));
+        assert_eq!(
+            parse_sysfs_gid("fe80:0000:0000:0000:5054:00ff:fe12:3456\n"),
+            Some(LINK_LOCAL)
+        );
+        assert_eq!(
+            parse_sysfs_gid("0000:0000:0000:0000:0000:ffff:c612:0002"),
+            Some(V4_198_18_0_2)
+        );
         assert_eq!(parse_sysfs_gid("fe80:0000:0000:0000:5054:00ff:fe12"), None);
         assert_eq!(parse_sysfs_gid("fe80:0000:0000:0000:5054:00ff:fe12:3456:0000"), None);
         assert_eq!(parse_sysfs_gid("fe80::5054:00ff:fe12:3456"), None);
@@ -339,7 +389,13 @@ mod tests {
             attr: uverbs_ah_attr(&attr(V4_198_18_0_2)),
             driver_data: [],
         };
-        let n = command::frame_write(&mut buf, IB_USER_VERBS_CMD_CREATE_AH, cmd.as_bytes(), size_of::<CreateAhResp>()).unwrap();
+        let n = command::frame_write(
+            &mut buf,
+            IB_USER_VERBS_CMD_CREATE_AH,
+            cmd.as_bytes(),
+            size_of::<CreateAhResp>(),
+        )
+        .unwrap();
         assert_eq!(n, 64);
         assert_eq!(u16::from_ne_bytes([buf[4], buf[5]]), 16); // (8 + 56) / 4
         assert_eq!(u16::from_ne_bytes([buf[6], buf[7]]), 3); // 4 core + 8 rxe bytes

@@ -13,15 +13,14 @@ use core::ffi::c_void;
 use std::os::fd::RawFd;
 
 use kernel_abi::{
-    ib_uverbs_attr, ib_uverbs_attr_attr_data, ib_uverbs_attr_value, ib_uverbs_ioctl_hdr,
-    RDMA_VERBS_IOCTL, UVERBS_ATTR_F_VALID_OUTPUT,
+    ib_uverbs_attr, ib_uverbs_attr_attr_data, ib_uverbs_attr_value, ib_uverbs_ioctl_hdr, RDMA_VERBS_IOCTL,
+    UVERBS_ATTR_F_VALID_OUTPUT,
 };
 use kernel_abi::{
-    ib_uverbs_cmd_hdr, ib_uverbs_ex_cmd_hdr, ib_uverbs_ex_query_device,
-    ib_uverbs_ex_query_device_resp, ib_uverbs_get_context, ib_uverbs_get_context_resp,
-    ib_uverbs_query_device, ib_uverbs_query_device_resp, ib_uverbs_query_port,
-    ib_uverbs_query_port_resp, IB_USER_VERBS_CMD_GET_CONTEXT, IB_USER_VERBS_CMD_QUERY_DEVICE,
-    IB_USER_VERBS_CMD_FLAG_EXTENDED, IB_USER_VERBS_CMD_QUERY_PORT, IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
+    ib_uverbs_cmd_hdr, ib_uverbs_ex_cmd_hdr, ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp,
+    ib_uverbs_get_context, ib_uverbs_get_context_resp, ib_uverbs_query_device, ib_uverbs_query_device_resp,
+    ib_uverbs_query_port, ib_uverbs_query_port_resp, IB_USER_VERBS_CMD_FLAG_EXTENDED, IB_USER_VERBS_CMD_GET_CONTEXT,
+    IB_USER_VERBS_CMD_QUERY_DEVICE, IB_USER_VERBS_CMD_QUERY_PORT, IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
 };
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
@@ -90,19 +89,17 @@ fn put(out: &mut [u8], at: usize, bytes: &[u8]) -> Result<usize, Errno> {
 /// Frames a legacy command into `out`; returns the length to write.
 pub fn frame_write(out: &mut [u8], id: u32, body: &[u8], resp_len: usize) -> Result<usize, Errno> {
     let total = core::mem::size_of::<ib_uverbs_cmd_hdr>() + body.len();
-    let hdr = ib_uverbs_cmd_hdr { command: id, in_words: words(total, 4)?, out_words: words(resp_len, 4)? };
+    let hdr = ib_uverbs_cmd_hdr {
+        command: id,
+        in_words: words(total, 4)?,
+        out_words: words(resp_len, 4)?,
+    };
     let at = put(out, 0, hdr.as_bytes())?;
     put(out, at, body)
 }
 
 /// Frames an extended command into `out`; returns the length to write.
-pub fn frame_write_ex(
-    out: &mut [u8],
-    id: u32,
-    body: &[u8],
-    response: u64,
-    resp_len: usize,
-) -> Result<usize, Errno> {
+pub fn frame_write_ex(out: &mut [u8], id: u32, body: &[u8], response: u64, resp_len: usize) -> Result<usize, Errno> {
     frame_write_ex_drv(out, id, body, response, resp_len, 0)
 }
 
@@ -171,7 +168,12 @@ impl<C: IntoBytes + Immutable> Framed<C> {
     }
 
     fn as_bytes(&self) -> &[u8] {
-        const { assert!(core::mem::size_of::<Framed<C>>() == core::mem::size_of::<ib_uverbs_cmd_hdr>() + core::mem::size_of::<C>()) };
+        const {
+            assert!(
+                core::mem::size_of::<Framed<C>>()
+                    == core::mem::size_of::<ib_uverbs_cmd_hdr>() + core::mem::size_of::<C>()
+            )
+        };
         // SAFETY: repr(C); the header and the body have no padding (both
         // IntoBytes) and, by the size assertion, there is none between or
         // after them, so every byte of the struct is initialised.
@@ -303,7 +305,10 @@ mod tests {
 
     #[test]
     fn get_context_is_header_plus_response_address() {
-        let cmd = ib_uverbs_get_context { response: 0x1122_3344_5566_7788, driver_data: [] };
+        let cmd = ib_uverbs_get_context {
+            response: 0x1122_3344_5566_7788,
+            driver_data: [],
+        };
         let mut buf = [0u8; 64];
         let n = frame_write(&mut buf, IB_USER_VERBS_CMD_GET_CONTEXT, cmd.as_bytes(), 8).unwrap();
         assert_eq!(n, 16);
@@ -315,21 +320,40 @@ mod tests {
 
     #[test]
     fn commands_built_in_place_are_the_framed_bytes() {
-        let cmd = ib_uverbs_query_port { response: 8, port_num: 1, reserved: [0; 7], driver_data: [] };
+        let cmd = ib_uverbs_query_port {
+            response: 8,
+            port_num: 1,
+            reserved: [0; 7],
+            driver_data: [],
+        };
         let mut buf = [0u8; 64];
         let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
         let framed = Framed::new(IB_USER_VERBS_CMD_QUERY_PORT, cmd, 40).unwrap();
         assert_eq!(framed.as_bytes(), &buf[..n]);
-        let cmd = ib_uverbs_query_device { response: 0x55, driver_data: [] };
+        let cmd = ib_uverbs_query_device {
+            response: 0x55,
+            driver_data: [],
+        };
         let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 0).unwrap();
-        assert_eq!(Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 0).unwrap().as_bytes(), &buf[..n]);
+        assert_eq!(
+            Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 0).unwrap().as_bytes(),
+            &buf[..n]
+        );
         // A response length that is not whole words is refused, as framed.
-        assert_eq!(Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 3).err(), Some(libc::EINVAL));
+        assert_eq!(
+            Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 3).err(),
+            Some(libc::EINVAL)
+        );
     }
 
     #[test]
     fn query_port_carries_the_port_number() {
-        let cmd = ib_uverbs_query_port { response: 8, port_num: 1, reserved: [0; 7], driver_data: [] };
+        let cmd = ib_uverbs_query_port {
+            response: 8,
+            port_num: 1,
+            reserved: [0; 7],
+            driver_data: [],
+        };
         let mut buf = [0u8; 64];
         let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
         assert_eq!(n, 24);
@@ -341,7 +365,10 @@ mod tests {
 
     #[test]
     fn query_device_asks_for_the_whole_176_byte_response() {
-        let cmd = ib_uverbs_query_device { response: 0, driver_data: [] };
+        let cmd = ib_uverbs_query_device {
+            response: 0,
+            driver_data: [],
+        };
         let mut buf = [0u8; 64];
         frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 176).unwrap();
         assert_eq!((u32_at(&buf, 0), u16_at(&buf, 4), u16_at(&buf, 6)), (1, 4, 44));
@@ -349,10 +376,12 @@ mod tests {
 
     #[test]
     fn extended_query_device_uses_8_byte_words_without_headers() {
-        let cmd = ib_uverbs_ex_query_device { comp_mask: 0, reserved: 0 };
+        let cmd = ib_uverbs_ex_query_device {
+            comp_mask: 0,
+            reserved: 0,
+        };
         let mut buf = [0u8; 64];
-        let n = frame_write_ex(&mut buf, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, cmd.as_bytes(), 0xabc0, 304)
-            .unwrap();
+        let n = frame_write_ex(&mut buf, IB_USER_VERBS_EX_CMD_QUERY_DEVICE, cmd.as_bytes(), 0xabc0, 304).unwrap();
         assert_eq!(n, 8 + 16 + 8);
         assert_eq!(u32_at(&buf, 0), 0x8000_0001);
         assert_eq!(u16_at(&buf, 4), 1); // 8-byte body
@@ -398,19 +427,31 @@ mod tests {
     fn an_ioctl_call_is_its_header_then_its_attributes() {
         let cmd = IoctlCmd::new(0, 4, 14, [attr_out(1, 0xdead_beef, 8)]).unwrap();
         assert_eq!(core::mem::size_of_val(&cmd), 24 + 16);
-        assert_eq!((cmd.hdr.length, cmd.hdr.object_id, cmd.hdr.method_id, cmd.hdr.num_attrs), (40, 0, 4, 1));
+        assert_eq!(
+            (cmd.hdr.length, cmd.hdr.object_id, cmd.hdr.method_id, cmd.hdr.num_attrs),
+            (40, 0, 4, 1)
+        );
         assert_eq!(cmd.hdr.driver_id, 14);
         let a = &cmd.attrs[0];
         // SAFETY: attr_out writes the `data` arm.
-        assert_eq!((a.attr_id, a.len, a.flags, unsafe { a.value.data }), (1, 8, 0, 0xdead_beef));
+        assert_eq!(
+            (a.attr_id, a.len, a.flags, unsafe { a.value.data }),
+            (1, 8, 0, 0xdead_beef)
+        );
         assert!(!output_valid(a));
-        let written = ib_uverbs_attr { flags: UVERBS_ATTR_F_VALID_OUTPUT as u16, ..*a };
+        let written = ib_uverbs_attr {
+            flags: UVERBS_ATTR_F_VALID_OUTPUT as u16,
+            ..*a
+        };
         assert!(output_valid(&written));
     }
 
     #[test]
     fn a_bad_fd_is_an_errno_not_a_crash() {
-        let cmd = ib_uverbs_get_context { response: 0, driver_data: [] };
+        let cmd = ib_uverbs_get_context {
+            response: 0,
+            driver_data: [],
+        };
         assert_eq!(write_cmd(-1, cmd).err(), Some(libc::EBADF));
     }
 }

@@ -92,7 +92,13 @@ fn ops_table(layout: Layout) -> *const c_void {
 /// `GET_CONTEXT`: the kernel creates the ucontext and, on the write path, the
 /// async event file. Fills what `ibv_cmd_get_context` fills.
 fn get_context(ctx: &mut ibv_context) -> Result<(), Errno> {
-    let resp = command::write_cmd(ctx.cmd_fd, ib_uverbs_get_context { response: 0, driver_data: [] })?;
+    let resp = command::write_cmd(
+        ctx.cmd_fd,
+        ib_uverbs_get_context {
+            response: 0,
+            driver_data: [],
+        },
+    )?;
     // Store the fd first so that, even if the rest is rejected,
     // verbs_uninit_context closes it.
     ctx.async_fd = c_int::try_from(resp.async_fd).map_err(|_| libc::EPROTO)?;
@@ -121,7 +127,8 @@ pub(crate) unsafe extern "C" fn alloc_context(
 
         // SAFETY: device is the ibv_device libibverbs passed us; the size
         // covers this layout's verbs_context (prefix + ibv_context) and ours.
-        let base = unsafe { lib.init_and_alloc_context(device, cmd_fd, prefix + size_of::<RxeContext>(), RDMA_DRIVER_RXE) };
+        let base =
+            unsafe { lib.init_and_alloc_context(device, cmd_fd, prefix + size_of::<RxeContext>(), RDMA_DRIVER_RXE) };
         if base.is_null() {
             return ptr::null_mut(); // libibverbs closed cmd_fd and set errno
         }
@@ -161,7 +168,9 @@ unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
     ffi::guard("free_context", (), || {
         let Some(lib) = runtime::get() else { return };
         // SAFETY: libibverbs passes a context our alloc_context made.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(ibctx) }) else { return };
+        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(ibctx) }) else {
+            return;
+        };
         let prefix = ctx.layout.verbs_context_prefix();
         // SAFETY: the allocation starts `prefix` bytes before ibv_context (see
         // alloc_context); libibverbs is done with it, and we free it once.
@@ -181,9 +190,15 @@ mod tests {
     #[test]
     fn our_context_begins_where_verbs_context_ends_its_prefix() {
         assert_eq!(offset_of!(RxeContext, ibv_ctx), 0);
-        assert_eq!(offset_of!(verbs_context, context) + size_of::<ibv_context>(), size_of::<verbs_context>());
+        assert_eq!(
+            offset_of!(verbs_context, context) + size_of::<ibv_context>(),
+            size_of::<verbs_context>()
+        );
         // Our fields keep 8-byte alignment after the prefix.
-        assert_eq!(offset_of!(verbs_context, context) % core::mem::align_of::<RxeContext>(), 0);
+        assert_eq!(
+            offset_of!(verbs_context, context) % core::mem::align_of::<RxeContext>(),
+            0
+        );
     }
 
     #[test]

@@ -144,7 +144,12 @@ impl PollState {
     pub(crate) fn new(ring: Option<Ring>) -> PollState {
         let ring = ring.filter(|r| r.geometry().elem_size() >= size_of::<ib_uverbs_wc>());
         let cons = ring.as_ref().map_or(0, Ring::consumer_index);
-        PollState { ring, cons, cur: cons, current: ib_uverbs_wc::new_zeroed() }
+        PollState {
+            ring,
+            cons,
+            cur: cons,
+            current: ib_uverbs_wc::new_zeroed(),
+        }
     }
 
     fn ring(&self) -> Result<&Ring, Errno> {
@@ -320,7 +325,14 @@ impl RxeCq {
 
 /// The kernel CQ a create made, to undo if the rest fails.
 fn destroy_kernel_cq(fd: RawFd, handle: u32) -> Result<ib_uverbs_destroy_cq_resp, Errno> {
-    command::write_cmd(fd, ib_uverbs_destroy_cq { response: 0, cq_handle: handle, reserved: 0 })
+    command::write_cmd(
+        fd,
+        ib_uverbs_destroy_cq {
+            response: 0,
+            cq_handle: handle,
+            reserved: 0,
+        },
+    )
 }
 
 /// What a create response must satisfy: the ring maps and is sane, and the
@@ -328,7 +340,10 @@ fn destroy_kernel_cq(fd: RawFd, handle: u32) -> Result<ib_uverbs_destroy_cq_resp
 fn map_cq_ring(fd: RawFd, mi: &mminfo, asked: u32, granted: u32) -> Result<(Ring, c_int), Errno> {
     let ring = Ring::map(fd, mi, size_of::<ib_uverbs_wc>())?;
     if granted < asked || granted > ring.indices().capacity() {
-        debug!("CQ: kernel granted {granted} CQEs for {asked} on a ring of {}", ring.indices().capacity());
+        debug!(
+            "CQ: kernel granted {granted} CQEs for {asked} on a ring of {}",
+            ring.indices().capacity()
+        );
         return Err(libc::EPROTO);
     }
     let cqe = c_int::try_from(granted).map_err(|_| libc::EPROTO)?;
@@ -427,11 +442,13 @@ pub(crate) unsafe extern "C" fn create_cq(
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
 ) -> *mut ibv_cq {
-    ffi::guard("create_cq", ptr::null_mut(), || match create(context, cqe, channel, comp_vector, None) {
-        Ok(cq) => Box::into_raw(cq).cast::<ibv_cq>(),
-        Err(errno) => {
-            ffi::set_errno(errno);
-            ptr::null_mut()
+    ffi::guard("create_cq", ptr::null_mut(), || {
+        match create(context, cqe, channel, comp_vector, None) {
+            Ok(cq) => Box::into_raw(cq).cast::<ibv_cq>(),
+            Err(errno) => {
+                ffi::set_errno(errno);
+                ptr::null_mut()
+            }
         }
     })
 }
@@ -504,7 +521,9 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
 pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
     ffi::guard("destroy_cq", libc::EIO, || {
         // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else { return libc::EINVAL };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
+            return libc::EINVAL;
+        };
         let resp = match destroy_kernel_cq(cq.cmd_fd, cq.handle()) {
             Ok(resp) => resp,
             Err(errno) => return errno,
@@ -538,7 +557,9 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
     ffi::guard("poll_cq", -libc::EIO, || {
         // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else { return -libc::EINVAL };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
+            return -libc::EINVAL;
+        };
         let Ok(ne) = usize::try_from(ne) else { return 0 };
         if ne == 0 {
             return 0;
@@ -563,8 +584,13 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
 pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
     ffi::guard("req_notify_cq", libc::EIO, || {
         // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else { return libc::EINVAL };
-        let cmd = ib_uverbs_req_notify_cq { cq_handle: cq.handle(), solicited_only: u32::from(solicited_only != 0) };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
+            return libc::EINVAL;
+        };
+        let cmd = ib_uverbs_req_notify_cq {
+            cq_handle: cq.handle(),
+            solicited_only: u32::from(solicited_only != 0),
+        };
         match command::write_cmd(cq.cmd_fd, cmd) {
             Ok(()) => 0,
             Err(errno) => errno,
@@ -578,12 +604,19 @@ pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only:
 pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_int {
     ffi::guard("resize_cq", libc::EIO, || {
         // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else { return libc::EINVAL };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
+            return libc::EINVAL;
+        };
         let asked = cqe as u32;
         cq.locked(|state| {
             // Our consumer index is already in the shared page (every poll
             // stores it), which is where the kernel reads it from to copy.
-            let cmd = ib_uverbs_resize_cq { response: 0, cq_handle: cq.handle(), cqe: asked, driver_data: [] };
+            let cmd = ib_uverbs_resize_cq {
+                response: 0,
+                cq_handle: cq.handle(),
+                cqe: asked,
+                driver_data: [],
+            };
             let resp = match command::write_cmd(cq.cmd_fd, cmd) {
                 Ok(resp) => resp,
                 Err(errno) => return errno,
@@ -599,7 +632,10 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
                 Err(errno) => {
                     // The old ring is dead (the kernel writes only the new
                     // one): polling must fail rather than read stale CQEs.
-                    error!("CQ {}: resized, but the new ring is unusable (errno {errno})", cq.handle());
+                    error!(
+                        "CQ {}: resized, but the new ring is unusable (errno {errno})",
+                        cq.handle()
+                    );
                     state.replace_ring(None);
                     errno
                 }
@@ -613,7 +649,9 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
 unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq_attr) -> c_int {
     ffi::guard("start_poll", libc::EIO, || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else { return libc::EINVAL };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
+            return libc::EINVAL;
+        };
         cq.lock.lock();
         // SAFETY: we just took the lock.
         let state = unsafe { cq.state_locked() };
@@ -636,7 +674,9 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
 unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
     ffi::guard("next_poll", libc::EIO, || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else { return libc::EINVAL };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
+            return libc::EINVAL;
+        };
         // SAFETY: next_poll is only valid after a successful start_poll,
         // which left the lock held.
         match unsafe { cq.state_locked() }.next() {
@@ -657,7 +697,9 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
 unsafe extern "C" fn end_poll(current: *mut ibv_cq_ex) {
     ffi::guard("end_poll", (), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else { return };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
+            return;
+        };
         if !cq.lock.is_locked() {
             warn!("end_poll without a successful start_poll: ignored");
             return;
@@ -675,7 +717,9 @@ where
 {
     ffi::guard(entry, on_error, || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else { return on_error };
+        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
+            return on_error;
+        };
         // SAFETY: read_* is only valid between a successful start_poll and
         // end_poll, with the lock held.
         f(&unsafe { cq.state_locked() }.current)
@@ -761,7 +805,9 @@ mod tests {
         c.opcode = opcode;
         c.vendor_err = 0x100 + i;
         c.byte_len = 0x2000 + i;
-        c.ex = ib_uverbs_wc_ex { imm_data: 0xdead_0000 + i };
+        c.ex = ib_uverbs_wc_ex {
+            imm_data: 0xdead_0000 + i,
+        };
         c.qp_num = 0x11 + i;
         c.src_qp = 0x22 + i;
         c.wc_flags = i % 16;
@@ -781,7 +827,10 @@ mod tests {
         // SAFETY: both unions are two u32 arms.
         assert_eq!(unsafe { w.ex.imm_data }, unsafe { c.ex.imm_data });
         assert_eq!((w.qp_num, w.src_qp, w.wc_flags), (c.qp_num, c.src_qp, c.wc_flags));
-        assert_eq!((w.pkey_index, w.slid, w.sl, w.dlid_path_bits), (c.pkey_index, c.slid, c.sl, c.dlid_path_bits));
+        assert_eq!(
+            (w.pkey_index, w.slid, w.sl, w.dlid_path_bits),
+            (c.pkey_index, c.slid, c.sl, c.dlid_path_bits)
+        );
     }
 
     fn fake_cq(mask: u32) -> (FakeQueue, PollState) {
@@ -822,7 +871,12 @@ mod tests {
         let mut seen = Vec::new();
         while seen.len() < all.len() {
             // Fill the ring (capacity 3), then drain it two at a time.
-            while next < all.len() && !fq.kernel.indices().is_full(fq.kernel.producer_index(), fq.kernel.consumer_index()) {
+            while next < all.len()
+                && !fq
+                    .kernel
+                    .indices()
+                    .is_full(fq.kernel.producer_index(), fq.kernel.consumer_index())
+            {
                 fq.produce(&all[next]);
                 next += 1;
             }
@@ -862,7 +916,10 @@ mod tests {
         fq.produce(&cqe(6, 0, 0));
         s.start().unwrap();
         s.end();
-        assert_eq!(poll_n(&mut s, 8).iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![cqe(6, 0, 0).wr_id]);
+        assert_eq!(
+            poll_n(&mut s, 8).iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+            vec![cqe(6, 0, 0).wr_id]
+        );
     }
 
     #[test]
@@ -879,7 +936,10 @@ mod tests {
         bigger.kernel.release_consumer(1);
         s.replace_ring(Some(Ring::map(bigger.raw_fd(), &bigger.mi, 48).unwrap()));
         assert_eq!((s.cons, s.cur), (1, 1));
-        assert_eq!(poll_n(&mut s, 8).iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![cqe(2, 0, 0).wr_id]);
+        assert_eq!(
+            poll_n(&mut s, 8).iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+            vec![cqe(2, 0, 0).wr_id]
+        );
         // A lost ring fails every poll rather than reading stale memory.
         s.replace_ring(None);
         let mut out = [MaybeUninit::uninit(); 1];
@@ -916,12 +976,19 @@ mod tests {
     #[test]
     fn create_cq_ex_attributes_as_stock_checks_them() {
         assert_eq!(ex_create_flags(&init_attr(SUPPORTED_WC_FLAGS, 0, 0)), Ok(0));
-        for unsupported in [IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, 1 << 8] {
+        for unsupported in [
+            IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+            IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
+            1 << 8,
+        ] {
             assert_eq!(ex_create_flags(&init_attr(unsupported, 0, 0)), Err(libc::EOPNOTSUPP));
         }
         assert_eq!(ex_create_flags(&init_attr(0, 1 << 2, 0)), Err(libc::EOPNOTSUPP));
         let overrun = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN | IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
-        assert_eq!(ex_create_flags(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_FLAGS, overrun)), Ok(IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN));
+        assert_eq!(
+            ex_create_flags(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_FLAGS, overrun)),
+            Ok(IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN)
+        );
         // Flags count only with their comp_mask bit.
         assert_eq!(ex_create_flags(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_PD, overrun)), Ok(0));
     }
@@ -960,9 +1027,18 @@ mod tests {
             assert!(cq.lock.is_locked());
             assert_eq!(((*p).wr_id, (*p).status), (a.wr_id, 0));
             assert_eq!(read_opcode(p), 129);
-            assert_eq!((read_byte_len(p), read_imm_data(p), read_qp_num(p)), (a.byte_len, a.ex.imm_data, a.qp_num));
-            assert_eq!((read_src_qp(p), read_wc_flags(p), read_vendor_err(p)), (a.src_qp, a.wc_flags, a.vendor_err));
-            assert_eq!((read_slid(p), read_sl(p), read_dlid_path_bits(p)), (u32::from(a.slid), a.sl, a.dlid_path_bits));
+            assert_eq!(
+                (read_byte_len(p), read_imm_data(p), read_qp_num(p)),
+                (a.byte_len, a.ex.imm_data, a.qp_num)
+            );
+            assert_eq!(
+                (read_src_qp(p), read_wc_flags(p), read_vendor_err(p)),
+                (a.src_qp, a.wc_flags, a.vendor_err)
+            );
+            assert_eq!(
+                (read_slid(p), read_sl(p), read_dlid_path_bits(p)),
+                (u32::from(a.slid), a.sl, a.dlid_path_bits)
+            );
             assert_eq!(next_poll(p), 0);
             assert_eq!(((*p).wr_id, (*p).status, read_opcode(p)), (b.wr_id, 5, 2));
             assert_eq!(next_poll(p), libc::ENOENT);
@@ -989,13 +1065,22 @@ mod tests {
 
     #[test]
     fn create_fails_with_an_errno_without_a_kernel() {
-        assert_eq!(create(ptr::null_mut(), 4, ptr::null_mut(), 0, None).err(), Some(libc::EINVAL));
+        assert_eq!(
+            create(ptr::null_mut(), 4, ptr::null_mut(), 0, None).err(),
+            Some(libc::EINVAL)
+        );
         // A context whose cmd_fd is not a uverbs file: the command fails
         // before the kernel object exists, and the CQ is freed.
         let mut ctx = MaybeUninit::<ibv_context>::zeroed();
         // SAFETY: zeroed is a valid ibv_context (pointers NULL, fds 0).
         unsafe { (*ctx.as_mut_ptr()).cmd_fd = -1 };
-        assert_eq!(create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, None).err(), Some(libc::EBADF));
-        assert_eq!(create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, Some(0)).err(), Some(libc::EBADF));
+        assert_eq!(
+            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, None).err(),
+            Some(libc::EBADF)
+        );
+        assert_eq!(
+            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, Some(0)).err(),
+            Some(libc::EBADF)
+        );
     }
 }

@@ -44,11 +44,19 @@ pub(crate) unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) ->
             ffi::set_errno(libc::ENODEV);
             return ptr::null_mut();
         };
-        let num_ports = if lib.layout.sysfs_dev_has_num_ports() { sysfs.num_ports } else { 0 };
+        let num_ports = if lib.layout.sysfs_dev_has_num_ports() {
+            sysfs.num_ports
+        } else {
+            0
+        };
         // SAFETY: an all-zero verbs_device is what C's calloc gives the stock
         // provider: null pointers, zero counters, no ops.
         let vdev = unsafe { MaybeUninit::<verbs_device>::zeroed().assume_init() };
-        let dev = Box::new(RxeDevice { vdev, abi_version: sysfs.abi_ver, num_ports });
+        let dev = Box::new(RxeDevice {
+            vdev,
+            abi_version: sysfs.abi_ver,
+            num_ports,
+        });
         info!(
             "allocated device {} (driver id {}, uverbs ABI {}, {} port(s))",
             c_name(&sysfs.ibdev_name),

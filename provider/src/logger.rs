@@ -17,7 +17,9 @@ static LOGGER: VerbsLogger = VerbsLogger { file: Mutex::new(None) };
 /// Maps `VERBS_LOG_LEVEL` as rdma-core parses it (`strtol(.., 0)`: decimal,
 /// `0x` hex or leading-zero octal) to a `log` level filter.
 pub(crate) fn level_from_env(value: Option<&str>) -> LevelFilter {
-    let Some(v) = value.map(str::trim) else { return LevelFilter::Off };
+    let Some(v) = value.map(str::trim) else {
+        return LevelFilter::Off;
+    };
     let parsed = if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16).ok()
     } else if v.len() > 1 && v.starts_with('0') {

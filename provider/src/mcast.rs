@@ -3,8 +3,7 @@
 use core::ffi::c_int;
 
 use kernel_abi::{
-    ib_uverbs_attach_mcast, ib_uverbs_detach_mcast, IB_USER_VERBS_CMD_ATTACH_MCAST,
-    IB_USER_VERBS_CMD_DETACH_MCAST,
+    ib_uverbs_attach_mcast, ib_uverbs_detach_mcast, IB_USER_VERBS_CMD_ATTACH_MCAST, IB_USER_VERBS_CMD_DETACH_MCAST,
 };
 
 use crate::command::{self, WriteReq};
@@ -34,7 +33,16 @@ fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), i3
 pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
     ffi::guard("attach_mcast", libc::EIO, || {
         let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
-            command::write_req(fd, ib_uverbs_attach_mcast { gid, qp_handle, mlid: lid, reserved: 0, driver_data: [] })
+            command::write_req(
+                fd,
+                ib_uverbs_attach_mcast {
+                    gid,
+                    qp_handle,
+                    mlid: lid,
+                    reserved: 0,
+                    driver_data: [],
+                },
+            )
         });
         r.map_or_else(ffi::fail_code, |()| 0)
     })
@@ -44,7 +52,16 @@ pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gi
 pub(crate) unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
     ffi::guard("detach_mcast", libc::EIO, || {
         let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
-            command::write_req(fd, ib_uverbs_detach_mcast { gid, qp_handle, mlid: lid, reserved: 0, driver_data: [] })
+            command::write_req(
+                fd,
+                ib_uverbs_detach_mcast {
+                    gid,
+                    qp_handle,
+                    mlid: lid,
+                    reserved: 0,
+                    driver_data: [],
+                },
+            )
         });
         r.map_or_else(ffi::fail_code, |()| 0)
     })
@@ -57,7 +74,13 @@ mod tests {
 
     #[test]
     fn attach_is_gid_handle_and_lid_without_response() {
-        let cmd = ib_uverbs_attach_mcast { gid: [0xff; 16], qp_handle: 3, mlid: 0xc001, reserved: 0, driver_data: [] };
+        let cmd = ib_uverbs_attach_mcast {
+            gid: [0xff; 16],
+            qp_handle: 3,
+            mlid: 0xc001,
+            reserved: 0,
+            driver_data: [],
+        };
         let mut buf = [0u8; 64];
         let n = command::frame_write(&mut buf, ib_uverbs_attach_mcast::ID, cmd.as_bytes(), 0).unwrap();
         assert_eq!(n, 32);
@@ -73,6 +96,9 @@ mod tests {
         // SAFETY: null QP is refused before use.
         assert_eq!(unsafe { attach_mcast(core::ptr::null_mut(), &gid, 0) }, libc::EINVAL);
         // SAFETY: as above.
-        assert_eq!(unsafe { detach_mcast(core::ptr::null_mut(), core::ptr::null(), 0) }, libc::EINVAL);
+        assert_eq!(
+            unsafe { detach_mcast(core::ptr::null_mut(), core::ptr::null(), 0) },
+            libc::EINVAL
+        );
     }
 }

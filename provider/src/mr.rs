@@ -19,10 +19,9 @@ use core::ffi::{c_int, c_void};
 use core::ptr;
 
 use kernel_abi::{
-    ib_uverbs_dereg_mr, ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp, ib_uverbs_rereg_mr,
-    ib_uverbs_rereg_mr_resp, IB_USER_VERBS_CMD_DEREG_MR, IB_USER_VERBS_CMD_REG_MR,
-    IB_USER_VERBS_CMD_REREG_MR, RDMA_DRIVER_RXE, UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT,
-    UVERBS_METHOD_QUERY_CONTEXT, UVERBS_OBJECT_DEVICE,
+    ib_uverbs_dereg_mr, ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp, ib_uverbs_rereg_mr, ib_uverbs_rereg_mr_resp,
+    IB_USER_VERBS_CMD_DEREG_MR, IB_USER_VERBS_CMD_REG_MR, IB_USER_VERBS_CMD_REREG_MR, RDMA_DRIVER_RXE,
+    UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, UVERBS_METHOD_QUERY_CONTEXT, UVERBS_OBJECT_DEVICE,
 };
 use log::debug;
 
@@ -78,7 +77,11 @@ pub(crate) fn rereg_cmd(
     length: usize,
     access: c_int,
 ) -> Result<ib_uverbs_rereg_mr, Errno> {
-    let pd_handle = if flags & IBV_REREG_MR_CHANGE_PD != 0 { new_pd_handle.ok_or(libc::EINVAL)? } else { 0 };
+    let pd_handle = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
+        new_pd_handle.ok_or(libc::EINVAL)?
+    } else {
+        0
+    };
     Ok(ib_uverbs_rereg_mr {
         response: 0,
         mr_handle,
@@ -99,8 +102,13 @@ pub(crate) fn probe_core_support(ctx: &ibv_context) {
     let mut core_support: u64 = 0;
     let addr = ptr::from_mut(&mut core_support) as usize as u64;
     let attr = command::attr_out(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT as u16, addr, 8);
-    let result = IoctlCmd::new(UVERBS_OBJECT_DEVICE as u16, UVERBS_METHOD_QUERY_CONTEXT as u16, RDMA_DRIVER_RXE, [attr])
-        .and_then(|mut cmd| command::ioctl_cmd(ctx.cmd_fd, &mut cmd).map(|()| command::output_valid(&cmd.attrs[0])));
+    let result = IoctlCmd::new(
+        UVERBS_OBJECT_DEVICE as u16,
+        UVERBS_METHOD_QUERY_CONTEXT as u16,
+        RDMA_DRIVER_RXE,
+        [attr],
+    )
+    .and_then(|mut cmd| command::ioctl_cmd(ctx.cmd_fd, &mut cmd).map(|()| command::output_valid(&cmd.attrs[0])));
     match result {
         Ok(true) => {
             debug!("kernel core support bits {core_support:#x}");
@@ -124,7 +132,9 @@ pub(crate) unsafe extern "C" fn reg_mr(
 ) -> *mut ibv_mr {
     ffi::guard("reg_mr", ptr::null_mut(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
-        let Some(p) = (unsafe { pd.as_ref() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        let Some(p) = (unsafe { pd.as_ref() }) else {
+            return ffi::fail_ptr(libc::EINVAL);
+        };
         let cmd = reg_length(addr as usize, length, access).map(|len| ib_uverbs_reg_mr {
             response: 0,
             start: addr as u64,
@@ -170,10 +180,19 @@ pub(crate) unsafe extern "C" fn rereg_mr(
     ffi::guard("rereg_mr", libc::EIO, || {
         // SAFETY: libibverbs passes an MR our reg_mr made, which it does not
         // touch during the call (null refused).
-        let Some(m) = (unsafe { vmr.as_mut() }) else { return ffi::fail_code(libc::EINVAL) };
+        let Some(m) = (unsafe { vmr.as_mut() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
         // SAFETY: a PD our alloc_pd made, or null.
         let new_pd = unsafe { pd.as_ref() };
-        let cmd = rereg_cmd(m.ibv_mr.handle, flags, new_pd.map(|p| p.handle), addr as usize, length, access);
+        let cmd = rereg_cmd(
+            m.ibv_mr.handle,
+            flags,
+            new_pd.map(|p| p.handle),
+            addr as usize,
+            length,
+            access,
+        );
         match cmd.and_then(|cmd| context_fd(m.ibv_mr.context).and_then(|fd| command::write_cmd(fd, cmd))) {
             Ok(resp) => {
                 m.ibv_mr.lkey = resp.lkey;
@@ -192,8 +211,12 @@ pub(crate) unsafe extern "C" fn rereg_mr(
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     ffi::guard("dereg_mr", libc::EIO, || {
         // SAFETY: libibverbs passes an MR our reg_mr made (null refused).
-        let Some(m) = (unsafe { vmr.as_ref() }) else { return ffi::fail_code(libc::EINVAL) };
-        let cmd = ib_uverbs_dereg_mr { mr_handle: m.ibv_mr.handle };
+        let Some(m) = (unsafe { vmr.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        let cmd = ib_uverbs_dereg_mr {
+            mr_handle: m.ibv_mr.handle,
+        };
         match context_fd(m.ibv_mr.context).and_then(|fd| command::write_req(fd, cmd)) {
             Ok(()) => {
                 // SAFETY: made by Box::into_raw in reg_mr, released once,
@@ -214,7 +237,10 @@ mod tests {
     fn on_demand_whole_address_space_is_the_kernels_implicit_mr() {
         assert_eq!(reg_length(0x1000, 4096, 0), Ok(4096));
         assert_eq!(reg_length(0, usize::MAX, IBV_ACCESS_ON_DEMAND), Ok(u64::MAX));
-        assert_eq!(reg_length(0x1000, usize::MAX, IBV_ACCESS_ON_DEMAND | 1), Err(libc::EINVAL));
+        assert_eq!(
+            reg_length(0x1000, usize::MAX, IBV_ACCESS_ON_DEMAND | 1),
+            Err(libc::EINVAL)
+        );
         // Without ODP the length goes as given; the kernel judges it.
         assert_eq!(reg_length(0x1000, usize::MAX, 1), Ok(usize::MAX as u64));
     }
@@ -225,7 +251,10 @@ mod tests {
         assert_eq!((c.mr_handle, c.flags, c.pd_handle, c.access_flags), (7, 4, 0, 1));
         let c = rereg_cmd(7, IBV_REREG_MR_CHANGE_PD, Some(9), 0, 0, 0).unwrap();
         assert_eq!((c.flags, c.pd_handle), (2, 9));
-        assert_eq!(rereg_cmd(7, IBV_REREG_MR_CHANGE_PD, None, 0, 0, 0).err(), Some(libc::EINVAL));
+        assert_eq!(
+            rereg_cmd(7, IBV_REREG_MR_CHANGE_PD, None, 0, 0, 0).err(),
+            Some(libc::EINVAL)
+        );
         let c = rereg_cmd(7, 1, None, 0x5000, 8192, 0).unwrap(); // CHANGE_TRANSLATION
         assert_eq!((c.start, c.length, c.hca_va), (0x5000, 8192, 0x5000));
     }
@@ -236,7 +265,10 @@ mod tests {
         unsafe {
             assert!(reg_mr(ptr::null_mut(), ptr::null_mut(), 8, 0, 0).is_null());
             assert_eq!(dereg_mr(ptr::null_mut()), libc::EINVAL);
-            assert_eq!(rereg_mr(ptr::null_mut(), 4, ptr::null_mut(), ptr::null_mut(), 0, 0), libc::EINVAL);
+            assert_eq!(
+                rereg_mr(ptr::null_mut(), 4, ptr::null_mut(), ptr::null_mut(), 0, 0),
+                libc::EINVAL
+            );
         }
     }
 }

@@ -37,9 +37,17 @@ fn wire_mw_type(mw_type: c_int) -> Result<u8, Errno> {
 pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mut ibv_mw {
     ffi::guard("alloc_mw", ptr::null_mut(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
-        let Some(p) = (unsafe { pd.as_ref() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        let Some(p) = (unsafe { pd.as_ref() }) else {
+            return ffi::fail_ptr(libc::EINVAL);
+        };
         let resp = wire_mw_type(mw_type).and_then(|t| {
-            let cmd = ib_uverbs_alloc_mw { response: 0, pd_handle: p.handle, mw_type: t, reserved: [0; 3], driver_data: [] };
+            let cmd = ib_uverbs_alloc_mw {
+                response: 0,
+                pd_handle: p.handle,
+                mw_type: t,
+                reserved: [0; 3],
+                driver_data: [],
+            };
             context_fd(p.context).and_then(|fd| command::write_cmd(fd, cmd))
         });
         match resp {
@@ -59,8 +67,11 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
 pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
     ffi::guard("dealloc_mw", libc::EIO, || {
         // SAFETY: libibverbs passes an MW our alloc_mw made (null refused).
-        let Some(m) = (unsafe { mw.as_ref() }) else { return ffi::fail_code(libc::EINVAL) };
-        match context_fd(m.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_mw { mw_handle: m.handle })) {
+        let Some(m) = (unsafe { mw.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        match context_fd(m.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_mw { mw_handle: m.handle }))
+        {
             Ok(()) => {
                 // SAFETY: made by Box::into_raw in alloc_mw, released once,
                 // after the kernel object is gone.

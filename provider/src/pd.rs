@@ -40,8 +40,17 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
             Ok(fd) => fd,
             Err(e) => return ffi::fail_ptr(e),
         };
-        match command::write_cmd(fd, ib_uverbs_alloc_pd { response: 0, driver_data: [] }) {
-            Ok(resp) => Box::into_raw(Box::new(ibv_pd { context, handle: resp.pd_handle })),
+        match command::write_cmd(
+            fd,
+            ib_uverbs_alloc_pd {
+                response: 0,
+                driver_data: [],
+            },
+        ) {
+            Ok(resp) => Box::into_raw(Box::new(ibv_pd {
+                context,
+                handle: resp.pd_handle,
+            })),
             Err(e) => ffi::fail_ptr(e),
         }
     })
@@ -51,8 +60,11 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
 pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
     ffi::guard("dealloc_pd", libc::EIO, || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
-        let Some(p) = (unsafe { pd.as_ref() }) else { return ffi::fail_code(libc::EINVAL) };
-        let result = context_fd(p.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_pd { pd_handle: p.handle }));
+        let Some(p) = (unsafe { pd.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        let result =
+            context_fd(p.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_pd { pd_handle: p.handle }));
         match result {
             Ok(()) => {
                 // SAFETY: made by Box::into_raw in alloc_pd, released once,

@@ -27,9 +27,8 @@ use std::os::fd::RawFd;
 use kernel_abi::{
     ib_uverbs_create_qp, ib_uverbs_create_qp_resp, ib_uverbs_destroy_qp, ib_uverbs_destroy_qp_resp,
     ib_uverbs_modify_qp, ib_uverbs_post_send, ib_uverbs_post_send_resp, ib_uverbs_qp_dest, ib_uverbs_query_qp,
-    ib_uverbs_query_qp_resp, rxe_create_qp_resp, IB_USER_VERBS_CMD_CREATE_QP,
-    IB_USER_VERBS_CMD_DESTROY_QP, IB_USER_VERBS_CMD_MODIFY_QP, IB_USER_VERBS_CMD_POST_SEND,
-    IB_USER_VERBS_CMD_QUERY_QP,
+    ib_uverbs_query_qp_resp, rxe_create_qp_resp, IB_USER_VERBS_CMD_CREATE_QP, IB_USER_VERBS_CMD_DESTROY_QP,
+    IB_USER_VERBS_CMD_MODIFY_QP, IB_USER_VERBS_CMD_POST_SEND, IB_USER_VERBS_CMD_QUERY_QP,
 };
 use log::debug;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -46,7 +45,9 @@ use crate::libibverbs::srq::ibv_srq;
 use crate::qp_ex::{self, Batch};
 use crate::queue::Ring;
 use crate::spinlock::SpinLock;
-use crate::wqe::{self, MwBind, QueueLimits, RecvLimits, SendLimits, UdDest, WrObjects, RECV_WQE_HEADER, SEND_WQE_HEADER};
+use crate::wqe::{
+    self, MwBind, QueueLimits, RecvLimits, SendLimits, UdDest, WrObjects, RECV_WQE_HEADER, SEND_WQE_HEADER,
+};
 
 /// Legacy `CREATE_QP` response: the core part, then rxe's ring info.
 #[repr(C)]
@@ -123,7 +124,11 @@ impl<L: QueueLimits> WorkQueue<L> {
         if ring.geometry().elem_size() < size_of::<L::Header>() {
             return Err(libc::EPROTO);
         }
-        Ok(WorkQueue { prod: ring.producer_index(), ring, limits })
+        Ok(WorkQueue {
+            prod: ring.producer_index(),
+            ring,
+            limits,
+        })
     }
 
     pub(crate) fn ring(&self) -> &Ring {
@@ -187,7 +192,10 @@ pub(crate) struct Locked<L> {
 
 impl<L> Locked<L> {
     pub(crate) fn new(wq: WorkQueue<L>) -> Locked<L> {
-        Locked { lock: SpinLock::new(), wq: UnsafeCell::new(wq) }
+        Locked {
+            lock: SpinLock::new(),
+            wq: UnsafeCell::new(wq),
+        }
     }
 
     #[inline(always)]
@@ -280,7 +288,12 @@ fn cq_handle(cq: *mut ibv_cq) -> Result<u32, Errno> {
 
 /// Maps the rings of a freshly created QP and checks every size the kernel
 /// gave against what we will write into the slots.
-fn map_queues(fd: RawFd, resp: &CreateQpResp, qp_type: c_int, has_srq: bool) -> Result<(Locked<SendLimits>, Option<Locked<RecvLimits>>), Errno> {
+fn map_queues(
+    fd: RawFd,
+    resp: &CreateQpResp,
+    qp_type: c_int,
+    has_srq: bool,
+) -> Result<(Locked<SendLimits>, Option<Locked<RecvLimits>>), Errno> {
     let core = &resp.core;
     let sq_ring = Ring::map(fd, &resp.drv.sq_mi, SEND_WQE_HEADER)?;
     let elem = sq_ring.geometry().elem_size();
@@ -290,7 +303,10 @@ fn map_queues(fd: RawFd, resp: &CreateQpResp, qp_type: c_int, has_srq: bool) -> 
         None
     } else {
         let ring = Ring::map(fd, &resp.drv.rq_mi, RECV_WQE_HEADER)?;
-        let limits = RecvLimits { max_sge: core.max_recv_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
+        let limits = RecvLimits {
+            max_sge: core.max_recv_sge,
+            payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
+        };
         Some(Locked::new(WorkQueue::new(ring, limits)?))
     };
     Ok((sq, rq))
@@ -342,7 +358,14 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     };
     let resp = command::write_cmd(fd, cmd)?;
     let destroy = |e: Errno| {
-        let _ = command::write_cmd(fd, ib_uverbs_destroy_qp { response: 0, qp_handle: resp.core.qp_handle, reserved: 0 });
+        let _ = command::write_cmd(
+            fd,
+            ib_uverbs_destroy_qp {
+                response: 0,
+                qp_handle: resp.core.qp_handle,
+                reserved: 0,
+            },
+        );
         e
     };
     let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some()).map_err(destroy)?;
@@ -372,7 +395,10 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     if let Some(flags) = send_ops {
         qp_ex::set_send_ops(vqp, layout, flags);
     }
-    debug!("created QP {:#x} (type {}), handle {}", resp.core.qpn, args.qp_type, resp.core.qp_handle);
+    debug!(
+        "created QP {:#x} (type {}), handle {}",
+        resp.core.qpn, args.qp_type, resp.core.qp_handle
+    );
     let granted = ibv_qp_cap {
         max_send_wr: resp.core.max_send_wr,
         max_recv_wr: resp.core.max_recv_wr,
@@ -413,7 +439,8 @@ pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_ini
 }
 
 /// What `create_qp_ex` accepts: the stock provider's `RXE_QP_COMP_MASK_SUP`.
-const CREATE_QP_EX_COMP_MASK: u32 = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+const CREATE_QP_EX_COMP_MASK: u32 =
+    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
 /// Checks `ibv_qp_init_attr_ex` as the stock provider's `check_qp_init_attr`
 /// does; `EOPNOTSUPP` for what it cannot do, `EINVAL` without a PD.
@@ -437,9 +464,13 @@ fn check_create_ex(a: &ibv_qp_init_attr_ex, layout: QpExLayout) -> Result<(), Er
 pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
     ffi::guard("create_qp_ex", ptr::null_mut(), || {
         // SAFETY: the caller's attributes; null refused.
-        let Some(a) = (unsafe { attr.as_mut() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        let Some(a) = (unsafe { attr.as_mut() }) else {
+            return ffi::fail_ptr(libc::EINVAL);
+        };
         // SAFETY: the caller's context (ours); null refused.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else { return ffi::fail_ptr(libc::EINVAL) };
+        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
+            return ffi::fail_ptr(libc::EINVAL);
+        };
         if let Err(e) = check_create_ex(a, QpExLayout::for_release(ctx.layout.release)) {
             return ffi::fail_ptr(e);
         }
@@ -701,15 +732,20 @@ pub(crate) unsafe extern "C" fn query_qp(
 ) -> c_int {
     ffi::guard("query_qp", libc::EIO, || {
         // SAFETY: a QP of ours and the caller's output structs; nulls refused.
-        let (Some(q), Some(attr), Some(init)) =
-            (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_mut() }, unsafe { init_attr.as_mut() })
-        else {
+        let (Some(q), Some(attr), Some(init)) = (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_mut() }, unsafe {
+            init_attr.as_mut()
+        }) else {
             return ffi::fail_code(libc::EINVAL);
         };
         if let Err(e) = check_legacy_mask(mask) {
             return ffi::fail_code(e);
         }
-        let cmd = ib_uverbs_query_qp { response: 0, qp_handle: q.handle(), attr_mask: mask as u32, driver_data: [] };
+        let cmd = ib_uverbs_query_qp {
+            response: 0,
+            qp_handle: q.handle(),
+            attr_mask: mask as u32,
+            driver_data: [],
+        };
         match command::write_cmd(q.cmd_fd, cmd) {
             Ok(r) => {
                 // SAFETY: the core fields of our live QP, read only.
@@ -726,8 +762,14 @@ pub(crate) unsafe extern "C" fn query_qp(
 pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
     ffi::guard("destroy_qp", libc::EIO, || {
         // SAFETY: a QP of ours (null refused).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else { return ffi::fail_code(libc::EINVAL) };
-        let cmd = ib_uverbs_destroy_qp { response: 0, qp_handle: q.handle(), reserved: 0 };
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        let cmd = ib_uverbs_destroy_qp {
+            response: 0,
+            qp_handle: q.handle(),
+            reserved: 0,
+        };
         let resp = match command::write_cmd(q.cmd_fd, cmd) {
             Ok(r) => r,
             Err(e) => return ffi::fail_code(e),
@@ -853,10 +895,16 @@ pub(crate) fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
 
 /// `post_send`. Requests are taken in order; the first that fails is
 /// refused whole and returned in `*bad_wr`, those before it stay posted.
-pub(crate) unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad_wr: *mut *mut ibv_send_wr) -> c_int {
+pub(crate) unsafe extern "C" fn post_send(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> c_int {
     ffi::guard("post_send", libc::EIO, || {
         // SAFETY: libibverbs passes a QP of ours; bad_wr is the caller's.
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else { return libc::EINVAL };
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
+            return libc::EINVAL;
+        };
         if bad_wr.is_null() {
             return libc::EINVAL;
         }
@@ -907,10 +955,16 @@ pub(crate) unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr,
 }
 
 /// `post_recv`: only advances the producer index.
-pub(crate) unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
+pub(crate) unsafe extern "C" fn post_recv(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
     ffi::guard("post_recv", libc::EIO, || {
         // SAFETY: libibverbs passes a QP of ours.
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else { return libc::EINVAL };
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
+            return libc::EINVAL;
+        };
         if bad_wr.is_null() {
             return libc::EINVAL;
         }
@@ -939,7 +993,11 @@ pub(crate) unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr,
 /// # Safety
 /// `wr` is a list of live `ibv_recv_wr` whose `sg_list`s have `num_sge`
 /// entries; `bad_wr` is writable.
-pub(crate) unsafe fn post_recv_list(rq: &mut WorkQueue<RecvLimits>, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
+pub(crate) unsafe fn post_recv_list(
+    rq: &mut WorkQueue<RecvLimits>,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
     let mut cur = wr;
     let mut rc = 0;
     let mut posted = false;
@@ -987,7 +1045,11 @@ pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: 
         wr.opcode = IBV_WR_BIND_MW;
         wr.send_flags = b.send_flags;
         let new_rkey = wqe::next_rkey(m.rkey);
-        wr.ext.bind_mw = ibv_send_wr_bind_mw { mw, rkey: new_rkey, bind_info: b.bind_info };
+        wr.ext.bind_mw = ibv_send_wr_bind_mw {
+            mw,
+            rkey: new_rkey,
+            bind_info: b.bind_info,
+        };
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
         // SAFETY: a complete work request on our stack, a QP of the caller's.
         let rc = unsafe { post_send(qp, &mut wr, &mut bad) };
@@ -1029,12 +1091,38 @@ mod tests {
     fn modify_copies_only_the_masked_fields() {
         let a = attr();
         let c = modify_cmd(4, &a, IBV_QP_STATE);
-        assert_eq!((c.qp_handle, c.attr_mask, c.qp_state, c.path_mtu, c.dest_qp_num), (4, 1, 3, 0, 0));
-        let rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN
-            | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        assert_eq!(
+            (c.qp_handle, c.attr_mask, c.qp_state, c.path_mtu, c.dest_qp_num),
+            (4, 1, 3, 0, 0)
+        );
+        let rtr = IBV_QP_STATE
+            | IBV_QP_AV
+            | IBV_QP_PATH_MTU
+            | IBV_QP_DEST_QPN
+            | IBV_QP_RQ_PSN
+            | IBV_QP_MAX_DEST_RD_ATOMIC
+            | IBV_QP_MIN_RNR_TIMER;
         let c = modify_cmd(4, &a, rtr);
-        assert_eq!((c.path_mtu, c.dest_qp_num, c.rq_psn, c.max_dest_rd_atomic, c.min_rnr_timer), (3, 0x123, 7, 1, 12));
-        assert_eq!((c.dest.dlid, c.dest.is_global, c.dest.port_num, c.dest.sgid_index, c.dest.hop_limit), (5, 1, 1, 1, 64));
+        assert_eq!(
+            (
+                c.path_mtu,
+                c.dest_qp_num,
+                c.rq_psn,
+                c.max_dest_rd_atomic,
+                c.min_rnr_timer
+            ),
+            (3, 0x123, 7, 1, 12)
+        );
+        assert_eq!(
+            (
+                c.dest.dlid,
+                c.dest.is_global,
+                c.dest.port_num,
+                c.dest.sgid_index,
+                c.dest.hop_limit
+            ),
+            (5, 1, 1, 1, 64)
+        );
         assert_eq!((c.sq_psn, c.timeout, c.qkey), (0, 0, 0));
         let c = modify_cmd(4, &a, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_QKEY);
         assert_eq!((c.sq_psn, c.timeout, c.qkey, c.dest.dlid), (9, 14, 0x1111, 0));
@@ -1052,7 +1140,10 @@ mod tests {
         let v44 = QpExLayout::for_release(44);
         // SAFETY: plain C data.
         let mut a: ibv_qp_init_attr_ex = unsafe { core::mem::zeroed() };
-        let mut pd = ibv_pd { context: ptr::null_mut(), handle: 0 };
+        let mut pd = ibv_pd {
+            context: ptr::null_mut(),
+            handle: 0,
+        };
         a.pd = &mut pd;
         a.qp_type = IBV_QPT_UD;
         a.comp_mask = IBV_QP_INIT_ATTR_PD;
@@ -1107,13 +1198,23 @@ mod tests {
         // 4 slots of 256 bytes: capacity 3.
         let fq = FakeQueue::new(8, 3, 0);
         let mut sq = send_queue(&fq, 2);
-        let mut sges = [ibv_sge { addr: 0x1000, length: 8, lkey: 1 }];
+        let mut sges = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
         for id in 0..3 {
             // SAFETY: no inline data, no AH or MW.
-            assert_eq!(unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &mut sges)) }, Ok(()));
+            assert_eq!(
+                unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &mut sges)) },
+                Ok(())
+            );
         }
         // SAFETY: as above.
-        assert_eq!(unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &mut sges)) }, Err(libc::ENOMEM));
+        assert_eq!(
+            unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &mut sges)) },
+            Err(libc::ENOMEM)
+        );
         sq.publish();
         assert_eq!(fq.kernel.produced(), 3);
         let w: rxe_send_wqe = fq.kernel.read_slot(2);
@@ -1122,10 +1223,16 @@ mod tests {
         fq.kernel.release_consumer(2);
         let mut three = [ibv_sge::default(); 3];
         // SAFETY: as above.
-        assert_eq!(unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &mut three)) }, Err(libc::EINVAL));
+        assert_eq!(
+            unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &mut three)) },
+            Err(libc::EINVAL)
+        );
         assert_eq!(sq.prod, 3);
         // SAFETY: as above.
-        assert_eq!(unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &mut sges)) }, Ok(()));
+        assert_eq!(
+            unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &mut sges)) },
+            Ok(())
+        );
         sq.publish();
         assert_eq!(fq.kernel.produced(), 0); // wrapped
         let w: rxe_send_wqe = fq.kernel.read_slot(3);
@@ -1151,7 +1258,10 @@ mod tests {
             let mut send = send_queue(&sq, max_sge);
             send.limits = SendLimits::new(qp_type, max_sge, max_inline, send.limits.payload_room);
             let ring = Ring::map(rq.raw_fd(), &rq.mi, RECV_WQE_HEADER).unwrap();
-            let limits = RecvLimits { max_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
+            let limits = RecvLimits {
+                max_sge,
+                payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
+            };
             let recv = WorkQueue::new(ring, limits).unwrap();
             let mut qp = Box::new(RxeQp {
                 // SAFETY: plain C data, all-zero as create_qp starts it.
@@ -1166,7 +1276,12 @@ mod tests {
             let base = &mut qp.vqp.get_mut().qp_ex.qp_base;
             base.qp_type = qp_type;
             base.state = IBV_QPS_RTS;
-            FakeQp { sq, _rq: rq, qp, _doorbell: doorbell }
+            FakeQp {
+                sq,
+                _rq: rq,
+                qp,
+                _doorbell: doorbell,
+            }
         }
 
         fn ibv_qp(&self) -> *mut ibv_qp {
@@ -1208,9 +1323,21 @@ mod tests {
     #[test]
     fn post_send_refuses_a_bad_request_whole_and_keeps_the_ones_before() {
         let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
-        let mut one = [ibv_sge { addr: 0x1000, length: 8, lkey: 1 }];
-        let mut three = [ibv_sge { addr: 0x1000, length: 8, lkey: 1 }; 3];
-        let mut wrs = [wr(1, IBV_WR_SEND, &mut one), wr(2, IBV_WR_SEND, &mut three), wr(3, IBV_WR_SEND, &mut one)];
+        let mut one = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let mut three = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }; 3];
+        let mut wrs = [
+            wr(1, IBV_WR_SEND, &mut one),
+            wr(2, IBV_WR_SEND, &mut three),
+            wr(3, IBV_WR_SEND, &mut one),
+        ];
         let list = link(&mut wrs);
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
         // SAFETY: a live QP of ours and a list of live requests.
@@ -1223,7 +1350,11 @@ mod tests {
     #[test]
     fn post_send_before_rts_refuses_the_whole_list() {
         let mut fake = FakeQp::new(IBV_QPT_RC, 2, 64);
-        let mut one = [ibv_sge { addr: 0x1000, length: 8, lkey: 1 }];
+        let mut one = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
         for state in [IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR] {
             fake.set_state(state);
             let mut wrs = [wr(1, IBV_WR_SEND, &mut one), wr(2, IBV_WR_SEND, &mut one)];
@@ -1246,7 +1377,11 @@ mod tests {
     #[test]
     fn post_send_on_a_full_queue_is_enomem_at_the_first_that_does_not_fit() {
         let fake = FakeQp::new(IBV_QPT_RC, 1, 0);
-        let mut one = [ibv_sge { addr: 0x1000, length: 8, lkey: 1 }];
+        let mut one = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
         // 16 slots hold 15; ask for 17.
         let mut wrs: Vec<ibv_send_wr> = (0..17).map(|i| wr(i, IBV_WR_SEND, &mut one)).collect();
         let list = link(&mut wrs);
@@ -1277,13 +1412,23 @@ mod tests {
         use crate::libibverbs::cq::ibv_wc;
         use kernel_abi::ib_uverbs_wc;
         use zerocopy::FromZeros;
-        let pairs: u64 = std::env::var("RXE_RS_HOT_PATH_PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+        let pairs: u64 = std::env::var("RXE_RS_HOT_PATH_PAIRS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000);
         let fake = FakeQp::new(IBV_QPT_RC, 1, 64);
         let (cq_kernel, cq) = fake_rxe_cq(0);
-        let mut sge = [ibv_sge { addr: 0x1000, length: 8, lkey: 1 }];
+        let mut sge = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
         let mut w = wr(0, IBV_WR_RDMA_WRITE, &mut sge);
         w.send_flags = IBV_SEND_SIGNALED;
-        w.wr.rdma = ibv_send_wr_rdma { remote_addr: 0x2000, rkey: 2 };
+        w.wr.rdma = ibv_send_wr_rdma {
+            remote_addr: 0x2000,
+            rkey: 2,
+        };
         // SAFETY: plain C data.
         let mut wc: ibv_wc = unsafe { core::mem::zeroed() };
         let mut cqe = ib_uverbs_wc::new_zeroed();
@@ -1291,7 +1436,8 @@ mod tests {
         // they are not inlined here, out of callgrind's sight).
         let post: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int =
             std::hint::black_box(post_send);
-        let poll: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int = std::hint::black_box(crate::cq::poll_cq);
+        let poll: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int =
+            std::hint::black_box(crate::cq::poll_cq);
         for i in 0..pairs {
             w.wr_id = i;
             let mut bad = ptr::null_mut();

@@ -49,7 +49,11 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
         | IBV_QP_EX_WITH_LOCAL_INV
         | IBV_QP_EX_WITH_BIND_MW
         | IBV_QP_EX_WITH_SEND_WITH_INV
-        | if layout.has_atomic_write() { IBV_QP_EX_WITH_ATOMIC_WRITE } else { 0 };
+        | if layout.has_atomic_write() {
+            IBV_QP_EX_WITH_ATOMIC_WRITE
+        } else {
+            0
+        };
     let uc = IBV_QP_EX_WITH_RDMA_WRITE
         | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
         | IBV_QP_EX_WITH_SEND
@@ -123,7 +127,9 @@ impl Batch {
         if self.err.is_some() {
             return;
         }
-        let Some(index) = self.last else { return self.fail(libc::EINVAL) };
+        let Some(index) = self.last else {
+            return self.fail(libc::EINVAL);
+        };
         let limits = wq.limits;
         // The slot is one this batch built: after the published producer
         // index, before ours.
@@ -183,7 +189,9 @@ impl Batch {
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
     // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; it
     // begins our RxeQp.
-    let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return dflt };
+    let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
+        return dflt;
+    };
     let Some(sq) = &q.sq else { return dflt };
     // SAFETY: wr_start took sq.lock and wr_complete/wr_abort release it;
     // until then this thread is the only one touching the queue and batch.
@@ -224,7 +232,9 @@ fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) 
 unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     ffi::guard("wr_start", (), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_start).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return };
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
+            return;
+        };
         let Some(sq) = &q.sq else { return };
         sq.lock.lock();
         // SAFETY: we hold the lock now.
@@ -235,7 +245,9 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
 unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
     ffi::guard("wr_complete", libc::EIO, || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_complete).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return libc::EINVAL };
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
+            return libc::EINVAL;
+        };
         let Some(sq) = &q.sq else { return libc::EINVAL };
         let accepts = sq_accepts_posts(q);
         // SAFETY: wr_start took the lock; we release it right after.
@@ -259,7 +271,9 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
 unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
     ffi::guard("wr_abort", (), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_abort).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else { return };
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
+            return;
+        };
         let Some(sq) = &q.sq else { return };
         // SAFETY: wr_start took the lock; we release it right after.
         unsafe { (*q.batch.get()).abort(&mut *sq.wq.get()) };
@@ -272,32 +286,44 @@ unsafe extern "C" fn wr_send(ibqp: *mut c_void) {
 }
 
 unsafe extern "C" fn wr_send_imm(ibqp: *mut c_void, imm_data: u32) {
-    ffi::guard("wr_send_imm", (), || build(ibqp, IBV_WR_SEND_WITH_IMM, |r| r.imm_data = imm_data))
+    ffi::guard("wr_send_imm", (), || {
+        build(ibqp, IBV_WR_SEND_WITH_IMM, |r| r.imm_data = imm_data)
+    })
 }
 
 unsafe extern "C" fn wr_send_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
-    ffi::guard("wr_send_inv", (), || build(ibqp, IBV_WR_SEND_WITH_INV, |r| r.imm_data = invalidate_rkey))
+    ffi::guard("wr_send_inv", (), || {
+        build(ibqp, IBV_WR_SEND_WITH_INV, |r| r.imm_data = invalidate_rkey)
+    })
 }
 
 unsafe extern "C" fn wr_local_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
-    ffi::guard("wr_local_inv", (), || build(ibqp, IBV_WR_LOCAL_INV, |r| r.imm_data = invalidate_rkey))
+    ffi::guard("wr_local_inv", (), || {
+        build(ibqp, IBV_WR_LOCAL_INV, |r| r.imm_data = invalidate_rkey)
+    })
 }
 
 unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
     ffi::guard("wr_rdma_write", (), || {
-        build(ibqp, IBV_WR_RDMA_WRITE, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr))
+        build(ibqp, IBV_WR_RDMA_WRITE, |r| {
+            (r.rkey, r.remote_addr) = (rkey, remote_addr)
+        })
     })
 }
 
 unsafe extern "C" fn wr_rdma_write_imm(ibqp: *mut c_void, rkey: u32, remote_addr: u64, imm_data: u32) {
     ffi::guard("wr_rdma_write_imm", (), || {
-        build(ibqp, IBV_WR_RDMA_WRITE_WITH_IMM, |r| (r.rkey, r.remote_addr, r.imm_data) = (rkey, remote_addr, imm_data))
+        build(ibqp, IBV_WR_RDMA_WRITE_WITH_IMM, |r| {
+            (r.rkey, r.remote_addr, r.imm_data) = (rkey, remote_addr, imm_data)
+        })
     })
 }
 
 unsafe extern "C" fn wr_rdma_read(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
     ffi::guard("wr_rdma_read", (), || {
-        build(ibqp, IBV_WR_RDMA_READ, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr))
+        build(ibqp, IBV_WR_RDMA_READ, |r| {
+            (r.rkey, r.remote_addr) = (rkey, remote_addr)
+        })
     })
 }
 
@@ -311,14 +337,18 @@ unsafe extern "C" fn wr_atomic_cmp_swp(ibqp: *mut c_void, rkey: u32, remote_addr
 
 unsafe extern "C" fn wr_atomic_fetch_add(ibqp: *mut c_void, rkey: u32, remote_addr: u64, add: u64) {
     ffi::guard("wr_atomic_fetch_add", (), || {
-        build(ibqp, IBV_WR_ATOMIC_FETCH_AND_ADD, |r| (r.rkey, r.remote_addr, r.compare_add) = (rkey, remote_addr, add))
+        build(ibqp, IBV_WR_ATOMIC_FETCH_AND_ADD, |r| {
+            (r.rkey, r.remote_addr, r.compare_add) = (rkey, remote_addr, add)
+        })
     })
 }
 
 /// The 8 bytes to write travel in the WQE, where the SGEs would be.
 unsafe extern "C" fn wr_atomic_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64, atomic_wr: *const c_void) {
     ffi::guard("wr_atomic_write", (), || {
-        build(ibqp, IBV_WR_ATOMIC_WRITE, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr));
+        build(ibqp, IBV_WR_ATOMIC_WRITE, |r| {
+            (r.rkey, r.remote_addr) = (rkey, remote_addr)
+        });
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, _| {
                 if atomic_wr.is_null() || payload.len() < 8 {
@@ -362,7 +392,12 @@ unsafe extern "C" fn wr_bind_mw(ibqp: *mut c_void, mw: *mut ibv_mw, rkey: u32, i
 unsafe extern "C" fn wr_set_ud_addr(ibqp: *mut c_void, ah: *mut ibv_ah, remote_qpn: u32, remote_qkey: u32) {
     ffi::guard("wr_set_ud_addr", (), || {
         // SAFETY: an AH our create_ah made (RxeAh begins with its ibv_ah), or null.
-        let ud = unsafe { ah.cast::<RxeAh>().as_ref() }.map(|a| UdDest { remote_qpn, remote_qkey, ah_num: a.ah_num, av: &a.av });
+        let ud = unsafe { ah.cast::<RxeAh>().as_ref() }.map(|a| UdDest {
+            remote_qpn,
+            remote_qkey,
+            ah_num: a.ah_num,
+            av: &a.av,
+        });
         with_batch(ibqp, (), |_, wq, batch| batch.set_ud(wq, ud))
     })
 }
@@ -372,7 +407,9 @@ unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length:
         // A zero-length SGE is no data at all, as for the stock provider.
         let sge = [ibv_sge { addr, length, lkey }];
         let sges: &[ibv_sge] = if length == 0 { &[] } else { &sge };
-        with_batch(ibqp, (), |_, wq, batch| batch.set(wq, |hdr, payload, lim| wqe::set_sges(hdr, payload, sges, lim)))
+        with_batch(ibqp, (), |_, wq, batch| {
+            batch.set(wq, |hdr, payload, lim| wqe::set_sges(hdr, payload, sges, lim))
+        })
     })
 }
 
@@ -452,13 +489,25 @@ macro_rules! slot {
 pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
     let ops = &mut vqp.qp_ex.wr_ops;
     let builders: [(u64, usize, opaque_fn); 10] = [
-        (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, wr_op::ATOMIC_CMP_SWP, slot!(wr_atomic_cmp_swp)),
-        (IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, wr_op::ATOMIC_FETCH_ADD, slot!(wr_atomic_fetch_add)),
+        (
+            IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+            wr_op::ATOMIC_CMP_SWP,
+            slot!(wr_atomic_cmp_swp),
+        ),
+        (
+            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+            wr_op::ATOMIC_FETCH_ADD,
+            slot!(wr_atomic_fetch_add),
+        ),
         (IBV_QP_EX_WITH_BIND_MW, wr_op::BIND_MW, slot!(wr_bind_mw)),
         (IBV_QP_EX_WITH_LOCAL_INV, wr_op::LOCAL_INV, slot!(wr_local_inv)),
         (IBV_QP_EX_WITH_RDMA_READ, wr_op::RDMA_READ, slot!(wr_rdma_read)),
         (IBV_QP_EX_WITH_RDMA_WRITE, wr_op::RDMA_WRITE, slot!(wr_rdma_write)),
-        (IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, wr_op::RDMA_WRITE_IMM, slot!(wr_rdma_write_imm)),
+        (
+            IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+            wr_op::RDMA_WRITE_IMM,
+            slot!(wr_rdma_write_imm),
+        ),
         (IBV_QP_EX_WITH_SEND, wr_op::SEND, slot!(wr_send)),
         (IBV_QP_EX_WITH_SEND_WITH_IMM, wr_op::SEND_IMM, slot!(wr_send_imm)),
         (IBV_QP_EX_WITH_SEND_WITH_INV, wr_op::SEND_INV, slot!(wr_send_inv)),
@@ -514,7 +563,11 @@ mod tests {
     }
 
     fn sge(length: u32) -> ibv_sge {
-        ibv_sge { addr: 0x2000, length, lkey: 7 }
+        ibv_sge {
+            addr: 0x2000,
+            length,
+            lkey: 7,
+        }
     }
 
     #[test]
@@ -533,7 +586,10 @@ mod tests {
         assert_eq!(fq.kernel.produced(), 2);
         let w: rxe_send_wqe = fq.kernel.read_slot(0);
         // The total of the list, not a multiple of its first entry.
-        assert_eq!((w.wr.wr_id, w.wr.opcode, w.dma.length, w.dma.resid, w.dma.num_sge), (1, 2, 128, 128, 2));
+        assert_eq!(
+            (w.wr.wr_id, w.wr.opcode, w.dma.length, w.dma.resid, w.dma.num_sge),
+            (1, 2, 128, 128, 2)
+        );
         let w: rxe_send_wqe = fq.kernel.read_slot(1);
         // SAFETY: the rdma arm was written for RDMA_WRITE.
         let (ra, rk) = unsafe { (w.wr.wr.rdma.remote_addr, w.wr.wr.rdma.rkey) };
@@ -600,7 +656,12 @@ mod tests {
         let mut wq = queue(&fq, IBV_QPT_UD, 1, 64);
         let mut b = Batch::default();
         let av = <kernel_abi::rxe_av as zerocopy::FromZeros>::new_zeroed();
-        let ud = UdDest { remote_qpn: 0x99, remote_qkey: 0x11, ah_num: 3, av: &av };
+        let ud = UdDest {
+            remote_qpn: 0x99,
+            remote_qkey: 0x11,
+            ah_num: 3,
+            av: &av,
+        };
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         b.set_ud(&mut wq, Some(ud));
@@ -610,7 +671,10 @@ mod tests {
         let w: rxe_send_wqe = fq.kernel.read_slot(0);
         // SAFETY: the ud arm was written.
         let u = unsafe { w.wr.wr.ud };
-        assert_eq!((u.remote_qpn, u.remote_qkey, u.ah_num, w.dma.length), (0x99, 0x11, 3, 4));
+        assert_eq!(
+            (u.remote_qpn, u.remote_qkey, u.ah_num, w.dma.length),
+            (0x99, 0x11, 3, 4)
+        );
         // Without an address: at the next builder, or at complete.
         b.start(&mut wq);
         b.build(&mut wq, &req(2, IBV_WR_SEND));
@@ -638,8 +702,14 @@ mod tests {
         let data = vec![0x5au8; room + 1];
         let half = room / 2;
         let list = [
-            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: half },
-            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: room + 1 - half },
+            ibv_data_buf {
+                addr: data.as_ptr() as *mut c_void,
+                length: half,
+            },
+            ibv_data_buf {
+                addr: data.as_ptr() as *mut c_void,
+                length: room + 1 - half,
+            },
         ];
         let mut b = Batch::default();
         b.start(&mut wq);
@@ -651,8 +721,14 @@ mod tests {
         assert!(fq.kernel.read_slot::<[u8; 256]>(1).iter().all(|&x| x == 0));
         // Lengths whose sum wraps 64 bits are refused too.
         let wrap = [
-            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: usize::MAX },
-            ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: 2 },
+            ibv_data_buf {
+                addr: data.as_ptr() as *mut c_void,
+                length: usize::MAX,
+            },
+            ibv_data_buf {
+                addr: data.as_ptr() as *mut c_void,
+                length: 2,
+            },
         ];
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
@@ -660,7 +736,13 @@ mod tests {
         b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &wrap, l) });
         assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
         // Exactly the slot's room fits, and the WQE is marked inline.
-        let fit = [list[0], ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: room - half }];
+        let fit = [
+            list[0],
+            ibv_data_buf {
+                addr: data.as_ptr() as *mut c_void,
+                length: room - half,
+            },
+        ];
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: both buffers lie inside `data`.
@@ -668,11 +750,17 @@ mod tests {
         assert_eq!(b.finish(&mut wq, true), Ok(true));
         wq.publish();
         let w: rxe_send_wqe = fq.kernel.read_slot(0);
-        assert_eq!((w.dma.length, w.dma.num_sge, w.wr.send_flags & IBV_SEND_INLINE), (room as u32, 0, IBV_SEND_INLINE));
+        assert_eq!(
+            (w.dma.length, w.dma.num_sge, w.wr.send_flags & IBV_SEND_INLINE),
+            (room as u32, 0, IBV_SEND_INLINE)
+        );
         // The QP's max_inline_data is a limit of its own.
         let fq = FakeQueue::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 1, 16);
-        let small = [ibv_data_buf { addr: data.as_ptr() as *mut c_void, length: 17 }];
+        let small = [ibv_data_buf {
+            addr: data.as_ptr() as *mut c_void,
+            length: 17,
+        }];
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: inside `data`.
@@ -709,10 +797,18 @@ mod tests {
             let ops = &v.qp_ex.wr_ops;
             assert!(ops[wr_op::SEND].is_some() && ops[wr_op::RDMA_WRITE].is_none());
             assert!(ops[wr_op::START].is_some() && ops[wr_op::COMPLETE].is_some() && ops[wr_op::ABORT].is_some());
-            assert!(ops[wr_op::SET_SGE_LIST].is_some() && ops[wr_op::SEND_TSO].is_none() && ops[wr_op::SET_XRC_SRQN].is_none());
+            assert!(
+                ops[wr_op::SET_SGE_LIST].is_some()
+                    && ops[wr_op::SEND_TSO].is_none()
+                    && ops[wr_op::SET_XRC_SRQN].is_none()
+            );
             // SAFETY: reading the word at offset 344 inside v.
             let at_344 = unsafe { ptr::from_ref(&v).cast::<u8>().add(344).cast::<u64>().read() };
-            assert_eq!(at_344 == wr_atomic_write as *const () as usize as u64, aw, "release {release}");
+            assert_eq!(
+                at_344 == wr_atomic_write as *const () as usize as u64,
+                aw,
+                "release {release}"
+            );
             assert_eq!(v.comp_mask(layout), VERBS_QP_EX);
         }
     }

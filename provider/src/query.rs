@@ -7,8 +7,7 @@ use core::mem::{offset_of, size_of};
 use core::ptr;
 
 use kernel_abi::{
-    ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp, ib_uverbs_query_device,
-    ib_uverbs_query_port,
+    ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp, ib_uverbs_query_device, ib_uverbs_query_port,
 };
 
 use crate::command::{self, Errno};
@@ -101,9 +100,7 @@ pub(crate) fn device_attr_from(
 
     macro_rules! has {
         ($field:ident) => {
-            resp_len
-                >= offset_of!(ib_uverbs_ex_query_device_resp, $field)
-                    + size_of_val(&resp.$field)
+            resp_len >= offset_of!(ib_uverbs_ex_query_device_resp, $field) + size_of_val(&resp.$field)
         };
     }
     if has!(odp_caps) {
@@ -149,7 +146,11 @@ pub(crate) fn device_attr_from(
     if has!(xrc_odp_caps) {
         a.xrc_odp_caps = resp.xrc_odp_caps;
     }
-    a.phys_port_cnt_ex = if num_ports != 0 { num_ports } else { u32::from(a.orig_attr.phys_port_cnt) };
+    a.phys_port_cnt_ex = if num_ports != 0 {
+        num_ports
+    } else {
+        u32::from(a.orig_attr.phys_port_cnt)
+    };
     a
 }
 
@@ -158,7 +159,13 @@ pub(crate) fn device_attr_from(
 /// the extended one. Returns the response and how much of it is valid.
 fn query_device(fd: c_int, want_ex: bool) -> Result<(ib_uverbs_ex_query_device_resp, usize), Errno> {
     if want_ex {
-        match command::write_ex_cmd(fd, ib_uverbs_ex_query_device { comp_mask: 0, reserved: 0 }) {
+        match command::write_ex_cmd(
+            fd,
+            ib_uverbs_ex_query_device {
+                comp_mask: 0,
+                reserved: 0,
+            },
+        ) {
             Ok(resp) => {
                 let len = valid_ex_len(resp.response_length)?;
                 return Ok((resp, len));
@@ -167,7 +174,13 @@ fn query_device(fd: c_int, want_ex: bool) -> Result<(ib_uverbs_ex_query_device_r
             Err(e) => return Err(e),
         }
     }
-    let base = command::write_cmd(fd, ib_uverbs_query_device { response: 0, driver_data: [] })?;
+    let base = command::write_cmd(
+        fd,
+        ib_uverbs_query_device {
+            response: 0,
+            driver_data: [],
+        },
+    )?;
     let mut resp: ib_uverbs_ex_query_device_resp = zerocopy::FromZeros::new_zeroed();
     resp.base = base;
     Ok((resp, size_of_val(&base)))
@@ -192,7 +205,9 @@ pub(crate) unsafe extern "C" fn query_device_ex(
             return libc::EINVAL;
         }
         // SAFETY: libibverbs passes a context our alloc_context made.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else { return libc::EINVAL };
+        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
+            return libc::EINVAL;
+        };
         // SAFETY: a context's device is the one our alloc_device made.
         let num_ports = unsafe { RxeDevice::from_ibv_device(ctx.ibv_ctx.device) }.map_or(0, |d| d.num_ports);
 
@@ -223,15 +238,26 @@ pub(crate) unsafe extern "C" fn query_port(
 ) -> c_int {
     ffi::guard("query_port", libc::EIO, || {
         // SAFETY: libibverbs passes a context our alloc_context made.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else { return libc::EINVAL };
+        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
+            return libc::EINVAL;
+        };
         // SAFETY: see above: at least size_of::<ibv_port_attr>() writable bytes.
-        let Some(attr) = (unsafe { port_attr.as_mut() }) else { return libc::EINVAL };
-        let cmd = ib_uverbs_query_port { response: 0, port_num, reserved: [0; 7], driver_data: [] };
+        let Some(attr) = (unsafe { port_attr.as_mut() }) else {
+            return libc::EINVAL;
+        };
+        let cmd = ib_uverbs_query_port {
+            response: 0,
+            port_num,
+            reserved: [0; 7],
+            driver_data: [],
+        };
         let r = match command::write_cmd(ctx.ibv_ctx.cmd_fd, cmd) {
             Ok(r) => r,
             Err(e) => return e,
         };
-        let Ok(gid_tbl_len) = c_int::try_from(r.gid_tbl_len) else { return libc::EPROTO };
+        let Ok(gid_tbl_len) = c_int::try_from(r.gid_tbl_len) else {
+            return libc::EPROTO;
+        };
         attr.state = c_int::from(r.state);
         attr.max_mtu = c_int::from(r.max_mtu);
         attr.active_mtu = c_int::from(r.active_mtu);
@@ -315,7 +341,14 @@ mod tests {
     fn fields_beyond_the_valid_length_are_not_used() {
         let legacy = device_attr_from(&sample(), 176, 0);
         assert_eq!(legacy.orig_attr.max_qp, 0x10000);
-        assert_eq!((legacy.device_cap_flags_ex, legacy.odp_caps.general_caps, legacy.max_dm_size), (0, 0, 0));
+        assert_eq!(
+            (
+                legacy.device_cap_flags_ex,
+                legacy.odp_caps.general_caps,
+                legacy.max_dm_size
+            ),
+            (0, 0, 0)
+        );
         // A response that stops just before max_dm_size keeps everything before it.
         let cut = offset_of!(ib_uverbs_ex_query_device_resp, max_dm_size);
         let partial = device_attr_from(&sample(), cut, 0);
@@ -329,10 +362,22 @@ mod tests {
         let bad_input = ibv_query_device_ex_input { comp_mask: 1 };
         // SAFETY: every pointer is null or valid; the checks come first.
         unsafe {
-            assert_eq!(query_device_ex(ptr::null_mut(), &bad_input, &mut attr, 400), libc::EINVAL);
-            assert_eq!(query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 100), libc::EINVAL);
-            assert_eq!(query_device_ex(ptr::null_mut(), ptr::null(), ptr::null_mut(), 400), libc::EINVAL);
-            assert_eq!(query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 400), libc::EINVAL);
+            assert_eq!(
+                query_device_ex(ptr::null_mut(), &bad_input, &mut attr, 400),
+                libc::EINVAL
+            );
+            assert_eq!(
+                query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 100),
+                libc::EINVAL
+            );
+            assert_eq!(
+                query_device_ex(ptr::null_mut(), ptr::null(), ptr::null_mut(), 400),
+                libc::EINVAL
+            );
+            assert_eq!(
+                query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 400),
+                libc::EINVAL
+            );
             assert_eq!(query_port(ptr::null_mut(), 1, ptr::null_mut()), libc::EINVAL);
         }
     }

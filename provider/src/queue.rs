@@ -105,7 +105,12 @@ impl Geometry {
     /// element size of at least `min_elem_size`, a power-of-two slot count,
     /// and every slot inside the mapping. The kernel rounds the mapping up to
     /// a page, so it may be longer than the header implies, never shorter.
-    pub fn check(log2_elem_size: u32, index_mask: u32, map_len: usize, min_elem_size: usize) -> Result<Geometry, Errno> {
+    pub fn check(
+        log2_elem_size: u32,
+        index_mask: u32,
+        map_len: usize,
+        min_elem_size: usize,
+    ) -> Result<Geometry, Errno> {
         if log2_elem_size > MAX_LOG2_ELEM_SIZE || (1usize << log2_elem_size) < min_elem_size {
             return Err(libc::EPROTO);
         }
@@ -118,7 +123,10 @@ impl Geometry {
         if needed > map_len {
             return Err(libc::EPROTO);
         }
-        Ok(Geometry { indices, log2_elem_size })
+        Ok(Geometry {
+            indices,
+            log2_elem_size,
+        })
     }
 
     pub fn elem_size(self) -> usize {
@@ -147,7 +155,14 @@ impl Mapping {
         // SAFETY: a fresh shared mapping chosen by the kernel (addr NULL);
         // it aliases no Rust object. The length and offset are only values.
         let p = unsafe {
-            libc::mmap(core::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, offset)
+            libc::mmap(
+                core::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                offset,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM));
@@ -193,8 +208,12 @@ impl Ring {
         // the memory is shared; the values are validated before any use.
         let (log2, mask) = unsafe {
             (
-                hdr.add(offset_of!(rxe_queue_buf, log2_elem_size)).cast::<u32>().read_volatile(),
-                hdr.add(offset_of!(rxe_queue_buf, index_mask)).cast::<u32>().read_volatile(),
+                hdr.add(offset_of!(rxe_queue_buf, log2_elem_size))
+                    .cast::<u32>()
+                    .read_volatile(),
+                hdr.add(offset_of!(rxe_queue_buf, index_mask))
+                    .cast::<u32>()
+                    .read_volatile(),
             )
         };
         let geometry = Geometry::check(log2, mask, map.len, min_elem_size)?;
@@ -282,7 +301,10 @@ impl Ring {
     /// read of the shared memory: the caller looks only at the copy.
     pub fn read_slot<T: FromBytes>(&self, index: u32) -> T {
         // An element larger than the slot would read the next one.
-        assert!(size_of::<T>() <= self.geometry.elem_size(), "element larger than the queue's slots");
+        assert!(
+            size_of::<T>() <= self.geometry.elem_size(),
+            "element larger than the queue's slots"
+        );
         // SAFETY: the slot is inside the mapping and at least size_of::<T>()
         // bytes; slot offsets are multiples of the (power-of-two) element
         // size, which is >= size_of::<T>() and hence a multiple of T's
@@ -300,7 +322,10 @@ impl Ring {
     /// geometry once, rather than this per copy).
     #[inline]
     pub unsafe fn copy_slot<T: FromBytes>(&self, index: u32, dst: *mut T) {
-        debug_assert!(size_of::<T>() <= self.geometry.elem_size(), "element larger than the queue's slots");
+        debug_assert!(
+            size_of::<T>() <= self.geometry.elem_size(),
+            "element larger than the queue's slots"
+        );
         // SAFETY: the source is inside the mapping (as in read_slot), at
         // least size_of::<T>() bytes per the contract, aligned for T, any
         // bytes valid; the destination per the contract. The slot is one
@@ -335,7 +360,11 @@ pub(crate) mod testing {
             let size = HEADER_LEN + ((mask as usize + 1) << log2) + extra;
             // SAFETY: plain syscall on our fd.
             assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) }, 0);
-            let mi = mminfo { offset: 0, size: size as u32, pad: 0 };
+            let mi = mminfo {
+                offset: 0,
+                size: size as u32,
+                pad: 0,
+            };
             let map = Mapping::new(fd.as_raw_fd(), &mi).unwrap();
             // SAFETY: the header lies inside the fresh mapping.
             unsafe {
@@ -343,7 +372,10 @@ pub(crate) mod testing {
                 hdr.cast::<u32>().write(log2);
                 hdr.add(4).cast::<u32>().write(mask);
             }
-            let kernel = Ring { geometry: Geometry::check(log2, mask, size, 0).unwrap(), map };
+            let kernel = Ring {
+                geometry: Geometry::check(log2, mask, size, 0).unwrap(),
+                map,
+            };
             FakeQueue { fd, mi, kernel }
         }
 
@@ -352,7 +384,10 @@ pub(crate) mod testing {
         pub fn produce<T: Copy>(&self, value: &T) {
             let k = &self.kernel;
             let prod = k.producer_index();
-            assert!(!k.indices().is_full(prod, k.consumer_index()), "fake kernel: queue full");
+            assert!(
+                !k.indices().is_full(prod, k.consumer_index()),
+                "fake kernel: queue full"
+            );
             assert!(size_of::<T>() <= k.geometry().elem_size());
             // SAFETY: the slot is inside the mapping, at least as large as T
             // (just checked) and aligned for it (slots are elem-size aligned).
@@ -428,7 +463,10 @@ mod tests {
     fn geometry_rejects_what_does_not_fit_the_mapping() {
         let exact = HEADER_LEN + 8 * 128;
         let g = Geometry::check(7, 7, exact, 48).unwrap();
-        assert_eq!((g.elem_size(), g.slot_offset(0), g.slot_offset(7)), (128, 384, 384 + 7 * 128));
+        assert_eq!(
+            (g.elem_size(), g.slot_offset(0), g.slot_offset(7)),
+            (128, 384, 384 + 7 * 128)
+        );
         assert_eq!(g.slot_offset(9), g.slot_offset(1));
         assert_eq!(Geometry::check(7, 7, 4096, 48).map(|g| g.indices.mask()), Ok(7));
         assert_eq!(Geometry::check(7, 7, exact - 1, 48), Err(libc::EPROTO));
@@ -446,13 +484,23 @@ mod tests {
     fn map_checks_the_header_against_the_size() {
         let fq = FakeQueue::new(7, 7, 0);
         let ring = Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap();
-        assert_eq!(ring.geometry(), Geometry { indices: Indices::new(7).unwrap(), log2_elem_size: 7 });
+        assert_eq!(
+            ring.geometry(),
+            Geometry {
+                indices: Indices::new(7).unwrap(),
+                log2_elem_size: 7
+            }
+        );
         drop(ring);
         // A header that claims more slots than were mapped.
         fq.set_header(7, 15);
         assert_eq!(Ring::map(fq.raw_fd(), &fq.mi, 48).err(), Some(libc::EPROTO));
         // A mapping too short for the header itself.
-        let short = mminfo { offset: 0, size: 100, pad: 0 };
+        let short = mminfo {
+            offset: 0,
+            size: 100,
+            pad: 0,
+        };
         assert_eq!(Ring::map(fq.raw_fd(), &short, 48).err(), Some(libc::EPROTO));
         // A bad fd is an errno.
         assert_eq!(Ring::map(-1, &fq.mi, 48).err(), Some(libc::EBADF));

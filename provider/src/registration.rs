@@ -7,8 +7,8 @@ use kernel_abi::RDMA_DRIVER_RXE;
 use log::{debug, info, warn};
 
 use crate::libibverbs::device_abi::{
-    verbs_device_ops, verbs_match_ent, verbs_match_ent_u, VERBS_MATCH_DRIVER_ID,
-    VERBS_MATCH_MODALIAS, VERBS_MATCH_SENTINEL,
+    verbs_device_ops, verbs_match_ent, verbs_match_ent_u, VERBS_MATCH_DRIVER_ID, VERBS_MATCH_MODALIAS,
+    VERBS_MATCH_SENTINEL,
 };
 use crate::libibverbs::layout::Refusal;
 use crate::libibverbs::runtime::{self, Libibverbs};
@@ -28,14 +28,18 @@ unsafe impl<T> Sync for Shared<T> {}
 static MATCH_TABLE: Shared<[verbs_match_ent; 3]> = Shared([
     verbs_match_ent {
         driver_data: ptr::null_mut(),
-        u: verbs_match_ent_u { driver_id: RDMA_DRIVER_RXE as u64 },
+        u: verbs_match_ent_u {
+            driver_id: RDMA_DRIVER_RXE as u64,
+        },
         vendor: 0,
         device: 0,
         kind: VERBS_MATCH_DRIVER_ID,
     },
     verbs_match_ent {
         driver_data: ptr::null_mut(),
-        u: verbs_match_ent_u { modalias: c"rdma_device:*Nrxe*".as_ptr() },
+        u: verbs_match_ent_u {
+            modalias: c"rdma_device:*Nrxe*".as_ptr(),
+        },
         vendor: 0,
         device: 0,
         kind: VERBS_MATCH_MODALIAS,
@@ -103,7 +107,10 @@ mod tests {
     /// The match table up to (not including) the sentinel.
     fn match_entries() -> &'static [verbs_match_ent] {
         let table = &MATCH_TABLE.0;
-        let end = table.iter().position(|e| e.kind == VERBS_MATCH_SENTINEL).unwrap_or(table.len());
+        let end = table
+            .iter()
+            .position(|e| e.kind == VERBS_MATCH_SENTINEL)
+            .unwrap_or(table.len());
         &table[..end]
     }
 
@@ -140,7 +147,10 @@ mod tests {
     fn device_ops_name_abi_range_and_entries() {
         let ops = &DEVICE_OPS.0;
         // SAFETY: name is a 'static C string literal.
-        assert_eq!(unsafe { CStr::from_ptr(ops.name) }.to_str().unwrap(), crate::PROVIDER_NAME);
+        assert_eq!(
+            unsafe { CStr::from_ptr(ops.name) }.to_str().unwrap(),
+            crate::PROVIDER_NAME
+        );
         assert_eq!((ops.match_min_abi_version, ops.match_max_abi_version), (1, 2));
         assert!(ops.alloc_device.is_some() && ops.uninit_device.is_some());
         assert!(ops.alloc_context.is_some());

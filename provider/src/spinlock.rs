@@ -20,7 +20,11 @@ impl SpinLock {
 
     #[inline]
     pub(crate) fn lock(&self) {
-        if self.0.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        if self
+            .0
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             self.lock_contended();
         }
     }
@@ -29,7 +33,11 @@ impl SpinLock {
     #[inline(never)]
     fn lock_contended(&self) {
         let mut spins = 0u32;
-        while self.0.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        while self
+            .0
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             while self.0.load(Ordering::Relaxed) {
                 spins = spins.wrapping_add(1);
                 if spins % 128 == 0 {
@@ -73,7 +81,10 @@ mod tests {
         }
         // SAFETY: count is only touched with the lock held.
         unsafe impl Sync for Shared {}
-        let s = Arc::new(Shared { lock: SpinLock::new(), count: core::cell::UnsafeCell::new(0) });
+        let s = Arc::new(Shared {
+            lock: SpinLock::new(),
+            count: core::cell::UnsafeCell::new(0),
+        });
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let s = Arc::clone(&s);

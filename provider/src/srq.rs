@@ -129,7 +129,10 @@ impl RxeSrq {
 /// The receive queue of a fresh or resized SRQ ring.
 fn srq_queue(fd: RawFd, mi: &mminfo, max_sge: u32) -> Result<WorkQueue<RecvLimits>, Errno> {
     let ring = Ring::map(fd, mi, RECV_WQE_HEADER)?;
-    let limits = RecvLimits { max_sge, payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER };
+    let limits = RecvLimits {
+        max_sge,
+        payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
+    };
     WorkQueue::new(ring, limits)
 }
 
@@ -169,7 +172,14 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     };
     let resp = command::write_cmd(fd, cmd)?;
     let rq = srq_queue(fd, &resp.drv.mi, resp.core.max_sge).inspect_err(|_| {
-        let _ = command::write_cmd(fd, ib_uverbs_destroy_srq { response: 0, srq_handle: resp.core.srq_handle, reserved: 0 });
+        let _ = command::write_cmd(
+            fd,
+            ib_uverbs_destroy_srq {
+                response: 0,
+                srq_handle: resp.core.srq_handle,
+                reserved: 0,
+            },
+        );
     })?;
     vsrq.srq_num = resp.core.srqn;
     let s = &mut vsrq.srq;
@@ -178,7 +188,12 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     s.pd = args.pd;
     s.handle = resp.core.srq_handle;
     s.events_completed = 0;
-    srq.write(RxeSrq { vsrq: UnsafeCell::new(vsrq), cmd_fd: fd, rq: Locked::new(rq), lost: AtomicBool::new(false) });
+    srq.write(RxeSrq {
+        vsrq: UnsafeCell::new(vsrq),
+        cmd_fd: fd,
+        rq: Locked::new(rq),
+        lost: AtomicBool::new(false),
+    });
     // SAFETY: written just above.
     let srq = Box::into_raw(srq).cast::<RxeSrq>();
     // SAFETY: fresh pthread objects at their final (boxed) address, before
@@ -189,7 +204,11 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
         libc::pthread_cond_init(addr_of_mut!((*s).cond), ptr::null());
     }
     debug!("created SRQ {:#x}, handle {}", resp.core.srqn, resp.core.srq_handle);
-    let granted = ibv_srq_attr { max_wr: resp.core.max_wr, max_sge: resp.core.max_sge, srq_limit: args.attr.srq_limit };
+    let granted = ibv_srq_attr {
+        max_wr: resp.core.max_wr,
+        max_sge: resp.core.max_sge,
+        srq_limit: args.attr.srq_limit,
+    };
     Ok((srq.cast::<ibv_srq>(), granted))
 }
 
@@ -200,7 +219,13 @@ pub(crate) unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_i
         let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
             return ffi::fail_ptr(libc::EINVAL);
         };
-        let args = CreateArgs { context: p.context, pd, srq_context: a.srq_context, attr: a.attr, cq: ptr::null_mut() };
+        let args = CreateArgs {
+            context: p.context,
+            pd,
+            srq_context: a.srq_context,
+            attr: a.attr,
+            cq: ptr::null_mut(),
+        };
         match create(&args) {
             Ok((srq, granted)) => {
                 // What the kernel granted, as ibv_cmd_create_srq reports it.
@@ -230,15 +255,30 @@ fn check_create_ex(a: &ibv_srq_init_attr_ex) -> Result<(), Errno> {
 }
 
 /// `create_srq_ex`.
-pub(crate) unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *mut ibv_srq_init_attr_ex) -> *mut ibv_srq {
+pub(crate) unsafe extern "C" fn create_srq_ex(
+    context: *mut ibv_context,
+    attr: *mut ibv_srq_init_attr_ex,
+) -> *mut ibv_srq {
     ffi::guard("create_srq_ex", ptr::null_mut(), || {
         // SAFETY: the caller's attributes; null refused.
-        let Some(a) = (unsafe { attr.as_mut() }) else { return ffi::fail_ptr(libc::EINVAL) };
+        let Some(a) = (unsafe { attr.as_mut() }) else {
+            return ffi::fail_ptr(libc::EINVAL);
+        };
         if let Err(e) = check_create_ex(a) {
             return ffi::fail_ptr(e);
         }
-        let cq = if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ != 0 { a.cq } else { ptr::null_mut() };
-        let args = CreateArgs { context, pd: a.pd, srq_context: a.srq_context, attr: a.attr, cq };
+        let cq = if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ != 0 {
+            a.cq
+        } else {
+            ptr::null_mut()
+        };
+        let args = CreateArgs {
+            context,
+            pd: a.pd,
+            srq_context: a.srq_context,
+            attr: a.attr,
+            cq,
+        };
         match create(&args) {
             Ok((srq, granted)) => {
                 a.attr.max_wr = granted.max_wr;
@@ -254,7 +294,13 @@ pub(crate) unsafe extern "C" fn create_srq_ex(context: *mut ibv_context, attr: *
 /// the kernel writes a resized ring's mmap info to.
 fn modify_cmd(handle: u32, a: &ibv_srq_attr, mask: c_int, mi: u64) -> ModifySrqCmd {
     ModifySrqCmd {
-        core: ib_uverbs_modify_srq { srq_handle: handle, attr_mask: mask as u32, max_wr: a.max_wr, srq_limit: a.srq_limit, driver_data: [] },
+        core: ib_uverbs_modify_srq {
+            srq_handle: handle,
+            attr_mask: mask as u32,
+            max_wr: a.max_wr,
+            srq_limit: a.srq_limit,
+            driver_data: [],
+        },
         drv: rxe_modify_srq_cmd { mmap_info_addr: mi },
     }
 }
@@ -262,7 +308,11 @@ fn modify_cmd(handle: u32, a: &ibv_srq_attr, mask: c_int, mi: u64) -> ModifySrqC
 /// Issues `MODIFY_SRQ`; returns the new ring's mmap info (zero unless the
 /// kernel resized).
 fn modify(s: &RxeSrq, a: &ibv_srq_attr, mask: c_int) -> Result<mminfo, Errno> {
-    let mut mi = mminfo { offset: 0, size: 0, pad: 0 };
+    let mut mi = mminfo {
+        offset: 0,
+        size: 0,
+        pad: 0,
+    };
     // The cast exposes mi's provenance: the kernel writes it during write().
     let addr = ptr::from_mut(&mut mi) as usize as u64;
     command::write_req(s.cmd_fd, modify_cmd(s.handle(), a, mask, addr))?;
@@ -313,9 +363,21 @@ pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_
         let (Some(s), Some(a)) = (unsafe { RxeSrq::from_ibv_srq(srq) }, unsafe { attr.as_mut() }) else {
             return ffi::fail_code(libc::EINVAL);
         };
-        match command::write_cmd(s.cmd_fd, ib_uverbs_query_srq { response: 0, srq_handle: s.handle(), reserved: 0, driver_data: [] }) {
+        match command::write_cmd(
+            s.cmd_fd,
+            ib_uverbs_query_srq {
+                response: 0,
+                srq_handle: s.handle(),
+                reserved: 0,
+                driver_data: [],
+            },
+        ) {
             Ok(r) => {
-                *a = ibv_srq_attr { max_wr: r.max_wr, max_sge: r.max_sge, srq_limit: r.srq_limit };
+                *a = ibv_srq_attr {
+                    max_wr: r.max_wr,
+                    max_sge: r.max_sge,
+                    srq_limit: r.srq_limit,
+                };
                 0
             }
             Err(e) => ffi::fail_code(e),
@@ -328,8 +390,17 @@ pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_
 pub(crate) unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
     ffi::guard("destroy_srq", libc::EIO, || {
         // SAFETY: an SRQ of ours (null refused).
-        let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else { return ffi::fail_code(libc::EINVAL) };
-        let resp = match command::write_cmd(s.cmd_fd, ib_uverbs_destroy_srq { response: 0, srq_handle: s.handle(), reserved: 0 }) {
+        let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        let resp = match command::write_cmd(
+            s.cmd_fd,
+            ib_uverbs_destroy_srq {
+                response: 0,
+                srq_handle: s.handle(),
+                reserved: 0,
+            },
+        ) {
             Ok(r) => r,
             Err(e) => return ffi::fail_code(e),
         };
@@ -355,10 +426,16 @@ pub(crate) unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
 /// `post_srq_recv`: builds the WQEs in the SRQ ring and advances its
 /// producer index; no syscall. The first request that fails is refused
 /// whole and returned in `*bad_wr`; those before it are posted.
-pub(crate) unsafe extern "C" fn post_srq_recv(srq: *mut ibv_srq, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
+pub(crate) unsafe extern "C" fn post_srq_recv(
+    srq: *mut ibv_srq,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
     ffi::guard("post_srq_recv", libc::EIO, || {
         // SAFETY: libibverbs passes an SRQ of ours.
-        let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else { return libc::EINVAL };
+        let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else {
+            return libc::EINVAL;
+        };
         if bad_wr.is_null() {
             return libc::EINVAL;
         }
@@ -387,7 +464,12 @@ mod tests {
     use kernel_abi::rxe_recv_wqe;
 
     fn recv_wr(wr_id: u64, sges: &mut [ibv_sge]) -> ibv_recv_wr {
-        ibv_recv_wr { wr_id, next: ptr::null_mut(), sg_list: sges.as_mut_ptr(), num_sge: sges.len() as c_int }
+        ibv_recv_wr {
+            wr_id,
+            next: ptr::null_mut(),
+            sg_list: sges.as_mut_ptr(),
+            num_sge: sges.len() as c_int,
+        }
     }
 
     #[test]
@@ -395,10 +477,35 @@ mod tests {
         // 4 slots of 128 bytes: capacity 3; 128 - 40 = 88 bytes hold 5 SGEs.
         let fq = FakeQueue::new(7, 3, 0);
         let mut rq = srq_queue(fq.raw_fd(), &fq.mi, 2).unwrap();
-        assert_eq!(rq.limits, RecvLimits { max_sge: 2, payload_room: 88 });
-        let mut a = [ibv_sge { addr: 0x1000, length: 100, lkey: 7 }, ibv_sge { addr: 0x2000, length: 28, lkey: 7 }];
-        let mut b = [ibv_sge { addr: 0x3000, length: 1, lkey: 8 }; 3];
-        let mut c = [ibv_sge { addr: 0x4000, length: 4, lkey: 9 }];
+        assert_eq!(
+            rq.limits,
+            RecvLimits {
+                max_sge: 2,
+                payload_room: 88
+            }
+        );
+        let mut a = [
+            ibv_sge {
+                addr: 0x1000,
+                length: 100,
+                lkey: 7,
+            },
+            ibv_sge {
+                addr: 0x2000,
+                length: 28,
+                lkey: 7,
+            },
+        ];
+        let mut b = [ibv_sge {
+            addr: 0x3000,
+            length: 1,
+            lkey: 8,
+        }; 3];
+        let mut c = [ibv_sge {
+            addr: 0x4000,
+            length: 4,
+            lkey: 9,
+        }];
         let mut w9 = recv_wr(9, &mut c);
         let mut w2 = recv_wr(2, &mut b);
         w2.next = &mut w9;
@@ -430,7 +537,10 @@ mod tests {
     fn create_ex_takes_basic_srqs_only() {
         // SAFETY: plain C data.
         let mut a: ibv_srq_init_attr_ex = unsafe { core::mem::zeroed() };
-        let mut pd = ibv_pd { context: ptr::null_mut(), handle: 0 };
+        let mut pd = ibv_pd {
+            context: ptr::null_mut(),
+            handle: 0,
+        };
         a.pd = &mut pd;
         a.comp_mask = IBV_SRQ_INIT_ATTR_PD;
         assert_eq!(check_create_ex(&a), Ok(()));
@@ -447,7 +557,11 @@ mod tests {
 
     #[test]
     fn modify_carries_the_mmap_info_address() {
-        let a = ibv_srq_attr { max_wr: 64, max_sge: 1, srq_limit: 10 };
+        let a = ibv_srq_attr {
+            max_wr: 64,
+            max_sge: 1,
+            srq_limit: 10,
+        };
         let c = modify_cmd(5, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT, 0xabcd_0000);
         let b = c.as_bytes();
         assert_eq!(b.len(), 24);

@@ -50,10 +50,20 @@ pub(crate) struct SendLimits {
 
 impl SendLimits {
     pub(crate) fn new(qp_type: c_int, max_sge: u32, max_inline: u32, payload_room: usize) -> SendLimits {
-        let opcodes = (0..32).filter(|&op| opcode_allowed(qp_type, op)).fold(0, |m, op| m | 1 << op);
+        let opcodes = (0..32)
+            .filter(|&op| opcode_allowed(qp_type, op))
+            .fold(0, |m, op| m | 1 << op);
         let sge_room = max_sge.min(u32::try_from(payload_room / SGE_SIZE).unwrap_or(u32::MAX));
         let inline_room = max_inline.min(u32::try_from(payload_room).unwrap_or(u32::MAX));
-        SendLimits { qp_type, max_sge, max_inline, payload_room, opcodes, sge_room, inline_room }
+        SendLimits {
+            qp_type,
+            max_sge,
+            max_inline,
+            payload_room,
+            opcodes,
+            sge_room,
+            inline_room,
+        }
     }
 
     #[inline]
@@ -215,7 +225,12 @@ const ATOMICS_AND_BIND: u32 = 1 << IBV_WR_ATOMIC_CMP_AND_SWP | 1 << IBV_WR_ATOMI
 /// `EINVAL`, as `ibv_post_send(3)` and the stock provider give it (a full
 /// queue is `ENOMEM`, checked by the caller).
 #[inline]
-pub(crate) fn check_send(wr: &ibv_send_wr, sges: &[ibv_sge], objects: &WrObjects<'_>, lim: &SendLimits) -> Result<u32, Errno> {
+pub(crate) fn check_send(
+    wr: &ibv_send_wr,
+    sges: &[ibv_sge],
+    objects: &WrObjects<'_>,
+    lim: &SendLimits,
+) -> Result<u32, Errno> {
     let opcode = wr.opcode;
     if !lim.allows(opcode) || matches!(objects, WrObjects::Missing) {
         return Err(libc::EINVAL);
@@ -303,7 +318,13 @@ pub(crate) fn write_header(wqe: &mut rxe_send_wqe, wr_id: u64, opcode: c_int, se
     wr.send_flags = send_flags;
     wr.ex.imm_data = imm_data;
     // The largest arm but ud (whose writer sets what it uses).
-    wr.wr.atomic = rxe_send_wr_wr_atomic { remote_addr: 0, compare_add: 0, swap: 0, rkey: 0, reserved: 0 };
+    wr.wr.atomic = rxe_send_wr_wr_atomic {
+        remote_addr: 0,
+        compare_add: 0,
+        swap: 0,
+        rkey: 0,
+        reserved: 0,
+    };
     wqe.status = 0;
     wqe.state = 0;
     wqe.iova = 0;
@@ -331,14 +352,24 @@ fn set_data(wqe: &mut rxe_send_wqe, length: u32, num_sge: u32) {
 /// The operands of RDMA WRITE/READ (and ATOMIC_WRITE).
 #[inline]
 pub(crate) fn set_rdma(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32) {
-    wqe.wr.wr.rdma = rxe_send_wr_wr_rdma { remote_addr, rkey, reserved: 0 };
+    wqe.wr.wr.rdma = rxe_send_wr_wr_rdma {
+        remote_addr,
+        rkey,
+        reserved: 0,
+    };
     wqe.iova = remote_addr;
 }
 
 /// The operands of the two atomics.
 #[inline]
 pub(crate) fn set_atomic(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) {
-    wqe.wr.wr.atomic = rxe_send_wr_wr_atomic { remote_addr, compare_add, swap, rkey, reserved: 0 };
+    wqe.wr.wr.atomic = rxe_send_wr_wr_atomic {
+        remote_addr,
+        compare_add,
+        swap,
+        rkey,
+        reserved: 0,
+    };
     wqe.iova = remote_addr;
 }
 
@@ -397,7 +428,12 @@ pub(crate) fn set_ud(wqe: &mut rxe_send_wqe, ud: &UdDest<'_>) {
 /// `ibv_wr_set_sge_list`). More SGEs than the QP has, or than the slot
 /// holds, is `ENOSPC` (the stock provider's errno for it); a total over
 /// 4 GiB is `EINVAL`. The data is then not inline.
-pub(crate) fn set_sges(wqe: &mut rxe_send_wqe, payload: &mut [u8], sges: &[ibv_sge], lim: &SendLimits) -> Result<(), Errno> {
+pub(crate) fn set_sges(
+    wqe: &mut rxe_send_wqe,
+    payload: &mut [u8],
+    sges: &[ibv_sge],
+    lim: &SendLimits,
+) -> Result<(), Errno> {
     if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room.min(payload.len()) {
         return Err(libc::ENOSPC);
     }
@@ -416,7 +452,12 @@ pub(crate) fn set_sges(wqe: &mut rxe_send_wqe, payload: &mut [u8], sges: &[ibv_s
 ///
 /// # Safety
 /// Every buffer describes `length` readable bytes at `addr`.
-pub(crate) unsafe fn set_inline(wqe: &mut rxe_send_wqe, payload: &mut [u8], bufs: &[ibv_data_buf], lim: &SendLimits) -> Result<(), Errno> {
+pub(crate) unsafe fn set_inline(
+    wqe: &mut rxe_send_wqe,
+    payload: &mut [u8],
+    bufs: &[ibv_data_buf],
+    lim: &SendLimits,
+) -> Result<(), Errno> {
     let room = u64::from(lim.max_inline).min(lim.payload_room.min(payload.len()) as u64);
     let mut total = 0u64;
     for b in bufs {
@@ -462,12 +503,22 @@ unsafe fn copy_inline(sges: &[ibv_sge], out: &mut [u8]) {
 #[inline]
 fn write_sges(sges: &[ibv_sge], out: &mut [u8]) {
     let put = |s: &ibv_sge, chunk: &mut [u8]| {
-        chunk.copy_from_slice(rxe_sge { addr: s.addr, length: s.length, lkey: s.lkey }.as_bytes());
+        chunk.copy_from_slice(
+            rxe_sge {
+                addr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            }
+            .as_bytes(),
+        );
     };
     match (sges, out.get_mut(..SGE_SIZE)) {
         // The common case, without the set-up of the (unrolled) loop.
         ([one], Some(chunk)) => put(one, chunk),
-        _ => sges.iter().zip(out.chunks_exact_mut(SGE_SIZE)).for_each(|(s, chunk)| put(s, chunk)),
+        _ => sges
+            .iter()
+            .zip(out.chunks_exact_mut(SGE_SIZE))
+            .for_each(|(s, chunk)| put(s, chunk)),
     }
 }
 
@@ -507,7 +558,9 @@ pub(crate) mod tests {
 
     impl Slot {
         pub(crate) fn new(size: usize) -> Slot {
-            Slot { words: vec![0xa5a5_a5a5_a5a5_a5a5; size / 8] }
+            Slot {
+                words: vec![0xa5a5_a5a5_a5a5_a5a5; size / 8],
+            }
         }
         fn bytes(&mut self) -> &mut [u8] {
             self.words.as_mut_bytes()
@@ -534,7 +587,11 @@ pub(crate) mod tests {
     }
 
     fn sge(addr: u64, length: u32) -> ibv_sge {
-        ibv_sge { addr, length, lkey: 0x42 }
+        ibv_sge {
+            addr,
+            length,
+            lkey: 0x42,
+        }
     }
 
     /// A signalled request for `opcode` on `sges`, with the operands of an
@@ -548,9 +605,17 @@ pub(crate) mod tests {
         w.sg_list = sges.as_ptr().cast_mut();
         w.num_sge = sges.len() as c_int;
         if is_atomic(opcode) {
-            w.wr.atomic = ibv_send_wr_atomic { remote_addr: 0x10_0000, compare_add: 5, swap: 9, rkey: 0x77 };
+            w.wr.atomic = ibv_send_wr_atomic {
+                remote_addr: 0x10_0000,
+                compare_add: 5,
+                swap: 9,
+                rkey: 0x77,
+            };
         } else {
-            w.wr.rdma = ibv_send_wr_rdma { remote_addr: 0x10_0000, rkey: 0x77 };
+            w.wr.rdma = ibv_send_wr_rdma {
+                remote_addr: 0x10_0000,
+                rkey: 0x77,
+            };
         }
         w
     }
@@ -587,9 +652,24 @@ pub(crate) mod tests {
         let (mut slot, len) = encode(&wr(IBV_WR_SEND, &sges), &sges, &lim(IBV_QPT_RC));
         assert_eq!(len, 128);
         let (w, p) = slot.send();
-        assert_eq!((w.wr.wr_id, w.wr.opcode, w.wr.send_flags), (0x1234, IBV_WR_SEND as u32, IBV_SEND_SIGNALED));
-        assert_eq!((w.dma.length, w.dma.resid, w.dma.num_sge, w.dma.cur_sge, w.dma.sge_offset), (128, 128, 2, 0, 0));
-        assert_eq!((w.state, w.status, w.mask, w.iova, w.ssn, w.first_psn), (0, 0, 0, 0, 0, 0));
+        assert_eq!(
+            (w.wr.wr_id, w.wr.opcode, w.wr.send_flags),
+            (0x1234, IBV_WR_SEND as u32, IBV_SEND_SIGNALED)
+        );
+        assert_eq!(
+            (
+                w.dma.length,
+                w.dma.resid,
+                w.dma.num_sge,
+                w.dma.cur_sge,
+                w.dma.sge_offset
+            ),
+            (128, 128, 2, 0, 0)
+        );
+        assert_eq!(
+            (w.state, w.status, w.mask, w.iova, w.ssn, w.first_psn),
+            (0, 0, 0, 0, 0, 0)
+        );
         // SAFETY: the operand arm is plain data; a SEND leaves it zeroed.
         assert_eq!(unsafe { w.wr.wr.atomic }.as_bytes(), [0; 32]);
         assert_eq!(sge_at(p, 0), (0x1000, 100, 0x42));
@@ -612,7 +692,10 @@ pub(crate) mod tests {
             unsafe { encode_send(&send, &[], len, &WrObjects::None, h, p) };
         }
         // All but the UD arm's address vector (which UD requests write) agree.
-        let (a, b) = (used.bytes()[..SEND_WQE_HEADER].to_vec(), fresh.bytes()[..SEND_WQE_HEADER].to_vec());
+        let (a, b) = (
+            used.bytes()[..SEND_WQE_HEADER].to_vec(),
+            fresh.bytes()[..SEND_WQE_HEADER].to_vec(),
+        );
         let av = core::mem::offset_of!(rxe_send_wqe, wr) + 24 + 32..core::mem::offset_of!(rxe_send_wqe, status);
         assert_eq!(a[..av.start], b[..av.start]);
         assert_eq!(a[av.end..], b[av.end..]);
@@ -660,7 +743,10 @@ pub(crate) mod tests {
     fn atomics_need_8_bytes_at_an_aligned_address() {
         let l = lim(IBV_QPT_RC);
         let short = [sge(0x1000, 4)];
-        assert_eq!(check(&wr(IBV_WR_ATOMIC_FETCH_AND_ADD, &short), &short, &l), Err(libc::EINVAL));
+        assert_eq!(
+            check(&wr(IBV_WR_ATOMIC_FETCH_AND_ADD, &short), &short, &l),
+            Err(libc::EINVAL)
+        );
         let ok = [sge(0x1000, 8)];
         let mut w = wr(IBV_WR_ATOMIC_CMP_AND_SWP, &ok);
         assert_eq!(check(&w, &ok, &l), Ok(8));
@@ -678,17 +764,30 @@ pub(crate) mod tests {
         assert_eq!(unsafe { slot.send().0.wr.ex.invalidate_rkey }, 0x55);
 
         let w = wr(IBV_WR_BIND_MW, &[]);
-        let b = MwBind { addr: 0x3000, length: 0x100, mr_lkey: 1, mw_rkey: 0x200, new_rkey: 0x201, access: 2 };
+        let b = MwBind {
+            addr: 0x3000,
+            length: 0x100,
+            mr_lkey: 1,
+            mw_rkey: 0x200,
+            new_rkey: 0x201,
+            access: 2,
+        };
         for t in [IBV_QPT_RC, IBV_QPT_UC] {
             let (mut slot, _) = encode_with(&w, &[], &WrObjects::Bind(b), &lim(t));
             // SAFETY: the mw arm was written.
             let m = unsafe { slot.send().0.wr.wr.mw };
-            assert_eq!((m.addr, m.length, m.mr_lkey, m.mw_rkey, m.rkey, m.access), (0x3000, 0x100, 1, 0x200, 0x201, 2));
+            assert_eq!(
+                (m.addr, m.length, m.mr_lkey, m.mw_rkey, m.rkey, m.access),
+                (0x3000, 0x100, 1, 0x200, 0x201, 2)
+            );
         }
         // A bind carries no data and no immediate, and needs its window.
         let one = [sge(0x1000, 0)];
         let l = lim(IBV_QPT_RC);
-        assert_eq!(check_send(&wr(IBV_WR_BIND_MW, &one), &one, &WrObjects::Bind(b), &l), Err(libc::EINVAL));
+        assert_eq!(
+            check_send(&wr(IBV_WR_BIND_MW, &one), &one, &WrObjects::Bind(b), &l),
+            Err(libc::EINVAL)
+        );
         let mut imm = w;
         imm.imm_data = 1;
         assert_eq!(check_send(&imm, &[], &WrObjects::Bind(b), &l), Err(libc::EINVAL));
@@ -702,12 +801,20 @@ pub(crate) mod tests {
         av.dmac = [1, 2, 3, 4, 5, 6];
         let w = wr(IBV_WR_SEND, &[]);
         let l = lim(IBV_QPT_UD);
-        let dest = UdDest { remote_qpn: 0x11, remote_qkey: 0x1111_1111, ah_num: 3, av: &av };
+        let dest = UdDest {
+            remote_qpn: 0x11,
+            remote_qkey: 0x1111_1111,
+            ah_num: 3,
+            av: &av,
+        };
         let (mut slot, _) = encode_with(&w, &[], &WrObjects::Ud(dest), &l);
         // SAFETY: the ud arm was written.
         let ud = unsafe { slot.send().0.wr.wr.ud };
         // (The AV bytes are left as they were: the kernel reads ah_num.)
-        assert_eq!((ud.remote_qpn, ud.remote_qkey, ud.ah_num, ud.pkey_index), (0x11, 0x1111_1111, 3, 0));
+        assert_eq!(
+            (ud.remote_qpn, ud.remote_qkey, ud.ah_num, ud.pkey_index),
+            (0x11, 0x1111_1111, 3, 0)
+        );
         // Without a kernel AH index the AV goes in whole.
         let (mut slot, _) = encode_with(&w, &[], &WrObjects::Ud(UdDest { ah_num: 0, ..dest }), &l);
         // SAFETY: as above.
@@ -727,7 +834,7 @@ pub(crate) mod tests {
         let ud: Vec<c_int> = all.clone().filter(|&o| opcode_allowed(IBV_QPT_UD, o)).collect();
         assert_eq!(ud, vec![2, 3]);
         assert!(!opcode_allowed(1, IBV_WR_SEND)); // IBV_QPT_XRC..., not ours
-        // The limits' opcode set is the same one.
+                                                  // The limits' opcode set is the same one.
         for t in [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, 1] {
             let l = lim(t);
             for op in [-1, 0, 5, 9, 10, 15, 31, 32, 33, c_int::MAX, c_int::MIN] {
@@ -736,9 +843,13 @@ pub(crate) mod tests {
         }
         let ud = lim(IBV_QPT_UD);
         assert_eq!(check(&wr(IBV_WR_RDMA_READ, &[]), &[], &ud), Err(libc::EINVAL));
-        assert_eq!(check(&wr(IBV_WR_ATOMIC_CMP_AND_SWP, &[]), &[], &lim(IBV_QPT_UC)), Err(libc::EINVAL));
+        assert_eq!(
+            check(&wr(IBV_WR_ATOMIC_CMP_AND_SWP, &[]), &[], &lim(IBV_QPT_UC)),
+            Err(libc::EINVAL)
+        );
         assert_eq!(check(&wr(-1, &[]), &[], &lim(IBV_QPT_RC)), Err(libc::EINVAL));
-        assert_eq!(check(&wr(10, &[]), &[], &lim(IBV_QPT_RC)), Err(libc::EINVAL)); // TSO
+        assert_eq!(check(&wr(10, &[]), &[], &lim(IBV_QPT_RC)), Err(libc::EINVAL));
+        // TSO
     }
 
     #[test]
@@ -761,7 +872,10 @@ pub(crate) mod tests {
         assert_eq!(check(&wr(IBV_WR_SEND, &sges[..4]), &sges[..4], &l), Ok(4));
         // The slot, not only the capability, bounds the list.
         let tight = SendLimits::new(IBV_QPT_RC, 8, 64, 3 * 16);
-        assert_eq!(check(&wr(IBV_WR_SEND, &sges[..4]), &sges[..4], &tight), Err(libc::EINVAL));
+        assert_eq!(
+            check(&wr(IBV_WR_SEND, &sges[..4]), &sges[..4], &tight),
+            Err(libc::EINVAL)
+        );
         assert_eq!(check(&wr(IBV_WR_SEND, &sges[..3]), &sges[..3], &tight), Ok(3));
     }
 
@@ -770,7 +884,12 @@ pub(crate) mod tests {
         let a = *b"hello, ";
         let b = *b"inline ";
         let c = *b"world";
-        let sges = [sge(a.as_ptr() as u64, 7), sge(b.as_ptr() as u64, 7), sge(0, 0), sge(c.as_ptr() as u64, 5)];
+        let sges = [
+            sge(a.as_ptr() as u64, 7),
+            sge(b.as_ptr() as u64, 7),
+            sge(0, 0),
+            sge(c.as_ptr() as u64, 5),
+        ];
         let mut w = wr(IBV_WR_SEND, &sges);
         w.send_flags |= IBV_SEND_INLINE;
         // SAFETY (in encode): every SGE points at a live local array of its length.
@@ -808,17 +927,26 @@ pub(crate) mod tests {
 
     #[test]
     fn receive_wqes() {
-        let l = RecvLimits { max_sge: 2, payload_room: 128 - RECV_WQE_HEADER };
+        let l = RecvLimits {
+            max_sge: 2,
+            payload_room: 128 - RECV_WQE_HEADER,
+        };
         let sges = [sge(0x1000, 10), sge(0x2000, 20)];
         let len = validate_recv(&sges, &l).unwrap();
         let mut slot = Slot::new(128);
         let (w, p) = slot.recv();
         encode_recv(7, &sges, len, w, p);
         let (w, p) = slot.recv();
-        assert_eq!((w.wr_id, w.dma.length, w.dma.resid, w.dma.num_sge, w.dma.cur_sge), (7, 30, 30, 2, 0));
+        assert_eq!(
+            (w.wr_id, w.dma.length, w.dma.resid, w.dma.num_sge, w.dma.cur_sge),
+            (7, 30, 30, 2, 0)
+        );
         assert_eq!(sge_at(p, 1), (0x2000, 20, 0x42));
         assert_eq!(validate_recv(&[sge(0, 1); 3], &l), Err(libc::EINVAL));
-        let tight = RecvLimits { max_sge: 4, payload_room: 16 };
+        let tight = RecvLimits {
+            max_sge: 4,
+            payload_room: 16,
+        };
         assert_eq!(validate_recv(&sges, &tight), Err(libc::EINVAL));
         assert_eq!(validate_recv(&[sge(0, u32::MAX), sge(0, 1)], &l), Err(libc::EINVAL));
     }

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, Weak};
 use super::connector::NdkConnector;
 use super::listener::{NdkListener, NdkSharedEndpoint};
 use super::{
-    boundary, code, give_handle, handle, init_logging, read_sockaddr, status_boundary, take_handle,
-    ConnectEvent, CreateCompletion, Handle, NtStatus, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    boundary, code, give_handle, handle, init_logging, read_sockaddr, status_boundary, take_handle, ConnectEvent,
+    CreateCompletion, Handle, NtStatus, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
 };
 use crate::status::NdStatus;
 use crate::{Adapter, CompletionQueue, MemoryRegion, QueuePair, Sge};
@@ -80,22 +80,11 @@ pub struct NdkAdapterDispatch {
     pub get_event_fd: unsafe extern "C" fn(*mut NdkAdapter, *mut i32) -> NtStatus,
     pub process_events: unsafe extern "C" fn(*mut NdkAdapter, *mut u32) -> NtStatus,
     pub create_cq: unsafe extern "C" fn(*mut NdkAdapter, u32, *mut *mut NdkCq) -> NtStatus,
-    pub create_qp: unsafe extern "C" fn(
-        *mut NdkAdapter,
-        *mut NdkCq,
-        *mut NdkCq,
-        u32,
-        u32,
-        u32,
-        *mut *mut NdkQp,
-    ) -> NtStatus,
+    pub create_qp:
+        unsafe extern "C" fn(*mut NdkAdapter, *mut NdkCq, *mut NdkCq, u32, u32, u32, *mut *mut NdkQp) -> NtStatus,
     pub create_mr: unsafe extern "C" fn(*mut NdkAdapter, usize, *mut *mut NdkMr) -> NtStatus,
-    pub create_connector: unsafe extern "C" fn(
-        *mut NdkAdapter,
-        CreateCompletion,
-        *mut c_void,
-        *mut *mut NdkConnector,
-    ) -> NtStatus,
+    pub create_connector:
+        unsafe extern "C" fn(*mut NdkAdapter, CreateCompletion, *mut c_void, *mut *mut NdkConnector) -> NtStatus,
     pub create_listener: unsafe extern "C" fn(
         *mut NdkAdapter,
         ConnectEvent,
@@ -180,11 +169,7 @@ unsafe extern "C" fn close_adapter(adapter: *mut NdkAdapter) -> NtStatus {
     })
 }
 
-unsafe extern "C" fn query_adapter(
-    adapter: *mut NdkAdapter,
-    info: *mut NdkAdapterInfo,
-    length: *mut u32,
-) -> NtStatus {
+unsafe extern "C" fn query_adapter(adapter: *mut NdkAdapter, info: *mut NdkAdapterInfo, length: *mut u32) -> NtStatus {
     status_boundary("NdkQueryAdapterInfo", || {
         // SAFETY: the caller's handle.
         let adapter = unsafe { handle(adapter)? };
@@ -286,11 +271,7 @@ impl Handle for NdkCq {
     const DISPATCH: &'static NdkCqDispatch = &CQ_DISPATCH;
 }
 
-unsafe extern "C" fn create_cq(
-    adapter: *mut NdkAdapter,
-    depth: u32,
-    cq: *mut *mut NdkCq,
-) -> NtStatus {
+unsafe extern "C" fn create_cq(adapter: *mut NdkAdapter, depth: u32, cq: *mut *mut NdkCq) -> NtStatus {
     status_boundary("NdkCreateCq", || {
         // SAFETY: the caller's handle.
         let adapter = unsafe { handle(adapter)? };
@@ -362,24 +343,8 @@ pub struct NdkQpDispatch {
     pub close: unsafe extern "C" fn(*mut NdkQp) -> NtStatus,
     pub receive: unsafe extern "C" fn(*mut NdkQp, *mut c_void, *const NdkSge, u32) -> NtStatus,
     pub send: unsafe extern "C" fn(*mut NdkQp, *mut c_void, *const NdkSge, u32, u32) -> NtStatus,
-    pub write: unsafe extern "C" fn(
-        *mut NdkQp,
-        *mut c_void,
-        *const NdkSge,
-        u32,
-        u64,
-        u32,
-        u32,
-    ) -> NtStatus,
-    pub read: unsafe extern "C" fn(
-        *mut NdkQp,
-        *mut c_void,
-        *const NdkSge,
-        u32,
-        u64,
-        u32,
-        u32,
-    ) -> NtStatus,
+    pub write: unsafe extern "C" fn(*mut NdkQp, *mut c_void, *const NdkSge, u32, u64, u32, u32) -> NtStatus,
+    pub read: unsafe extern "C" fn(*mut NdkQp, *mut c_void, *const NdkSge, u32, u64, u32, u32) -> NtStatus,
 }
 
 static QP_DISPATCH: NdkQpDispatch = NdkQpDispatch {
@@ -406,8 +371,7 @@ unsafe extern "C" fn create_qp(
 ) -> NtStatus {
     status_boundary("NdkCreateQp", || {
         // SAFETY: the caller's handles.
-        let (adapter, rcq, icq) =
-            unsafe { (handle(adapter)?, handle(receive_cq)?, handle(initiator_cq)?) };
+        let (adapter, rcq, icq) = unsafe { (handle(adapter)?, handle(receive_cq)?, handle(initiator_cq)?) };
         if qp.is_null() {
             return Err(STATUS_INVALID_PARAMETER);
         }
@@ -442,11 +406,7 @@ unsafe extern "C" fn close_qp(qp: *mut NdkQp) -> NtStatus {
 ///
 /// # Safety
 /// `qp` is the caller's handle; `sge` is NULL or readable for `count` entries.
-unsafe fn posting<'a>(
-    qp: *mut NdkQp,
-    sge: *const NdkSge,
-    count: u32,
-) -> Result<(&'a NdkQp, Vec<Sge>), NtStatus> {
+unsafe fn posting<'a>(qp: *mut NdkQp, sge: *const NdkSge, count: u32) -> Result<(&'a NdkQp, Vec<Sge>), NtStatus> {
     // SAFETY: the caller's handle.
     let qp = unsafe { handle(qp)? };
     let list = match (sge.is_null(), count) {
@@ -459,12 +419,7 @@ unsafe fn posting<'a>(
     Ok((qp, sges))
 }
 
-unsafe extern "C" fn receive(
-    qp: *mut NdkQp,
-    context: *mut c_void,
-    sge: *const NdkSge,
-    count: u32,
-) -> NtStatus {
+unsafe extern "C" fn receive(qp: *mut NdkQp, context: *mut c_void, sge: *const NdkSge, count: u32) -> NtStatus {
     status_boundary("NdkReceive", || {
         // SAFETY: forwarded caller promises.
         let (qp, sges) = unsafe { posting(qp, sge, count)? };
@@ -553,11 +508,7 @@ impl Handle for NdkMr {
     const DISPATCH: &'static NdkMrDispatch = &MR_DISPATCH;
 }
 
-unsafe extern "C" fn create_mr(
-    adapter: *mut NdkAdapter,
-    length: usize,
-    mr: *mut *mut NdkMr,
-) -> NtStatus {
+unsafe extern "C" fn create_mr(adapter: *mut NdkAdapter, length: usize, mr: *mut *mut NdkMr) -> NtStatus {
     status_boundary("NdkCreateMr", || {
         // SAFETY: the caller's handle.
         let adapter = unsafe { handle(adapter)? };
@@ -595,11 +546,7 @@ unsafe extern "C" fn close_mr(mr: *mut NdkMr) -> NtStatus {
 }
 
 /// The region's buffer (the shim allocated it; it lives until NdkCloseMr) and its length.
-unsafe extern "C" fn get_buffer(
-    mr: *mut NdkMr,
-    buffer: *mut *mut c_void,
-    length: *mut usize,
-) -> NtStatus {
+unsafe extern "C" fn get_buffer(mr: *mut NdkMr, buffer: *mut *mut c_void, length: *mut usize) -> NtStatus {
     status_boundary("NdkGetMrBuffer", || {
         // SAFETY: the caller's handle.
         let mr = unsafe { handle(mr)? };

@@ -15,9 +15,8 @@ use std::sync::{Arc, Weak};
 use super::adapter::{AdapterShared, NdkQp};
 use super::listener::NdkSharedEndpoint;
 use super::{
-    bytes, code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context,
-    DisconnectEvent, Handle, NtStatus, RequestCompletion, STATUS_INVALID_PARAMETER, STATUS_PENDING,
-    STATUS_SUCCESS,
+    bytes, code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, DisconnectEvent, Handle,
+    NtStatus, RequestCompletion, STATUS_INVALID_PARAMETER, STATUS_PENDING, STATUS_SUCCESS,
 };
 use crate::connection_data::PrivateDataUse;
 use crate::connector::ConnectorState;
@@ -80,17 +79,10 @@ pub struct NdkConnectorDispatch {
         *mut c_void,
     ) -> NtStatus,
     pub reject: unsafe extern "C" fn(*mut NdkConnector, *const c_void, u32) -> NtStatus,
-    pub get_connection_data: unsafe extern "C" fn(
-        *mut NdkConnector,
-        *mut u32,
-        *mut u32,
-        *mut c_void,
-        *mut u32,
-    ) -> NtStatus,
-    pub get_local_address:
-        unsafe extern "C" fn(*mut NdkConnector, *mut libc::sockaddr, *mut u32) -> NtStatus,
-    pub get_peer_address:
-        unsafe extern "C" fn(*mut NdkConnector, *mut libc::sockaddr, *mut u32) -> NtStatus,
+    pub get_connection_data:
+        unsafe extern "C" fn(*mut NdkConnector, *mut u32, *mut u32, *mut c_void, *mut u32) -> NtStatus,
+    pub get_local_address: unsafe extern "C" fn(*mut NdkConnector, *mut libc::sockaddr, *mut u32) -> NtStatus,
+    pub get_peer_address: unsafe extern "C" fn(*mut NdkConnector, *mut libc::sockaddr, *mut u32) -> NtStatus,
     pub complete_connect: unsafe extern "C" fn(
         *mut NdkConnector,
         DisconnectEvent,
@@ -98,8 +90,7 @@ pub struct NdkConnectorDispatch {
         RequestCompletion,
         *mut c_void,
     ) -> NtStatus,
-    pub disconnect:
-        unsafe extern "C" fn(*mut NdkConnector, RequestCompletion, *mut c_void) -> NtStatus,
+    pub disconnect: unsafe extern "C" fn(*mut NdkConnector, RequestCompletion, *mut c_void) -> NtStatus,
     pub cancel: unsafe extern "C" fn(*mut NdkConnector) -> NtStatus,
 }
 
@@ -193,9 +184,7 @@ fn arm_disconnect_event(shared: &Weak<ConnectorShared>, event: DisconnectEvent, 
     });
 }
 
-fn required(
-    completion: RequestCompletion,
-) -> Result<unsafe extern "C" fn(*mut c_void, NtStatus), NtStatus> {
+fn required(completion: RequestCompletion) -> Result<unsafe extern "C" fn(*mut c_void, NtStatus), NtStatus> {
     completion.ok_or(STATUS_INVALID_PARAMETER)
 }
 
@@ -203,10 +192,7 @@ unsafe extern "C" fn close(connector: *mut NdkConnector) -> NtStatus {
     status_boundary("NdkCloseConnector", || {
         // SAFETY: the caller gives up its handle.
         let connector = unsafe { take_handle(connector)? };
-        connector
-            .shared
-            .local_disconnect
-            .store(true, Ordering::Release);
+        connector.shared.local_disconnect.store(true, Ordering::Release);
         Ok(STATUS_SUCCESS)
     })
 }
@@ -237,9 +223,7 @@ unsafe extern "C" fn connect(
             )
         };
         let completion = required(completion)?;
-        PrivateDataUse::Connect
-            .check(private_data.len())
-            .map_err(code)?;
+        PrivateDataUse::Connect.check(private_data.len()).map_err(code)?;
         let connector = &c.shared.connector;
         // NdkConnect binds from pSrcAddress; a connector past Idle goes straight to Connect,
         // whose state machine answers (ND_CONNECTION_ACTIVE, ND_CONNECTION_INVALID).
@@ -325,21 +309,13 @@ unsafe extern "C" fn accept(
         let pending = c
             .shared
             .connector
-            .accept(
-                &qp.qp,
-                inbound_read_limit,
-                outbound_read_limit,
-                private_data,
-            )
+            .accept(&qp.qp, inbound_read_limit, outbound_read_limit, private_data)
             .map_err(code)?;
         let weak = Arc::downgrade(&c.shared);
         let disconnect_context = Context(disconnect_context);
-        Ok(complete_later(
-            pending,
-            completion,
-            Context(context),
-            move || arm_disconnect_event(&weak, disconnect_event, disconnect_context),
-        ))
+        Ok(complete_later(pending, completion, Context(context), move || {
+            arm_disconnect_event(&weak, disconnect_event, disconnect_context)
+        }))
     })
 }
 
@@ -350,12 +326,7 @@ unsafe extern "C" fn reject(
 ) -> NtStatus {
     status_boundary("NdkReject", || {
         // SAFETY: the caller's handle and buffer.
-        let (c, private_data) = unsafe {
-            (
-                handle(connector)?,
-                bytes(private_data, private_data_length)?,
-            )
-        };
+        let (c, private_data) = unsafe { (handle(connector)?, bytes(private_data, private_data_length)?) };
         c.shared.connector.reject(private_data).map_err(code)?;
         Ok(STATUS_SUCCESS)
     })

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::adapter::AdapterShared;
 use super::connector::NdkConnector;
 use super::{
-    code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, Handle,
-    NtStatus, RequestCompletion, STATUS_SUCCESS,
+    code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, Handle, NtStatus,
+    RequestCompletion, STATUS_SUCCESS,
 };
 use crate::connection_data::fill_address;
 use crate::status::NdStatus;
@@ -52,15 +52,9 @@ struct Delivery {
 #[repr(C)]
 pub struct NdkListenerDispatch {
     pub close: unsafe extern "C" fn(*mut NdkListener) -> NtStatus,
-    pub listen: unsafe extern "C" fn(
-        *mut NdkListener,
-        *const libc::sockaddr,
-        u32,
-        RequestCompletion,
-        *mut c_void,
-    ) -> NtStatus,
-    pub get_local_address:
-        unsafe extern "C" fn(*mut NdkListener, *mut libc::sockaddr, *mut u32) -> NtStatus,
+    pub listen:
+        unsafe extern "C" fn(*mut NdkListener, *const libc::sockaddr, u32, RequestCompletion, *mut c_void) -> NtStatus,
+    pub get_local_address: unsafe extern "C" fn(*mut NdkListener, *mut libc::sockaddr, *mut u32) -> NtStatus,
     pub control_connect_events: unsafe extern "C" fn(*mut NdkListener, u8) -> NtStatus,
 }
 
@@ -77,11 +71,7 @@ impl Handle for NdkListener {
 }
 
 impl NdkListener {
-    pub(super) fn new(
-        adapter: &Arc<AdapterShared>,
-        event: ConnectEventFn,
-        context: *mut c_void,
-    ) -> NdkListener {
+    pub(super) fn new(adapter: &Arc<AdapterShared>, event: ConnectEventFn, context: *mut c_void) -> NdkListener {
         NdkListener {
             dispatch: &LISTENER_DISPATCH,
             shared: Arc::new(ListenerShared {
@@ -231,8 +221,7 @@ pub struct NdkSharedEndpoint {
 #[repr(C)]
 pub struct NdkSharedEndpointDispatch {
     pub close: unsafe extern "C" fn(*mut NdkSharedEndpoint) -> NtStatus,
-    pub get_local_address:
-        unsafe extern "C" fn(*mut NdkSharedEndpoint, *mut libc::sockaddr, *mut u32) -> NtStatus,
+    pub get_local_address: unsafe extern "C" fn(*mut NdkSharedEndpoint, *mut libc::sockaddr, *mut u32) -> NtStatus,
 }
 
 static SHARED_ENDPOINT_DISPATCH: NdkSharedEndpointDispatch = NdkSharedEndpointDispatch {
@@ -246,10 +235,7 @@ impl Handle for NdkSharedEndpoint {
 }
 
 impl NdkSharedEndpoint {
-    pub(super) fn new(
-        adapter: &Arc<AdapterShared>,
-        address: SocketAddr,
-    ) -> Result<NdkSharedEndpoint, NtStatus> {
+    pub(super) fn new(adapter: &Arc<AdapterShared>, address: SocketAddr) -> Result<NdkSharedEndpoint, NtStatus> {
         Ok(NdkSharedEndpoint {
             dispatch: &SHARED_ENDPOINT_DISPATCH,
             endpoint: SharedEndpoint::new(&adapter.adapter, address).map_err(code)?,

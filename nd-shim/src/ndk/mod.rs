@@ -31,13 +31,11 @@ mod connector;
 mod listener;
 
 pub use adapter::{
-    NdkAdapter, NdkAdapterDispatch, NdkAdapterInfo, NdkCq, NdkCqDispatch, NdkMr, NdkMrDispatch,
-    NdkOpenAdapter, NdkQp, NdkQpDispatch, NdkResult, NdkSge,
+    NdkAdapter, NdkAdapterDispatch, NdkAdapterInfo, NdkCq, NdkCqDispatch, NdkMr, NdkMrDispatch, NdkOpenAdapter, NdkQp,
+    NdkQpDispatch, NdkResult, NdkSge,
 };
 pub use connector::{NdkConnector, NdkConnectorDispatch};
-pub use listener::{
-    NdkListener, NdkListenerDispatch, NdkSharedEndpoint, NdkSharedEndpointDispatch,
-};
+pub use listener::{NdkListener, NdkListenerDispatch, NdkSharedEndpoint, NdkSharedEndpointDispatch};
 
 /// NTSTATUS.
 pub type NtStatus = i32;
@@ -47,11 +45,9 @@ pub type RequestCompletion = Option<unsafe extern "C" fn(context: *mut c_void, s
 /// `NDK_FN_DISCONNECT_EVENT_CALLBACK`.
 pub type DisconnectEvent = Option<unsafe extern "C" fn(context: *mut c_void)>;
 /// `NDK_FN_CONNECT_EVENT_CALLBACK`: a new connector, owned by the callee from then on.
-pub type ConnectEvent =
-    Option<unsafe extern "C" fn(context: *mut c_void, connector: *mut NdkConnector)>;
+pub type ConnectEvent = Option<unsafe extern "C" fn(context: *mut c_void, connector: *mut NdkConnector)>;
 /// `NDK_FN_CREATE_COMPLETION`. Creation always finishes inline here, so it is never called.
-pub type CreateCompletion =
-    Option<unsafe extern "C" fn(context: *mut c_void, status: NtStatus, object: *mut c_void)>;
+pub type CreateCompletion = Option<unsafe extern "C" fn(context: *mut c_void, status: NtStatus, object: *mut c_void)>;
 
 const STATUS_SUCCESS: NtStatus = NdStatus::ND_SUCCESS.0;
 const STATUS_PENDING: NtStatus = NdStatus::ND_PENDING.0;
@@ -197,13 +193,7 @@ unsafe fn read_sockaddr(addr: *const libc::sockaddr, len: u32) -> Result<SocketA
     // SAFETY: all zeroes is a valid sockaddr_storage.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     // SAFETY: `need` bytes are readable (checked) and fit in the storage.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            addr.cast::<u8>(),
-            std::ptr::addr_of_mut!(storage).cast::<u8>(),
-            need,
-        )
-    };
+    unsafe { std::ptr::copy_nonoverlapping(addr.cast::<u8>(), std::ptr::addr_of_mut!(storage).cast::<u8>(), need) };
     sys::from_sockaddr(&storage).ok_or(STATUS_INVALID_ADDRESS)
 }
 
@@ -258,12 +248,7 @@ impl log::Log for StderrLogger {
 
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            eprintln!(
-                "nd-shim {} {}: {}",
-                record.level(),
-                record.target(),
-                record.args()
-            );
+            eprintln!("nd-shim {} {}: {}", record.level(), record.target(), record.args());
         }
     }
 
@@ -302,10 +287,7 @@ mod tests {
         // SAFETY: live locals of the stated sizes.
         let status = unsafe {
             write_address(buffer.as_mut_ptr().cast(), &mut len, |b| {
-                Ok(crate::connection_data::fill_address(
-                    &sys::sockaddr_bytes(addr),
-                    b,
-                ))
+                Ok(crate::connection_data::fill_address(&sys::sockaddr_bytes(addr), b))
             })
         };
         assert_eq!(status, Ok(NdStatus::STATUS_BUFFER_TOO_SMALL.0));

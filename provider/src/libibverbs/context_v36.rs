@@ -20,27 +20,20 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
-use super::objects::{ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_pd, ibv_qp, verbs_mr};
 use super::cq;
+use super::objects::{ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_pd, ibv_qp, verbs_mr};
+use super::public::{ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn};
 use super::qp;
 use super::srq;
-use super::public::{
-    ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn,
-};
 
 pub type free_context_fn = unsafe extern "C" fn(*mut ibv_context);
-pub type query_device_ex_fn = unsafe extern "C" fn(
-    *mut ibv_context,
-    *const ibv_query_device_ex_input,
-    *mut ibv_device_attr_ex,
-    usize,
-) -> c_int;
+pub type query_device_ex_fn =
+    unsafe extern "C" fn(*mut ibv_context, *const ibv_query_device_ex_input, *mut ibv_device_attr_ex, usize) -> c_int;
 pub type query_port_fn = unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr) -> c_int;
 pub type alloc_pd_fn = unsafe extern "C" fn(*mut ibv_context) -> *mut ibv_pd;
 pub type dealloc_pd_fn = unsafe extern "C" fn(*mut ibv_pd) -> c_int;
 pub type reg_mr_fn = unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr;
-pub type rereg_mr_fn =
-    unsafe extern "C" fn(*mut verbs_mr, c_int, *mut ibv_pd, *mut c_void, usize, c_int) -> c_int;
+pub type rereg_mr_fn = unsafe extern "C" fn(*mut verbs_mr, c_int, *mut ibv_pd, *mut c_void, usize, c_int) -> c_int;
 pub type dereg_mr_fn = unsafe extern "C" fn(*mut verbs_mr) -> c_int;
 pub type alloc_mw_fn = unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut ibv_mw;
 pub type dealloc_mw_fn = unsafe extern "C" fn(*mut ibv_mw) -> c_int;

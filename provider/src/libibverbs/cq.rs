@@ -208,8 +208,7 @@ const _: () = assert!(offset_of!(ibv_cq_init_attr_ex, flags) == 44);
 const _: () = assert!(offset_of!(ibv_cq_init_attr_ex, parent_domain) == 48);
 
 /// The ops-table signatures (`struct verbs_context_ops`) of the CQ verbs.
-pub type create_cq_fn =
-    unsafe extern "C" fn(*mut ibv_context, c_int, *mut ibv_comp_channel, c_int) -> *mut ibv_cq;
+pub type create_cq_fn = unsafe extern "C" fn(*mut ibv_context, c_int, *mut ibv_comp_channel, c_int) -> *mut ibv_cq;
 pub type create_cq_ex_fn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex;
 pub type destroy_cq_fn = unsafe extern "C" fn(*mut ibv_cq) -> c_int;
 pub type poll_cq_fn = unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int;

@@ -88,8 +88,7 @@ const _: () = assert!(offset_of!(verbs_sysfs_dev, abi_ver) == 968);
 const _: () = assert!(offset_of!(verbs_sysfs_dev, time_created) == 976);
 
 pub type match_device_fn = unsafe extern "C" fn(*mut verbs_sysfs_dev) -> bool;
-pub type alloc_context_fn =
-    unsafe extern "C" fn(*mut ibv_device, c_int, *mut c_void) -> *mut verbs_context;
+pub type alloc_context_fn = unsafe extern "C" fn(*mut ibv_device, c_int, *mut c_void) -> *mut verbs_context;
 pub type import_context_fn = unsafe extern "C" fn(*mut ibv_device, c_int) -> *mut verbs_context;
 pub type alloc_device_fn = unsafe extern "C" fn(*mut verbs_sysfs_dev) -> *mut verbs_device;
 pub type uninit_device_fn = unsafe extern "C" fn(*mut verbs_device);

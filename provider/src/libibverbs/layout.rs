@@ -59,10 +59,9 @@ impl fmt::Display for Refusal {
             Refusal::UnknownRelease(p) => {
                 write!(f, "cannot tell the rdma-core release of {p}")
             }
-            Refusal::UnsupportedRelease { pabi, release } => write!(
-                f,
-                "no struct layout for rdma-core v{release} (private ABI {pabi})"
-            ),
+            Refusal::UnsupportedRelease { pabi, release } => {
+                write!(f, "no struct layout for rdma-core v{release} (private ABI {pabi})")
+            }
         }
     }
 }
@@ -107,7 +106,10 @@ mod tests {
 
     #[test]
     fn release_comes_from_the_versioned_file_name() {
-        assert_eq!(release_from_file_name("/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0"), Some(44));
+        assert_eq!(
+            release_from_file_name("/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0"),
+            Some(44)
+        );
         assert_eq!(release_from_file_name("libibverbs.so.1.14.56.3"), Some(56));
         assert_eq!(release_from_file_name("libibverbs.so.1.15.64.0"), Some(64));
         assert_eq!(release_from_file_name("/lib/libibverbs.so.1"), None);

@@ -15,9 +15,9 @@
 pub mod context_v36;
 pub mod cq;
 pub mod device_abi;
+pub mod layout;
 pub mod objects;
 pub mod public;
 pub mod qp;
-pub mod srq;
-pub mod layout;
 pub mod runtime;
+pub mod srq;

@@ -13,8 +13,7 @@ use super::layout::{release_from_file_name, Layout, Refusal, KNOWN_PABIS};
 use super::public::ibv_device;
 
 type RegisterDriverFn = unsafe extern "C" fn(*const verbs_device_ops);
-type InitAndAllocContextFn =
-    unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut c_void, u32) -> *mut c_void;
+type InitAndAllocContextFn = unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut c_void, u32) -> *mut c_void;
 type SetOpsFn = unsafe extern "C" fn(*mut c_void, *const c_void);
 type UninitContextFn = unsafe extern "C" fn(*mut c_void);
 
@@ -76,8 +75,7 @@ impl Libibverbs {
     pub fn find() -> Result<Libibverbs, Refusal> {
         // SAFETY: RTLD_NOLOAD never loads anything; it only returns a handle
         // (with a reference we keep forever) if the library is already mapped.
-        let handle =
-            unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        let handle = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
         if handle.is_null() {
             return Err(Refusal::NotLoaded);
         }
@@ -95,8 +93,7 @@ impl Libibverbs {
             .ok_or(Refusal::UnknownPabi)?;
 
         let path = object_path(register).ok_or(Refusal::UnknownRelease("libibverbs.so.1".into()))?;
-        let release =
-            release_from_file_name(&path).ok_or_else(|| Refusal::UnknownRelease(path.clone()))?;
+        let release = release_from_file_name(&path).ok_or_else(|| Refusal::UnknownRelease(path.clone()))?;
         let layout = Layout::select(pabi, release)?;
 
         let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).expect("no NUL in a version name");

@@ -120,11 +120,7 @@ fn rdma_cm_round(n: usize) -> Result<Figures, String> {
         let Some((step, numbers)) = line.split_once(':') else {
             continue;
         };
-        let Some(total) = numbers
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        else {
+        let Some(total) = numbers.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()) else {
             continue;
         };
         let phase = match step.trim() {
@@ -171,17 +167,8 @@ fn shim_round(n: usize) -> Result<Figures, String> {
 
 /// The shim's side of a round, against a cmtime server for `n` connections that listens already.
 fn shim_client(n: usize) -> Result<Figures, String> {
-    let ip: IpAddr = CLIENT
-        .parse::<Ipv4Addr>()
-        .map_err(|e| e.to_string())?
-        .into();
-    let remote = SocketAddr::new(
-        SERVER
-            .parse::<Ipv4Addr>()
-            .map_err(|e| e.to_string())?
-            .into(),
-        PORT,
-    );
+    let ip: IpAddr = CLIENT.parse::<Ipv4Addr>().map_err(|e| e.to_string())?.into();
+    let remote = SocketAddr::new(SERVER.parse::<Ipv4Addr>().map_err(|e| e.to_string())?.into(), PORT);
     let adapter = Adapter::open(ip).map_err(|s| format!("open adapter: {s}"))?;
     let cq = Arc::new(CompletionQueue::new(&adapter, 16).map_err(|s| format!("cq: {s}"))?);
     let mut figures = Figures::new();
@@ -206,8 +193,7 @@ fn shim_client(n: usize) -> Result<Figures, String> {
         .map_err(|s| format!("connect: {s}"))?;
     for ((c, _), p) in conns.iter().zip(&pendings) {
         wait_all("Connect", std::slice::from_ref(p))?;
-        c.complete_connect()
-            .map_err(|s| format!("complete_connect: {s}"))?;
+        c.complete_connect().map_err(|s| format!("complete_connect: {s}"))?;
     }
     figures.insert("connect", ms(t));
 

@@ -12,10 +12,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nd_shim::{
-    Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, QueuePair,
-    SharedEndpoint,
-};
+use nd_shim::{Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, QueuePair, SharedEndpoint};
 
 const SERVER: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
 const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
@@ -100,11 +97,7 @@ impl Side {
         let sge = ok("sge", self.mr.sge(offset, text.len() as u32))?;
         ok("send", self.qp.send(ctx, &[sge], 0))?;
         self.wait_completion(ctx).and_then(|c| {
-            ensure!(
-                c.status == NdStatus::ND_SUCCESS,
-                "send completed {}",
-                c.status
-            );
+            ensure!(c.status == NdStatus::ND_SUCCESS, "send completed {}", c.status);
             Ok(())
         })
     }
@@ -114,15 +107,10 @@ impl Side {
         let sge = ok("sge", self.mr.sge(offset, text.len() as u32))?;
         ok(
             "write",
-            self.qp
-                .write(ctx, &[sge], remote.0 + offset as u64, remote.1, 0),
+            self.qp.write(ctx, &[sge], remote.0 + offset as u64, remote.1, 0),
         )?;
         let c = self.wait_completion(ctx)?;
-        ensure!(
-            c.status == NdStatus::ND_SUCCESS,
-            "write completed {}",
-            c.status
-        );
+        ensure!(c.status == NdStatus::ND_SUCCESS, "write completed {}", c.status);
         Ok(())
     }
 
@@ -138,9 +126,7 @@ impl Side {
             match self.cq.get_results(1).first() {
                 Some(c) if c.request_context == ctx => return Ok(*c),
                 Some(c) => early.push(*c),
-                None if Instant::now() >= deadline => {
-                    return Err(format!("no completion for request {ctx}"))
-                }
+                None if Instant::now() >= deadline => return Err(format!("no completion for request {ctx}")),
                 None => thread::sleep(Duration::from_millis(1)),
             }
         }
@@ -148,11 +134,7 @@ impl Side {
 
     fn received(&self, ctx: u64, offset: usize, want: &[u8]) -> Outcome {
         let c = self.wait_completion(ctx)?;
-        ensure!(
-            c.status == NdStatus::ND_SUCCESS,
-            "receive completed {}",
-            c.status
-        );
+        ensure!(c.status == NdStatus::ND_SUCCESS, "receive completed {}", c.status);
         let mut got = vec![0u8; want.len()];
         ok("read", self.mr.read(offset, &mut got))?;
         ensure!(
@@ -201,17 +183,12 @@ where
 }
 
 fn join(handle: thread::JoinHandle<Outcome>) -> Outcome {
-    handle
-        .join()
-        .unwrap_or_else(|_| Err("passive side panicked".into()))
+    handle.join().unwrap_or_else(|_| Err("passive side panicked".into()))
 }
 
 fn listening(side: &Side, port: u16) -> Result<Listener, String> {
     let listener = Listener::new(&side.adapter);
-    ok(
-        "listener bind",
-        listener.bind(SocketAddr::new(SERVER, port)),
-    )?;
+    ok("listener bind", listener.bind(SocketAddr::new(SERVER, port)))?;
     ok("listen", listener.listen(4))?;
     Ok(listener)
 }
@@ -231,10 +208,7 @@ fn connect_accept_data() -> Outcome {
         let listener = listening(&side, PORT)?;
         ready.send(()).ok();
         let connector = Connector::new(&side.adapter);
-        let get = ok(
-            "get_connection_request",
-            listener.get_connection_request(&connector),
-        )?;
+        let get = ok("get_connection_request", listener.get_connection_request(&connector))?;
         expect("GetConnectionRequest", get.wait(), NdStatus::ND_SUCCESS)?;
         let data = private_data(&connector)?;
         ensure!(
@@ -243,10 +217,7 @@ fn connect_accept_data() -> Outcome {
             data.len()
         );
         ensure!(
-            data[12..56]
-                .iter()
-                .enumerate()
-                .all(|(i, b)| *b == (i + 12) as u8),
+            data[12..56].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8),
             "REQ private data differs"
         );
         let peer = remote_of(&data);
@@ -258,10 +229,7 @@ fn connect_accept_data() -> Outcome {
         println!("  passive read limits {limits:?}");
         side.post_receive(1, 0)?;
         side.post_receive(2, 64)?;
-        let accept = ok(
-            "accept",
-            connector.accept(&side.qp, 8, 8, &side.token_data(196)),
-        )?;
+        let accept = ok("accept", connector.accept(&side.qp, 8, 8, &side.token_data(196)))?;
         expect("Accept", accept.wait(), NdStatus::ND_SUCCESS)?;
         side.received(1, 0, b"ping")?;
         side.send(10, 1024, b"pong")?;
@@ -279,13 +247,7 @@ fn connect_accept_data() -> Outcome {
     let connector = Connector::new(&side.adapter);
     let connect = ok(
         "connect",
-        connector.connect(
-            &side.qp,
-            SocketAddr::new(SERVER, PORT),
-            3,
-            2,
-            &side.token_data(56),
-        ),
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 3, 2, &side.token_data(56)),
     )?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
     let data = private_data(&connector)?;
@@ -295,10 +257,7 @@ fn connect_accept_data() -> Outcome {
         data.len()
     );
     ensure!(
-        data[12..196]
-            .iter()
-            .enumerate()
-            .all(|(i, b)| *b == (i + 12) as u8),
+        data[12..196].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8),
         "REP private data differs"
     );
     let peer = remote_of(&data);
@@ -364,11 +323,7 @@ fn private_data_limit() -> Outcome {
         "connect with 56",
         connector.connect(&side.qp, remote, 0, 0, &[0x5a; 56]),
     )?;
-    expect(
-        "Connect with 56 bytes",
-        connect.wait(),
-        NdStatus::ND_SUCCESS,
-    )?;
+    expect("Connect with 56 bytes", connect.wait(), NdStatus::ND_SUCCESS)?;
     ok("complete_connect", connector.complete_connect())?;
     join(server)
 }
@@ -426,9 +381,7 @@ fn second_bind() -> Outcome {
     let side = Side::open(CLIENT, true)?;
     let connector = Connector::new(&side.adapter);
     ok("bind", connector.bind(SocketAddr::new(CLIENT, 0)))?;
-    let local = connector
-        .local_address()
-        .ok_or("no local address after bind")?;
+    let local = connector.local_address().ok_or("no local address after bind")?;
     ensure!(
         (49152..=65535).contains(&local.port()),
         "port 0 bound {local}, want the ND range"
@@ -505,11 +458,7 @@ fn ports_exhausted() -> Outcome {
             Err(status) => {
                 println!("  {} binds in {range}, then {status}", held.len());
                 ensure!(held.len() < 1000, "the range did not run out");
-                return expect(
-                    "Bind with the range used up",
-                    status,
-                    NdStatus::ND_TOO_MANY_ADDRESSES,
-                );
+                return expect("Bind with the range used up", status, NdStatus::ND_TOO_MANY_ADDRESSES);
             }
         }
     }
@@ -524,11 +473,7 @@ fn host_unreachable() -> Outcome {
         "connect",
         connector.connect(&side.qp, SocketAddr::new(nobody, 7006), 0, 0, &[]),
     )?;
-    expect(
-        "Connect to 198.18.0.77",
-        connect.wait(),
-        NdStatus::ND_HOST_UNREACHABLE,
-    )
+    expect("Connect to 198.18.0.77", connect.wait(), NdStatus::ND_HOST_UNREACHABLE)
 }
 
 /// No route to the destination: ND_NETWORK_UNREACHABLE inline.
@@ -646,11 +591,7 @@ fn disconnect() -> Outcome {
         );
         ok("disconnect", connector.disconnect())?;
         let c = side.wait_completion(1)?;
-        expect(
-            "passive receive after Disconnect",
-            c.status,
-            NdStatus::ND_CANCELED,
-        )
+        expect("passive receive after Disconnect", c.status, NdStatus::ND_CANCELED)
     });
     let side = Side::open(CLIENT, true)?;
     wait_ready(&ready)?;
@@ -667,11 +608,7 @@ fn disconnect() -> Outcome {
     let disconnect = ok("disconnect", connector.disconnect())?;
     for ctx in [1, 2] {
         let c = side.wait_completion(ctx)?;
-        expect(
-            "active receive after Disconnect",
-            c.status,
-            NdStatus::ND_CANCELED,
-        )?;
+        expect("active receive after Disconnect", c.status, NdStatus::ND_CANCELED)?;
     }
     expect("Disconnect", disconnect.wait(), NdStatus::ND_SUCCESS)?;
     join(server)
@@ -700,11 +637,7 @@ fn cancel_connect() -> Outcome {
         "Connect completed without an Accept"
     );
     connect.cancel();
-    expect(
-        "Connect after cancel",
-        connect.wait(),
-        NdStatus::ND_CANCELED,
-    )?;
+    expect("Connect after cancel", connect.wait(), NdStatus::ND_CANCELED)?;
     expect_err(
         "CompleteConnect after cancel",
         connector.complete_connect(),
@@ -732,10 +665,7 @@ fn shared_endpoint() -> Outcome {
                 ok("get", listener.get_connection_request(&connector))?.wait(),
                 NdStatus::ND_SUCCESS,
             )?;
-            let qp = ok(
-                "qp",
-                QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
-            )?;
+            let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
             expect(
                 "Accept",
                 ok("accept", connector.accept(&qp, 0, 0, &[]))?.wait(),
@@ -755,21 +685,14 @@ fn shared_endpoint() -> Outcome {
     println!("  shared endpoint {}", endpoint.local_address());
     let mut connected = Vec::new();
     for port in PORTS {
-        let qp = ok(
-            "qp",
-            QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
-        )?;
+        let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
         let connector = Connector::new(&side.adapter);
         let remote = SocketAddr::new(SERVER, port);
         let connect = ok(
             "connect",
             connector.connect_with_shared_endpoint(&qp, &endpoint, remote, 0, 0, &[]),
         )?;
-        expect(
-            "ConnectWithSharedEndpoint",
-            connect.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
+        expect("ConnectWithSharedEndpoint", connect.wait(), NdStatus::ND_SUCCESS)?;
         ok("complete_connect", connector.complete_connect())?;
         let local = connector.local_address().ok_or("no local address")?;
         ensure!(
@@ -779,21 +702,11 @@ fn shared_endpoint() -> Outcome {
         );
         connected.push((connector, qp));
     }
-    let qp = ok(
-        "qp",
-        QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
-    )?;
+    let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
     let again = Connector::new(&side.adapter);
     expect_err(
         "the same 4-tuple again",
-        again.connect_with_shared_endpoint(
-            &qp,
-            &endpoint,
-            SocketAddr::new(SERVER, PORTS[0]),
-            0,
-            0,
-            &[],
-        ),
+        again.connect_with_shared_endpoint(&qp, &endpoint, SocketAddr::new(SERVER, PORTS[0]), 0, 0, &[]),
         NdStatus::ND_ADDRESS_ALREADY_EXISTS,
     )?;
     join(server)
@@ -804,16 +717,8 @@ fn adapter_query() -> Outcome {
     let side = Side::open(SERVER, true)?;
     let info = side.adapter.query();
     println!("  {info:?}");
-    ensure!(
-        info.max_caller_data == 56,
-        "MaxCallerData {}",
-        info.max_caller_data
-    );
-    ensure!(
-        info.max_callee_data == 196,
-        "MaxCalleeData {}",
-        info.max_callee_data
-    );
+    ensure!(info.max_caller_data == 56, "MaxCallerData {}", info.max_caller_data);
+    ensure!(info.max_callee_data == 196, "MaxCalleeData {}", info.max_callee_data);
     ensure!(
         info.max_inbound_read_limit > 0 && info.max_outbound_read_limit > 0,
         "read limits {info:?}"
@@ -829,10 +734,7 @@ fn getters_short_buffers() -> Outcome {
         let side = Side::open(SERVER, false)?;
         let listener = listening(&side, PORT)?;
         let mut addr = [0u8; 64];
-        let fill = ok(
-            "listener get_local_address",
-            listener.get_local_address(&mut addr),
-        )?;
+        let fill = ok("listener get_local_address", listener.get_local_address(&mut addr))?;
         ensure!(
             fill.status == NdStatus::ND_SUCCESS && fill.required == 16,
             "listener address {fill:?}"
@@ -852,28 +754,17 @@ fn getters_short_buffers() -> Outcome {
             NdStatus::ND_BUFFER_OVERFLOW,
         )?;
         ensure!(fill.required == 56, "required {}", fill.required);
-        ensure!(
-            short == *b"0123456789",
-            "the first 10 bytes were not copied: {short:?}"
-        );
+        ensure!(short == *b"0123456789", "the first 10 bytes were not copied: {short:?}");
         let mut short = [0xeeu8; 8];
         let fill = ok("get_peer_address", connector.get_peer_address(&mut short))?;
-        expect(
-            "GetPeerAddress into 8 bytes",
-            fill.status,
-            NdStatus::ND_BUFFER_OVERFLOW,
-        )?;
+        expect("GetPeerAddress into 8 bytes", fill.status, NdStatus::ND_BUFFER_OVERFLOW)?;
         ensure!(
             fill.required == 16 && short == [0xee; 8],
             "peer address fill {fill:?}, buffer {short:?}"
         );
         let fill = ok("get_peer_address", connector.get_peer_address(&mut addr))?;
         ensure!(fill.status == NdStatus::ND_SUCCESS, "peer address {fill:?}");
-        ensure!(
-            addr[4..8] == [198, 18, 0, 2],
-            "peer address bytes {:?}",
-            &addr[..16]
-        );
+        ensure!(addr[4..8] == [198, 18, 0, 2], "peer address bytes {:?}", &addr[..16]);
         expect(
             "Accept",
             ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
@@ -885,13 +776,7 @@ fn getters_short_buffers() -> Outcome {
     let connector = Connector::new(&side.adapter);
     let connect = ok(
         "connect",
-        connector.connect(
-            &side.qp,
-            SocketAddr::new(SERVER, PORT),
-            0,
-            0,
-            b"0123456789abcdef",
-        ),
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, b"0123456789abcdef"),
     )?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
     let mut short = [0xeeu8; 15];
@@ -961,10 +846,7 @@ fn active_abandons() -> Outcome {
     let (ready, server) = passive(move |ready| {
         let side = Side::open(SERVER, false)?;
         let listener = Listener::new(&side.adapter);
-        ok(
-            "listener bind",
-            listener.bind(SocketAddr::new(SERVER, PORT)),
-        )?;
+        ok("listener bind", listener.bind(SocketAddr::new(SERVER, PORT)))?;
         ok("listen", listener.listen(1))?;
         ready.send(()).ok();
         take_rx
@@ -998,10 +880,7 @@ fn active_abandons() -> Outcome {
     wait_ready(&ready)?;
     let remote = SocketAddr::new(SERVER, PORT);
     let start = |what: &str| -> Result<(Connector, QueuePair, nd_shim::Pending), String> {
-        let qp = ok(
-            "qp",
-            QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1),
-        )?;
+        let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
         let connector = Connector::new(&side.adapter);
         let pending = ok(what, connector.connect(&qp, remote, 0, 0, &[]))?;
         Ok((connector, qp, pending))

@@ -22,9 +22,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nd_shim::{
-    Adapter, CompletionQueue, Connector, Listener, NdStatus, Pending, QueuePair, SharedEndpoint,
-};
+use nd_shim::{Adapter, CompletionQueue, Connector, Listener, NdStatus, Pending, QueuePair, SharedEndpoint};
 
 const SERVER: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
 const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
@@ -37,10 +35,7 @@ const PHASE_LIMIT: Duration = Duration::from_secs(240);
 type Outcome = Result<(), String>;
 
 fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn ok<T>(what: &str, r: Result<T, NdStatus>) -> Result<T, String> {
@@ -145,10 +140,7 @@ impl Side {
     }
 
     fn qp(&self) -> Result<QueuePair, String> {
-        ok(
-            "create qp",
-            QueuePair::new(&self.adapter, &self.cq, &self.cq, 1, 1, 1),
-        )
+        ok("create qp", QueuePair::new(&self.adapter, &self.cq, &self.cq, 1, 1, 1))
     }
 }
 
@@ -164,10 +156,7 @@ struct Incoming {
 impl Incoming {
     fn new(side: &Side, listener: &Listener) -> Result<Incoming, String> {
         let connector = Connector::new(&side.adapter);
-        let get = ok(
-            "get_connection_request",
-            listener.get_connection_request(&connector),
-        )?;
+        let get = ok("get_connection_request", listener.get_connection_request(&connector))?;
         Ok(Incoming {
             connector,
             qp: side.qp()?,
@@ -215,10 +204,7 @@ fn finish_connects(batch: &[Outgoing], tally: &mut Tally, tick: &mut dyn FnMut()
     let mut open: Vec<&Outgoing> = batch.iter().collect();
     while !open.is_empty() {
         if Instant::now() >= deadline {
-            return Err(format!(
-                "{} connects still pending after {PHASE_LIMIT:?}",
-                open.len()
-            ));
+            return Err(format!("{} connects still pending after {PHASE_LIMIT:?}", open.len()));
         }
         let mut still = Vec::new();
         for out in open {
@@ -242,18 +228,12 @@ fn finish_connects(batch: &[Outgoing], tally: &mut Tally, tick: &mut dyn FnMut()
 fn finish_incoming(incoming: &mut [Incoming], tally: &mut Tally) -> Outcome {
     let deadline = Instant::now() + PHASE_LIMIT;
     loop {
-        let open = incoming
-            .iter_mut()
-            .map(Incoming::advance)
-            .filter(|done| !done)
-            .count();
+        let open = incoming.iter_mut().map(Incoming::advance).filter(|done| !done).count();
         if open == 0 {
             break;
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "{open} passive connections unfinished after {PHASE_LIMIT:?}"
-            ));
+            return Err(format!("{open} passive connections unfinished after {PHASE_LIMIT:?}"));
         }
         thread::sleep(Duration::from_millis(1));
     }
@@ -279,10 +259,7 @@ fn shared_endpoint_1000() -> Outcome {
         for i in 0..n {
             let port = BASE_PORT + u16::try_from(i).map_err(|_| "too many connections")?;
             let listener = Listener::new(&server.adapter);
-            ok(
-                "listener bind",
-                listener.bind(SocketAddr::new(SERVER, port)),
-            )?;
+            ok("listener bind", listener.bind(SocketAddr::new(SERVER, port)))?;
             ok("listen", listener.listen(1))?;
             incoming.push(Incoming::new(&server, &listener)?);
             listeners.push(listener);
@@ -331,9 +308,7 @@ fn shared_endpoint_1000() -> Outcome {
         for out in &outgoing {
             let local = out.connector.local_address();
             if local != Some(endpoint.local_address()) {
-                return Err(format!(
-                    "a connection is bound to {local:?}, not the endpoint"
-                ));
+                return Err(format!("a connection is bound to {local:?}, not the endpoint"));
             }
         }
         if connects.count(NdStatus::ND_SUCCESS) != n || accepts.count(NdStatus::ND_SUCCESS) != n {
@@ -361,10 +336,7 @@ fn storm_200() -> Outcome {
         let server = Side::open(SERVER)?;
         let client = Side::open(CLIENT)?;
         let listener = Listener::new(&server.adapter);
-        ok(
-            "listener bind",
-            listener.bind(SocketAddr::new(SERVER, STORM_PORT)),
-        )?;
+        ok("listener bind", listener.bind(SocketAddr::new(SERVER, STORM_PORT)))?;
         ok("listen", listener.listen(backlog))?;
         let started = Instant::now();
         let mut outgoing = Vec::with_capacity(n);
@@ -381,10 +353,7 @@ fn storm_200() -> Outcome {
                 connect,
             });
         }
-        println!(
-            "  {n} connects issued ({} ms)",
-            started.elapsed().as_millis()
-        );
+        println!("  {n} connects issued ({} ms)", started.elapsed().as_millis());
         // The passive side takes one request at a time: one pending Get at any moment.
         let deadline = Instant::now() + PHASE_LIMIT;
         let mut incoming: Vec<Incoming> = Vec::new();
@@ -393,10 +362,7 @@ fn storm_200() -> Outcome {
         let mut current = Incoming::new(&server, &listener)?;
         while !open.is_empty() {
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "{} connects still pending after {PHASE_LIMIT:?}",
-                    open.len()
-                ));
+                return Err(format!("{} connects still pending after {PHASE_LIMIT:?}", open.len()));
             }
             if current.get.is_none() {
                 let next = Incoming::new(&server, &listener)?;
@@ -454,10 +420,7 @@ fn storm_200() -> Outcome {
 
 type Case = fn() -> Outcome;
 
-const CASES: &[(&str, Case)] = &[
-    ("shared-endpoint-1000", shared_endpoint_1000),
-    ("storm-200", storm_200),
-];
+const CASES: &[(&str, Case)] = &[("shared-endpoint-1000", shared_endpoint_1000), ("storm-200", storm_200)];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
