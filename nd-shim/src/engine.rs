@@ -281,24 +281,13 @@ impl AdapterInner {
     fn process_async_events(&self) -> usize {
         let mut handled = 0;
         loop {
-            // SAFETY: ibv_async_event is plain old data filled by the call.
-            let mut event: ffi::ibv_async_event = unsafe { std::mem::zeroed() };
             // SAFETY: ctx is live for the adapter's life; its async fd is non-blocking.
-            if unsafe { ffi::ibv_get_async_event(self.ctx, &mut event) } != 0 {
+            let Some(event) = (unsafe { sys::next_async_event(self.ctx) }) else {
                 return handled;
-            }
-            handled += 1;
-            let kind = event.event_type;
-            let qp_num = if matches!(kind, ffi::ibv_event_type::IBV_EVENT_COMM_EST) {
-                // SAFETY: for QP events the element is the QP, live until the event is acked.
-                Some(unsafe { (*event.element.qp).qp_num })
-            } else {
-                None
             };
-            // SAFETY: the event came from ibv_get_async_event and is acked once.
-            unsafe { ffi::ibv_ack_async_event(&mut event) };
-            log::debug!("async event {}", kind as u32);
-            let Some(qp_num) = qp_num else { continue };
+            handled += 1;
+            log::debug!("async event {}", event.event_type);
+            let Some(qp_num) = event.comm_est_qp_num else { continue };
             let token = lock(&self.qps).get(&qp_num).copied();
             let owner = token.and_then(|t| lock(&self.owners).get(&t).cloned());
             if let Some(Owner::Connector(c)) = owner {

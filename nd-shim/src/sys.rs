@@ -18,6 +18,54 @@ use crate::status::{from_errno, NdStatus};
 const RDMA_OPTION_ID: i32 = 0;
 const RDMA_OPTION_ID_REUSEADDR: i32 = 1;
 
+/// `struct ibv_async_event` with its type as the C int it is. rdma-mummy-sys declares the type a
+/// Rust enum, so a value it does not list (a newer libibverbs or kernel) would be undefined
+/// behaviour the moment libibverbs wrote it; this twin is what the calls below fill instead.
+#[repr(C)]
+struct RawAsyncEvent {
+    /// The union of the QP, CQ, SRQ, WQ pointers and the port number.
+    element: *mut c_void,
+    event_type: u32,
+}
+const _: () = {
+    assert!(std::mem::size_of::<RawAsyncEvent>() == std::mem::size_of::<ffi::ibv_async_event>());
+    assert!(std::mem::offset_of!(RawAsyncEvent, event_type) == std::mem::offset_of!(ffi::ibv_async_event, event_type));
+};
+
+/// What the shim takes from an async event: its type, and the QP number for a QP event it acts on.
+pub struct AsyncEvent {
+    pub event_type: u32,
+    /// For `IBV_EVENT_COMM_EST`: the QP it is about.
+    pub comm_est_qp_num: Option<u32>,
+}
+
+/// The next async event of `ctx`, already acknowledged, or `None` when there is none (the
+/// context's async fd is non-blocking).
+///
+/// # Safety
+/// `ctx` is a live context whose async fd is non-blocking.
+pub unsafe fn next_async_event(ctx: *mut ffi::ibv_context) -> Option<AsyncEvent> {
+    let mut raw = RawAsyncEvent {
+        element: ptr::null_mut(),
+        event_type: 0,
+    };
+    let event = ptr::addr_of_mut!(raw).cast::<ffi::ibv_async_event>();
+    // SAFETY: ctx per the contract; `event` is an ibv_async_event's worth of writable memory,
+    // laid out as one (asserted above), whose type field holds any int.
+    if unsafe { ffi::ibv_get_async_event(ctx, event) } != 0 {
+        return None;
+    }
+    let comm_est = ffi::ibv_event_type::IBV_EVENT_COMM_EST as u32;
+    // SAFETY: for a QP event the element is the QP, live until the event is acknowledged.
+    let comm_est_qp_num = (raw.event_type == comm_est).then(|| unsafe { (*raw.element.cast::<ffi::ibv_qp>()).qp_num });
+    // SAFETY: the event ibv_get_async_event filled, acknowledged once.
+    unsafe { ffi::ibv_ack_async_event(event) };
+    Some(AsyncEvent {
+        event_type: raw.event_type,
+        comm_est_qp_num,
+    })
+}
+
 /// The errno of the last failed call, as an ND code.
 pub fn last_error() -> NdStatus {
     from_errno(errno())
