@@ -231,6 +231,9 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
                 St::ND_SUCCESS,
                 vec![Do(Action::Establish)],
             ),
+            // NdkCompleteConnect: the passive side abandoned after its REP (its REJ failed the
+            // attempt with ND_CONNECTION_ABORTED).
+            S::Failed(St::ND_CONNECTION_ABORTED) => unchanged(St::ND_CONNECTION_ABORTED),
             // IND2Connector::CompleteConnect: "the endpoint is not connected".
             _ => unchanged(St::ND_CONNECTION_INVALID),
         },
@@ -536,7 +539,7 @@ mod tests {
             ),
             (S::Disconnected, [ASSOC, INV, INV, INV, INV, INV, INV, OK, OK, OK]),
             (S::Rejected, [ASSOC, INV, INV, INV, INV, INV, INV, INV, OK, OK]),
-            (S::Failed(ABRT), [ASSOC, INV, INV, INV, ABRT, ABRT, INV, INV, OK, OK]),
+            (S::Failed(ABRT), [ASSOC, INV, INV, ABRT, ABRT, ABRT, INV, INV, OK, OK]),
             (
                 S::Failed(GONE),
                 [GONE, GONE, GONE, GONE, GONE, GONE, GONE, GONE, OK, OK],
@@ -774,7 +777,7 @@ mod tests {
         assert_eq!(failed, t(S::Failed(St::ND_CONNECTION_ABORTED), None, &[]));
         assert_eq!(
             step(failed.next, I::CompleteConnect).returns,
-            Some(St::ND_CONNECTION_INVALID)
+            Some(St::ND_CONNECTION_ABORTED)
         );
         let removed = step(S::AwaitingCompleteConnect, ev(CmEventKind::DeviceRemoval, 0));
         assert_eq!(removed.next, S::Failed(St::ND_DEVICE_REMOVED));

@@ -1457,6 +1457,60 @@ static int case_reject_aborted(void)
     return abandon_case(7126);
 }
 
+/* ---- complete-connect-aborted ------------------------------------------------------------- */
+
+/* The passive side abandons after its REP: it accepts, and once the active side has the REP it
+ * closes the connector (the kernel CM answers for the closed id with a REJ). The active side's
+ * NdkCompleteConnect then reports STATUS_CONNECTION_ABORTED. */
+struct rep_then_close {
+    struct signal rep_seen, closed;
+};
+
+static int rep_then_close_server(struct server *srv)
+{
+    struct rep_then_close *rc = srv->arg;
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, srv->side.qp, 4, 4, NULL, 0, NULL, NULL, on_complete, &r);
+    EXPECT("NdkAccept", st, STATUS_PENDING);
+    ENSURE(signal_wait(&rc->rep_seen, 1, NULL, 0, 15000), "the active side never got the REP");
+    c->Dispatch->NdkCloseConnector(c);
+    EXPECT("the pending NdkAccept, closed before the RTU", finish(st, &r, srv->side.adapter, 0, 5000),
+           STATUS_CANCELLED);
+    signal_raise(&rc->closed, NULL);
+    return 0;
+}
+
+static int case_complete_connect_aborted(void)
+{
+    struct rep_then_close rc;
+    signal_init(&rc.rep_seen);
+    signal_init(&rc.closed);
+    struct server srv;
+    if (server_start(&srv, 7130, rep_then_close_server, &rc) < 0)
+        return -1;
+    struct side s;
+    if (side_open(&s, CLIENT_IP, 1) < 0)
+        return -1;
+    NDK_CONNECTOR *c = new_connector(&s);
+    if (!c)
+        return -1;
+    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7130, NULL, 0, 15000), STATUS_SUCCESS);
+    signal_raise(&rc.rep_seen, NULL);
+    ENSURE(signal_wait(&rc.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
+    /* Let the REJ arrive and its event run. */
+    drive(s.adapter, s.polled, 500);
+    EXPECT("NdkCompleteConnect after the passive side abandoned",
+           c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL), STATUS_CONNECTION_ABORTED);
+    c->Dispatch->NdkCloseConnector(c);
+    int ret = server_join(&srv);
+    side_close(&s);
+    return ret;
+}
+
 /* ---- io-timeout (the suite gives 198.18.0.51 a neighbour entry nobody answers for) ------ */
 
 static int case_io_timeout(void)
@@ -1502,6 +1556,7 @@ static const struct {
     {"connect-events-paused", case_connect_events_paused},
     {"accept-aborted", case_accept_aborted},
     {"reject-aborted", case_reject_aborted},
+    {"complete-connect-aborted", case_complete_connect_aborted},
     {"io-timeout", case_io_timeout},
 };
 
