@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nd_shim::{Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, QueuePair, SharedEndpoint};
+use nd_shim::{
+    Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, Pending, QueuePair, SharedEndpoint,
+};
 
 const SERVER: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
 const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
@@ -74,6 +76,11 @@ impl Side {
             mr,
             early: Default::default(),
         })
+    }
+
+    /// A further QP on this side's CQ, for cases with more than one connection.
+    fn another_qp(&self) -> Result<QueuePair, String> {
+        ok("qp", QueuePair::new(&self.adapter, &self.cq, &self.cq, 4, 4, 1))
     }
 
     /// Private data that tells the peer where to RDMA-write: address and token.
@@ -199,34 +206,105 @@ fn wait_ready(ready: &mpsc::Receiver<()>) -> Outcome {
         .map_err(|_| "passive side never got ready".to_string())
 }
 
+/// The passive side's set-up: its side on SERVER (the adapter on its own event thread) and a
+/// listener on `port`.
+fn listening_side(port: u16) -> Result<(Side, Listener), String> {
+    let side = Side::open(SERVER, false)?;
+    let listener = listening(&side, port)?;
+    Ok((side, listener))
+}
+
+/// GetConnectionRequest into a new connector; it must succeed.
+fn request(side: &Side, listener: &Listener) -> Result<Connector, String> {
+    let connector = Connector::new(&side.adapter);
+    let get = ok("get_connection_request", listener.get_connection_request(&connector))?;
+    expect("GetConnectionRequest", get.wait(), NdStatus::ND_SUCCESS)?;
+    Ok(connector)
+}
+
+/// The passive side of a one-connection case, on its own thread: listens on SERVER:`port`, takes
+/// the first connection request and hands its connector to `body`.
+fn passive_request<F>(port: u16, body: F) -> (mpsc::Receiver<()>, thread::JoinHandle<Outcome>)
+where
+    F: FnOnce(&Side, &Connector) -> Outcome + Send + 'static,
+{
+    passive(move |ready| {
+        let (side, listener) = listening_side(port)?;
+        ready.send(()).ok();
+        let connector = request(&side, &listener)?;
+        body(&side, &connector)
+    })
+}
+
+/// The active side's set-up: its side on CLIENT (a polled adapter), once the passive side listens.
+fn active(ready: &mpsc::Receiver<()>) -> Result<Side, String> {
+    let side = Side::open(CLIENT, true)?;
+    wait_ready(ready)?;
+    Ok(side)
+}
+
+/// Connect on `qp` to SERVER:`port`, no reads either way.
+fn connect(connector: &Connector, qp: &QueuePair, port: u16, private_data: &[u8]) -> Result<Pending, String> {
+    ok(
+        "connect",
+        connector.connect(qp, SocketAddr::new(SERVER, port), 0, 0, private_data),
+    )
+}
+
+/// Accept on `qp`, no reads either way and no private data.
+fn accept(connector: &Connector, qp: &QueuePair) -> Result<Pending, String> {
+    ok("accept", connector.accept(qp, 0, 0, &[]))
+}
+
+/// A new connector on `side`, connected to SERVER:`port` (Connect and CompleteConnect succeed).
+fn connected(side: &Side, port: u16) -> Result<Connector, String> {
+    let connector = Connector::new(&side.adapter);
+    expect(
+        "Connect",
+        connect(&connector, &side.qp, port, &[])?.wait(),
+        NdStatus::ND_SUCCESS,
+    )?;
+    ok("complete_connect", connector.complete_connect())?;
+    Ok(connector)
+}
+
+/// Checks the peer's private data (`token_data` of `len` bytes, the wire size, in the `what`
+/// message: REQ or REP) and the read limits `want` (inbound, outbound) on the `side` side; returns
+/// where the peer lets this side write.
+fn peer_token(
+    connector: &Connector,
+    what: &str,
+    len: usize,
+    side: &str,
+    want: (u32, u32),
+) -> Result<(u64, u32), String> {
+    let data = private_data(connector)?;
+    ensure!(
+        data.len() == len,
+        "{what} private data is {} bytes, want the wire size {len}",
+        data.len()
+    );
+    ensure!(
+        data[12..len].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8),
+        "{what} private data differs"
+    );
+    let limits = ok("get_read_limits", connector.get_read_limits())?;
+    ensure!(
+        (limits.inbound, limits.outbound) == want,
+        "{side} read limits {limits:?}, want in {} out {}",
+        want.0,
+        want.1
+    );
+    println!("  {side} read limits {limits:?}");
+    Ok(remote_of(&data))
+}
+
 /// Connect/Accept/CompleteConnect with private data both ways and read limits as negotiated,
 /// then send/receive and RDMA write both ways.
 fn connect_accept_data() -> Outcome {
     const PORT: u16 = 7001;
-    let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
-        ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        let get = ok("get_connection_request", listener.get_connection_request(&connector))?;
-        expect("GetConnectionRequest", get.wait(), NdStatus::ND_SUCCESS)?;
-        let data = private_data(&connector)?;
-        ensure!(
-            data.len() == 56,
-            "REQ private data is {} bytes, want the wire size 56",
-            data.len()
-        );
-        ensure!(
-            data[12..56].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8),
-            "REQ private data differs"
-        );
-        let peer = remote_of(&data);
-        let limits = ok("get_read_limits", connector.get_read_limits())?;
-        ensure!(
-            (limits.inbound, limits.outbound) == (2, 3),
-            "passive read limits {limits:?}, want in 2 out 3"
-        );
-        println!("  passive read limits {limits:?}");
+    let (ready, server) = passive_request(PORT, |side, connector| {
+        let peer = peer_token(connector, "REQ", 56, "passive", (2, 3))?;
         side.post_receive(1, 0)?;
         side.post_receive(2, 64)?;
         let accept = ok("accept", connector.accept(&side.qp, 8, 8, &side.token_data(196)))?;
@@ -240,8 +318,7 @@ fn connect_accept_data() -> Outcome {
         thread::sleep(Duration::from_millis(200));
         Ok(())
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     side.post_receive(1, 0)?;
     side.post_receive(2, 64)?;
     let connector = Connector::new(&side.adapter);
@@ -250,23 +327,7 @@ fn connect_accept_data() -> Outcome {
         connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 3, 2, &side.token_data(56)),
     )?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
-    let data = private_data(&connector)?;
-    ensure!(
-        data.len() == 196,
-        "REP private data is {} bytes, want the wire size 196",
-        data.len()
-    );
-    ensure!(
-        data[12..196].iter().enumerate().all(|(i, b)| *b == (i + 12) as u8),
-        "REP private data differs"
-    );
-    let peer = remote_of(&data);
-    let limits = ok("get_read_limits", connector.get_read_limits())?;
-    ensure!(
-        (limits.inbound, limits.outbound) == (3, 2),
-        "active read limits {limits:?}, want in 3 out 2"
-    );
-    println!("  active read limits {limits:?}");
+    let peer = peer_token(&connector, "REP", 196, "active", (3, 2))?;
     ok("complete_connect", connector.complete_connect())?;
     side.send(10, 1024, b"ping")?;
     side.received(1, 0, b"pong")?;
@@ -292,26 +353,12 @@ fn no_listener_refused() -> Outcome {
 /// Private data over 56: ND_INVALID_BUFFER_SIZE inline; the same connector then connects with 56.
 fn private_data_limit() -> Outcome {
     const PORT: u16 = 7003;
-    let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
-        ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        expect(
-            "GetConnectionRequest",
-            ok("get", listener.get_connection_request(&connector))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
-        let data = private_data(&connector)?;
+    let (ready, server) = passive_request(PORT, |side, connector| {
+        let data = private_data(connector)?;
         ensure!(data[..56] == [0x5a; 56], "REQ private data differs");
-        expect(
-            "Accept",
-            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )
+        expect("Accept", accept(connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let connector = Connector::new(&side.adapter);
     let remote = SocketAddr::new(SERVER, PORT);
     expect_err(
@@ -319,10 +366,7 @@ fn private_data_limit() -> Outcome {
         connector.connect(&side.qp, remote, 0, 0, &[0x5a; 57]),
         NdStatus::ND_INVALID_BUFFER_SIZE,
     )?;
-    let connect = ok(
-        "connect with 56",
-        connector.connect(&side.qp, remote, 0, 0, &[0x5a; 56]),
-    )?;
+    let connect = connect(&connector, &side.qp, PORT, &[0x5a; 56])?;
     expect("Connect with 56 bytes", connect.wait(), NdStatus::ND_SUCCESS)?;
     ok("complete_connect", connector.complete_connect())?;
     join(server)
@@ -332,40 +376,25 @@ fn private_data_limit() -> Outcome {
 /// connecting: ND_CONNECTION_INVALID (before Connect, and again after it).
 fn connect_state_errors() -> Outcome {
     const PORT: u16 = 7004;
-    let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
-        ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        expect(
-            "GetConnectionRequest",
-            ok("get", listener.get_connection_request(&connector))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
-        expect(
-            "Accept",
-            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )
+    let (ready, server) = passive_request(PORT, |side, connector| {
+        expect("Accept", accept(connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let connector = Connector::new(&side.adapter);
     expect_err(
         "CompleteConnect on a new connector",
         connector.complete_connect(),
         NdStatus::ND_CONNECTION_INVALID,
     )?;
-    let remote = SocketAddr::new(SERVER, PORT);
     expect(
         "Connect",
-        ok("connect", connector.connect(&side.qp, remote, 0, 0, &[]))?.wait(),
+        connect(&connector, &side.qp, PORT, &[])?.wait(),
         NdStatus::ND_SUCCESS,
     )?;
     ok("complete_connect", connector.complete_connect())?;
     expect_err(
         "Connect on a connected connector",
-        connector.connect(&side.qp, remote, 0, 0, &[]),
+        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
         NdStatus::ND_CONNECTION_ACTIVE,
     )?;
     expect_err(
@@ -498,16 +527,7 @@ fn network_unreachable() -> Outcome {
 /// readable.
 fn listener_reject() -> Outcome {
     const PORT: u16 = 7008;
-    let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
-        ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        expect(
-            "GetConnectionRequest",
-            ok("get", listener.get_connection_request(&connector))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
+    let (ready, server) = passive_request(PORT, |_, connector| {
         expect_err(
             "Reject with 149 bytes",
             connector.reject(&[0; 149]),
@@ -515,13 +535,9 @@ fn listener_reject() -> Outcome {
         )?;
         ok("reject", connector.reject(b"go away"))
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
-    )?;
+    let connect = connect(&connector, &side.qp, PORT, &[])?;
     expect("Connect", connect.wait(), NdStatus::ND_CONNECTION_REFUSED)?;
     let data = private_data(&connector)?;
     ensure!(
@@ -537,26 +553,13 @@ fn listener_reject() -> Outcome {
 /// ND_CONNECTION_REFUSED.
 fn active_reject() -> Outcome {
     const PORT: u16 = 7009;
-    let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
-        ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        expect(
-            "GetConnectionRequest",
-            ok("get", listener.get_connection_request(&connector))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
-        let accept = ok("accept", connector.accept(&side.qp, 0, 0, &[]))?;
+    let (ready, server) = passive_request(PORT, |side, connector| {
+        let accept = accept(connector, &side.qp)?;
         expect("Accept", accept.wait(), NdStatus::ND_CONNECTION_REFUSED)
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
-    )?;
+    let connect = connect(&connector, &side.qp, PORT, &[])?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
     ok("reject after Connect", connector.reject(&[]))?;
     join(server)
@@ -566,22 +569,9 @@ fn active_reject() -> Outcome {
 /// ND_CANCELED (on the disconnecting side at once, on the peer after its own Disconnect).
 fn disconnect() -> Outcome {
     const PORT: u16 = 7010;
-    let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
-        ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        expect(
-            "GetConnectionRequest",
-            ok("get", listener.get_connection_request(&connector))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
+    let (ready, server) = passive_request(PORT, |side, connector| {
         side.post_receive(1, 0)?;
-        expect(
-            "Accept",
-            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
+        expect("Accept", accept(connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)?;
         let notify = ok("notify_disconnect", connector.notify_disconnect())?;
         expect("NotifyDisconnect", notify.wait(), NdStatus::ND_SUCCESS)?;
         // The peer's disconnect flushes nothing here.
@@ -593,17 +583,10 @@ fn disconnect() -> Outcome {
         let c = side.wait_completion(1)?;
         expect("passive receive after Disconnect", c.status, NdStatus::ND_CANCELED)
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     side.post_receive(1, 0)?;
     side.post_receive(2, 64)?;
-    let connector = Connector::new(&side.adapter);
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
-    )?;
-    expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
-    ok("complete_connect", connector.complete_connect())?;
+    let connector = connected(&side, PORT)?;
     thread::sleep(Duration::from_millis(300));
     let disconnect = ok("disconnect", connector.disconnect())?;
     for ctx in [1, 2] {
@@ -618,20 +601,15 @@ fn disconnect() -> Outcome {
 fn cancel_connect() -> Outcome {
     const PORT: u16 = 7011;
     let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let _listener = listening(&side, PORT)?;
+        let _listening = listening_side(PORT)?;
         ready.send(()).ok();
         // Never calls GetConnectionRequest: the request stays queued.
         thread::sleep(Duration::from_secs(3));
         Ok(())
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
-    )?;
+    let connect = connect(&connector, &side.qp, PORT, &[])?;
     ensure!(
         connect.wait_for(Duration::from_secs(1)).is_none(),
         "Connect completed without an Accept"
@@ -659,25 +637,15 @@ fn shared_endpoint() -> Outcome {
         ready.send(()).ok();
         let mut accepted = Vec::new();
         for listener in &listeners {
-            let connector = Connector::new(&side.adapter);
-            expect(
-                "GetConnectionRequest",
-                ok("get", listener.get_connection_request(&connector))?.wait(),
-                NdStatus::ND_SUCCESS,
-            )?;
-            let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
-            expect(
-                "Accept",
-                ok("accept", connector.accept(&qp, 0, 0, &[]))?.wait(),
-                NdStatus::ND_SUCCESS,
-            )?;
+            let connector = request(&side, listener)?;
+            let qp = side.another_qp()?;
+            expect("Accept", accept(&connector, &qp)?.wait(), NdStatus::ND_SUCCESS)?;
             accepted.push((connector, qp));
         }
         thread::sleep(Duration::from_millis(300));
         Ok(())
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let endpoint = ok(
         "shared endpoint",
         SharedEndpoint::new(&side.adapter, SocketAddr::new(CLIENT, 0)),
@@ -685,7 +653,7 @@ fn shared_endpoint() -> Outcome {
     println!("  shared endpoint {}", endpoint.local_address());
     let mut connected = Vec::new();
     for port in PORTS {
-        let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+        let qp = side.another_qp()?;
         let connector = Connector::new(&side.adapter);
         let remote = SocketAddr::new(SERVER, port);
         let connect = ok(
@@ -702,7 +670,7 @@ fn shared_endpoint() -> Outcome {
         );
         connected.push((connector, qp));
     }
-    let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+    let qp = side.another_qp()?;
     let again = Connector::new(&side.adapter);
     expect_err(
         "the same 4-tuple again",
@@ -731,8 +699,7 @@ fn adapter_query() -> Outcome {
 fn getters_short_buffers() -> Outcome {
     const PORT: u16 = 7014;
     let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
+        let (side, listener) = listening_side(PORT)?;
         let mut addr = [0u8; 64];
         let fill = ok("listener get_local_address", listener.get_local_address(&mut addr))?;
         ensure!(
@@ -740,12 +707,7 @@ fn getters_short_buffers() -> Outcome {
             "listener address {fill:?}"
         );
         ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        expect(
-            "GetConnectionRequest",
-            ok("get", listener.get_connection_request(&connector))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
+        let connector = request(&side, &listener)?;
         let mut short = [0xeeu8; 10];
         let fill = ok("get_private_data", connector.get_private_data(&mut short))?;
         expect(
@@ -765,19 +727,11 @@ fn getters_short_buffers() -> Outcome {
         let fill = ok("get_peer_address", connector.get_peer_address(&mut addr))?;
         ensure!(fill.status == NdStatus::ND_SUCCESS, "peer address {fill:?}");
         ensure!(addr[4..8] == [198, 18, 0, 2], "peer address bytes {:?}", &addr[..16]);
-        expect(
-            "Accept",
-            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )
+        expect("Accept", accept(&connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let connector = Connector::new(&side.adapter);
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, b"0123456789abcdef"),
-    )?;
+    let connect = connect(&connector, &side.qp, PORT, b"0123456789abcdef")?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
     let mut short = [0xeeu8; 15];
     let fill = ok("get_local_address", connector.get_local_address(&mut short))?;
@@ -798,34 +752,14 @@ fn getters_short_buffers() -> Outcome {
 /// complete with ND_CANCELED and the peer's NotifyDisconnect completes.
 fn release_disconnects() -> Outcome {
     const PORT: u16 = 7015;
-    let (ready, server) = passive(|ready| {
-        let side = Side::open(SERVER, false)?;
-        let listener = listening(&side, PORT)?;
-        ready.send(()).ok();
-        let connector = Connector::new(&side.adapter);
-        expect(
-            "GetConnectionRequest",
-            ok("get", listener.get_connection_request(&connector))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
-        expect(
-            "Accept",
-            ok("accept", connector.accept(&side.qp, 0, 0, &[]))?.wait(),
-            NdStatus::ND_SUCCESS,
-        )?;
+    let (ready, server) = passive_request(PORT, |side, connector| {
+        expect("Accept", accept(connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)?;
         let notify = ok("notify_disconnect", connector.notify_disconnect())?;
         expect("NotifyDisconnect", notify.wait(), NdStatus::ND_SUCCESS)
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     side.post_receive(1, 0)?;
-    let connector = Connector::new(&side.adapter);
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
-    )?;
-    expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
-    ok("complete_connect", connector.complete_connect())?;
+    let connector = connected(&side, PORT)?;
     thread::sleep(Duration::from_millis(300));
     drop(connector);
     let c = side.wait_completion(1)?;
@@ -852,9 +786,7 @@ fn active_abandons() -> Outcome {
         take_rx
             .recv_timeout(Duration::from_secs(60))
             .map_err(|_| "the active side never asked for the Get")?;
-        let connector = Connector::new(&side.adapter);
-        let get = ok("get", listener.get_connection_request(&connector))?;
-        expect("GetConnectionRequest", get.wait(), NdStatus::ND_SUCCESS)?;
+        let connector = request(&side, &listener)?;
         taken_tx.send(()).ok();
         cancelled_rx
             .recv_timeout(Duration::from_secs(60))
@@ -876,11 +808,10 @@ fn active_abandons() -> Outcome {
             ),
         }
     });
-    let side = Side::open(CLIENT, true)?;
-    wait_ready(&ready)?;
+    let side = active(&ready)?;
     let remote = SocketAddr::new(SERVER, PORT);
-    let start = |what: &str| -> Result<(Connector, QueuePair, nd_shim::Pending), String> {
-        let qp = ok("qp", QueuePair::new(&side.adapter, &side.cq, &side.cq, 4, 4, 1))?;
+    let start = |what: &str| -> Result<(Connector, QueuePair, Pending), String> {
+        let qp = side.another_qp()?;
         let connector = Connector::new(&side.adapter);
         let pending = ok(what, connector.connect(&qp, remote, 0, 0, &[]))?;
         Ok((connector, qp, pending))
