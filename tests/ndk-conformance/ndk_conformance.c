@@ -469,6 +469,111 @@ static NTSTATUS disconnect_on(struct side *s, NDK_CONNECTOR *c)
     return finish(c->Dispatch->NdkDisconnect(c, on_complete, &r), &r, s->adapter, s->polled, 10000);
 }
 
+/* NdkCompleteConnect without a DisconnectEvent (always inline, so RequestCompletion is never called). */
+static NTSTATUS complete_connect(NDK_CONNECTOR *c)
+{
+    return c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL);
+}
+
+/* NdkConnect from CLIENT_IP:0 to ip:port (no reads, no private data) with `r` as its request:
+ * the code it returned, for cases that look at the pending request themselves. */
+static NTSTATUS connect_start(struct side *s, NDK_CONNECTOR *c, const char *ip, uint16_t port, struct request *r)
+{
+    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr(ip, port);
+    request_init(r);
+    return c->Dispatch->NdkConnect(c, s->qp, SA(src), sizeof src, SA(dst), sizeof dst, 0, 0, NULL, 0, on_complete, r);
+}
+
+/* NdkAccept on the passive side's own QP, without private data or DisconnectEvent. */
+static NTSTATUS server_accept(struct server *srv, NDK_CONNECTOR *c)
+{
+    return accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL);
+}
+
+/* The end of a passive side that holds its connection until the active side is finished. */
+static int server_close_when_done(struct server *srv, NDK_CONNECTOR *c, int timeout_ms)
+{
+    signal_wait(&srv->done, 1, NULL, 0, timeout_ms);
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+/* The active side of a case: its side on CLIENT_IP and a first connector. */
+static int client_open(struct side *s, int polled, NDK_CONNECTOR **c)
+{
+    if (side_open(s, CLIENT_IP, polled) < 0)
+        return -1;
+    *c = new_connector(s);
+    return *c ? 0 : -1;
+}
+
+/* Closes the active side, and `c` first unless NULL (the case closed it already). */
+static int client_close(struct side *s, NDK_CONNECTOR *c)
+{
+    if (c)
+        c->Dispatch->NdkCloseConnector(c);
+    side_close(s);
+    return 0;
+}
+
+/* A case with both sides: the passive one listening on `port` and running `body` on its thread,
+ * then the active one (polled) with a first connector. */
+static int case_start(struct server *srv, uint16_t port, int (*body)(struct server *), void *arg, struct side *s,
+                      NDK_CONNECTOR **c)
+{
+    if (server_start(srv, port, body, arg) < 0)
+        return -1;
+    return client_open(s, 1, c);
+}
+
+/* Ends a case with both sides: waits for the passive side, then closes the active side (and `c`,
+ * unless NULL: a case that closes its connector before the passive side ends does so itself).
+ * Returns the passive side's result. */
+static int case_end(struct server *srv, struct side *s, NDK_CONNECTOR *c)
+{
+    int rc = server_join(srv);
+    client_close(s, c);
+    return rc;
+}
+
+/* NdkConnect to the passive side's port and NdkCompleteConnect, both succeeding, then 300 ms for
+ * the passive side's Accept to complete. */
+static int connected(struct side *s, NDK_CONNECTOR *c, uint16_t port)
+{
+    EXPECT("NdkConnect", client_connect(s, c, SERVER_IP, port, NULL, 0, 15000), STATUS_SUCCESS);
+    OK("NdkCompleteConnect", complete_connect(c));
+    drive(s->adapter, 1, 300);
+    return 0;
+}
+
+/* A shared endpoint on CLIENT_IP, its port from the ND range. */
+static int shared_endpoint_open(struct side *s, NDK_SHARED_ENDPOINT **e)
+{
+    struct sockaddr_in at = addr(CLIENT_IP, 0);
+    OK("NdkCreateSharedEndpoint",
+       s->adapter->Dispatch->NdkCreateSharedEndpoint(s->adapter, SA(at), sizeof at, NULL, NULL, e));
+    return 0;
+}
+
+/* A listener on the active side's adapter at `at`, only for its address: nobody connects to it. */
+static int address_listener(struct side *s, struct signal *unused, struct sockaddr_in *at, const char *what,
+                            NDK_LISTENER **l)
+{
+    NDK_ADAPTER *a = s->adapter;
+    signal_init(unused);
+    OK("NdkCreateListener", a->Dispatch->NdkCreateListener(a, on_connect_event, unused, NULL, NULL, l));
+    OK(what, (*l)->Dispatch->NdkListen(*l, SA(*at), sizeof *at, on_complete, NULL));
+    return 0;
+}
+
+/* A further QP on the side's CQ, for cases with more than one connection. */
+static int another_qp(struct side *s, NDK_QP **qp)
+{
+    ENSURE(s->adapter->Dispatch->NdkCreateQp(s->adapter, s->cq, s->cq, 4, 4, 1, qp) == STATUS_SUCCESS,
+           "NdkCreateQp failed");
+    return 0;
+}
+
 static int check_ipv4(const char *what, struct sockaddr_in *sin, ULONG len, const char *ip, int nd_range)
 {
     char text[INET_ADDRSTRLEN];
@@ -535,13 +640,9 @@ static int cad_server(struct server *srv)
 static int case_connect_accept_data(void)
 {
     struct server srv;
-    if (server_start(&srv, 7101, cad_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7101, cad_server, NULL, &s, &c) < 0)
         return -1;
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
     if (post_receive(&s, 1, 0) < 0)
@@ -583,9 +684,7 @@ static int case_connect_accept_data(void)
     drive(s.adapter, 1, 200);
     ENSURE(signal_count(&own_disconnect) == 0, "DisconnectEvent called after this side's own NdkDisconnect");
     OK("NdkCloseConnector", d->NdkCloseConnector(c));
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- no-listener-refused ---------------------------------------------------------------- */
@@ -593,16 +692,12 @@ static int case_connect_accept_data(void)
 static int case_no_listener_refused(void)
 {
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (client_open(&s, 1, &c) < 0)
         return -1;
     EXPECT("NdkConnect to a port nobody listens on", client_connect(&s, c, SERVER_IP, 7102, NULL, 0, 15000),
            STATUS_CONNECTION_REFUSED);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return 0;
+    return client_close(&s, c);
 }
 
 /* ---- listener-reject -------------------------------------------------------------------- */
@@ -617,8 +712,7 @@ static int reject_server(struct server *srv)
         rej[i] = (uint8_t)(0xA0 + i);
     EXPECT("NdkReject with 149 bytes", c->Dispatch->NdkReject(c, rej, 149), STATUS_INVALID_BUFFER_SIZE);
     EXPECT("NdkReject with 148 bytes", c->Dispatch->NdkReject(c, rej, 148), STATUS_SUCCESS);
-    EXPECT("NdkAccept after NdkReject", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
-           STATUS_CONNECTION_INVALID);
+    EXPECT("NdkAccept after NdkReject", server_accept(srv, c), STATUS_CONNECTION_INVALID);
     c->Dispatch->NdkCloseConnector(c);
     return 0;
 }
@@ -626,13 +720,9 @@ static int reject_server(struct server *srv)
 static int case_listener_reject(void)
 {
     struct server srv;
-    if (server_start(&srv, 7103, reject_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7103, reject_server, NULL, &s, &c) < 0)
         return -1;
     EXPECT("NdkConnect to a rejecting listener", client_connect(&s, c, SERVER_IP, 7103, NULL, 0, 15000),
            STATUS_CONNECTION_REFUSED);
@@ -649,12 +739,9 @@ static int case_listener_reject(void)
     len = sizeof rej;
     EXPECT("NdkGetConnectionData with a read limit after the REJ (none was negotiated)",
            c->Dispatch->NdkGetConnectionData(c, &in, NULL, rej, &len), STATUS_CONNECTION_INVALID);
-    EXPECT("NdkCompleteConnect after a refusal",
-           c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL), STATUS_CONNECTION_INVALID);
+    EXPECT("NdkCompleteConnect after a refusal", complete_connect(c), STATUS_CONNECTION_INVALID);
     c->Dispatch->NdkCloseConnector(c);
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- private-data-limit ----------------------------------------------------------------- */
@@ -669,34 +756,26 @@ static int limit_server(struct server *srv)
            STATUS_INVALID_BUFFER_SIZE);
     EXPECT("NdkAccept with 196 bytes, same connector", accept_on(&srv->side, c, srv->side.qp, pd, 196, NULL),
            STATUS_SUCCESS);
-    signal_wait(&srv->done, 1, NULL, 0, 10000);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return server_close_when_done(srv, c, 10000);
 }
 
 static int case_private_data_limit(void)
 {
     struct server srv;
-    if (server_start(&srv, 7104, limit_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7104, limit_server, NULL, &s, &c) < 0)
         return -1;
     uint8_t pd[57] = {0};
     EXPECT("NdkConnect with 57 bytes (inline)", client_connect(&s, c, SERVER_IP, 7104, pd, 57, 1000),
            STATUS_INVALID_BUFFER_SIZE);
     EXPECT("NdkConnect with 56 bytes, same connector", client_connect(&s, c, SERVER_IP, 7104, pd, 56, 15000),
            STATUS_SUCCESS);
-    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    OK("NdkCompleteConnect", complete_connect(c));
     signal_raise(&srv.done, NULL);
     drive(s.adapter, 1, 300);
     c->Dispatch->NdkCloseConnector(c);
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- connect-state-errors --------------------------------------------------------------- */
@@ -706,44 +785,33 @@ static int accept_server(struct server *srv)
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    EXPECT("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL), STATUS_SUCCESS);
-    EXPECT("NdkAccept again on the established connector", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
-           STATUS_CONNECTION_ACTIVE);
-    signal_wait(&srv->done, 1, NULL, 0, 10000);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    EXPECT("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
+    EXPECT("NdkAccept again on the established connector", server_accept(srv, c), STATUS_CONNECTION_ACTIVE);
+    return server_close_when_done(srv, c, 10000);
 }
 
 static int case_connect_state_errors(void)
 {
     struct server srv;
-    if (server_start(&srv, 7105, accept_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7105, accept_server, NULL, &s, &c) < 0)
         return -1;
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
-    EXPECT("NdkCompleteConnect on a new connector", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
-           STATUS_CONNECTION_INVALID);
+    EXPECT("NdkCompleteConnect on a new connector", complete_connect(c), STATUS_CONNECTION_INVALID);
     EXPECT("NdkReject on a new connector", d->NdkReject(c, NULL, 0), STATUS_CONNECTION_INVALID);
     EXPECT("NdkAccept on a new connector", accept_on(&s, c, s.qp, NULL, 0, NULL), STATUS_CONNECTION_INVALID);
     EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 15000), STATUS_SUCCESS);
     EXPECT("NdkConnect again before NdkCompleteConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
            STATUS_CONNECTION_ACTIVE);
-    OK("NdkCompleteConnect", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    OK("NdkCompleteConnect", complete_connect(c));
     EXPECT("NdkConnect on a connected connector", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
            STATUS_CONNECTION_ACTIVE);
-    EXPECT("NdkCompleteConnect when connected", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
-           STATUS_CONNECTION_INVALID);
+    EXPECT("NdkCompleteConnect when connected", complete_connect(c), STATUS_CONNECTION_INVALID);
     EXPECT("NdkReject when connected", d->NdkReject(c, NULL, 0), STATUS_CONNECTION_INVALID);
     signal_raise(&srv.done, NULL);
     d->NdkCloseConnector(c);
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- active-reject ---------------------------------------------------------------------- */
@@ -753,8 +821,7 @@ static int refused_accept_server(struct server *srv)
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    EXPECT("NdkAccept when the active side rejects", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
-           STATUS_CONNECTION_REFUSED);
+    EXPECT("NdkAccept when the active side rejects", server_accept(srv, c), STATUS_CONNECTION_REFUSED);
     c->Dispatch->NdkCloseConnector(c);
     return 0;
 }
@@ -762,23 +829,15 @@ static int refused_accept_server(struct server *srv)
 static int case_active_reject(void)
 {
     struct server srv;
-    if (server_start(&srv, 7106, refused_accept_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7106, refused_accept_server, NULL, &s, &c) < 0)
         return -1;
     EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7106, NULL, 0, 15000), STATUS_SUCCESS);
     uint8_t pd[8] = "no thx";
     OK("NdkReject after the REP", c->Dispatch->NdkReject(c, pd, sizeof pd));
-    EXPECT("NdkCompleteConnect after NdkReject", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
-           STATUS_CONNECTION_INVALID);
-    int rc = server_join(&srv);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return rc;
+    EXPECT("NdkCompleteConnect after NdkReject", complete_connect(c), STATUS_CONNECTION_INVALID);
+    return case_end(&srv, &s, c);
 }
 
 /* ---- disconnect-event ------------------------------------------------------------------- */
@@ -807,28 +866,20 @@ static int flush_server(struct server *srv)
 static int case_disconnect_event(void)
 {
     struct server srv;
-    if (server_start(&srv, 7107, flush_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7107, flush_server, NULL, &s, &c) < 0)
         return -1;
     if (post_receive(&s, 3, 0) < 0)
         return -1;
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7107, NULL, 0, 15000), STATUS_SUCCESS);
-    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
-    drive(s.adapter, 1, 300);
+    if (connected(&s, c, 7107) < 0)
+        return -1;
     EXPECT("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
     if (wait_result(&s, 3, STATUS_CANCELLED, "active receive after NdkDisconnect") < 0)
         return -1;
     EXPECT("NdkConnect after NdkDisconnect", client_connect(&s, c, SERVER_IP, 7107, NULL, 0, 1000),
            STATUS_CONNECTION_INVALID);
-    int rc = server_join(&srv);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, c);
 }
 
 /* ---- close-disconnects ------------------------------------------------------------------ */
@@ -848,26 +899,19 @@ static int wait_disconnect_server(struct server *srv)
 static int case_close_disconnects(void)
 {
     struct server srv;
-    if (server_start(&srv, 7108, wait_disconnect_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7108, wait_disconnect_server, NULL, &s, &c) < 0)
         return -1;
     if (post_receive(&s, 4, 0) < 0)
         return -1;
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7108, NULL, 0, 15000), STATUS_SUCCESS);
-    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
-    drive(s.adapter, 1, 300);
+    if (connected(&s, c, 7108) < 0)
+        return -1;
     OK("NdkCloseConnector while connected", c->Dispatch->NdkCloseConnector(c));
     if (wait_result(&s, 4, STATUS_CANCELLED, "receive after the connector's close") < 0)
         return -1;
     ENSURE(signal_wait(&srv.disconnected, 1, s.adapter, 1, 10000), "passive side saw no disconnect");
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- cancel-connect --------------------------------------------------------------------- */
@@ -878,37 +922,25 @@ static int hold_server(struct server *srv)
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    signal_wait(&srv->done, 1, NULL, 0, 15000);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return server_close_when_done(srv, c, 15000);
 }
 
 static int case_cancel_connect(void)
 {
     struct server srv;
-    if (server_start(&srv, 7109, hold_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7109, hold_server, NULL, &s, &c) < 0)
         return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
-        return -1;
-    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr(SERVER_IP, 7109);
     struct request r;
-    request_init(&r);
-    NTSTATUS st = c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, SA(dst), sizeof dst, 0, 0, NULL, 0,
-                                          on_complete, &r);
+    NTSTATUS st = connect_start(&s, c, SERVER_IP, 7109, &r);
     EXPECT("NdkConnect", st, STATUS_PENDING);
     EXPECT("NdkConnect without an accept, after 1 s", finish(st, &r, s.adapter, 1, 1000), STATUS_PENDING);
     OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
     EXPECT("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
-    EXPECT("NdkCompleteConnect after cancel", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL),
-           STATUS_CONNECTION_INVALID);
+    EXPECT("NdkCompleteConnect after cancel", complete_connect(c), STATUS_CONNECTION_INVALID);
     c->Dispatch->NdkCloseConnector(c);
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- shared-endpoint -------------------------------------------------------------------- */
@@ -929,8 +961,8 @@ static int two_port_server(struct server *srv)
         accepted[i] = server_next(srv, i + 1);
         if (!accepted[i])
             return -1;
-        ENSURE(s->adapter->Dispatch->NdkCreateQp(s->adapter, s->cq, s->cq, 4, 4, 1, &qps[i]) == STATUS_SUCCESS,
-               "NdkCreateQp failed");
+        if (another_qp(s, &qps[i]) < 0)
+            return -1;
         EXPECT("NdkAccept", accept_on(s, accepted[i], qps[i], NULL, 0, NULL), STATUS_SUCCESS);
     }
     signal_wait(&srv->done, 1, NULL, 0, 10000);
@@ -942,10 +974,10 @@ static int two_port_server(struct server *srv)
     return 0;
 }
 
-static NTSTATUS shared_connect(struct side *s, NDK_CONNECTOR *c, NDK_QP *qp, NDK_SHARED_ENDPOINT *e, uint16_t port,
-                               int timeout_ms)
+static NTSTATUS shared_connect(struct side *s, NDK_CONNECTOR *c, NDK_QP *qp, NDK_SHARED_ENDPOINT *e, const char *ip,
+                               uint16_t port, int timeout_ms)
 {
-    struct sockaddr_in dst = addr(SERVER_IP, port);
+    struct sockaddr_in dst = addr(ip, port);
     struct request r;
     request_init(&r);
     NTSTATUS st = c->Dispatch->NdkConnectWithSharedEndpoint(c, qp, e, SA(dst), sizeof dst, 0, 0, NULL, 0,
@@ -964,10 +996,9 @@ static int case_shared_endpoint(void)
     struct side s;
     if (side_open(&s, CLIENT_IP, 1) < 0)
         return -1;
-    NDK_ADAPTER *a = s.adapter;
     NDK_SHARED_ENDPOINT *e;
-    struct sockaddr_in at = addr(CLIENT_IP, 0);
-    OK("NdkCreateSharedEndpoint", a->Dispatch->NdkCreateSharedEndpoint(a, SA(at), sizeof at, NULL, NULL, &e));
+    if (shared_endpoint_open(&s, &e) < 0)
+        return -1;
     struct sockaddr_in local;
     ULONG len = sizeof local;
     OK("NdkGetSharedEndpointLocalAddress", e->Dispatch->NdkGetSharedEndpointLocalAddress(e, SA(local), &len));
@@ -976,17 +1007,20 @@ static int case_shared_endpoint(void)
     NDK_QP *qps[3];
     NDK_CONNECTOR *c[3];
     for (int i = 0; i < 3; i++) {
-        ENSURE(a->Dispatch->NdkCreateQp(a, s.cq, s.cq, 4, 4, 1, &qps[i]) == STATUS_SUCCESS, "NdkCreateQp failed");
+        if (another_qp(&s, &qps[i]) < 0)
+            return -1;
         if (!(c[i] = new_connector(&s)))
             return -1;
     }
     /* The passive side accepts one at a time: each Accept completes at this side's RTU. */
-    EXPECT("NdkConnectWithSharedEndpoint to :7110", shared_connect(&s, c[0], qps[0], e, 7110, 15000), STATUS_SUCCESS);
-    OK("NdkCompleteConnect", c[0]->Dispatch->NdkCompleteConnect(c[0], NULL, NULL, on_complete, NULL));
-    EXPECT("NdkConnectWithSharedEndpoint to :7111", shared_connect(&s, c[1], qps[1], e, 7111, 15000), STATUS_SUCCESS);
-    OK("NdkCompleteConnect", c[1]->Dispatch->NdkCompleteConnect(c[1], NULL, NULL, on_complete, NULL));
+    EXPECT("NdkConnectWithSharedEndpoint to :7110", shared_connect(&s, c[0], qps[0], e, SERVER_IP, 7110, 15000),
+           STATUS_SUCCESS);
+    OK("NdkCompleteConnect", complete_connect(c[0]));
+    EXPECT("NdkConnectWithSharedEndpoint to :7111", shared_connect(&s, c[1], qps[1], e, SERVER_IP, 7111, 15000),
+           STATUS_SUCCESS);
+    OK("NdkCompleteConnect", complete_connect(c[1]));
     EXPECT("NdkConnectWithSharedEndpoint to :7110 again (same 4-tuple, inline)",
-           shared_connect(&s, c[2], qps[2], e, 7110, 1000), STATUS_ADDRESS_ALREADY_EXISTS);
+           shared_connect(&s, c[2], qps[2], e, SERVER_IP, 7110, 1000), STATUS_ADDRESS_ALREADY_EXISTS);
     for (int i = 0; i < 2; i++) {
         struct sockaddr_in mine;
         ULONG mlen = sizeof mine;
@@ -1002,15 +1036,13 @@ static int case_shared_endpoint(void)
     EXPECT("NdkConnect from the shared endpoint's address", connect_from(&s, x, &local, sizeof local, 1000), STATUS_SHARING_VIOLATION);
     x->Dispatch->NdkCloseConnector(x);
     signal_raise(&srv.done, NULL);
-    drive(a, 1, 300);
+    drive(s.adapter, 1, 300);
     for (int i = 0; i < 3; i++) {
         c[i]->Dispatch->NdkCloseConnector(c[i]);
         qps[i]->Dispatch->NdkCloseQp(qps[i]);
     }
     OK("NdkCloseSharedEndpoint", e->Dispatch->NdkCloseSharedEndpoint(e));
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- shared-endpoint-failures ----------------------------------------------------------- */
@@ -1020,10 +1052,9 @@ static int case_shared_endpoint_failures(void)
     struct side s;
     if (side_open(&s, CLIENT_IP, 1) < 0)
         return -1;
-    NDK_ADAPTER *a = s.adapter;
     NDK_SHARED_ENDPOINT *e;
-    struct sockaddr_in at = addr(CLIENT_IP, 0);
-    OK("NdkCreateSharedEndpoint", a->Dispatch->NdkCreateSharedEndpoint(a, SA(at), sizeof at, NULL, NULL, &e));
+    if (shared_endpoint_open(&s, &e) < 0)
+        return -1;
     static const struct {
         const char *what, *ip;
         uint16_t port;
@@ -1039,12 +1070,8 @@ static int case_shared_endpoint_failures(void)
         NDK_CONNECTOR *c = new_connector(&s);
         if (!c)
             return -1;
-        struct sockaddr_in dst = addr(tries[i].ip, tries[i].port);
-        struct request r;
-        request_init(&r);
-        NTSTATUS st = c->Dispatch->NdkConnectWithSharedEndpoint(c, s.qp, e, SA(dst), sizeof dst, 0, 0, NULL, 0,
-                                                                on_complete, &r);
-        EXPECT(tries[i].what, finish(st, &r, a, 1, tries[i].timeout_ms), tries[i].want);
+        EXPECT(tries[i].what, shared_connect(&s, c, s.qp, e, tries[i].ip, tries[i].port, tries[i].timeout_ms),
+               tries[i].want);
         c->Dispatch->NdkCloseConnector(c);
     }
     e->Dispatch->NdkCloseSharedEndpoint(e);
@@ -1075,19 +1102,12 @@ static int cancel_accept_server(struct server *srv)
 static int case_cancel_accept(void)
 {
     struct server srv;
-    if (server_start(&srv, 7129, cancel_accept_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7129, cancel_accept_server, NULL, &s, &c) < 0)
         return -1;
     EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7129, NULL, 0, 15000), STATUS_SUCCESS);
-    int rc = server_join(&srv);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, c);
 }
 
 /* ---- address-errors --------------------------------------------------------------------- */
@@ -1104,12 +1124,10 @@ static int case_address_errors(void)
     ENSURE(none == NULL, "a failed NdkOpenAdapter wrote a handle");
 
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
+    NDK_CONNECTOR *c;
+    if (client_open(&s, 1, &c) < 0)
         return -1;
     NDK_ADAPTER *a = s.adapter;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
-        return -1;
     EXPECT("NdkConnect from 192.0.2.1", connect_from(&s, c, &test_net, sizeof test_net, 1000), STATUS_INVALID_ADDRESS);
     EXPECT("NdkConnect from 127.0.0.1", connect_from(&s, c, &loopback, sizeof loopback, 1000), STATUS_INVALID_ADDRESS);
     struct sockaddr unix_family = {.sa_family = AF_UNIX};
@@ -1128,10 +1146,9 @@ static int case_address_errors(void)
     /* A listener holds CLIENT:7120 exclusively. */
     NDK_LISTENER *l;
     struct signal unused;
-    signal_init(&unused);
-    OK("NdkCreateListener", a->Dispatch->NdkCreateListener(a, on_connect_event, &unused, NULL, NULL, &l));
     struct sockaddr_in held = addr(CLIENT_IP, 7120);
-    OK("NdkListen on :7120", l->Dispatch->NdkListen(l, SA(held), sizeof held, on_complete, NULL));
+    if (address_listener(&s, &unused, &held, "NdkListen on :7120", &l) < 0)
+        return -1;
     EXPECT("NdkConnect from the listener's address", connect_from(&s, c, &held, sizeof held, 1000),
            STATUS_SHARING_VIOLATION);
     NDK_SHARED_ENDPOINT *e = NULL;
@@ -1149,9 +1166,7 @@ static int case_address_errors(void)
     EXPECT("NdkConnect from CLIENT:0 after the failures", connect_from(&s, c, &src, sizeof src, 15000),
            STATUS_CONNECTION_REFUSED);
     l->Dispatch->NdkCloseListener(l);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return 0;
+    return client_close(&s, c);
 }
 
 /* ---- host-unreachable / network-unreachable --------------------------------------------- */
@@ -1159,36 +1174,25 @@ static int case_address_errors(void)
 static int case_host_unreachable(void)
 {
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
+    NDK_CONNECTOR *c;
+    if (client_open(&s, 1, &c) < 0)
         return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
-        return -1;
-    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr("198.18.0.77", 7121);
     struct request r;
-    request_init(&r);
-    NTSTATUS st = c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, SA(dst), sizeof dst, 0, 0, NULL, 0,
-                                          on_complete, &r);
+    NTSTATUS st = connect_start(&s, c, "198.18.0.77", 7121, &r);
     EXPECT("NdkConnect to 198.18.0.77", st, STATUS_PENDING);
     EXPECT("NdkConnect to 198.18.0.77 completes", finish(st, &r, s.adapter, 1, 30000), STATUS_HOST_UNREACHABLE);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return 0;
+    return client_close(&s, c);
 }
 
 static int case_network_unreachable(void)
 {
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (client_open(&s, 1, &c) < 0)
         return -1;
     EXPECT("NdkConnect to 203.0.113.1 (no route, inline)", client_connect(&s, c, "203.0.113.1", 7122, NULL, 0, 1000),
            STATUS_NETWORK_UNREACHABLE);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return 0;
+    return client_close(&s, c);
 }
 
 /* ---- getters-short-buffers -------------------------------------------------------------- */
@@ -1204,15 +1208,11 @@ static int untouched(const uint8_t *b, size_t n)
 static int case_getters_short_buffers(void)
 {
     struct server srv;
-    if (server_start(&srv, 7123, accept_server, NULL) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7123, accept_server, NULL, &s, &c) < 0)
         return -1;
     NDK_ADAPTER *a = s.adapter;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
-        return -1;
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
     uint8_t buf[256];
     ULONG len;
@@ -1242,7 +1242,7 @@ static int case_getters_short_buffers(void)
     len = 5;
     EXPECT("NdkGetConnectionData NULL buffer, length 5", d->NdkGetConnectionData(c, NULL, NULL, NULL, &len),
            STATUS_INVALID_PARAMETER);
-    OK("NdkCompleteConnect", d->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    OK("NdkCompleteConnect", complete_connect(c));
 
     len = 4;
     EXPECT("NdkGetLocalAddress with 4 bytes", d->NdkGetLocalAddress(c, (PSOCKADDR)buf, &len), STATUS_BUFFER_TOO_SMALL);
@@ -1263,10 +1263,9 @@ static int case_getters_short_buffers(void)
 
     NDK_LISTENER *l;
     struct signal unused;
-    signal_init(&unused);
-    OK("NdkCreateListener", a->Dispatch->NdkCreateListener(a, on_connect_event, &unused, NULL, NULL, &l));
     struct sockaddr_in any = addr(CLIENT_IP, 0);
-    OK("NdkListen on port 0", l->Dispatch->NdkListen(l, SA(any), sizeof any, on_complete, NULL));
+    if (address_listener(&s, &unused, &any, "NdkListen on port 0", &l) < 0)
+        return -1;
     len = 8;
     EXPECT("NdkGetListenerLocalAddress with 8 bytes", l->Dispatch->NdkGetListenerLocalAddress(l, (PSOCKADDR)buf, &len),
            STATUS_BUFFER_TOO_SMALL);
@@ -1278,7 +1277,8 @@ static int case_getters_short_buffers(void)
         return -1;
 
     NDK_SHARED_ENDPOINT *e;
-    OK("NdkCreateSharedEndpoint", a->Dispatch->NdkCreateSharedEndpoint(a, SA(any), sizeof any, NULL, NULL, &e));
+    if (shared_endpoint_open(&s, &e) < 0)
+        return -1;
     len = 2;
     EXPECT("NdkGetSharedEndpointLocalAddress with 2 bytes",
            e->Dispatch->NdkGetSharedEndpointLocalAddress(e, (PSOCKADDR)buf, &len), STATUS_BUFFER_TOO_SMALL);
@@ -1304,9 +1304,7 @@ static int case_getters_short_buffers(void)
     l->Dispatch->NdkCloseListener(l);
     signal_raise(&srv.done, NULL);
     d->NdkCloseConnector(c);
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- ports-exhausted (the suite narrows ND_SHIM_PORT_RANGE) ----------------------------- */
@@ -1360,10 +1358,8 @@ static int paused_server(struct server *srv)
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    EXPECT("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL), STATUS_SUCCESS);
-    signal_wait(&srv->done, 1, NULL, 0, 10000);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    EXPECT("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
+    return server_close_when_done(srv, c, 10000);
 }
 
 static int case_connect_events_paused(void)
@@ -1375,18 +1371,14 @@ static int case_connect_events_paused(void)
         return -1;
     ENSURE(signal_wait(&paused, 1, NULL, 0, 10000), "server did not pause");
     struct side s;
-    if (side_open(&s, CLIENT_IP, 0) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (client_open(&s, 0, &c) < 0)
         return -1;
     EXPECT("NdkConnect (thread-mode adapter)", client_connect(&s, c, SERVER_IP, 7124, NULL, 0, 15000), STATUS_SUCCESS);
-    OK("NdkCompleteConnect", c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL));
+    OK("NdkCompleteConnect", complete_connect(c));
     signal_raise(&srv.done, NULL);
     c->Dispatch->NdkCloseConnector(c);
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- accept-aborted / reject-aborted ---------------------------------------------------- */
@@ -1407,8 +1399,7 @@ static int abandoned_server(struct server *srv)
     ENSURE(signal_wait(&ab->cancelled, 1, NULL, 0, 20000), "the active side never cancelled");
     usleep(500 * 1000);
     if (srv->port == 7125) {
-        EXPECT("NdkAccept after the active side abandoned", accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL),
-               STATUS_CONNECTION_ABORTED);
+        EXPECT("NdkAccept after the active side abandoned", server_accept(srv, c), STATUS_CONNECTION_ABORTED);
     } else {
         EXPECT("NdkReject after the active side abandoned", c->Dispatch->NdkReject(c, NULL, 0),
                STATUS_CONNECTION_ABORTED);
@@ -1423,28 +1414,19 @@ static int abandon_case(uint16_t port)
     signal_init(&ab.taken);
     signal_init(&ab.cancelled);
     struct server srv;
-    if (server_start(&srv, port, abandoned_server, &ab) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, port, abandoned_server, &ab, &s, &c) < 0)
         return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
-        return -1;
-    struct sockaddr_in src = addr(CLIENT_IP, 0), dst = addr(SERVER_IP, port);
     struct request r;
-    request_init(&r);
-    NTSTATUS st = c->Dispatch->NdkConnect(c, s.qp, SA(src), sizeof src, SA(dst), sizeof dst, 0, 0, NULL, 0,
-                                          on_complete, &r);
+    NTSTATUS st = connect_start(&s, c, SERVER_IP, port, &r);
     EXPECT("NdkConnect", st, STATUS_PENDING);
     ENSURE(signal_wait(&ab.taken, 1, s.adapter, 1, 15000), "the passive side got no connect event");
     OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
     EXPECT("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
     c->Dispatch->NdkCloseConnector(c);
     signal_raise(&ab.cancelled, NULL);
-    int rc = server_join(&srv);
-    side_close(&s);
-    return rc;
+    return case_end(&srv, &s, NULL);
 }
 
 static int case_accept_aborted(void)
@@ -1490,25 +1472,18 @@ static int case_complete_connect_aborted(void)
     signal_init(&rc.rep_seen);
     signal_init(&rc.closed);
     struct server srv;
-    if (server_start(&srv, 7130, rep_then_close_server, &rc) < 0)
-        return -1;
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7130, rep_then_close_server, &rc, &s, &c) < 0)
         return -1;
     EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7130, NULL, 0, 15000), STATUS_SUCCESS);
     signal_raise(&rc.rep_seen, NULL);
     ENSURE(signal_wait(&rc.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
     /* Let the REJ arrive and its event run. */
     drive(s.adapter, s.polled, 500);
-    EXPECT("NdkCompleteConnect after the passive side abandoned",
-           c->Dispatch->NdkCompleteConnect(c, NULL, NULL, on_complete, NULL), STATUS_CONNECTION_ABORTED);
+    EXPECT("NdkCompleteConnect after the passive side abandoned", complete_connect(c), STATUS_CONNECTION_ABORTED);
     c->Dispatch->NdkCloseConnector(c);
-    int ret = server_join(&srv);
-    side_close(&s);
-    return ret;
+    return case_end(&srv, &s, NULL);
 }
 
 /* ---- io-timeout (the suite gives 198.18.0.51 a neighbour entry nobody answers for) ------ */
@@ -1516,18 +1491,14 @@ static int case_complete_connect_aborted(void)
 static int case_io_timeout(void)
 {
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
-    NDK_CONNECTOR *c = new_connector(&s);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (client_open(&s, 1, &c) < 0)
         return -1;
     long long started = now_ms();
     NTSTATUS st = client_connect(&s, c, "198.18.0.51", 7127, NULL, 0, 170000);
     printf("  completed after %lld s\n", (now_ms() - started) / 1000);
     EXPECT("NdkConnect to 198.18.0.51 (REQ unanswered)", st, STATUS_IO_TIMEOUT);
-    c->Dispatch->NdkCloseConnector(c);
-    side_close(&s);
-    return 0;
+    return client_close(&s, c);
 }
 
 /* ---- main ------------------------------------------------------------------------------- */
