@@ -150,9 +150,19 @@ run_test() {
     fi
 }
 
+# stop_background PID: stops what `with_provider ... &` started as PID. PID is the subshell that runs
+# with_provider, and killing it would leave its child, timeout, and the command running; timeout
+# passes the TERM on to the command (and KILLs it 5 s later if it is still there).
+stop_background() {
+    pkill -TERM -P "$1" 2>/dev/null
+    kill "$1" 2>/dev/null
+}
+
 # pair SERVER_PROVIDER CLIENT_PROVIDER WAIT SERVER_CMD -- CLIENT_CMD: runs a server and a client,
 # each under its own provider, and checks both exit 0 and each was served by its provider.
 # WAIT is "tcp:PORT", "cm:PORT" or "none" (readiness of the server before the client starts).
+# With RIG_PAIR_SERVER_GRACE=SECONDS, a server still running that long after its client failed is
+# stopped instead of waiting out RIG_TIMEOUT (a server that waits for a dead client waits forever).
 pair() {
     local sp=$1 cp=$2 wait=$3
     shift 3
@@ -175,9 +185,18 @@ pair() {
         tcp:*) wait_for_tcp_listener "${wait#tcp:}" ;;
         cm:*) wait_for_cm_listener "${wait#cm:}" ;;
         none) sleep 1 ;;
-    esac || { rig_log "server did not start listening ($wait)"; kill "$spid" 2>/dev/null; wait "$spid"; return 1; }
+    esac || { rig_log "server did not start listening ($wait)"; stop_background "$spid"; wait "$spid"; return 1; }
     with_provider "$cp" "$clog" "${client[@]}"
     local crc=$?
+    if ((crc != 0)) && [[ -n ${RIG_PAIR_SERVER_GRACE:-} ]]; then
+        local i
+        for ((i = 0; i < RIG_PAIR_SERVER_GRACE * 10; i++)); do
+            kill -0 "$spid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$spid" 2>/dev/null &&
+            { rig_log "client failed; stopping the server after ${RIG_PAIR_SERVER_GRACE} s"; stop_background "$spid"; }
+    fi
     wait "$spid"
     local src=$?
     echo "server ($sp) exit $src, client ($cp) exit $crc"
