@@ -946,6 +946,10 @@ mod tests {
         assert_eq!(s.poll(&mut out), Err(libc::EIO));
         assert_eq!(s.start().err(), Some(libc::EIO));
         s.end();
+        // A ring whose slots cannot hold a CQE is not polled (poll copies whole CQEs).
+        let small = FakeQueue::new(5, 7, 0);
+        s.replace_ring(Some(Ring::map(small.raw_fd(), &small.mi, 0).unwrap()));
+        assert_eq!(s.poll(&mut out), Err(libc::EIO));
     }
 
     #[test]

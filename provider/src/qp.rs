@@ -1455,6 +1455,23 @@ mod tests {
     }
 
     #[test]
+    fn a_ring_whose_slots_cannot_hold_a_wqe_header_is_refused() {
+        // 64-byte slots: smaller than a send WQE header (208) and a receive one (40) fits.
+        let fq = FakeQueue::new(6, 3, 0);
+        let ring = Ring::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        assert_eq!(
+            WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, 1, 0, 0)).err(),
+            Some(libc::EPROTO)
+        );
+        let ring = Ring::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        let limits = RecvLimits {
+            max_sge: 1,
+            payload_room: 64 - RECV_WQE_HEADER,
+        };
+        assert!(WorkQueue::new(ring, limits).is_ok());
+    }
+
+    #[test]
     fn a_negative_sge_count_is_einval() {
         let fq = FakeQueue::new(8, 3, 0);
         let mut sq = send_queue(&fq, 2);
