@@ -78,6 +78,27 @@ struct Core {
     slots: Slots,
 }
 
+/// A new cm id for `token`, bound to `addr` of this adapter (an unspecified address is the
+/// adapter's; port 0 takes one from the ND range), which it holds exclusively. A loopback address,
+/// or one that resolves to another device, is ND_INVALID_ADDRESS.
+fn bind_exclusive(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Result<(CmId, PortReservation), NdStatus> {
+    let addr = if addr.ip().is_unspecified() {
+        SocketAddr::new(adapter.local_ip, addr.port())
+    } else {
+        addr
+    };
+    if sys::is_loopback(addr.ip()) {
+        return Err(NdStatus::ND_INVALID_ADDRESS);
+    }
+    let reservation = adapter.ports.reserve_exclusive(addr)?;
+    let id = adapter.channel.create_id(token)?;
+    id.bind(reservation.addr())?;
+    if id.verbs() != adapter.ctx {
+        return Err(NdStatus::ND_INVALID_ADDRESS);
+    }
+    Ok((id, reservation))
+}
+
 pub(crate) struct ConnInner {
     adapter: Arc<AdapterInner>,
     token: u64,
@@ -143,20 +164,7 @@ impl ConnInner {
 
     /// Creates the id, reserves `addr` (port 0: from the ND range) and binds it there.
     fn bind_exclusive(&self, core: &mut Core, addr: SocketAddr) -> Result<(), NdStatus> {
-        let addr = if addr.ip().is_unspecified() {
-            SocketAddr::new(self.adapter.local_ip, addr.port())
-        } else {
-            addr
-        };
-        if sys::is_loopback(addr.ip()) {
-            return Err(NdStatus::ND_INVALID_ADDRESS);
-        }
-        let reservation = self.adapter.ports.reserve_exclusive(addr)?;
-        let id = self.adapter.channel.create_id(self.token)?;
-        id.bind(reservation.addr())?;
-        if id.verbs() != self.adapter.ctx {
-            return Err(NdStatus::ND_INVALID_ADDRESS);
-        }
+        let (id, reservation) = bind_exclusive(&self.adapter, self.token, addr)?;
         core.id = Some(id);
         core.hold = Some(Hold::Exclusive(reservation));
         Ok(())
@@ -637,20 +645,7 @@ impl ListenerInner {
         match action {
             ListenerAction::BindAddress => {
                 let addr = core.bind_to.take().ok_or(NdStatus::ND_INVALID_PARAMETER)?;
-                let addr = if addr.ip().is_unspecified() {
-                    SocketAddr::new(self.adapter.local_ip, addr.port())
-                } else {
-                    addr
-                };
-                if sys::is_loopback(addr.ip()) {
-                    return Err(NdStatus::ND_INVALID_ADDRESS);
-                }
-                let reservation = self.adapter.ports.reserve_exclusive(addr)?;
-                let id = self.adapter.channel.create_id(self.token)?;
-                id.bind(reservation.addr())?;
-                if id.verbs() != self.adapter.ctx {
-                    return Err(NdStatus::ND_INVALID_ADDRESS);
-                }
+                let (id, reservation) = bind_exclusive(&self.adapter, self.token, addr)?;
                 core.id = Some(id);
                 core.hold = Some(reservation);
                 Ok(())
