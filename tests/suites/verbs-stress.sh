@@ -1,8 +1,13 @@
 # verbs-stress (tests/verbs/stress.c, built here with gcc against libibverbs): threads posting on
 # one RC QP, QPs sharing a CQ, RQ and SRQ receives, a QP moved to error and one destroyed
 # mid-flight; every work request must complete exactly once. Both ends in one process (rxe1 to
-# rxe0), with rxe_rs and with the stock C provider as the control. RIG_STRESS_SENDS (100000): the
-# number of sends; about as many receives complete beside them.
+# rxe0), with rxe_rs (the test) and with the stock C provider (the control: the same program on
+# rdma-core's provider). RIG_STRESS_SENDS (100000): the number of sends; about as many receives
+# complete beside them.
+# The control's result is printed, not counted: the stock stack itself has failed it (a clean
+# clone's CI run on 2026-11-22: two sends completed with success and never received, one receive
+# completed with a length no send had, all with the stock provider on kernel 6.1's rxe, while
+# rxe_rs passed in the same boot), and that is not this project's to pass or fail.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 stress_dir=$RIG_OUT/verbs-stress
@@ -24,9 +29,18 @@ if ! TMPDIR=$stress_dir "$RIG_ROOT/tests/verbs/build.sh" "$stress_dir" > "$RIG_O
 fi
 record pass build
 
-for provider in rxe_rs stock; do
-    run_test "stress.$provider" stress_run "$provider"
-    # The counts go into the suite's output, pass or fail.
-    grep -E '^(provider|note|SRQ|work requests|\[|  )' "$RIG_OUT/logs/$RIG_SUITE.stress.$provider.log" |
-        grep -v ' provider rx' | sed 's/^/    /'
-done
+# The counts go into the suite's output, pass or fail.
+show_counts() {
+    grep -E '^(provider|note|SRQ|work requests|\[|  |send |receive |wr_id )' "$1" | grep -v ' provider rx' | sed 's/^/    /'
+}
+
+run_test stress.rxe_rs stress_run rxe_rs
+show_counts "$RIG_OUT/logs/$RIG_SUITE.stress.rxe_rs.log"
+
+control_log=$RIG_OUT/logs/$RIG_SUITE.stress.stock-control.log
+if stress_run stock > "$control_log" 2>&1; then
+    echo "  control (stock provider): every work request completed exactly once"
+else
+    echo "  control (stock provider): FAILED, not counted (log: logs/$RIG_SUITE.stress.stock-control.log)"
+fi
+show_counts "$control_log"
