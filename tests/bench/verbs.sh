@@ -117,8 +117,8 @@ perf_figure() {
 }
 
 echo "-- (c) perftest over rdma_cm, both ends on one provider, median of $rounds rounds (providers alternate)"
-trap 'perftest_client_on_rxe1 off' EXIT
-perftest_client_on_rxe1 on
+trap 'unbound_clients_on_rxe1 off' EXIT
+unbound_clients_on_rxe1 on
 for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
     declare -A fig=()
     # Message rate from the _bw runs; from the _lat runs t_typical (perftest's median), as t_avg

@@ -206,21 +206,23 @@ pair() {
     ((src == 0 && crc == 0)) && expect_provider "$slog" "$sp" && expect_provider "$clog" "$cp"
 }
 
-# perftest_client_on_rxe1 on|off: perftest's client in Debian 12 (perftest 4.5-0.17) cannot be told
-# its source address: its option table has two long options named source_ip, getopt_long takes the
-# first (the raw-Ethernet -j), and the rdma_cm one is never reached (perftest 23.07 renamed it
-# --bind_source_ip). Its rdma_cm ids take their source from the routing table, and to 198.18.0.1, a
-# local address, that is 198.18.0.1: both ends would sit on rxe0. While perftest runs, a rule for
-# route lookups that have no source yet (from 0.0.0.0/32: unbound sockets and cm_ids; everything
-# bound keeps its own rules) sends traffic to the server out of veth1 from 198.18.0.2, so the
-# client's cm_id, and its QP, land on rxe1. Callers turn it off again (and on EXIT).
-perftest_client_on_rxe1() {
+# unbound_clients_on_rxe1 on|off: puts on rxe1 the clients that cannot be told their source
+# address. librdmacm's rdma_client has no option for it, and perftest's client in Debian 12
+# (perftest 4.5-0.17) has a broken one: its option table has two long options named source_ip,
+# getopt_long takes the first (the raw-Ethernet -j), and the rdma_cm one is never reached (perftest
+# 23.07 renamed it --bind_source_ip). Their rdma_cm ids take their source from the routing table,
+# and to 198.18.0.1, a local address, that is 198.18.0.1: both ends would sit on rxe0. While such a
+# client runs, a rule for route lookups that have no source yet (from 0.0.0.0/32: unbound sockets
+# and cm_ids; everything bound keeps its own rules) sends traffic to the server out of veth1 from
+# 198.18.0.2, so the client's cm_id, and its QP, land on rxe1. Callers turn it off again (and on
+# EXIT).
+unbound_clients_on_rxe1() {
     local rule=(pref 12 iif lo from 0.0.0.0/32 to "$RIG_SERVER_IP" lookup 10)
     if [[ $1 == on ]]; then ip rule add "${rule[@]}"; else ip rule del "${rule[@]}" 2>/dev/null; fi
 }
 
 # perftest_pair SERVER_PROVIDER CLIENT_PROVIDER TEST ARGS...: TEST -R between rxe0 (server) and rxe1
-# (client), as pair runs it (perftest_client_on_rxe1 must be on); fails too if the client's QP was
+# (client), as pair runs it (unbound_clients_on_rxe1 must be on); fails too if the client's QP was
 # not on rxe1 (perftest prints each end's GID: 198.18.0.2 must be one of them). With
 # PERFTEST_CLIENT_OUT=FILE the client's own output also goes to FILE; with PERFTEST_RESTARTS=FILE
 # each run started again is listed there.
