@@ -19,7 +19,7 @@ use kernel_abi::{
 use log::debug;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, Errno, WriteReq};
 use crate::ffi;
 use crate::libibverbs::objects::{ibv_ah, ibv_ah_attr, ibv_pd};
 use crate::libibverbs::public::ibv_context;
@@ -44,13 +44,7 @@ pub struct CreateAhResp {
 }
 const _: () = assert!(offset_of!(CreateAhResp, drv) == 4 && size_of::<CreateAhResp>() == 12);
 
-impl WriteCmd for ib_uverbs_create_ah {
-    const ID: u32 = IB_USER_VERBS_CMD_CREATE_AH;
-    type Resp = CreateAhResp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, CreateAhResp);
 
 impl WriteReq for ib_uverbs_destroy_ah {
     const ID: u32 = IB_USER_VERBS_CMD_DESTROY_AH;

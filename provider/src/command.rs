@@ -38,35 +38,44 @@ pub trait WriteCmd: IntoBytes + Immutable {
     fn set_response(&mut self, addr: u64);
 }
 
+/// The common [`WriteCmd`]: a kernel command struct whose `response` field
+/// carries the response address. `impl_write_cmd!(Cmd, ID, Resp);`
+macro_rules! impl_write_cmd {
+    ($cmd:ty, $id:expr, $resp:ty) => {
+        impl $crate::command::WriteCmd for $cmd {
+            const ID: u32 = $id;
+            type Resp = $resp;
+            fn set_response(&mut self, addr: u64) {
+                self.response = addr;
+            }
+        }
+    };
+}
+pub(crate) use impl_write_cmd;
+
 /// An extended write() command (response address in the ex header).
 pub trait WriteExCmd: IntoBytes + Immutable {
     const ID: u32;
     type Resp: FromBytes + IntoBytes;
 }
 
-impl WriteCmd for ib_uverbs_get_context {
-    const ID: u32 = IB_USER_VERBS_CMD_GET_CONTEXT;
-    type Resp = ib_uverbs_get_context_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(
+    ib_uverbs_get_context,
+    IB_USER_VERBS_CMD_GET_CONTEXT,
+    ib_uverbs_get_context_resp
+);
 
-impl WriteCmd for ib_uverbs_query_device {
-    const ID: u32 = IB_USER_VERBS_CMD_QUERY_DEVICE;
-    type Resp = ib_uverbs_query_device_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(
+    ib_uverbs_query_device,
+    IB_USER_VERBS_CMD_QUERY_DEVICE,
+    ib_uverbs_query_device_resp
+);
 
-impl WriteCmd for ib_uverbs_query_port {
-    const ID: u32 = IB_USER_VERBS_CMD_QUERY_PORT;
-    type Resp = ib_uverbs_query_port_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(
+    ib_uverbs_query_port,
+    IB_USER_VERBS_CMD_QUERY_PORT,
+    ib_uverbs_query_port_resp
+);
 
 impl WriteExCmd for ib_uverbs_ex_query_device {
     const ID: u32 = IB_USER_VERBS_EX_CMD_QUERY_DEVICE;

@@ -33,7 +33,7 @@ use kernel_abi::{
 use log::{debug, error, warn};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::command::{self, Errno, WriteCmd, WriteExCmd};
+use crate::command::{self, impl_write_cmd, Errno, WriteCmd, WriteExCmd};
 use crate::ffi;
 use crate::libibverbs::cq::*;
 use crate::libibverbs::public::ibv_context;
@@ -67,34 +67,20 @@ pub struct ResizeCqResp {
     pub drv: rxe_resize_cq_resp,
 }
 
-impl WriteCmd for ib_uverbs_create_cq {
-    const ID: u32 = IB_USER_VERBS_CMD_CREATE_CQ;
-    type Resp = CreateCqResp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, CreateCqResp);
 
 impl WriteExCmd for ib_uverbs_ex_create_cq {
     const ID: u32 = IB_USER_VERBS_EX_CMD_CREATE_CQ;
     type Resp = ib_uverbs_ex_create_cq_resp;
 }
 
-impl WriteCmd for ib_uverbs_resize_cq {
-    const ID: u32 = IB_USER_VERBS_CMD_RESIZE_CQ;
-    type Resp = ResizeCqResp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, ResizeCqResp);
 
-impl WriteCmd for ib_uverbs_destroy_cq {
-    const ID: u32 = IB_USER_VERBS_CMD_DESTROY_CQ;
-    type Resp = ib_uverbs_destroy_cq_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(
+    ib_uverbs_destroy_cq,
+    IB_USER_VERBS_CMD_DESTROY_CQ,
+    ib_uverbs_destroy_cq_resp
+);
 
 /// `REQ_NOTIFY_CQ` has no response.
 impl WriteCmd for ib_uverbs_req_notify_cq {

@@ -25,28 +25,16 @@ use kernel_abi::{
 };
 use log::debug;
 
-use crate::command::{self, Errno, IoctlCmd, WriteCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, Errno, IoctlCmd, WriteReq};
 use crate::ffi;
 use crate::libibverbs::device_abi::verbs_device;
 use crate::libibverbs::objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
 use crate::libibverbs::public::ibv_context;
 use crate::pd::context_fd;
 
-impl WriteCmd for ib_uverbs_reg_mr {
-    const ID: u32 = IB_USER_VERBS_CMD_REG_MR;
-    type Resp = ib_uverbs_reg_mr_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_reg_mr, IB_USER_VERBS_CMD_REG_MR, ib_uverbs_reg_mr_resp);
 
-impl WriteCmd for ib_uverbs_rereg_mr {
-    const ID: u32 = IB_USER_VERBS_CMD_REREG_MR;
-    type Resp = ib_uverbs_rereg_mr_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_rereg_mr, IB_USER_VERBS_CMD_REREG_MR, ib_uverbs_rereg_mr_resp);
 
 impl WriteReq for ib_uverbs_dereg_mr {
     const ID: u32 = IB_USER_VERBS_CMD_DEREG_MR;

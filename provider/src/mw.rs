@@ -10,18 +10,12 @@ use kernel_abi::{
     IB_USER_VERBS_CMD_DEALLOC_MW,
 };
 
-use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, Errno, WriteReq};
 use crate::ffi;
 use crate::libibverbs::objects::{ibv_mw, ibv_pd};
 use crate::pd::context_fd;
 
-impl WriteCmd for ib_uverbs_alloc_mw {
-    const ID: u32 = IB_USER_VERBS_CMD_ALLOC_MW;
-    type Resp = ib_uverbs_alloc_mw_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_alloc_mw, IB_USER_VERBS_CMD_ALLOC_MW, ib_uverbs_alloc_mw_resp);
 
 impl WriteReq for ib_uverbs_dealloc_mw {
     const ID: u32 = IB_USER_VERBS_CMD_DEALLOC_MW;

@@ -9,18 +9,12 @@ use kernel_abi::{
     IB_USER_VERBS_CMD_DEALLOC_PD,
 };
 
-use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, Errno, WriteReq};
 use crate::ffi;
 use crate::libibverbs::objects::ibv_pd;
 use crate::libibverbs::public::ibv_context;
 
-impl WriteCmd for ib_uverbs_alloc_pd {
-    const ID: u32 = IB_USER_VERBS_CMD_ALLOC_PD;
-    type Resp = ib_uverbs_alloc_pd_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, ib_uverbs_alloc_pd_resp);
 
 impl WriteReq for ib_uverbs_dealloc_pd {
     const ID: u32 = IB_USER_VERBS_CMD_DEALLOC_PD;

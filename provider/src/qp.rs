@@ -34,7 +34,7 @@ use log::debug;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::ah::RxeAh;
-use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, Errno, WriteReq};
 use crate::context::RxeContext;
 use crate::ffi;
 use crate::libibverbs::cq::ibv_cq;
@@ -57,33 +57,19 @@ pub struct CreateQpResp {
     pub drv: rxe_create_qp_resp,
 }
 
-impl WriteCmd for ib_uverbs_create_qp {
-    const ID: u32 = IB_USER_VERBS_CMD_CREATE_QP;
-    type Resp = CreateQpResp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, CreateQpResp);
 
-impl WriteCmd for ib_uverbs_query_qp {
-    const ID: u32 = IB_USER_VERBS_CMD_QUERY_QP;
-    type Resp = ib_uverbs_query_qp_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_query_qp, IB_USER_VERBS_CMD_QUERY_QP, ib_uverbs_query_qp_resp);
 
 impl WriteReq for ib_uverbs_modify_qp {
     const ID: u32 = IB_USER_VERBS_CMD_MODIFY_QP;
 }
 
-impl WriteCmd for ib_uverbs_destroy_qp {
-    const ID: u32 = IB_USER_VERBS_CMD_DESTROY_QP;
-    type Resp = ib_uverbs_destroy_qp_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(
+    ib_uverbs_destroy_qp,
+    IB_USER_VERBS_CMD_DESTROY_QP,
+    ib_uverbs_destroy_qp_resp
+);
 
 /// The doorbell: `ib_uverbs_post_send` without work requests (the kernel
 /// type has a trailing array of unions, hence this plain twin).
@@ -99,13 +85,7 @@ struct PostSendDoorbell {
 const _: () = assert!(size_of::<PostSendDoorbell>() == size_of::<ib_uverbs_post_send>());
 const _: () = assert!(offset_of!(PostSendDoorbell, wqe_size) == offset_of!(ib_uverbs_post_send, wqe_size));
 
-impl WriteCmd for PostSendDoorbell {
-    const ID: u32 = IB_USER_VERBS_CMD_POST_SEND;
-    type Resp = ib_uverbs_post_send_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(PostSendDoorbell, IB_USER_VERBS_CMD_POST_SEND, ib_uverbs_post_send_resp);
 
 /// A ring we produce into: the mapping, our producer index (only we write
 /// it; the shared copy is for the kernel) and the queue's limits, whose type

@@ -34,7 +34,7 @@ use kernel_abi::{
 use log::debug;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::command::{self, Errno, WriteCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, Errno, WriteReq};
 use crate::context::RxeContext;
 use crate::ffi;
 use crate::libibverbs::objects::ibv_pd;
@@ -53,13 +53,7 @@ pub struct CreateSrqResp {
     pub drv: rxe_create_srq_resp,
 }
 
-impl WriteCmd for ib_uverbs_create_srq {
-    const ID: u32 = IB_USER_VERBS_CMD_CREATE_SRQ;
-    type Resp = CreateSrqResp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(ib_uverbs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, CreateSrqResp);
 
 /// Legacy `MODIFY_SRQ`: the core body, then rxe's driver part with the
 /// address the kernel writes the resized ring's mmap info to.
@@ -74,21 +68,17 @@ impl WriteReq for ModifySrqCmd {
     const ID: u32 = IB_USER_VERBS_CMD_MODIFY_SRQ;
 }
 
-impl WriteCmd for ib_uverbs_query_srq {
-    const ID: u32 = IB_USER_VERBS_CMD_QUERY_SRQ;
-    type Resp = ib_uverbs_query_srq_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(
+    ib_uverbs_query_srq,
+    IB_USER_VERBS_CMD_QUERY_SRQ,
+    ib_uverbs_query_srq_resp
+);
 
-impl WriteCmd for ib_uverbs_destroy_srq {
-    const ID: u32 = IB_USER_VERBS_CMD_DESTROY_SRQ;
-    type Resp = ib_uverbs_destroy_srq_resp;
-    fn set_response(&mut self, addr: u64) {
-        self.response = addr;
-    }
-}
+impl_write_cmd!(
+    ib_uverbs_destroy_srq,
+    IB_USER_VERBS_CMD_DESTROY_SRQ,
+    ib_uverbs_destroy_srq_resp
+);
 
 /// Our SRQ. `vsrq` must stay first: libibverbs hands its `ibv_srq` back.
 #[repr(C)]
