@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what the machine lacks, checks the formatting and runs the host-side tests of the workspace,
+# The test command: installs what the machine lacks, checks the formatting and clippy (with the workspace lints) and
+# runs the host-side tests of the workspace,
 # builds once (and the .deb/.rpm from that build), then runs every rig suite (tests/suites/*.sh) in one VM boot.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -8,6 +9,9 @@ tests/rig/setup-host.sh
 
 echo "== host: cargo fmt --check"
 cargo fmt --check
+
+echo "== host: cargo clippy --workspace --all-targets (workspace lints, warnings denied)"
+cargo clippy --workspace --all-targets --release -- -D warnings
 
 echo "== host: cargo test --workspace"
 cargo test --workspace --release

@@ -245,19 +245,25 @@ impl RawEvent {
     /// # Safety
     /// `event` must be a valid, not yet acknowledged event.
     unsafe fn copy_from(event: &ffi::rdma_cm_event) -> RawEvent {
-        // SAFETY (whole body): the caller guarantees the event and its ids are valid; the
-        // `conn` member is the one librdmacm fills for connected (RDMA_PS_TCP) ids, and its
-        // private data pointer, when non-null, covers private_data_len bytes.
-        let conn = event.param.conn;
+        // SAFETY: the caller guarantees the event is valid; `conn` is the member librdmacm fills
+        // for connected (RDMA_PS_TCP) ids.
+        let conn = unsafe { event.param.conn };
         let private_data = if conn.private_data.is_null() || conn.private_data_len == 0 {
             Vec::new()
         } else {
-            std::slice::from_raw_parts(conn.private_data.cast::<u8>(), usize::from(conn.private_data_len)).to_vec()
+            // SAFETY: a non-null private data pointer of a valid event covers private_data_len bytes.
+            unsafe { std::slice::from_raw_parts(conn.private_data.cast::<u8>(), usize::from(conn.private_data_len)) }
+                .to_vec()
         };
+        // SAFETY: the ids of a valid, unacknowledged event are live cm ids.
+        let listen_context =
+            (!event.listen_id.is_null()).then(|| unsafe { (*event.listen_id).context } as usize as u64);
+        // SAFETY: as above.
+        let context = unsafe { (*event.id).context } as usize as u64;
         RawEvent {
             id: CmIdRef(event.id),
-            listen_context: (!event.listen_id.is_null()).then(|| (*event.listen_id).context as usize as u64),
-            context: (*event.id).context as usize as u64,
+            listen_context,
+            context,
             kind: event.event,
             status: event.status,
             private_data,

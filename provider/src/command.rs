@@ -443,10 +443,8 @@ mod tests {
         assert_eq!(cmd.hdr.driver_id, 14);
         let a = &cmd.attrs[0];
         // SAFETY: attr_out writes the `data` arm.
-        assert_eq!(
-            (a.attr_id, a.len, a.flags, unsafe { a.value.data }),
-            (1, 8, 0, 0xdead_beef)
-        );
+        let data = unsafe { a.value.data };
+        assert_eq!((a.attr_id, a.len, a.flags, data), (1, 8, 0, 0xdead_beef));
         assert!(!output_valid(a));
         let written = ib_uverbs_attr {
             flags: UVERBS_ATTR_F_VALID_OUTPUT as u16,

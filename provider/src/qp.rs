@@ -307,8 +307,9 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
 
     // SAFETY: VerbsQp is plain C data (pointers, integers, pthread objects
     // that are initialised below); all-zero is its calloc'd state.
+    let vqp = unsafe { core::mem::zeroed() };
     let mut qp = Box::new(RxeQp {
-        vqp: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+        vqp: UnsafeCell::new(vqp),
         qp_type: args.qp_type,
         cmd_fd: fd,
         layout,
@@ -801,7 +802,9 @@ unsafe fn wr_objects(wr: &ibv_send_wr, qp_type: c_int) -> WrObjects<'_> {
         // SAFETY: the ud arm, for a UD QP; the AH is one our create_ah made
         // (RxeAh begins with its ibv_ah) or null.
         let u = unsafe { &wr.wr.ud };
-        return match unsafe { u.ah.cast::<RxeAh>().as_ref() } {
+        // SAFETY: as above: the AH is ours or null.
+        let ah = unsafe { u.ah.cast::<RxeAh>().as_ref() };
+        return match ah {
             Some(ah) => WrObjects::Ud(UdDest {
                 remote_qpn: u.remote_qpn,
                 remote_qkey: u.remote_qkey,
@@ -1185,16 +1188,12 @@ mod tests {
         }];
         for id in 0..3 {
             // SAFETY: no inline data, no AH or MW.
-            assert_eq!(
-                unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &mut sges)) },
-                Ok(())
-            );
+            let posted = unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &mut sges)) };
+            assert_eq!(posted, Ok(()));
         }
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &mut sges)) },
-            Err(libc::ENOMEM)
-        );
+        let posted = unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &mut sges)) };
+        assert_eq!(posted, Err(libc::ENOMEM));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 3);
         let w: rxe_send_wqe = fq.kernel.read_slot(2);
@@ -1203,16 +1202,12 @@ mod tests {
         fq.kernel.release_consumer(2);
         let mut three = [ibv_sge::default(); 3];
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &mut three)) },
-            Err(libc::EINVAL)
-        );
+        let posted = unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &mut three)) };
+        assert_eq!(posted, Err(libc::EINVAL));
         assert_eq!(sq.prod, 3);
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &mut sges)) },
-            Ok(())
-        );
+        let posted = unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &mut sges)) };
+        assert_eq!(posted, Ok(()));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 0); // wrapped
         let w: rxe_send_wqe = fq.kernel.read_slot(3);

@@ -358,6 +358,7 @@ mod tests {
 
     #[test]
     fn entries_reject_null_and_bad_sizes_without_touching_memory() {
+        // SAFETY: ibv_device_attr_ex is plain C data; all-zero is valid.
         let mut attr: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
         let bad_input = ibv_query_device_ex_input { comp_mask: 1 };
         // SAFETY: every pointer is null or valid; the checks come first.

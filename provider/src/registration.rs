@@ -147,10 +147,8 @@ mod tests {
     fn device_ops_name_abi_range_and_entries() {
         let ops = &DEVICE_OPS.0;
         // SAFETY: name is a 'static C string literal.
-        assert_eq!(
-            unsafe { CStr::from_ptr(ops.name) }.to_str().unwrap(),
-            crate::PROVIDER_NAME
-        );
+        let name = unsafe { CStr::from_ptr(ops.name) };
+        assert_eq!(name.to_str().unwrap(), crate::PROVIDER_NAME);
         assert_eq!((ops.match_min_abi_version, ops.match_max_abi_version), (1, 2));
         assert!(ops.alloc_device.is_some() && ops.uninit_device.is_some());
         assert!(ops.alloc_context.is_some());
