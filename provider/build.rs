@@ -3,18 +3,24 @@
 //! libibverbs loads a provider as `lib<name>-rdmav<PABI>.so` (with
 //! `RDMAV_DRIVERS=/path/librxe_rs` it appends `-rdmav<PABI>.so` to the path).
 //! Cargo cannot put a hyphen in a library's file name, so we leave the
-//! symlink `librxe_rs-rdmav34.so -> librxe_rs.so` beside the cdylib in the
-//! profile's output directory (`target/<profile>/`, three levels above
+//! symlinks `librxe_rs-rdmav<PABI>.so -> librxe_rs.so`, one per private ABI,
+//! beside the cdylib in the profile's output directory (`target/<profile>/`, three levels above
 //! OUT_DIR, `target/<profile>/build/<pkg>-<hash>/out`). The link target is
 //! relative, so it is dangling only until cargo links the cdylib right after.
+//! One library serves every PABI: it reads the running libibverbs' layout
+//! when it is loaded (`libibverbs::layout`).
 
 use std::path::PathBuf;
 
-/// The private ABI versions we build a name for (see `libibverbs::layout`).
-const PABIS: &[u32] = &[34];
+/// The private ABI versions we build a name for: rdma-core v36..v56 (34),
+/// v57..v58, v59..v63, v64 and v65. The crate sees the list as
+/// `RXE_RS_PABIS`, and a test holds it equal to `layout::KNOWN_PABIS`.
+const PABIS: &[u32] = &[34, 57, 59, 64, 65];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    let list: Vec<String> = PABIS.iter().map(u32::to_string).collect();
+    println!("cargo:rustc-env=RXE_RS_PABIS={}", list.join(","));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let profile_dir = out_dir
         .ancestors()

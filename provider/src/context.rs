@@ -19,8 +19,9 @@ use log::{debug, info};
 
 use crate::command::{self, Errno};
 use crate::ffi;
+use crate::libibverbs::context_layouts::ops_table_for;
 use crate::libibverbs::context_v36::{self, verbs_context};
-use crate::libibverbs::layout::{ContextLayout, Layout};
+use crate::libibverbs::layout::Layout;
 use crate::libibverbs::public::{ibv_context, ibv_device};
 use crate::libibverbs::runtime;
 use crate::{ah, cq, mcast, mr, mw, pd, qp, query, srq};
@@ -43,8 +44,9 @@ impl RxeContext {
     }
 }
 
-/// The ops we implement, for the v36..v58 table. Everything else stays NULL,
-/// so libibverbs keeps its dummy op for it, which fails with EOPNOTSUPP.
+/// The ops we implement, in the v36..v58 table; the running library's own
+/// table is built from it by op name (`context_layouts`). Everything else
+/// stays NULL, so libibverbs keeps its dummy op for it (EOPNOTSUPP).
 static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops {
     free_context: Some(free_context),
     query_device_ex: Some(query::query_device_ex),
@@ -84,9 +86,7 @@ static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
 };
 
 fn ops_table(layout: Layout) -> *const c_void {
-    match layout.context {
-        ContextLayout::V36 => ptr::from_ref(&OPS_V36).cast(),
-    }
+    ops_table_for(layout.context, &OPS_V36).cast()
 }
 
 /// `GET_CONTEXT`: the kernel creates the ucontext and, on the write path, the

@@ -95,7 +95,21 @@ fn register() {
             );
         }
         Err(Refusal::NotLoaded) => debug!("not registering: {}", Refusal::NotLoaded),
-        Err(why) => warn!("not registering: {why}"),
+        Err(why) => say_refusal(&why),
+    }
+}
+
+/// A libibverbs we cannot serve is said at any log level: otherwise the
+/// user gets the stock provider (or none) without a word. Like libibverbs'
+/// own load warnings, it goes to stderr when our log is off.
+fn say_refusal(why: &Refusal) {
+    if log::log_enabled!(log::Level::Warn) {
+        warn!("not registering: {why}");
+    } else {
+        use std::io::Write as _;
+        let line = format!("{}: not registering: {why}\n", crate::PROVIDER_NAME);
+        // Nothing to do if stderr is gone.
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }
 }
 

@@ -9,9 +9,12 @@
 //! - [`qp`]: the public QP structs, work requests, and `verbs_qp`;
 //! - [`srq`]: the public SRQ structs and `verbs_srq`;
 //! - [`context_v36`]: private context structs of rdma-core v36..v58;
+//! - [`context_layouts`]: what v59, v62, v64 and v65 add to them, and the
+//!   ops table for the running library;
 //! - [`layout`]: which layout a given libibverbs has (pure logic);
 //! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
 
+pub mod context_layouts;
 pub mod context_v36;
 pub mod cq;
 pub mod device_abi;

@@ -40,13 +40,14 @@ pub fn install(lib: Libibverbs) -> &'static Libibverbs {
     LIBIBVERBS.get_or_init(|| lib)
 }
 
-fn symbol(handle: *mut c_void, name: &'static str, version: &CStr) -> Result<*mut c_void, Refusal> {
-    let cname = CString::new(name).map_err(|_| Refusal::MissingSymbol(name))?;
+fn symbol(handle: *mut c_void, name: &str, version: &CStr) -> Result<*mut c_void, Refusal> {
+    let missing = || Refusal::MissingSymbol(format!("{name}@{}", version.to_string_lossy()));
+    let cname = CString::new(name).map_err(|_| missing())?;
     // SAFETY: handle came from dlopen and is never closed; both strings are
     // NUL-terminated and outlive the call.
     let p = unsafe { libc::dlvsym(handle, cname.as_ptr(), version.as_ptr()) };
     if p.is_null() {
-        Err(Refusal::MissingSymbol(name))
+        Err(missing())
     } else {
         Ok(p)
     }
@@ -80,17 +81,17 @@ impl Libibverbs {
             return Err(Refusal::NotLoaded);
         }
 
-        let (pabi, register) = KNOWN_PABIS
-            .iter()
-            .find_map(|&pabi| {
-                let name: &'static str = match pabi {
-                    34 => "verbs_register_driver_34",
-                    _ => return None,
-                };
-                let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).ok()?;
-                symbol(handle, name, &version).ok().map(|p| (pabi, p))
-            })
-            .ok_or(Refusal::UnknownPabi)?;
+        let Some((pabi, register)) = KNOWN_PABIS.iter().find_map(|&pabi| {
+            let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).ok()?;
+            let name = format!("verbs_register_driver_{pabi}");
+            symbol(handle, &name, &version).ok().map(|p| (pabi, p))
+        }) else {
+            // Name the library (its file name carries the release) we cannot serve.
+            // SAFETY: as for `symbol`; ibv_get_device_list is public API of every release.
+            let public = unsafe { libc::dlsym(handle, c"ibv_get_device_list".as_ptr()) };
+            let library = object_path(public).unwrap_or_else(|| "libibverbs.so.1".into());
+            return Err(Refusal::UnknownPabi { library });
+        };
 
         let path = object_path(register).ok_or(Refusal::UnknownRelease("libibverbs.so.1".into()))?;
         let release = release_from_file_name(&path).ok_or_else(|| Refusal::UnknownRelease(path.clone()))?;

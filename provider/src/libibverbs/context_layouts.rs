@@ -1,0 +1,237 @@
+//! The context layouts of every rdma-core line, as what each adds to the
+//! v36..v58 layout of [`context_v36`], and the ops table for the running one.
+//!
+//! Checked against `libibverbs/driver.h` and `verbs.h` of each tag:
+//! - `struct verbs_context_ops` is kept alphabetical (C `strcmp` order) and
+//!   only ever gains ops: v59.0 `alloc_dmah`, `dealloc_dmah`, `reg_mr_ex`;
+//!   v62.0 `dm_export_dmabuf_fd`, `query_port_speed` (no PABI bump: 59 serves
+//!   v59..v63 with two layouts); v64.0 `alloc_buf`, `free_buf`; v65.0 (PABI
+//!   65) the ten completion-counter ops.
+//! - `struct verbs_context` grows downwards: each new private op is pushed in
+//!   front of the fields v36 has, so only the prefix before `ibv_context`
+//!   changes: v59 3 pointers, v62 4, v64 and v65 6.
+//! - Nothing else the provider mirrors changed between v36 and v65
+//!   (`verbs_device_ops`, `verbs_device`, `verbs_sysfs_dev`, `verbs_qp`,
+//!   `verbs_mr`, `verbs_srq`, the public structs; `ibv_qp_ex` last grew in
+//!   v45), nor the prototypes of the four private functions we call.
+//!
+//! Every slot is a function pointer, so a name list is the whole layout: op
+//! `i` sits at `8 * i`. The table libibverbs copies from (`verbs_set_ops`
+//! reads it by its own field order and is given no size) is built once per
+//! process from our typed v36 table, op by op, by name.
+
+use core::mem::size_of;
+use std::sync::OnceLock;
+
+use super::context_v36::{verbs_context, verbs_context_ops};
+use super::public::opaque_fn;
+
+/// The context-level layout family a library uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextLayout {
+    /// rdma-core v36..v58 (PABI 34 from v36, PABI 57): [`context_v36`] itself.
+    V36,
+    /// v59..v61 (PABI 59).
+    V59,
+    /// v62..v63 (still PABI 59).
+    V62,
+    /// v64 (PABI 64).
+    V64,
+    /// v65 (PABI 65).
+    V65,
+}
+
+/// Every layout, oldest first.
+pub const ALL: [ContextLayout; 5] = [
+    ContextLayout::V36,
+    ContextLayout::V59,
+    ContextLayout::V62,
+    ContextLayout::V64,
+    ContextLayout::V65,
+];
+
+impl ContextLayout {
+    /// The ops this layout's `verbs_context_ops` has beyond v36's.
+    fn ops_added(self) -> &'static [&'static str] {
+        const V59: &[&str] = &["alloc_dmah", "dealloc_dmah", "reg_mr_ex"];
+        const V62: &[&str] = &[
+            "alloc_dmah",
+            "dealloc_dmah",
+            "reg_mr_ex",
+            "dm_export_dmabuf_fd",
+            "query_port_speed",
+        ];
+        const V64: &[&str] = &[
+            "alloc_dmah",
+            "dealloc_dmah",
+            "reg_mr_ex",
+            "dm_export_dmabuf_fd",
+            "query_port_speed",
+            "alloc_buf",
+            "free_buf",
+        ];
+        const V65: &[&str] = &[
+            "alloc_dmah",
+            "dealloc_dmah",
+            "reg_mr_ex",
+            "dm_export_dmabuf_fd",
+            "query_port_speed",
+            "alloc_buf",
+            "free_buf",
+            "create_comp_cntr",
+            "destroy_comp_cntr",
+            "inc_comp_cntr",
+            "inc_err_comp_cntr",
+            "qp_attach_comp_cntr",
+            "query_comp_cntr_caps",
+            "read_comp_cntr",
+            "read_err_comp_cntr",
+            "set_comp_cntr",
+            "set_err_comp_cntr",
+        ];
+        match self {
+            ContextLayout::V36 => &[],
+            ContextLayout::V59 => V59,
+            ContextLayout::V62 => V62,
+            ContextLayout::V64 => V64,
+            ContextLayout::V65 => V65,
+        }
+    }
+
+    /// `struct verbs_context_ops` of this layout: its op names in declaration order.
+    pub fn op_names(self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = verbs_context_ops::NAMES.to_vec();
+        names.extend_from_slice(self.ops_added());
+        // Byte order, as C's strcmp and rdma-core's own sorting.
+        names.sort_unstable();
+        names
+    }
+
+    /// The function pointers `struct verbs_context` has in front of v36's
+    /// first field (`query_port`), in declaration order.
+    pub fn verbs_context_head(self) -> &'static [&'static str] {
+        match self {
+            ContextLayout::V36 => &[],
+            ContextLayout::V59 => &["reg_mr_ex", "dealloc_dmah", "alloc_dmah"],
+            ContextLayout::V62 => &["dm_export_dmabuf_fd", "reg_mr_ex", "dealloc_dmah", "alloc_dmah"],
+            ContextLayout::V64 | ContextLayout::V65 => &[
+                "free_buf",
+                "alloc_buf",
+                "dm_export_dmabuf_fd",
+                "reg_mr_ex",
+                "dealloc_dmah",
+                "alloc_dmah",
+            ],
+        }
+    }
+
+    /// `sizeof(struct verbs_context)`.
+    pub fn verbs_context_size(self) -> usize {
+        self.verbs_context_head().len() * size_of::<opaque_fn>() + size_of::<verbs_context>()
+    }
+
+    /// Builds this layout's ops table from `ours` (a v36 table), by op name.
+    /// Ops v36 does not have stay NULL: we implement none of them.
+    pub fn ops_table(self, ours: &verbs_context_ops) -> Box<[opaque_fn]> {
+        let slots = v36_slots(ours);
+        self.op_names()
+            .iter()
+            .map(|name| {
+                verbs_context_ops::NAMES
+                    .iter()
+                    .position(|n| n == name)
+                    .and_then(|i| slots[i])
+            })
+            .collect()
+    }
+}
+
+/// `ours` as its 76 slots.
+fn v36_slots(ours: &verbs_context_ops) -> &[opaque_fn; 76] {
+    // SAFETY: verbs_context_ops is #[repr(C)] with 76 fields, each an
+    // `Option` of an `extern "C" fn` (asserted 76 * 8 bytes): every field has
+    // the size, alignment and null niche of `opaque_fn`, and reading a
+    // function pointer under another signature is only storage, no call.
+    unsafe { &*core::ptr::from_ref(ours).cast::<[opaque_fn; 76]>() }
+}
+
+/// The tables built so far, one per layout (a process has one libibverbs,
+/// so in practice one), kept for the life of the process: libibverbs copies
+/// from them at every `alloc_context`.
+pub fn ops_table_for(layout: ContextLayout, ours: &'static verbs_context_ops) -> *const opaque_fn {
+    static TABLES: [OnceLock<Box<[opaque_fn]>>; 5] = [const { OnceLock::new() }; 5];
+    let index = ALL.iter().position(|&l| l == layout).expect("ALL lists every layout");
+    TABLES[index].get_or_init(|| layout.ops_table(ours)).as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::offset_of;
+
+    #[test]
+    fn op_counts_per_layout() {
+        let counts: Vec<usize> = ALL.iter().map(|l| l.op_names().len()).collect();
+        assert_eq!(counts, [76, 79, 81, 83, 93]);
+    }
+
+    #[test]
+    fn every_layout_only_adds_ops_and_has_no_duplicates() {
+        for pair in ALL.windows(2) {
+            let (old, new) = (pair[0].op_names(), pair[1].op_names());
+            assert!(
+                old.iter().all(|n| new.contains(n)),
+                "{:?} drops ops of {:?}",
+                pair[1],
+                pair[0]
+            );
+        }
+        for layout in ALL {
+            let mut names = layout.op_names();
+            names.dedup();
+            assert_eq!(names.len(), layout.op_names().len(), "{layout:?}");
+        }
+    }
+
+    #[test]
+    fn v36_names_are_the_struct_in_order() {
+        let names = ContextLayout::V36.op_names();
+        assert_eq!(names, verbs_context_ops::NAMES);
+        let at = |name: &str| names.iter().position(|n| *n == name).unwrap() * 8;
+        assert_eq!(at("free_context"), offset_of!(verbs_context_ops, free_context));
+        assert_eq!(at("query_device_ex"), offset_of!(verbs_context_ops, query_device_ex));
+        assert_eq!(at("unimport_pd"), offset_of!(verbs_context_ops, unimport_pd));
+    }
+
+    #[test]
+    fn newer_tables_carry_our_ops_at_their_own_slots() {
+        let mut ours = verbs_context_ops::EMPTY;
+        unsafe extern "C" fn marker() {}
+        // SAFETY: only stored and compared, never called through this type.
+        let poll = unsafe { core::mem::transmute::<unsafe extern "C" fn(), super::super::cq::poll_cq_fn>(marker) };
+        ours.poll_cq = Some(poll);
+        for layout in ALL {
+            let table = layout.ops_table(&ours);
+            let names = layout.op_names();
+            assert_eq!(table.len(), names.len());
+            let set: Vec<&str> = names
+                .iter()
+                .zip(table.iter())
+                .filter(|(_, slot)| slot.is_some())
+                .map(|(n, _)| *n)
+                .collect();
+            assert_eq!(set, ["poll_cq"], "{layout:?}");
+        }
+        // poll_cq moves: 53 in v36 (0-based), then behind alloc_dmah,
+        // dealloc_dmah and (v64) alloc_buf, dm_export_dmabuf_fd, free_buf and
+        // (v65) create_comp_cntr, destroy_comp_cntr, inc_*comp_cntr.
+        let slot = |l: ContextLayout| l.op_names().iter().position(|n| *n == "poll_cq").unwrap();
+        assert_eq!(ALL.map(slot), [53, 55, 56, 58, 62], "poll_cq's slot per layout");
+    }
+
+    #[test]
+    fn verbs_context_grows_in_front() {
+        let sizes = ALL.map(ContextLayout::verbs_context_size);
+        assert_eq!(sizes, [648, 672, 680, 696, 696]);
+    }
+}
