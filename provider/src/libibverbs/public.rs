@@ -174,8 +174,8 @@ pub struct ibv_cq_moderation_caps {
 #[repr(C)]
 pub struct ibv_pci_atomic_caps {
     pub fetch_add: u16,
-    pub compare_swap: u16,
     pub swap: u16,
+    pub compare_swap: u16,
 }
 
 /// `struct ibv_device_attr_ex`. Callers pass its size (`attr_size`); an
