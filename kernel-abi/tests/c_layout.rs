@@ -13,7 +13,8 @@
 //!
 //! The reference is `/usr/include` (Debian bookworm, Linux 6.1 UAPI). Fields only newer kernels
 //! have (`rxe_send_wr.wr.flush`, `rxe_dma_info.atomic_wr`) are checked against the
-//! linux-libc-dev of Debian trixie, downloaded once into the target directory.
+//! linux-libc-dev of Debian trixie, which `tests/rig/fetch-headers.sh` unpacks into the rig's
+//! header cache (see `common/c_headers.rs`); the test itself needs no network.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -22,6 +23,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use kernel_abi::layout::{Kind, Origin, TypeLayout};
+
+#[path = "common/c_headers.rs"]
+mod c_headers;
+use c_headers::{CKind, CRecord};
 
 /// The headers whose every record must have a Rust twin.
 const HEADERS: &[&str] = &[
@@ -33,7 +38,6 @@ const HEADERS: &[&str] = &[
 ];
 
 const BOOKWORM_INCLUDE: &str = "/usr/include";
-const TRIXIE_SOURCES_LINE: &str = "deb http://deb.debian.org/debian trixie main";
 
 // ---------------------------------------------------------------------------------------------
 // The Rust side
@@ -83,129 +87,16 @@ fn rust_paths(types: &BTreeMap<&str, &TypeLayout>, ty: &TypeLayout) -> BTreeMap<
 // ---------------------------------------------------------------------------------------------
 // The C side
 
-#[derive(Debug)]
-struct CRecord {
-    kind: Kind,
-    size: usize,
-    align: usize,
-    /// Access path -> offset, as for `rust_paths`.
-    paths: BTreeMap<String, usize>,
-}
-
-/// Runs clang over a probe that makes it lay out `records` (`struct x` / `union x`) and parses
-/// its record layout dump into the named records it printed.
+/// Runs clang over a probe that makes it lay out `records` (`struct x` / `union x`) with the
+/// five headers included.
 fn c_records(include: &[PathBuf], records: &BTreeSet<String>, tag: &str) -> BTreeMap<String, CRecord> {
-    let mut probe = String::new();
+    let mut preamble = String::new();
     for header in HEADERS {
-        writeln!(probe, "#include <{header}>").unwrap();
+        writeln!(preamble, "#include <{header}>").unwrap();
     }
-    for (i, record) in records.iter().enumerate() {
-        // Taking the size forces clang to compute, and so dump, the layout.
-        writeln!(probe, "unsigned long probe_{i} = sizeof({record});").unwrap();
-    }
+    let records: Vec<String> = records.iter().cloned().collect();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_layout");
-    std::fs::create_dir_all(&dir).unwrap();
-    let probe_path = dir.join(format!("probe_{tag}.c"));
-    std::fs::write(&probe_path, probe).unwrap();
-
-    let mut clang = Command::new("clang");
-    clang.args(["-fsyntax-only", "-Xclang", "-fdump-record-layouts"]);
-    for dir in include {
-        clang.arg("-I").arg(dir);
-    }
-    let output = clang.arg(&probe_path).output().unwrap_or_else(|e| {
-        panic!("cannot run clang ({e}): the layout test needs clang (Debian: apt-get install clang)")
-    });
-    assert!(
-        output.status.success(),
-        "clang failed on {}:\n{}",
-        probe_path.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    parse_record_dump(&String::from_utf8(output.stdout).unwrap())
-}
-
-/// Parses clang's `-fdump-record-layouts` output. A block looks like
-/// ```text
-/// *** Dumping AST Record Layout
-///          0 | struct rxe_av
-///          0 |   __u8 port_num
-///          8 |   struct rxe_global_route grh
-///          8 |     union rxe_gid dgid
-///          8 |       __u8[16] raw
-///         32 |   union rxe_av::(unnamed at ...) sgid_addr
-///         ...
-///            | [sizeof=88, align=8]
-/// ```
-/// Two spaces of indent per nesting level; the member name is the last word, and a line ending
-/// in `)` is an anonymous member whose fields belong to the enclosing record.
-fn parse_record_dump(dump: &str) -> BTreeMap<String, CRecord> {
-    let mut records = BTreeMap::new();
-    for block in dump.split("*** Dumping AST Record Layout").skip(1) {
-        let mut lines = block.lines().filter(|l| l.contains('|'));
-        let (_, head) = lines.next().unwrap().split_once('|').unwrap();
-        let (kind, name) = head.trim().split_once(' ').unwrap();
-        if name.contains("::") || name.contains('(') {
-            continue; // only records C code can name are probed on their own
-        }
-        let kind = match kind {
-            "struct" => Kind::Struct,
-            "union" => Kind::Union,
-            other => panic!("unexpected record kind {other} in clang's dump"),
-        };
-        let (mut size, mut align) = (None, None);
-        let mut paths = BTreeMap::new();
-        // Member name (None when anonymous) at each nesting level above the current line.
-        let mut stack: Vec<Option<&str>> = Vec::new();
-        let mut skip_below: Option<usize> = None;
-        for line in lines {
-            let (offset, rest) = line.split_once('|').unwrap();
-            let text = rest.trim();
-            if let Some(summary) = text.strip_prefix('[') {
-                size = field_value(summary, "sizeof=");
-                align = field_value(summary, "align=");
-                continue;
-            }
-            let depth = (rest.len() - rest.trim_start().len() - 1) / 2;
-            if skip_below.is_some_and(|d| depth > d) {
-                continue;
-            }
-            skip_below = None;
-            let member = if text.ends_with(')') {
-                None
-            } else {
-                Some(text.rsplit_once(' ').expect("member without a name").1)
-            };
-            // __DECLARE_FLEX_ARRAY puts an empty struct named __empty_<name> beside each
-            // flexible array so that it may sit in a union; it carries no data.
-            if member.is_some_and(|m| m.starts_with("__empty_")) {
-                skip_below = Some(depth);
-                continue;
-            }
-            stack.truncate(depth - 1);
-            stack.push(member);
-            if member.is_some() {
-                let path: Vec<&str> = stack.iter().flatten().copied().collect();
-                paths.insert(path.join("."), offset.trim().parse().unwrap());
-            }
-        }
-        records.insert(
-            name.to_string(),
-            CRecord {
-                kind,
-                size: size.expect("record without sizeof"),
-                align: align.expect("record without align"),
-                paths,
-            },
-        );
-    }
-    records
-}
-
-fn field_value(summary: &str, key: &str) -> Option<usize> {
-    let start = summary.find(key)? + key.len();
-    let digits: String = summary[start..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
+    c_headers::c_records(&dir, include, &preamble, &records, tag)
 }
 
 /// `struct name {` / `union name {` at the start of a line: every record a header defines.
@@ -228,92 +119,6 @@ fn header_records(include: &Path) -> BTreeSet<String> {
         }
     }
     records
-}
-
-// ---------------------------------------------------------------------------------------------
-// The newer header (Debian trixie's linux-libc-dev)
-
-/// Include directories of trixie's linux-libc-dev, fetched and unpacked on first use.
-fn trixie_include() -> Vec<PathBuf> {
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("linux-libc-dev-trixie");
-    let root = cache.join("root");
-    if !root.join("usr/include/rdma/rdma_user_rxe.h").exists() {
-        fetch_trixie_headers(&cache, &root).unwrap_or_else(|why| {
-            panic!(
-                "cannot get Debian trixie's linux-libc-dev: {why}\n\
-                 The layout test checks the fields newer than Linux 6.1 (rxe flush and atomic \
-                 write) against trixie's kernel headers. It needs apt-get and dpkg-deb \
-                 (Debian/Ubuntu) and HTTP access to deb.debian.org; or unpack that package \
-                 yourself into {}",
-                root.display()
-            )
-        });
-    }
-    let arch_dir = root.join(format!("usr/include/{}-linux-gnu", std::env::consts::ARCH));
-    vec![root.join("usr/include"), arch_dir]
-}
-
-/// apt-get with a private sources list, list directory and cache, so the system's apt state
-/// is neither used nor changed.
-fn fetch_trixie_headers(cache: &Path, root: &Path) -> Result<(), String> {
-    let work = cache.join(format!("fetch-{}", std::process::id()));
-    for dir in ["lists/partial", "cache/archives/partial", "deb"] {
-        std::fs::create_dir_all(work.join(dir)).map_err(|e| e.to_string())?;
-    }
-    let sources = work.join("sources.list");
-    std::fs::write(&sources, format!("{TRIXIE_SOURCES_LINE}\n")).map_err(|e| e.to_string())?;
-    let apt_options = [
-        format!("Dir::Etc::SourceList={}", sources.display()),
-        "Dir::Etc::SourceParts=/dev/null".to_string(),
-        format!("Dir::State::Lists={}", work.join("lists").display()),
-        format!("Dir::Cache={}", work.join("cache").display()),
-    ];
-    let apt = |args: &[&str], cwd: &Path| -> Result<(), String> {
-        let mut cmd = Command::new("apt-get");
-        cmd.arg("-q");
-        for option in &apt_options {
-            cmd.arg("-o").arg(option);
-        }
-        let out = cmd
-            .args(args)
-            .current_dir(cwd)
-            .output()
-            .map_err(|e| format!("cannot run apt-get: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "apt-get {} failed:\n{}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-    };
-    apt(&["update"], &work)?;
-    apt(&["download", "linux-libc-dev"], &work.join("deb"))?;
-    let deb = std::fs::read_dir(work.join("deb"))
-        .map_err(|e| e.to_string())?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| path.extension().is_some_and(|ext| ext == "deb"))
-        .ok_or("apt-get download left no .deb")?;
-    let unpacked = work.join("root");
-    let status = Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(&deb)
-        .arg(&unpacked)
-        .status()
-        .map_err(|e| format!("cannot run dpkg-deb: {e}"))?;
-    if !status.success() {
-        return Err(format!("dpkg-deb -x {} failed", deb.display()));
-    }
-    // Rename last, so that a half-done fetch is never taken for a cache.
-    match std::fs::rename(&unpacked, root) {
-        Ok(()) => {}
-        Err(_) if root.exists() => {} // another test process got there first
-        Err(e) => return Err(e.to_string()),
-    }
-    std::fs::remove_dir_all(&work).map_err(|e| e.to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -346,7 +151,7 @@ fn headers() -> &'static Headers {
                 .filter(|t| t.origin == Origin::Named)
                 .map(|t| c_name(t)),
         );
-        let trixie = trixie_include();
+        let trixie = c_headers::suite_include("trixie");
         Headers {
             bookworm: c_records(&[PathBuf::from(BOOKWORM_INCLUDE)], &probed, "bookworm"),
             trixie: c_records(&trixie, &probed, "trixie"),
@@ -436,10 +241,14 @@ fn compare_record(errors: &mut Vec<String>, ty: &TypeLayout, which: &str, c: Opt
         errors.push(format!("{}: not found in the {which} headers", c_name(ty)));
         return;
     };
-    if c.kind != ty.kind || c.size != ty.size || c.align != ty.align {
+    let kind = match c.kind {
+        CKind::Struct => Kind::Struct,
+        CKind::Union => Kind::Union,
+    };
+    if kind != ty.kind || c.size != ty.size || c.align != ty.align {
         errors.push(format!(
             "{} ({which}): C is {:?} size {} align {}, Rust is {:?} size {} align {}",
-            ty.name, c.kind, c.size, c.align, ty.kind, ty.size, ty.align
+            ty.name, kind, c.size, c.align, ty.kind, ty.size, ty.align
         ));
     }
 }

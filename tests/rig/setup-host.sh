@@ -51,6 +51,13 @@ if ! have_vng; then
     have_vng || { echo "setup-host: vng is not on PATH after installing virtme-ng" >&2; exit 1; }
 fi
 
+# The Debian headers of every line the layout tests compare with (outside the tree, fetched once).
+if $check_only; then
+    "$(dirname "${BASH_SOURCE[0]}")/fetch-headers.sh" --check
+else
+    "$(dirname "${BASH_SOURCE[0]}")/fetch-headers.sh"
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup-host: no Rust toolchain (cargo) on PATH; install one with rustup" >&2
     exit 1

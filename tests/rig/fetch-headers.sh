@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Fetches, once, the C headers the host layout tests compare our mirrors with, for every line
+# Debian ships: libibverbs-dev and linux-libc-dev of bookworm, trixie and sid (apt-get download),
+# unpacked into $RIG_CACHE/headers/<suite>/ (default /var/cache/rxe-rs-rig), outside the tree,
+# with the package versions in VERSIONS. The tests read them there and need no network.
+#
+# apt runs with its own sources list, lists and archive cache under $RIG_CACHE/apt/<suite>/, so
+# the host's sources and what it installs by default are neither used nor changed.
+#
+#   tests/rig/fetch-headers.sh          fetch what is missing
+#   tests/rig/fetch-headers.sh --check  fetch nothing; exit non-zero naming the missing suites
+set -euo pipefail
+
+SUITES=(bookworm trixie sid)
+MIRROR=http://deb.debian.org/debian
+cache=${RIG_CACHE:-/var/cache/rxe-rs-rig}
+
+complete() { [[ -e $cache/headers/$1/VERSIONS ]]; }
+
+if [[ ${1:-} == --check ]]; then
+    missing=()
+    for suite in "${SUITES[@]}"; do complete "$suite" || missing+=("$suite"); done
+    if ((${#missing[@]})); then
+        echo "fetch-headers: no headers for ${missing[*]} in $cache/headers" >&2
+        exit 1
+    fi
+    exit 0
+fi
+
+fetch_suite() {
+    local suite=$1 apt_dir=$cache/apt/$1 work
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$cache/headers"
+    printf 'deb %s %s main\n' "$MIRROR" "$suite" >"$apt_dir/sources.list"
+    # An empty dpkg status: the suite's own versions are the candidates, not the host's.
+    : >"$apt_dir/status"
+    local apt=(apt-get -q
+        -o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+        -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+        -o "Dir::State::status=$apt_dir/status" -o APT::Sandbox::User=root)
+    work=$(mktemp -d "$cache/headers/.$suite.XXXXXX")
+    "${apt[@]}" update >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; return 1; }
+    mkdir "$work/deb" "$work/root"
+    (cd "$work/deb" && "${apt[@]}" download libibverbs-dev linux-libc-dev) >>"$work/apt.log" 2>&1 ||
+        { cat "$work/apt.log" >&2; return 1; }
+    local deb
+    for deb in "$work"/deb/*.deb; do
+        dpkg-deb -x "$deb" "$work/root"
+        dpkg-deb --show --showformat='${Package} ${Version}\n' "$deb" >>"$work/root/VERSIONS"
+    done
+    rm -rf "$cache/headers/$suite"
+    mv "$work/root" "$cache/headers/$suite"
+    rm -rf "$work"
+    echo "fetch-headers: $suite: $(paste -sd';' "$cache/headers/$suite/VERSIONS")"
+}
+
+for suite in "${SUITES[@]}"; do
+    complete "$suite" || fetch_suite "$suite"
+done
