@@ -498,3 +498,190 @@ fn the_lines_debian_ships_are_the_ones_expected() {
         .collect();
     assert_eq!(contexts, [ContextLayout::V36, ContextLayout::V36, ContextLayout::V65]);
 }
+
+/// `struct verbs_context_ops` of rdma-core v65.0 (`libibverbs/driver.h`; sid's
+/// libibverbs-dev 65.0-1.1 has the same `verbs.h` as that tree), in declaration order.
+const OPS_V65: [&str; 93] = [
+    "advise_mr",
+    "alloc_buf",
+    "alloc_dm",
+    "alloc_dmah",
+    "alloc_mw",
+    "alloc_null_mr",
+    "alloc_parent_domain",
+    "alloc_pd",
+    "alloc_td",
+    "async_event",
+    "attach_counters_point_flow",
+    "attach_mcast",
+    "bind_mw",
+    "close_xrcd",
+    "cq_event",
+    "create_ah",
+    "create_comp_cntr",
+    "create_counters",
+    "create_cq",
+    "create_cq_ex",
+    "create_flow",
+    "create_flow_action_esp",
+    "create_qp",
+    "create_qp_ex",
+    "create_rwq_ind_table",
+    "create_srq",
+    "create_srq_ex",
+    "create_wq",
+    "dealloc_dmah",
+    "dealloc_mw",
+    "dealloc_pd",
+    "dealloc_td",
+    "dereg_mr",
+    "destroy_ah",
+    "destroy_comp_cntr",
+    "destroy_counters",
+    "destroy_cq",
+    "destroy_flow",
+    "destroy_flow_action",
+    "destroy_qp",
+    "destroy_rwq_ind_table",
+    "destroy_srq",
+    "destroy_wq",
+    "detach_mcast",
+    "dm_export_dmabuf_fd",
+    "free_buf",
+    "free_context",
+    "free_dm",
+    "get_srq_num",
+    "import_dm",
+    "import_mr",
+    "import_pd",
+    "inc_comp_cntr",
+    "inc_err_comp_cntr",
+    "modify_cq",
+    "modify_flow_action_esp",
+    "modify_qp",
+    "modify_qp_rate_limit",
+    "modify_srq",
+    "modify_wq",
+    "open_qp",
+    "open_xrcd",
+    "poll_cq",
+    "post_recv",
+    "post_send",
+    "post_srq_ops",
+    "post_srq_recv",
+    "qp_attach_comp_cntr",
+    "query_comp_cntr_caps",
+    "query_device_ex",
+    "query_ece",
+    "query_port",
+    "query_port_speed",
+    "query_qp",
+    "query_qp_data_in_order",
+    "query_rt_values",
+    "query_srq",
+    "read_comp_cntr",
+    "read_counters",
+    "read_err_comp_cntr",
+    "reg_dm_mr",
+    "reg_dmabuf_mr",
+    "reg_mr",
+    "reg_mr_ex",
+    "req_notify_cq",
+    "rereg_mr",
+    "resize_cq",
+    "set_comp_cntr",
+    "set_ece",
+    "set_err_comp_cntr",
+    "unimport_dm",
+    "unimport_mr",
+    "unimport_pd",
+];
+
+/// The driver.h facts, recorded from rdma-core's tags (driver.h is in no Debian package), with
+/// the sizes and offsets clang gave for the struct bodies of each tag compiled against that
+/// line's Debian `verbs.h`.
+#[test]
+fn driver_h_facts() {
+    // verbs_context_ops: which of v65's ops each tag lacks.
+    let comp_cntr = [
+        "create_comp_cntr",
+        "destroy_comp_cntr",
+        "inc_comp_cntr",
+        "inc_err_comp_cntr",
+        "qp_attach_comp_cntr",
+        "query_comp_cntr_caps",
+        "read_comp_cntr",
+        "read_err_comp_cntr",
+        "set_comp_cntr",
+        "set_err_comp_cntr",
+    ];
+    let v64: Vec<&str> = OPS_V65.iter().copied().filter(|n| !comp_cntr.contains(n)).collect();
+    let v62: Vec<&str> = v64
+        .iter()
+        .copied()
+        .filter(|n| !["alloc_buf", "free_buf"].contains(n))
+        .collect();
+    let v59: Vec<&str> = v62
+        .iter()
+        .copied()
+        .filter(|n| !["dm_export_dmabuf_fd", "query_port_speed"].contains(n))
+        .collect();
+    let v36: Vec<&str> = v59
+        .iter()
+        .copied()
+        .filter(|n| !["alloc_dmah", "dealloc_dmah", "reg_mr_ex"].contains(n))
+        .collect();
+    // (tag, PABI, release, ops)
+    let tags: [(&str, u32, u32, &[&str]); 8] = [
+        ("v36.0", 34, 36, &v36),
+        ("v56.0", 34, 56, &v36),
+        ("v57.0", 57, 57, &v36),
+        ("v59.0", 59, 59, &v59),
+        ("v61.0", 59, 61, &v59),
+        ("v62.0", 59, 62, &v62),
+        ("v64.0", 64, 64, &v64),
+        ("v65.0", 65, 65, &OPS_V65),
+    ];
+    for (tag, pabi, release, ops) in tags {
+        let layout = Layout::select(pabi, release).unwrap_or_else(|e| panic!("{tag}: {e}"));
+        assert_eq!(layout.context.op_names(), ops, "verbs_context_ops of {tag}");
+    }
+    assert_eq!((v36.len(), v59.len(), v62.len(), v64.len()), (76, 79, 81, 83));
+    // The typed v36 table is v36.0..v58.2's struct field for field.
+    assert_eq!(context_v36::verbs_context_ops::NAMES, v36.as_slice());
+
+    // verbs_qp (v44.0: 352/360/368; v45.0 to v65.0: 360/368/376): comp_mask, xrcd, size.
+    for (release, comp_mask, xrcd, size) in [(44, 352, 360, 368), (56, 360, 368, 376), (65, 360, 368, 376)] {
+        let l = QpExLayout::for_release(release);
+        assert_eq!(
+            (l.comp_mask_offset(), l.xrcd_offset(), l.xrcd_offset() + 8),
+            (comp_mask, xrcd, size)
+        );
+        assert!(size <= size_of::<VerbsQp>());
+    }
+    // verbs_srq, v36.0 to v65.0: srq_type 128, xrcd 136, cq 144, srq_num 152, size 160.
+    assert_eq!(
+        (
+            offset_of!(verbs_srq, srq_type),
+            offset_of!(verbs_srq, xrcd),
+            offset_of!(verbs_srq, cq),
+            offset_of!(verbs_srq, srq_num),
+            size_of::<verbs_srq>()
+        ),
+        (128, 136, 144, 152, 160)
+    );
+    // verbs_device, v36.0 to v65.0: ops 664, refcount 672, entry 680, sysfs 696,
+    // core_support 704, size 712.
+    use rxe_rs::libibverbs::device_abi::verbs_device;
+    assert_eq!(
+        (
+            offset_of!(verbs_device, ops),
+            offset_of!(verbs_device, refcount),
+            offset_of!(verbs_device, entry),
+            offset_of!(verbs_device, sysfs),
+            offset_of!(verbs_device, core_support),
+            size_of::<verbs_device>()
+        ),
+        (664, 672, 680, 696, 704, 712)
+    );
+}
