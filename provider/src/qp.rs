@@ -1430,6 +1430,24 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_made_for_no_work_requests_maps_and_refuses_every_post() {
+        // rxe's answer to max_send_wr = 0 (qperf's rc_bw server, the receive
+        // side of its RDMA and atomic tests): one slot, index_mask 0.
+        let fq = FakeQueue::new(8, 0, 0);
+        let mut sq = send_queue(&fq, 1);
+        let mut sges = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        // SAFETY: no inline data, no AH or MW.
+        let posted = unsafe { post_one_send(&mut sq, &wr(1, IBV_WR_SEND, &mut sges)) };
+        assert_eq!(posted, Err(libc::ENOMEM));
+        sq.publish();
+        assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
+    }
+
+    #[test]
     fn a_ring_whose_slots_cannot_hold_a_wqe_header_is_refused() {
         // 64-byte slots: smaller than a send WQE header (208) and a receive one (40) fits.
         let fq = FakeQueue::new(6, 3, 0);
