@@ -13,7 +13,7 @@ seed=${RIG_DIFF_SEED:-$(date +%s)}
 random_count=${RIG_DIFF_RANDOM:-4000}
 echo "  seed $seed, $random_count random QP combinations (RIG_DIFF_SEED=$seed reproduces the run)"
 
-if ! TMPDIR=$diff_dir "$RIG_ROOT/tests/verbs/build.sh" "$diff_dir" > "$RIG_OUT/logs/$RIG_SUITE.build.log" 2>&1; then
+if ! TMPDIR=$diff_dir "$RIG_ROOT/tests/verbs/build.sh" "$diff_dir" diff > "$RIG_OUT/logs/$RIG_SUITE.build.log" 2>&1; then
     record fail build "gcc against libibverbs, log: logs/$RIG_SUITE.build.log"
     sed 's/^/    | /' "$RIG_OUT/logs/$RIG_SUITE.build.log" | tail -n 30
     exit 0
