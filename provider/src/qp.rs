@@ -1430,6 +1430,62 @@ mod tests {
     }
 
     #[test]
+    fn an_inline_sge_at_address_0_with_a_length_is_einval() {
+        let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
+        let data = [7u8; 8];
+        let mut sges = [
+            ibv_sge {
+                addr: data.as_ptr() as u64,
+                length: 8,
+                lkey: 0,
+            },
+            ibv_sge {
+                addr: 0,
+                length: 0,
+                lkey: 0,
+            },
+        ];
+        let mut good = wr(1, IBV_WR_SEND, &mut sges);
+        good.send_flags = IBV_SEND_INLINE;
+        let mut null = [ibv_sge {
+            addr: 0,
+            length: 4,
+            lkey: 0,
+        }];
+        let mut bad_one = wr(2, IBV_WR_SEND, &mut null);
+        bad_one.send_flags = IBV_SEND_INLINE;
+        let mut wrs = [good, bad_one];
+        let list = link(&mut wrs);
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: a live QP of ours and a list of live requests (the NULL
+        // SGE is what is tested: it must be refused, not read).
+        assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::EINVAL);
+        assert_eq!(bad, &mut wrs[1] as *mut ibv_send_wr);
+        // The first, with a zero-length NULL SGE beside real bytes, went.
+        let posted = fake.published();
+        assert_eq!(posted.iter().map(|w| w.wr.wr_id).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(posted[0].dma.length, 8);
+    }
+
+    #[test]
+    fn a_queue_made_for_no_work_requests_maps_and_refuses_every_post() {
+        // rxe's answer to max_send_wr = 0 (qperf's rc_bw server, the receive
+        // side of its RDMA and atomic tests): one slot, index_mask 0.
+        let fq = FakeQueue::new(8, 0, 0);
+        let mut sq = send_queue(&fq, 1);
+        let mut sges = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        // SAFETY: no inline data, no AH or MW.
+        let posted = unsafe { post_one_send(&mut sq, &wr(1, IBV_WR_SEND, &mut sges)) };
+        assert_eq!(posted, Err(libc::ENOMEM));
+        sq.publish();
+        assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
+    }
+
+    #[test]
     fn a_ring_whose_slots_cannot_hold_a_wqe_header_is_refused() {
         // 64-byte slots: smaller than a send WQE header (208) and a receive one (40) fits.
         let fq = FakeQueue::new(6, 3, 0);

@@ -11,7 +11,9 @@
 //! bytes. Indices are kept *masked*, in `[0, index_mask]`, by the kernel and by
 //! us: the next index is `(i + 1) & index_mask`. One slot always stays unused,
 //! so `producer == consumer` means empty and `producer + 1 == consumer` full;
-//! a queue holds at most `index_mask` elements.
+//! a queue holds at most `index_mask` elements. A QP's send or receive queue
+//! created for 0 work requests has one slot (`index_mask` 0): rxe allocates
+//! `roundup_pow_of_two(max_wr + 1)` slots, and such a queue is always full.
 //!
 //! Each side owns one index: the kernel produces into a CQ and consumes from
 //! the SQ, RQ and SRQ; we do the opposite. The header is written by the kernel
@@ -50,11 +52,12 @@ pub struct Indices {
 }
 
 impl Indices {
-    /// `mask + 1` must be a power of two, at least 2 (one slot always stays
-    /// empty), and the slot count must fit a u32.
+    /// `mask + 1` must be a power of two and fit a u32. One slot (mask 0) is
+    /// a queue of capacity 0, what rxe makes for a QP queue of 0 work
+    /// requests: empty and full at once, every post refused.
     pub fn new(mask: u32) -> Option<Indices> {
         let slots = mask.checked_add(1)?;
-        (slots >= 2 && slots.is_power_of_two()).then_some(Indices { mask })
+        slots.is_power_of_two().then_some(Indices { mask })
     }
 
     pub fn mask(self) -> u32 {
@@ -216,7 +219,13 @@ impl Ring {
                     .read_volatile(),
             )
         };
-        let geometry = Geometry::check(log2, mask, map.len, min_elem_size)?;
+        let geometry = Geometry::check(log2, mask, map.len, min_elem_size).inspect_err(|_| {
+            log::debug!(
+                "refused a queue: log2_elem_size {log2}, index_mask {mask:#x}, mapping {} bytes, \
+                 elements of at least {min_elem_size} bytes needed",
+                map.len
+            );
+        })?;
         Ok(Ring { map, geometry })
     }
 
@@ -416,9 +425,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slot_counts_must_be_powers_of_two_of_at_least_two() {
-        assert!(Indices::new(0).is_none());
+    fn slot_counts_must_be_powers_of_two() {
+        assert!(Indices::new(0).is_some());
         assert!(Indices::new(1).is_some());
+        assert!(Indices::new(2).is_none());
         assert!(Indices::new(5).is_none());
         assert!(Indices::new(6).is_none());
         assert!(Indices::new(7).is_some());
@@ -436,6 +446,14 @@ mod tests {
         assert!(q.is_full(2, 3));
         assert!(!q.is_full(1, 3));
         assert_eq!(q.used(2, 3), 7);
+    }
+
+    #[test]
+    fn a_single_slot_queue_holds_nothing() {
+        let q = Indices::new(0).unwrap();
+        assert_eq!(q.capacity(), 0);
+        assert!(q.is_full(0, 0) && q.is_empty(0, 0));
+        assert_eq!((q.used(5, 9), q.free(5, 9), q.next(0), q.wrap(3)), (0, 0, 0, 0));
     }
 
     #[test]

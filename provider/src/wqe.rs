@@ -237,7 +237,9 @@ pub(crate) fn check_send(
     }
     let length = sge_total(sges);
     if wr.send_flags & IBV_SEND_INLINE != 0 {
-        if length > u64::from(lim.inline_room) {
+        // Inline bytes are read here, from addr: a NULL one with a length
+        // would crash us (ibv_wr_set_inline_data* refuse it the same way).
+        if length > u64::from(lim.inline_room) || sges.iter().any(|s| s.addr == 0 && s.length != 0) {
             return Err(libc::EINVAL);
         }
     } else if sges.len() > lim.sge_room as usize {
@@ -919,7 +921,7 @@ pub(crate) mod tests {
         let big = SendLimits::new(IBV_QPT_RC, 4, 4096, l.payload_room);
         let slot_plus_one = [sge(0, (l.payload_room + 1) as u32)];
         assert_eq!(check(&inline(&slot_plus_one), &slot_plus_one, &big), Err(libc::EINVAL));
-        let slot_exactly = [sge(0, l.payload_room as u32)];
+        let slot_exactly = [sge(0x1000, l.payload_room as u32)];
         assert!(check(&inline(&slot_exactly), &slot_exactly, &big).is_ok());
         // Without INLINE, a message over 4 GiB is refused too.
         assert_eq!(check(&wr(IBV_WR_SEND, &wrap), &wrap, &l), Err(libc::EINVAL));

@@ -13,6 +13,7 @@ APT_PACKAGES=(
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
     libibverbs-dev librdmacm-dev
     gcc clang libclang-dev cmake pkg-config valgrind rpm
+    qperf
 )
 VIRTME_NG_VERSION=1.42
 

@@ -1,6 +1,6 @@
 # Our provider against itself and against rdma-core's stock C provider, between rxe0 (server) and
-# rxe1 (client): libibverbs' pingpongs (RC, UC, UD, SRQ), rdma_cm's rping and rdma_server/client, and
-# perftest over rdma_cm (-R), latency and bandwidth.
+# rxe1 (client): libibverbs' pingpongs (RC, UC, UD, SRQ), rdma_cm's rping and rdma_server/client,
+# perftest over rdma_cm (-R), latency and bandwidth, and qperf's RC tests over rdma_cm (-cm1).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 trap 'unbound_clients_on_rxe1 off' EXIT
@@ -9,6 +9,24 @@ export PERFTEST_RESTARTS=$RIG_OUT/$RIG_SUITE.perftest-rejected
 : > "$PERFTEST_RESTARTS"
 
 rxe1_sent_pkts() { cat /sys/class/infiniband/rxe1/ports/1/hw_counters/sent_pkts; }
+
+# qperf_pair SERVER_PROVIDER CLIENT_PROVIDER TEST: one qperf test over rdma_cm (-cm1), the server
+# on rxe0, the client on rxe1 (unbound_clients_on_rxe1 must be on: qperf has no source-address
+# option). The client's `quit` ends the server; the result line must be printed and rxe1's
+# packet counter must have moved. Some of these tests leave one queue of a QP at 0 work requests
+# (rc_bw's server sends nothing, its client receives nothing).
+qperf_pair() {
+    local before out
+    before=$(rxe1_sent_pkts)
+    out=$(RIG_PAIR_SERVER_GRACE=10 pair "$1" "$2" tcp:19765 qperf -- \
+        qperf -cm1 -t 2 "$RIG_SERVER_IP" "$3" quit 2>&1)
+    local rc=$?
+    printf '%s\n' "$out"
+    ((rc == 0)) || return 1
+    grep -qE "^$3:\$" <<< "$out" && grep -qE '^ +[a-z_]+ += +[0-9.]+ ' <<< "$out" ||
+        { echo "qperf printed no result for $3"; return 1; }
+    (($(rxe1_sent_pkts) > before)) || { echo "rxe1 sent nothing: the client was not on rxe1"; return 1; }
+}
 
 rdma_examples_pair() { # rdma_examples_pair SERVER_PROVIDER CLIENT_PROVIDER
     local before
@@ -56,6 +74,9 @@ for pairing in "${PAIRINGS[@]}"; do
     # inf then and exit 0.
     for pt in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw; do
         run_test "$pt.$tag" perftest_pair "$sp" "$cp" "$pt" -F -n 500
+    done
+    for qt in rc_lat rc_bw rc_rdma_read_bw rc_rdma_write_lat rc_compare_swap_mr; do
+        run_test "qperf-$qt.$tag" qperf_pair "$sp" "$cp" "$qt"
     done
     unbound_clients_on_rxe1 off
 done
