@@ -60,6 +60,14 @@ bind() { # bind SOURCE TARGET [ro]
 rm -rf "$chroot_dir"
 cp -a "$pristine" "$chroot_dir"
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
+# The network is the host's: where the host reaches PyPI through a TLS-intercepting proxy with
+# its own CA (pip's "cert" in /etc/pip.conf), the chroot gets that CA and pip setting too.
+# Nothing else of the host's Python set-up goes in.
+host_pip_cert=$(sed -n 's/^[[:space:]]*cert[[:space:]]*=[[:space:]]*//p' /etc/pip.conf 2> /dev/null | head -n 1)
+if [[ -n $host_pip_cert && -f $host_pip_cert ]]; then
+    cp "$host_pip_cert" "$chroot_dir/etc/rxe-rs-rig-host-ca.crt"
+    printf '[global]\ncert = /etc/rxe-rs-rig-host-ca.crt\n' > "$chroot_dir/etc/pip.conf"
+fi
 mount -t proc proc "$chroot_dir/proc"
 mounted+=("$chroot_dir/proc")
 bind /dev "$chroot_dir/dev"
