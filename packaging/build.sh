@@ -1,57 +1,256 @@
 #!/usr/bin/env bash
-# Builds the .deb and the .rpm of the provider from the release build into target/packages/.
-#   packaging/build.sh            (after cargo build --release)
+# Builds the Debian and RPM packages from the release build into target/packages/:
+#   rxe-rs          the provider (every target/release/librxe_rs-rdmav<PABI>.so the build left)
+#   libnd-shim0     libnd_shim.so.0, the NDK face of nd-shim      (rpm: nd-shim)
+#   libnd-shim-dev  its headers, the .so link and nd-shim.pc      (rpm: nd-shim-devel)
+#
+#   packaging/build.sh             a snapshot: <workspace version>+git<date>.<commit>
+#   packaging/build.sh --release   HEAD must carry the tag v<workspace version>: exactly that version
+#
+# Environment: PACKAGE_REVISION (the Debian revision / RPM release, default 1), DEBFULLNAME and
+# DEBEMAIL (the maintainer; default: the author of HEAD).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$root/target/packages
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n 1)
-library=$root/target/release/librxe_rs.so
-[[ -n $version ]] || { echo "packaging: no workspace version in Cargo.toml" >&2; exit 1; }
-[[ -f $library ]] || { echo "packaging: $library is missing; run cargo build --release" >&2; exit 1; }
-command -v dpkg-deb > /dev/null || { echo "packaging: dpkg-deb is missing" >&2; exit 1; }
-command -v rpmbuild > /dev/null || { echo "packaging: rpmbuild is missing (Debian package rpm)" >&2; exit 1; }
+release_dir=$root/target/release
+die() { echo "packaging: $*" >&2; exit 1; }
+
+upstream=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$root/Cargo.toml")
+[[ -n $upstream ]] || die "no [workspace.package] version in Cargo.toml"
+commit_time=$(git -C "$root" log -1 --format=%ct)
+export SOURCE_DATE_EPOCH=$commit_time
+if [[ ${1:-} == --release ]]; then
+    tag=$(git -C "$root" describe --tags --exact-match HEAD 2> /dev/null) || tag=
+    [[ $tag == "v$upstream" ]] || die "--release needs HEAD tagged v$upstream (it is '${tag:-untagged}')"
+    version=$upstream
+    changes="Release $upstream (tag v$upstream)."
+else
+    short=$(git -C "$root" rev-parse --short=7 HEAD)
+    version=$upstream+git$(date -u -d "@$commit_time" +%Y%m%d).$short
+    changes="Snapshot of commit $short ($(git -C "$root" log -1 --format=%s))."
+    [[ -z $(git -C "$root" status --porcelain --untracked-files=no) ]] || changes+=" Built from a modified tree."
+fi
+revision=${PACKAGE_REVISION:-1}
+maintainer="${DEBFULLNAME:-$(git -C "$root" log -1 --format=%an)} <${DEBEMAIL:-$(git -C "$root" log -1 --format=%ae)}>"
+
+# The provider libraries, one per private ABI. The build leaves them as links to one cdylib: the
+# package holds that file once, under the first name, and links for the others.
+mapfile -t provider_links < <(find "$release_dir" -maxdepth 1 -name 'librxe_rs-rdmav*.so' -printf '%f\n' | sort -V)
+((${#provider_links[@]})) || die "no $release_dir/librxe_rs-rdmav*.so; run cargo build --release"
+pabis=()
+for f in "${provider_links[@]}"; do
+    p=${f#librxe_rs-rdmav}
+    pabis+=("${p%.so}")
+done
+nd_library=$release_dir/libnd_shim.so
+[[ -f $nd_library ]] || die "$nd_library is missing; run cargo build --release"
+[[ $(readelf -d "$nd_library") == *"Library soname: [libnd_shim.so.0]"* ]] || die "$nd_library has no SONAME libnd_shim.so.0"
+
+# The libibverbs releases whose layouts the shipped private ABIs cover (provider/src/libibverbs/
+# layout.rs): from v36, up to the last release of the newest private ABI shipped.
+libibverbs_upper() {
+    case $1 in
+        34) echo 57 ;; 57) echo 59 ;; 59) echo 64 ;; 64) echo 65 ;;
+        *) die "packaging does not know the libibverbs releases of private ABI $1" ;;
+    esac
+}
+libibverbs_min=36
+libibverbs_below=$(libibverbs_upper "${pabis[-1]}")
+
+for tool in dpkg-deb dpkg-shlibdeps rpmbuild readelf python3 cargo; do
+    command -v "$tool" > /dev/null || die "$tool is missing (tests/rig/setup-host.sh installs it)"
+done
 
 rm -rf "$out"
 mkdir -p "$out"
+work=$out/work
 
-# stage DIR LIBDIR: the installed tree, with LIBDIR the distribution's library directory.
-stage() {
-    local dir=$1 libdir=$2
-    install -D -m 0644 "$library" "$dir$libdir/libibverbs/librxe_rs-rdmav34.so"
-    strip --strip-unneeded "$dir$libdir/libibverbs/librxe_rs-rdmav34.so"
-    install -D -m 0644 "$root/packaging/rxe_rs.driver" "$dir/etc/libibverbs.d/rxe_rs.driver"
-    install -D -m 0644 "$root/README.md" "$dir/usr/share/doc/rxe-rs/README.md"
+# stage_provider DIR LIBDIR: the provider's files; LIBDIR is the distribution's library directory.
+stage_provider() {
+    local dir=$1 libdir=$2 first=${provider_links[0]} f
+    install -D -m 0644 "$release_dir/$first" "$dir$libdir/libibverbs/$first"
+    strip --strip-unneeded --remove-section=.comment "$dir$libdir/libibverbs/$first"
+    for f in "${provider_links[@]:1}"; do ln -s "$first" "$dir$libdir/libibverbs/$f"; done
 }
 
-# Debian: the multiarch library directory, the driver file as a conffile.
-deb=$out/deb-root
-stage "$deb" /usr/lib/x86_64-linux-gnu
-mkdir -p "$deb/DEBIAN"
-echo /etc/libibverbs.d/rxe_rs.driver > "$deb/DEBIAN/conffiles"
-cat > "$deb/DEBIAN/control" <<CONTROL
+stage_nd_runtime() {
+    local dir=$1 libdir=$2
+    install -D -m 0644 "$nd_library" "$dir$libdir/libnd_shim.so.0"
+    strip --strip-unneeded --remove-section=.comment "$dir$libdir/libnd_shim.so.0"
+}
+
+# stage_nd_dev DIR LIBDIR: headers under include/nd-shim/, the link-time .so and the pkg-config file.
+stage_nd_dev() {
+    local dir=$1 libdir=$2
+    mkdir -p "$dir/usr/include/nd-shim" "$dir$libdir/pkgconfig"
+    cp -R "$root/nd-shim/include/." "$dir/usr/include/nd-shim/"
+    find "$dir/usr/include" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
+    ln -s libnd_shim.so.0 "$dir$libdir/libnd_shim.so"
+    sed -e "s|@libdir@|$libdir|" -e "s|@version@|$upstream|" "$root/packaging/nd-shim.pc.in" \
+        > "$dir$libdir/pkgconfig/nd-shim.pc"
+    chmod 0644 "$dir$libdir/pkgconfig/nd-shim.pc"
+}
+
+################################################################################ Debian
+multiarch=/usr/lib/x86_64-linux-gnu
+deb_version=$version-$revision
+changelog_date=$(date -u -R -d "@$commit_time")
+
+# deb_docs DIR PACKAGE CARGO_PACKAGE [EXTRA]: copyright, changelog and README of one package.
+deb_docs() {
+    local dir=$1 package=$2 docdir=$1/usr/share/doc/$2
+    install -d -m 0755 "$docdir"
+    python3 "$root/packaging/copyright.py" "$3" ${4:+"$4"} > "$docdir/copyright"
+    local bullet
+    bullet=$(fold -s -w 74 <<< "$changes" | sed -e 's/ *$//' -e '1s/^/  * /' -e '1!s/^/    /')
+    printf '%s (%s) unstable; urgency=medium\n\n%s\n\n -- %s  %s\n' \
+        "$package" "$deb_version" "$bullet" "$maintainer" "$changelog_date" | gzip -9n > "$docdir/changelog.Debian.gz"
+    gzip -9n < "$root/README.md" > "$docdir/README.md.gz"
+    chmod 0644 "$docdir"/*
+    install -D -m 0644 "$root/packaging/debian/lintian/$package" "$dir/usr/share/lintian/overrides/$package"
+}
+
+# deb_build DIR: fills in Installed-Size and the shared-library dependencies, then builds.
+deb_build() {
+    local dir=$1 package
+    package=$(sed -n 's/^Package: //p' "$dir/DEBIAN/control")
+    local shlibs
+    # dpkg-shlibdeps wants a source tree around it: a debian/control that names the package.
+    mkdir -p "$work/shlibdeps/debian"
+    printf 'Source: rxe-rs\n\nPackage: %s\nArchitecture: any\n' "$package" > "$work/shlibdeps/debian/control"
+    mapfile -t elves < <(find "$dir" -type f -name '*.so*')
+    shlibs=$(cd "$work/shlibdeps" && dpkg-shlibdeps -O -e"${elves[@]}" -L"$work/shlibs.local" 2> /dev/null |
+        sed -n 's/^shlibs:Depends=//p')
+    sed -i -e "s|@shlibs@|$shlibs|" -e "s|@installed_size@|$(du -sk --exclude=DEBIAN "$dir" | cut -f1)|" \
+        "$dir/DEBIAN/control"
+    find "$dir" -path "$dir/DEBIAN" -prune -o -type d -exec chmod 0755 {} +
+    find "$dir" -newermt "@$commit_time" -exec touch -h -d "@$commit_time" {} +
+    dpkg-deb --root-owner-group -Zxz --build "$dir" "$out/${package}_${deb_version}_amd64.deb" > /dev/null
+}
+
+# The shim's own library as dpkg-shlibdeps should see it (it is not installed on the build host).
+mkdir -p "$work"
+echo "libnd_shim 0 libnd-shim0 (>= $version)" > "$work/shlibs.local"
+
+# rxe-rs: the provider. It takes rxe devices over from rdma-core's provider by diverting
+# librxe-rdmav<PABI>.so (see packaging/debian/rxe-rs.preinst).
+deb=$work/rxe-rs
+stage_provider "$deb" "$multiarch"
+deb_docs "$deb" rxe-rs rxe-rs-provider
+install -d -m 0755 "$deb/DEBIAN"
+for script in preinst postinst prerm postrm; do
+    sed -e "s|@multiarch@|$multiarch|g" -e "s|@pabis@|${pabis[*]}|g" \
+        "$root/packaging/debian/rxe-rs.$script" > "$deb/DEBIAN/$script"
+    chmod 0755 "$deb/DEBIAN/$script"
+done
+echo "interest-noawait $multiarch/libibverbs" > "$deb/DEBIAN/triggers"
+chmod 0644 "$deb/DEBIAN/triggers"
+cat > "$deb/DEBIAN/control" << CONTROL
 Package: rxe-rs
-Version: $version-1
+Source: rxe-rs
+Version: $deb_version
 Architecture: amd64
-Maintainer: rxe_rs developers <rxe-rs@invalid>
-Depends: libc6 (>= 2.34), libibverbs1 (>= 36), libibverbs1 (<< 57)
+Maintainer: $maintainer
+Installed-Size: @installed_size@
+Depends: @shlibs@, libibverbs1 (>= $libibverbs_min), libibverbs1 (<< $libibverbs_below)
 Section: net
 Priority: optional
-Installed-Size: $(du -sk "$deb" | cut -f1)
+Homepage: https://github.com/linux-rdma/rdma-core
 Description: libibverbs provider for Soft-RoCE (rdma_rxe), written in Rust
- rxe_rs speaks the kernel uverbs ABI itself to drive the kernel's Soft-RoCE
- device. It registers with libibverbs as "rxe_rs" through
- /etc/libibverbs.d/rxe_rs.driver, beside rdma-core's own rxe provider.
+ rxe_rs is a user-space verbs provider for the kernel's Soft-RoCE device
+ (rdma_rxe). It speaks the kernel's uverbs ABI itself and drives rxe's
+ shared rings, as rdma-core's own rxe provider does.
+ .
+ While installed it serves every rxe device: the package diverts rdma-core's
+ librxe-rdmav<N>.so and puts an alternative in its place that points at
+ rxe_rs. "update-alternatives --config librxe-rdmav34.so" hands rxe devices
+ back to rdma-core's provider.
 CONTROL
-dpkg-deb --root-owner-group --build "$deb" "$out/rxe-rs_${version}-1_amd64.deb" > /dev/null
+deb_build "$deb"
 
-# RPM: /usr/lib64, a binary repackaging of the staged tree.
-rpm_root=$out/rpm-root
-stage "$rpm_root" /usr/lib64
+# libnd-shim0: the NDK face's shared library. The shim reaches libibverbs and librdmacm through
+# dlopen (rdma-mummy-sys), which dpkg-shlibdeps cannot see: they are named here.
+deb=$work/libnd-shim0
+stage_nd_runtime "$deb" "$multiarch"
+deb_docs "$deb" libnd-shim0 nd-shim "$root/packaging/debian/nd-shim-copyright.extra"
+install -d -m 0755 "$deb/DEBIAN"
+echo "libnd_shim 0 libnd-shim0 (>= $version)" > "$deb/DEBIAN/shlibs"
+echo "activate-noawait ldconfig" > "$deb/DEBIAN/triggers"
+chmod 0644 "$deb/DEBIAN/shlibs" "$deb/DEBIAN/triggers"
+cat > "$deb/DEBIAN/control" << CONTROL
+Package: libnd-shim0
+Source: rxe-rs
+Version: $deb_version
+Architecture: amd64
+Multi-Arch: same
+Maintainer: $maintainer
+Installed-Size: @installed_size@
+Depends: @shlibs@, libibverbs1 (>= $libibverbs_min), librdmacm1 (>= $libibverbs_min)
+Section: libs
+Priority: optional
+Homepage: https://github.com/linux-rdma/rdma-core
+Description: NetworkDirect (NDK) connection semantics on rdma_cm - library
+ nd-shim gives applications written for Microsoft NetworkDirect (NDK's
+ NdkConnect, NdkConnectWithSharedEndpoint, NdkCompleteConnect and the
+ listener) the same connection semantics and return codes on Linux, over
+ librdmacm.
+ .
+ This package holds the shared library.
+CONTROL
+deb_build "$deb"
+
+deb=$work/libnd-shim-dev
+stage_nd_dev "$deb" "$multiarch"
+deb_docs "$deb" libnd-shim-dev nd-shim "$root/packaging/debian/nd-shim-copyright.extra"
+install -d -m 0755 "$deb/DEBIAN"
+cat > "$deb/DEBIAN/control" << CONTROL
+Package: libnd-shim-dev
+Source: rxe-rs
+Version: $deb_version
+Architecture: amd64
+Multi-Arch: same
+Maintainer: $maintainer
+Installed-Size: @installed_size@
+Depends: libnd-shim0 (= $deb_version)
+Section: libdevel
+Priority: optional
+Homepage: https://github.com/linux-rdma/rdma-core
+Description: NetworkDirect (NDK) connection semantics on rdma_cm - development files
+ nd-shim gives applications written for Microsoft NetworkDirect (NDK's
+ NdkConnect, NdkConnectWithSharedEndpoint, NdkCompleteConnect and the
+ listener) the same connection semantics and return codes on Linux, over
+ librdmacm.
+ .
+ This package holds the headers (/usr/include/nd-shim), the link-time
+ library and the pkg-config file nd-shim.pc.
+CONTROL
+sed -i 's/^Depends: @shlibs@, /Depends: /' "$deb/DEBIAN/control"
+deb_build "$deb"
+
+################################################################################ RPM
+rpm_root=$work/rpm-root
+stage_provider "$rpm_root" /usr/lib64
+stage_nd_runtime "$rpm_root" /usr/lib64
+stage_nd_dev "$rpm_root" /usr/lib64
+for package in rxe-rs nd-shim nd-shim-devel; do
+    install -D -m 0644 "$root/README.md" "$rpm_root/usr/share/doc/$package/README.md"
+done
+install -D -m 0644 "$root/LICENSE-MIT" "$rpm_root/usr/share/licenses/rxe-rs/LICENSE-MIT"
+install -D -m 0644 "$root/LICENSE-APACHE" "$rpm_root/usr/share/licenses/rxe-rs/LICENSE-APACHE"
+for f in LICENSE-MIT LICENSE-APACHE; do
+    install -D -m 0644 "$root/$f" "$rpm_root/usr/share/licenses/nd-shim/$f"
+done
 rpmbuild -bb --quiet \
-    --define "_topdir $out/rpmbuild" --define "rxe_rs_version $version" \
-    --define "staged_root $rpm_root" --define "_rpmdir $out" \
-    --define "_build_id_links none" \
+    --define "_topdir $work/rpmbuild" --define "_rpmdir $out" \
+    --define "rxe_rs_version ${version//-/_}" --define "rxe_rs_release $revision" \
+    --define "staged_root $rpm_root" --define "pabis ${pabis[*]}" \
+    --define "provider_files ${provider_links[*]}" \
+    --define "libibverbs_min $libibverbs_min" --define "libibverbs_below $libibverbs_below" \
+    --define "packager $maintainer" --define "changelog_date $(date -u -d "@$commit_time" '+%a %b %d %Y')" \
+    --define "changes $changes" \
+    --define "_build_id_links none" --define "source_date_epoch_from_changelog 0" \
+    --define "use_source_date_epoch_as_buildtime 1" --define "clamp_mtime_to_source_date_epoch 1" \
     "$root/packaging/rxe-rs.spec"
 mv "$out"/x86_64/*.rpm "$out/"
-rm -rf "$out/x86_64" "$out/rpmbuild" "$deb" "$rpm_root"
+rm -rf "$out/x86_64" "$work"
 ls "$out"

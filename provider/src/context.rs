@@ -24,7 +24,7 @@ use crate::libibverbs::context_v36::{self, verbs_context};
 use crate::libibverbs::layout::Layout;
 use crate::libibverbs::public::{ibv_context, ibv_device};
 use crate::libibverbs::runtime;
-use crate::{ah, cq, mcast, mr, mw, pd, qp, query, srq};
+use crate::{ah, cq, device, logger, mcast, mr, mw, pd, qp, query, srq};
 
 /// Our context, from `ibv_context` on. `ibv_ctx` must stay first.
 #[repr(C)]
@@ -155,10 +155,14 @@ pub(crate) unsafe extern "C" fn alloc_context(
         // SAFETY: base is a live verbs_context of this library; the table
         // matches its layout.
         unsafe { lib.set_ops(base, ops_table(layout)) };
-        info!(
-            "opened context: cmd_fd {}, async_fd {}, {} completion vector(s)",
-            ctx.ibv_ctx.cmd_fd, ctx.ibv_ctx.async_fd, ctx.ibv_ctx.num_comp_vectors
-        );
+        // SAFETY: device is the live ibv_device libibverbs passed us (checked non-null above).
+        let device_name = device::c_name(unsafe { &(*device).name });
+        logger::for_device(&device_name, || {
+            info!(
+                "opened context: cmd_fd {}, async_fd {}, {} completion vector(s)",
+                ctx.ibv_ctx.cmd_fd, ctx.ibv_ctx.async_fd, ctx.ibv_ctx.num_comp_vectors
+            )
+        });
         base.cast::<verbs_context>()
     })
 }

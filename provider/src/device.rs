@@ -6,10 +6,10 @@ use core::ptr;
 
 use log::info;
 
-use crate::ffi;
 use crate::libibverbs::device_abi::{verbs_device, verbs_sysfs_dev};
 use crate::libibverbs::public::ibv_device;
 use crate::libibverbs::runtime;
+use crate::{ffi, logger};
 
 /// Our device. `verbs_device` must come first: libibverbs hands us
 /// `&vdev.device` and we get back to this struct by a cast.
@@ -57,13 +57,12 @@ pub(crate) unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) ->
             abi_version: sysfs.abi_ver,
             num_ports,
         });
-        info!(
-            "allocated device {} (driver id {}, uverbs ABI {}, {} port(s))",
-            c_name(&sysfs.ibdev_name),
-            sysfs.driver_id,
-            sysfs.abi_ver,
-            num_ports
-        );
+        logger::for_device(&c_name(&sysfs.ibdev_name), || {
+            info!(
+                "claimed the device (driver id {}, uverbs ABI {}, {} port(s))",
+                sysfs.driver_id, sysfs.abi_ver, num_ports
+            )
+        });
         Box::into_raw(dev).cast::<verbs_device>()
     })
 }
@@ -81,7 +80,7 @@ pub(crate) unsafe extern "C" fn uninit_device(vdev: *mut verbs_device) {
 }
 
 /// A fixed-size C name buffer as text, stopping at the first NUL.
-fn c_name(buf: &[core::ffi::c_char]) -> String {
+pub(crate) fn c_name(buf: &[core::ffi::c_char]) -> String {
     // SAFETY: c_char and u8 have the same size and alignment.
     let bytes = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), buf.len()) };
     match CStr::from_bytes_until_nul(bytes) {

@@ -90,7 +90,7 @@ fn register() {
             let lib = runtime::install(lib);
             lib.register_driver(&DEVICE_OPS.0);
             info!(
-                "registered with {} (rdma-core v{}, private ABI {}, layout {:?})",
+                "loaded; registered with {} (rdma-core v{}, private ABI {}, layout {:?})",
                 lib.path, lib.layout.release, lib.layout.pabi, lib.layout.context
             );
         }

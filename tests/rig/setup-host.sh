@@ -2,20 +2,31 @@
 # Installs everything the build and the VM rig need on a fresh Debian 12 machine (run as root).
 # Idempotent: a second run only checks. `tests/rig/setup-host.sh --check` installs nothing and
 # exits non-zero naming what is missing.
+#
+# What it puts on the host: the Debian packages below (apt); virtme-ng from PyPI in its own
+# virtual environment, $RIG_VENV (Debian's python3 -m venv: the system Python stays untouched, as
+# PEP 668 asks), whose vng the rig scripts put on PATH themselves; and, under $RIG_CACHE/debs,
+# ibverbs-providers' .deb for the packages suite's reinstall (apt-get download). Nothing else.
 set -euo pipefail
 
 # Debian packages: the kernel the rig boots (with rdma_rxe.ko), QEMU and the busybox virtme-ng puts
 # in its initramfs, the real rdma-core userspace and its peers, and the build's needs (cmake and
 # libclang for rdma-mummy-sys' bindgen, gcc and clang for the C layout probes and the rig's
-# provider probe), and rpm for packaging/build.sh.
+# provider probe), rpm and dpkg-dev (dpkg-shlibdeps) for packaging/build.sh, lintian and rpmlint
+# for the packages suite, python3-venv for virtme-ng's environment, debootstrap for
+# tests/rig/fresh-machine.sh.
 APT_PACKAGES=(
     linux-image-amd64 qemu-system-x86 busybox-static udev iproute2 kmod procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
     libibverbs-dev librdmacm-dev
     gcc clang libclang-dev cmake pkg-config valgrind rpm
     qperf
+    dpkg-dev lintian rpmlint
+    python3-venv debootstrap
 )
 VIRTME_NG_VERSION=1.42
+RIG_VENV=${RIG_VENV:-/opt/rxe-rs-rig/venv}
+RIG_CACHE=${RIG_CACHE:-/var/cache/rxe-rs-rig}
 
 missing_packages() {
     local p
@@ -24,7 +35,14 @@ missing_packages() {
     done
 }
 
-have_vng() { command -v vng >/dev/null 2>&1; }
+have_vng() { [[ -x $RIG_VENV/bin/vng ]] && "$RIG_VENV/bin/vng" --version > /dev/null 2>&1; }
+
+# The installed ibverbs-providers' own .deb (the packages suite reinstalls it under rxe-rs).
+providers_deb() {
+    local version
+    version=$(dpkg-query -W -f='${Version}' ibverbs-providers 2>/dev/null) || return 1
+    echo "$RIG_CACHE/debs/ibverbs-providers_${version/*:/}_amd64.deb"
+}
 
 check_only=false
 [[ ${1:-} == --check ]] && check_only=true
@@ -43,13 +61,25 @@ fi
 
 if ! have_vng; then
     if $check_only; then
-        echo "setup-host: missing virtme-ng (vng), from PyPI" >&2
+        echo "setup-host: missing virtme-ng (vng) in $RIG_VENV, from PyPI" >&2
         exit 1
     fi
-    echo "setup-host: installing virtme-ng $VIRTME_NG_VERSION from PyPI"
-    python3 -m pip install -q "virtme-ng==$VIRTME_NG_VERSION"
-    hash -r
-    have_vng || { echo "setup-host: vng is not on PATH after installing virtme-ng" >&2; exit 1; }
+    echo "setup-host: installing virtme-ng $VIRTME_NG_VERSION from PyPI into $RIG_VENV"
+    # Debian's own Python, whatever else is first on PATH.
+    /usr/bin/python3 -m venv "$RIG_VENV"
+    "$RIG_VENV/bin/python" -m pip install -q --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
+    have_vng || { echo "setup-host: $RIG_VENV/bin/vng does not run after installing virtme-ng" >&2; exit 1; }
+fi
+
+deb=$(providers_deb)
+if [[ ! -f $deb ]]; then
+    if $check_only; then
+        echo "setup-host: missing $deb" >&2
+        exit 1
+    fi
+    mkdir -p "${deb%/*}"
+    # As root into a root-owned folder: no sandbox user (_apt) for this one download.
+    (cd "${deb%/*}" && apt-get download -q -o APT::Sandbox::User=root "ibverbs-providers=$(dpkg-query -W -f='${Version}' ibverbs-providers)")
 fi
 
 # The Debian headers of every line the layout tests compare with (outside the tree, fetched once).

@@ -1,43 +1,253 @@
-# The packages packaging/build.sh made: the .deb installs into the guest (its root is an overlay,
-# so nothing reaches the host), libibverbs then finds rxe_rs through /etc/libibverbs.d without
-# RDMAV_DRIVERS, and removal takes everything away again. The .rpm holds the same files.
+# The packages packaging/build.sh made, as a distribution and a user meet them: lintian and
+# rpmlint clean; the .debs install into the guest (its root is an overlay, nothing reaches the
+# host); while rxe-rs is installed it serves every rxe device in every process, whatever order
+# libibverbs reads /etc/libibverbs.d in, also after ibverbs-providers is reinstalled under it;
+# update-alternatives hands rxe back to the stock provider; remove and purge give stock rxe back
+# with no warning from libibverbs. The shim's -dev package builds a C program with pkg-config.
+# The .rpms install with rpm --root into a scratch root, scriptlets included.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 PACKAGES=$RIG_ROOT/target/packages
-INSTALLED_LIBRARY=/usr/lib/x86_64-linux-gnu/libibverbs/librxe_rs-rdmav34.so
-STOCK_DRIVER_FILE=/etc/libibverbs.d/rxe.driver
+PROVIDER_DIR=/usr/lib/x86_64-linux-gnu/libibverbs
+OURS=$PROVIDER_DIR/librxe_rs-rdmav34.so
+RXE_LINK=$PROVIDER_DIR/librxe-rdmav34.so          # what rdma-core's rxe.driver loads
+STOCK_DIVERTED=$PROVIDER_DIR/librxe-stock-rdmav34.so
+CONFIG_DIR=/etc/libibverbs.d
+# ibverbs-providers' own .deb, which tests/rig/setup-host.sh downloads and tests/rig/vm copies
+# into RIG_OUT (the guest does not see the host's /var/cache).
+PROVIDERS_DEB=$(ls "$RIG_OUT"/debs/ibverbs-providers_*_amd64.deb 2> /dev/null | head -n 1)
+PROCESSES=20
 
-deb_installs() {
-    dpkg -i "$PACKAGES"/rxe-rs_*_amd64.deb &&
-        dpkg -L rxe-rs &&
-        [[ -f $INSTALLED_LIBRARY ]] && grep -qx 'driver rxe_rs' /etc/libibverbs.d/rxe_rs.driver
+lintian_clean() {
+    # Findings of every kind but info and pedantic (those print, and do not count).
+    lintian --fail-on error,warning "$PACKAGES"/*.deb
 }
 
-# With both rxe.driver and rxe_rs.driver, libibverbs' order between them is not defined; set the
-# stock one aside for this test (and put it back) so the installed rxe_rs must serve.
-installed_provider_serves() {
-    local served=$RIG_OUT/packages.served status=0
-    mv "$STOCK_DRIVER_FILE" "$STOCK_DRIVER_FILE.aside" || return 1
-    env -u RDMAV_DRIVERS LD_PRELOAD="$RIG_PROBE" RIG_PROVIDER_LOG="$served" \
-        timeout "$RIG_TIMEOUT" ibv_devinfo -d rxe0 || status=1
-    mv "$STOCK_DRIVER_FILE.aside" "$STOCK_DRIVER_FILE"
-    served_by "$served"
-    ((status == 0)) && grep -q " opened rxe0 rxe_rs $INSTALLED_LIBRARY\$" "$served"
+rpmlint_clean() {
+    local out
+    out=$(rpmlint -c "$RIG_ROOT/packaging/rpmlint.toml" "$PACKAGES"/*.rpm 2>&1)
+    echo "$out"
+    grep -q ' 0 errors, 0 warnings, ' <<< "$out"
 }
 
-deb_purges() {
-    dpkg -P rxe-rs && [[ ! -e $INSTALLED_LIBRARY && ! -e /etc/libibverbs.d/rxe_rs.driver ]]
+debs_install() {
+    dpkg -i "$PACKAGES"/rxe-rs_*_amd64.deb "$PACKAGES"/libnd-shim0_*_amd64.deb \
+        "$PACKAGES"/libnd-shim-dev_*_amd64.deb || return 1
+    dpkg -L rxe-rs libnd-shim0 libnd-shim-dev
+    dpkg-divert --list 'rxe-rs'
+    update-alternatives --query librxe-rdmav34.so
+    [[ -f $OURS && -f $STOCK_DIVERTED && $(readlink -f "$RXE_LINK") == "$OURS" ]] &&
+        [[ ! -e $CONFIG_DIR/rxe_rs.driver ]] &&
+        dpkg-divert --truename "$RXE_LINK" | grep -qx "$STOCK_DIVERTED"
 }
 
-rpm_holds_the_same_files() {
-    local listing
-    listing=$(rpm -qlp "$PACKAGES"/rxe-rs-*.x86_64.rpm) || return 1
-    echo "$listing"
-    [[ $listing == *"/usr/lib64/libibverbs/librxe_rs-rdmav34.so"* &&
-        $listing == *"/etc/libibverbs.d/rxe_rs.driver"* ]]
+# serves PROVIDER LIBRARY TAG: one fresh ibv_devinfo (every device listed and opened), with
+# nothing from RDMAV_DRIVERS; every rxe device it touched was served by PROVIDER from LIBRARY,
+# rxe0 and rxe1 both, and it wrote nothing to stderr (libibverbs' "couldn't load driver").
+serves() {
+    local provider=$1 library=$2 tag=$3
+    local served=$RIG_OUT/packages.$tag.served err=$RIG_OUT/packages.$tag.stderr
+    rm -f "$served"
+    env -u RDMAV_DRIVERS -u IBV_DRIVERS LD_PRELOAD="$RIG_PROBE" RIG_PROVIDER_LOG="$served" \
+        timeout "$RIG_TIMEOUT" ibv_devinfo > /dev/null 2> "$err" || { echo "ibv_devinfo failed"; cat "$err"; return 1; }
+    [[ -s $err ]] && { echo "stderr:"; cat "$err"; return 1; }
+    awk -v want="$provider" '$3 == "opened" && $4 ~ /^rxe/ { print $4, $5, $6; if ($5 != want) bad = 1 }
+        END { exit bad }' "$served" | sort -u > "$served.devices" || { cat "$served.devices"; return 1; }
+    local dev lib
+    for dev in rxe0 rxe1; do
+        lib=$(awk -v d="$dev" '$1 == d { print $3 }' "$served.devices")
+        [[ -n $lib && $(readlink -f "$lib") == "$library" ]] ||
+            { echo "$dev: not served by $provider from $library"; cat "$served.devices"; return 1; }
+    done
 }
 
-run_test deb-installs deb_installs
-run_test installed-rxe_rs-serves-without-RDMAV_DRIVERS installed_provider_serves
-run_test deb-purges deb_purges
-run_test rpm-contents rpm_holds_the_same_files
+# Config file names in the orders that matter: rdma-core's rxe.driver before and after others,
+# and a stray "driver rxe_rs" file (what 0.1.0-1 shipped, or a user's) sorting first or last.
+# libibverbs reads the directory in readdir order, which the names and the creation order decide.
+PERMUTATIONS=(
+    "rxe.driver"
+    "00-rxe.driver"
+    "zz-rxe.driver"
+    "rxe.driver 00-rxe_rs.driver"
+    "rxe.driver zz-rxe_rs.driver"
+    "zz-rxe.driver 00-rxe_rs.driver"
+    "00-rxe.driver zz-rxe_rs.driver"
+)
+
+# arrange_config I NAMES: rdma-core's rxe.driver under the first name; a "driver rxe_rs" file
+# under the second, if given, created before the first for odd I, after it for even I.
+arrange_config() {
+    local i=$1 rxe_name=$2 ours_name=${3:-}
+    rm -f "$CONFIG_DIR"/*rxe*.driver
+    if [[ -n $ours_name ]] && ((i % 2)); then echo "driver rxe_rs" > "$CONFIG_DIR/$ours_name"; fi
+    echo "driver rxe" > "$CONFIG_DIR/$rxe_name"
+    if [[ -n $ours_name ]] && ! ((i % 2)); then echo "driver rxe_rs" > "$CONFIG_DIR/$ours_name"; fi
+}
+
+restore_config() {
+    rm -f "$CONFIG_DIR"/*rxe*.driver
+    echo "driver rxe" > "$CONFIG_DIR/rxe.driver"
+}
+
+installed_rxe_rs_serves_every_process() {
+    local i p status=0
+    for ((i = 0; i < PROCESSES; i++)); do
+        p=${PERMUTATIONS[i % ${#PERMUTATIONS[@]}]}
+        # shellcheck disable=SC2086 # the permutation is one or two names
+        arrange_config "$i" $p
+        echo "process $((i + 1)): $(grep -l rxe "$CONFIG_DIR"/* | xargs -n1 basename | tr '\n' ' ')(in readdir order: $(ls -U "$CONFIG_DIR" | grep rxe | tr '\n' ' '))"
+        serves rxe_rs "$OURS" "process$i" || { status=1; break; }
+    done
+    restore_config
+    ((status == 0)) && echo "$PROCESSES of $PROCESSES processes: rxe0 and rxe1 served by rxe_rs"
+}
+
+# An rdma-core upgrade in the small: ibverbs-providers reinstalled while rxe-rs is installed.
+# dpkg puts its librxe-rdmav34.so at the diverted name; rxe_rs keeps serving.
+providers_reinstall_keeps_rxe_rs() {
+    [[ -n $PROVIDERS_DEB ]] || { echo "no ibverbs-providers .deb under $RIG_OUT/debs"; return 1; }
+    dpkg -i "$PROVIDERS_DEB" || return 1
+    dpkg -V ibverbs-providers || return 1
+    [[ -f $STOCK_DIVERTED && $(readlink -f "$RXE_LINK") == "$OURS" ]] || return 1
+    local i
+    for ((i = 0; i < PROCESSES; i++)); do serves rxe_rs "$OURS" "reinstalled$i" || return 1; done
+    echo "$PROCESSES of $PROCESSES processes after the reinstall: served by rxe_rs"
+}
+
+# The documented switch: the alternative set to rdma-core's provider, then back to automatic.
+switch_hands_rxe_back() {
+    update-alternatives --set librxe-rdmav34.so "$STOCK_DIVERTED" || return 1
+    serves rxe "$STOCK_DIVERTED" switched || return 1
+    update-alternatives --auto librxe-rdmav34.so || return 1
+    serves rxe_rs "$OURS" auto
+}
+
+# VERBS_LOG_LEVEL / VERBS_LOG_FILE as for rdma-core's providers: silent by default, silent at
+# level 4 without a file (a release libibverbs drops the lines then), and at level 4 with a file
+# the load and each claimed device, named, in that file.
+logging_like_rdma_core() {
+    local log=$RIG_OUT/packages.verbs.log out
+    out=$(env -u VERBS_LOG_LEVEL -u VERBS_LOG_FILE ibv_devinfo 2>&1 > /dev/null)
+    [[ -z $out ]] || { echo "default: $out"; return 1; }
+    out=$(VERBS_LOG_LEVEL=4 ibv_devinfo 2>&1 > /dev/null)
+    [[ -z $out ]] || { echo "level 4, no file: $out"; return 1; }
+    rm -f "$log"
+    out=$(VERBS_LOG_LEVEL=4 VERBS_LOG_FILE=$log ibv_devinfo 2>&1 > /dev/null)
+    [[ -z $out ]] || { echo "level 4 with a file wrote to stderr: $out"; return 1; }
+    cat "$log"
+    grep -q '^rxe_rs: loaded; registered with /usr/lib/x86_64-linux-gnu/libibverbs.so.1' "$log" &&
+        grep -q '^rxe0: rxe_rs: claimed the device (driver id 14,' "$log" &&
+        grep -q '^rxe1: rxe_rs: claimed the device (driver id 14,' "$log" &&
+        grep -q '^rxe0: rxe_rs: opened context: ' "$log"
+}
+
+# A C program of the NDK face, built against the installed -dev package with pkg-config only.
+nd_shim_builds_with_pkg_config() {
+    local dir
+    dir=$(mktemp -d)
+    cat > "$dir/open_adapter.c" << 'C'
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <ndk_shim.h>
+
+int main(void)
+{
+    struct sockaddr_in address = { .sin_family = AF_INET };
+    NDK_ADAPTER *adapter = NULL;
+    NTSTATUS status;
+
+    inet_pton(AF_INET, "198.18.0.1", &address.sin_addr);
+    status = NdkOpenAdapter((PSOCKADDR)&address, sizeof(address), 0, &adapter);
+    printf("NdkOpenAdapter(198.18.0.1): 0x%08x\n", (unsigned)status);
+    if (status != STATUS_SUCCESS)
+        return 1;
+    status = adapter->Dispatch->NdkCloseAdapter(adapter);
+    printf("NdkCloseAdapter: 0x%08x\n", (unsigned)status);
+    return status == STATUS_SUCCESS ? 0 : 1;
+}
+C
+    echo "pkg-config: $(pkg-config --cflags --libs nd-shim)"
+    # shellcheck disable=SC2046 # pkg-config's output is several arguments
+    gcc -Wall -Werror -o "$dir/open_adapter" "$dir/open_adapter.c" $(pkg-config --cflags --libs nd-shim) || return 1
+    local loaded
+    loaded=$(ldd "$dir/open_adapter" | awk '$1 == "libnd_shim.so.0" { print $3 }')
+    echo "libnd_shim.so.0 => $loaded"
+    [[ -n $loaded && $(readlink -f "$loaded") == /usr/lib/x86_64-linux-gnu/libnd_shim.so.0 ]] &&
+        timeout "$RIG_TIMEOUT" "$dir/open_adapter"
+}
+
+# After PACKAGE_ACTION (remove or purge): rdma-core's file is back, no trace of ours, and stock
+# rxe serves every process without a word on stderr.
+stock_serves_after() {
+    local action=$1
+    case $action in
+        remove) dpkg -r rxe-rs ;;
+        purge) dpkg -i "$PACKAGES"/rxe-rs_*_amd64.deb && dpkg -P rxe-rs ;;
+    esac || return 1
+    dpkg -V ibverbs-providers || return 1
+    local leftover
+    leftover=$(ls "$PROVIDER_DIR"/librxe_rs* "$STOCK_DIVERTED" "$CONFIG_DIR"/rxe_rs.driver \
+        /etc/alternatives/librxe-rdmav* /var/lib/dpkg/alternatives/librxe-rdmav* 2> /dev/null)
+    [[ -z $leftover ]] || { echo "left behind: $leftover"; return 1; }
+    dpkg-divert --list rxe-rs | grep . && { echo "a diversion is left"; return 1; }
+    [[ -f $RXE_LINK && ! -L $RXE_LINK ]] || return 1
+    local i
+    for ((i = 0; i < PROCESSES; i++)); do serves rxe "$RXE_LINK" "$action$i" || return 1; done
+    echo "$PROCESSES of $PROCESSES processes after $action: served by stock rxe, stderr empty"
+}
+
+# rpm --root into a scratch root: busybox's sh and tools for the scriptlets, a stand-in for
+# rdma-core's librxe-rdmav34.so, rpmdb without libibverbs (hence --nodeps). Install, check the
+# files and that %post set the stand-in aside; erase, check it is back.
+rpm_installs_into_a_scratch_root() {
+    local root
+    root=$(mktemp -d)
+    mkdir -p "$root/bin" "$root/sbin" "$root/usr/lib64/libibverbs" "$root/tmp"
+    cp /bin/busybox "$root/bin/busybox"
+    local tool
+    for tool in sh mv ln rm [ test; do ln -s busybox "$root/bin/$tool"; done
+    cp /sbin/ldconfig "$root/sbin/ldconfig"
+    echo "stand-in for rdma-core's rxe provider" > "$root/usr/lib64/libibverbs/librxe-rdmav34.so"
+    rpm --root "$root" --initdb || return 1
+    rpm --root "$root" -i --nodeps "$PACKAGES"/*.rpm || return 1
+    rpm --root "$root" -qa | sort
+    rpm --root "$root" -V --nodeps rxe-rs nd-shim nd-shim-devel || return 1
+    rpm -qp --requires "$PACKAGES"/rxe-rs-*.rpm "$PACKAGES"/nd-shim-[0-9]*.rpm
+    local f
+    for f in /usr/lib64/libibverbs/librxe_rs-rdmav34.so /usr/lib64/libnd_shim.so.0 /usr/lib64/libnd_shim.so \
+        /usr/include/nd-shim/ndk_shim.h /usr/lib64/pkgconfig/nd-shim.pc \
+        /usr/share/licenses/rxe-rs/LICENSE-MIT /usr/share/licenses/rxe-rs/LICENSE-APACHE; do
+        [[ -e $root$f ]] || { echo "missing: $f"; return 1; }
+    done
+    [[ $(readlink "$root/usr/lib64/libibverbs/librxe-rdmav34.so") == librxe_rs-rdmav34.so ]] &&
+        grep -q stand-in "$root/usr/lib64/libibverbs/librxe-stock-rdmav34.so" || return 1
+    rpm -qp --requires "$PACKAGES"/rxe-rs-*.rpm | grep -qx 'libc.so.6()(64bit)' &&
+        rpm -qp --requires "$PACKAGES"/rxe-rs-*.rpm | grep -qx 'libibverbs < 57' || return 1
+    rpm --root "$root" -e rxe-rs || return 1
+    [[ ! -L $root/usr/lib64/libibverbs/librxe-rdmav34.so ]] &&
+        grep -q stand-in "$root/usr/lib64/libibverbs/librxe-rdmav34.so" &&
+        [[ ! -e $root/usr/lib64/libibverbs/librxe-stock-rdmav34.so ]] &&
+        echo "rpm: installed, files checked, rdma-core's file set aside and given back"
+}
+
+# Whatever failed, the suites after this one find the guest as it was: none of our packages,
+# rdma-core's provider file and rxe.driver in place.
+leave_as_found() {
+    restore_config
+    dpkg -P rxe-rs libnd-shim-dev libnd-shim0 > /dev/null 2>&1
+    update-alternatives --remove-all librxe-rdmav34.so > /dev/null 2>&1
+    if [[ -f $STOCK_DIVERTED && ! -e $RXE_LINK ]]; then mv "$STOCK_DIVERTED" "$RXE_LINK"; fi
+}
+trap leave_as_found EXIT
+
+run_test lintian-clean lintian_clean
+run_test rpmlint-clean rpmlint_clean
+run_test debs-install debs_install
+run_test "installed-rxe_rs-serves-$PROCESSES-processes-config-permuted" installed_rxe_rs_serves_every_process
+run_test logging-silent-by-default-level-4-names-devices logging_like_rdma_core
+run_test ibverbs-providers-reinstall-keeps-rxe_rs providers_reinstall_keeps_rxe_rs
+run_test update-alternatives-hands-rxe-back switch_hands_rxe_back
+run_test nd-shim-dev-builds-with-pkg-config nd_shim_builds_with_pkg_config
+run_test remove-stock-serves-no-warning stock_serves_after remove
+run_test purge-stock-serves-no-warning stock_serves_after purge
+run_test rpm-root-install rpm_installs_into_a_scratch_root
