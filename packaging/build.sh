@@ -50,7 +50,7 @@ nd_library=$release_dir/libnd_shim.so
 # layout.rs): from v36, up to the last release of the newest private ABI shipped.
 libibverbs_upper() {
     case $1 in
-        34) echo 57 ;; 57) echo 59 ;; 59) echo 64 ;; 64) echo 65 ;;
+        34) echo 57 ;; 57) echo 59 ;; 59) echo 64 ;; 64) echo 65 ;; 65) echo 66 ;;
         *) die "packaging does not know the libibverbs releases of private ABI $1" ;;
     esac
 }
@@ -230,6 +230,8 @@ deb_build "$deb"
 ################################################################################ RPM
 rpm_root=$work/rpm-root
 stage_provider "$rpm_root" /usr/lib64
+# rpm's convention: shared libraries are executable (Debian's: 0644, as staged).
+chmod 0755 "$rpm_root/usr/lib64/libibverbs/${provider_links[0]}"
 stage_nd_runtime "$rpm_root" /usr/lib64
 stage_nd_dev "$rpm_root" /usr/lib64
 for package in rxe-rs nd-shim nd-shim-devel; do
