@@ -160,8 +160,12 @@ impl AdapterInner {
         lock(&self.qps).insert(qp_num, token);
     }
 
-    pub(crate) fn unregister_qp(&self, qp_num: u32) {
-        lock(&self.qps).remove(&qp_num);
+    /// Forgets `qp_num` if `token` still owns it (a later connector may have taken the QP over).
+    pub(crate) fn unregister_qp(&self, qp_num: u32, token: u64) {
+        let mut qps = lock(&self.qps);
+        if qps.get(&qp_num) == Some(&token) {
+            qps.remove(&qp_num);
+        }
     }
 
     pub(crate) fn has_event_thread(&self) -> bool {
