@@ -1,7 +1,7 @@
 //! What travels with the handshake: private data limits, read limits, and the buffer rules of
 //! the getters (GetPrivateData, GetLocalAddress, GetPeerAddress).
 //!
-//! Rules from `nd-semantics.md` ("Read limits", "Private data"). The NDK wording of the read-limit
+//! Rules from `docs/nd-semantics.md` ("Read limits", "Private data"). The NDK wording of the read-limit
 //! caps is that of NDK_FN_CONNECT / NDK_FN_ACCEPT: capped to the adapter's maxima, and to the
 //! peer's opposite limit.
 
@@ -187,7 +187,7 @@ impl BufferFill {
 ///
 /// The engine records the private data of CONNECT_REQUEST, CONNECT_RESPONSE and REJECTED
 /// events as the event reports it: the full wire size (56, 196 or 148 bytes), not what the peer
-/// sent, because IB CM carries no length (`nd-semantics.md`, "Private data"). A REJ's data stays
+/// sent, because IB CM carries no length (`docs/nd-semantics.md`, "Private data"). A REJ's data stays
 /// readable after the refusal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerData {

@@ -1,7 +1,7 @@
 //! The connector state machine: every ND2 / NDK connector call and every rdma_cm event, with all
 //! transitions in [`step`].
 //!
-//! Sources: `nd-semantics.md` ("The handshake", "Private data", "Disconnect", the failure table)
+//! Sources: `docs/nd-semantics.md` ("The handshake", "Private data", "Disconnect", the failure table)
 //! for the flow and the codes, and the ND2 / NDKPI method references it cites for the codes each
 //! call returns (IND2Connector::Connect / CompleteConnect / Accept, NdkReject).
 //!
@@ -273,7 +273,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             S::Idle => returns(S::Bound, St::ND_SUCCESS, vec![Do(Action::BindAddress)]),
             // IND2Connector::Bind: errors do not allow the connector to be used again.
             S::Failed(_) => unchanged(St::ND_CONNECTION_INVALID),
-            // nd-semantics.md "Ports": binding a bound or connected connector again.
+            // docs/nd-semantics.md "Ports": binding a bound or connected connector again.
             _ => unchanged(St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
         },
 
@@ -305,7 +305,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
                         vec![Do(Action::DestroyId), Do(Action::StartConnect)],
                     ),
                 },
-                // nd-semantics.md failure table: a connect on a QP that already has a connection.
+                // docs/nd-semantics.md failure table: a connect on a QP that already has a connection.
                 _ if engaged => unchanged(St::ND_CONNECTION_ACTIVE),
                 _ => unchanged(St::ND_CONNECTION_INVALID),
             }
@@ -382,7 +382,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             _ => unchanged(St::ND_CONNECTION_INVALID),
         },
 
-        // nd-semantics.md "Disconnect": cancel abandons a pending Connect and completes
+        // docs/nd-semantics.md "Disconnect": cancel abandons a pending Connect and completes
         // NotifyDisconnect with ND_CANCELED. A pending Accept is abandoned the same way.
         I::Cancel => match state {
             S::Connecting => returns(
@@ -409,7 +409,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
         },
 
         // Release completes whatever is pending with ND_CANCELED, and a connected connector
-        // disconnects implicitly (nd-semantics.md "Disconnect").
+        // disconnects implicitly (docs/nd-semantics.md "Disconnect").
         I::Release => {
             let mut effects = match state {
                 S::Connecting => vec![complete(Request::Connect, St::ND_CANCELED)],
@@ -467,7 +467,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
 
         (S::Connecting, K::AddrResolved) => event(state, vec![Do(Action::ResolveRoute)]),
         (S::Connecting, K::RouteResolved) => event(state, vec![Do(Action::SendRequest)]),
-        // REP: Connect completes; the RTU waits for CompleteConnect (nd-semantics.md).
+        // REP: Connect completes; the RTU waits for CompleteConnect (docs/nd-semantics.md).
         (S::Connecting, K::ConnectResponse) => event(
             S::AwaitingCompleteConnect,
             vec![complete(Request::Connect, St::ND_SUCCESS)],
@@ -492,7 +492,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
             vec![complete(Request::Accept, St::ND_SUCCESS)],
         ),
         // REJECTED 28: the active side rejected or released after its Connect completed;
-        // REJECTED 4: it abandoned earlier (nd-semantics.md "The handshake").
+        // REJECTED 4: it abandoned earlier (docs/nd-semantics.md "The handshake").
         (S::Accepting, kind) if kind.is_failure() => {
             let code = passive(ev);
             event(S::Failed(code), vec![complete(Request::Accept, code)])
@@ -506,7 +506,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
             ],
         ),
 
-        // nd-semantics.md "Disconnect": DISCONNECTED completes NotifyDisconnect and flushes
+        // docs/nd-semantics.md "Disconnect": DISCONNECTED completes NotifyDisconnect and flushes
         // nothing. A REJ (the passive side gave up before our RTU reached it) or any other end
         // of the connection after CompleteConnect succeeded is a disconnect too, never dropped.
         (S::Connected { notify_pending }, K::Disconnected | K::Rejected | K::ConnectError | K::Unreachable) => event(
@@ -820,7 +820,7 @@ mod tests {
         }
     }
 
-    /// nd-semantics.md's failure table, through the machine: Connect completes with the code.
+    /// docs/nd-semantics.md's failure table, through the machine: Connect completes with the code.
     #[test]
     fn connect_failures_complete_the_pending_connect() {
         use CmEventKind as K;
@@ -1231,7 +1231,7 @@ mod tests {
                 fail(Action::BindAddress, St::ND_SHARING_VIOLATION),
                 t(S::Failed(St::ND_SHARING_VIOLATION), Some(St::ND_SHARING_VIOLATION), &[]),
             ),
-            // nd-semantics.md: no route makes rdma_resolve_addr fail inline with ENETUNREACH.
+            // docs/nd-semantics.md: no route makes rdma_resolve_addr fail inline with ENETUNREACH.
             (
                 S::Connecting,
                 fail(Action::StartConnect, St::ND_NETWORK_UNREACHABLE),

@@ -212,7 +212,7 @@ impl ConnInner {
             }
             Action::StartConnect => {
                 let remote = core.remote.ok_or(NdStatus::ND_INVALID_PARAMETER)?;
-                // No route: ND_NETWORK_UNREACHABLE inline (nd-semantics.md failure table).
+                // No route: ND_NETWORK_UNREACHABLE inline (docs/nd-semantics.md failure table).
                 self.adapter.routes.check(remote)?;
                 if let Some(endpoint) = core.shared.clone() {
                     // A retry gives up the failed attempt's 4-tuple first.
@@ -261,7 +261,7 @@ impl ConnInner {
                 // QP to RTR (and RTS, which the CM allows before the REP) before rdma_accept.
                 for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
                     // EINVAL: the CM left REQ_RCVD, the active side abandoned its Connect
-                    // (nd-semantics.md: REQ_SENT abandon, ND_CONNECTION_ABORTED). See
+                    // (docs/nd-semantics.md: REQ_SENT abandon, ND_CONNECTION_ABORTED). See
                     // CmId::request_alive for why no event says so.
                     let (mut attr, mask) = id.qp_attr(state).map_err(|s| {
                         if s == from_errno(libc::EINVAL) {
