@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
@@ -17,16 +17,13 @@ use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, Liste
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
+use crate::sync::lock;
 use crate::sys::{self, CmId, ConnParam};
 use crate::verbs::{QpInner, QueuePair};
 
 /// Address and route resolution timeouts handed to rdma_cm (ARP and path lookup only; the
 /// handshake itself has no timeout of the shim's own).
 const RESOLVE_TIMEOUT_MS: i32 = 2000;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 type Done = Vec<(Arc<Slot>, NdStatus)>;
 
@@ -394,6 +391,23 @@ impl ConnInner {
                 }
             }
         }
+    }
+
+    /// After a panic while handling this connector's event: whatever it has pending completes
+    /// with ND_INTERNAL_ERROR and the connector is failed, so no request pends forever.
+    pub(crate) fn fail_internal(&self) {
+        let mut done = Done::new();
+        {
+            let mut core = lock(&self.core);
+            core.state = ConnectorState::Failed(NdStatus::ND_INTERNAL_ERROR);
+            for slot in core.slots.0.iter_mut().filter_map(Option::take) {
+                done.push((slot, NdStatus::ND_INTERNAL_ERROR));
+            }
+            if let Some(qp) = &core.qp {
+                qp.release(self.token);
+            }
+        }
+        finish(done);
     }
 
     /// Gives back a claim on `qp` that a refused or failed call took (the queue pair stays with

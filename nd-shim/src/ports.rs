@@ -365,7 +365,7 @@ impl PortSpace {
 /// The table stays consistent across a panic elsewhere (no update panics half way), so a
 /// poisoned lock is still usable.
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
-    table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::sync::lock(table)
 }
 
 /// One holder of an entry; dropping the last holder frees the address.
