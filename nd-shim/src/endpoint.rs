@@ -964,9 +964,11 @@ impl Drop for Listener {
 /// endpoint keeps an id of its own bound there (REUSEADDR too), so that the kernel refuses the
 /// port to exclusive users in every process while the endpoint lives.
 pub struct SharedEndpoint {
-    reservation: Arc<SharedEndpointReservation>,
-    /// Declared before `_adapter`: the id goes before the event channel it was made on.
+    /// Dropped first: the kernel frees the port before this process's table does, so nothing
+    /// here is told the port is free while the kernel still holds it. Declared before
+    /// `_adapter`: the id goes before the event channel it was made on.
     _holder: CmId,
+    reservation: Arc<SharedEndpointReservation>,
     _adapter: Arc<AdapterInner>,
 }
 
@@ -984,8 +986,8 @@ impl SharedEndpoint {
             .ports
             .bind_shared(addr, |candidate| kernel_bind(inner, 0, candidate, true))?;
         Ok(SharedEndpoint {
-            reservation: Arc::new(reservation),
             _holder: holder,
+            reservation: Arc::new(reservation),
             _adapter: Arc::clone(inner),
         })
     }

@@ -1490,6 +1490,21 @@ fn notify_disconnect_codes() -> Outcome {
         second.wait(),
         NdStatus::ND_SUCCESS,
     )?;
+    // It already happened: a new NotifyDisconnect is complete when it returns (ND_SUCCESS).
+    let again = ok("notify_disconnect", connector.notify_disconnect())?;
+    ensure!(
+        again.poll() == Some(NdStatus::ND_SUCCESS),
+        "NotifyDisconnect after the peer's disconnect: {:?}, want ND_SUCCESS at once",
+        again.poll()
+    );
+    // Our Disconnect sends the DREP that the peer's pending Disconnect waits for; it is
+    // complete when it returns too.
+    let disconnect = ok("disconnect", connector.disconnect())?;
+    ensure!(
+        disconnect.poll() == Some(NdStatus::ND_SUCCESS),
+        "Disconnect after the peer's: {:?}, want ND_SUCCESS at once",
+        disconnect.poll()
+    );
     join(server)?;
     // Quiet period: nothing may complete it a second time.
     thread::sleep(Duration::from_secs(1));
