@@ -955,14 +955,18 @@ impl Helper {
         Helper::spawn(std::path::Path::new(&peer), args)
     }
 
-    /// The next line the helper prints (without the newline).
+    /// The next protocol line the helper prints (without the newline). Indented lines are the
+    /// commentary every case prints (`expect`'s "  what: code"): echoed, not returned.
     fn line(&mut self) -> Result<String, String> {
         use std::io::BufRead;
-        let mut line = String::new();
-        match self.out.read_line(&mut line) {
-            Ok(0) => Err("the helper process ended".into()),
-            Ok(_) => Ok(line.trim_end().to_string()),
-            Err(e) => Err(e.to_string()),
+        loop {
+            let mut line = String::new();
+            match self.out.read_line(&mut line) {
+                Ok(0) => return Err("the helper process ended".into()),
+                Ok(_) if line.starts_with("  ") => print!("  other process:{line}"),
+                Ok(_) => return Ok(line.trim_end().to_string()),
+                Err(e) => return Err(e.to_string()),
+            }
         }
     }
 
