@@ -2,7 +2,7 @@
 //!
 //! Discriminants mirror `enum rdma_cm_event_type` of librdmacm's `<rdma/rdma_cma.h>` (and the
 //! kernel's `enum rdma_cm_event_type`), so the event engine converts with [`CmEventKind::from_raw`].
-//! The meaning of each event for ND follows `nd-semantics.md` ("The handshake", "Disconnect").
+//! The meaning of each event for ND follows `docs/nd-semantics.md` ("The handshake", "Disconnect").
 
 /// Which end of the handshake a connector is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

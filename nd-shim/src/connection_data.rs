@@ -1,7 +1,7 @@
 //! What travels with the handshake: private data limits, read limits, and the buffer rules of
 //! the getters (GetPrivateData, GetLocalAddress, GetPeerAddress).
 //!
-//! Rules from `nd-semantics.md` ("Read limits", "Private data"). The NDK wording of the read-limit
+//! Rules from `docs/nd-semantics.md` ("Read limits", "Private data"). The NDK wording of the read-limit
 //! caps is that of NDK_FN_CONNECT / NDK_FN_ACCEPT: capped to the adapter's maxima, and to the
 //! peer's opposite limit.
 
@@ -78,9 +78,12 @@ impl ReadLimits {
         }
     }
 
-    /// Accept: capped to the adapter, and to the peer's offer: we need serve no more reads than
-    /// the peer will issue, and issue no more than it will serve.
-    pub fn for_accept(self, adapter: AdapterReadLimits, peer: PeerReadLimits) -> ReadLimits {
+    /// The effective limits of a connection, the same rule on both sides (NDK_FN_CONNECT,
+    /// NDK_FN_ACCEPT, IND2Connector::Accept): what this side asked for, capped to the adapter and
+    /// to the peer's offer: serve no more reads than the peer will issue, issue no more than it
+    /// will serve. The passive side applies it to the REQ before its REP, the active side to the
+    /// REP before CompleteConnect programs the QP.
+    pub fn negotiate(self, adapter: AdapterReadLimits, peer: PeerReadLimits) -> ReadLimits {
         let capped = self.capped_to(adapter);
         ReadLimits {
             inbound: capped.inbound.min(peer.outbound),
@@ -184,12 +187,14 @@ impl BufferFill {
 ///
 /// The engine records the private data of CONNECT_REQUEST, CONNECT_RESPONSE and REJECTED
 /// events as the event reports it: the full wire size (56, 196 or 148 bytes), not what the peer
-/// sent, because IB CM carries no length (`nd-semantics.md`, "Private data"). A REJ's data stays
+/// sent, because IB CM carries no length (`docs/nd-semantics.md`, "Private data"). A REJ's data stays
 /// readable after the refusal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerData {
     private_data: Option<Vec<u8>>,
     read_limits: Option<PeerReadLimits>,
+    /// The connection's effective limits once this side has applied the peer's offer.
+    negotiated: Option<ReadLimits>,
 }
 
 impl PeerData {
@@ -210,16 +215,24 @@ impl PeerData {
         }
     }
 
-    /// GetReadLimits: the peer's offer seen from our side, capped to our adapter.
-    pub fn read_limits(&self, adapter: AdapterReadLimits) -> Result<ReadLimits, NdStatus> {
-        self.read_limits
-            .map(|peer| peer.as_seen_locally(adapter))
-            .ok_or(NdStatus::ND_CONNECTION_INVALID)
+    /// Applies the peer's offer to what this side asked for ([`ReadLimits::negotiate`]) and
+    /// keeps the result for [`PeerData::read_limits`]. Without an offer: the adapter's cap only.
+    pub fn negotiate(&mut self, requested: ReadLimits, adapter: AdapterReadLimits) -> ReadLimits {
+        let limits = match self.read_limits {
+            Some(peer) => requested.negotiate(adapter, peer),
+            None => requested.capped_to(adapter),
+        };
+        self.negotiated = Some(limits);
+        limits
     }
 
-    /// The peer's offer, for capping our Accept.
-    pub fn peer_read_limits(&self) -> Option<PeerReadLimits> {
-        self.read_limits
+    /// GetReadLimits / NdkGetConnectionData: the effective limits once negotiated (the active
+    /// side after Connect completed, the passive side after Accept); before that, on the passive
+    /// side, the peer's request seen from our side, capped to our adapter.
+    pub fn read_limits(&self, adapter: AdapterReadLimits) -> Result<ReadLimits, NdStatus> {
+        self.negotiated
+            .or_else(|| self.read_limits.map(|peer| peer.as_seen_locally(adapter)))
+            .ok_or(NdStatus::ND_CONNECTION_INVALID)
     }
 }
 
@@ -265,16 +278,16 @@ mod tests {
         };
         // We serve at most what the peer issues (5), issue at most what it serves (3).
         assert_eq!(
-            ReadLimits::new(100, 100).for_accept(ADAPTER, peer),
+            ReadLimits::new(100, 100).negotiate(ADAPTER, peer),
             ReadLimits::new(5, 3)
         );
-        assert_eq!(ReadLimits::new(1, 1).for_accept(ADAPTER, peer), ReadLimits::new(1, 1));
+        assert_eq!(ReadLimits::new(1, 1).negotiate(ADAPTER, peer), ReadLimits::new(1, 1));
         let generous = PeerReadLimits {
             inbound: 100,
             outbound: 100,
         };
         assert_eq!(
-            ReadLimits::new(100, 100).for_accept(ADAPTER, generous),
+            ReadLimits::new(100, 100).negotiate(ADAPTER, generous),
             ReadLimits::new(16, 8)
         );
     }
@@ -358,7 +371,6 @@ mod tests {
             Err(NdStatus::ND_CONNECTION_INVALID)
         );
         assert_eq!(peer.read_limits(ADAPTER), Err(NdStatus::ND_CONNECTION_INVALID));
-        assert_eq!(peer.peer_read_limits(), None);
 
         // A REJ: 148 bytes on the wire, whatever the peer passed to Reject.
         let mut rej = [0u8; MAX_REJECT_DATA];
@@ -375,12 +387,33 @@ mod tests {
         );
         assert_eq!(&buffer[..3], b"no!");
         assert_eq!(peer.read_limits(ADAPTER), Ok(ReadLimits::new(4, 2)));
+    }
+
+    #[test]
+    fn negotiated_limits_replace_the_peer_offer_in_get_read_limits() {
+        // ADAPTER: 16 inbound, 8 outbound. A peer that does not cap itself offers 200 / 100
+        // (the event swaps them into our terms: it will issue 200 and serve 100).
+        let mut peer = PeerData::default();
         assert_eq!(
-            peer.peer_read_limits(),
-            Some(PeerReadLimits {
-                inbound: 2,
-                outbound: 4
-            })
+            peer.negotiate(ReadLimits::new(4, 2), ADAPTER),
+            ReadLimits::new(4, 2),
+            "no offer yet: the adapter's cap only"
         );
+        let mut peer = PeerData::default();
+        peer.record_read_limits(PeerReadLimits::from_event_param(200, 100));
+        assert_eq!(peer.read_limits(ADAPTER), Ok(ReadLimits::new(16, 8)));
+        // Own request below both: the request.
+        assert_eq!(peer.negotiate(ReadLimits::new(4, 2), ADAPTER), ReadLimits::new(4, 2));
+        assert_eq!(peer.read_limits(ADAPTER), Ok(ReadLimits::new(4, 2)));
+        // Own request above the adapter: the adapter.
+        assert_eq!(
+            peer.negotiate(ReadLimits::new(1000, 1000), ADAPTER),
+            ReadLimits::new(16, 8)
+        );
+        // A stingy peer (issues 1, serves 3): the peer's offer, crossed.
+        let mut stingy = PeerData::default();
+        stingy.record_read_limits(PeerReadLimits::from_event_param(1, 3));
+        assert_eq!(stingy.negotiate(ReadLimits::new(8, 8), ADAPTER), ReadLimits::new(1, 3));
+        assert_eq!(stingy.read_limits(ADAPTER), Ok(ReadLimits::new(1, 3)));
     }
 }

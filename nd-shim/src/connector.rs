@@ -1,7 +1,7 @@
 //! The connector state machine: every ND2 / NDK connector call and every rdma_cm event, with all
 //! transitions in [`step`].
 //!
-//! Sources: `nd-semantics.md` ("The handshake", "Private data", "Disconnect", the failure table)
+//! Sources: `docs/nd-semantics.md` ("The handshake", "Private data", "Disconnect", the failure table)
 //! for the flow and the codes, and the ND2 / NDKPI method references it cites for the codes each
 //! call returns (IND2Connector::Connect / CompleteConnect / Accept, NdkReject).
 //!
@@ -50,7 +50,13 @@ pub enum ConnectorState {
     Disconnected,
     /// This side sent a REJ (passive Reject, or active Reject after REP).
     Rejected,
-    /// The attempt or the connection ended with this code; Accept and Reject report it.
+    /// Connect failed with a code after which the documentation lets the same connector try
+    /// again ("the connection attempt may be retried": refused, host or network unreachable, I/O
+    /// timeout). Connect and ConnectWithSharedEndpoint start over from the same local address.
+    ConnectFailed(NdStatus),
+    /// The attempt or the connection ended with this code, for good: "errors do not allow the
+    /// connector to be used to retry the connection attempt". Accept, Reject and CompleteConnect
+    /// report the code; the other connection calls ND_CONNECTION_INVALID.
     Failed(NdStatus),
     /// Released. No call is valid any more.
     Closed,
@@ -60,15 +66,19 @@ pub enum ConnectorState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConnectorInput {
     Bind,
+    /// `qp_in_use`: the queue pair is connected or connecting through another connector.
     Connect {
         private_data_len: usize,
+        qp_in_use: bool,
     },
     ConnectWithSharedEndpoint {
         private_data_len: usize,
+        qp_in_use: bool,
     },
     CompleteConnect,
     Accept {
         private_data_len: usize,
+        qp_in_use: bool,
     },
     Reject {
         private_data_len: usize,
@@ -110,7 +120,8 @@ pub enum Action {
     /// does this for QPs rdma_cm created, and ours are not.
     FlushQp,
     /// `rdma_destroy_id` if the id still exists (idempotent). Mid-handshake it sends the REJ
-    /// that tells the peer: reason 4 in REQ_SENT, 28 in REP_RCVD / REQ_RCVD.
+    /// that tells the peer: reason 4 in REQ_SENT, 28 in REP_RCVD / REQ_RCVD. Before a retried
+    /// Connect it clears the failed attempt's id; the local address stays held.
     DestroyId,
 }
 
@@ -170,6 +181,69 @@ fn notify(pending: bool, status: NdStatus) -> Option<Effect> {
     pending.then_some(complete(Request::NotifyDisconnect, status))
 }
 
+/// Codes after which IND2Connector::Connect and NdkConnect say "the connection attempt may be
+/// retried".
+pub fn connect_may_be_retried(code: NdStatus) -> bool {
+    matches!(
+        code,
+        NdStatus::ND_CONNECTION_REFUSED
+            | NdStatus::ND_HOST_UNREACHABLE
+            | NdStatus::ND_NETWORK_UNREACHABLE
+            | NdStatus::ND_IO_TIMEOUT
+    )
+}
+
+/// Where a failed Connect leaves the connector.
+fn connect_failed(code: NdStatus) -> ConnectorState {
+    if connect_may_be_retried(code) {
+        ConnectorState::ConnectFailed(code)
+    } else {
+        ConnectorState::Failed(code)
+    }
+}
+
+impl ConnectorState {
+    /// A connection in progress or up: its queue pair belongs to this connector, and a new
+    /// connection cannot start on it.
+    pub fn engaged(self) -> bool {
+        use ConnectorState as S;
+        matches!(
+            self,
+            S::Connecting
+                | S::AwaitingCompleteConnect
+                | S::RequestReceived
+                | S::Accepting
+                | S::Connected { .. }
+                | S::PeerDisconnected
+                | S::Disconnecting { .. }
+        )
+    }
+
+    /// IND2Connector::GetLocalAddress: "the connector must be connected or in the process of
+    /// connecting". A connector that only used Bind is neither.
+    pub fn has_local_address(self) -> bool {
+        use ConnectorState as S;
+        matches!(
+            self,
+            S::Connecting
+                | S::AwaitingCompleteConnect
+                | S::RequestReceived
+                | S::Accepting
+                | S::Connected { .. }
+                | S::PeerDisconnected
+        )
+    }
+
+    /// IND2Connector::GetPeerAddress: "the queue pair must be connected": from CompleteConnect
+    /// (active) or Accept's completion (passive) until the application disconnects.
+    pub fn has_peer_address(self) -> bool {
+        matches!(
+            self,
+            ConnectorState::Connected { .. } | ConnectorState::PeerDisconnected
+        )
+    }
+}
+
 /// Every transition of a connector.
 pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
     use ConnectorInput as I;
@@ -192,34 +266,46 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
     }
 
     // A connection in progress or up: a new one cannot start on this connector.
-    let engaged = matches!(
-        state,
-        S::Connecting
-            | S::AwaitingCompleteConnect
-            | S::RequestReceived
-            | S::Accepting
-            | S::Connected { .. }
-            | S::PeerDisconnected
-            | S::Disconnecting { .. }
-    );
+    let engaged = state.engaged();
 
     match input {
         I::Bind => match state {
             S::Idle => returns(S::Bound, St::ND_SUCCESS, vec![Do(Action::BindAddress)]),
-            // nd-semantics.md "Ports": binding a bound or connected connector again.
+            // IND2Connector::Bind: errors do not allow the connector to be used again.
+            S::Failed(_) => unchanged(St::ND_CONNECTION_INVALID),
+            // docs/nd-semantics.md "Ports": binding a bound or connected connector again.
             _ => unchanged(St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
         },
 
-        I::Connect { private_data_len } | I::ConnectWithSharedEndpoint { private_data_len } => {
+        I::Connect {
+            private_data_len,
+            qp_in_use,
+        }
+        | I::ConnectWithSharedEndpoint {
+            private_data_len,
+            qp_in_use,
+        } => {
             let shared = matches!(input, I::ConnectWithSharedEndpoint { .. });
             match state {
                 // A shared endpoint brings its own address; this connector already has one.
                 S::Bound if shared => unchanged(St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
+                // IND2Connector::Connect: "this queue pair is already connected to another
+                // peer". Refused before anything touches the queue pair.
+                S::Idle | S::Bound | S::ConnectFailed(_) if qp_in_use => unchanged(St::ND_CONNECTION_ACTIVE),
                 S::Idle | S::Bound => match PrivateDataUse::Connect.check(private_data_len) {
                     Err(code) => unchanged(code),
                     Ok(()) => returns(S::Connecting, St::ND_PENDING, vec![Do(Action::StartConnect)]),
                 },
-                // nd-semantics.md failure table: a connect on a QP that already has a connection.
+                // "The connection attempt may be retried": a fresh id from the same address.
+                S::ConnectFailed(_) => match PrivateDataUse::Connect.check(private_data_len) {
+                    Err(code) => unchanged(code),
+                    Ok(()) => returns(
+                        S::Connecting,
+                        St::ND_PENDING,
+                        vec![Do(Action::DestroyId), Do(Action::StartConnect)],
+                    ),
+                },
+                // docs/nd-semantics.md failure table: a connect on a QP that already has a connection.
                 _ if engaged => unchanged(St::ND_CONNECTION_ACTIVE),
                 _ => unchanged(St::ND_CONNECTION_INVALID),
             }
@@ -238,7 +324,12 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             _ => unchanged(St::ND_CONNECTION_INVALID),
         },
 
-        I::Accept { private_data_len } => match state {
+        I::Accept {
+            private_data_len,
+            qp_in_use,
+        } => match state {
+            // IND2Connector::Accept: "the specified queue pair is already connected".
+            S::RequestReceived if qp_in_use => unchanged(St::ND_CONNECTION_ACTIVE),
             S::RequestReceived => match PrivateDataUse::Accept.check(private_data_len) {
                 Err(code) => unchanged(code),
                 Ok(()) => returns(S::Accepting, St::ND_PENDING, vec![Do(Action::AcceptRequest)]),
@@ -291,7 +382,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             _ => unchanged(St::ND_CONNECTION_INVALID),
         },
 
-        // nd-semantics.md "Disconnect": cancel abandons a pending Connect and completes
+        // docs/nd-semantics.md "Disconnect": cancel abandons a pending Connect and completes
         // NotifyDisconnect with ND_CANCELED. A pending Accept is abandoned the same way.
         I::Cancel => match state {
             S::Connecting => returns(
@@ -318,7 +409,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
         },
 
         // Release completes whatever is pending with ND_CANCELED, and a connected connector
-        // disconnects implicitly (nd-semantics.md "Disconnect").
+        // disconnects implicitly (docs/nd-semantics.md "Disconnect").
         I::Release => {
             let mut effects = match state {
                 S::Connecting => vec![complete(Request::Connect, St::ND_CANCELED)],
@@ -340,12 +431,13 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
         I::Event(ev) => on_event(state, ev),
 
         I::ActionFailed { action, status } => match (state, action) {
-            (S::Bound, Action::BindAddress) => returns(S::Idle, status, vec![]),
+            // "Errors do not allow the connector to be used to retry".
+            (S::Bound, Action::BindAddress) => returns(S::Failed(status), status, vec![]),
             // The synchronous part of Connect failed: Connect returns the code inline.
-            (S::Connecting, Action::StartConnect) => returns(S::Failed(status), status, vec![]),
+            (S::Connecting, Action::StartConnect) => returns(connect_failed(status), status, vec![]),
             // Steps driven by events: the pending Connect completes with the code.
             (S::Connecting, Action::ResolveRoute | Action::SendRequest) => {
-                event(S::Failed(status), vec![complete(Request::Connect, status)])
+                event(connect_failed(status), vec![complete(Request::Connect, status)])
             }
             (S::Accepting, Action::AcceptRequest) => returns(S::Failed(status), status, vec![]),
             (S::Connected { .. }, Action::Establish) => returns(S::Failed(status), status, vec![Do(Action::FlushQp)]),
@@ -375,7 +467,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
 
         (S::Connecting, K::AddrResolved) => event(state, vec![Do(Action::ResolveRoute)]),
         (S::Connecting, K::RouteResolved) => event(state, vec![Do(Action::SendRequest)]),
-        // REP: Connect completes; the RTU waits for CompleteConnect (nd-semantics.md).
+        // REP: Connect completes; the RTU waits for CompleteConnect (docs/nd-semantics.md).
         (S::Connecting, K::ConnectResponse) => event(
             S::AwaitingCompleteConnect,
             vec![complete(Request::Connect, St::ND_SUCCESS)],
@@ -383,7 +475,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
         // The failure table: REJECTED, ADDR_ERROR, ROUTE_ERROR, UNREACHABLE, ...
         (S::Connecting, kind) if kind.is_failure() => {
             let code = active(ev);
-            event(S::Failed(code), vec![complete(Request::Connect, code)])
+            event(connect_failed(code), vec![complete(Request::Connect, code)])
         }
 
         // The passive side went away after its REP: nothing is pending; CompleteConnect will
@@ -400,7 +492,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
             vec![complete(Request::Accept, St::ND_SUCCESS)],
         ),
         // REJECTED 28: the active side rejected or released after its Connect completed;
-        // REJECTED 4: it abandoned earlier (nd-semantics.md "The handshake").
+        // REJECTED 4: it abandoned earlier (docs/nd-semantics.md "The handshake").
         (S::Accepting, kind) if kind.is_failure() => {
             let code = passive(ev);
             event(S::Failed(code), vec![complete(Request::Accept, code)])
@@ -414,9 +506,10 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
             ],
         ),
 
-        // nd-semantics.md "Disconnect": DISCONNECTED completes NotifyDisconnect and flushes
-        // nothing.
-        (S::Connected { notify_pending }, K::Disconnected) => event(
+        // docs/nd-semantics.md "Disconnect": DISCONNECTED completes NotifyDisconnect and flushes
+        // nothing. A REJ (the passive side gave up before our RTU reached it) or any other end
+        // of the connection after CompleteConnect succeeded is a disconnect too, never dropped.
+        (S::Connected { notify_pending }, K::Disconnected | K::Rejected | K::ConnectError | K::Unreachable) => event(
             S::PeerDisconnected,
             std::iter::once(Effect::PeerDisconnected)
                 .chain(notify(notify_pending, St::ND_SUCCESS))
@@ -445,7 +538,7 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
         ),
         (S::PeerDisconnected, K::DeviceRemoval) => event(S::Failed(St::ND_DEVICE_REMOVED), vec![Do(Action::FlushQp)]),
 
-        (S::Idle | S::Bound | S::Disconnected | S::Rejected, K::DeviceRemoval) => {
+        (S::Idle | S::Bound | S::Disconnected | S::Rejected | S::ConnectFailed(_), K::DeviceRemoval) => {
             event(S::Failed(St::ND_DEVICE_REMOVED), vec![])
         }
 
@@ -487,10 +580,19 @@ mod tests {
 
     const CALLS: [ConnectorInput; 10] = [
         I::Bind,
-        I::Connect { private_data_len: 0 },
-        I::ConnectWithSharedEndpoint { private_data_len: 0 },
+        I::Connect {
+            private_data_len: 0,
+            qp_in_use: false,
+        },
+        I::ConnectWithSharedEndpoint {
+            private_data_len: 0,
+            qp_in_use: false,
+        },
         I::CompleteConnect,
-        I::Accept { private_data_len: 0 },
+        I::Accept {
+            private_data_len: 0,
+            qp_in_use: false,
+        },
         I::Reject { private_data_len: 0 },
         I::Disconnect,
         I::NotifyDisconnect,
@@ -510,6 +612,7 @@ mod tests {
         const ABRT: St = St::ND_CONNECTION_ABORTED;
         const GONE: St = St::ND_DEVICE_REMOVED;
         const HNDL: St = St::ND_INVALID_HANDLE;
+        const SHARE: St = St::ND_SHARING_VIOLATION;
         let matrix: &[(ConnectorState, [St; 10])] = &[
             (S::Idle, [OK, PEND, PEND, INV, INV, INV, INV, INV, OK, OK]),
             (S::Bound, [ASSOC, PEND, ASSOC, INV, INV, INV, INV, INV, OK, OK]),
@@ -539,7 +642,17 @@ mod tests {
             ),
             (S::Disconnected, [ASSOC, INV, INV, INV, INV, INV, INV, OK, OK, OK]),
             (S::Rejected, [ASSOC, INV, INV, INV, INV, INV, INV, INV, OK, OK]),
-            (S::Failed(ABRT), [ASSOC, INV, INV, ABRT, ABRT, ABRT, INV, INV, OK, OK]),
+            // No reuse after failure: only Accept / Reject / CompleteConnect report the code.
+            (S::Failed(ABRT), [INV, INV, INV, ABRT, ABRT, ABRT, INV, INV, OK, OK]),
+            (
+                S::Failed(St::ND_SHARING_VIOLATION),
+                [INV, INV, INV, INV, SHARE, SHARE, INV, INV, OK, OK],
+            ),
+            // "The connection attempt may be retried": Connect again, from the same address.
+            (
+                S::ConnectFailed(St::ND_CONNECTION_REFUSED),
+                [ASSOC, PEND, PEND, INV, INV, INV, INV, INV, OK, OK],
+            ),
             (
                 S::Failed(GONE),
                 [GONE, GONE, GONE, GONE, GONE, GONE, GONE, GONE, OK, OK],
@@ -565,7 +678,10 @@ mod tests {
             &[
                 (I::Bind, t(S::Bound, Some(St::ND_SUCCESS), &[Do(Action::BindAddress)])),
                 (
-                    I::Connect { private_data_len: 56 },
+                    I::Connect {
+                        private_data_len: 56,
+                        qp_in_use: false,
+                    },
                     t(S::Connecting, Some(St::ND_PENDING), &[Do(Action::StartConnect)]),
                 ),
                 (
@@ -607,7 +723,10 @@ mod tests {
             &[
                 (ev(CmEventKind::ConnectRequest, 0), t(S::RequestReceived, None, &[])),
                 (
-                    I::Accept { private_data_len: 196 },
+                    I::Accept {
+                        private_data_len: 196,
+                        qp_in_use: false,
+                    },
                     t(S::Accepting, Some(St::ND_PENDING), &[Do(Action::AcceptRequest)]),
                 ),
                 (
@@ -628,8 +747,14 @@ mod tests {
     #[test]
     fn ndk_connect_without_bind_and_shared_endpoint_connect() {
         for call in [
-            I::Connect { private_data_len: 0 },
-            I::ConnectWithSharedEndpoint { private_data_len: 0 },
+            I::Connect {
+                private_data_len: 0,
+                qp_in_use: false,
+            },
+            I::ConnectWithSharedEndpoint {
+                private_data_len: 0,
+                qp_in_use: false,
+            },
         ] {
             assert_eq!(
                 step(S::Idle, call),
@@ -643,18 +768,36 @@ mod tests {
         let rows = [
             (
                 S::Bound,
-                I::Connect { private_data_len: 57 },
-                I::Connect { private_data_len: 56 },
+                I::Connect {
+                    private_data_len: 57,
+                    qp_in_use: false,
+                },
+                I::Connect {
+                    private_data_len: 56,
+                    qp_in_use: false,
+                },
             ),
             (
                 S::Idle,
-                I::ConnectWithSharedEndpoint { private_data_len: 57 },
-                I::ConnectWithSharedEndpoint { private_data_len: 56 },
+                I::ConnectWithSharedEndpoint {
+                    private_data_len: 57,
+                    qp_in_use: false,
+                },
+                I::ConnectWithSharedEndpoint {
+                    private_data_len: 56,
+                    qp_in_use: false,
+                },
             ),
             (
                 S::RequestReceived,
-                I::Accept { private_data_len: 197 },
-                I::Accept { private_data_len: 196 },
+                I::Accept {
+                    private_data_len: 197,
+                    qp_in_use: false,
+                },
+                I::Accept {
+                    private_data_len: 196,
+                    qp_in_use: false,
+                },
             ),
             (
                 S::RequestReceived,
@@ -677,25 +820,67 @@ mod tests {
         }
     }
 
-    /// nd-semantics.md's failure table, through the machine: Connect completes with the code.
+    /// docs/nd-semantics.md's failure table, through the machine: Connect completes with the code.
     #[test]
     fn connect_failures_complete_the_pending_connect() {
         use CmEventKind as K;
+        // The last column: where the connector is left. The documentation lets the caller retry
+        // after refused, unreachable and timeout ("the connection attempt may be retried").
         let rows = [
-            (K::Rejected, 8, St::ND_CONNECTION_REFUSED),
-            (K::Rejected, 28, St::ND_CONNECTION_REFUSED),
-            (K::AddrError, -libc::ETIMEDOUT, St::ND_HOST_UNREACHABLE),
-            (K::AddrError, -libc::ENETUNREACH, St::ND_NETWORK_UNREACHABLE),
-            (K::RouteError, -libc::ETIMEDOUT, St::ND_NETWORK_UNREACHABLE),
-            (K::Unreachable, -libc::ETIMEDOUT, St::ND_IO_TIMEOUT),
-            (K::ConnectError, -libc::EINVAL, St::ND_CONNECTION_ABORTED),
-            (K::DeviceRemoval, 0, St::ND_DEVICE_REMOVED),
+            (
+                K::Rejected,
+                8,
+                St::ND_CONNECTION_REFUSED,
+                S::ConnectFailed(St::ND_CONNECTION_REFUSED),
+            ),
+            (
+                K::Rejected,
+                28,
+                St::ND_CONNECTION_REFUSED,
+                S::ConnectFailed(St::ND_CONNECTION_REFUSED),
+            ),
+            (
+                K::AddrError,
+                -libc::ETIMEDOUT,
+                St::ND_HOST_UNREACHABLE,
+                S::ConnectFailed(St::ND_HOST_UNREACHABLE),
+            ),
+            (
+                K::AddrError,
+                -libc::ENETUNREACH,
+                St::ND_NETWORK_UNREACHABLE,
+                S::ConnectFailed(St::ND_NETWORK_UNREACHABLE),
+            ),
+            (
+                K::RouteError,
+                -libc::ETIMEDOUT,
+                St::ND_NETWORK_UNREACHABLE,
+                S::ConnectFailed(St::ND_NETWORK_UNREACHABLE),
+            ),
+            (
+                K::Unreachable,
+                -libc::ETIMEDOUT,
+                St::ND_IO_TIMEOUT,
+                S::ConnectFailed(St::ND_IO_TIMEOUT),
+            ),
+            (
+                K::ConnectError,
+                -libc::EINVAL,
+                St::ND_CONNECTION_ABORTED,
+                S::Failed(St::ND_CONNECTION_ABORTED),
+            ),
+            (
+                K::DeviceRemoval,
+                0,
+                St::ND_DEVICE_REMOVED,
+                S::Failed(St::ND_DEVICE_REMOVED),
+            ),
         ];
-        for (kind, status, code) in rows {
+        for (kind, status, code, left_in) in rows {
             assert_eq!(
                 step(S::Connecting, ev(kind, status)),
                 t(
-                    S::Failed(code),
+                    left_in,
                     None,
                     &[Effect::Complete {
                         request: Request::Connect,
@@ -758,7 +943,14 @@ mod tests {
             )],
         );
         assert_eq!(
-            step(state, I::Accept { private_data_len: 0 }).returns,
+            step(
+                state,
+                I::Accept {
+                    private_data_len: 0,
+                    qp_in_use: false
+                }
+            )
+            .returns,
             Some(St::ND_CONNECTION_ABORTED)
         );
         assert_eq!(
@@ -903,7 +1095,14 @@ mod tests {
         );
         // A cancelled connector reports ND_CANCELED from then on.
         assert_eq!(
-            step(S::Failed(St::ND_CANCELED), I::Accept { private_data_len: 0 }).returns,
+            step(
+                S::Failed(St::ND_CANCELED),
+                I::Accept {
+                    private_data_len: 0,
+                    qp_in_use: false
+                }
+            )
+            .returns,
             Some(St::ND_CANCELED)
         );
         // A late REP for an abandoned attempt changes nothing.
@@ -1007,7 +1206,13 @@ mod tests {
             step(S::PeerDisconnected, ev(CmEventKind::DeviceRemoval, 0)),
             t(S::Failed(St::ND_DEVICE_REMOVED), None, &[Do(Action::FlushQp)])
         );
-        for state in [S::Idle, S::Bound, S::Disconnected, S::Rejected] {
+        for state in [
+            S::Idle,
+            S::Bound,
+            S::Disconnected,
+            S::Rejected,
+            S::ConnectFailed(St::ND_IO_TIMEOUT),
+        ] {
             assert_eq!(
                 step(state, ev(CmEventKind::DeviceRemoval, 0)),
                 t(S::Failed(St::ND_DEVICE_REMOVED), None, &[]),
@@ -1024,14 +1229,14 @@ mod tests {
             (
                 S::Bound,
                 fail(Action::BindAddress, St::ND_SHARING_VIOLATION),
-                t(S::Idle, Some(St::ND_SHARING_VIOLATION), &[]),
+                t(S::Failed(St::ND_SHARING_VIOLATION), Some(St::ND_SHARING_VIOLATION), &[]),
             ),
-            // nd-semantics.md: no route makes rdma_resolve_addr fail inline with ENETUNREACH.
+            // docs/nd-semantics.md: no route makes rdma_resolve_addr fail inline with ENETUNREACH.
             (
                 S::Connecting,
                 fail(Action::StartConnect, St::ND_NETWORK_UNREACHABLE),
                 t(
-                    S::Failed(St::ND_NETWORK_UNREACHABLE),
+                    S::ConnectFailed(St::ND_NETWORK_UNREACHABLE),
                     Some(St::ND_NETWORK_UNREACHABLE),
                     &[],
                 ),
@@ -1106,6 +1311,166 @@ mod tests {
         ];
         for (state, kind) in rows {
             assert_eq!(step(state, ev(kind, 0)), t(state, None, &[]), "{kind:?} in {state:?}");
+        }
+    }
+
+    #[test]
+    fn a_queue_pair_in_use_elsewhere_is_connection_active_and_untouched() {
+        let connect = I::Connect {
+            private_data_len: 0,
+            qp_in_use: true,
+        };
+        let shared = I::ConnectWithSharedEndpoint {
+            private_data_len: 0,
+            qp_in_use: true,
+        };
+        let accept = I::Accept {
+            private_data_len: 0,
+            qp_in_use: true,
+        };
+        let rows = [
+            (S::Idle, connect),
+            (S::Bound, connect),
+            (S::Idle, shared),
+            (S::ConnectFailed(St::ND_CONNECTION_REFUSED), connect),
+            (S::RequestReceived, accept),
+        ];
+        for (state, input) in rows {
+            // No action at all: nothing reaches the queue pair or the other connection.
+            assert_eq!(
+                step(state, input),
+                t(state, Some(St::ND_CONNECTION_ACTIVE), &[]),
+                "{input:?} in {state:?}"
+            );
+        }
+        // The QP check comes before the private data check.
+        assert_eq!(
+            step(
+                S::Idle,
+                I::Connect {
+                    private_data_len: 57,
+                    qp_in_use: true
+                }
+            )
+            .returns,
+            Some(St::ND_CONNECTION_ACTIVE)
+        );
+    }
+
+    #[test]
+    fn retry_after_a_retryable_failure_and_never_after_others() {
+        for code in [
+            St::ND_CONNECTION_REFUSED,
+            St::ND_HOST_UNREACHABLE,
+            St::ND_NETWORK_UNREACHABLE,
+            St::ND_IO_TIMEOUT,
+        ] {
+            assert!(connect_may_be_retried(code), "{code}");
+            assert_eq!(
+                step(
+                    S::ConnectFailed(code),
+                    I::Connect {
+                        private_data_len: 0,
+                        qp_in_use: false
+                    }
+                ),
+                t(
+                    S::Connecting,
+                    Some(St::ND_PENDING),
+                    &[Do(Action::DestroyId), Do(Action::StartConnect)]
+                ),
+                "{code}"
+            );
+        }
+        for code in [
+            St::ND_SHARING_VIOLATION,
+            St::ND_TOO_MANY_ADDRESSES,
+            St::ND_INVALID_ADDRESS,
+            St::ND_ADDRESS_ALREADY_EXISTS,
+            St::ND_CONNECTION_ABORTED,
+            St::ND_CANCELED,
+        ] {
+            assert!(!connect_may_be_retried(code), "{code}");
+            let failed = step(
+                S::Connecting,
+                I::ActionFailed {
+                    action: Action::StartConnect,
+                    status: code,
+                },
+            );
+            assert_eq!(failed, t(S::Failed(code), Some(code), &[]), "{code}");
+            for call in [
+                I::Bind,
+                I::Connect {
+                    private_data_len: 0,
+                    qp_in_use: false,
+                },
+                I::ConnectWithSharedEndpoint {
+                    private_data_len: 0,
+                    qp_in_use: false,
+                },
+            ] {
+                assert_eq!(
+                    step(failed.next, call),
+                    t(failed.next, Some(St::ND_CONNECTION_INVALID), &[]),
+                    "{call:?} after {code}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_rej_or_error_after_complete_connect_is_a_disconnect() {
+        use CmEventKind as K;
+        for kind in [K::Disconnected, K::Rejected, K::ConnectError, K::Unreachable] {
+            assert_eq!(
+                step(S::Connected { notify_pending: true }, ev(kind, 28)),
+                t(
+                    S::PeerDisconnected,
+                    None,
+                    &[
+                        Effect::PeerDisconnected,
+                        Effect::Complete {
+                            request: Request::NotifyDisconnect,
+                            status: St::ND_SUCCESS
+                        }
+                    ]
+                ),
+                "{kind:?}"
+            );
+            // Exactly once: a second end of the same connection changes nothing.
+            assert_eq!(
+                step(S::PeerDisconnected, ev(kind, 0)),
+                t(S::PeerDisconnected, None, &[]),
+                "{kind:?} twice"
+            );
+        }
+    }
+
+    #[test]
+    fn address_getters_by_state() {
+        let rows = [
+            (S::Idle, false, false),
+            (S::Bound, false, false),
+            (S::Connecting, true, false),
+            (S::AwaitingCompleteConnect, true, false),
+            (S::RequestReceived, true, false),
+            (S::Accepting, true, false),
+            (S::Connected { notify_pending: false }, true, true),
+            (S::PeerDisconnected, true, true),
+            (S::Disconnecting { notify_pending: false }, false, false),
+            (S::Disconnected, false, false),
+            (S::Rejected, false, false),
+            (S::ConnectFailed(St::ND_CONNECTION_REFUSED), false, false),
+            (S::Failed(St::ND_CONNECTION_ABORTED), false, false),
+            (S::Closed, false, false),
+        ];
+        for (state, local, peer) in rows {
+            assert_eq!(
+                (state.has_local_address(), state.has_peer_address()),
+                (local, peer),
+                "{state:?}"
+            );
         }
     }
 }

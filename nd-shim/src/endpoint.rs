@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
@@ -14,19 +14,16 @@ use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits,
 use crate::connector::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
 use crate::engine::{Adapter, AdapterInner, Owner};
 use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
-use crate::ports::{PortReservation, SharedConnection, SharedEndpointReservation};
+use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
+use crate::sync::lock;
 use crate::sys::{self, CmId, ConnParam};
 use crate::verbs::{QpInner, QueuePair};
 
 /// Address and route resolution timeouts handed to rdma_cm (ARP and path lookup only; the
 /// handshake itself has no timeout of the shim's own).
 const RESOLVE_TIMEOUT_MS: i32 = 2000;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 type Done = Vec<(Arc<Slot>, NdStatus)>;
 
@@ -78,10 +75,9 @@ struct Core {
     slots: Slots,
 }
 
-/// A new cm id for `token`, bound to `addr` of this adapter (an unspecified address is the
-/// adapter's; port 0 takes one from the ND range), which it holds exclusively. A loopback address,
-/// or one that resolves to another device, is ND_INVALID_ADDRESS.
-fn bind_exclusive(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Result<(CmId, PortReservation), NdStatus> {
+/// `addr` as the adapter binds it: an unspecified address is the adapter's; a loopback address
+/// is ND_INVALID_ADDRESS.
+fn adapter_addr(adapter: &AdapterInner, addr: SocketAddr) -> Result<SocketAddr, NdStatus> {
     let addr = if addr.ip().is_unspecified() {
         SocketAddr::new(adapter.local_ip, addr.port())
     } else {
@@ -90,12 +86,42 @@ fn bind_exclusive(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Resul
     if sys::is_loopback(addr.ip()) {
         return Err(NdStatus::ND_INVALID_ADDRESS);
     }
-    let reservation = adapter.ports.reserve_exclusive(addr)?;
-    let id = adapter.channel.create_id(token)?;
-    id.bind(reservation.addr())?;
-    if id.verbs() != adapter.ctx {
-        return Err(NdStatus::ND_INVALID_ADDRESS);
+    Ok(addr)
+}
+
+/// A new cm id for `token` bound by the kernel to `candidate` (REUSEADDR first when `shared`):
+/// the port space's [`Refusal`] when the kernel says no. EADDRINUSE is a holder the kernel can
+/// see; so is EADDRNOTAVAIL when the address itself binds (`cma_check_port` reports a wildcard
+/// holder that way), which a second id with port 0 finds out.
+fn kernel_bind(adapter: &AdapterInner, token: u64, candidate: SocketAddr, shared: bool) -> Result<CmId, Refusal> {
+    let id = adapter.channel.create_id(token).map_err(Refusal::Failed)?;
+    if shared {
+        id.set_reuseaddr().map_err(Refusal::Failed)?;
     }
+    match id.try_bind(candidate) {
+        Ok(()) if id.verbs() != adapter.ctx => Err(Refusal::Failed(NdStatus::ND_INVALID_ADDRESS)),
+        Ok(()) => Ok(id),
+        Err(libc::EADDRINUSE) => Err(Refusal::HeldElsewhere),
+        Err(libc::EADDRNOTAVAIL) => {
+            drop(id);
+            let probe = adapter.channel.create_id(token).map_err(Refusal::Failed)?;
+            match probe.try_bind(SocketAddr::new(candidate.ip(), 0)) {
+                Ok(()) => Err(Refusal::HeldElsewhere),
+                Err(errno) => Err(Refusal::Failed(from_errno(errno))),
+            }
+        }
+        Err(errno) => Err(Refusal::Failed(from_errno(errno))),
+    }
+}
+
+/// A new cm id for `token`, bound to `addr` of this adapter (port 0 takes one from the ND range
+/// that no process holds), which it holds exclusively. A loopback address, or one that resolves
+/// to another device, is ND_INVALID_ADDRESS.
+fn bind_exclusive(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Result<(CmId, PortReservation), NdStatus> {
+    let addr = adapter_addr(adapter, addr)?;
+    let (reservation, id) = adapter
+        .ports
+        .bind_exclusive(addr, |candidate| kernel_bind(adapter, token, candidate, false))?;
     Ok((id, reservation))
 }
 
@@ -151,6 +177,11 @@ impl ConnInner {
                 }
             }
         }
+        if !core.state.engaged() {
+            if let Some(qp) = &core.qp {
+                qp.release(self.token);
+            }
+        }
         returns
     }
 
@@ -178,9 +209,11 @@ impl ConnInner {
             }
             Action::StartConnect => {
                 let remote = core.remote.ok_or(NdStatus::ND_INVALID_PARAMETER)?;
-                // No route: ND_NETWORK_UNREACHABLE inline (nd-semantics.md failure table).
+                // No route: ND_NETWORK_UNREACHABLE inline (docs/nd-semantics.md failure table).
                 self.adapter.routes.check(remote)?;
                 if let Some(endpoint) = core.shared.clone() {
+                    // A retry gives up the failed attempt's 4-tuple first.
+                    core.hold = None;
                     let connection = endpoint.connect(remote)?;
                     let id = self.adapter.channel.create_id(self.token)?;
                     id.set_reuseaddr()?;
@@ -188,7 +221,19 @@ impl ConnInner {
                     core.id = Some(id);
                     core.hold = Some(Hold::Shared(connection));
                 } else if core.id.is_none() {
-                    self.bind_exclusive(core, SocketAddr::new(self.adapter.local_ip, 0))?;
+                    match &core.hold {
+                        // A retry after a failed attempt: a fresh id on the address still held.
+                        Some(Hold::Exclusive(held)) => {
+                            let id = kernel_bind(&self.adapter, self.token, held.addr(), false).map_err(|refusal| {
+                                match refusal {
+                                    Refusal::HeldElsewhere => NdStatus::ND_SHARING_VIOLATION,
+                                    Refusal::Failed(status) => status,
+                                }
+                            })?;
+                            core.id = Some(id);
+                        }
+                        _ => self.bind_exclusive(core, SocketAddr::new(self.adapter.local_ip, 0))?,
+                    }
                 }
                 Self::id(core)?.resolve_addr(remote, RESOLVE_TIMEOUT_MS)
             }
@@ -205,18 +250,15 @@ impl ConnInner {
                 })
             }
             Action::AcceptRequest => {
-                let adapter = self.adapter.info.read_limits();
-                let limits = match core.peer.peer_read_limits() {
-                    Some(peer) => core.requested.for_accept(adapter, peer),
-                    None => core.requested.capped_to(adapter),
-                };
+                let requested = core.requested;
+                let limits = core.peer.negotiate(requested, self.adapter.info.read_limits());
                 let (responder_resources, initiator_depth) = limits.to_conn_param();
                 let id = Self::id(core)?;
                 let qp = Self::qp(core)?;
                 // QP to RTR (and RTS, which the CM allows before the REP) before rdma_accept.
                 for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
                     // EINVAL: the CM left REQ_RCVD, the active side abandoned its Connect
-                    // (nd-semantics.md: REQ_SENT abandon, ND_CONNECTION_ABORTED). See
+                    // (docs/nd-semantics.md: REQ_SENT abandon, ND_CONNECTION_ABORTED). See
                     // CmId::request_alive for why no event says so.
                     let (mut attr, mask) = id.qp_attr(state).map_err(|s| {
                         if s == from_errno(libc::EINVAL) {
@@ -238,10 +280,17 @@ impl ConnInner {
                 })
             }
             Action::Establish => {
+                // The CM's attributes carry the peer's REP offer uncapped; the QP gets the
+                // effective limits negotiated when Connect completed (IND2Connector: "the limit
+                // values in its queue pair are updated with the new limits").
+                let limits = core.peer.read_limits(self.adapter.info.read_limits())?;
+                let (responder_resources, initiator_depth) = limits.to_conn_param();
                 let id = Self::id(core)?;
                 let qp = Self::qp(core)?;
                 for state in [ffi::ibv_qp_state::IBV_QPS_RTR, ffi::ibv_qp_state::IBV_QPS_RTS] {
                     let (mut attr, mask) = id.qp_attr(state)?;
+                    attr.max_dest_rd_atomic = responder_resources;
+                    attr.max_rd_atomic = initiator_depth;
                     qp.modify(&mut attr, mask)?;
                 }
                 id.establish()
@@ -304,6 +353,8 @@ impl ConnInner {
                     core.peer.record_private_data(private_data);
                     core.peer
                         .record_read_limits(PeerReadLimits::from_event_param(params.0, params.1));
+                    let requested = core.requested;
+                    core.peer.negotiate(requested, self.adapter.info.read_limits());
                 }
                 CmEventKind::Rejected if !private_data.is_empty() => core.peer.record_private_data(private_data),
                 _ => {}
@@ -339,6 +390,31 @@ impl ConnInner {
                     log::warn!("rdma_notify: {status}");
                 }
             }
+        }
+    }
+
+    /// After a panic while handling this connector's event: whatever it has pending completes
+    /// with ND_INTERNAL_ERROR and the connector is failed, so no request pends forever.
+    pub(crate) fn fail_internal(&self) {
+        let mut done = Done::new();
+        {
+            let mut core = lock(&self.core);
+            core.state = ConnectorState::Failed(NdStatus::ND_INTERNAL_ERROR);
+            for slot in core.slots.0.iter_mut().filter_map(Option::take) {
+                done.push((slot, NdStatus::ND_INTERNAL_ERROR));
+            }
+            if let Some(qp) = &core.qp {
+                qp.release(self.token);
+            }
+        }
+        finish(done);
+    }
+
+    /// Gives back a claim on `qp` that a refused or failed call took (the queue pair stays with
+    /// a connector only while its connection is in progress or up).
+    fn release_unless_engaged(&self, qp: &QpInner) {
+        if !lock(&self.core).state.engaged() {
+            qp.release(self.token);
         }
     }
 
@@ -445,15 +521,19 @@ impl Connector {
         private_data: &[u8],
         shared: Option<Arc<SharedEndpointReservation>>,
     ) -> Result<Pending, NdStatus> {
+        let qp = Arc::clone(&qp.inner);
+        let qp_in_use = !qp.claim(self.inner.token);
         let input = match shared {
             Some(_) => ConnectorInput::ConnectWithSharedEndpoint {
                 private_data_len: private_data.len(),
+                qp_in_use,
             },
             None => ConnectorInput::Connect {
                 private_data_len: private_data.len(),
+                qp_in_use,
             },
         };
-        let qp = Arc::clone(&qp.inner);
+        let claimed = Arc::clone(&qp);
         let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
             core.qp = Some(qp);
             core.remote = Some(remote);
@@ -462,8 +542,9 @@ impl Connector {
             core.shared = shared;
             core.peer = PeerData::default();
         }));
-        let slot = self.inner.call(input, setup, Some(Request::Connect))?;
-        Ok(self.pending_or_done(slot))
+        let slot = self.inner.call(input, setup, Some(Request::Connect));
+        self.inner.release_unless_engaged(&claimed);
+        Ok(self.pending_or_done(slot?))
     }
 
     /// ND2 CompleteConnect: QP to RTR/RTS and the RTU.
@@ -480,6 +561,8 @@ impl Connector {
         private_data: &[u8],
     ) -> Result<Pending, NdStatus> {
         let qp = Arc::clone(&qp.inner);
+        let qp_in_use = !qp.claim(self.inner.token);
+        let claimed = Arc::clone(&qp);
         let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
             core.qp = Some(qp);
             core.outgoing = private_data.to_vec();
@@ -487,9 +570,11 @@ impl Connector {
         }));
         let input = ConnectorInput::Accept {
             private_data_len: private_data.len(),
+            qp_in_use,
         };
-        let slot = self.inner.call(input, setup, Some(Request::Accept))?;
-        Ok(self.pending_or_done(slot))
+        let slot = self.inner.call(input, setup, Some(Request::Accept));
+        self.inner.release_unless_engaged(&claimed);
+        Ok(self.pending_or_done(slot?))
     }
 
     /// ND2 Reject: passive before Accept, or active after Connect completed.
@@ -501,7 +586,9 @@ impl Connector {
         self.inner.call(input, setup, None).map(drop)
     }
 
-    /// ND2 GetReadLimits: the peer's offer from this side's view, capped to the adapter.
+    /// ND2 GetReadLimits: the connection's effective limits once negotiated (after Connect
+    /// completed, after Accept); before Accept, the peer's request from this side's view, capped
+    /// to the adapter.
     pub fn get_read_limits(&self) -> Result<ReadLimits, NdStatus> {
         lock(&self.inner.core)
             .peer
@@ -526,14 +613,22 @@ impl Connector {
         core.id.as_ref().and_then(CmId::peer_addr).or(core.remote)
     }
 
-    /// ND2 GetLocalAddress into an encoded sockaddr buffer.
+    /// ND2 GetLocalAddress into an encoded sockaddr buffer: only while connecting or connected
+    /// ([`ConnectorState::has_local_address`]), else ND_CONNECTION_INVALID.
     pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
+        if !self.state().has_local_address() {
+            return Err(NdStatus::ND_CONNECTION_INVALID);
+        }
         let addr = self.local_address().ok_or(NdStatus::ND_CONNECTION_INVALID)?;
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
 
-    /// ND2 GetPeerAddress into an encoded sockaddr buffer.
+    /// ND2 GetPeerAddress into an encoded sockaddr buffer: only while connected
+    /// ([`ConnectorState::has_peer_address`]), else ND_CONNECTION_INVALID.
     pub fn get_peer_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
+        if !self.state().has_peer_address() {
+            return Err(NdStatus::ND_CONNECTION_INVALID);
+        }
         let addr = self.peer_address().ok_or(NdStatus::ND_CONNECTION_INVALID)?;
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
@@ -568,7 +663,8 @@ impl Drop for Connector {
     fn drop(&mut self) {
         let _ = self.inner.call(ConnectorInput::Release, None, None);
         if let Some(qp) = lock(&self.inner.core).qp.take() {
-            self.inner.adapter.unregister_qp(qp.qp_num());
+            qp.release(self.inner.token);
+            self.inner.adapter.unregister_qp(qp.qp_num(), self.inner.token);
         }
         self.inner.adapter.unregister(self.inner.token);
     }
@@ -864,24 +960,35 @@ impl Drop for Listener {
 
 /// NDK shared endpoint: one local ip:port for many outgoing connections to distinct
 /// destinations. Every connection's id sets RDMA_OPTION_ID_REUSEADDR and binds the port
-/// explicitly; the shim checks the 4-tuple itself (the kernel does not, with REUSEADDR).
+/// explicitly; the shim checks the 4-tuple itself (the kernel does not, with REUSEADDR). The
+/// endpoint keeps an id of its own bound there (REUSEADDR too), so that the kernel refuses the
+/// port to exclusive users in every process while the endpoint lives.
 pub struct SharedEndpoint {
+    /// Dropped first: the kernel frees the port before this process's table does, so nothing
+    /// here is told the port is free while the kernel still holds it. Declared before
+    /// `_adapter`: the id goes before the event channel it was made on.
+    _holder: CmId,
     reservation: Arc<SharedEndpointReservation>,
+    _adapter: Arc<AdapterInner>,
 }
 
 impl SharedEndpoint {
-    /// NdkCreateSharedEndpoint. Port 0 picks a free port of the ND range.
+    /// NdkCreateSharedEndpoint. Port 0 picks a port of the ND range that no process holds
+    /// exclusively.
     pub fn new(adapter: &Adapter, addr: SocketAddr) -> Result<SharedEndpoint, NdStatus> {
-        let addr = if addr.ip().is_unspecified() {
-            SocketAddr::new(adapter.inner.local_ip, addr.port())
-        } else {
-            addr
-        };
-        if addr.ip() != adapter.inner.local_ip {
+        let inner = &adapter.inner;
+        let addr = adapter_addr(inner, addr)?;
+        if addr.ip() != inner.local_ip {
             return Err(NdStatus::ND_INVALID_ADDRESS);
         }
+        // Token 0 belongs to no object: events for the holder (none are expected) are dropped.
+        let (reservation, holder) = inner
+            .ports
+            .bind_shared(addr, |candidate| kernel_bind(inner, 0, candidate, true))?;
         Ok(SharedEndpoint {
-            reservation: Arc::new(adapter.inner.ports.reserve_shared(addr)?),
+            _holder: holder,
+            reservation: Arc::new(reservation),
+            _adapter: Arc::clone(inner),
         })
     }
 

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use rdma_mummy_sys as ffi;
@@ -26,6 +26,7 @@ use crate::connection_data::{AdapterReadLimits, MAX_CALLEE_DATA, MAX_CALLER_DATA
 use crate::endpoint::{ConnInner, ListenerInner};
 use crate::ports::PortSpace;
 use crate::status::NdStatus;
+use crate::sync::{contain, lock};
 use crate::sys::{self, DeviceList, EventChannel, RawEvent};
 
 /// ND2_ADAPTER_INFO, the parts that the device and RoCE decide.
@@ -141,10 +142,6 @@ fn port_space() -> Result<PortSpace, NdStatus> {
         })
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl AdapterInner {
     pub(crate) fn register(&self, owner: Owner) -> u64 {
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
@@ -160,8 +157,12 @@ impl AdapterInner {
         lock(&self.qps).insert(qp_num, token);
     }
 
-    pub(crate) fn unregister_qp(&self, qp_num: u32) {
-        lock(&self.qps).remove(&qp_num);
+    /// Forgets `qp_num` if `token` still owns it (a later connector may have taken the QP over).
+    pub(crate) fn unregister_qp(&self, qp_num: u32, token: u64) {
+        let mut qps = lock(&self.qps);
+        if qps.get(&qp_num) == Some(&token) {
+            qps.remove(&qp_num);
+        }
     }
 
     pub(crate) fn has_event_thread(&self) -> bool {
@@ -247,11 +248,12 @@ impl AdapterInner {
                     Owner::Connector(_) => None,
                 });
             match listener {
-                Some(listener) => listener.on_request(
-                    id,
-                    event.private_data,
-                    (event.responder_resources, event.initiator_depth),
-                ),
+                Some(listener) => {
+                    let params = (event.responder_resources, event.initiator_depth);
+                    contain("a listener's connection request", || {
+                        listener.on_request(id, event.private_data, params)
+                    });
+                }
                 // The listener is gone: dropping the id rejects the request.
                 None => drop(id),
             }
@@ -262,16 +264,15 @@ impl AdapterInner {
         match owner {
             Some(Owner::Connector(c)) => {
                 if let Some(c) = c.upgrade() {
-                    c.on_event(
-                        cm,
-                        &event.private_data,
-                        (event.responder_resources, event.initiator_depth),
-                    );
+                    let params = (event.responder_resources, event.initiator_depth);
+                    if contain("a connector's event", || c.on_event(cm, &event.private_data, params)).is_none() {
+                        c.fail_internal();
+                    }
                 }
             }
             Some(Owner::Listener(l)) => {
                 if let Some(l) = l.upgrade() {
-                    l.on_event(cm);
+                    contain("a listener's event", || l.on_event(cm));
                 }
             }
             None => log::debug!("event {kind:?} for a released object"),

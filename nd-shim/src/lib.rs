@@ -45,6 +45,7 @@ pub mod ndk;
 pub mod ports;
 mod request;
 pub mod status;
+mod sync;
 mod sys;
 mod verbs;
 

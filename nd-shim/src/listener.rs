@@ -1,7 +1,7 @@
 //! The listener state machine: Bind, Listen(backlog), GetConnectionRequest, cancel, release and
 //! the rdma_cm events a listening id receives, with all transitions in [`step`].
 //!
-//! Sources: `nd-semantics.md` ("The handshake": GetConnectionRequest completes on
+//! Sources: `docs/nd-semantics.md` ("The handshake": GetConnectionRequest completes on
 //! CONNECT_REQUEST; "Ports": a listener needs exclusive use of its port, and `rdma_listen`
 //! re-checks it) and IND2Listener's method set (Bind, Listen, GetLocalAddress,
 //! GetConnectionRequest). As with connectors, the machine is pure and the event engine carries out

@@ -1,6 +1,7 @@
-//! The shim's own ND port space: who holds which local ip:port, and the ephemeral allocator.
+//! The shim's ND port space: who holds which local ip:port in this process, the ephemeral
+//! allocator, and the kernel as the arbiter across processes.
 //!
-//! Rules from `nd-semantics.md` ("Ports"):
+//! Rules from `docs/nd-semantics.md` ("Ports"):
 //! - `Bind` with port 0 picks from the ND ephemeral range 49152-65535; none free is
 //!   ND_TOO_MANY_ADDRESSES. The range can be narrowed with `ND_SHIM_PORT_RANGE=lo-hi`.
 //! - Exclusive users (a listener, a connector that used Bind/Connect) meeting any other user of
@@ -11,8 +12,12 @@
 //! - An address stays busy until the listener or shared endpoint and all of its connectors are
 //!   closed: every guard here is a holder, and the address is free when the last one drops.
 //!
-//! This is bookkeeping only. The real `rdma_bind_addr` can still fail afterwards (another
-//! process holds the port: EADDRINUSE), which maps through [`crate::status::from_errno`].
+//! The table sees this process only. Every reservation is therefore confirmed by the kernel:
+//! the caller passes the `rdma_bind_addr` of its id as a [`KernelBind`] closure, and a port the
+//! kernel reports held ([`Refusal::HeldElsewhere`]: another process, or any other librdmacm user)
+//! is skipped by a port-0 search and is ND_SHARING_VIOLATION for an explicit port. What the kernel
+//! cannot tell us, the 4-tuples of another process's shared endpoints, is not enforced across
+//! processes (`docs/nd-semantics.md`, "What holds across processes").
 //!
 //! Addresses overlap when they are equal or either is a wildcard (0.0.0.0 / ::), as in the
 //! kernel's `cma_check_port`.
@@ -59,6 +64,16 @@ impl fmt::Display for PortRangeError {
 }
 
 impl std::error::Error for PortRangeError {}
+
+impl Refusal {
+    /// An explicitly asked-for port held elsewhere is the caller's sharing violation.
+    fn explicit(self) -> NdStatus {
+        match self {
+            Refusal::HeldElsewhere => NdStatus::ND_SHARING_VIOLATION,
+            Refusal::Failed(status) => status,
+        }
+    }
+}
 
 impl PortRange {
     /// The ND ephemeral range, 49152-65535.
@@ -120,6 +135,16 @@ impl PortRange {
     }
 }
 
+/// Why the kernel would not bind a candidate address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Someone outside this table holds the port (EADDRINUSE; EADDRNOTAVAIL against a wildcard
+    /// holder): a port-0 search moves on, an explicit port is ND_SHARING_VIOLATION.
+    HeldElsewhere,
+    /// Any other failure ends the call with this code.
+    Failed(NdStatus),
+}
+
 #[derive(Debug)]
 enum Use {
     Exclusive,
@@ -157,12 +182,23 @@ impl Table {
             .filter(move |e| overlaps(e.ip, ip))
     }
 
-    fn pick_ephemeral(&mut self, ip: IpAddr) -> Result<u16, NdStatus> {
+    /// The first port from the cursor that no entry here overlaps and the kernel binds.
+    fn bind_ephemeral<T>(
+        &mut self,
+        ip: IpAddr,
+        kernel: &mut impl FnMut(SocketAddr) -> Result<T, Refusal>,
+    ) -> Result<(u16, T), NdStatus> {
         let mut port = self.cursor;
         for _ in 0..self.range.port_count() {
             if self.overlapping(ip, port).next().is_none() {
-                self.cursor = self.range.after(port);
-                return Ok(port);
+                match kernel(SocketAddr::new(ip, port)) {
+                    Ok(bound) => {
+                        self.cursor = self.range.after(port);
+                        return Ok((port, bound));
+                    }
+                    Err(Refusal::HeldElsewhere) => log::trace!("port {port} is held outside this process"),
+                    Err(Refusal::Failed(status)) => return Err(status),
+                }
             }
             port = self.range.after(port);
         }
@@ -211,68 +247,109 @@ pub struct PortSpace {
 
 impl PortSpace {
     pub fn new(range: PortRange) -> Self {
+        Self::starting_at(range, range.first)
+    }
+
+    /// A port space whose first port-0 search starts at `first_pick` (clamped into the range).
+    pub fn starting_at(range: PortRange, first_pick: u16) -> Self {
+        let cursor = if range.contains(first_pick) {
+            first_pick
+        } else {
+            range.first
+        };
         PortSpace {
             table: Arc::new(Mutex::new(Table {
                 range,
-                cursor: range.first,
+                cursor,
                 next_id: 0,
                 by_port: HashMap::new(),
             })),
         }
     }
 
-    /// A port space over the range configured in [`PORT_RANGE_ENV`].
+    /// A port space over the range configured in [`PORT_RANGE_ENV`]. Each process starts its
+    /// search at a point of its own (from its pid), so that ND programs sharing a host rarely try
+    /// a port the other one holds; when they do, the kernel's EADDRINUSE moves the search on.
     pub fn from_env() -> Result<Self, PortRangeError> {
-        Ok(PortSpace::new(PortRange::from_env()?))
+        let range = PortRange::from_env()?;
+        let spread = (u64::from(std::process::id()) * 2_654_435_761) % u64::from(range.port_count());
+        let first_pick = u32::from(range.first) + u32::try_from(spread).unwrap_or(0);
+        Ok(PortSpace::starting_at(
+            range,
+            u16::try_from(first_pick).unwrap_or(range.first),
+        ))
     }
 
     pub fn range(&self) -> PortRange {
         self.lock().range
     }
 
-    /// Reserves `addr` for one exclusive owner: a listener, or a connector that used Bind or
-    /// Connect. Port 0 picks an ephemeral port.
-    pub fn reserve_exclusive(&self, addr: SocketAddr) -> Result<PortReservation, NdStatus> {
+    /// Reserves `addr` for one exclusive owner (a listener, or a connector that used Bind or
+    /// Connect) and has `kernel` bind it; port 0 searches the range. Returns what `kernel` made
+    /// (the bound id). The table stays locked across the kernel's answer, so two threads of this
+    /// process never race for one port.
+    pub fn bind_exclusive<T>(
+        &self,
+        addr: SocketAddr,
+        mut kernel: impl FnMut(SocketAddr) -> Result<T, Refusal>,
+    ) -> Result<(PortReservation, T), NdStatus> {
         let mut table = self.lock();
-        let port = match addr.port() {
-            0 => table.pick_ephemeral(addr.ip())?,
+        let (port, bound) = match addr.port() {
+            0 => table.bind_ephemeral(addr.ip(), &mut kernel)?,
             port if table.overlapping(addr.ip(), port).next().is_some() => return Err(NdStatus::ND_SHARING_VIOLATION),
-            port => port,
+            port => (port, kernel(addr).map_err(Refusal::explicit)?),
         };
         let id = table.insert(addr.ip(), port, Use::Exclusive);
-        Ok(PortReservation {
+        let reservation = PortReservation {
             hold: Hold {
                 table: Arc::clone(&self.table),
                 port,
                 id,
             },
             addr: SocketAddr::new(addr.ip(), port),
-        })
+        };
+        Ok((reservation, bound))
     }
 
-    /// Reserves `addr` for an NDK shared endpoint. Other shared endpoints may hold the same
-    /// address (both ids set REUSEADDR in the kernel); an exclusive holder may not.
-    pub fn reserve_shared(&self, addr: SocketAddr) -> Result<SharedEndpointReservation, NdStatus> {
+    /// Reserves `addr` for an NDK shared endpoint and has `kernel` bind it (with REUSEADDR, so
+    /// that other shared users may join and exclusive ones are refused in every process). Other
+    /// shared endpoints here may hold the same address; an exclusive holder may not.
+    pub fn bind_shared<T>(
+        &self,
+        addr: SocketAddr,
+        mut kernel: impl FnMut(SocketAddr) -> Result<T, Refusal>,
+    ) -> Result<(SharedEndpointReservation, T), NdStatus> {
         let mut table = self.lock();
-        let port = match addr.port() {
-            0 => table.pick_ephemeral(addr.ip())?,
+        let (port, bound) = match addr.port() {
+            0 => table.bind_ephemeral(addr.ip(), &mut kernel)?,
             port if table
                 .overlapping(addr.ip(), port)
                 .any(|e| matches!(e.usage, Use::Exclusive)) =>
             {
                 return Err(NdStatus::ND_SHARING_VIOLATION)
             }
-            port => port,
+            port => (port, kernel(addr).map_err(Refusal::explicit)?),
         };
         let id = table.insert(addr.ip(), port, Use::Shared { peers: HashSet::new() });
-        Ok(SharedEndpointReservation {
+        let reservation = SharedEndpointReservation {
             hold: Hold {
                 table: Arc::clone(&self.table),
                 port,
                 id,
             },
             addr: SocketAddr::new(addr.ip(), port),
-        })
+        };
+        Ok((reservation, bound))
+    }
+
+    /// [`PortSpace::bind_exclusive`] with nobody outside this process: the table's own rules.
+    pub fn reserve_exclusive(&self, addr: SocketAddr) -> Result<PortReservation, NdStatus> {
+        self.bind_exclusive(addr, |_| Ok(())).map(|(r, ())| r)
+    }
+
+    /// [`PortSpace::bind_shared`] with nobody outside this process.
+    pub fn reserve_shared(&self, addr: SocketAddr) -> Result<SharedEndpointReservation, NdStatus> {
+        self.bind_shared(addr, |_| Ok(())).map(|(r, ())| r)
     }
 
     /// How many reservations (entries, not holders) are live; for leak checks.
@@ -288,7 +365,7 @@ impl PortSpace {
 /// The table stays consistent across a panic elsewhere (no update panics half way), so a
 /// poisoned lock is still usable.
 fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
-    table.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::sync::lock(table)
 }
 
 /// One holder of an entry; dropping the last holder frees the address.
@@ -647,5 +724,77 @@ mod tests {
         );
         drop(held);
         assert_eq!(space.reserved_count(), 0);
+    }
+
+    /// Another process, as the kernel shows it: the ports it holds.
+    fn kernel_with(held_elsewhere: &[u16]) -> impl FnMut(SocketAddr) -> Result<u16, Refusal> + '_ {
+        move |addr| {
+            if held_elsewhere.contains(&addr.port()) {
+                Err(Refusal::HeldElsewhere)
+            } else {
+                Ok(addr.port())
+            }
+        }
+    }
+
+    #[test]
+    fn port_zero_skips_ports_the_kernel_reports_held_elsewhere() {
+        let space = narrow(50000, 50004);
+        let elsewhere = [50000, 50001, 50003];
+        let (first, bound) = space.bind_exclusive(sa(A, 0), kernel_with(&elsewhere)).unwrap();
+        assert_eq!((first.addr().port(), bound), (50002, 50002));
+        let (second, _) = space.bind_shared(sa(A, 0), kernel_with(&elsewhere)).unwrap();
+        assert_eq!(second.addr().port(), 50004);
+        // Every port is held here or elsewhere: only now ND_TOO_MANY_ADDRESSES.
+        assert_eq!(
+            space.bind_exclusive(sa(A, 0), kernel_with(&elsewhere)).unwrap_err(),
+            NdStatus::ND_TOO_MANY_ADDRESSES
+        );
+        // The ports held elsewhere were never entered in this table.
+        assert_eq!(space.reserved_count(), 2);
+    }
+
+    #[test]
+    fn explicit_port_held_elsewhere_is_a_sharing_violation_and_other_refusals_pass_through() {
+        let space = narrow(50000, 50004);
+        assert_eq!(
+            space.bind_exclusive(sa(A, 7000), kernel_with(&[7000])).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+        assert_eq!(
+            space.bind_shared(sa(A, 7000), kernel_with(&[7000])).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+        let invalid = |_| Err::<(), _>(Refusal::Failed(NdStatus::ND_INVALID_ADDRESS));
+        assert_eq!(
+            space.bind_exclusive(sa(A, 0), invalid).unwrap_err(),
+            NdStatus::ND_INVALID_ADDRESS
+        );
+        assert_eq!(
+            space.bind_exclusive(sa(A, 7001), invalid).unwrap_err(),
+            NdStatus::ND_INVALID_ADDRESS
+        );
+        assert_eq!(space.reserved_count(), 0);
+        // A port this table holds is refused without asking the kernel.
+        let _held = space.reserve_exclusive(sa(A, 7002)).unwrap();
+        let never = |_| -> Result<(), Refusal> { panic!("the kernel was asked about a port held here") };
+        assert_eq!(
+            space.bind_exclusive(sa(A, 7002), never).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+    }
+
+    #[test]
+    fn the_search_starts_where_asked() {
+        let space = PortSpace::starting_at(PortRange::new(50000, 50009).unwrap(), 50007);
+        let held: Vec<_> = (0..4).map(|_| space.reserve_exclusive(sa(A, 0)).unwrap()).collect();
+        let ports: Vec<u16> = held.iter().map(|r| r.addr().port()).collect();
+        assert_eq!(ports, [50007, 50008, 50009, 50000]);
+        let outside = PortSpace::starting_at(PortRange::new(50000, 50009).unwrap(), 80);
+        assert_eq!(outside.reserve_exclusive(sa(A, 0)).unwrap().addr().port(), 50000);
+        assert!(PortSpace::from_env()
+            .unwrap()
+            .range()
+            .contains(PortSpace::from_env().unwrap().lock().cursor));
     }
 }

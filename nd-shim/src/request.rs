@@ -23,7 +23,7 @@ pub(crate) struct Slot {
 }
 
 fn lock(slot: &Slot) -> MutexGuard<'_, SlotState> {
-    slot.state.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::lock(&slot.state)
 }
 
 impl Slot {
@@ -43,7 +43,9 @@ impl Slot {
         };
         self.done.notify_all();
         if let Some(callback) = callback {
-            callback(status);
+            // The application's callback, usually on the event thread: a panic in it must not
+            // take the thread (and every other object's events) down.
+            crate::sync::contain("a completion callback", || callback(status));
         }
     }
 
@@ -130,5 +132,21 @@ impl Pending {
             }
             None => state.callback = Some(Box::new(callback)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_callback_is_contained_and_the_result_kept() {
+        let slot = Slot::new();
+        lock(&slot).callback = Some(Box::new(|_| panic!("application bug")));
+        slot.complete(NdStatus::ND_CONNECTION_REFUSED);
+        assert_eq!(slot.status(), Some(NdStatus::ND_CONNECTION_REFUSED));
+        // Completing again changes nothing.
+        slot.complete(NdStatus::ND_SUCCESS);
+        assert_eq!(slot.status(), Some(NdStatus::ND_CONNECTION_REFUSED));
     }
 }

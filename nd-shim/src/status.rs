@@ -1,13 +1,13 @@
 //! ND2 HRESULT / NTSTATUS codes and the tables that turn Linux failures into them.
 //!
-//! The codes and values are those of `nd-semantics.md` ("Status codes"), which were read from
+//! The codes and values are those of `docs/nd-semantics.md` ("Status codes"), which were read from
 //! Microsoft's `ndstatus.mc` / `ndspi.h`: ND2 HRESULTs and NTSTATUS share values bit for bit, so one
 //! type serves the ND2 face (HRESULT) and the NDK face (NTSTATUS = `int32_t`).
 //!
 //! Two sources of failure exist on Linux, and each has exactly one mapping function here:
 //! - [`from_errno`]: an errno from a failed librdmacm / libibverbs call (an inline failure);
 //! - [`from_cm_event`]: an rdma_cm event and its `status` field, per side of the connection
-//!   (the failure table of `nd-semantics.md`, "Failures seen on the active side").
+//!   (the failure table of `docs/nd-semantics.md`, "Failures seen on the active side").
 
 use std::fmt;
 
@@ -33,7 +33,7 @@ macro_rules! nd_codes {
             $(pub const $name: NdStatus = NdStatus($value as u32 as i32);)*
         }
 
-        /// Every named code, in the order of `nd-semantics.md`'s table.
+        /// Every named code, in the order of `docs/nd-semantics.md`'s table.
         pub const ALL_CODES: &[(NdStatus, &str)] = &[$((NdStatus::$name, stringify!($name)),)*];
     };
 }
@@ -117,7 +117,7 @@ impl NdStatus {
         matches!(self.severity(), Severity::Error)
     }
 
-    /// The name of a code listed in `nd-semantics.md`, or `None` for any other value.
+    /// The name of a code listed in `docs/nd-semantics.md`, or `None` for any other value.
     pub fn name(self) -> Option<&'static str> {
         ALL_CODES.iter().find(|(code, _)| *code == self).map(|(_, name)| *name)
     }
@@ -140,17 +140,17 @@ impl fmt::Debug for NdStatus {
 
 /// The code for a failed librdmacm / libibverbs call, from its errno.
 ///
-/// Rows marked "nd-semantics.md" are rules of that document; the others are the nearest ND
+/// Rows marked "docs/nd-semantics.md" are rules of that document; the others are the nearest ND
 /// meaning of the errno. Anything not listed is ND_UNSUCCESSFUL, the generic failure code.
 pub fn from_errno(errno: i32) -> NdStatus {
     match errno {
-        // nd-semantics.md "Ports": address in use.
+        // docs/nd-semantics.md "Ports": address in use.
         libc::EADDRINUSE => NdStatus::ND_SHARING_VIOLATION,
-        // nd-semantics.md "Ports": address not on an RDMA adapter. rdma_bind_addr reports that as
+        // docs/nd-semantics.md "Ports": address not on an RDMA adapter. rdma_bind_addr reports that as
         // ENODEV (cma_acquire_dev_by_src_ip finds no device) or EADDRNOTAVAIL.
         libc::EADDRNOTAVAIL | libc::ENODEV => NdStatus::ND_INVALID_ADDRESS,
         libc::EAFNOSUPPORT => NdStatus::ND_INVALID_ADDRESS,
-        // nd-semantics.md failure table: rdma_resolve_addr fails inline with ENETUNREACH when
+        // docs/nd-semantics.md failure table: rdma_resolve_addr fails inline with ENETUNREACH when
         // there is no route.
         libc::ENETUNREACH => NdStatus::ND_NETWORK_UNREACHABLE,
         libc::EHOSTUNREACH => NdStatus::ND_HOST_UNREACHABLE,
@@ -191,7 +191,7 @@ pub mod rej_reason {
 /// UNREACHABLE and CONNECT_ERROR, the IB CM reject reason (positive) for REJECTED, 0 otherwise.
 /// Events that move the handshake forward map to ND_SUCCESS.
 ///
-/// The active-side rows are `nd-semantics.md`'s failure table, row by row; the passive-side
+/// The active-side rows are `docs/nd-semantics.md`'s failure table, row by row; the passive-side
 /// REJECTED rows are its "The handshake" section (reason 28 -> refused, reason 4 -> aborted).
 pub fn from_cm_event(side: Side, kind: CmEventKind, status: i32) -> NdStatus {
     use CmEventKind as K;
@@ -233,7 +233,7 @@ pub fn from_cm_event(side: Side, kind: CmEventKind, status: i32) -> NdStatus {
 /// The code of a work completion, from `ibv_wc.status` (`enum ibv_wc_status` of `<infiniband/verbs.h>`).
 ///
 /// A flushed request (the QP went to ERR: Disconnect, release) is ND_CANCELED
-/// (`nd-semantics.md`, "Disconnect"); the others are the nearest ND meaning.
+/// (`docs/nd-semantics.md`, "Disconnect"); the others are the nearest ND meaning.
 pub fn from_wc_status(status: u32) -> NdStatus {
     match status {
         0 => NdStatus::ND_SUCCESS,
@@ -432,7 +432,7 @@ mod tests {
     fn active_side_failure_table() {
         use CmEventKind as K;
         let a = |kind, status| from_cm_event(Side::Active, kind, status);
-        // Rows of nd-semantics.md's failure table, in its order.
+        // Rows of docs/nd-semantics.md's failure table, in its order.
         assert_eq!(a(K::Rejected, 8), NdStatus::ND_CONNECTION_REFUSED);
         assert_eq!(a(K::Rejected, 28), NdStatus::ND_CONNECTION_REFUSED);
         assert_eq!(a(K::AddrError, -libc::ETIMEDOUT), NdStatus::ND_HOST_UNREACHABLE);

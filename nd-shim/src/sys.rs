@@ -336,9 +336,17 @@ impl CmId {
     }
 
     pub fn bind(&self, addr: SocketAddr) -> Result<(), NdStatus> {
+        self.try_bind(addr).map_err(from_errno)
+    }
+
+    /// `rdma_bind_addr`, failing with the errno: the port rules tell EADDRINUSE from the rest.
+    pub fn try_bind(&self, addr: SocketAddr) -> Result<(), i32> {
         let (mut storage, _) = to_sockaddr(addr);
         // SAFETY: self.0 is live; storage is a valid sockaddr for the call's duration.
-        check(unsafe { ffi::rdma_bind_addr(self.raw(), ptr::addr_of_mut!(storage).cast()) })
+        match unsafe { ffi::rdma_bind_addr(self.raw(), ptr::addr_of_mut!(storage).cast()) } {
+            0 => Ok(()),
+            _ => Err(errno()),
+        }
     }
 
     pub fn resolve_addr(&self, dst: SocketAddr, timeout_ms: i32) -> Result<(), NdStatus> {

@@ -5,10 +5,12 @@
 //! the handshake) and the connector moves it to RTR/RTS from `rdma_init_qp_attr`, and to ERR on
 //! Disconnect.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
+use crate::connection_data::ReadLimits;
 use crate::engine::{Adapter, AdapterInner};
 use crate::status::{from_wc_status, NdStatus};
 use crate::sys::last_error;
@@ -188,6 +190,9 @@ unsafe impl Sync for RawQp {}
 
 pub(crate) struct QpInner {
     pub(crate) qp: RawQp,
+    /// The token of the connector whose connection uses this QP (0: none). ND's
+    /// ND_CONNECTION_ACTIVE is decided here, before anything touches the QP.
+    connection: AtomicU64,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
     _adapter: Arc<AdapterInner>,
@@ -197,6 +202,41 @@ impl QpInner {
     pub(crate) fn qp_num(&self) -> u32 {
         // SAFETY: the QP is live until Drop.
         unsafe { (*self.qp.0).qp_num }
+    }
+
+    /// Claims the QP for the connector `token`: false when another connector's connection (or
+    /// attempt) holds it. AcqRel: a claim is a handover between connectors on any thread.
+    pub(crate) fn claim(&self, token: u64) -> bool {
+        match self
+            .connection
+            .compare_exchange(0, token, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(holder) => holder == token,
+        }
+    }
+
+    /// Gives up `token`'s claim, if it holds one.
+    pub(crate) fn release(&self, token: u64) {
+        let _ = self
+            .connection
+            .compare_exchange(token, 0, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The QP's read limits as programmed: (max_dest_rd_atomic, max_rd_atomic).
+    pub(crate) fn read_limits(&self) -> Result<(u8, u8), NdStatus> {
+        // SAFETY: plain old data; zero is a valid start for both out-parameters.
+        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut init: ffi::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        let mask =
+            ffi::ibv_qp_attr_mask::IBV_QP_MAX_DEST_RD_ATOMIC.0 | ffi::ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC.0;
+        // SAFETY: the QP is live; attr and init are valid out-parameters.
+        match unsafe { ffi::ibv_query_qp(self.qp.0, &mut attr, mask as i32, &mut init) } {
+            0 => Ok((attr.max_dest_rd_atomic, attr.max_rd_atomic)),
+            e if e > 0 => Err(crate::status::from_errno(e)),
+            _ => Err(last_error()),
+        }
     }
 
     pub(crate) fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: i32) -> Result<(), NdStatus> {
@@ -264,6 +304,7 @@ impl QueuePair {
         }
         let inner = Arc::new(QpInner {
             qp: RawQp(qp),
+            connection: AtomicU64::new(0),
             _send_cq: Arc::clone(send_cq),
             _recv_cq: Arc::clone(recv_cq),
             _adapter: Arc::clone(&adapter.inner),
@@ -285,6 +326,14 @@ impl QueuePair {
 
     pub fn qp_num(&self) -> u32 {
         self.inner.qp_num()
+    }
+
+    /// The read limits the QP is programmed with, as `ibv_query_qp` reports them: inbound
+    /// (`max_dest_rd_atomic`, reads it serves) and outbound (`max_rd_atomic`, reads it issues).
+    /// rxe rounds both up to a power of two.
+    pub fn read_limits(&self) -> Result<ReadLimits, NdStatus> {
+        let (inbound, outbound) = self.inner.read_limits()?;
+        Ok(ReadLimits::new(u32::from(inbound), u32::from(outbound)))
     }
 
     /// ND2 Receive.

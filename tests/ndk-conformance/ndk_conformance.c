@@ -608,14 +608,18 @@ static int cad_server(struct server *srv)
     memcpy(&client_token, pd + 8, 4);
     struct sockaddr_in peer;
     ULONG plen = sizeof peer;
-    OK("server NdkGetPeerAddress", d->NdkGetPeerAddress(c, SA(peer), &plen));
-    if (check_ipv4("server's peer", &peer, plen, CLIENT_IP, 1) < 0)
-        return -1;
+    /* The peer's address is the connection's: not before NdkAccept completes. */
+    EXPECT("server NdkGetPeerAddress before NdkAccept", d->NdkGetPeerAddress(c, SA(peer), &plen),
+           STATUS_CONNECTION_INVALID);
     if (post_receive(s, 100, 0) < 0)
         return -1;
     uint8_t rep[196];
     token_data(s, rep, sizeof rep);
     EXPECT("NdkAccept", accept_on(s, c, s->qp, rep, sizeof rep, &srv->disconnected), STATUS_SUCCESS);
+    plen = sizeof peer;
+    OK("server NdkGetPeerAddress", d->NdkGetPeerAddress(c, SA(peer), &plen));
+    if (check_ipv4("server's peer", &peer, plen, CLIENT_IP, 1) < 0)
+        return -1;
     int n = wait_result(s, 100, STATUS_SUCCESS, "server receive");
     if (n < 0)
         return -1;
@@ -1128,8 +1132,22 @@ static int case_address_errors(void)
     if (client_open(&s, 1, &c) < 0)
         return -1;
     NDK_ADAPTER *a = s.adapter;
-    EXPECT("NdkConnect from 192.0.2.1", connect_from(&s, c, &test_net, sizeof test_net, 1000), STATUS_INVALID_ADDRESS);
-    EXPECT("NdkConnect from 127.0.0.1", connect_from(&s, c, &loopback, sizeof loopback, 1000), STATUS_INVALID_ADDRESS);
+    /* A failed bind leaves its connector unusable ("errors do not allow the connector to be
+     * used to retry"): each address error gets a connector of its own, and the first one
+     * shows the rule. Malformed arguments are refused before the connector is touched. */
+    NDK_CONNECTOR *spent = new_connector(&s);
+    if (!spent)
+        return -1;
+    EXPECT("NdkConnect from 192.0.2.1", connect_from(&s, spent, &test_net, sizeof test_net, 1000),
+           STATUS_INVALID_ADDRESS);
+    EXPECT("NdkConnect again on the connector whose bind failed", connect_from(&s, spent, &loopback, sizeof loopback, 1000),
+           STATUS_CONNECTION_INVALID);
+    spent->Dispatch->NdkCloseConnector(spent);
+    if (!(spent = new_connector(&s)))
+        return -1;
+    EXPECT("NdkConnect from 127.0.0.1", connect_from(&s, spent, &loopback, sizeof loopback, 1000),
+           STATUS_INVALID_ADDRESS);
+    spent->Dispatch->NdkCloseConnector(spent);
     struct sockaddr unix_family = {.sa_family = AF_UNIX};
     EXPECT("NdkConnect from an AF_UNIX address", connect_from(&s, c, &unix_family, sizeof unix_family, 1000),
            STATUS_INVALID_ADDRESS);
@@ -1149,8 +1167,11 @@ static int case_address_errors(void)
     struct sockaddr_in held = addr(CLIENT_IP, 7120);
     if (address_listener(&s, &unused, &held, "NdkListen on :7120", &l) < 0)
         return -1;
-    EXPECT("NdkConnect from the listener's address", connect_from(&s, c, &held, sizeof held, 1000),
+    if (!(spent = new_connector(&s)))
+        return -1;
+    EXPECT("NdkConnect from the listener's address", connect_from(&s, spent, &held, sizeof held, 1000),
            STATUS_SHARING_VIOLATION);
+    spent->Dispatch->NdkCloseConnector(spent);
     NDK_SHARED_ENDPOINT *e = NULL;
     EXPECT("NdkCreateSharedEndpoint on the listener's address",
            a->Dispatch->NdkCreateSharedEndpoint(a, SA(held), sizeof held, NULL, NULL, &e), STATUS_SHARING_VIOLATION);
@@ -1162,8 +1183,9 @@ static int case_address_errors(void)
     EXPECT("second NdkListen on :7120", l2->Dispatch->NdkListen(l2, SA(held), sizeof held, on_complete, NULL),
            STATUS_SHARING_VIOLATION);
     l2->Dispatch->NdkCloseListener(l2);
-    /* The connector is still usable: a real attempt to a port nobody listens on. */
-    EXPECT("NdkConnect from CLIENT:0 after the failures", connect_from(&s, c, &src, sizeof src, 15000),
+    /* The connector that only saw malformed arguments is untouched: a real attempt to a port
+     * nobody listens on. */
+    EXPECT("NdkConnect from CLIENT:0 after the argument errors", connect_from(&s, c, &src, sizeof src, 15000),
            STATUS_CONNECTION_REFUSED);
     l->Dispatch->NdkCloseListener(l);
     return client_close(&s, c);
@@ -1332,6 +1354,10 @@ static int case_ports_exhausted(void)
         return -1;
     EXPECT("NdkConnect from port 0 with the range used up", connect_from(&s, c, &any, sizeof any, 1000),
            STATUS_TOO_MANY_ADDRESSES);
+    /* That connector is spent (no reuse after a failed bind); a new one gets the freed port. */
+    c->Dispatch->NdkCloseConnector(c);
+    if (!(c = new_connector(&s)))
+        return -1;
     n--;
     held[n]->Dispatch->NdkCloseSharedEndpoint(held[n]);
     EXPECT("NdkConnect from port 0 after one endpoint closed", connect_from(&s, c, &any, sizeof any, 15000),

@@ -1,6 +1,8 @@
 # nd-shim's ND2/NDK connector conformance: each case of target/release/nd-conformance is one
 # test, both sides in one process (passive on rxe0 198.18.0.1, active on rxe1 198.18.0.2), once
-# over each provider in RIG_ND_PROVIDERS (default: the stock C provider and rxe_rs).
+# over each provider in RIG_ND_PROVIDERS (default: the stock C provider and rxe_rs). The mp-*
+# cases start a second process (this program in --child mode, or plain-peer: a plain librdmacm
+# program built here from tests/nd-conformance/plain_peer.c), as does read-limits-plain-peer.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 nd_conformance=$RIG_ROOT/target/release/nd-conformance
@@ -18,6 +20,16 @@ nd_case() { # nd_case PROVIDER CASE [ENV=VALUE...]
     expect_provider "$served" "$provider"
 }
 
+plain_dir=$RIG_OUT/nd-conformance
+mkdir -p "$plain_dir"
+if ! gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$plain_dir/plain-peer" "$RIG_ROOT/tests/nd-conformance/plain_peer.c" \
+    -lrdmacm -libverbs > "$RIG_OUT/logs/$RIG_SUITE.build.log" 2>&1; then
+    record fail build "gcc plain_peer.c, log: logs/$RIG_SUITE.build.log"
+    exit 0
+fi
+record pass build
+export ND_PLAIN_PEER=$plain_dir/plain-peer
+
 # io-timeout: 198.18.0.50 resolves (on rxe1's veth1) to a MAC that no interface has, so its REQ
 # goes out and nobody answers.
 ip neigh replace 198.18.0.50 lladdr 02:00:00:00:00:50 dev veth1 nud permanent
@@ -26,6 +38,9 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     for name in $("$nd_conformance" --list); do
         case $name in
             ports-exhausted) run_test "$name.$provider" nd_case "$provider" "$name" ND_SHIM_PORT_RANGE=50000-50003 ND_SHIM_LOG=debug ;;
+            # 100 ports for the two processes' 50 binds each; three for the plain holders' case.
+            mp-port-zero) run_test "$name.$provider" nd_case "$provider" "$name" ND_SHIM_PORT_RANGE=50100-50199 ND_SHIM_LOG=debug ;;
+            mp-plain-holders) run_test "$name.$provider" nd_case "$provider" "$name" ND_SHIM_PORT_RANGE=50200-50202 ND_SHIM_LOG=debug ;;
             *) run_test "$name.$provider" nd_case "$provider" "$name" ND_SHIM_LOG=debug ;;
         esac
     done

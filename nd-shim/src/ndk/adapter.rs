@@ -26,7 +26,7 @@ pub(super) struct AdapterShared {
 
 impl AdapterShared {
     fn sges(&self, list: &[NdkSge]) -> Result<Vec<Sge>, NtStatus> {
-        let regions = self.regions.lock().unwrap_or_else(|p| p.into_inner());
+        let regions = crate::sync::lock(&self.regions);
         list.iter()
             .map(|sge| {
                 let region = regions
@@ -516,12 +516,7 @@ unsafe extern "C" fn create_mr(adapter: *mut NdkAdapter, length: usize, mr: *mut
             return Err(STATUS_INVALID_PARAMETER);
         }
         let region = Arc::new(MemoryRegion::new(&adapter.shared.adapter, length).map_err(code)?);
-        adapter
-            .shared
-            .regions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(region.local_token(), Arc::downgrade(&region));
+        crate::sync::lock(&adapter.shared.regions).insert(region.local_token(), Arc::downgrade(&region));
         let object = NdkMr {
             dispatch: &MR_DISPATCH,
             adapter: Arc::clone(&adapter.shared),
@@ -536,11 +531,7 @@ unsafe extern "C" fn close_mr(mr: *mut NdkMr) -> NtStatus {
     status_boundary("NdkCloseMr", || {
         // SAFETY: the caller gives up its handle.
         let mr = unsafe { take_handle(mr)? };
-        mr.adapter
-            .regions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&mr.region.local_token());
+        crate::sync::lock(&mr.adapter.regions).remove(&mr.region.local_token());
         Ok(STATUS_SUCCESS)
     })
 }

@@ -87,7 +87,7 @@ impl NdkListener {
 
 impl ListenerShared {
     fn state(&self) -> MutexGuard<'_, Delivery> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Keeps one GetConnectionRequest pending while listening and not paused.

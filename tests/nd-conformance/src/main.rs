@@ -440,26 +440,32 @@ fn port_in_use() -> Outcome {
         NdStatus::ND_SHARING_VIOLATION,
     )?;
     drop(listener);
+    // The refused connector stays spent (no reuse after a failed Bind); a new one gets the port.
+    expect_err(
+        "Bind again on the refused connector",
+        connector.bind(SocketAddr::new(SERVER, 7005)),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
     ok(
         "Bind after the listener closed",
-        connector.bind(SocketAddr::new(SERVER, 7005)),
+        Connector::new(&side.adapter).bind(SocketAddr::new(SERVER, 7005)),
     )
 }
 
-/// Addresses no RDMA adapter has: ND_INVALID_ADDRESS.
+/// Addresses no RDMA adapter has: ND_INVALID_ADDRESS. Each Bind on a connector of its own: a
+/// failed Bind leaves its connector unusable (`no-reuse-after-failure`).
 fn invalid_address() -> Outcome {
     let side = Side::open(SERVER, true)?;
-    let connector = Connector::new(&side.adapter);
     let test_net = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
     expect_err(
         "Bind to 192.0.2.1",
-        connector.bind(SocketAddr::new(test_net, 0)),
+        Connector::new(&side.adapter).bind(SocketAddr::new(test_net, 0)),
         NdStatus::ND_INVALID_ADDRESS,
     )?;
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
     expect_err(
         "Bind to 127.0.0.1",
-        connector.bind(SocketAddr::new(loopback, 0)),
+        Connector::new(&side.adapter).bind(SocketAddr::new(loopback, 0)),
         NdStatus::ND_INVALID_ADDRESS,
     )?;
     expect_err(
@@ -467,10 +473,9 @@ fn invalid_address() -> Outcome {
         Adapter::open_polled(test_net),
         NdStatus::ND_INVALID_ADDRESS,
     )?;
-    // The connector is still usable.
     ok(
         "Bind to the adapter's address",
-        connector.bind(SocketAddr::new(SERVER, 0)),
+        Connector::new(&side.adapter).bind(SocketAddr::new(SERVER, 0)),
     )
 }
 
@@ -680,22 +685,43 @@ fn shared_endpoint() -> Outcome {
     join(server)
 }
 
-/// ND2_ADAPTER_INFO: MaxCallerData 56, MaxCalleeData 196, read limits from the device caps.
+/// ND2_ADAPTER_INFO: MaxCallerData 56, MaxCalleeData 196, and the read limits equal to what
+/// the device reports to `ibv_devinfo -v -d rxe0` (max_qp_rd_atom, max_qp_init_rd_atom).
 fn adapter_query() -> Outcome {
     let side = Side::open(SERVER, true)?;
     let info = side.adapter.query();
     println!("  {info:?}");
     ensure!(info.max_caller_data == 56, "MaxCallerData {}", info.max_caller_data);
     ensure!(info.max_callee_data == 196, "MaxCalleeData {}", info.max_callee_data);
+    let devinfo = std::process::Command::new("ibv_devinfo")
+        .args(["-v", "-d", "rxe0"])
+        .output()
+        .map_err(|e| format!("ibv_devinfo: {e}"))?;
+    let text = String::from_utf8_lossy(&devinfo.stdout);
+    let field = |name: &str| -> Result<u32, String> {
+        text.lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix(name)
+                    .and_then(|v| v.trim_start_matches(':').trim().parse().ok())
+            })
+            .ok_or_else(|| format!("ibv_devinfo shows no {name}"))
+    };
+    let device = (field("max_qp_rd_atom")?, field("max_qp_init_rd_atom")?);
     ensure!(
-        info.max_inbound_read_limit > 0 && info.max_outbound_read_limit > 0,
-        "read limits {info:?}"
+        (info.max_inbound_read_limit, info.max_outbound_read_limit) == device,
+        "read limits {}/{}, the device says {device:?}",
+        info.max_inbound_read_limit,
+        info.max_outbound_read_limit
     );
+    println!("  read limits {device:?} as ibv_devinfo reports them");
     Ok(())
 }
 
 /// GetPrivateData, GetLocalAddress and GetPeerAddress with short buffers: ND_BUFFER_OVERFLOW
-/// and the required size; the address getters leave the buffer alone.
+/// and the required size; GetPrivateData copies what fits, the address getters leave the buffer
+/// alone. GetPeerAddress before the connection is up, and GetLocalAddress on a connector that
+/// only used Bind: ND_CONNECTION_INVALID.
 fn getters_short_buffers() -> Outcome {
     const PORT: u16 = 7014;
     let (ready, server) = passive(|ready| {
@@ -717,6 +743,12 @@ fn getters_short_buffers() -> Outcome {
         )?;
         ensure!(fill.required == 56, "required {}", fill.required);
         ensure!(short == *b"0123456789", "the first 10 bytes were not copied: {short:?}");
+        expect_err(
+            "GetPeerAddress before Accept (not connected)",
+            connector.get_peer_address(&mut addr),
+            NdStatus::ND_CONNECTION_INVALID,
+        )?;
+        expect("Accept", accept(&connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)?;
         let mut short = [0xeeu8; 8];
         let fill = ok("get_peer_address", connector.get_peer_address(&mut short))?;
         expect("GetPeerAddress into 8 bytes", fill.status, NdStatus::ND_BUFFER_OVERFLOW)?;
@@ -725,11 +757,22 @@ fn getters_short_buffers() -> Outcome {
             "peer address fill {fill:?}, buffer {short:?}"
         );
         let fill = ok("get_peer_address", connector.get_peer_address(&mut addr))?;
-        ensure!(fill.status == NdStatus::ND_SUCCESS, "peer address {fill:?}");
+        ensure!(
+            fill.status == NdStatus::ND_SUCCESS && fill.required == 16,
+            "peer address {fill:?}"
+        );
         ensure!(addr[4..8] == [198, 18, 0, 2], "peer address bytes {:?}", &addr[..16]);
-        expect("Accept", accept(&connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)
+        Ok(())
     });
     let side = active(&ready)?;
+    let bound_only = Connector::new(&side.adapter);
+    ok("bind", bound_only.bind(SocketAddr::new(CLIENT, 0)))?;
+    let mut room = [0u8; 64];
+    expect_err(
+        "GetLocalAddress after Bind only (not connecting)",
+        bound_only.get_local_address(&mut room),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
     let connector = Connector::new(&side.adapter);
     let connect = connect(&connector, &side.qp, PORT, b"0123456789abcdef")?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
@@ -877,6 +920,605 @@ fn io_timeout() -> Outcome {
     expect("Connect to 198.18.0.50", status, NdStatus::ND_IO_TIMEOUT)
 }
 
+// ---- cases across processes, and against a plain librdmacm peer --------------------------
+
+/// A helper process: this program in `--child` mode, or the plain librdmacm peer
+/// (`ND_PLAIN_PEER`, built by the suite from `plain_peer.c`). Its stdin closing ends it.
+struct Helper {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Helper {
+    fn spawn(program: &std::path::Path, args: &[&str]) -> Result<Helper, String> {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", program.display()))?;
+        let out = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Helper { child, out })
+    }
+
+    /// Another process of this program running `--child NAME ARGS`.
+    fn shim(args: &[&str]) -> Result<Helper, String> {
+        let me = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut all = vec!["--child"];
+        all.extend_from_slice(args);
+        Helper::spawn(&me, &all)
+    }
+
+    fn plain(args: &[&str]) -> Result<Helper, String> {
+        let peer = std::env::var("ND_PLAIN_PEER").map_err(|_| "ND_PLAIN_PEER is not set")?;
+        Helper::spawn(std::path::Path::new(&peer), args)
+    }
+
+    /// The next protocol line the helper prints (without the newline). Indented lines are the
+    /// commentary every case prints (`expect`'s "  what: code"): echoed, not returned.
+    fn line(&mut self) -> Result<String, String> {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            match self.out.read_line(&mut line) {
+                Ok(0) => return Err("the helper process ended".into()),
+                Ok(_) if line.starts_with("  ") => print!("  other process:{line}"),
+                Ok(_) => return Ok(line.trim_end().to_string()),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    fn expect_line(&mut self, want: &str) -> Outcome {
+        let got = self.line()?;
+        ensure!(got == want, "helper said {got:?}, want {want:?}");
+        Ok(())
+    }
+
+    fn say(&mut self, text: &str) -> Outcome {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().ok_or("helper stdin closed")?;
+        writeln!(stdin, "{text}").map_err(|e| e.to_string())
+    }
+
+    /// Closes its stdin and waits; it must exit 0.
+    fn finish(mut self) -> Outcome {
+        drop(self.child.stdin.take());
+        let status = self.child.wait().map_err(|e| e.to_string())?;
+        ensure!(status.success(), "helper exited {status}");
+        Ok(())
+    }
+}
+
+fn wait_stdin_closed() {
+    use std::io::Read;
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+}
+
+fn wait_stdin_line() {
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+/// `--child port-zero N`: after a line on stdin, binds N connectors to CLIENT:0, printing each
+/// port (or `FAIL code`); then `done`, holding them until stdin closes.
+fn child_port_zero(count: usize) -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    println!("ready");
+    wait_stdin_line();
+    let mut held = Vec::new();
+    for _ in 0..count {
+        let connector = Connector::new(&side.adapter);
+        match connector.bind(SocketAddr::new(CLIENT, 0)) {
+            Ok(()) => {
+                println!("{}", connector.local_address().map_or(0, |a| a.port()));
+                held.push(connector);
+            }
+            Err(status) => println!("FAIL {status}"),
+        }
+    }
+    println!("done");
+    wait_stdin_closed();
+    Ok(())
+}
+
+/// `--child listen PORT`: an nd-shim listener on CLIENT:PORT until stdin closes.
+fn child_listen(port: u16) -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let listener = Listener::new(&side.adapter);
+    ok("listener bind", listener.bind(SocketAddr::new(CLIENT, port)))?;
+    ok("listen", listener.listen(4))?;
+    println!("ready");
+    wait_stdin_closed();
+    Ok(())
+}
+
+/// `--child shared LOCAL_PORT REMOTE_PORT`: a shared endpoint on CLIENT:LOCAL_PORT connected to
+/// SERVER:REMOTE_PORT; prints `connected`, holds it until stdin closes.
+fn child_shared(local: u16, remote: u16) -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let endpoint = ok(
+        "shared endpoint",
+        SharedEndpoint::new(&side.adapter, SocketAddr::new(CLIENT, local)),
+    )?;
+    let connector = Connector::new(&side.adapter);
+    let connect = ok(
+        "connect",
+        connector.connect_with_shared_endpoint(&side.qp, &endpoint, SocketAddr::new(SERVER, remote), 0, 0, &[]),
+    )?;
+    expect("ConnectWithSharedEndpoint", connect.wait(), NdStatus::ND_SUCCESS)?;
+    ok("complete_connect", connector.complete_connect())?;
+    println!("connected");
+    wait_stdin_closed();
+    Ok(())
+}
+
+fn run_child(args: &[String]) -> Outcome {
+    let arg = |i: usize| -> Result<u16, String> {
+        args.get(i)
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| format!("--child {args:?}: argument {i}"))
+    };
+    match args.first().map(String::as_str) {
+        Some("port-zero") => child_port_zero(usize::from(arg(1)?)),
+        Some("listen") => child_listen(arg(1)?),
+        Some("shared") => child_shared(arg(1)?, arg(2)?),
+        _ => Err(format!("no child mode {args:?}")),
+    }
+}
+
+/// Two nd-shim processes bind port 0 concurrently, 50 each, in a range of exactly 100 ports
+/// (ND_SHIM_PORT_RANGE=50100-50199, set by the suite): every bind succeeds (no
+/// SHARING_VIOLATION, no INVALID_ADDRESS), the 100 ports are distinct and in the range, and
+/// only then is the next bind ND_TOO_MANY_ADDRESSES.
+fn mp_port_zero() -> Outcome {
+    const ROUNDS: usize = 50;
+    let side = Side::open(CLIENT, true)?;
+    let mut other = Helper::shim(&["port-zero", "50"])?;
+    other.expect_line("ready")?;
+    other.say("go")?;
+    let mut mine = Vec::new();
+    let mut ports = Vec::new();
+    for round in 0..ROUNDS {
+        let connector = Connector::new(&side.adapter);
+        ok(&format!("bind {round}"), connector.bind(SocketAddr::new(CLIENT, 0)))?;
+        ports.push(connector.local_address().ok_or("no local address")?.port());
+        mine.push(connector);
+    }
+    for round in 0..ROUNDS {
+        let line = other.line()?;
+        let port: u16 = line
+            .parse()
+            .map_err(|_| format!("the other process's bind {round}: {line}"))?;
+        ports.push(port);
+    }
+    other.expect_line("done")?;
+    let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+    ensure!(
+        distinct.len() == 2 * ROUNDS,
+        "{} distinct ports of {}",
+        distinct.len(),
+        ports.len()
+    );
+    ensure!(
+        distinct.iter().all(|p| (50100..=50199).contains(p)),
+        "ports outside 50100-50199: {distinct:?}"
+    );
+    println!("  100 binds in two processes, 100 distinct ports in 50100-50199");
+    let one_more = Connector::new(&side.adapter);
+    expect_err(
+        "bind 101 (the range used up across both processes)",
+        one_more.bind(SocketAddr::new(CLIENT, 0)),
+        NdStatus::ND_TOO_MANY_ADDRESSES,
+    )?;
+    other.finish()
+}
+
+/// Ports held by a plain librdmacm program: CLIENT:50200 and the wildcard 0.0.0.0:50201
+/// (ND_SHIM_PORT_RANGE=50200-50202, set by the suite). Port 0 finds 50202 whatever port the
+/// search starts at, then ND_TOO_MANY_ADDRESSES; each held port asked for explicitly is
+/// ND_SHARING_VIOLATION (a wildcard holder too, not ND_INVALID_ADDRESS).
+fn mp_plain_holders() -> Outcome {
+    let mut exact = Helper::plain(&["hold", "198.18.0.2", "50200"])?;
+    exact.expect_line("ready")?;
+    let mut wildcard = Helper::plain(&["hold", "0.0.0.0", "50201"])?;
+    wildcard.expect_line("ready")?;
+    let side = Side::open(CLIENT, true)?;
+    let first = Connector::new(&side.adapter);
+    ok("bind port 0", first.bind(SocketAddr::new(CLIENT, 0)))?;
+    let port = first.local_address().ok_or("no local address")?.port();
+    ensure!(port == 50202, "port 0 bound {port}, want 50202");
+    println!("  port 0 skipped the held 50200 and 50201: {port}");
+    expect_err(
+        "bind port 0 with 50200-50202 held",
+        Connector::new(&side.adapter).bind(SocketAddr::new(CLIENT, 0)),
+        NdStatus::ND_TOO_MANY_ADDRESSES,
+    )?;
+    for port in [50200, 50201] {
+        let addr = SocketAddr::new(CLIENT, port);
+        expect_err(
+            &format!("Bind {addr}"),
+            Connector::new(&side.adapter).bind(addr),
+            NdStatus::ND_SHARING_VIOLATION,
+        )?;
+        expect_err(
+            &format!("listener Bind {addr}"),
+            Listener::new(&side.adapter).bind(addr),
+            NdStatus::ND_SHARING_VIOLATION,
+        )?;
+        expect_err(
+            &format!("shared endpoint on {addr}"),
+            SharedEndpoint::new(&side.adapter, addr),
+            NdStatus::ND_SHARING_VIOLATION,
+        )?;
+    }
+    exact.finish()?;
+    wildcard.finish()
+}
+
+/// An explicit port held by another nd-shim process (its listener on CLIENT:7210):
+/// ND_SHARING_VIOLATION for Bind, a listener and a shared endpoint; free again once it exits.
+fn mp_explicit_port() -> Outcome {
+    let mut other = Helper::shim(&["listen", "7210"])?;
+    other.expect_line("ready")?;
+    let side = Side::open(CLIENT, true)?;
+    let addr = SocketAddr::new(CLIENT, 7210);
+    expect_err(
+        "Bind to the other process's port",
+        Connector::new(&side.adapter).bind(addr),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
+    expect_err(
+        "listener on the other process's port",
+        Listener::new(&side.adapter).bind(addr),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
+    expect_err(
+        "shared endpoint on the other process's port",
+        SharedEndpoint::new(&side.adapter, addr),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
+    other.finish()?;
+    ok(
+        "Bind after the other process exited",
+        Connector::new(&side.adapter).bind(addr),
+    )
+}
+
+/// A shared endpoint against connections made by another process from the same ip:port
+/// (CLIENT:7214, the other process connected to SERVER:7212). Across processes the kernel
+/// enforces the exclusive rule (Bind and a listener: ND_SHARING_VIOLATION) and lets shared
+/// endpoints share; the 4-tuple rule is this process's only (docs/nd-semantics.md, "What holds
+/// across processes"): the same 4-tuple from here connects.
+fn mp_shared_endpoint() -> Outcome {
+    const PORTS: [u16; 2] = [7212, 7213];
+    const LOCAL: u16 = 7214;
+    let (ready, server) = passive(|ready| {
+        let side = Side::open(SERVER, false)?;
+        let listeners = PORTS
+            .iter()
+            .map(|p| listening(&side, *p))
+            .collect::<Result<Vec<_>, _>>()?;
+        ready.send(()).ok();
+        let mut accepted = Vec::new();
+        // The other process's connection, then ours to :7213 and ours to :7212 again.
+        for listener in [&listeners[0], &listeners[1], &listeners[0]] {
+            let connector = request(&side, listener)?;
+            let qp = side.another_qp()?;
+            expect("Accept", accept(&connector, &qp)?.wait(), NdStatus::ND_SUCCESS)?;
+            accepted.push((connector, qp));
+        }
+        thread::sleep(Duration::from_millis(300));
+        Ok(())
+    });
+    wait_ready(&ready)?;
+    let mut other = Helper::shim(&["shared", "7214", "7212"])?;
+    other.expect_line("connected")?;
+    let side = Side::open(CLIENT, true)?;
+    let local = SocketAddr::new(CLIENT, LOCAL);
+    expect_err(
+        "Bind to the other process's shared port",
+        Connector::new(&side.adapter).bind(local),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
+    expect_err(
+        "listener on the other process's shared port",
+        Listener::new(&side.adapter).bind(local),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
+    let endpoint = ok(
+        "shared endpoint on the same port",
+        SharedEndpoint::new(&side.adapter, local),
+    )?;
+    let mut held = Vec::new();
+    for (port, what) in [
+        (PORTS[1], "another destination"),
+        (PORTS[0], "the other process's 4-tuple (not seen across processes)"),
+    ] {
+        let qp = side.another_qp()?;
+        let connector = Connector::new(&side.adapter);
+        let connect = ok(
+            "connect",
+            connector.connect_with_shared_endpoint(&qp, &endpoint, SocketAddr::new(SERVER, port), 0, 0, &[]),
+        )?;
+        expect(
+            &format!("ConnectWithSharedEndpoint to {what}"),
+            connect.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
+        ok("complete_connect", connector.complete_connect())?;
+        held.push((connector, qp));
+    }
+    join(server)?;
+    other.finish()
+}
+
+/// ND_CONNECTION_ACTIVE: Connect (active) and Accept (passive) with a queue pair that another
+/// connector's connection uses fail inline, and that connection still carries data both ways.
+fn qp_connection_active() -> Outcome {
+    const PORT: u16 = 7018;
+    let (ready, server) = passive_request(PORT, |side, first| {
+        side.post_receive(1, 0)?;
+        expect("Accept", accept(first, &side.qp)?.wait(), NdStatus::ND_SUCCESS)?;
+        side.received(1, 0, b"still up")
+    });
+    let side = active(&ready)?;
+    side.post_receive(1, 0)?;
+    let first = connected(&side, PORT)?;
+    let second = Connector::new(&side.adapter);
+    expect_err(
+        "Connect with the connected QP on another connector",
+        second.connect(&side.qp, SocketAddr::new(SERVER, PORT), 0, 0, &[]),
+        NdStatus::ND_CONNECTION_ACTIVE,
+    )?;
+    side.send(10, 1024, b"still up")?;
+    let outcome = join(server);
+    drop(first);
+    outcome
+}
+
+/// The passive half of ND_CONNECTION_ACTIVE: Accept on a second request with the QP of the first
+/// connection fails inline; the first connection then still carries a send from the peer.
+fn qp_accept_active() -> Outcome {
+    const PORT: u16 = 7019;
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (ready, server) = passive(move |ready| {
+        let (side, listener) = listening_side(PORT)?;
+        ready.send(()).ok();
+        side.post_receive(1, 0)?;
+        let first = request(&side, &listener)?;
+        expect("Accept", accept(&first, &side.qp)?.wait(), NdStatus::ND_SUCCESS)?;
+        let second = request(&side, &listener)?;
+        expect_err(
+            "Accept with the first connection's QP",
+            second.accept(&side.qp, 0, 0, &[]),
+            NdStatus::ND_CONNECTION_ACTIVE,
+        )?;
+        let qp = side.another_qp()?;
+        expect(
+            "Accept with a QP of its own",
+            accept(&second, &qp)?.wait(),
+            NdStatus::ND_SUCCESS,
+        )?;
+        go_tx.send(()).ok();
+        side.received(1, 0, b"first")
+    });
+    let side = active(&ready)?;
+    let first = connected(&side, PORT)?;
+    let qp = side.another_qp()?;
+    let second = Connector::new(&side.adapter);
+    expect(
+        "Connect (second)",
+        connect(&second, &qp, PORT, &[])?.wait(),
+        NdStatus::ND_SUCCESS,
+    )?;
+    ok("complete_connect (second)", second.complete_connect())?;
+    go_rx
+        .recv_timeout(Duration::from_secs(20))
+        .map_err(|_| "the passive side never accepted the second")?;
+    side.send(10, 1024, b"first")?;
+    let outcome = join(server);
+    drop((first, second));
+    outcome
+}
+
+/// Read limits against a plain librdmacm peer that offers the device's maxima whatever it is
+/// asked (tests/nd-conformance/plain_peer.c). Active side: Connect asking 4 in / 2 out gets
+/// exactly that in GetReadLimits and in the QP; asking 1000 / 1000 gets the adapter's maxima.
+/// Passive side: the peer's REQ offers the maxima; Accept asking 2 in / 4 out gets exactly that.
+fn read_limits_plain_peer() -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let info = side.adapter.query();
+    let adapter = (info.max_inbound_read_limit, info.max_outbound_read_limit);
+    println!("  adapter read limits {adapter:?}");
+    for (port, asked, want) in [(7020u16, (4, 2), (4, 2)), (7021, (1000, 1000), adapter)] {
+        let mut peer = Helper::plain(&["accept", "198.18.0.1", &port.to_string()])?;
+        peer.expect_line("ready")?;
+        let qp = side.another_qp()?;
+        let connector = Connector::new(&side.adapter);
+        let connect = ok(
+            "connect",
+            connector.connect(&qp, SocketAddr::new(SERVER, port), asked.0, asked.1, &[]),
+        )?;
+        expect("Connect to the plain peer", connect.wait(), NdStatus::ND_SUCCESS)?;
+        let limits = ok("get_read_limits", connector.get_read_limits())?;
+        ensure!(
+            (limits.inbound, limits.outbound) == want,
+            "active GetReadLimits {limits:?} asking {asked:?}, want {want:?}"
+        );
+        ok("complete_connect", connector.complete_connect())?;
+        peer.expect_line("established")?;
+        let programmed = ok("query qp", qp.read_limits())?;
+        ensure!(
+            (programmed.inbound, programmed.outbound) == want,
+            "active QP programmed {programmed:?} asking {asked:?}, want {want:?}"
+        );
+        println!("  active asking {asked:?}: GetReadLimits and QP {want:?}");
+        let disconnect = ok("disconnect", connector.disconnect())?;
+        expect("Disconnect", disconnect.wait(), NdStatus::ND_SUCCESS)?;
+        peer.finish()?;
+    }
+
+    const PORT: u16 = 7022;
+    let server = Side::open(SERVER, false)?;
+    let listener = listening(&server, PORT)?;
+    let mut peer = Helper::plain(&["connect", "198.18.0.1", &PORT.to_string()])?;
+    let connector = request(&server, &listener)?;
+    let offered = ok("get_read_limits", connector.get_read_limits())?;
+    ensure!(
+        (offered.inbound, offered.outbound) == adapter,
+        "passive GetReadLimits before Accept {offered:?}, want the peer's offer capped to the adapter {adapter:?}"
+    );
+    let accept = ok("accept", connector.accept(&server.qp, 2, 4, &[]))?;
+    peer.expect_line("established")?;
+    expect("Accept from the plain peer", accept.wait(), NdStatus::ND_SUCCESS)?;
+    let limits = ok("get_read_limits", connector.get_read_limits())?;
+    ensure!(
+        (limits.inbound, limits.outbound) == (2, 4),
+        "passive GetReadLimits after Accept {limits:?}, want (2, 4)"
+    );
+    let programmed = ok("query qp", server.qp.read_limits())?;
+    ensure!(
+        (programmed.inbound, programmed.outbound) == (2, 4),
+        "passive QP programmed {programmed:?}, want (2, 4)"
+    );
+    println!("  passive asking (2, 4) of a peer offering {adapter:?}: GetReadLimits and QP (2, 4)");
+    let disconnect = ok("disconnect", connector.disconnect())?;
+    expect("Disconnect", disconnect.wait(), NdStatus::ND_SUCCESS)?;
+    peer.finish()
+}
+
+/// "The connection attempt may be retried" after ND_CONNECTION_REFUSED: the same connector
+/// connects once a listener is there, from the same local address.
+fn retry_after_refused() -> Outcome {
+    const PORT: u16 = 7023;
+    let side = Side::open(CLIENT, true)?;
+    let connector = Connector::new(&side.adapter);
+    expect(
+        "Connect with no listener",
+        connect(&connector, &side.qp, PORT, &[])?.wait(),
+        NdStatus::ND_CONNECTION_REFUSED,
+    )?;
+    let first_local = connector.local_address().ok_or("no local address after the attempt")?;
+    let (ready, server) = passive_request(PORT, |side, c| {
+        expect("Accept", accept(c, &side.qp)?.wait(), NdStatus::ND_SUCCESS)
+    });
+    wait_ready(&ready)?;
+    expect(
+        "Connect again on the same connector",
+        connect(&connector, &side.qp, PORT, &[])?.wait(),
+        NdStatus::ND_SUCCESS,
+    )?;
+    ok("complete_connect", connector.complete_connect())?;
+    let local = connector.local_address().ok_or("no local address")?;
+    ensure!(
+        local == first_local,
+        "the retry bound {local}, the first attempt {first_local}"
+    );
+    println!("  retried from {local}");
+    join(server)
+}
+
+/// "Errors do not allow the connector to be used to retry": after a failed Bind, Bind and
+/// Connect on the same connector are ND_CONNECTION_INVALID, inline.
+fn no_reuse_after_failure() -> Outcome {
+    let side = Side::open(CLIENT, true)?;
+    let connector = Connector::new(&side.adapter);
+    let test_net = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
+    expect_err(
+        "Bind to 192.0.2.1",
+        connector.bind(SocketAddr::new(test_net, 0)),
+        NdStatus::ND_INVALID_ADDRESS,
+    )?;
+    expect_err(
+        "Bind again after the failure",
+        connector.bind(SocketAddr::new(CLIENT, 0)),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
+    expect_err(
+        "Connect after the failed Bind",
+        connector.connect(&side.qp, SocketAddr::new(SERVER, 7024), 0, 0, &[]),
+        NdStatus::ND_CONNECTION_INVALID,
+    )
+}
+
+/// NotifyDisconnect and Disconnect on a connector that was never connected:
+/// ND_CONNECTION_INVALID inline; a pending NotifyDisconnect cancelled: ND_CANCELED through the
+/// completion; a second NotifyDisconnect completes exactly once when the peer disconnects.
+fn notify_disconnect_codes() -> Outcome {
+    const PORT: u16 = 7025;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (ready, server) = passive_request(PORT, move |side, c| {
+        expect("Accept", accept(c, &side.qp)?.wait(), NdStatus::ND_SUCCESS)?;
+        done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .map_err(|_| "the active side never asked for the Disconnect")?;
+        expect(
+            "Disconnect",
+            ok("disconnect", c.disconnect())?.wait(),
+            NdStatus::ND_SUCCESS,
+        )
+    });
+    let side = active(&ready)?;
+    let fresh = Connector::new(&side.adapter);
+    expect_err(
+        "NotifyDisconnect on a new connector",
+        fresh.notify_disconnect(),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
+    expect_err(
+        "Disconnect on a new connector",
+        fresh.disconnect(),
+        NdStatus::ND_CONNECTION_INVALID,
+    )?;
+    let connector = connected(&side, PORT)?;
+    let first = ok("notify_disconnect", connector.notify_disconnect())?;
+    ensure!(
+        first.poll().is_none(),
+        "NotifyDisconnect completed {:?} at once",
+        first.poll()
+    );
+    connector.cancel();
+    expect("NotifyDisconnect after cancel", first.wait(), NdStatus::ND_CANCELED)?;
+    let second = ok("notify_disconnect", connector.notify_disconnect())?;
+    let completions = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&completions);
+    second.on_complete(move |_| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    done_tx.send(()).ok();
+    expect(
+        "NotifyDisconnect when the peer disconnects",
+        second.wait(),
+        NdStatus::ND_SUCCESS,
+    )?;
+    // It already happened: a new NotifyDisconnect is complete when it returns (ND_SUCCESS).
+    let again = ok("notify_disconnect", connector.notify_disconnect())?;
+    ensure!(
+        again.poll() == Some(NdStatus::ND_SUCCESS),
+        "NotifyDisconnect after the peer's disconnect: {:?}, want ND_SUCCESS at once",
+        again.poll()
+    );
+    // Our Disconnect sends the DREP that the peer's pending Disconnect waits for; it is
+    // complete when it returns too.
+    let disconnect = ok("disconnect", connector.disconnect())?;
+    ensure!(
+        disconnect.poll() == Some(NdStatus::ND_SUCCESS),
+        "Disconnect after the peer's: {:?}, want ND_SUCCESS at once",
+        disconnect.poll()
+    );
+    join(server)?;
+    // Quiet period: nothing may complete it a second time.
+    thread::sleep(Duration::from_secs(1));
+    side.adapter.process_events();
+    let n = completions.load(std::sync::atomic::Ordering::SeqCst);
+    ensure!(n == 1, "NotifyDisconnect completed {n} times");
+    println!("  NotifyDisconnect completed once");
+    Ok(())
+}
+
 type Case = fn() -> Outcome;
 
 const CASES: &[(&str, Case)] = &[
@@ -900,6 +1542,16 @@ const CASES: &[(&str, Case)] = &[
     ("release-disconnects", release_disconnects),
     ("active-abandons", active_abandons),
     ("io-timeout", io_timeout),
+    ("qp-connection-active", qp_connection_active),
+    ("qp-accept-active", qp_accept_active),
+    ("read-limits-plain-peer", read_limits_plain_peer),
+    ("retry-after-refused", retry_after_refused),
+    ("no-reuse-after-failure", no_reuse_after_failure),
+    ("notify-disconnect-codes", notify_disconnect_codes),
+    ("mp-port-zero", mp_port_zero),
+    ("mp-plain-holders", mp_plain_holders),
+    ("mp-explicit-port", mp_explicit_port),
+    ("mp-shared-endpoint", mp_shared_endpoint),
 ];
 
 /// Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
@@ -936,6 +1588,12 @@ fn main() {
     init_log();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("--child") => {
+            if let Err(why) = run_child(&args[1..]) {
+                eprintln!("child {:?}: {why}", &args[1..]);
+                std::process::exit(1);
+            }
+        }
         Some("--list") => {
             for (name, _) in CASES {
                 println!("{name}");

@@ -1,0 +1,149 @@
+/*
+ * A plain librdmacm peer for nd-conformance's cases that need "any other librdmacm user":
+ * a program that is not nd-shim and does not cap its read limits to the other side.
+ *
+ *   plain-peer hold IP PORT      binds IP:PORT (0.0.0.0 for a wildcard holder) and listens;
+ *                                prints "ready", holds the port until stdin closes.
+ *   plain-peer accept IP PORT    listens on IP:PORT, accepts one connection offering the
+ *                                device's maximum read limits whatever the REQ asked; prints
+ *                                "ready" when listening, "established" when connected, and
+ *                                exits after the peer disconnects.
+ *   plain-peer connect IP PORT   connects to IP:PORT offering the device's maximum read
+ *                                limits; prints "established", exits after the peer
+ *                                disconnects.
+ *
+ * Exit status 0 on success; the reason on stderr otherwise. Output is line-buffered so the
+ * driving program can read it as it happens.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int fail(const char *what)
+{
+    perror(what);
+    return 1;
+}
+
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+    struct rdma_cm_event *ev;
+    if (rdma_get_cm_event(ch, &ev)) {
+        perror("rdma_get_cm_event");
+        return NULL;
+    }
+    if (ev->event != want) {
+        fprintf(stderr, "event %s (status %d), want %s\n", rdma_event_str(ev->event), ev->status,
+                rdma_event_str(want));
+        rdma_ack_cm_event(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* An RC QP on the id's device, and the device's read-limit maxima (what a peer that does not
+ * cap itself offers). */
+static int make_qp(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+    struct ibv_device_attr attr;
+    if (ibv_query_device(id->verbs, &attr))
+        return fail("ibv_query_device");
+    struct ibv_qp_init_attr init = {
+        .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC,
+    };
+    if (rdma_create_qp(id, NULL, &init))
+        return fail("rdma_create_qp");
+    memset(param, 0, sizeof *param);
+    param->responder_resources = (uint8_t)(attr.max_qp_rd_atom > 255 ? 255 : attr.max_qp_rd_atom);
+    param->initiator_depth = (uint8_t)(attr.max_qp_init_rd_atom > 255 ? 255 : attr.max_qp_init_rd_atom);
+    param->retry_count = 7;
+    param->rnr_retry_count = 7;
+    fprintf(stderr, "plain-peer offers responder_resources %u initiator_depth %u\n", param->responder_resources,
+            param->initiator_depth);
+    return 0;
+}
+
+static int wait_disconnect(struct rdma_event_channel *ch, struct rdma_cm_id *id)
+{
+    struct rdma_cm_event *ev = next_event(ch, RDMA_CM_EVENT_DISCONNECTED);
+    if (!ev)
+        return 1;
+    rdma_ack_cm_event(ev);
+    rdma_disconnect(id);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc != 4) {
+        fprintf(stderr, "usage: plain-peer hold|accept|connect IP PORT\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[3]))};
+    if (inet_pton(AF_INET, argv[2], &sin.sin_addr) != 1) {
+        fprintf(stderr, "bad address %s\n", argv[2]);
+        return 2;
+    }
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    struct rdma_cm_id *id;
+    if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+        return fail("rdma_create_id");
+    struct rdma_conn_param param;
+    struct rdma_cm_event *ev;
+
+    if (!strcmp(mode, "hold") || !strcmp(mode, "accept")) {
+        if (rdma_bind_addr(id, (struct sockaddr *)&sin))
+            return fail("rdma_bind_addr");
+        if (rdma_listen(id, 4))
+            return fail("rdma_listen");
+        printf("ready\n");
+        if (!strcmp(mode, "hold")) {
+            char buf[64];
+            while (read(0, buf, sizeof buf) > 0)
+                ;
+            return 0;
+        }
+        if (!(ev = next_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST)))
+            return 1;
+        struct rdma_cm_id *conn = ev->id;
+        fprintf(stderr, "plain-peer: REQ asks responder_resources %u initiator_depth %u\n",
+                ev->param.conn.responder_resources, ev->param.conn.initiator_depth);
+        rdma_ack_cm_event(ev);
+        if (make_qp(conn, &param) || rdma_accept(conn, &param))
+            return fail("rdma_accept");
+        if (!(ev = next_event(ch, RDMA_CM_EVENT_ESTABLISHED)))
+            return 1;
+        rdma_ack_cm_event(ev);
+        printf("established\n");
+        return wait_disconnect(ch, conn);
+    }
+    if (!strcmp(mode, "connect")) {
+        if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000))
+            return fail("rdma_resolve_addr");
+        if (!(ev = next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED)))
+            return 1;
+        rdma_ack_cm_event(ev);
+        if (rdma_resolve_route(id, 2000))
+            return fail("rdma_resolve_route");
+        if (!(ev = next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)))
+            return 1;
+        rdma_ack_cm_event(ev);
+        if (make_qp(id, &param) || rdma_connect(id, &param))
+            return fail("rdma_connect");
+        if (!(ev = next_event(ch, RDMA_CM_EVENT_ESTABLISHED)))
+            return 1;
+        rdma_ack_cm_event(ev);
+        printf("established\n");
+        return wait_disconnect(ch, id);
+    }
+    fprintf(stderr, "unknown mode %s\n", mode);
+    return 2;
+}
