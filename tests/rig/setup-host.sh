@@ -12,7 +12,7 @@ APT_PACKAGES=(
     linux-image-amd64 qemu-system-x86 busybox-static udev iproute2 kmod procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
     libibverbs-dev librdmacm-dev
-    gcc clang libclang-dev cmake pkg-config valgrind rpm
+    gcc g++ clang libclang-dev cmake pkg-config valgrind rpm
 )
 VIRTME_NG_VERSION=1.42
 
