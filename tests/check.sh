@@ -18,6 +18,7 @@ cargo test --workspace --release
 
 echo "== host: cargo build --release --workspace, packaging/build.sh"
 cargo build --release --workspace
+tests/nd2/build.sh # the ND2 C++ programs the rig suite nd2 runs (the guest sees the tree read-only)
 packaging/build.sh
 
 mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | sort)

@@ -28,6 +28,9 @@
 //! Logging goes through the `log` crate and is silent unless the application installs a logger;
 //! the conformance program's logger takes its level from `ND_SHIM_LOG`.
 //!
+//! [`nd2`] is ND2's COM face: the interfaces of `include/nd2/ndspi.h` and the helpers of
+//! `ndsupport.h` over the API above, with the Win32 events and completion ports they drive.
+//!
 //! [`ndk`] is the NDK face: the C interface of `include/ndk_shim.h`, objects with dispatch
 //! tables over the API above.
 //!
@@ -41,6 +44,7 @@ pub mod connector;
 mod endpoint;
 mod engine;
 pub mod listener;
+pub mod nd2;
 pub mod ndk;
 pub mod ports;
 mod request;

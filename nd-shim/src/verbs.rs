@@ -26,6 +26,8 @@ pub struct Completion {
 
 pub struct CompletionQueue {
     cq: *mut ffi::ibv_cq,
+    /// Its completion channel's owner, when it has one: destroyed after the CQ.
+    _channel: Option<Arc<dyn Send + Sync>>,
     _adapter: Arc<AdapterInner>,
 }
 
@@ -36,16 +38,36 @@ unsafe impl Sync for CompletionQueue {}
 
 impl CompletionQueue {
     pub fn new(adapter: &Adapter, depth: u32) -> Result<CompletionQueue, NdStatus> {
+        CompletionQueue::with_channel(adapter, depth, None)
+    }
+
+    /// A CQ whose notifications go to `channel` (ND2's CQ, whose Notify is overlapped): the raw
+    /// channel of the adapter's context and what keeps it open until the CQ is destroyed.
+    pub(crate) fn with_channel(
+        adapter: &Adapter,
+        depth: u32,
+        channel: Option<(*mut ffi::ibv_comp_channel, Arc<dyn Send + Sync>)>,
+    ) -> Result<CompletionQueue, NdStatus> {
         let depth = i32::try_from(depth).map_err(|_| NdStatus::ND_INVALID_PARAMETER)?;
-        // SAFETY: the adapter's context is open; no completion channel.
-        let cq = unsafe { ffi::ibv_create_cq(adapter.inner.ctx, depth, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        let (raw_channel, keep) = match channel {
+            Some((raw, keep)) => (raw, Some(keep)),
+            None => (std::ptr::null_mut(), None),
+        };
+        // SAFETY: the adapter's context is open; `raw_channel` is NULL or a channel of that
+        // context, kept open (by `keep`) until the CQ is destroyed.
+        let cq = unsafe { ffi::ibv_create_cq(adapter.inner.ctx, depth, std::ptr::null_mut(), raw_channel, 0) };
         if cq.is_null() {
             return Err(last_error());
         }
         Ok(CompletionQueue {
             cq,
+            _channel: keep,
             _adapter: Arc::clone(&adapter.inner),
         })
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut ffi::ibv_cq {
+        self.cq
     }
 
     /// ND2 GetResults: up to `max` completions.
@@ -195,6 +217,8 @@ pub(crate) struct QpInner {
     connection: AtomicU64,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
+    /// What else must outlive the QP (ND2: its shared receive queue).
+    _keep: Option<Arc<dyn Send + Sync>>,
     _adapter: Arc<AdapterInner>,
 }
 
@@ -282,22 +306,39 @@ impl QueuePair {
         initiator_depth: u32,
         max_sge: u32,
     ) -> Result<QueuePair, NdStatus> {
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr: initiator_depth,
+            max_recv_wr: receive_depth,
+            max_send_sge: max_sge,
+            max_recv_sge: max_sge,
+            max_inline_data: 0,
+        };
+        QueuePair::with_caps(adapter, recv_cq, send_cq, None, cap)
+    }
+
+    /// An RC QP with the given capabilities; with `srq`, its receives come from that shared
+    /// receive queue (raw handle, and what keeps it alive as long as the QP).
+    pub(crate) fn with_caps(
+        adapter: &Adapter,
+        recv_cq: &Arc<CompletionQueue>,
+        send_cq: &Arc<CompletionQueue>,
+        srq: Option<(*mut ffi::ibv_srq, Arc<dyn Send + Sync>)>,
+        cap: ffi::ibv_qp_cap,
+    ) -> Result<QueuePair, NdStatus> {
+        let (srq, keep) = match srq {
+            Some((raw, keep)) => (raw, Some(keep)),
+            None => (std::ptr::null_mut(), None),
+        };
         let mut init = ffi::ibv_qp_init_attr {
             qp_context: std::ptr::null_mut(),
             send_cq: send_cq.cq,
             recv_cq: recv_cq.cq,
-            srq: std::ptr::null_mut(),
-            cap: ffi::ibv_qp_cap {
-                max_send_wr: initiator_depth,
-                max_recv_wr: receive_depth,
-                max_send_sge: max_sge,
-                max_recv_sge: max_sge,
-                max_inline_data: 0,
-            },
+            srq,
+            cap,
             qp_type: ffi::ibv_qp_type::IBV_QPT_RC,
             sq_sig_all: 0,
         };
-        // SAFETY: the PD and CQs are live and belong to this adapter's context.
+        // SAFETY: the PD, CQs and SRQ are live and belong to this adapter's context.
         let qp = unsafe { ffi::ibv_create_qp(adapter.inner.pd.0, &mut init) };
         if qp.is_null() {
             return Err(last_error());
@@ -307,6 +348,7 @@ impl QueuePair {
             connection: AtomicU64::new(0),
             _send_cq: Arc::clone(send_cq),
             _recv_cq: Arc::clone(recv_cq),
+            _keep: keep,
             _adapter: Arc::clone(&adapter.inner),
         });
         // RESET -> INIT now, so receives can be posted before the handshake. rxe has one port.

@@ -19,7 +19,7 @@ APT_PACKAGES=(
     linux-image-amd64 qemu-system-x86 busybox-static udev iproute2 kmod procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
     libibverbs-dev librdmacm-dev
-    gcc clang libclang-dev cmake pkg-config valgrind rpm
+    gcc g++ clang libclang-dev cmake pkg-config valgrind rpm
     qperf
     dpkg-dev lintian rpmlint
     python3-venv debootstrap

@@ -1,0 +1,350 @@
+/*
+ * ndwinbase.h: the Win32 base that ND2's headers need, self-sufficient on Linux (nd-shim).
+ *
+ * Sizes follow Windows' LLP64 model, not Linux's LP64: ULONG, DWORD and LONG are 32 bits
+ * (never `unsigned long`), ULONG_PTR and SIZE_T are pointer-sized. Every macro is guarded with
+ * #ifndef, every structure with the guard that Windows' own headers and common compatibility
+ * headers use (GUID_DEFINED, _OVERLAPPED_DEFINED, ...), and scalar typedefs repeat identical
+ * types (allowed in C11 and C++), so a program's own Win32 compatibility header can come before
+ * or after this one.
+ *
+ * COM from C++: DECLARE_INTERFACE_(I, Base) makes `struct I : public Base` with pure virtual
+ * methods and no virtual destructor. g++ (Itanium C++ ABI) lays out such a class as one pointer
+ * to a table of the methods in declaration order, base methods first: the same binary shape as
+ * a COM object on Windows, so C++ calls `p->Method(...)` land in nd-shim's static vtables.
+ * From C, the same interface is `struct I { const struct IVtbl *lpVtbl; }`, called as
+ * `p->lpVtbl->Method(p, ...)`.
+ *
+ * The functions (events, completion ports, GetLastError) are exported by libnd_shim.
+ */
+#ifndef ND_SHIM_NDWINBASE_H
+#define ND_SHIM_NDWINBASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+/* ---- scalar types (identical repeats are allowed) ---- */
+typedef int32_t HRESULT;
+typedef int32_t LONG;
+typedef uint32_t ULONG;
+typedef uint32_t DWORD;
+typedef uint16_t USHORT;
+typedef uint16_t WORD;
+typedef uint8_t BYTE;
+typedef uint8_t UCHAR;
+typedef int32_t INT;
+typedef uint32_t UINT;
+typedef uint16_t UINT16;
+typedef uint32_t UINT32;
+typedef uint64_t UINT64;
+typedef int64_t INT64;
+typedef uint64_t ULONGLONG;
+typedef int64_t LONGLONG;
+typedef uintptr_t ULONG_PTR;
+typedef intptr_t LONG_PTR;
+typedef uintptr_t DWORD_PTR;
+typedef size_t SIZE_T;
+typedef ULONG_PTR KAFFINITY;
+typedef int32_t BOOL;
+typedef char CHAR;
+typedef const char *LPCSTR;
+typedef uint16_t WCHAR;
+typedef const WCHAR *LPCWSTR;
+typedef void *LPVOID;
+typedef void *PVOID;
+typedef void *HANDLE;
+typedef ULONG *PULONG;
+typedef DWORD *LPDWORD;
+typedef ULONG_PTR *PULONG_PTR;
+typedef SIZE_T *PSIZE_T;
+#ifndef VOID
+#define VOID void
+#endif
+
+#ifndef TRUE
+#define TRUE 1
+#endif
+#ifndef FALSE
+#define FALSE 0
+#endif
+#ifndef INFINITE
+#define INFINITE 0xFFFFFFFFu
+#endif
+#ifndef INVALID_HANDLE_VALUE
+#define INVALID_HANDLE_VALUE ((HANDLE)(LONG_PTR)-1)
+#endif
+#ifndef WAIT_OBJECT_0
+#define WAIT_OBJECT_0 0x00000000u
+#endif
+#ifndef WAIT_TIMEOUT
+#define WAIT_TIMEOUT 258u
+#endif
+#ifndef WAIT_FAILED
+#define WAIT_FAILED 0xFFFFFFFFu
+#endif
+#ifndef ERROR_SUCCESS
+#define ERROR_SUCCESS 0u
+#endif
+#ifndef ERROR_INVALID_HANDLE
+#define ERROR_INVALID_HANDLE 6u
+#endif
+#ifndef ERROR_NOT_ENOUGH_MEMORY
+#define ERROR_NOT_ENOUGH_MEMORY 8u
+#endif
+#ifndef ERROR_INVALID_PARAMETER
+#define ERROR_INVALID_PARAMETER 87u
+#endif
+#ifndef ERROR_OPERATION_ABORTED
+#define ERROR_OPERATION_ABORTED 995u
+#endif
+#ifndef ERROR_IO_PENDING
+#define ERROR_IO_PENDING 997u
+#endif
+
+/* ---- HRESULT helpers ---- */
+#ifndef S_OK
+#define S_OK ((HRESULT)0)
+#endif
+#ifndef S_FALSE
+#define S_FALSE ((HRESULT)1)
+#endif
+#ifndef E_NOINTERFACE
+#define E_NOINTERFACE ((HRESULT)0x80004002)
+#endif
+#ifndef E_POINTER
+#define E_POINTER ((HRESULT)0x80004003)
+#endif
+#ifndef E_FAIL
+#define E_FAIL ((HRESULT)0x80004005)
+#endif
+#ifndef E_OUTOFMEMORY
+#define E_OUTOFMEMORY ((HRESULT)0x8007000E)
+#endif
+#ifndef E_INVALIDARG
+#define E_INVALIDARG ((HRESULT)0x80070057)
+#endif
+#ifndef SUCCEEDED
+#define SUCCEEDED(hr) (((HRESULT)(hr)) >= 0)
+#endif
+#ifndef FAILED
+#define FAILED(hr) (((HRESULT)(hr)) < 0)
+#endif
+
+/* ---- calling conventions and annotations: no meaning on x86-64 Linux ---- */
+#ifndef WINAPI
+#define WINAPI
+#endif
+#ifndef STDMETHODCALLTYPE
+#define STDMETHODCALLTYPE
+#endif
+#ifndef __stdcall
+#define __stdcall
+#endif
+#ifndef __RPC_FAR
+#define __RPC_FAR
+#endif
+
+/* ---- GUID / IID ---- */
+#ifndef GUID_DEFINED
+#define GUID_DEFINED
+typedef struct _GUID {
+    uint32_t Data1;
+    uint16_t Data2;
+    uint16_t Data3;
+    uint8_t Data4[8];
+} GUID;
+#endif
+#ifndef IID_DEFINED
+#define IID_DEFINED
+typedef GUID IID;
+#endif
+#ifndef REFIID
+#ifdef __cplusplus
+#define REFIID const IID &
+#define REFGUID const GUID &
+#else
+#define REFIID const IID *
+#define REFGUID const GUID *
+#endif
+#endif
+#ifndef IsEqualGUID
+#ifdef __cplusplus
+#define IsEqualGUID(a, b) (memcmp(&(a), &(b), sizeof(GUID)) == 0)
+#else
+#define IsEqualGUID(a, b) (memcmp((a), (b), sizeof(GUID)) == 0)
+#endif
+#endif
+#ifndef IsEqualIID
+#define IsEqualIID(a, b) IsEqualGUID(a, b)
+#endif
+/* The IID_ constants are defined once, in libnd_shim; headers only declare them. */
+#ifndef ND_SHIM_DECLARE_IID
+#ifdef __cplusplus
+#define ND_SHIM_DECLARE_IID(name) extern "C" const IID name
+#else
+#define ND_SHIM_DECLARE_IID(name) extern const IID name
+#endif
+#endif
+
+/* ---- COM interface declaration ---- */
+#ifdef __cplusplus
+#ifndef PURE
+#define PURE = 0
+#endif
+#ifndef interface
+#define interface struct
+#endif
+#ifndef STDMETHOD
+#define STDMETHOD(method) virtual HRESULT STDMETHODCALLTYPE method
+#endif
+#ifndef STDMETHOD_
+#define STDMETHOD_(type, method) virtual type STDMETHODCALLTYPE method
+#endif
+#ifndef IFACEMETHOD
+#define IFACEMETHOD(method) STDMETHOD(method)
+#endif
+#ifndef IFACEMETHOD_
+#define IFACEMETHOD_(type, method) STDMETHOD_(type, method)
+#endif
+#ifndef THIS_
+#define THIS_
+#endif
+#ifndef THIS
+#define THIS void
+#endif
+#ifndef DECLARE_INTERFACE
+#define DECLARE_INTERFACE(iface) interface iface
+#endif
+#ifndef DECLARE_INTERFACE_
+#define DECLARE_INTERFACE_(iface, base) interface iface : public base
+#endif
+#else /* C */
+#ifndef PURE
+#define PURE
+#endif
+#ifndef interface
+#define interface struct
+#endif
+#ifndef STDMETHOD
+#define STDMETHOD(method) HRESULT(STDMETHODCALLTYPE *method)
+#endif
+#ifndef STDMETHOD_
+#define STDMETHOD_(type, method) type(STDMETHODCALLTYPE *method)
+#endif
+#ifndef IFACEMETHOD
+#define IFACEMETHOD(method) STDMETHOD(method)
+#endif
+#ifndef IFACEMETHOD_
+#define IFACEMETHOD_(type, method) STDMETHOD_(type, method)
+#endif
+#ifndef THIS_
+#define THIS_ INTERFACE *This,
+#endif
+#ifndef THIS
+#define THIS INTERFACE *This
+#endif
+#ifndef DECLARE_INTERFACE
+#define DECLARE_INTERFACE(iface) \
+    typedef interface iface { const struct iface##Vtbl *lpVtbl; } iface; \
+    typedef struct iface##Vtbl iface##Vtbl; \
+    struct iface##Vtbl
+#endif
+#ifndef DECLARE_INTERFACE_
+#define DECLARE_INTERFACE_(iface, base) DECLARE_INTERFACE(iface)
+#endif
+#endif
+
+/* ---- IUnknown ---- */
+#ifndef __IUnknown_INTERFACE_DEFINED__
+#define __IUnknown_INTERFACE_DEFINED__
+#ifdef __cplusplus
+struct IUnknown {
+    virtual HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void **ppvObject) = 0;
+    virtual ULONG STDMETHODCALLTYPE AddRef(void) = 0;
+    virtual ULONG STDMETHODCALLTYPE Release(void) = 0;
+};
+#else
+typedef struct IUnknown IUnknown;
+typedef struct IUnknownVtbl {
+    HRESULT(STDMETHODCALLTYPE *QueryInterface)(IUnknown *This, REFIID riid, void **ppvObject);
+    ULONG(STDMETHODCALLTYPE *AddRef)(IUnknown *This);
+    ULONG(STDMETHODCALLTYPE *Release)(IUnknown *This);
+} IUnknownVtbl;
+struct IUnknown {
+    const IUnknownVtbl *lpVtbl;
+};
+#endif
+#endif
+ND_SHIM_DECLARE_IID(IID_IUnknown);
+
+/* ---- OVERLAPPED ---- */
+#ifndef _OVERLAPPED_DEFINED
+#define _OVERLAPPED_DEFINED
+typedef struct _OVERLAPPED {
+    ULONG_PTR Internal;     /* the operation's status (HRESULT / NTSTATUS); ND_PENDING while pending */
+    ULONG_PTR InternalHigh; /* bytes transferred */
+    union {
+        struct {
+            DWORD Offset;
+            DWORD OffsetHigh;
+        };
+        PVOID Pointer;
+    };
+    HANDLE hEvent;
+} OVERLAPPED, *LPOVERLAPPED;
+#endif
+
+/* ---- SOCKET_ADDRESS (winsock2's, on struct sockaddr of <sys/socket.h>) ---- */
+#ifndef _SOCKET_ADDRESS_DEFINED
+#define _SOCKET_ADDRESS_DEFINED
+typedef struct _SOCKET_ADDRESS {
+    struct sockaddr *lpSockaddr;
+    INT iSockaddrLength;
+} SOCKET_ADDRESS, *PSOCKET_ADDRESS, *LPSOCKET_ADDRESS;
+typedef struct _SOCKET_ADDRESS_LIST {
+    INT iAddressCount;
+    SOCKET_ADDRESS Address[1];
+} SOCKET_ADDRESS_LIST, *PSOCKET_ADDRESS_LIST, *LPSOCKET_ADDRESS_LIST;
+#endif
+#ifndef SOCKADDR_INET_DEFINED
+#define SOCKADDR_INET_DEFINED
+typedef union _SOCKADDR_INET {
+    struct sockaddr_in Ipv4;
+    struct sockaddr_in6 Ipv6;
+    sa_family_t si_family;
+} SOCKADDR_INET;
+#endif
+
+/* ---- the handle functions libnd_shim exports ---- */
+#ifndef ND_SHIM_WIN32_FUNCTIONS
+#define ND_SHIM_WIN32_FUNCTIONS
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* lpEventAttributes must be NULL; named events are not supported (lpName must be NULL). */
+HANDLE WINAPI CreateEventA(void *lpEventAttributes, BOOL bManualReset, BOOL bInitialState, LPCSTR lpName);
+HANDLE WINAPI CreateEventW(void *lpEventAttributes, BOOL bManualReset, BOOL bInitialState, LPCWSTR lpName);
+BOOL WINAPI SetEvent(HANDLE hEvent);
+BOOL WINAPI ResetEvent(HANDLE hEvent);
+DWORD WINAPI WaitForSingleObject(HANDLE hHandle, DWORD dwMilliseconds);
+BOOL WINAPI CloseHandle(HANDLE hObject);
+HANDLE WINAPI CreateIoCompletionPort(HANDLE FileHandle, HANDLE ExistingCompletionPort, ULONG_PTR CompletionKey,
+                                     DWORD NumberOfConcurrentThreads);
+BOOL WINAPI GetQueuedCompletionStatus(HANDLE CompletionPort, LPDWORD lpNumberOfBytesTransferred,
+                                      PULONG_PTR lpCompletionKey, LPOVERLAPPED *lpOverlapped, DWORD dwMilliseconds);
+BOOL WINAPI PostQueuedCompletionStatus(HANDLE CompletionPort, DWORD dwNumberOfBytesTransferred,
+                                       ULONG_PTR dwCompletionKey, LPOVERLAPPED lpOverlapped);
+DWORD WINAPI GetLastError(void);
+void WINAPI SetLastError(DWORD dwErrCode);
+#ifdef __cplusplus
+}
+#endif
+#endif
+#ifndef CreateEvent
+#define CreateEvent CreateEventA
+#endif
+
+#endif /* ND_SHIM_NDWINBASE_H */

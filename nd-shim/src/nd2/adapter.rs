@@ -1,0 +1,502 @@
+//! IND2Adapter: opened by NdOpenAdapter over the Rust API's [`Adapter`] (with the shim's event
+//! thread: ND2 never asks the caller to drive events), it makes the overlapped files and every
+//! other object.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, RwLock};
+
+use rdma_mummy_sys as ffi;
+
+use super::connector::ConnectorBody;
+use super::cq::{CqBody, NotifyChannel};
+use super::listener::ListenerBody;
+use super::mr::MrBody;
+use super::mw::MwBody;
+use super::qp::QpBody;
+use super::srq::SrqBody;
+use super::win32::{self, Handle, OverlappedFile};
+use super::{
+    arg, code, give, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_BUFFER_OVERFLOW, ND_INVALID_HANDLE,
+    ND_INVALID_PARAMETER, ND_SUCCESS,
+};
+use crate::Adapter;
+
+/// ND_VERSION_2, ND2_ADAPTER_INFO.InfoVersion.
+pub(crate) const ND_VERSION_2: u32 = 0x20000;
+const ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED: u32 = 0x1;
+const ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED: u32 = 0x100;
+
+/// ND2_ADAPTER_INFO, in the documented field order (96 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdapterInfo2 {
+    pub info_version: u32,
+    pub vendor_id: u16,
+    pub device_id: u16,
+    pub adapter_id: u64,
+    pub max_registration_size: usize,
+    pub max_window_size: usize,
+    pub max_initiator_sge: u32,
+    pub max_receive_sge: u32,
+    pub max_read_sge: u32,
+    pub max_transfer_length: u32,
+    pub max_inline_data_size: u32,
+    pub max_inbound_read_limit: u32,
+    pub max_outbound_read_limit: u32,
+    pub max_receive_queue_depth: u32,
+    pub max_initiator_queue_depth: u32,
+    pub max_shared_receive_queue_depth: u32,
+    pub max_completion_queue_depth: u32,
+    pub inline_request_threshold: u32,
+    pub large_request_threshold: u32,
+    pub max_caller_data: u32,
+    pub max_callee_data: u32,
+    pub adapter_flags: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<AdapterInfo2>() == 96);
+const _: () = assert!(std::mem::offset_of!(AdapterInfo2, max_initiator_sge) == 32);
+const _: () = assert!(std::mem::offset_of!(AdapterInfo2, adapter_flags) == 92);
+
+/// What every object made from one adapter shares.
+pub(crate) struct AdapterBody {
+    pub(super) adapter: Adapter,
+    pub(super) notify: Arc<NotifyChannel>,
+    info: AdapterInfo2,
+    /// QP number -> the context given to CreateQueuePair (ND2_RESULT.QueuePairContext).
+    qp_contexts: RwLock<HashMap<u32, usize>>,
+}
+
+/// The adapter's id: its IPv4 address (or the low 64 bits of its IPv6 one), which the address
+/// helpers can find again.
+pub(crate) fn adapter_id(ip: IpAddr) -> u64 {
+    match ip {
+        IpAddr::V4(v4) => u64::from(u32::from(v4)),
+        IpAddr::V6(v6) => u128::from(v6) as u64,
+    }
+}
+
+impl AdapterBody {
+    pub(crate) fn open(ip: IpAddr) -> Result<AdapterBody, HResult> {
+        let adapter = Adapter::open(ip).map_err(code)?;
+        let notify = NotifyChannel::new(&adapter)?;
+        let limits = adapter.query();
+        // SAFETY: plain old data, filled by the call.
+        let mut port: ffi::ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: the adapter's context is open; rxe has one port, number 1.
+        let max_transfer = match unsafe { ffi::ibv_query_port(adapter.inner.ctx, 1, &mut port) } {
+            0 => port.max_msg_sz,
+            _ => u32::try_from(limits.max_registration_size).unwrap_or(u32::MAX),
+        };
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        let info = AdapterInfo2 {
+            info_version: ND_VERSION_2,
+            vendor_id: limits.vendor_id as u16,
+            device_id: limits.device_id as u16,
+            adapter_id: adapter_id(ip),
+            max_registration_size: size(limits.max_registration_size),
+            max_window_size: size(limits.max_registration_size),
+            max_initiator_sge: limits.max_initiator_sge,
+            max_receive_sge: limits.max_receive_sge,
+            max_read_sge: limits.max_read_sge,
+            max_transfer_length: max_transfer,
+            // ND_OP_FLAG_INLINE is accepted and ignored: nothing is promised inline.
+            max_inline_data_size: 0,
+            max_inbound_read_limit: limits.max_inbound_read_limit,
+            max_outbound_read_limit: limits.max_outbound_read_limit,
+            max_receive_queue_depth: limits.max_receive_queue_depth,
+            max_initiator_queue_depth: limits.max_initiator_queue_depth,
+            max_shared_receive_queue_depth: limits.max_receive_queue_depth,
+            max_completion_queue_depth: limits.max_completion_queue_depth,
+            inline_request_threshold: 0,
+            large_request_threshold: 0,
+            max_caller_data: limits.max_caller_data,
+            max_callee_data: limits.max_callee_data,
+            adapter_flags: ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED,
+        };
+        Ok(AdapterBody {
+            adapter,
+            notify,
+            info,
+            qp_contexts: RwLock::new(HashMap::new()),
+        })
+    }
+
+    pub(super) fn set_qp_context(&self, qp_num: u32, context: Option<usize>) {
+        let mut map = self.qp_contexts.write().unwrap_or_else(|p| p.into_inner());
+        match context {
+            Some(context) => map.insert(qp_num, context),
+            None => map.remove(&qp_num),
+        };
+    }
+
+    pub(super) fn qp_context(&self, qp_num: u32) -> usize {
+        let map = self.qp_contexts.read().unwrap_or_else(|p| p.into_inner());
+        map.get(&qp_num).copied().unwrap_or(0)
+    }
+
+    pub(super) fn local_ip(&self) -> IpAddr {
+        self.adapter.local_address()
+    }
+}
+
+/// An overlapped file handle from the caller: ND_INVALID_HANDLE unless it is one.
+pub(super) fn file(handle: Handle) -> Result<Arc<OverlappedFile>, HResult> {
+    win32::overlapped_file(handle).ok_or(ND_INVALID_HANDLE)
+}
+
+#[repr(C)]
+pub(crate) struct AdapterVtbl {
+    unknown: UnknownVtbl,
+    create_overlapped_file: unsafe extern "C" fn(*mut c_void, *mut Handle) -> HResult,
+    query: unsafe extern "C" fn(*mut c_void, *mut AdapterInfo2, *mut u32) -> HResult,
+    query_address_list: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u32) -> HResult,
+    create_completion_queue:
+        unsafe extern "C" fn(*mut c_void, *const Guid, Handle, u32, u16, usize, *mut *mut c_void) -> HResult,
+    create_memory_region: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
+    create_memory_window: unsafe extern "C" fn(*mut c_void, *const Guid, *mut *mut c_void) -> HResult,
+    create_shared_receive_queue:
+        unsafe extern "C" fn(*mut c_void, *const Guid, Handle, u32, u32, u32, u16, usize, *mut *mut c_void) -> HResult,
+    create_queue_pair: unsafe extern "C" fn(
+        *mut c_void,
+        *const Guid,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        *mut *mut c_void,
+    ) -> HResult,
+    create_queue_pair_with_srq: unsafe extern "C" fn(
+        *mut c_void,
+        *const Guid,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+        u32,
+        u32,
+        u32,
+        *mut *mut c_void,
+    ) -> HResult,
+    create_connector: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
+    create_listener: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
+}
+
+static VTBL: AdapterVtbl = AdapterVtbl {
+    unknown: UnknownVtbl::of::<AdapterBody>(),
+    create_overlapped_file,
+    query,
+    query_address_list,
+    create_completion_queue,
+    create_memory_region,
+    create_memory_window,
+    create_shared_receive_queue,
+    create_queue_pair,
+    create_queue_pair_with_srq,
+    create_connector,
+    create_listener,
+};
+
+impl Class for AdapterBody {
+    type Vtbl = AdapterVtbl;
+    const VTBL: &'static AdapterVtbl = &VTBL;
+    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Adapter];
+}
+
+/// Writes `list` as a SOCKET_ADDRESS_LIST into the caller's buffer: the list, then the
+/// sockaddrs it points to. A short buffer is untouched: ND_BUFFER_OVERFLOW with the size.
+///
+/// # Safety
+/// `len` is NULL or valid for a size; `buffer` is NULL or writable for `*len` bytes.
+pub(super) unsafe fn write_address_list(addrs: &[SocketAddr], buffer: *mut c_void, len: *mut usize) -> HResult {
+    if len.is_null() {
+        return ND_INVALID_PARAMETER;
+    }
+    const HEADER: usize = 8; // INT iAddressCount, padded to SOCKET_ADDRESS's alignment
+    const ENTRY: usize = 16; // { struct sockaddr *lpSockaddr; INT iSockaddrLength; }
+    let encoded: Vec<Vec<u8>> = addrs.iter().map(|a| crate::sys::sockaddr_bytes(*a)).collect();
+    let slot = |b: &Vec<u8>| b.len().next_multiple_of(8);
+    let need = HEADER + ENTRY * addrs.len().max(1) + encoded.iter().map(slot).sum::<usize>();
+    // SAFETY: non-NULL, readable and writable (the caller's promise).
+    let have = unsafe { len.read() };
+    // SAFETY: as above.
+    unsafe { len.write(need) };
+    if buffer.is_null() || have < need {
+        return ND_BUFFER_OVERFLOW;
+    }
+    let base = buffer.cast::<u8>();
+    // SAFETY: `need` bytes are writable at `base` (checked); unaligned writes, as the caller's
+    // buffer may be any byte array.
+    unsafe {
+        std::ptr::write_bytes(base, 0, need);
+        base.cast::<i32>().write_unaligned(addrs.len() as i32);
+        let mut data = HEADER + ENTRY * addrs.len().max(1);
+        for (i, bytes) in encoded.iter().enumerate() {
+            let entry = base.add(HEADER + ENTRY * i);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(data), bytes.len());
+            entry.cast::<*mut u8>().write_unaligned(base.add(data));
+            entry.add(8).cast::<i32>().write_unaligned(bytes.len() as i32);
+            data += slot(bytes);
+        }
+    }
+    ND_SUCCESS
+}
+
+unsafe extern "C" fn create_overlapped_file(this: *mut c_void, out: *mut Handle) -> HResult {
+    hr_boundary("IND2Adapter::CreateOverlappedFile", || {
+        // SAFETY: the caller's object.
+        unsafe { self::this::<AdapterBody>(this)? };
+        if out.is_null() {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        let handle = win32::insert(win32::Object::File(Arc::default()));
+        // SAFETY: non-NULL, writable (the caller's promise).
+        unsafe { out.write(handle) };
+        Ok(ND_SUCCESS)
+    })
+}
+
+unsafe extern "C" fn query(this: *mut c_void, info: *mut AdapterInfo2, len: *mut u32) -> HResult {
+    hr_boundary("IND2Adapter::Query", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { self::this::<AdapterBody>(this)? };
+        if len.is_null() {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        let need = std::mem::size_of::<AdapterInfo2>() as u32;
+        // SAFETY: non-NULL, readable and writable (the caller's promise).
+        let have = unsafe { len.read() };
+        // SAFETY: as above.
+        unsafe { len.write(need) };
+        if info.is_null() || have < need {
+            return Ok(ND_BUFFER_OVERFLOW);
+        }
+        // SAFETY: non-NULL, writable for `need` bytes (checked against the caller's size).
+        unsafe { info.write_unaligned(adapter.info) };
+        Ok(ND_SUCCESS)
+    })
+}
+
+unsafe extern "C" fn query_address_list(this: *mut c_void, list: *mut c_void, len: *mut u32) -> HResult {
+    hr_boundary("IND2Adapter::QueryAddressList", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { self::this::<AdapterBody>(this)? };
+        if len.is_null() {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        // SAFETY: non-NULL (the caller's promise).
+        let mut size = unsafe { len.read() } as usize;
+        let addr = SocketAddr::new(adapter.local_ip(), 0);
+        // SAFETY: `list` is writable for `size` bytes (the caller's promise).
+        let hr = unsafe { write_address_list(&[addr], list, &mut size) };
+        // SAFETY: as above.
+        unsafe { len.write(u32::try_from(size).unwrap_or(u32::MAX)) };
+        Ok(hr)
+    })
+}
+
+unsafe extern "C" fn create_completion_queue(
+    this: *mut c_void,
+    iid: *const Guid,
+    file: Handle,
+    depth: u32,
+    _group: u16,
+    _affinity: usize,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Adapter::CreateCompletionQueue", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        let file = self::file(file)?;
+        // SAFETY: the caller's IID and out pointer.
+        unsafe { give(iid, out, || CqBody::new(adapter, file, depth)) }
+    })
+}
+
+unsafe extern "C" fn create_memory_region(
+    this: *mut c_void,
+    iid: *const Guid,
+    file: Handle,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Adapter::CreateMemoryRegion", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        let file = self::file(file)?;
+        // SAFETY: the caller's IID and out pointer.
+        unsafe { give(iid, out, || Ok(MrBody::new(adapter, file))) }
+    })
+}
+
+unsafe extern "C" fn create_memory_window(this: *mut c_void, iid: *const Guid, out: *mut *mut c_void) -> HResult {
+    hr_boundary("IND2Adapter::CreateMemoryWindow", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        // SAFETY: the caller's IID and out pointer.
+        unsafe { give(iid, out, || MwBody::new(adapter)) }
+    })
+}
+
+#[allow(clippy::too_many_arguments)] // the interface's
+unsafe extern "C" fn create_shared_receive_queue(
+    this: *mut c_void,
+    iid: *const Guid,
+    file: Handle,
+    depth: u32,
+    max_sge: u32,
+    threshold: u32,
+    _group: u16,
+    _affinity: usize,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Adapter::CreateSharedReceiveQueue", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        let file = self::file(file)?;
+        // SAFETY: the caller's IID and out pointer.
+        unsafe { give(iid, out, || SrqBody::new(adapter, file, depth, max_sge, threshold)) }
+    })
+}
+
+#[allow(clippy::too_many_arguments)] // the interface's
+unsafe extern "C" fn create_queue_pair(
+    this: *mut c_void,
+    iid: *const Guid,
+    receive_cq: *mut c_void,
+    initiator_cq: *mut c_void,
+    context: *mut c_void,
+    receive_depth: u32,
+    initiator_depth: u32,
+    max_receive_sge: u32,
+    max_initiator_sge: u32,
+    inline_size: u32,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Adapter::CreateQueuePair", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        // SAFETY: the caller's objects, checked by kind.
+        let (rcq, icq) = unsafe { (arg::<CqBody>(receive_cq)?, arg::<CqBody>(initiator_cq)?) };
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr: initiator_depth,
+            max_recv_wr: receive_depth,
+            max_send_sge: max_initiator_sge,
+            max_recv_sge: max_receive_sge,
+            max_inline_data: inline_size,
+        };
+        // SAFETY: the caller's IID and out pointer.
+        unsafe { give(iid, out, || QpBody::new(adapter, rcq, icq, None, context as usize, cap)) }
+    })
+}
+
+#[allow(clippy::too_many_arguments)] // the interface's
+unsafe extern "C" fn create_queue_pair_with_srq(
+    this: *mut c_void,
+    iid: *const Guid,
+    receive_cq: *mut c_void,
+    initiator_cq: *mut c_void,
+    srq: *mut c_void,
+    context: *mut c_void,
+    initiator_depth: u32,
+    max_initiator_sge: u32,
+    inline_size: u32,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Adapter::CreateQueuePairWithSrq", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        // SAFETY: the caller's objects, checked by kind.
+        let (rcq, icq, srq) = unsafe {
+            (
+                arg::<CqBody>(receive_cq)?,
+                arg::<CqBody>(initiator_cq)?,
+                arg::<SrqBody>(srq)?,
+            )
+        };
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr: initiator_depth,
+            max_recv_wr: 0,
+            max_send_sge: max_initiator_sge,
+            max_recv_sge: 0,
+            max_inline_data: inline_size,
+        };
+        // SAFETY: the caller's IID and out pointer.
+        unsafe {
+            give(iid, out, || {
+                QpBody::new(adapter, rcq, icq, Some(srq), context as usize, cap)
+            })
+        }
+    })
+}
+
+unsafe extern "C" fn create_connector(
+    this: *mut c_void,
+    iid: *const Guid,
+    file: Handle,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Adapter::CreateConnector", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        let file = self::file(file)?;
+        // SAFETY: the caller's IID and out pointer.
+        unsafe { give(iid, out, || Ok(ConnectorBody::new(adapter, file))) }
+    })
+}
+
+unsafe extern "C" fn create_listener(
+    this: *mut c_void,
+    iid: *const Guid,
+    file: Handle,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Adapter::CreateListener", || {
+        // SAFETY: the caller's object.
+        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        let file = self::file(file)?;
+        // SAFETY: the caller's IID and out pointer.
+        unsafe { give(iid, out, || Ok(ListenerBody::new(adapter, file))) }
+    })
+}
+
+/// NdOpenAdapter's object.
+pub(super) fn new_object(iid: *const Guid, ip: IpAddr, out: *mut *mut c_void) -> Result<HResult, HResult> {
+    // SAFETY: the caller's IID and out pointer (NdOpenAdapter's promise).
+    unsafe { give(iid, out, || AdapterBody::open(ip)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_list_probe_then_fill() {
+        let addrs: Vec<SocketAddr> = vec!["198.18.0.1:0".parse().unwrap(), "[fd00::1]:0".parse().unwrap()];
+        let mut len = 0usize;
+        // SAFETY: a NULL buffer with a live size.
+        let probe = unsafe { write_address_list(&addrs, std::ptr::null_mut(), &mut len) };
+        assert_eq!(probe, ND_BUFFER_OVERFLOW);
+        assert_eq!(len, 8 + 2 * 16 + 16 + 32);
+        let mut buffer = vec![0u64; len / 8];
+        // SAFETY: `len` bytes of a live buffer.
+        let filled = unsafe { write_address_list(&addrs, buffer.as_mut_ptr().cast(), &mut len) };
+        assert_eq!(filled, ND_SUCCESS);
+        let base = buffer.as_ptr() as usize;
+        assert_eq!(buffer[0] as u32, 2);
+        assert_eq!(buffer[1] as usize, base + 8 + 32);
+        assert_eq!(buffer[2] as u32, 16);
+        assert_eq!(buffer[3] as usize, base + 8 + 32 + 16);
+        assert_eq!(buffer[4] as u32, 28);
+    }
+
+    #[test]
+    fn adapter_id_is_the_ipv4_address() {
+        assert_eq!(adapter_id("198.18.0.2".parse().unwrap()), 0xC612_0002);
+    }
+}

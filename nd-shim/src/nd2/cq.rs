@@ -1,0 +1,334 @@
+//! IND2CompletionQueue over a verbs CQ on the adapter's completion channel. Notify is
+//! overlapped: it arms the CQ (ibv_req_notify_cq) and completes when the channel reports it.
+//! One channel and one small thread per adapter serve every CQ's notifications.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use rdma_mummy_sys as ffi;
+
+use super::adapter::AdapterBody;
+use super::overlapped::Request;
+use super::win32::OverlappedFile;
+use super::{
+    code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
+    ND_PENDING, ND_SUCCESS,
+};
+use crate::status::{from_wc_status, NdStatus};
+use crate::sys::{last_error, set_nonblocking};
+use crate::{Adapter, CompletionQueue};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const ND_CQ_NOTIFY_ERRORS: u32 = 0;
+const ND_CQ_NOTIFY_ANY: u32 = 1;
+const ND_CQ_NOTIFY_SOLICITED: u32 = 2;
+
+struct RawChannel(*mut ffi::ibv_comp_channel);
+// SAFETY: a completion channel is a file descriptor with a small struct; libibverbs allows its
+// use from any thread.
+unsafe impl Send for RawChannel {}
+// SAFETY: as above.
+unsafe impl Sync for RawChannel {}
+
+/// The adapter's completion channel and the CQs it reports for.
+pub(crate) struct NotifyChannel {
+    channel: RawChannel,
+    /// CQ handle -> its ND2 CQ, for the events the channel reports.
+    cqs: Mutex<HashMap<usize, Weak<CqBody>>>,
+}
+
+impl NotifyChannel {
+    /// The channel, and its thread: it lives while anything holds the channel.
+    pub(crate) fn new(adapter: &Adapter) -> Result<Arc<NotifyChannel>, HResult> {
+        // SAFETY: the adapter's context is open.
+        let raw = unsafe { ffi::ibv_create_comp_channel(adapter.inner.ctx) };
+        if raw.is_null() {
+            return Err(code(last_error()));
+        }
+        let channel = Arc::new(NotifyChannel {
+            channel: RawChannel(raw),
+            cqs: Mutex::new(HashMap::new()),
+        });
+        // SAFETY: the channel was just created and is open.
+        set_nonblocking(unsafe { (*raw).fd }).map_err(code)?;
+        let weak = Arc::downgrade(&channel);
+        std::thread::Builder::new()
+            .name("nd2-cq-notify".into())
+            .spawn(move || {
+                // A panic here must not unwind into the runtime's thread start (foreign edge:
+                // nothing calls back into the application from this thread, but stay fenced).
+                super::boundary("nd2-cq-notify", (), || loop {
+                    let Some(channel) = weak.upgrade() else { return };
+                    channel.wait_and_dispatch(100);
+                })
+            })
+            .map_err(|_| NdStatus::ND_INSUFFICIENT_RESOURCES.0)?;
+        Ok(channel)
+    }
+
+    fn fd(&self) -> i32 {
+        // SAFETY: the channel is open while self lives.
+        unsafe { (*self.channel.0).fd }
+    }
+
+    fn wait_and_dispatch(&self, ms: i32) {
+        let mut poll = libc::pollfd {
+            fd: self.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd.
+        if unsafe { libc::poll(&mut poll, 1, ms) } <= 0 {
+            return;
+        }
+        loop {
+            let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
+            let mut context: *mut c_void = std::ptr::null_mut();
+            // SAFETY: the channel is open and non-blocking; the out pointers are live locals.
+            if unsafe { ffi::ibv_get_cq_event(self.channel.0, &mut cq, &mut context) } != 0 {
+                return;
+            }
+            // Acknowledged at once: ibv_destroy_cq waits for the events it has handed out.
+            // SAFETY: the CQ the event names is live until that acknowledgement.
+            unsafe { ffi::ibv_ack_cq_events(cq, 1) };
+            let body = lock(&self.cqs).get(&(cq as usize)).and_then(Weak::upgrade);
+            if let Some(body) = body {
+                body.notified();
+            }
+        }
+    }
+}
+
+impl Drop for NotifyChannel {
+    fn drop(&mut self) {
+        // SAFETY: every CQ on the channel holds it (through its verbs CQ), so none is left.
+        if unsafe { ffi::ibv_destroy_comp_channel(self.channel.0) } != 0 {
+            log::error!("ibv_destroy_comp_channel: {}", last_error());
+        }
+    }
+}
+
+pub(crate) struct CqBody {
+    adapter: Arc<AdapterBody>,
+    pub(super) cq: Arc<CompletionQueue>,
+    file: Arc<OverlappedFile>,
+    notifies: Mutex<VecDeque<Request>>,
+}
+
+impl CqBody {
+    pub(super) fn new(adapter: Arc<AdapterBody>, file: Arc<OverlappedFile>, depth: u32) -> Result<CqBody, HResult> {
+        if depth == 0 {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        let channel = Arc::clone(&adapter.notify);
+        let raw = channel.channel.0;
+        let keep: Arc<dyn Send + Sync> = channel;
+        let cq = CompletionQueue::with_channel(&adapter.adapter, depth, Some((raw, keep))).map_err(code)?;
+        Ok(CqBody {
+            adapter,
+            cq: Arc::new(cq),
+            file,
+            notifies: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    fn notified(&self) {
+        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
+        for request in waiting {
+            request.complete(NdStatus::ND_SUCCESS, 0);
+        }
+    }
+}
+
+impl Drop for CqBody {
+    fn drop(&mut self) {
+        lock(&self.adapter.notify.cqs).remove(&(self.cq.as_raw() as usize));
+    }
+}
+
+impl Overlapped for CqBody {
+    fn cancel(&self) {
+        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
+        for request in waiting {
+            request.complete(NdStatus::ND_CANCELED, 0);
+        }
+    }
+}
+
+/// ND2_RESULT.
+#[repr(C)]
+pub struct Nd2Result {
+    pub status: HResult,
+    pub bytes_transferred: u32,
+    pub queue_pair_context: *mut c_void,
+    pub request_context: *mut c_void,
+    pub request_type: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Nd2Result>() == 32);
+
+/// ND2_REQUEST_TYPE of a work completion's opcode.
+pub(crate) fn request_type(opcode: u32) -> u32 {
+    use ffi::ibv_wc_opcode as Op;
+    const RECEIVE: u32 = 0;
+    const SEND: u32 = 1;
+    const BIND: u32 = 2;
+    const INVALIDATE: u32 = 3;
+    const READ: u32 = 4;
+    const WRITE: u32 = 5;
+    match opcode {
+        Op::IBV_WC_SEND => SEND,
+        Op::IBV_WC_RDMA_WRITE => WRITE,
+        Op::IBV_WC_RDMA_READ => READ,
+        Op::IBV_WC_BIND_MW => BIND,
+        Op::IBV_WC_LOCAL_INV => INVALIDATE,
+        _ => RECEIVE,
+    }
+}
+
+#[repr(C)]
+pub(crate) struct CqVtbl {
+    unknown: UnknownVtbl,
+    overlapped: OverlappedVtbl,
+    get_notify_affinity: unsafe extern "C" fn(*mut c_void, *mut u16, *mut usize) -> HResult,
+    resize: unsafe extern "C" fn(*mut c_void, u32) -> HResult,
+    notify: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> HResult,
+    get_results: unsafe extern "C" fn(*mut c_void, *mut Nd2Result, u32) -> u32,
+}
+
+static VTBL: CqVtbl = CqVtbl {
+    unknown: UnknownVtbl::of::<CqBody>(),
+    overlapped: OverlappedVtbl::of::<CqBody>(),
+    get_notify_affinity,
+    resize,
+    notify,
+    get_results,
+};
+
+impl Class for CqBody {
+    type Vtbl = CqVtbl;
+    const VTBL: &'static CqVtbl = &VTBL;
+    const IIDS: &'static [&'static Guid] = &[
+        &iids::IID_IUnknown,
+        &iids::IID_IND2Overlapped,
+        &iids::IID_IND2CompletionQueue,
+    ];
+
+    fn on_release(&self) {
+        self.cancel();
+    }
+}
+
+unsafe extern "C" fn get_notify_affinity(this: *mut c_void, group: *mut u16, affinity: *mut usize) -> HResult {
+    hr_boundary("IND2CompletionQueue::GetNotifyAffinity", || {
+        // SAFETY: the caller's object.
+        unsafe { self::this::<CqBody>(this)? };
+        if group.is_null() || affinity.is_null() {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        // No affinity is set: group 0, every processor (as a CQ created with affinity 0).
+        // SAFETY: non-NULL, writable (the caller's promise).
+        unsafe {
+            group.write(0);
+            affinity.write(0);
+        }
+        Ok(ND_SUCCESS)
+    })
+}
+
+unsafe extern "C" fn resize(this: *mut c_void, depth: u32) -> HResult {
+    hr_boundary("IND2CompletionQueue::Resize", || {
+        // SAFETY: the caller's object.
+        let cq = unsafe { self::this::<CqBody>(this)? };
+        let depth = i32::try_from(depth)
+            .ok()
+            .filter(|&d| d > 0)
+            .ok_or(ND_INVALID_PARAMETER)?;
+        // SAFETY: the CQ is live.
+        match unsafe { ffi::ibv_resize_cq(cq.cq.as_raw(), depth) } {
+            0 => Ok(ND_SUCCESS),
+            e => Err(code(crate::status::from_errno(e.abs()))),
+        }
+    })
+}
+
+unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HResult {
+    hr_boundary("IND2CompletionQueue::Notify", || {
+        // SAFETY: the caller's object.
+        let cq = unsafe { self::this::<CqBody>(this)? };
+        let solicited_only = match kind {
+            // Verbs cannot arm for errors alone: ND_CQ_NOTIFY_ERRORS wakes on any completion.
+            ND_CQ_NOTIFY_ERRORS | ND_CQ_NOTIFY_ANY => 0,
+            ND_CQ_NOTIFY_SOLICITED => 1,
+            _ => return Err(ND_INVALID_PARAMETER),
+        };
+        lock(&cq.adapter.notify.cqs).insert(cq.cq.as_raw() as usize, weak_self(this));
+        // SAFETY: the caller's OVERLAPPED, live until the request completes.
+        let request = unsafe { Request::start(ov, &cq.file)? };
+        lock(&cq.notifies).push_back(request);
+        // SAFETY: the CQ is live.
+        let armed = unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) };
+        if armed != 0 {
+            let mut notifies = lock(&cq.notifies);
+            if let Some(at) = notifies.iter().rposition(|r| r.address() == ov as usize) {
+                notifies.remove(at);
+            }
+            return Err(code(crate::status::from_errno(armed.abs())));
+        }
+        Ok(ND_PENDING)
+    })
+}
+
+/// A weak reference to the body of a live CQ object.
+fn weak_self(this: *mut c_void) -> Weak<CqBody> {
+    // SAFETY: checked live by the caller (Notify's `this`).
+    match unsafe { super::object::<CqBody>(this) }.and_then(|o| o.arc()) {
+        Ok(body) => Arc::downgrade(&body),
+        Err(_) => Weak::new(),
+    }
+}
+
+/// Completions read per ibv_poll_cq call.
+const BATCH: usize = 16;
+
+unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max: u32) -> u32 {
+    super::boundary("IND2CompletionQueue::GetResults", 0, || {
+        // SAFETY: the caller's object.
+        let Ok(cq) = (unsafe { self::this::<CqBody>(this) }) else {
+            return 0;
+        };
+        if results.is_null() {
+            return 0;
+        }
+        let mut done = 0usize;
+        let max = max as usize;
+        // SAFETY: ibv_wc is plain old data.
+        let mut wcs: [ffi::ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
+        while done < max {
+            let want = (max - done).min(BATCH);
+            // SAFETY: the CQ is live; wcs has room for `want` entries.
+            let got = unsafe { ffi::ibv_poll_cq(cq.cq.as_raw(), want as i32, wcs.as_mut_ptr()) };
+            let got = usize::try_from(got).unwrap_or(0).min(want);
+            for wc in &wcs[..got] {
+                let result = Nd2Result {
+                    status: from_wc_status(wc.status).0,
+                    bytes_transferred: wc.byte_len,
+                    queue_pair_context: cq.adapter.qp_context(wc.qp_num) as *mut c_void,
+                    request_context: wc.wr_id as *mut c_void,
+                    request_type: request_type(wc.opcode),
+                };
+                // SAFETY: the caller's array has room for `max` results; done < max.
+                unsafe { results.add(done).write(result) };
+                done += 1;
+            }
+            if got < want {
+                break;
+            }
+        }
+        done as u32
+    })
+}

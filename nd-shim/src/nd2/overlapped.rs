@@ -1,0 +1,210 @@
+//! ND2's overlapped requests: an operation either fails inline or returns ND_PENDING and then
+//! completes exactly once, by [`Request::complete`]: Internal = status, InternalHigh = bytes,
+//! the event of `hEvent` signalled, and a packet posted to the port of the object's overlapped
+//! file unless `hEvent & 1` (also when the operation finished at once).
+//!
+//! IND2Overlapped::GetOverlappedResult reads Internal: ND_PENDING while pending; with `wait` it
+//! sleeps on one process-wide condition variable that every completion notifies.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::win32::{self, OverlappedFile, Packet};
+use super::{HResult, ND_INVALID_PARAMETER, ND_PENDING};
+use crate::status::NdStatus;
+
+/// OVERLAPPED, as `ndwinbase.h` lays it out.
+#[repr(C)]
+pub(crate) struct Overlapped {
+    internal: usize,
+    internal_high: usize,
+    offset: u32,
+    offset_high: u32,
+    h_event: *mut c_void,
+}
+
+/// Every completion bumps this and wakes the waiters of GetOverlappedResult(wait).
+static COMPLETIONS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// Internal, read and written as an atomic: the completing thread and a waiter share it.
+///
+/// # Safety
+/// `ov` is a live OVERLAPPED.
+unsafe fn internal<'a>(ov: *mut Overlapped) -> &'a AtomicUsize {
+    // SAFETY: a usize field of a live struct, suitably aligned; AtomicUsize has its layout.
+    unsafe { &*std::ptr::addr_of_mut!((*ov).internal).cast::<AtomicUsize>() }
+}
+
+/// Sign-extended, as Windows stores an NTSTATUS in Internal.
+fn to_internal(status: NdStatus) -> usize {
+    status.0 as isize as usize
+}
+
+/// A request issued with the caller's OVERLAPPED, until it completes.
+pub(crate) struct Request {
+    ov: *mut Overlapped,
+    /// hEvent as it was at issue (the OVERLAPPED may be reused once Internal is final).
+    event: usize,
+    file: Arc<OverlappedFile>,
+}
+
+// SAFETY: the OVERLAPPED belongs to the caller, who keeps it alive until the request completes
+// (the Win32 rule) and may have it completed on any thread; the shim writes it once.
+unsafe impl Send for Request {}
+
+impl Request {
+    /// Starts a request: Internal = ND_PENDING, InternalHigh = 0. A NULL OVERLAPPED is
+    /// ND_INVALID_PARAMETER.
+    ///
+    /// # Safety
+    /// `ov` is NULL or a live OVERLAPPED that stays so until the request completes.
+    pub(crate) unsafe fn start(ov: *mut c_void, file: &Arc<OverlappedFile>) -> Result<Request, HResult> {
+        let ov = ov.cast::<Overlapped>();
+        if ov.is_null() {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        // SAFETY: live (the caller's promise).
+        let event = unsafe {
+            std::ptr::addr_of_mut!((*ov).internal_high).write(0);
+            internal(ov).store(to_internal(NdStatus::ND_PENDING), Ordering::Release);
+            std::ptr::addr_of!((*ov).h_event).read() as usize
+        };
+        Ok(Request {
+            ov,
+            event,
+            file: Arc::clone(file),
+        })
+    }
+
+    /// The OVERLAPPED's address, to recognise the request.
+    pub(crate) fn address(&self) -> usize {
+        self.ov as usize
+    }
+
+    pub(crate) fn complete(self, status: NdStatus, bytes: u32) {
+        // SAFETY: the request's OVERLAPPED is live until Internal leaves ND_PENDING (below).
+        unsafe {
+            std::ptr::addr_of_mut!((*self.ov).internal_high).write(bytes as usize);
+            internal(self.ov).store(to_internal(status), Ordering::Release);
+        }
+        {
+            let (count, cv) = &COMPLETIONS;
+            *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            cv.notify_all();
+        }
+        if let Some(event) = win32::event((self.event & !3) as *mut c_void) {
+            event.set();
+        }
+        if self.event & 1 == 0 {
+            if let Some((port, key)) = self.file.port() {
+                port.post(Packet {
+                    bytes,
+                    key,
+                    overlapped: self.ov as usize,
+                    status,
+                });
+            }
+        }
+    }
+}
+
+/// IND2Overlapped::GetOverlappedResult: the status in Internal; with `wait`, once it is final.
+///
+/// # Safety
+/// `ov` is NULL or a live OVERLAPPED.
+pub(crate) unsafe fn result(ov: *mut c_void, wait: bool) -> HResult {
+    let ov = ov.cast::<Overlapped>();
+    if ov.is_null() {
+        return ND_INVALID_PARAMETER;
+    }
+    // SAFETY: live (the caller's promise).
+    let internal = unsafe { internal(ov) };
+    let status = || internal.load(Ordering::Acquire) as HResult;
+    if !wait || status() != ND_PENDING {
+        return status();
+    }
+    let (count, cv) = &COMPLETIONS;
+    let mut guard = count.lock().unwrap_or_else(|p| p.into_inner());
+    // The completer stores Internal before it takes the lock to notify: no wakeup is lost.
+    while status() == ND_PENDING {
+        guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner());
+    }
+    status()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blank() -> Overlapped {
+        Overlapped {
+            internal: 0,
+            internal_high: 0,
+            offset: 0,
+            offset_high: 0,
+            h_event: std::ptr::null_mut(),
+        }
+    }
+
+    #[test]
+    fn pending_then_final_and_posted_once() {
+        let file: Arc<OverlappedFile> = Arc::default();
+        let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
+        let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
+        assert_eq!(
+            win32::CreateIoCompletionPort(file_handle, port_handle, 42, 0),
+            port_handle
+        );
+        let mut ov = blank();
+        let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
+        // SAFETY: a live local.
+        let request = unsafe { Request::start(p, &file) }.unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { result(p, false) }, ND_PENDING);
+        request.complete(NdStatus::ND_CANCELED, 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { result(p, true) }, NdStatus::ND_CANCELED.0);
+        assert_eq!(ov.internal, 0xFFFF_FFFF_C000_0120);
+        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
+            panic!()
+        };
+        let packet = port.get(0).unwrap();
+        assert_eq!(
+            (packet.key, packet.overlapped, packet.status),
+            (42, p as usize, NdStatus::ND_CANCELED)
+        );
+        assert_eq!(port.get(0), None);
+    }
+
+    #[test]
+    fn event_tagged_with_one_signals_but_posts_nothing() {
+        let file: Arc<OverlappedFile> = Arc::default();
+        let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
+        let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
+        win32::CreateIoCompletionPort(file_handle, port_handle, 1, 0);
+        // SAFETY: NULL attributes and name.
+        let event = unsafe { win32::CreateEventA(std::ptr::null_mut(), 0, 0, std::ptr::null()) };
+        let mut ov = blank();
+        ov.h_event = (event as usize | 1) as *mut c_void;
+        // SAFETY: a live local.
+        let request = unsafe { Request::start(std::ptr::addr_of_mut!(ov).cast(), &file) }.unwrap();
+        request.complete(NdStatus::ND_SUCCESS, 64);
+        assert_eq!(win32::WaitForSingleObject(event, 0), win32::WAIT_OBJECT_0);
+        assert_eq!(ov.internal_high, 64);
+        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
+            panic!()
+        };
+        assert_eq!(port.get(0), None);
+    }
+
+    #[test]
+    fn null_overlapped_fails_inline() {
+        let file: Arc<OverlappedFile> = Arc::default();
+        assert_eq!(
+            // SAFETY: NULL is allowed.
+            unsafe { Request::start(std::ptr::null_mut(), &file) }.err(),
+            Some(ND_INVALID_PARAMETER)
+        );
+    }
+}

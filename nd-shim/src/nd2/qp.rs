@@ -1,0 +1,377 @@
+//! IND2QueuePair: an RC QP of the Rust API ([`QueuePair`], so the connector can connect it)
+//! whose requests are posted here with ND2's whole operation set: Send, Receive, Read, Write,
+//! Bind and Invalidate of memory windows, Flush.
+//!
+//! ND2_SGE { Buffer, BufferLength, MemoryRegionToken } has the layout of `struct ibv_sge`
+//! { addr, length, lkey } on LP64, so the caller's array is handed to verbs as it is. SGEs are
+//! not checked against their region here: the device checks them, and one outside its region
+//! completes with ND_ACCESS_VIOLATION (IBV_WC_LOC_PROT_ERR), as on Windows.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use rdma_mummy_sys as ffi;
+
+use super::adapter::AdapterBody;
+use super::cq::CqBody;
+use super::mr::MrBody;
+use super::mw::MwBody;
+use super::srq::SrqBody;
+use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
+use crate::QueuePair;
+
+/// ND2_SGE.
+#[repr(C)]
+pub struct Nd2Sge {
+    pub buffer: *mut c_void,
+    pub buffer_length: u32,
+    pub memory_region_token: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Nd2Sge>() == std::mem::size_of::<ffi::ibv_sge>());
+const _: () = assert!(std::mem::offset_of!(Nd2Sge, buffer) == std::mem::offset_of!(ffi::ibv_sge, addr));
+const _: () = assert!(std::mem::offset_of!(Nd2Sge, buffer_length) == std::mem::offset_of!(ffi::ibv_sge, length));
+const _: () = assert!(std::mem::offset_of!(Nd2Sge, memory_region_token) == std::mem::offset_of!(ffi::ibv_sge, lkey));
+
+const ND_OP_FLAG_SILENT_SUCCESS: u32 = 0x1;
+const ND_OP_FLAG_READ_FENCE: u32 = 0x2;
+const ND_OP_FLAG_SEND_AND_SOLICIT_EVENT: u32 = 0x4;
+const ND_OP_FLAG_ALLOW_READ: u32 = 0x8;
+const ND_OP_FLAG_ALLOW_WRITE: u32 = 0x10;
+const ND_OP_FLAG_INLINE: u32 = 0x20;
+const KNOWN_OP_FLAGS: u32 = ND_OP_FLAG_SILENT_SUCCESS
+    | ND_OP_FLAG_READ_FENCE
+    | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT
+    | ND_OP_FLAG_ALLOW_READ
+    | ND_OP_FLAG_ALLOW_WRITE
+    | ND_OP_FLAG_INLINE;
+
+/// The caller's SGE array as verbs SGEs (the same layout, see the module docs): NULL is allowed
+/// only with no entries.
+///
+/// # Safety
+/// `sge` is NULL or readable for `n` entries for the returned lifetime.
+pub(super) unsafe fn sge_list<'a>(sge: *const Nd2Sge, n: u32) -> Result<&'a mut [ffi::ibv_sge], HResult> {
+    match (sge.is_null(), n) {
+        (_, 0) => Ok(&mut []),
+        (true, _) => Err(ND_INVALID_PARAMETER),
+        // SAFETY: non-NULL and readable for n entries (the caller's promise); ibv_sge has
+        // Nd2Sge's layout (asserted above). Verbs only reads the list, whatever the type says.
+        (false, n) => Ok(unsafe { std::slice::from_raw_parts_mut(sge.cast_mut().cast::<ffi::ibv_sge>(), n as usize) }),
+    }
+}
+
+pub(super) fn post_result(ret: i32) -> Result<HResult, HResult> {
+    match ret {
+        0 => Ok(ND_SUCCESS),
+        e if e > 0 => Err(code(crate::status::from_errno(e))),
+        _ => Err(code(crate::sys::last_error())),
+    }
+}
+
+/// Verbs send flags for ND2 operation flags; an unknown flag is ND_INVALID_PARAMETER.
+/// ND_OP_FLAG_INLINE is accepted and ignored (the adapter reports MaxInlineDataSize 0).
+pub(crate) fn send_flags(flags: u32) -> Result<u32, HResult> {
+    use ffi::ibv_send_flags as F;
+    if flags & !KNOWN_OP_FLAGS != 0 {
+        return Err(ND_INVALID_PARAMETER);
+    }
+    let mut out = 0;
+    if flags & ND_OP_FLAG_SILENT_SUCCESS == 0 {
+        out |= F::IBV_SEND_SIGNALED.0;
+    }
+    if flags & ND_OP_FLAG_READ_FENCE != 0 {
+        out |= F::IBV_SEND_FENCE.0;
+    }
+    if flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT != 0 {
+        out |= F::IBV_SEND_SOLICITED.0;
+    }
+    Ok(out)
+}
+
+pub(crate) struct QpBody {
+    adapter: Arc<AdapterBody>,
+    pub(super) qp: QueuePair,
+    _receive_cq: Arc<CqBody>,
+    _initiator_cq: Arc<CqBody>,
+    _srq: Option<Arc<SrqBody>>,
+}
+
+impl QpBody {
+    pub(super) fn new(
+        adapter: Arc<AdapterBody>,
+        receive_cq: Arc<CqBody>,
+        initiator_cq: Arc<CqBody>,
+        srq: Option<Arc<SrqBody>>,
+        context: usize,
+        cap: ffi::ibv_qp_cap,
+    ) -> Result<QpBody, HResult> {
+        let raw_srq = srq.as_ref().map(|s| {
+            let keep: Arc<dyn Send + Sync> = s.srq.clone();
+            (s.srq.0, keep)
+        });
+        let qp =
+            QueuePair::with_caps(&adapter.adapter, &receive_cq.cq, &initiator_cq.cq, raw_srq, cap).map_err(code)?;
+        adapter.set_qp_context(qp.qp_num(), Some(context));
+        Ok(QpBody {
+            adapter,
+            qp,
+            _receive_cq: receive_cq,
+            _initiator_cq: initiator_cq,
+            _srq: srq,
+        })
+    }
+
+    fn raw(&self) -> *mut ffi::ibv_qp {
+        self.qp.inner.qp.0
+    }
+
+    fn post(&self, mut wr: ffi::ibv_send_wr) -> Result<HResult, HResult> {
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live; wr and what it points to (the caller's SGEs, read during the
+        // call) are valid for the call.
+        post_result(unsafe { ffi::ibv_post_send(self.raw(), &mut wr, &mut bad) })
+    }
+
+    /// A send work request with the common fields.
+    fn request(
+        context: *mut c_void,
+        sges: &mut [ffi::ibv_sge],
+        opcode: ffi::ibv_wr_opcode::Type,
+        flags: u32,
+    ) -> Result<ffi::ibv_send_wr, HResult> {
+        // SAFETY: plain old data; zero is a valid start.
+        let mut wr: ffi::ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = context as u64;
+        wr.sg_list = sges.as_mut_ptr();
+        wr.num_sge = sges.len() as i32;
+        wr.opcode = opcode;
+        wr.send_flags = send_flags(flags)?;
+        Ok(wr)
+    }
+}
+
+impl Drop for QpBody {
+    fn drop(&mut self) {
+        self.adapter.set_qp_context(self.qp.qp_num(), None);
+    }
+}
+
+type PostFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32, u64, u32, u32) -> HResult;
+
+#[repr(C)]
+pub(crate) struct QpVtbl {
+    unknown: UnknownVtbl,
+    flush: unsafe extern "C" fn(*mut c_void) -> HResult,
+    send: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32, u32) -> HResult,
+    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32) -> HResult,
+    bind:
+        unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void, *const c_void, usize, u32) -> HResult,
+    invalidate: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32) -> HResult,
+    read: PostFn,
+    write: PostFn,
+}
+
+static VTBL: QpVtbl = QpVtbl {
+    unknown: UnknownVtbl::of::<QpBody>(),
+    flush,
+    send,
+    receive,
+    bind,
+    invalidate,
+    read,
+    write,
+};
+
+impl Class for QpBody {
+    type Vtbl = QpVtbl;
+    const VTBL: &'static QpVtbl = &VTBL;
+    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2QueuePair];
+}
+
+unsafe extern "C" fn flush(this: *mut c_void) -> HResult {
+    hr_boundary("IND2QueuePair::Flush", || {
+        // SAFETY: the caller's object.
+        let qp = unsafe { self::this::<QpBody>(this)? };
+        qp.qp.inner.flush().map_err(code)?;
+        Ok(ND_SUCCESS)
+    })
+}
+
+unsafe extern "C" fn send(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32, flags: u32) -> HResult {
+    hr_boundary("IND2QueuePair::Send", || {
+        // SAFETY: the caller's object and SGE array.
+        let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
+        qp.post(QpBody::request(context, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, flags)?)
+    })
+}
+
+unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
+    hr_boundary("IND2QueuePair::Receive", || {
+        // SAFETY: the caller's object and SGE array.
+        let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
+        let mut wr = ffi::ibv_recv_wr {
+            wr_id: context as u64,
+            next: std::ptr::null_mut(),
+            sg_list: sges.as_mut_ptr(),
+            num_sge: sges.len() as i32,
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
+        post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) })
+    })
+}
+
+#[allow(clippy::too_many_arguments)] // the interface's
+unsafe fn rdma(
+    entry: &str,
+    opcode: ffi::ibv_wr_opcode::Type,
+    this: *mut c_void,
+    context: *mut c_void,
+    sge: *const Nd2Sge,
+    n: u32,
+    remote_address: u64,
+    remote_token: u32,
+    flags: u32,
+) -> HResult {
+    hr_boundary(entry, || {
+        // SAFETY: the caller's object and SGE array.
+        let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
+        let mut wr = QpBody::request(context, sges, opcode, flags)?;
+        wr.wr = ffi::wr_t {
+            rdma: ffi::rdma_t {
+                remote_addr: remote_address,
+                rkey: remote_token,
+            },
+        };
+        qp.post(wr)
+    })
+}
+
+unsafe extern "C" fn read(
+    this: *mut c_void,
+    context: *mut c_void,
+    sge: *const Nd2Sge,
+    n: u32,
+    addr: u64,
+    token: u32,
+    flags: u32,
+) -> HResult {
+    // SAFETY: forwarded.
+    unsafe {
+        rdma(
+            "IND2QueuePair::Read",
+            ffi::ibv_wr_opcode::IBV_WR_RDMA_READ,
+            this,
+            context,
+            sge,
+            n,
+            addr,
+            token,
+            flags,
+        )
+    }
+}
+
+unsafe extern "C" fn write(
+    this: *mut c_void,
+    context: *mut c_void,
+    sge: *const Nd2Sge,
+    n: u32,
+    addr: u64,
+    token: u32,
+    flags: u32,
+) -> HResult {
+    // SAFETY: forwarded.
+    unsafe {
+        rdma(
+            "IND2QueuePair::Write",
+            ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            this,
+            context,
+            sge,
+            n,
+            addr,
+            token,
+            flags,
+        )
+    }
+}
+
+unsafe extern "C" fn bind(
+    this: *mut c_void,
+    context: *mut c_void,
+    region: *mut c_void,
+    window: *mut c_void,
+    buffer: *const c_void,
+    len: usize,
+    flags: u32,
+) -> HResult {
+    hr_boundary("IND2QueuePair::Bind", || {
+        // SAFETY: the caller's objects, checked by kind.
+        let (qp, mr, mw) = unsafe {
+            (
+                self::this::<QpBody>(this)?,
+                arg::<MrBody>(region)?,
+                arg::<MwBody>(window)?,
+            )
+        };
+        let raw_mr = mr.raw().ok_or(ND_INVALID_PARAMETER)?;
+        use ffi::ibv_access_flags as A;
+        let mut access = 0;
+        if flags & ND_OP_FLAG_ALLOW_READ != 0 {
+            access |= A::IBV_ACCESS_REMOTE_READ.0;
+        }
+        if flags & ND_OP_FLAG_ALLOW_WRITE != 0 {
+            access |= A::IBV_ACCESS_REMOTE_WRITE.0;
+        }
+        let mut wr = QpBody::request(
+            context,
+            &mut [],
+            ffi::ibv_wr_opcode::IBV_WR_BIND_MW,
+            flags & !(ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE),
+        )?;
+        wr.bind_mw_tso_union = ffi::bind_mw_tso_union_t {
+            bind_mw: ffi::bind_mw_t {
+                mw: mw.mw,
+                rkey: mw.next_rkey(),
+                bind_info: ffi::ibv_mw_bind_info {
+                    mr: raw_mr,
+                    addr: buffer as u64,
+                    length: len as u64,
+                    mw_access_flags: access,
+                },
+            },
+        };
+        qp.post(wr)
+    })
+}
+
+unsafe extern "C" fn invalidate(this: *mut c_void, context: *mut c_void, window: *mut c_void, flags: u32) -> HResult {
+    hr_boundary("IND2QueuePair::Invalidate", || {
+        // SAFETY: the caller's objects, checked by kind.
+        let (qp, mw) = unsafe { (self::this::<QpBody>(this)?, arg::<MwBody>(window)?) };
+        let mut wr = QpBody::request(context, &mut [], ffi::ibv_wr_opcode::IBV_WR_LOCAL_INV, flags)?;
+        wr.imm_data_invalidated_rkey_union = ffi::imm_data_invalidated_rkey_union_t {
+            invalidated_rkey: mw.rkey(),
+        };
+        qp.post(wr)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ffi::ibv_send_flags as F;
+
+    #[test]
+    fn operation_flags() {
+        assert_eq!(send_flags(0), Ok(F::IBV_SEND_SIGNALED.0));
+        assert_eq!(send_flags(ND_OP_FLAG_SILENT_SUCCESS), Ok(0));
+        assert_eq!(
+            send_flags(ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT | ND_OP_FLAG_INLINE),
+            Ok(F::IBV_SEND_SIGNALED.0 | F::IBV_SEND_FENCE.0 | F::IBV_SEND_SOLICITED.0)
+        );
+        assert_eq!(send_flags(0x40), Err(ND_INVALID_PARAMETER));
+    }
+}

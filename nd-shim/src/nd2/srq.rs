@@ -1,0 +1,194 @@
+//! IND2SharedReceiveQueue over a verbs SRQ. Notify is overlapped: it completes when the SRQ's
+//! limit event (IBV_EVENT_SRQ_LIMIT_REACHED, armed by Modify's threshold) arrives; the shim does
+//! not read that event yet, so Notify requests complete only by cancellation (ND_CANCELED).
+
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rdma_mummy_sys as ffi;
+
+use super::adapter::AdapterBody;
+use super::overlapped::Request;
+use super::qp::sge_list;
+use super::win32::OverlappedFile;
+use super::{
+    code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
+    ND_PENDING, ND_SUCCESS,
+};
+use crate::status::NdStatus;
+use crate::sys::last_error;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) struct RawSrq(pub(crate) *mut ffi::ibv_srq);
+// SAFETY: an SRQ handle may be used from any thread; libibverbs locks internally.
+unsafe impl Send for RawSrq {}
+// SAFETY: as above.
+unsafe impl Sync for RawSrq {}
+
+impl Drop for RawSrq {
+    fn drop(&mut self) {
+        // SAFETY: every QP on the SRQ holds this (verbs' keep-alive), so none is left.
+        if unsafe { ffi::ibv_destroy_srq(self.0) } != 0 {
+            log::error!("ibv_destroy_srq: {}", last_error());
+        }
+    }
+}
+
+pub(crate) struct SrqBody {
+    _adapter: Arc<AdapterBody>,
+    pub(super) srq: Arc<RawSrq>,
+    file: Arc<OverlappedFile>,
+    notifies: Mutex<VecDeque<Request>>,
+}
+
+impl SrqBody {
+    pub(super) fn new(
+        adapter: Arc<AdapterBody>,
+        file: Arc<OverlappedFile>,
+        depth: u32,
+        max_sge: u32,
+        threshold: u32,
+    ) -> Result<SrqBody, HResult> {
+        if depth == 0 || max_sge == 0 {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        let mut init = ffi::ibv_srq_init_attr {
+            srq_context: std::ptr::null_mut(),
+            attr: ffi::ibv_srq_attr {
+                max_wr: depth,
+                max_sge,
+                srq_limit: threshold,
+            },
+        };
+        // SAFETY: the PD is live; init is a valid attribute block.
+        let srq = unsafe { ffi::ibv_create_srq(adapter.adapter.inner.pd.0, &mut init) };
+        if srq.is_null() {
+            return Err(code(last_error()));
+        }
+        Ok(SrqBody {
+            _adapter: adapter,
+            srq: Arc::new(RawSrq(srq)),
+            file,
+            notifies: Mutex::new(VecDeque::new()),
+        })
+    }
+}
+
+impl Overlapped for SrqBody {
+    fn cancel(&self) {
+        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
+        for request in waiting {
+            request.complete(NdStatus::ND_CANCELED, 0);
+        }
+    }
+}
+
+#[repr(C)]
+pub(crate) struct SrqVtbl {
+    unknown: UnknownVtbl,
+    overlapped: OverlappedVtbl,
+    get_notify_affinity: unsafe extern "C" fn(*mut c_void, *mut u16, *mut usize) -> HResult,
+    modify: unsafe extern "C" fn(*mut c_void, u32, u32) -> HResult,
+    notify: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HResult,
+    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const super::qp::Nd2Sge, u32) -> HResult,
+}
+
+static VTBL: SrqVtbl = SrqVtbl {
+    unknown: UnknownVtbl::of::<SrqBody>(),
+    overlapped: OverlappedVtbl::of::<SrqBody>(),
+    get_notify_affinity,
+    modify,
+    notify,
+    receive,
+};
+
+impl Class for SrqBody {
+    type Vtbl = SrqVtbl;
+    const VTBL: &'static SrqVtbl = &VTBL;
+    const IIDS: &'static [&'static Guid] = &[
+        &iids::IID_IUnknown,
+        &iids::IID_IND2Overlapped,
+        &iids::IID_IND2SharedReceiveQueue,
+    ];
+
+    fn on_release(&self) {
+        self.cancel();
+    }
+}
+
+unsafe extern "C" fn get_notify_affinity(this: *mut c_void, group: *mut u16, affinity: *mut usize) -> HResult {
+    hr_boundary("IND2SharedReceiveQueue::GetNotifyAffinity", || {
+        // SAFETY: the caller's object.
+        unsafe { self::this::<SrqBody>(this)? };
+        if group.is_null() || affinity.is_null() {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        // SAFETY: non-NULL, writable (the caller's promise).
+        unsafe {
+            group.write(0);
+            affinity.write(0);
+        }
+        Ok(ND_SUCCESS)
+    })
+}
+
+unsafe extern "C" fn modify(this: *mut c_void, depth: u32, threshold: u32) -> HResult {
+    hr_boundary("IND2SharedReceiveQueue::Modify", || {
+        // SAFETY: the caller's object.
+        let srq = unsafe { self::this::<SrqBody>(this)? };
+        let mut attr = ffi::ibv_srq_attr {
+            max_wr: depth,
+            max_sge: 0,
+            srq_limit: threshold,
+        };
+        use ffi::ibv_srq_attr_mask as M;
+        let mut mask = M::IBV_SRQ_LIMIT.0;
+        if depth != 0 {
+            mask |= M::IBV_SRQ_MAX_WR.0;
+        }
+        // SAFETY: the SRQ is live; attr is valid for mask.
+        match unsafe { ffi::ibv_modify_srq(srq.srq.0, &mut attr, mask as i32) } {
+            0 => Ok(ND_SUCCESS),
+            e => Err(code(crate::status::from_errno(e.abs()))),
+        }
+    })
+}
+
+unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
+    hr_boundary("IND2SharedReceiveQueue::Notify", || {
+        // SAFETY: the caller's object.
+        let srq = unsafe { self::this::<SrqBody>(this)? };
+        // SAFETY: the caller's OVERLAPPED, live until the request completes.
+        let request = unsafe { Request::start(ov, &srq.file)? };
+        lock(&srq.notifies).push_back(request);
+        Ok(ND_PENDING)
+    })
+}
+
+unsafe extern "C" fn receive(
+    this: *mut c_void,
+    context: *mut c_void,
+    sge: *const super::qp::Nd2Sge,
+    n: u32,
+) -> HResult {
+    hr_boundary("IND2SharedReceiveQueue::Receive", || {
+        // SAFETY: the caller's object.
+        let srq = unsafe { self::this::<SrqBody>(this)? };
+        // SAFETY: the caller's SGE array of `n` entries.
+        let list = unsafe { sge_list(sge, n)? };
+        let mut wr = ffi::ibv_recv_wr {
+            wr_id: context as u64,
+            next: std::ptr::null_mut(),
+            sg_list: list.as_mut_ptr(),
+            num_sge: list.len() as i32,
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the SRQ is live; wr and its list are valid for the call.
+        let ret = unsafe { ffi::ibv_post_srq_recv(srq.srq.0, &mut wr, &mut bad) };
+        super::qp::post_result(ret)
+    })
+}

@@ -1,0 +1,189 @@
+//! `ndsupport.h`: NdStartup, NdCleanup, NdFlushProviders, NdQueryAddressList, NdResolveAddress,
+//! NdCheckAddress, NdOpenAdapter. The shim is the only provider; an address is RDMA-capable when
+//! rdma_cm can bind an id to it on an RDMA device (what NdOpenAdapter then opens).
+
+use std::ffi::c_void;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::adapter::{self, write_address_list};
+use super::{
+    hr_boundary, init_logging, read_sockaddr, Guid, HResult, ND_INVALID_ADDRESS, ND_INVALID_PARAMETER, ND_SUCCESS,
+};
+use crate::status::NdStatus;
+use crate::sys::{self, EventChannel};
+
+/// NdStartup calls not yet matched by NdCleanup.
+static STARTED: AtomicU32 = AtomicU32::new(0);
+
+/// The local addresses of RDMA devices, in interface order.
+fn rdma_addresses() -> Vec<SocketAddr> {
+    let Ok(channel) = EventChannel::new() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut ifaddrs: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: a live out pointer; the list is freed below.
+    if unsafe { libc::getifaddrs(&mut ifaddrs) } != 0 {
+        return found;
+    }
+    let mut at = ifaddrs;
+    while !at.is_null() {
+        // SAFETY: a node of the list getifaddrs returned, live until freeifaddrs.
+        let node = unsafe { &*at };
+        at = node.ifa_next;
+        if node.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: all zeroes is a valid sockaddr_storage.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        // SAFETY: ifa_addr points to a sockaddr of its family's size.
+        let family = i32::from(unsafe { (*node.ifa_addr).sa_family });
+        let size = match family {
+            libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+            libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+            _ => continue,
+        };
+        // SAFETY: `size` bytes are readable at ifa_addr (its family's size) and fit the storage.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                node.ifa_addr.cast::<u8>(),
+                std::ptr::addr_of_mut!(storage).cast::<u8>(),
+                size,
+            )
+        };
+        let Some(addr) = sys::from_sockaddr(&storage) else {
+            continue;
+        };
+        let ip = addr.ip();
+        let link_local = matches!(ip, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80);
+        if sys::is_loopback(ip) || link_local || found.iter().any(|a: &SocketAddr| a.ip() == ip) {
+            continue;
+        }
+        let on_rdma = channel
+            .create_id(u64::MAX)
+            .and_then(|id| id.bind(SocketAddr::new(ip, 0)).map(|()| !id.verbs().is_null()))
+            .unwrap_or(false);
+        if on_rdma {
+            found.push(SocketAddr::new(ip, 0));
+        }
+    }
+    // SAFETY: the list from getifaddrs, freed once.
+    unsafe { libc::freeifaddrs(ifaddrs) };
+    found
+}
+
+/// The local address the routing table picks for `remote` (a UDP socket's connect sends nothing).
+fn route_source(remote: SocketAddr) -> Result<IpAddr, HResult> {
+    let any: SocketAddr = if remote.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    };
+    let failed = |e: std::io::Error| super::code(crate::status::from_errno(e.raw_os_error().unwrap_or(libc::EINVAL)));
+    let socket = std::net::UdpSocket::bind(any).map_err(failed)?;
+    socket.connect(remote).map_err(failed)?;
+    Ok(socket.local_addr().map_err(failed)?.ip())
+}
+
+#[no_mangle]
+pub extern "C" fn NdStartup() -> HResult {
+    hr_boundary("NdStartup", || {
+        init_logging();
+        STARTED.fetch_add(1, Ordering::AcqRel);
+        Ok(ND_SUCCESS)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn NdCleanup() -> HResult {
+    hr_boundary("NdCleanup", || {
+        match STARTED.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)) {
+            Ok(_) => Ok(ND_SUCCESS),
+            // Cleanup without Startup.
+            Err(_) => Err(NdStatus::ND_INVALID_DEVICE_STATE.0),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn NdFlushProviders() {
+    super::boundary("NdFlushProviders", (), || {});
+}
+
+/// # Safety
+/// `len` is NULL or valid for a SIZE_T; `list` is NULL or writable for `*len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn NdQueryAddressList(_flags: u32, list: *mut c_void, len: *mut usize) -> HResult {
+    hr_boundary("NdQueryAddressList", || {
+        init_logging();
+        // SAFETY: the caller's buffer and size.
+        Ok(unsafe { write_address_list(&rdma_addresses(), list, len) })
+    })
+}
+
+/// # Safety
+/// `remote` is NULL or readable for `remote_len` bytes; `local_len` NULL or valid for a SIZE_T;
+/// `local` NULL or writable for `*local_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn NdResolveAddress(
+    remote: *const libc::sockaddr,
+    remote_len: usize,
+    local: *mut libc::sockaddr,
+    local_len: *mut usize,
+) -> HResult {
+    hr_boundary("NdResolveAddress", || {
+        // SAFETY: the caller's address.
+        let remote = unsafe { read_sockaddr(remote, remote_len)? };
+        if local_len.is_null() {
+            return Err(ND_INVALID_PARAMETER);
+        }
+        let source = route_source(remote)?;
+        if !rdma_addresses().iter().any(|a| a.ip() == source) {
+            return Err(ND_INVALID_ADDRESS);
+        }
+        let bytes = sys::sockaddr_bytes(SocketAddr::new(source, 0));
+        // SAFETY: non-NULL, readable and writable (the caller's promise).
+        let have = unsafe { local_len.read() };
+        // SAFETY: as above.
+        unsafe { local_len.write(bytes.len()) };
+        if local.is_null() || have < bytes.len() {
+            return Ok(super::ND_BUFFER_OVERFLOW);
+        }
+        // SAFETY: writable for `have` >= bytes.len() bytes (the caller's promise).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), local.cast::<u8>(), bytes.len()) };
+        Ok(ND_SUCCESS)
+    })
+}
+
+/// # Safety
+/// `addr` is NULL or readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn NdCheckAddress(addr: *const libc::sockaddr, len: usize) -> HResult {
+    hr_boundary("NdCheckAddress", || {
+        // SAFETY: the caller's address.
+        let ip = unsafe { read_sockaddr(addr, len)? }.ip();
+        if rdma_addresses().iter().any(|a| a.ip() == ip) {
+            Ok(ND_SUCCESS)
+        } else {
+            Err(ND_INVALID_ADDRESS)
+        }
+    })
+}
+
+/// # Safety
+/// `iid` is NULL or a GUID; `addr` NULL or readable for `len` bytes; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn NdOpenAdapter(
+    iid: *const Guid,
+    addr: *const libc::sockaddr,
+    len: usize,
+    out: *mut *mut c_void,
+) -> HResult {
+    hr_boundary("NdOpenAdapter", || {
+        init_logging();
+        // SAFETY: the caller's address.
+        let ip = unsafe { read_sockaddr(addr, len)? }.ip();
+        adapter::new_object(iid, ip, out)
+    })
+}

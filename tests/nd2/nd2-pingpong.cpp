@@ -1,0 +1,289 @@
+/*
+ * nd2-pingpong: an ND2 send/receive ping-pong, written as a Windows ND2 program would be.
+ *
+ *   nd2-pingpong server LOCAL_IP PORT [options]
+ *   nd2-pingpong client LOCAL_IP SERVER_IP PORT [options]
+ *     --iters N    exchanges (default 1000)
+ *     --size B     message size (default 64)
+ *     --poll       overlapped requests waited with events + GetOverlappedResult, the CQ
+ *                  polled with GetResults; the default is event-driven: everything through the
+ *                  completion port of the adapter's overlapped file, the CQ armed with Notify.
+ *
+ * The client sends message i filled with pattern(i); the server checks it and answers with
+ * pattern(i + 1); the client checks the answer. Every completion's status, type, context and
+ * length is checked. The client prints the mean round trip.
+ */
+#include "nd2-common.h"
+
+#include <time.h>
+#include <vector>
+
+namespace {
+
+struct Options {
+    bool server = false;
+    const char *localIp = NULL;
+    const char *serverIp = NULL;
+    unsigned short port = 0;
+    unsigned iters = 1000;
+    ULONG size = 64;
+    bool poll = false;
+};
+
+unsigned char pattern(unsigned i, ULONG at) { return static_cast<unsigned char>(i * 31 + at * 7 + 1); }
+
+void fill(unsigned char *buf, ULONG size, unsigned i)
+{
+    for (ULONG at = 0; at < size; at++)
+        buf[at] = pattern(i, at);
+}
+
+bool matches(const unsigned char *buf, ULONG size, unsigned i)
+{
+    for (ULONG at = 0; at < size; at++)
+        if (buf[at] != pattern(i, at))
+            return false;
+    return true;
+}
+
+double now_us()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+class PingPong {
+public:
+    explicit PingPong(const Options &opt) : m_opt(opt), m_buf(2 * opt.size) {}
+
+    int Run()
+    {
+        CHECK_HR(NdStartup());
+        sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
+                               reinterpret_cast<void **>(&m_adapter)));
+        CHECK_HR(m_adapter->CreateOverlappedFile(&m_file));
+        Nd2Waiter waiter(m_file, !m_opt.poll);
+        m_waiter = &waiter;
+
+        CHECK_HR(m_adapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_file, 16, 0, 0,
+                                                  reinterpret_cast<void **>(&m_cq)));
+        CHECK_HR(m_adapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_file, reinterpret_cast<void **>(&m_mr)));
+        CHECK_HR(waiter.Wait(m_mr, m_mr->Register(m_buf.data(), m_buf.size(), ND_MR_FLAG_ALLOW_LOCAL_WRITE,
+                                                  waiter.Ov())));
+        CHECK_HR(m_adapter->CreateQueuePair(IID_IND2QueuePair, m_cq, m_cq, this, 4, 4, 1, 1, 0,
+                                            reinterpret_cast<void **>(&m_qp)));
+        CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&m_connector)));
+
+        int rc = m_opt.server ? Serve(local) : Ping(local);
+
+        EXPECT(m_connector->Release() == 0);
+        EXPECT(m_qp->Release() == 0);
+        CHECK_HR(waiter.Wait(m_mr, m_mr->Deregister(waiter.Ov())));
+        EXPECT(m_mr->Release() == 0);
+        EXPECT(m_cq->Release() == 0);
+        m_waiter = NULL;
+        CloseHandle(m_file);
+        EXPECT(m_adapter->Release() == 0);
+        CHECK_HR(NdCleanup());
+        return rc;
+    }
+
+private:
+    unsigned char *RecvBuf() { return m_buf.data(); }
+    unsigned char *SendBuf() { return m_buf.data() + m_opt.size; }
+
+    void PostReceive(unsigned i)
+    {
+        ND2_SGE sge = {RecvBuf(), m_opt.size, m_mr->GetLocalToken()};
+        CHECK_HR(m_qp->Receive(reinterpret_cast<void *>(static_cast<uintptr_t>(2 * i)), &sge, 1));
+    }
+
+    void PostSend(unsigned i)
+    {
+        ND2_SGE sge = {SendBuf(), m_opt.size, m_mr->GetLocalToken()};
+        CHECK_HR(m_qp->Send(reinterpret_cast<void *>(static_cast<uintptr_t>(2 * i + 1)), &sge, 1, 0));
+    }
+
+    /*
+     * The next completion: polled, or else through Notify, which stays armed across GetResults
+     * that find something (verbs signals only completions that arrive after arming).
+     */
+    ND2_RESULT NextResult()
+    {
+        ND2_RESULT result;
+        for (;;) {
+            if (m_cq->GetResults(&result, 1) == 1)
+                return result;
+            if (m_opt.poll)
+                continue;
+            if (!m_armed) {
+                EXPECT(m_cq->Notify(ND_CQ_NOTIFY_ANY, m_waiter->CqOv()) == ND_PENDING);
+                m_armed = true;
+                continue; /* what completed before arming is found by GetResults */
+            }
+            CHECK_HR(m_waiter->Wait(m_cq, ND_PENDING, m_waiter->CqOv()));
+            m_armed = false;
+        }
+    }
+
+    /* A notification still armed when no completion can come any more: cancelled, exactly once. */
+    void Disarm()
+    {
+        if (!m_armed)
+            return;
+        CHECK_HR(m_cq->CancelOverlappedRequests());
+        EXPECT(m_waiter->Wait(m_cq, ND_PENDING, m_waiter->CqOv()) == ND_CANCELED);
+        m_armed = false;
+    }
+
+    /*
+     * Waits for the receive i and the send i (any order); checks both. The server's receive i + 1
+     * may complete before its send i does: it is kept for the next call.
+     */
+    void Complete(unsigned i, bool wantReceive, bool wantSend)
+    {
+        if (wantReceive && m_earlyReceive) {
+            m_earlyReceive = false;
+            wantReceive = false;
+        }
+        while (wantReceive || wantSend) {
+            ND2_RESULT r = NextResult();
+            EXPECT(r.Status == ND_SUCCESS);
+            EXPECT(r.QueuePairContext == this);
+            uintptr_t ctx = reinterpret_cast<uintptr_t>(r.RequestContext);
+            if (r.RequestType == Nd2RequestTypeReceive) {
+                EXPECT(r.BytesTransferred == m_opt.size);
+                if (!wantReceive && m_opt.server && ctx == 2 * (i + 1) && !m_earlyReceive) {
+                    m_earlyReceive = true;
+                    continue;
+                }
+                EXPECT(wantReceive && ctx == 2 * i);
+                wantReceive = false;
+            } else {
+                EXPECT(r.RequestType == Nd2RequestTypeSend);
+                EXPECT(wantSend && ctx == 2 * i + 1);
+                wantSend = false;
+            }
+        }
+    }
+
+    int Serve(const sockaddr_in &local)
+    {
+        IND2Listener *listener = NULL;
+        CHECK_HR(m_adapter->CreateListener(IID_IND2Listener, m_file, reinterpret_cast<void **>(&listener)));
+        CHECK_HR(listener->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+        CHECK_HR(listener->Listen(1));
+        CHECK_HR(m_waiter->Wait(listener, listener->GetConnectionRequest(m_connector, m_waiter->Ov())));
+
+        /* rdma_cm (like IB on Windows) pads the private data: read it with a buffer of MaxCallerData. */
+        char hello[56] = {0};
+        ULONG helloLen = sizeof hello;
+        CHECK_HR(m_connector->GetPrivateData(hello, &helloLen));
+        EXPECT(helloLen == sizeof hello && strcmp(hello, "ping") == 0);
+
+        PostReceive(0);
+        CHECK_HR(m_waiter->Wait(m_connector, m_connector->Accept(m_qp, 0, 0, "pong", 5, m_waiter->Ov())));
+        EXPECT(listener->Release() == 0);
+
+        for (unsigned i = 0; i < m_opt.iters; i++) {
+            Complete(i, true, false);
+            EXPECT(matches(RecvBuf(), m_opt.size, i));
+            if (i + 1 < m_opt.iters)
+                PostReceive(i + 1);
+            fill(SendBuf(), m_opt.size, i + 1);
+            PostSend(i);
+            Complete(i, false, true);
+        }
+        Disarm();
+        /* The client disconnects once it has the last answer. */
+        CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));
+        printf("server: %u exchanges of %u bytes checked\n", m_opt.iters, m_opt.size);
+        return 0;
+    }
+
+    int Ping(const sockaddr_in &local)
+    {
+        sockaddr_in server = nd2_ipv4(m_opt.serverIp, m_opt.port);
+        CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+        CHECK_HR(m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
+                                                                  sizeof server, 0, 0, "ping", 5, m_waiter->Ov())));
+        CHECK_HR(m_waiter->Wait(m_connector, m_connector->CompleteConnect(m_waiter->Ov())));
+        char reply[196] = {0}; /* MaxCalleeData: the REP's padded private data */
+        ULONG replyLen = sizeof reply;
+        CHECK_HR(m_connector->GetPrivateData(reply, &replyLen));
+        EXPECT(replyLen == sizeof reply && strcmp(reply, "pong") == 0);
+
+        double start = now_us();
+        for (unsigned i = 0; i < m_opt.iters; i++) {
+            PostReceive(i);
+            fill(SendBuf(), m_opt.size, i);
+            PostSend(i);
+            Complete(i, true, true);
+            EXPECT(matches(RecvBuf(), m_opt.size, i + 1));
+        }
+        double elapsed = now_us() - start;
+        Disarm();
+        printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us\n", m_opt.iters,
+               m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters);
+        CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
+        return 0;
+    }
+
+    Options m_opt;
+    std::vector<unsigned char> m_buf;
+    IND2Adapter *m_adapter = NULL;
+    HANDLE m_file = NULL;
+    Nd2Waiter *m_waiter = NULL;
+    bool m_armed = false;
+    bool m_earlyReceive = false;
+    IND2CompletionQueue *m_cq = NULL;
+    IND2MemoryRegion *m_mr = NULL;
+    IND2QueuePair *m_qp = NULL;
+    IND2Connector *m_connector = NULL;
+};
+
+int usage(const char *argv0)
+{
+    fprintf(stderr,
+            "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll]\n"
+            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll]\n",
+            argv0, argv0);
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    Options opt;
+    int at = 1;
+    if (argc >= 4 && strcmp(argv[1], "server") == 0) {
+        opt.server = true;
+        opt.localIp = argv[2];
+        opt.port = static_cast<unsigned short>(atoi(argv[3]));
+        at = 4;
+    } else if (argc >= 5 && strcmp(argv[1], "client") == 0) {
+        opt.localIp = argv[2];
+        opt.serverIp = argv[3];
+        opt.port = static_cast<unsigned short>(atoi(argv[4]));
+        at = 5;
+    } else {
+        return usage(argv[0]);
+    }
+    for (; at < argc; at++) {
+        if (strcmp(argv[at], "--iters") == 0 && at + 1 < argc)
+            opt.iters = static_cast<unsigned>(atoi(argv[++at]));
+        else if (strcmp(argv[at], "--size") == 0 && at + 1 < argc)
+            opt.size = static_cast<ULONG>(atoi(argv[++at]));
+        else if (strcmp(argv[at], "--poll") == 0)
+            opt.poll = true;
+        else
+            return usage(argv[0]);
+    }
+    if (opt.port == 0 || opt.iters == 0 || opt.size == 0)
+        return usage(argv[0]);
+    PingPong pingPong(opt);
+    return pingPong.Run();
+}

@@ -1,0 +1,46 @@
+# nd-shim's ND2 COM face: the C++ ND2 programs of tests/nd2 (built on the host by
+# tests/nd2/build.sh into target/nd2; the guest sees the tree read-only, so a missing or stale
+# build is redone into RIG_OUT), run between rxe0 (198.18.0.1, server) and rxe1 (198.18.0.2,
+# client) once over each provider in RIG_ND_PROVIDERS (default: the stock C provider and rxe_rs).
+source "$RIG_ROOT/tests/rig/guest/lib.sh"
+
+nd2_bin=$RIG_ROOT/target/nd2
+if ! ND2_CHECK_ONLY=1 "$RIG_ROOT/tests/nd2/build.sh" >/dev/null 2>&1; then
+    rig_log "target/nd2 is missing or stale; building the ND2 programs in the guest"
+    nd2_bin=$RIG_OUT/nd2
+    ND2_OUT=$nd2_bin "$RIG_ROOT/tests/nd2/build.sh" || rig_log "tests/nd2/build.sh failed"
+fi
+
+nd2_adapter_info() { # nd2_adapter_info PROVIDER
+    local served=$RIG_OUT/nd2-adapter-info.$1.served
+    with_provider "$1" "$served" "$nd2_bin/nd2-adapter-info" --expect "$RIG_SERVER_IP" --expect "$RIG_CLIENT_IP" ||
+        return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
+nd2_pingpong() { # nd2_pingpong PROVIDER PORT [OPTIONS...]
+    local provider=$1 port=$2
+    shift 2
+    pair "$provider" "$provider" "cm:$port" \
+        "$nd2_bin/nd2-pingpong" server "$RIG_SERVER_IP" "$port" "$@" -- \
+        "$nd2_bin/nd2-pingpong" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" "$port" "$@"
+}
+
+nd2_overlapped() { # nd2_overlapped PROVIDER CASE PORT: one OVERLAPPED-rule case, on rxe0
+    local served=$RIG_OUT/nd2-overlapped.$2.$1.served
+    with_provider "$1" "$served" env ND_SHIM_LOG=debug "$nd2_bin/nd2-overlapped" "$2" "$RIG_SERVER_IP" "$3" ||
+        return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
+for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+    for name in $("$nd2_bin/nd2-overlapped" --list); do
+        run_test "overlapped-$name.$provider" nd2_overlapped "$provider" "$name" 7410
+    done
+    run_test "adapter-info.$provider" nd2_adapter_info "$provider"
+    run_test "pingpong-event.$provider" nd2_pingpong "$provider" 7401 --iters 500
+    run_test "pingpong-poll.$provider" nd2_pingpong "$provider" 7402 --iters 500 --poll
+    run_test "pingpong-event-4k.$provider" nd2_pingpong "$provider" 7403 --iters 100 --size 4096
+done
