@@ -36,7 +36,10 @@ fetch_suite() {
     local apt=(apt-get -q
         -o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
         -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-        -o "Dir::State::status=$apt_dir/status" -o APT::Sandbox::User=root)
+        -o "Dir::State::status=$apt_dir/status" -o APT::Sandbox::User=root
+        # Signatures are checked; the Release file's Valid-Until is not: a mirror that lags (or a
+        # snapshot of one) serves a sid whose Release has expired, and headers do not go stale.
+        -o Acquire::Check-Valid-Until=false)
     work=$(mktemp -d "$cache/headers/.$suite.XXXXXX")
     "${apt[@]}" update >"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; return 1; }
     mkdir "$work/deb" "$work/root"

@@ -9,7 +9,7 @@
 #
 # Cost: the debootstrapped root and the downloaded .debs stay in /var/cache/rxe-rs-rig/
 # fresh-bookworm/ (first run: about 2 minutes of debootstrap); each run copies the pristine
-# root and runs the setup in the copy. When setup-host.sh is unchanged since a run that passed,
+# root and runs the setup in the copy. When setup-host.sh (and fetch-headers.sh, which it runs) is unchanged since a run that passed,
 # the check says so and stops (FRESH_MACHINE_FORCE=1 runs it anyway). It prints its time.
 #
 #   tests/rig/fresh-machine.sh            (root; network to the Debian archive and PyPI)
@@ -27,7 +27,8 @@ command -v debootstrap > /dev/null || die "debootstrap is missing (tests/rig/set
 cargo_home=$(dirname "$(dirname "$(command -v cargo)")") || die "no cargo on PATH"
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 
-setup_sum=$(sha256sum "$root/tests/rig/setup-host.sh" | cut -d' ' -f1)
+# The setup is setup-host.sh and the scripts it runs.
+setup_sum=$(cat "$root/tests/rig/setup-host.sh" "$root/tests/rig/fetch-headers.sh" | sha256sum | cut -d' ' -f1)
 if [[ -z ${FRESH_MACHINE_FORCE:-} && -f $cache/passed && $(cat "$cache/passed") == "$setup_sum" ]]; then
     say "setup-host.sh ($setup_sum) passed here before: not run again (FRESH_MACHINE_FORCE=1 to run)"
     exit 0
