@@ -17,7 +17,8 @@ use core::ptr;
 use kernel_abi::{ib_uverbs_get_context, RDMA_DRIVER_RXE};
 use log::{debug, info};
 
-use crate::command::{self, Errno};
+use crate::command;
+use crate::errno::Errno;
 use crate::ffi;
 use crate::libibverbs::context_layouts::ops_table_for;
 use crate::libibverbs::context_v36::{self, verbs_context};

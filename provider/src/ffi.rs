@@ -6,6 +6,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::errno::Errno;
+
 /// Runs `body`; if it panics, logs and returns `on_panic` instead.
 ///
 /// `AssertUnwindSafe` is sound here because after a panic we never look at the
@@ -39,19 +41,19 @@ fn log_panic(entry: &str, payload: &(dyn core::any::Any + Send)) {
 
 /// Sets the calling thread's `errno`, which libibverbs and its callers read
 /// after a provider entry returned NULL.
-pub(crate) fn set_errno(errno: i32) {
+pub(crate) fn set_errno(errno: Errno) {
     // SAFETY: __errno_location returns a valid pointer to this thread's errno.
     unsafe { *libc::__errno_location() = errno };
 }
 
 /// The failure of a verb that returns an object: errno set, NULL returned.
-pub(crate) fn fail_ptr<T>(errno: i32) -> *mut T {
+pub(crate) fn fail_ptr<T>(errno: Errno) -> *mut T {
     set_errno(errno);
     core::ptr::null_mut()
 }
 
 /// The failure of a verb that returns an int: errno set and returned.
-pub(crate) fn fail_code(errno: i32) -> core::ffi::c_int {
+pub(crate) fn fail_code(errno: Errno) -> core::ffi::c_int {
     set_errno(errno);
     errno
 }

@@ -16,6 +16,8 @@
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
+//! - [`errno`]: the one errno type; `kobject`: create / undo / destroy of
+//!   kernel objects and their leak policy;
 //! - `ffi`: the panic boundary every `extern "C"` entry goes through;
 //! - `logger`: `VERBS_LOG_LEVEL` / `VERBS_LOG_FILE` handling.
 
@@ -24,7 +26,9 @@ pub mod command;
 mod context;
 mod cq;
 mod device;
+pub mod errno;
 mod ffi;
+mod kobject;
 pub mod libibverbs;
 mod logger;
 mod mcast;

@@ -27,7 +27,7 @@ use core::ptr;
 use kernel_abi::rxe_send_wqe;
 
 use crate::ah::RxeAh;
-use crate::command::Errno;
+use crate::errno::Errno;
 use crate::ffi;
 use crate::libibverbs::objects::{ibv_ah, ibv_mw};
 use crate::libibverbs::public::opaque_fn;

@@ -35,7 +35,7 @@ use std::os::fd::RawFd;
 use kernel_abi::{mminfo, rxe_queue_buf};
 use zerocopy::FromBytes;
 
-use crate::command::Errno;
+use crate::errno::Errno;
 
 /// Bytes before slot 0.
 pub const HEADER_LEN: usize = size_of::<rxe_queue_buf>();
