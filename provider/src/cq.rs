@@ -3,8 +3,8 @@
 //! (`start_poll`/`next_poll`/`end_poll` and the `read_*` callbacks).
 //!
 //! The kernel writes completions (`ib_uverbs_wc` at the start of each slot)
-//! into the CQ's [`Ring`]; we copy each one out once and advance our
-//! consumer index. As in the stock provider one lock per CQ serializes
+//! into the CQ's ring, our [`Consumer`]; we copy each one out once and
+//! advance our consumer index. As in the stock provider one lock per CQ serializes
 //! pollers; `ibv_cq_ex` takes it in `start_poll` and drops it in `end_poll`
 //! (or in a `start_poll` that finds nothing), hence a spin lock rather than a
 //! guard-based mutex.
@@ -39,7 +39,7 @@ use crate::ffi;
 use crate::kobject::{self, Creating};
 use crate::libibverbs::cq::*;
 use crate::libibverbs::public::ibv_context;
-use crate::queue::Ring;
+use crate::queue::Consumer;
 use crate::spinlock::SpinLock;
 
 /// The `read_*` fields the stock rxe provider supports
@@ -116,7 +116,7 @@ const _: () = {
 pub(crate) struct PollState {
     /// `None` only after a resize whose new ring could not be mapped: the
     /// kernel has switched rings, so polling fails from then on.
-    ring: Option<Ring>,
+    ring: Option<Consumer>,
     /// Our consumer index. Read from the ring once, when it is mapped; the
     /// shared copy is only for the kernel.
     cons: u32,
@@ -129,9 +129,9 @@ pub(crate) struct PollState {
 impl PollState {
     /// A ring whose slots cannot hold a CQE counts as none (every CQ ring
     /// is mapped with that minimum, so this only states what `poll` relies on).
-    pub(crate) fn new(ring: Option<Ring>) -> PollState {
+    pub(crate) fn new(ring: Option<Consumer>) -> PollState {
         let ring = ring.filter(|r| r.geometry().elem_size() >= size_of::<ib_uverbs_wc>());
-        let cons = ring.as_ref().map_or(0, Ring::consumer_index);
+        let cons = ring.as_ref().map_or(0, Consumer::consumer_index);
         PollState {
             ring,
             cons,
@@ -140,7 +140,7 @@ impl PollState {
         }
     }
 
-    fn ring(&self) -> Result<&Ring, Errno> {
+    fn ring(&self) -> Result<&Consumer, Errno> {
         self.ring.as_ref().ok_or(libc::EIO)
     }
 
@@ -163,7 +163,7 @@ impl PollState {
         }
         if n > 0 {
             self.cons = cons;
-            ring.release_consumer(cons);
+            ring.release(cons);
         }
         Ok(n)
     }
@@ -198,13 +198,13 @@ impl PollState {
     pub(crate) fn end(&mut self) {
         if let Some(ring) = &self.ring {
             self.cons = ring.indices().next(self.cur);
-            ring.release_consumer(self.cons);
+            ring.release(self.cons);
         }
     }
 
     /// After a resize: the new ring (the kernel copied the unpolled CQEs
     /// into it) or none; the old one is unmapped.
-    pub(crate) fn replace_ring(&mut self, ring: Option<Ring>) {
+    pub(crate) fn replace_ring(&mut self, ring: Option<Consumer>) {
         *self = PollState::new(ring);
     }
 }
@@ -325,8 +325,8 @@ fn destroy_kernel_cq(fd: RawFd, handle: u32) -> Result<ib_uverbs_destroy_cq_resp
 
 /// What a create response must satisfy: the ring maps and is sane, and the
 /// `cqe` the kernel granted is at least what was asked and fits the ring.
-fn map_cq_ring(fd: RawFd, mi: &mminfo, asked: u32, granted: u32) -> Result<(Ring, c_int), Errno> {
-    let ring = Ring::map(fd, mi, size_of::<ib_uverbs_wc>())?;
+fn map_cq_ring(fd: RawFd, mi: &mminfo, asked: u32, granted: u32) -> Result<(Consumer, c_int), Errno> {
+    let ring = Consumer::map(fd, mi, size_of::<ib_uverbs_wc>())?;
     if granted < asked || granted > ring.indices().capacity() {
         debug!(
             "CQ: kernel granted {granted} CQEs for {asked} on a ring of {}",
@@ -748,7 +748,7 @@ pub(crate) mod testing {
         let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1);
         // SAFETY: the CQ is ours alone.
         unsafe {
-            *cq.state.get() = PollState::new(Some(Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
+            *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
             set_ex_callbacks(&mut *cq.vcq.get(), wc_flags);
         }
         (fq, Box::into_raw(cq).cast::<ibv_cq_ex>())
@@ -802,7 +802,7 @@ mod tests {
 
     fn fake_cq(mask: u32) -> (FakeQueue, PollState) {
         let fq = FakeQueue::new(7, mask, 0);
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, size_of::<ib_uverbs_wc>()).unwrap();
+        let ring = Consumer::map(fq.raw_fd(), &fq.mi, size_of::<ib_uverbs_wc>()).unwrap();
         (fq, PollState::new(Some(ring)))
     }
 
@@ -901,7 +901,7 @@ mod tests {
         bigger.produce(&cqe(1, 0, 0));
         bigger.produce(&cqe(2, 0, 0));
         bigger.kernel.release_consumer(1);
-        s.replace_ring(Some(Ring::map(bigger.raw_fd(), &bigger.mi, 48).unwrap()));
+        s.replace_ring(Some(Consumer::map(bigger.raw_fd(), &bigger.mi, 48).unwrap()));
         assert_eq!((s.cons, s.cur), (1, 1));
         assert_eq!(
             poll_n(&mut s, 8).iter().map(|w| w.wr_id).collect::<Vec<_>>(),
@@ -915,7 +915,7 @@ mod tests {
         s.end();
         // A ring whose slots cannot hold a CQE is not polled (poll copies whole CQEs).
         let small = FakeQueue::new(5, 7, 0);
-        s.replace_ring(Some(Ring::map(small.raw_fd(), &small.mi, 0).unwrap()));
+        s.replace_ring(Some(Consumer::map(small.raw_fd(), &small.mi, 0).unwrap()));
         assert_eq!(s.poll(&mut out), Err(libc::EIO));
     }
 

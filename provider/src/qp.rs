@@ -45,7 +45,7 @@ use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::*;
 use crate::libibverbs::srq::ibv_srq;
 use crate::qp_ex::{self, Batch};
-use crate::queue::Ring;
+use crate::queue::Producer;
 use crate::spinlock::SpinLock;
 use crate::wqe::{
     self, MwBind, QueueLimits, RecvLimits, SendLimits, UdDest, WrObjects, RECV_WQE_HEADER, SEND_WQE_HEADER,
@@ -93,7 +93,7 @@ impl_write_cmd!(PostSendDoorbell, IB_USER_VERBS_CMD_POST_SEND, ib_uverbs_post_se
 /// it; the shared copy is for the kernel) and the queue's limits, whose type
 /// says what the slots hold (a send or a receive WQE header).
 pub(crate) struct WorkQueue<L> {
-    ring: Ring,
+    ring: Producer,
     pub prod: u32,
     pub limits: L,
 }
@@ -102,7 +102,7 @@ impl<L: QueueLimits> WorkQueue<L> {
     /// The queue on `ring`, producing from the ring's producer index.
     /// `EPROTO` when a slot cannot hold an `L::Header`: checked once here,
     /// so the slots handed out later need no check.
-    pub(crate) fn new(ring: Ring, limits: L) -> Result<WorkQueue<L>, Errno> {
+    pub(crate) fn new(ring: Producer, limits: L) -> Result<WorkQueue<L>, Errno> {
         if ring.geometry().elem_size() < size_of::<L::Header>() {
             return Err(libc::EPROTO);
         }
@@ -113,7 +113,7 @@ impl<L: QueueLimits> WorkQueue<L> {
         })
     }
 
-    pub(crate) fn ring(&self) -> &Ring {
+    pub(crate) fn ring(&self) -> &Producer {
         &self.ring
     }
 
@@ -141,7 +141,7 @@ impl<L: QueueLimits> WorkQueue<L> {
         let header = size_of::<L::Header>();
         let elem = self.ring.geometry().elem_size();
         let base = self.ring.slot_ptr(index).as_ptr();
-        // SAFETY: the slot lies inside the mapping (Ring guarantees it) and
+        // SAFETY: the slot lies inside the mapping (Producer guarantees it) and
         // is elem >= size_of::<L::Header>() bytes long (checked in new);
         // slots start at multiples of 128 bytes in a page-aligned mapping,
         // enough for the header's alignment. The slot is ours until we
@@ -162,7 +162,7 @@ impl<L: QueueLimits> WorkQueue<L> {
 
     /// Hands every slot built so far to the kernel.
     pub(crate) fn publish(&self) {
-        self.ring.publish_producer(self.prod);
+        self.ring.publish(self.prod);
     }
 }
 
@@ -277,14 +277,14 @@ fn map_queues(
     has_srq: bool,
 ) -> Result<(Locked<SendLimits>, Option<Locked<RecvLimits>>), Errno> {
     let core = &resp.core;
-    let sq_ring = Ring::map(fd, &resp.drv.sq_mi, SEND_WQE_HEADER)?;
+    let sq_ring = Producer::map(fd, &resp.drv.sq_mi, SEND_WQE_HEADER)?;
     let elem = sq_ring.geometry().elem_size();
     let limits = SendLimits::new(qp_type, core.max_send_sge, core.max_inline_data, elem - SEND_WQE_HEADER);
     let sq = Locked::new(WorkQueue::new(sq_ring, limits)?);
     let rq = if has_srq {
         None
     } else {
-        let ring = Ring::map(fd, &resp.drv.rq_mi, RECV_WQE_HEADER)?;
+        let ring = Producer::map(fd, &resp.drv.rq_mi, RECV_WQE_HEADER)?;
         let limits = RecvLimits {
             max_sge: core.max_recv_sge,
             payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
@@ -1165,7 +1165,7 @@ mod tests {
     }
 
     fn send_queue(fq: &FakeQueue, max_sge: u32) -> WorkQueue<SendLimits> {
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
         let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
         WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, max_sge, 0, payload_room)).unwrap()
     }
@@ -1236,7 +1236,7 @@ mod tests {
             let doorbell = std::fs::File::options().write(true).open("/dev/null").unwrap();
             let mut send = send_queue(&sq, max_sge);
             send.limits = SendLimits::new(qp_type, max_sge, max_inline, send.limits.payload_room);
-            let ring = Ring::map(rq.raw_fd(), &rq.mi, RECV_WQE_HEADER).unwrap();
+            let ring = Producer::map(rq.raw_fd(), &rq.mi, RECV_WQE_HEADER).unwrap();
             let limits = RecvLimits {
                 max_sge,
                 payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
@@ -1493,12 +1493,12 @@ mod tests {
     fn a_ring_whose_slots_cannot_hold_a_wqe_header_is_refused() {
         // 64-byte slots: smaller than a send WQE header (208) and a receive one (40) fits.
         let fq = FakeQueue::new(6, 3, 0);
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
         assert_eq!(
             WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, 1, 0, 0)).err(),
             Some(libc::EPROTO)
         );
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
         let limits = RecvLimits {
             max_sge: 1,
             payload_room: 64 - RECV_WQE_HEADER,

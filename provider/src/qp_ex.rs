@@ -534,12 +534,12 @@ pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
 mod tests {
     use super::*;
     use crate::queue::testing::FakeQueue;
-    use crate::queue::Ring;
+    use crate::queue::Producer;
     use crate::wqe::SEND_WQE_HEADER;
 
     /// A send queue of 4 slots of 256 bytes (capacity 3) on a fake ring.
     fn queue(fq: &FakeQueue, qp_type: c_int, max_sge: u32, max_inline: u32) -> WorkQueue<SendLimits> {
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
         let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
         WorkQueue::new(ring, SendLimits::new(qp_type, max_sge, max_inline, payload_room)).unwrap()
     }

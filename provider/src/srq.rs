@@ -44,7 +44,7 @@ use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::libibverbs::srq::*;
 use crate::qp::{post_recv_list, Locked, WorkQueue};
-use crate::queue::Ring;
+use crate::queue::Producer;
 use crate::wqe::{RecvLimits, RECV_WQE_HEADER};
 
 /// Legacy `CREATE_SRQ` response: the core part, then rxe's ring info.
@@ -121,7 +121,7 @@ impl RxeSrq {
 
 /// The receive queue of a fresh or resized SRQ ring.
 fn srq_queue(fd: RawFd, mi: &mminfo, max_sge: u32) -> Result<WorkQueue<RecvLimits>, Errno> {
-    let ring = Ring::map(fd, mi, RECV_WQE_HEADER)?;
+    let ring = Producer::map(fd, mi, RECV_WQE_HEADER)?;
     let limits = RecvLimits {
         max_sge,
         payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
