@@ -4,6 +4,7 @@
 //! [`guard`], so no unwind ever crosses into C: a panic is logged and turned
 //! into the function's failure value (NULL, an errno, or nothing).
 
+use core::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::errno::Errno;
@@ -56,6 +57,22 @@ pub(crate) fn fail_ptr<T>(errno: Errno) -> *mut T {
 pub(crate) fn fail_code(errno: Errno) -> core::ffi::c_int {
     set_errno(errno);
     errno
+}
+
+/// A slice from a C pointer and count; a negative count is `EINVAL`.
+///
+/// # Safety
+/// With a positive count, `ptr` points at `n` live elements.
+pub(crate) unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
+    let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr, n) })
 }
 
 #[cfg(test)]

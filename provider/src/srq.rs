@@ -43,9 +43,9 @@ use crate::libibverbs::objects::ibv_pd;
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::libibverbs::srq::*;
-use crate::qp::{post_recv_list, Locked, WorkQueue};
-use crate::queue::Producer;
-use crate::wqe::{RecvLimits, RECV_WQE_HEADER};
+use crate::recv_queue::{self, post_recv_list};
+use crate::work_queue::Locked;
+use crate::wqe::RecvLimits;
 
 /// Legacy `CREATE_SRQ` response: the core part, then rxe's ring info.
 #[repr(C)]
@@ -119,16 +119,6 @@ impl RxeSrq {
     }
 }
 
-/// The receive queue of a fresh or resized SRQ ring.
-fn srq_queue(fd: RawFd, mi: &mminfo, max_sge: u32) -> Result<WorkQueue<RecvLimits>, Errno> {
-    let ring = Producer::map(fd, mi, RECV_WQE_HEADER)?;
-    let limits = RecvLimits {
-        max_sge,
-        payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
-    };
-    WorkQueue::new(ring, limits)
-}
-
 /// What a create request says, from `ibv_srq_init_attr` or its `_ex`.
 struct CreateArgs {
     context: *mut ibv_context,
@@ -171,7 +161,7 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     };
     let resp = command::write_cmd(fd, cmd)?;
     srq.created(resp.core.srq_handle);
-    let rq = srq_queue(fd, &resp.drv.mi, resp.core.max_sge)?;
+    let rq = recv_queue::map(fd, &resp.drv.mi, resp.core.max_sge)?;
     let obj = srq.get_mut();
     obj.rq = Some(Locked::new(rq));
     let vsrq = obj.vsrq.get_mut();
@@ -324,7 +314,7 @@ pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq
         };
         let rc = rq.with(|wq| {
             let mi = modify(s, a, mask)?;
-            match srq_queue(s.cmd_fd, &mi, wq.limits.max_sge) {
+            match recv_queue::map(s.cmd_fd, &mi, wq.limits.max_sge) {
                 Ok(new) => {
                     // Drops (unmaps) the old ring: the kernel moved every
                     // pending WQE into the new one.
@@ -473,7 +463,7 @@ mod tests {
     fn srq_receives_are_built_in_place_and_a_bad_one_stops_the_list() {
         // 4 slots of 128 bytes: capacity 3; 128 - 40 = 88 bytes hold 5 SGEs.
         let fq = FakeQueue::new(7, 3, 0);
-        let mut rq = srq_queue(fq.raw_fd(), &fq.mi, 2).unwrap();
+        let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 2).unwrap();
         assert_eq!(
             rq.limits,
             RecvLimits {
