@@ -7,7 +7,8 @@
 //!
 //! - `registration`: the load-time constructor, the device ops and match table;
 //! - `device`: `alloc_device` / `uninit_device`;
-//! - `context`: `alloc_context` / `free_context` and the context ops table;
+//! - `ops`: the verbs tables (every op we implement) and `alloc_context`;
+//! - `context`: opening a context, and `free_context`;
 //! - `query`: `query_device_ex` and `query_port`;
 //! - `cq`: completion queues and `ibv_cq_ex`; `queue`: the mmap'd rxe rings;
 //! - `qp`: queue pairs (create/modify/query/destroy, the legacy data path,
@@ -36,6 +37,7 @@ mod logger;
 mod mcast;
 mod mr;
 mod mw;
+mod ops;
 mod pd;
 mod qp;
 mod query;
