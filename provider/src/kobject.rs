@@ -17,7 +17,7 @@
 //! the application acknowledged every event the kernel reported
 //! ([`wait_for_acks`]), then the free.
 //!
-//! Tests can force the failed-undo path with [`fault::fail_undo`] (test
+//! Tests can force the failed-undo path with `fault::fail_undo` (test
 //! builds only: the switch does not exist in the shipped library).
 
 use core::ptr::NonNull;
@@ -159,7 +159,7 @@ pub(crate) unsafe fn wait_for_async_acks(
 
 /// The test-only fault-injection switch for the failed-undo path.
 ///
-/// In test builds, [`fail_undo`] makes every undo on the calling thread fail
+/// In test builds, `fail_undo` makes every undo on the calling thread fail
 /// as if the kernel's destroy had (errno `EIO`), and leaked objects are
 /// recorded per thread for the tests to find. In the shipped library the
 /// switch is absent and `undo_fails` is the constant `false`.

@@ -12,7 +12,7 @@
 //! queue serialize posters.
 //!
 //! What libibverbs expects of the QP we return: a `struct verbs_qp` (layout
-//! of the running release, [`VerbsQp`]) whose `ibv_qp` has the core fields
+//! of the running release, [`VerbsQp`](crate::libibverbs::qp::VerbsQp)) whose `ibv_qp` has the core fields
 //! `ibv_cmd_create_qp` fills (context, pd, CQs, SRQ, handle, qp_num, state,
 //! qp_type, mutex/cond, events_completed), and `comp_mask` with
 //! `VERBS_QP_EX` when made by `create_qp_ex`. The kernel's `user_handle` is
