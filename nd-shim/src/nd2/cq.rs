@@ -273,11 +273,14 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
         // SAFETY: the CQ is live.
         let armed = unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) };
         if armed != 0 {
+            let failed = code(crate::status::from_errno(armed.abs()));
             let mut notifies = lock(&cq.notifies);
             if let Some(at) = notifies.iter().rposition(|r| r.address() == ov as usize) {
-                notifies.remove(at);
+                if let Some(request) = notifies.remove(at) {
+                    request.fail(failed);
+                }
             }
-            return Err(code(crate::status::from_errno(armed.abs())));
+            return Err(failed);
         }
         Ok(ND_PENDING)
     })
