@@ -129,18 +129,32 @@ private:
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Accept(m_qp, 0, 0, NULL, 0, m_waiter->Ov())));
         EXPECT(listener->Release() == 0);
         unsigned round = 0;
+        unsigned acks = 0; /* acknowledgements sent and not completed: the client's next message
+                              can arrive before the completion of the acknowledgement it follows */
         for (ULONG size : m_opt.sizes) {
             for (unsigned i = 0; i < m_opt.iters; i++, round++) {
-                ND2_RESULT r = Next(Nd2RequestTypeReceive, m_buf.data());
+                ND2_RESULT r;
+                for (;;) {
+                    while (m_cq->GetResults(&r, 1) == 0) {
+                    }
+                    EXPECT(r.Status == ND_SUCCESS && r.QueuePairContext == this);
+                    if (r.RequestType != Nd2RequestTypeSend)
+                        break;
+                    EXPECT(acks > 0 && r.RequestContext == m_ack);
+                    acks--;
+                }
+                EXPECT(r.RequestType == Nd2RequestTypeReceive && r.RequestContext == m_buf.data());
                 EXPECT(r.BytesTransferred == size);
                 for (ULONG at = 0; at < size; at++)
                     EXPECT(m_buf[at] == pattern(round, at));
                 CHECK_HR(m_qp->Receive(m_buf.data(), &sge, 1));
                 ND2_SGE ack = {m_ack, sizeof m_ack, m_ackMr->GetLocalToken()};
                 CHECK_HR(m_qp->Send(m_ack, &ack, 1, 0));
-                Next(Nd2RequestTypeSend, m_ack);
+                acks++;
             }
         }
+        for (; acks > 0; acks--)
+            Next(Nd2RequestTypeSend, m_ack);
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
         ND2_RESULT flushed;
