@@ -12,7 +12,7 @@ use rdma_mummy_sys as ffi;
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
 use crate::connector::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
-use crate::engine::{Adapter, AdapterInner, Owner};
+use crate::engine::{Adapter, AdapterInner, CmEventSink};
 use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
 use crate::request::{Pending, Slot};
@@ -344,7 +344,7 @@ impl ConnInner {
         result
     }
 
-    pub(crate) fn on_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8)) {
+    fn on_cm_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8)) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
@@ -382,7 +382,7 @@ impl ConnInner {
     }
 
     /// IBV_EVENT_COMM_EST: data arrived before the RTU; tell rdma_cm so Accept completes.
-    pub(crate) fn on_comm_established(&self) {
+    fn comm_established(&self) {
         let core = lock(&self.core);
         if core.state == ConnectorState::Accepting {
             if let Some(id) = &core.id {
@@ -395,7 +395,7 @@ impl ConnInner {
 
     /// After a panic while handling this connector's event: whatever it has pending completes
     /// with ND_INTERNAL_ERROR and the connector is failed, so no request pends forever.
-    pub(crate) fn fail_internal(&self) {
+    fn fail_all_internal(&self) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
@@ -424,6 +424,20 @@ impl ConnInner {
     }
 }
 
+impl CmEventSink for ConnInner {
+    fn on_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8)) {
+        self.on_cm_event(event, private_data, params);
+    }
+
+    fn on_comm_established(&self) {
+        self.comm_established();
+    }
+
+    fn fail_internal(&self) {
+        self.fail_all_internal();
+    }
+}
+
 /// ND2 IND2Connector / NDK connector.
 pub struct Connector {
     inner: Arc<ConnInner>,
@@ -433,7 +447,7 @@ impl Connector {
     pub fn new(adapter: &Adapter) -> Connector {
         let inner = Arc::new_cyclic(|weak: &Weak<ConnInner>| ConnInner {
             adapter: Arc::clone(&adapter.inner),
-            token: adapter.inner.register(Owner::Connector(weak.clone())),
+            token: adapter.inner.register(weak.clone()),
             core: Mutex::new(Core {
                 state: ConnectorState::Idle,
                 id: None,
@@ -803,7 +817,7 @@ impl ListenerInner {
         }
     }
 
-    pub(crate) fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
+    fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
@@ -823,15 +837,36 @@ impl ListenerInner {
         finish(done);
     }
 
-    pub(crate) fn on_event(&self, event: CmEvent) {
+    fn cancel(&self) {
+        let mut done = Done::new();
+        self.drive(&mut lock(&self.core), ListenerInput::Cancel, &mut done);
+        finish(done);
+    }
+}
+
+impl CmEventSink for ListenerInner {
+    fn on_event(&self, event: CmEvent, _private_data: &[u8], _params: (u8, u8)) {
         let mut done = Done::new();
         self.drive(&mut lock(&self.core), ListenerInput::Event(event), &mut done);
         finish(done);
     }
 
-    fn cancel(&self) {
+    fn on_connect_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
+        self.on_request(id, private_data, params);
+    }
+
+    /// After a panic while handling this listener's event: every GetConnectionRequest pending
+    /// completes with ND_INTERNAL_ERROR, and so does every later call but Cancel and Release.
+    fn fail_internal(&self) {
         let mut done = Done::new();
-        self.drive(&mut lock(&self.core), ListenerInput::Cancel, &mut done);
+        {
+            let mut core = lock(&self.core);
+            core.state = ListenerState::Failed(NdStatus::ND_INTERNAL_ERROR);
+            let handed = std::mem::take(&mut core.handed);
+            let waiting = std::mem::take(&mut core.waiting);
+            done.extend(handed.into_iter().map(|slot| (slot, NdStatus::ND_INTERNAL_ERROR)));
+            done.extend(waiting.into_iter().map(|(_, slot)| (slot, NdStatus::ND_INTERNAL_ERROR)));
+        }
         finish(done);
     }
 }
@@ -845,7 +880,7 @@ impl Listener {
     pub fn new(adapter: &Adapter) -> Listener {
         let inner = Arc::new_cyclic(|weak: &Weak<ListenerInner>| ListenerInner {
             adapter: Arc::clone(&adapter.inner),
-            token: adapter.inner.register(Owner::Listener(weak.clone())),
+            token: adapter.inner.register(weak.clone()),
             core: Mutex::new(ListenerCore {
                 state: ListenerState::Idle,
                 id: None,
