@@ -1,5 +1,5 @@
 //! The Rust API's connector, listener and shared endpoint: each owns its rdma_cm id and runs
-//! its pure state machine ([`crate::connector`], [`crate::listener`]), carrying out the actions
+//! its pure state machine ([`crate::connection`], [`crate::listen`]), carrying out the actions
 //! of every step in order, feeding inline failures back as `ActionFailed`, and completing
 //! pending requests after its lock is released (so a completion callback may call back in).
 
@@ -11,9 +11,9 @@ use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
-use crate::connector::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
+use crate::connection::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
 use crate::engine::{Adapter, AdapterInner, CmEventSink};
-use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
+use crate::listen::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
@@ -137,7 +137,7 @@ type Setup<'a> = Option<Box<dyn FnOnce(&mut Core) + 'a>>;
 impl ConnInner {
     /// Runs one input through the machine and its effects. Returns the call's code.
     fn drive(&self, core: &mut Core, input: ConnectorInput, setup: Setup<'_>, done: &mut Done) -> Option<NdStatus> {
-        let t = connector::step(core.state, input);
+        let t = connection::step(core.state, input);
         log::debug!(
             "connector {}: {:?} + {input:?} -> {:?} {:?}",
             self.token,
@@ -710,7 +710,7 @@ pub(crate) struct ListenerInner {
 
 impl ListenerInner {
     fn drive(&self, core: &mut ListenerCore, input: ListenerInput, done: &mut Done) -> Option<NdStatus> {
-        let t = listener::step(core.state, input);
+        let t = listen::step(core.state, input);
         log::debug!(
             "listener {}: {:?} + {input:?} -> {:?} {:?}",
             self.token,

@@ -9,9 +9,9 @@ use std::sync::{Arc, RwLock};
 
 use rdma_mummy_sys as ffi;
 
-use super::connector::ConnectorBody;
+use super::ind2_connector::ConnectorBody;
 use super::cq::{CqBody, NotifyChannel};
-use super::listener::ListenerBody;
+use super::ind2_listener::ListenerBody;
 use super::mr::MrBody;
 use super::mw::MwBody;
 use super::qp::QpBody;

@@ -7,8 +7,8 @@ use std::ffi::c_void;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, Weak};
 
-use super::connector::NdkConnector;
-use super::listener::{NdkListener, NdkSharedEndpoint};
+use super::ndk_connector::NdkConnector;
+use super::ndk_listener::{NdkListener, NdkSharedEndpoint};
 use super::{
     boundary, code, give_handle, handle, init_logging, read_sockaddr, status_boundary, take_handle, ConnectEvent,
     CreateCompletion, Handle, NtStatus, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,

@@ -27,15 +27,15 @@ use crate::status::NdStatus;
 use crate::sys;
 
 mod adapter;
-mod connector;
-mod listener;
+mod ndk_connector;
+mod ndk_listener;
 
 pub use adapter::{
     NdkAdapter, NdkAdapterDispatch, NdkAdapterInfo, NdkCq, NdkCqDispatch, NdkMr, NdkMrDispatch, NdkOpenAdapter, NdkQp,
     NdkQpDispatch, NdkResult, NdkSge,
 };
-pub use connector::{NdkConnector, NdkConnectorDispatch};
-pub use listener::{NdkListener, NdkListenerDispatch, NdkSharedEndpoint, NdkSharedEndpointDispatch};
+pub use ndk_connector::{NdkConnector, NdkConnectorDispatch};
+pub use ndk_listener::{NdkListener, NdkListenerDispatch, NdkSharedEndpoint, NdkSharedEndpointDispatch};
 
 /// NTSTATUS.
 pub type NtStatus = i32;

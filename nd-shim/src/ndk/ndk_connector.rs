@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::adapter::{AdapterShared, NdkQp};
-use super::listener::NdkSharedEndpoint;
+use super::ndk_listener::NdkSharedEndpoint;
 use super::{
     bytes, code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, DisconnectEvent, Handle,
     NtStatus, RequestCompletion, STATUS_INVALID_PARAMETER, STATUS_PENDING, STATUS_SUCCESS,
 };
 use crate::connection_data::PrivateDataUse;
-use crate::connector::ConnectorState;
+use crate::connection::ConnectorState;
 use crate::status::NdStatus;
 use crate::{Connector, Pending};
 

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::adapter::AdapterShared;
-use super::connector::NdkConnector;
+use super::ndk_connector::NdkConnector;
 use super::{
     code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, Handle, NtStatus,
     RequestCompletion, STATUS_SUCCESS,
