@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, Weak};
 use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
-use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
 use crate::connection::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
+use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
 use crate::engine::{Adapter, AdapterInner, CmEventSink};
 use crate::listen::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
@@ -73,6 +73,9 @@ struct Core {
     requested: ReadLimits,
     peer: PeerData,
     slots: Slots,
+    /// NDK's DisconnectEvent ([`Connector::on_peer_disconnect`]): completed by the machine's
+    /// [`Effect::PeerDisconnected`], dropped unrun on release.
+    peer_disconnect: Option<Arc<Slot>>,
 }
 
 /// `addr` as the adapter binds it: an unspecified address is the adapter's; a loopback address
@@ -173,7 +176,10 @@ impl ConnInner {
                     }
                 }
                 Effect::PeerDisconnected => {
-                    log::debug!("connector {}: peer disconnected", self.token)
+                    log::debug!("connector {}: peer disconnected", self.token);
+                    if let Some(slot) = core.peer_disconnect.take() {
+                        done.push((slot, NdStatus::ND_SUCCESS));
+                    }
                 }
             }
         }
@@ -438,6 +444,16 @@ impl CmEventSink for ConnInner {
     }
 }
 
+/// Where a Connect's local address comes from.
+enum ConnectFrom {
+    /// ND2 Connect: the address Bind took, else one of the ND range.
+    Bound,
+    /// NdkConnect: this address, bound in the same step when the connector has none.
+    Address(SocketAddr),
+    /// NdkConnectWithSharedEndpoint: the shared endpoint's.
+    Shared(Arc<SharedEndpointReservation>),
+}
+
 /// ND2 IND2Connector / NDK connector.
 pub struct Connector {
     inner: Arc<ConnInner>,
@@ -460,6 +476,7 @@ impl Connector {
                 requested: ReadLimits::new(0, 0),
                 peer: PeerData::default(),
                 slots: Slots::default(),
+                peer_disconnect: None,
             }),
         });
         Connector { inner }
@@ -503,7 +520,33 @@ impl Connector {
         outbound_read_limit: u32,
         private_data: &[u8],
     ) -> Result<Pending, NdStatus> {
-        self.start_connect(qp, remote, inbound_read_limit, outbound_read_limit, private_data, None)
+        self.start_connect(
+            qp,
+            ConnectFrom::Bound,
+            remote,
+            ReadLimits::new(inbound_read_limit, outbound_read_limit),
+            private_data,
+        )
+    }
+
+    /// NDK NdkConnect: Bind to `local` (when the connector has no address yet) and Connect, in
+    /// one step of the state machine.
+    pub fn bind_and_connect(
+        &self,
+        qp: &QueuePair,
+        local: SocketAddr,
+        remote: SocketAddr,
+        inbound_read_limit: u32,
+        outbound_read_limit: u32,
+        private_data: &[u8],
+    ) -> Result<Pending, NdStatus> {
+        self.start_connect(
+            qp,
+            ConnectFrom::Address(local),
+            remote,
+            ReadLimits::new(inbound_read_limit, outbound_read_limit),
+            private_data,
+        )
     }
 
     /// NDK NdkConnectWithSharedEndpoint.
@@ -518,42 +561,58 @@ impl Connector {
     ) -> Result<Pending, NdStatus> {
         self.start_connect(
             qp,
+            ConnectFrom::Shared(Arc::clone(&endpoint.reservation)),
             remote,
-            inbound_read_limit,
-            outbound_read_limit,
+            ReadLimits::new(inbound_read_limit, outbound_read_limit),
             private_data,
-            Some(Arc::clone(&endpoint.reservation)),
         )
     }
 
     fn start_connect(
         &self,
         qp: &QueuePair,
+        from: ConnectFrom,
         remote: SocketAddr,
-        inbound: u32,
-        outbound: u32,
+        requested: ReadLimits,
         private_data: &[u8],
-        shared: Option<Arc<SharedEndpointReservation>>,
     ) -> Result<Pending, NdStatus> {
         let qp = Arc::clone(&qp.inner);
         let qp_in_use = !qp.claim(self.inner.token);
-        let input = match shared {
-            Some(_) => ConnectorInput::ConnectWithSharedEndpoint {
-                private_data_len: private_data.len(),
-                qp_in_use,
-            },
-            None => ConnectorInput::Connect {
-                private_data_len: private_data.len(),
-                qp_in_use,
-            },
+        let private_data_len = private_data.len();
+        let (input, bind_to, shared) = match from {
+            ConnectFrom::Bound => (
+                ConnectorInput::Connect {
+                    private_data_len,
+                    qp_in_use,
+                },
+                None,
+                None,
+            ),
+            ConnectFrom::Address(local) => (
+                ConnectorInput::BindAndConnect {
+                    private_data_len,
+                    qp_in_use,
+                },
+                Some(local),
+                None,
+            ),
+            ConnectFrom::Shared(endpoint) => (
+                ConnectorInput::ConnectWithSharedEndpoint {
+                    private_data_len,
+                    qp_in_use,
+                },
+                None,
+                Some(endpoint),
+            ),
         };
         let claimed = Arc::clone(&qp);
         let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
             core.qp = Some(qp);
             core.remote = Some(remote);
             core.outgoing = private_data.to_vec();
-            core.requested = ReadLimits::new(inbound, outbound);
+            core.requested = requested;
             core.shared = shared;
+            core.bind_to = bind_to;
             core.peer = PeerData::default();
         }));
         let slot = self.inner.call(input, setup, Some(Request::Connect));
@@ -655,6 +714,22 @@ impl Connector {
         Ok(self.pending_or_done(slot))
     }
 
+    /// NDK's DisconnectEvent: `callback` runs once when the peer ends the connection (the
+    /// machine's [`Effect::PeerDisconnected`]; at once if it already has), never after this
+    /// side's Disconnect nor after release. A later call replaces an earlier one's callback.
+    pub fn on_peer_disconnect(&self, callback: impl FnOnce() + Send + 'static) {
+        let slot = Slot::new();
+        let already = {
+            let mut core = lock(&self.inner.core);
+            core.peer_disconnect = Some(Arc::clone(&slot));
+            core.state == ConnectorState::PeerDisconnected
+        };
+        if already {
+            slot.complete(NdStatus::ND_SUCCESS);
+        }
+        self.pending(slot).on_complete(move |_| callback());
+    }
+
     /// ND2 Disconnect: DREQ, and the QP to ERR (outstanding requests complete ND_CANCELED).
     pub fn disconnect(&self) -> Result<Pending, NdStatus> {
         let slot = self
@@ -676,6 +751,7 @@ impl Connector {
 impl Drop for Connector {
     fn drop(&mut self) {
         let _ = self.inner.call(ConnectorInput::Release, None, None);
+        lock(&self.inner.core).peer_disconnect = None;
         if let Some(qp) = lock(&self.inner.core).qp.take() {
             qp.release(self.inner.token);
             self.inner.adapter.unregister_qp(qp.qp_num(), self.inner.token);

@@ -116,7 +116,9 @@ pub(crate) type Owner = Weak<dyn CmEventSink>;
 /// what it has pending with ND_INTERNAL_ERROR.
 pub(crate) fn deliver(what: &str, sink: &dyn CmEventSink, call: impl FnOnce(&dyn CmEventSink)) {
     if contain(what, || call(sink)).is_none() {
-        contain("failing the requests of a panicked event handler", || sink.fail_internal());
+        contain("failing the requests of a panicked event handler", || {
+            sink.fail_internal()
+        });
     }
 }
 

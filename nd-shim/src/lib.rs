@@ -39,8 +39,8 @@
 //! [`ports::SharedConnection`].
 
 pub mod cm_event;
-pub mod connection_data;
 pub mod connection;
+pub mod connection_data;
 mod endpoint;
 mod engine;
 pub mod listen;

@@ -9,8 +9,8 @@ use std::sync::{Arc, RwLock};
 
 use rdma_mummy_sys as ffi;
 
-use super::ind2_connector::ConnectorBody;
 use super::cq::{CqBody, NotifyChannel};
+use super::ind2_connector::ConnectorBody;
 use super::ind2_listener::ListenerBody;
 use super::mr::MrBody;
 use super::mw::MwBody;
