@@ -33,6 +33,7 @@ use crate::sys;
 mod adapter;
 mod cq;
 mod iids;
+mod ind2_adapter;
 mod ind2_connector;
 mod ind2_listener;
 mod mr;

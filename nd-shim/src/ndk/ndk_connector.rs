@@ -11,12 +11,12 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Weak};
 
-use super::adapter::{AdapterShared, NdkQp};
-use super::ndk_listener::NdkSharedEndpoint;
-use super::{
+use super::boundary::{
     bytes, code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, DisconnectEvent, Handle,
     NtStatus, RequestCompletion, STATUS_INVALID_PARAMETER, STATUS_PENDING, STATUS_SUCCESS,
 };
+use super::ndk_shared_endpoint::NdkSharedEndpoint;
+use super::ndk_verbs::{AdapterShared, NdkQp};
 use crate::status::NdStatus;
 use crate::{Connector, Pending};
 
