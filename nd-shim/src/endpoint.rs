@@ -1,5 +1,5 @@
 //! The Rust API's connector, listener and shared endpoint: each owns its rdma_cm id and runs
-//! its pure state machine ([`crate::connector`], [`crate::listener`]), carrying out the actions
+//! its pure state machine ([`crate::connection`], [`crate::listen`]), carrying out the actions
 //! of every step in order, feeding inline failures back as `ActionFailed`, and completing
 //! pending requests after its lock is released (so a completion callback may call back in).
 
@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex, Weak};
 use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
+use crate::connection::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
 use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
-use crate::connector::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
-use crate::engine::{Adapter, AdapterInner, Owner};
-use crate::listener::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
+use crate::engine::{Adapter, AdapterInner, CmEventSink};
+use crate::listen::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
@@ -73,6 +73,9 @@ struct Core {
     requested: ReadLimits,
     peer: PeerData,
     slots: Slots,
+    /// NDK's DisconnectEvent ([`Connector::on_peer_disconnect`]): completed by the machine's
+    /// [`Effect::PeerDisconnected`], dropped unrun on release.
+    peer_disconnect: Option<Arc<Slot>>,
 }
 
 /// `addr` as the adapter binds it: an unspecified address is the adapter's; a loopback address
@@ -137,7 +140,7 @@ type Setup<'a> = Option<Box<dyn FnOnce(&mut Core) + 'a>>;
 impl ConnInner {
     /// Runs one input through the machine and its effects. Returns the call's code.
     fn drive(&self, core: &mut Core, input: ConnectorInput, setup: Setup<'_>, done: &mut Done) -> Option<NdStatus> {
-        let t = connector::step(core.state, input);
+        let t = connection::step(core.state, input);
         log::debug!(
             "connector {}: {:?} + {input:?} -> {:?} {:?}",
             self.token,
@@ -173,7 +176,10 @@ impl ConnInner {
                     }
                 }
                 Effect::PeerDisconnected => {
-                    log::debug!("connector {}: peer disconnected", self.token)
+                    log::debug!("connector {}: peer disconnected", self.token);
+                    if let Some(slot) = core.peer_disconnect.take() {
+                        done.push((slot, NdStatus::ND_SUCCESS));
+                    }
                 }
             }
         }
@@ -344,7 +350,7 @@ impl ConnInner {
         result
     }
 
-    pub(crate) fn on_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8)) {
+    fn on_cm_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8)) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
@@ -382,7 +388,7 @@ impl ConnInner {
     }
 
     /// IBV_EVENT_COMM_EST: data arrived before the RTU; tell rdma_cm so Accept completes.
-    pub(crate) fn on_comm_established(&self) {
+    fn comm_established(&self) {
         let core = lock(&self.core);
         if core.state == ConnectorState::Accepting {
             if let Some(id) = &core.id {
@@ -395,7 +401,7 @@ impl ConnInner {
 
     /// After a panic while handling this connector's event: whatever it has pending completes
     /// with ND_INTERNAL_ERROR and the connector is failed, so no request pends forever.
-    pub(crate) fn fail_internal(&self) {
+    fn fail_all_internal(&self) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
@@ -424,6 +430,30 @@ impl ConnInner {
     }
 }
 
+impl CmEventSink for ConnInner {
+    fn on_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8)) {
+        self.on_cm_event(event, private_data, params);
+    }
+
+    fn on_comm_established(&self) {
+        self.comm_established();
+    }
+
+    fn fail_internal(&self) {
+        self.fail_all_internal();
+    }
+}
+
+/// Where a Connect's local address comes from.
+enum ConnectFrom {
+    /// ND2 Connect: the address Bind took, else one of the ND range.
+    Bound,
+    /// NdkConnect: this address, bound in the same step when the connector has none.
+    Address(SocketAddr),
+    /// NdkConnectWithSharedEndpoint: the shared endpoint's.
+    Shared(Arc<SharedEndpointReservation>),
+}
+
 /// ND2 IND2Connector / NDK connector.
 pub struct Connector {
     inner: Arc<ConnInner>,
@@ -433,7 +463,7 @@ impl Connector {
     pub fn new(adapter: &Adapter) -> Connector {
         let inner = Arc::new_cyclic(|weak: &Weak<ConnInner>| ConnInner {
             adapter: Arc::clone(&adapter.inner),
-            token: adapter.inner.register(Owner::Connector(weak.clone())),
+            token: adapter.inner.register(weak.clone()),
             core: Mutex::new(Core {
                 state: ConnectorState::Idle,
                 id: None,
@@ -446,6 +476,7 @@ impl Connector {
                 requested: ReadLimits::new(0, 0),
                 peer: PeerData::default(),
                 slots: Slots::default(),
+                peer_disconnect: None,
             }),
         });
         Connector { inner }
@@ -489,7 +520,33 @@ impl Connector {
         outbound_read_limit: u32,
         private_data: &[u8],
     ) -> Result<Pending, NdStatus> {
-        self.start_connect(qp, remote, inbound_read_limit, outbound_read_limit, private_data, None)
+        self.start_connect(
+            qp,
+            ConnectFrom::Bound,
+            remote,
+            ReadLimits::new(inbound_read_limit, outbound_read_limit),
+            private_data,
+        )
+    }
+
+    /// NDK NdkConnect: Bind to `local` (when the connector has no address yet) and Connect, in
+    /// one step of the state machine.
+    pub fn bind_and_connect(
+        &self,
+        qp: &QueuePair,
+        local: SocketAddr,
+        remote: SocketAddr,
+        inbound_read_limit: u32,
+        outbound_read_limit: u32,
+        private_data: &[u8],
+    ) -> Result<Pending, NdStatus> {
+        self.start_connect(
+            qp,
+            ConnectFrom::Address(local),
+            remote,
+            ReadLimits::new(inbound_read_limit, outbound_read_limit),
+            private_data,
+        )
     }
 
     /// NDK NdkConnectWithSharedEndpoint.
@@ -504,42 +561,58 @@ impl Connector {
     ) -> Result<Pending, NdStatus> {
         self.start_connect(
             qp,
+            ConnectFrom::Shared(Arc::clone(&endpoint.reservation)),
             remote,
-            inbound_read_limit,
-            outbound_read_limit,
+            ReadLimits::new(inbound_read_limit, outbound_read_limit),
             private_data,
-            Some(Arc::clone(&endpoint.reservation)),
         )
     }
 
     fn start_connect(
         &self,
         qp: &QueuePair,
+        from: ConnectFrom,
         remote: SocketAddr,
-        inbound: u32,
-        outbound: u32,
+        requested: ReadLimits,
         private_data: &[u8],
-        shared: Option<Arc<SharedEndpointReservation>>,
     ) -> Result<Pending, NdStatus> {
         let qp = Arc::clone(&qp.inner);
         let qp_in_use = !qp.claim(self.inner.token);
-        let input = match shared {
-            Some(_) => ConnectorInput::ConnectWithSharedEndpoint {
-                private_data_len: private_data.len(),
-                qp_in_use,
-            },
-            None => ConnectorInput::Connect {
-                private_data_len: private_data.len(),
-                qp_in_use,
-            },
+        let private_data_len = private_data.len();
+        let (input, bind_to, shared) = match from {
+            ConnectFrom::Bound => (
+                ConnectorInput::Connect {
+                    private_data_len,
+                    qp_in_use,
+                },
+                None,
+                None,
+            ),
+            ConnectFrom::Address(local) => (
+                ConnectorInput::BindAndConnect {
+                    private_data_len,
+                    qp_in_use,
+                },
+                Some(local),
+                None,
+            ),
+            ConnectFrom::Shared(endpoint) => (
+                ConnectorInput::ConnectWithSharedEndpoint {
+                    private_data_len,
+                    qp_in_use,
+                },
+                None,
+                Some(endpoint),
+            ),
         };
         let claimed = Arc::clone(&qp);
         let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
             core.qp = Some(qp);
             core.remote = Some(remote);
             core.outgoing = private_data.to_vec();
-            core.requested = ReadLimits::new(inbound, outbound);
+            core.requested = requested;
             core.shared = shared;
+            core.bind_to = bind_to;
             core.peer = PeerData::default();
         }));
         let slot = self.inner.call(input, setup, Some(Request::Connect));
@@ -641,6 +714,22 @@ impl Connector {
         Ok(self.pending_or_done(slot))
     }
 
+    /// NDK's DisconnectEvent: `callback` runs once when the peer ends the connection (the
+    /// machine's [`Effect::PeerDisconnected`]; at once if it already has), never after this
+    /// side's Disconnect nor after release. A later call replaces an earlier one's callback.
+    pub fn on_peer_disconnect(&self, callback: impl FnOnce() + Send + 'static) {
+        let slot = Slot::new();
+        let already = {
+            let mut core = lock(&self.inner.core);
+            core.peer_disconnect = Some(Arc::clone(&slot));
+            core.state == ConnectorState::PeerDisconnected
+        };
+        if already {
+            slot.complete(NdStatus::ND_SUCCESS);
+        }
+        self.pending(slot).on_complete(move |_| callback());
+    }
+
     /// ND2 Disconnect: DREQ, and the QP to ERR (outstanding requests complete ND_CANCELED).
     pub fn disconnect(&self) -> Result<Pending, NdStatus> {
         let slot = self
@@ -662,6 +751,7 @@ impl Connector {
 impl Drop for Connector {
     fn drop(&mut self) {
         let _ = self.inner.call(ConnectorInput::Release, None, None);
+        lock(&self.inner.core).peer_disconnect = None;
         if let Some(qp) = lock(&self.inner.core).qp.take() {
             qp.release(self.inner.token);
             self.inner.adapter.unregister_qp(qp.qp_num(), self.inner.token);
@@ -696,7 +786,7 @@ pub(crate) struct ListenerInner {
 
 impl ListenerInner {
     fn drive(&self, core: &mut ListenerCore, input: ListenerInput, done: &mut Done) -> Option<NdStatus> {
-        let t = listener::step(core.state, input);
+        let t = listen::step(core.state, input);
         log::debug!(
             "listener {}: {:?} + {input:?} -> {:?} {:?}",
             self.token,
@@ -803,7 +893,7 @@ impl ListenerInner {
         }
     }
 
-    pub(crate) fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
+    fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
@@ -823,15 +913,36 @@ impl ListenerInner {
         finish(done);
     }
 
-    pub(crate) fn on_event(&self, event: CmEvent) {
+    fn cancel(&self) {
+        let mut done = Done::new();
+        self.drive(&mut lock(&self.core), ListenerInput::Cancel, &mut done);
+        finish(done);
+    }
+}
+
+impl CmEventSink for ListenerInner {
+    fn on_event(&self, event: CmEvent, _private_data: &[u8], _params: (u8, u8)) {
         let mut done = Done::new();
         self.drive(&mut lock(&self.core), ListenerInput::Event(event), &mut done);
         finish(done);
     }
 
-    fn cancel(&self) {
+    fn on_connect_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
+        self.on_request(id, private_data, params);
+    }
+
+    /// After a panic while handling this listener's event: every GetConnectionRequest pending
+    /// completes with ND_INTERNAL_ERROR, and so does every later call but Cancel and Release.
+    fn fail_internal(&self) {
         let mut done = Done::new();
-        self.drive(&mut lock(&self.core), ListenerInput::Cancel, &mut done);
+        {
+            let mut core = lock(&self.core);
+            core.state = ListenerState::Failed(NdStatus::ND_INTERNAL_ERROR);
+            let handed = std::mem::take(&mut core.handed);
+            let waiting = std::mem::take(&mut core.waiting);
+            done.extend(handed.into_iter().map(|slot| (slot, NdStatus::ND_INTERNAL_ERROR)));
+            done.extend(waiting.into_iter().map(|(_, slot)| (slot, NdStatus::ND_INTERNAL_ERROR)));
+        }
         finish(done);
     }
 }
@@ -845,7 +956,7 @@ impl Listener {
     pub fn new(adapter: &Adapter) -> Listener {
         let inner = Arc::new_cyclic(|weak: &Weak<ListenerInner>| ListenerInner {
             adapter: Arc::clone(&adapter.inner),
-            token: adapter.inner.register(Owner::Listener(weak.clone())),
+            token: adapter.inner.register(weak.clone()),
             core: Mutex::new(ListenerCore {
                 state: ListenerState::Idle,
                 id: None,

@@ -3,7 +3,9 @@
 //! One event channel per adapter carries the events of every connector and listener on it. Each
 //! rdma_cm id's `context` is a token that names its owner in the adapter's registry; the engine
 //! copies an event out, acknowledges it at once (so `rdma_destroy_id` never waits on the engine),
-//! then hands it to the owner's state machine. The device's async events are drained in the same
+//! then hands it to the owner through [`CmEventSink`], the one trait the endpoints implement: the
+//! engine knows no connector or listener type. Every call into a sink runs behind a panic
+//! boundary ([`deliver`]). The device's async events are drained in the same
 //! pass: IBV_EVENT_COMM_EST on a passive QP is forwarded to `rdma_notify` (first data can beat
 //! the RTU).
 //!
@@ -23,11 +25,10 @@ use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::connection_data::{AdapterReadLimits, MAX_CALLEE_DATA, MAX_CALLER_DATA};
-use crate::endpoint::{ConnInner, ListenerInner};
 use crate::ports::PortSpace;
 use crate::status::NdStatus;
 use crate::sync::{contain, lock};
-use crate::sys::{self, DeviceList, EventChannel, RawEvent};
+use crate::sys::{self, CmId, DeviceList, EventChannel, RawEvent};
 
 /// ND2_ADAPTER_INFO, the parts that the device and RoCE decide.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,10 +87,39 @@ impl Hasher for IntHasher {
 
 type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
-#[derive(Clone)]
-pub(crate) enum Owner {
-    Connector(Weak<ConnInner>),
-    Listener(Weak<ListenerInner>),
+/// The owner of an rdma_cm id, as the engine sees it: where its events go. The endpoints (the
+/// Rust API's connector and listener) implement it; the engine holds owners weakly by token.
+pub(crate) trait CmEventSink: Send + Sync {
+    /// An event for the owner's own id. `params`: the peer's (responder resources, initiator
+    /// depth) from the event's connection parameters.
+    fn on_event(&self, event: CmEvent, private_data: &[u8], params: (u8, u8));
+
+    /// A CONNECT_REQUEST on the owner's listening id; `id` is the new connection's and is the
+    /// owner's from here on. Only a listener listens: the default drops the id, which rejects.
+    fn on_connect_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
+        let _ = (private_data, params);
+        drop(id);
+    }
+
+    /// IBV_EVENT_COMM_EST on a queue pair the owner registered ([`AdapterInner::register_qp`]).
+    fn on_comm_established(&self) {}
+
+    /// After one of the calls above panicked: whatever the owner has pending completes with
+    /// ND_INTERNAL_ERROR, so no request waits for ever.
+    fn fail_internal(&self);
+}
+
+pub(crate) type Owner = Weak<dyn CmEventSink>;
+
+/// Runs `call` on `sink` behind a panic boundary: a panic is logged, the calling thread (the
+/// event thread, or an application thread in `process_events`) lives on, and the sink fails
+/// what it has pending with ND_INTERNAL_ERROR.
+pub(crate) fn deliver(what: &str, sink: &dyn CmEventSink, call: impl FnOnce(&dyn CmEventSink)) {
+    if contain(what, || call(sink)).is_none() {
+        contain("failing the requests of a panicked event handler", || {
+            sink.fail_internal()
+        });
+    }
 }
 
 pub(crate) struct Pd(pub(crate) *mut ffi::ibv_pd);
@@ -237,46 +267,30 @@ impl AdapterInner {
             return;
         };
         log::debug!("event {kind:?} status {} for token {}", event.status, event.context);
+        let params = (event.responder_resources, event.initiator_depth);
         if kind == CmEventKind::ConnectRequest {
             // SAFETY: the id of a CONNECT_REQUEST is new and ours to own from here on.
             let id = unsafe { event.id.into_owned() };
-            let listener = event
-                .listen_context
-                .and_then(|t| lock(&self.owners).get(&t).cloned())
-                .and_then(|o| match o {
-                    Owner::Listener(l) => l.upgrade(),
-                    Owner::Connector(_) => None,
-                });
-            match listener {
-                Some(listener) => {
-                    let params = (event.responder_resources, event.initiator_depth);
-                    contain("a listener's connection request", || {
-                        listener.on_request(id, event.private_data, params)
-                    });
-                }
+            match event.listen_context.and_then(|token| self.owner(token)) {
+                Some(listener) => deliver("a connection request", listener.as_ref(), |l| {
+                    l.on_connect_request(id, event.private_data, params)
+                }),
                 // The listener is gone: dropping the id rejects the request.
                 None => drop(id),
             }
             return;
         }
-        let owner = lock(&self.owners).get(&event.context).cloned();
-        let cm = CmEvent::new(kind, event.status);
-        match owner {
-            Some(Owner::Connector(c)) => {
-                if let Some(c) = c.upgrade() {
-                    let params = (event.responder_resources, event.initiator_depth);
-                    if contain("a connector's event", || c.on_event(cm, &event.private_data, params)).is_none() {
-                        c.fail_internal();
-                    }
-                }
-            }
-            Some(Owner::Listener(l)) => {
-                if let Some(l) = l.upgrade() {
-                    contain("a listener's event", || l.on_event(cm));
-                }
-            }
+        match self.owner(event.context) {
+            Some(owner) => deliver("an rdma_cm event", owner.as_ref(), |o| {
+                o.on_event(CmEvent::new(kind, event.status), &event.private_data, params)
+            }),
             None => log::debug!("event {kind:?} for a released object"),
         }
+    }
+
+    /// The live owner of `token`, if any.
+    fn owner(&self, token: u64) -> Option<Arc<dyn CmEventSink>> {
+        lock(&self.owners).get(&token).and_then(Weak::upgrade)
     }
 
     fn process_async_events(&self) -> usize {
@@ -290,11 +304,8 @@ impl AdapterInner {
             log::debug!("async event {}", event.event_type);
             let Some(qp_num) = event.comm_est_qp_num else { continue };
             let token = lock(&self.qps).get(&qp_num).copied();
-            let owner = token.and_then(|t| lock(&self.owners).get(&t).cloned());
-            if let Some(Owner::Connector(c)) = owner {
-                if let Some(c) = c.upgrade() {
-                    c.on_comm_established();
-                }
+            if let Some(owner) = token.and_then(|t| self.owner(t)) {
+                deliver("a COMM_EST event", owner.as_ref(), |o| o.on_comm_established());
             }
         }
     }
@@ -438,5 +449,40 @@ impl Adapter {
     /// Processes every event that is ready, without blocking; returns how many.
     pub fn process_events(&self) -> usize {
         self.inner.process()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A sink whose event handler panics, counting the calls that reach it.
+    #[derive(Default)]
+    struct Panicking {
+        events: AtomicUsize,
+        failed: AtomicUsize,
+    }
+
+    impl CmEventSink for Panicking {
+        fn on_event(&self, _: CmEvent, _: &[u8], _: (u8, u8)) {
+            self.events.fetch_add(1, Ordering::Relaxed);
+            panic!("a handler bug");
+        }
+
+        fn fail_internal(&self) {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_panicking_event_handler_fails_its_requests_and_the_thread_lives_on() {
+        let sink = Panicking::default();
+        let event = CmEvent::new(CmEventKind::Established, 0);
+        // The thread that delivers (here, the test's) survives both panics and goes on.
+        deliver("test event", &sink, |s| s.on_event(event, &[], (0, 0)));
+        deliver("test event", &sink, |s| s.on_event(event, &[], (0, 0)));
+        assert_eq!(sink.events.load(Ordering::Relaxed), 2);
+        assert_eq!(sink.failed.load(Ordering::Relaxed), 2);
     }
 }

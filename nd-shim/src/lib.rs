@@ -9,9 +9,9 @@
 //! - [`cm_event`]: the rdma_cm event kinds the machines consume.
 //! - [`ports`]: the shim's port space: ephemeral allocation, exclusive and shared holders,
 //!   the shared-endpoint 4-tuple check, addresses busy until their last holder drops.
-//! - [`connector`] and [`listener`]: the state machines. Each is an enum of states and one
-//!   `step(state, input)` that returns the call's inline code, the pending requests that
-//!   complete, and the actions the engine must carry out.
+//! - [`connection`] and [`listen`]: the state machines (of a connector and of a listener). Each
+//!   is an enum of states and one `step(state, input)` that returns the call's inline code, the
+//!   pending requests that complete, and the actions the endpoint must carry out.
 //! - [`connection_data`]: private data limits, read-limit capping, and the getters' buffer rules.
 //!
 //! On top, with RDMA hardware (or rxe) and librdmacm/libibverbs loaded at run time:
@@ -23,7 +23,7 @@
 //! - [`Connector`], [`Listener`], [`SharedEndpoint`]: ND2's method sets (and NDK's
 //!   ConnectWithSharedEndpoint). Calls return `Err(code)` for every inline failure and a
 //!   [`Pending`] (wait, poll, cancel, callback) for what completes later; which codes come inline
-//!   and which through the completion is in [`connector`]'s module docs.
+//!   and which through the completion is in [`connection`]'s module docs.
 //!
 //! Logging goes through the `log` crate and is silent unless the application installs a logger;
 //! the conformance program's logger takes its level from `ND_SHIM_LOG`.
@@ -39,11 +39,11 @@
 //! [`ports::SharedConnection`].
 
 pub mod cm_event;
+pub mod connection;
 pub mod connection_data;
-pub mod connector;
 mod endpoint;
 mod engine;
-pub mod listener;
+pub mod listen;
 pub mod nd2;
 pub mod ndk;
 pub mod ports;

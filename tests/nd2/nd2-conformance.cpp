@@ -465,6 +465,24 @@ int unreachable(Pair &s)
     return 0;
 }
 
+/* A REQ that nobody answers (the suite gives 198.18.0.52 a permanent neighbour entry on rxe1's
+ * veth1 with a MAC no interface has): the IB CM retries for about 100 s, then UNREACHABLE, and
+ * Connect completes ND_IO_TIMEOUT, as the Rust API's and NDK's io-timeout. The suite runs this
+ * case in the background while the others run. */
+int io_timeout(Pair &s)
+{
+    IND2QueuePair *aqp = s.active.Qp();
+    IND2Connector *a = s.active.Connector();
+    sockaddr_in silent = nd2_ipv4("198.18.0.52", 7429);
+    Ov conn;
+    double started = now_ms();
+    Completes(s.active, "Connect to 198.18.0.52 (nobody answers)", a,
+              a->Connect(aqp, SA(silent), sizeof silent, 0, 0, NULL, 0, &conn), &conn, ND_IO_TIMEOUT, 200000);
+    printf("  completed after %.0f s\n", (now_ms() - started) / 1e3);
+    EXPECT(a->Release() == 0);
+    return 0;
+}
+
 /* Address and port errors of Bind (connector and listener), and no reuse after a failed Bind. */
 int address_errors(Pair &s)
 {
@@ -898,6 +916,7 @@ struct Case {
     {"reject", reject},
     {"no-listener", no_listener},
     {"unreachable", unreachable},
+    {"io-timeout", io_timeout},
     {"address-errors", address_errors},
     {"ports-exhausted", ports_exhausted},
     {"cancel-connect", cancel_connect},

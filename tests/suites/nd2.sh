@@ -2,7 +2,9 @@
 # tests/nd2/build.sh into target/nd2; the guest sees the tree read-only, so a missing or stale
 # build is redone into RIG_OUT), run between rxe0 (198.18.0.1, server) and rxe1 (198.18.0.2,
 # client) once over each provider in RIG_ND_PROVIDERS (default: the stock C provider and rxe_rs).
-# nd2-conformance runs both sides in one process (passive on rxe0, active on rxe1).
+# nd2-conformance runs both sides in one process (passive on rxe0, active on rxe1). Its io-timeout
+# case waits out about 100 s of the IB CM's REQ retries per provider: it starts in the background
+# first, with a port range of its own, and is collected at the end, so it overlaps the others.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 nd2_bin=$RIG_ROOT/target/nd2
@@ -40,17 +42,29 @@ nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Liste
     local served=$RIG_OUT/nd2-conformance.$2.$1.served range=()
     # ports-exhausted needs a narrow ND port range to use up
     [[ $2 == ports-exhausted ]] && range=(ND_SHIM_PORT_RANGE=50000-50003)
+    [[ $2 == io-timeout ]] && range=(ND_SHIM_PORT_RANGE=50300-50309)
     with_provider "$1" "$served" env ND_SHIM_LOG=debug "${range[@]}" \
         "$nd2_bin/nd2-conformance" "$2" "$RIG_SERVER_IP" "$RIG_CLIENT_IP" || return 1
     served_by "$served"
     expect_provider "$served" "$1"
 }
 
+# io-timeout: 198.18.0.52 resolves (on rxe1's veth1) to a MAC that no interface has, so its REQ
+# goes out and nobody answers.
+ip neigh replace 198.18.0.52 lladdr 02:00:00:00:00:52 dev veth1 nud permanent
+
+io_timeout_runs=()
+for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+    RIG_TIMEOUT=240 run_test "conformance-io-timeout.$provider" nd2_conformance "$provider" io-timeout &
+    io_timeout_runs+=($!)
+done
+
 for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     for name in $("$nd2_bin/nd2-overlapped" --list); do
         run_test "overlapped-$name.$provider" nd2_overlapped "$provider" "$name" 7410
     done
     for name in $("$nd2_bin/nd2-conformance" --list); do
+        [[ $name == io-timeout ]] && continue
         run_test "conformance-$name.$provider" nd2_conformance "$provider" "$name"
     done
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"
@@ -62,3 +76,6 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     run_test "mr-latency.$provider" nd2_pair nd2-mr-latency "$provider" 7406 --iters 20
     run_test "mr-latency-event.$provider" nd2_pair nd2-mr-latency "$provider" 7407 --iters 10 --sizes 4096,65536 --event
 done
+
+# The background io-timeout runs record their own results; wait for them (RIG_TIMEOUT bounds each).
+wait "${io_timeout_runs[@]}"

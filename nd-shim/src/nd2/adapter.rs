@@ -1,6 +1,7 @@
-//! IND2Adapter: opened by NdOpenAdapter over the Rust API's [`Adapter`] (with the shim's event
-//! thread: ND2 never asks the caller to drive events), it makes the overlapped files and every
-//! other object.
+//! What every object made from one IND2Adapter shares ([`AdapterBody`]: the Rust API's
+//! [`Adapter`], with the shim's event thread: ND2 never asks the caller to drive events), and
+//! the adapter's helpers the other objects use. The IND2Adapter interface, which makes every
+//! object, is `ind2_adapter.rs`.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -9,19 +10,10 @@ use std::sync::{Arc, RwLock};
 
 use rdma_mummy_sys as ffi;
 
-use super::connector::ConnectorBody;
-use super::cq::{CqBody, NotifyChannel};
-use super::listener::ListenerBody;
-use super::mr::MrBody;
-use super::mw::MwBody;
-use super::qp::QpBody;
+use super::cq::NotifyChannel;
 use super::requests::Requests;
-use super::srq::SrqBody;
 use super::win32::{self, Handle, OverlappedFile};
-use super::{
-    arg, code, give, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_BUFFER_OVERFLOW, ND_INVALID_HANDLE,
-    ND_INVALID_PARAMETER, ND_SUCCESS,
-};
+use super::{code, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_HANDLE, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::Adapter;
 
 /// ND_VERSION_2, ND2_ADAPTER_INFO.InfoVersion.
@@ -65,7 +57,7 @@ const _: () = assert!(std::mem::offset_of!(AdapterInfo2, adapter_flags) == 92);
 pub(crate) struct AdapterBody {
     pub(super) adapter: Adapter,
     pub(super) notify: Arc<NotifyChannel>,
-    info: AdapterInfo2,
+    pub(super) info: AdapterInfo2,
     /// QP number -> the context given to CreateQueuePair (ND2_RESULT.QueuePairContext).
     qp_contexts: RwLock<HashMap<u32, usize>>,
     /// The type of each request posted and not completed (ND2_RESULT.RequestType).
@@ -151,68 +143,6 @@ pub(super) fn file(handle: Handle) -> Result<Arc<OverlappedFile>, HResult> {
     win32::overlapped_file(handle).ok_or(ND_INVALID_HANDLE)
 }
 
-#[repr(C)]
-pub(crate) struct AdapterVtbl {
-    unknown: UnknownVtbl,
-    create_overlapped_file: unsafe extern "C" fn(*mut c_void, *mut Handle) -> HResult,
-    query: unsafe extern "C" fn(*mut c_void, *mut AdapterInfo2, *mut u32) -> HResult,
-    query_address_list: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u32) -> HResult,
-    create_completion_queue:
-        unsafe extern "C" fn(*mut c_void, *const Guid, Handle, u32, u16, usize, *mut *mut c_void) -> HResult,
-    create_memory_region: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
-    create_memory_window: unsafe extern "C" fn(*mut c_void, *const Guid, *mut *mut c_void) -> HResult,
-    create_shared_receive_queue:
-        unsafe extern "C" fn(*mut c_void, *const Guid, Handle, u32, u32, u32, u16, usize, *mut *mut c_void) -> HResult,
-    create_queue_pair: unsafe extern "C" fn(
-        *mut c_void,
-        *const Guid,
-        *mut c_void,
-        *mut c_void,
-        *mut c_void,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        *mut *mut c_void,
-    ) -> HResult,
-    create_queue_pair_with_srq: unsafe extern "C" fn(
-        *mut c_void,
-        *const Guid,
-        *mut c_void,
-        *mut c_void,
-        *mut c_void,
-        *mut c_void,
-        u32,
-        u32,
-        u32,
-        *mut *mut c_void,
-    ) -> HResult,
-    create_connector: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
-    create_listener: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
-}
-
-static VTBL: AdapterVtbl = AdapterVtbl {
-    unknown: UnknownVtbl::of::<AdapterBody>(),
-    create_overlapped_file,
-    query,
-    query_address_list,
-    create_completion_queue,
-    create_memory_region,
-    create_memory_window,
-    create_shared_receive_queue,
-    create_queue_pair,
-    create_queue_pair_with_srq,
-    create_connector,
-    create_listener,
-};
-
-impl Class for AdapterBody {
-    type Vtbl = AdapterVtbl;
-    const VTBL: &'static AdapterVtbl = &VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Adapter];
-}
-
 /// Writes `list` as a SOCKET_ADDRESS_LIST into the caller's buffer: the list, then the
 /// sockaddrs it points to. A short buffer is untouched: ND_BUFFER_OVERFLOW with the size.
 ///
@@ -250,229 +180,6 @@ pub(super) unsafe fn write_address_list(addrs: &[SocketAddr], buffer: *mut c_voi
         }
     }
     ND_SUCCESS
-}
-
-unsafe extern "C" fn create_overlapped_file(this: *mut c_void, out: *mut Handle) -> HResult {
-    hr_boundary("IND2Adapter::CreateOverlappedFile", || {
-        // SAFETY: the caller's object.
-        unsafe { self::this::<AdapterBody>(this)? };
-        if out.is_null() {
-            return Err(ND_INVALID_PARAMETER);
-        }
-        let handle = win32::insert(win32::Object::File(Arc::default()));
-        // SAFETY: non-NULL, writable (the caller's promise).
-        unsafe { out.write(handle) };
-        Ok(ND_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn query(this: *mut c_void, info: *mut AdapterInfo2, len: *mut u32) -> HResult {
-    hr_boundary("IND2Adapter::Query", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { self::this::<AdapterBody>(this)? };
-        if len.is_null() {
-            return Err(ND_INVALID_PARAMETER);
-        }
-        let need = std::mem::size_of::<AdapterInfo2>() as u32;
-        // SAFETY: non-NULL, readable and writable (the caller's promise).
-        let have = unsafe { len.read() };
-        // SAFETY: as above.
-        unsafe { len.write(need) };
-        if info.is_null() || have < need {
-            return Ok(ND_BUFFER_OVERFLOW);
-        }
-        // SAFETY: non-NULL, writable for `need` bytes (checked against the caller's size).
-        unsafe { info.write_unaligned(adapter.info) };
-        Ok(ND_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn query_address_list(this: *mut c_void, list: *mut c_void, len: *mut u32) -> HResult {
-    hr_boundary("IND2Adapter::QueryAddressList", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { self::this::<AdapterBody>(this)? };
-        if len.is_null() {
-            return Err(ND_INVALID_PARAMETER);
-        }
-        // SAFETY: non-NULL (the caller's promise).
-        let mut size = unsafe { len.read() } as usize;
-        let addr = SocketAddr::new(adapter.local_ip(), 0);
-        // SAFETY: `list` is writable for `size` bytes (the caller's promise).
-        let hr = unsafe { write_address_list(&[addr], list, &mut size) };
-        // SAFETY: as above.
-        unsafe { len.write(u32::try_from(size).unwrap_or(u32::MAX)) };
-        Ok(hr)
-    })
-}
-
-unsafe extern "C" fn create_completion_queue(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    depth: u32,
-    _group: u16,
-    _affinity: usize,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateCompletionQueue", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        let file = self::file(file)?;
-        // SAFETY: the caller's IID and out pointer.
-        unsafe { give(iid, out, || CqBody::new(adapter, file, depth)) }
-    })
-}
-
-unsafe extern "C" fn create_memory_region(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateMemoryRegion", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        let file = self::file(file)?;
-        // SAFETY: the caller's IID and out pointer.
-        unsafe { give(iid, out, || Ok(MrBody::new(adapter, file))) }
-    })
-}
-
-unsafe extern "C" fn create_memory_window(this: *mut c_void, iid: *const Guid, out: *mut *mut c_void) -> HResult {
-    hr_boundary("IND2Adapter::CreateMemoryWindow", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        // SAFETY: the caller's IID and out pointer.
-        unsafe { give(iid, out, || MwBody::new(adapter)) }
-    })
-}
-
-#[allow(clippy::too_many_arguments)] // the interface's
-unsafe extern "C" fn create_shared_receive_queue(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    depth: u32,
-    max_sge: u32,
-    threshold: u32,
-    _group: u16,
-    _affinity: usize,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateSharedReceiveQueue", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        let file = self::file(file)?;
-        // SAFETY: the caller's IID and out pointer.
-        unsafe { give(iid, out, || SrqBody::new(adapter, file, depth, max_sge, threshold)) }
-    })
-}
-
-#[allow(clippy::too_many_arguments)] // the interface's
-unsafe extern "C" fn create_queue_pair(
-    this: *mut c_void,
-    iid: *const Guid,
-    receive_cq: *mut c_void,
-    initiator_cq: *mut c_void,
-    context: *mut c_void,
-    receive_depth: u32,
-    initiator_depth: u32,
-    max_receive_sge: u32,
-    max_initiator_sge: u32,
-    inline_size: u32,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateQueuePair", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        // SAFETY: the caller's objects, checked by kind.
-        let (rcq, icq) = unsafe { (arg::<CqBody>(receive_cq)?, arg::<CqBody>(initiator_cq)?) };
-        let cap = ffi::ibv_qp_cap {
-            max_send_wr: initiator_depth,
-            max_recv_wr: receive_depth,
-            max_send_sge: max_initiator_sge,
-            max_recv_sge: max_receive_sge,
-            max_inline_data: inline_size,
-        };
-        // SAFETY: the caller's IID and out pointer.
-        unsafe { give(iid, out, || QpBody::new(adapter, rcq, icq, None, context as usize, cap)) }
-    })
-}
-
-#[allow(clippy::too_many_arguments)] // the interface's
-unsafe extern "C" fn create_queue_pair_with_srq(
-    this: *mut c_void,
-    iid: *const Guid,
-    receive_cq: *mut c_void,
-    initiator_cq: *mut c_void,
-    srq: *mut c_void,
-    context: *mut c_void,
-    initiator_depth: u32,
-    max_initiator_sge: u32,
-    inline_size: u32,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateQueuePairWithSrq", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        // SAFETY: the caller's objects, checked by kind.
-        let (rcq, icq, srq) = unsafe {
-            (
-                arg::<CqBody>(receive_cq)?,
-                arg::<CqBody>(initiator_cq)?,
-                arg::<SrqBody>(srq)?,
-            )
-        };
-        let cap = ffi::ibv_qp_cap {
-            max_send_wr: initiator_depth,
-            max_recv_wr: 0,
-            max_send_sge: max_initiator_sge,
-            max_recv_sge: 0,
-            max_inline_data: inline_size,
-        };
-        // SAFETY: the caller's IID and out pointer.
-        unsafe {
-            give(iid, out, || {
-                QpBody::new(adapter, rcq, icq, Some(srq), context as usize, cap)
-            })
-        }
-    })
-}
-
-unsafe extern "C" fn create_connector(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateConnector", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        let file = self::file(file)?;
-        // SAFETY: the caller's IID and out pointer.
-        unsafe { give(iid, out, || Ok(ConnectorBody::new(adapter, file))) }
-    })
-}
-
-unsafe extern "C" fn create_listener(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateListener", || {
-        // SAFETY: the caller's object.
-        let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
-        let file = self::file(file)?;
-        // SAFETY: the caller's IID and out pointer.
-        unsafe { give(iid, out, || Ok(ListenerBody::new(adapter, file))) }
-    })
-}
-
-/// NdOpenAdapter's object.
-pub(super) fn new_object(iid: *const Guid, ip: IpAddr, out: *mut *mut c_void) -> Result<HResult, HResult> {
-    // SAFETY: the caller's IID and out pointer (NdOpenAdapter's promise).
-    unsafe { give(iid, out, || AdapterBody::open(ip)) }
 }
 
 #[cfg(test)]

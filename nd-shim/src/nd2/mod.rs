@@ -31,10 +31,11 @@ use crate::status::NdStatus;
 use crate::sys;
 
 mod adapter;
-mod connector;
 mod cq;
 mod iids;
-mod listener;
+mod ind2_adapter;
+mod ind2_connector;
+mod ind2_listener;
 mod mr;
 mod mw;
 mod overlapped;

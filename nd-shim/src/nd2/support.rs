@@ -6,7 +6,8 @@ use std::ffi::c_void;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::adapter::{self, write_address_list};
+use super::adapter::write_address_list;
+use super::ind2_adapter;
 use super::{
     hr_boundary, init_logging, read_sockaddr, Guid, HResult, ND_INVALID_ADDRESS, ND_INVALID_PARAMETER, ND_SUCCESS,
 };
@@ -184,6 +185,6 @@ pub unsafe extern "C" fn NdOpenAdapter(
         init_logging();
         // SAFETY: the caller's address.
         let ip = unsafe { read_sockaddr(addr, len)? }.ip();
-        adapter::new_object(iid, ip, out)
+        ind2_adapter::new_object(iid, ip, out)
     })
 }

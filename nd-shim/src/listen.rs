@@ -5,7 +5,7 @@
 //! CONNECT_REQUEST; "Ports": a listener needs exclusive use of its port, and `rdma_listen`
 //! re-checks it) and IND2Listener's method set (Bind, Listen, GetLocalAddress,
 //! GetConnectionRequest). As with connectors, the machine is pure and the event engine carries out
-//! the [`ListenerAction`]s; see [`crate::connector`] for the `ActionFailed` convention.
+//! the [`ListenerAction`]s; see [`crate::connection`] for the `ActionFailed` convention.
 //!
 //! Requests and GetConnectionRequest calls meet in arrival order: a request that finds a pending
 //! Get is handed to that Get's connector at once; otherwise it is queued, up to the backlog, and

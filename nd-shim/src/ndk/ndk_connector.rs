@@ -2,24 +2,21 @@
 //! NdkGetConnectionData, NdkGetLocalAddress, NdkGetPeerAddress, NdkCompleteConnect,
 //! NdkDisconnect (NDK_CONNECTOR_DISPATCH's order), and the shim's NdkCancelConnector.
 //!
-//! Each entry maps onto [`Connector`]. NdkConnect is ND2's Bind (from `pSrcAddress`) and
-//! Connect in one call; private data over the limit is refused before anything else, so the
-//! connector is untouched and usable. Calls that the Rust API returns as a [`Pending`] return
-//! its final code inline when it completed before the call returns, else STATUS_PENDING and the
-//! code through `RequestCompletion`.
+//! The face only translates: each entry turns its C arguments into one call of [`Connector`],
+//! whose state machine decides every code (NdkConnect is [`Connector::bind_and_connect`]:
+//! ND2's Bind from `pSrcAddress` and Connect in one step). Calls that the Rust API returns as a
+//! [`Pending`] return its final code inline when it completed before the call returns, else
+//! STATUS_PENDING and the code through `RequestCompletion`.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::adapter::{AdapterShared, NdkQp};
-use super::listener::NdkSharedEndpoint;
-use super::{
+use super::boundary::{
     bytes, code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, DisconnectEvent, Handle,
     NtStatus, RequestCompletion, STATUS_INVALID_PARAMETER, STATUS_PENDING, STATUS_SUCCESS,
 };
-use crate::connection_data::PrivateDataUse;
-use crate::connector::ConnectorState;
+use super::ndk_shared_endpoint::NdkSharedEndpoint;
+use super::ndk_verbs::{AdapterShared, NdkQp};
 use crate::status::NdStatus;
 use crate::{Connector, Pending};
 
@@ -31,8 +28,6 @@ pub struct NdkConnector {
 
 struct ConnectorShared {
     connector: Connector,
-    /// Set by NdkDisconnect: the DISCONNECTED that follows is ours, not the peer's.
-    local_disconnect: AtomicBool,
     _adapter: Arc<AdapterShared>,
 }
 
@@ -124,7 +119,6 @@ impl NdkConnector {
             dispatch: &CONNECTOR_DISPATCH,
             shared: Arc::new(ConnectorShared {
                 connector,
-                local_disconnect: AtomicBool::new(false),
                 _adapter: Arc::clone(adapter),
             }),
         }
@@ -158,29 +152,16 @@ fn complete_later(
     STATUS_PENDING
 }
 
-/// Arms the DisconnectEvent callback of NdkAccept / NdkCompleteConnect: called once when the
-/// peer disconnects (not after this side's NdkDisconnect, nor on close).
+/// Arms the DisconnectEvent callback of NdkAccept / NdkCompleteConnect: the state machine
+/// calls it once when the peer disconnects (not after this side's NdkDisconnect, nor on close).
 fn arm_disconnect_event(shared: &Weak<ConnectorShared>, event: DisconnectEvent, context: Context) {
     let Some(event) = event else { return };
     let Some(me) = shared.upgrade() else { return };
-    let pending = match me.connector.notify_disconnect() {
-        Ok(pending) => pending,
-        Err(status) => {
-            log::debug!("ndk: cannot watch for the peer's disconnect: {status}");
-            return;
-        }
-    };
-    let weak = Weak::clone(shared);
-    pending.on_complete(move |status| {
-        let ours = weak
-            .upgrade()
-            .map_or(true, |me| me.local_disconnect.load(Ordering::Acquire));
-        if status == NdStatus::ND_SUCCESS && !ours {
-            // As in complete_later: the Send wrapper, not its field.
-            let context = context;
-            // SAFETY: the caller's callback, with its own context.
-            unsafe { event(context.0) };
-        }
+    me.connector.on_peer_disconnect(move || {
+        // As in complete_later: the Send wrapper, not its field.
+        let context = context;
+        // SAFETY: the caller's callback, with its own context.
+        unsafe { event(context.0) };
     });
 }
 
@@ -190,9 +171,9 @@ fn required(completion: RequestCompletion) -> Result<unsafe extern "C" fn(*mut c
 
 unsafe extern "C" fn close(connector: *mut NdkConnector) -> NtStatus {
     status_boundary("NdkCloseConnector", || {
-        // SAFETY: the caller gives up its handle.
-        let connector = unsafe { take_handle(connector)? };
-        connector.shared.local_disconnect.store(true, Ordering::Release);
+        // SAFETY: the caller gives up its handle. Dropping it releases the connector: pending
+        // requests complete STATUS_CANCELLED and the DisconnectEvent is never called.
+        drop(unsafe { take_handle(connector)? });
         Ok(STATUS_SUCCESS)
     })
 }
@@ -223,16 +204,12 @@ unsafe extern "C" fn connect(
             )
         };
         let completion = required(completion)?;
-        PrivateDataUse::Connect.check(private_data.len()).map_err(code)?;
-        let connector = &c.shared.connector;
-        // NdkConnect binds from pSrcAddress; a connector past Idle goes straight to Connect,
-        // whose state machine answers (ND_CONNECTION_ACTIVE, ND_CONNECTION_INVALID).
-        if connector.state() == ConnectorState::Idle {
-            connector.bind(source).map_err(code)?;
-        }
-        let pending = connector
-            .connect(
+        let pending = c
+            .shared
+            .connector
+            .bind_and_connect(
                 &qp.qp,
+                source,
                 destination,
                 inbound_read_limit,
                 outbound_read_limit,
@@ -445,7 +422,6 @@ unsafe extern "C" fn disconnect(
         // SAFETY: the caller's handle.
         let c = unsafe { handle(connector)? };
         let completion = required(completion)?;
-        c.shared.local_disconnect.store(true, Ordering::Release);
         let pending = c.shared.connector.disconnect().map_err(code)?;
         Ok(complete_later(pending, completion, Context(context), || {}))
     })

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::adapter::AdapterBody;
-use super::connector::{overlapped_call, ConnectorBody};
+use super::ind2_connector::{overlapped_call, ConnectorBody};
 use super::win32::OverlappedFile;
 use super::{
     arg, code, fill_out, hr_boundary, iids, read_sockaddr, this, Class, Guid, HResult, Overlapped, OverlappedVtbl,

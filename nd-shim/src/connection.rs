@@ -75,6 +75,12 @@ pub enum ConnectorInput {
         private_data_len: usize,
         qp_in_use: bool,
     },
+    /// NdkConnect: ND2's Bind (to the caller's source address) and Connect in one step. Past
+    /// Idle the connector has its address and this is Connect.
+    BindAndConnect {
+        private_data_len: usize,
+        qp_in_use: bool,
+    },
     CompleteConnect,
     Accept {
         private_data_len: usize,
@@ -311,6 +317,28 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             }
         }
 
+        I::BindAndConnect {
+            private_data_len,
+            qp_in_use,
+        } => match PrivateDataUse::Connect.check(private_data_len) {
+            // NdkConnect: private data over the limit is refused before anything else, so the
+            // connector is untouched and usable.
+            Err(code) => unchanged(code),
+            Ok(()) if state == S::Idle && !qp_in_use => returns(
+                S::Connecting,
+                St::ND_PENDING,
+                vec![Do(Action::BindAddress), Do(Action::StartConnect)],
+            ),
+            Ok(()) if state == S::Idle => unchanged(St::ND_CONNECTION_ACTIVE),
+            Ok(()) => step(
+                state,
+                I::Connect {
+                    private_data_len,
+                    qp_in_use,
+                },
+            ),
+        },
+
         I::CompleteConnect => match state {
             S::AwaitingCompleteConnect => returns(
                 S::Connected { notify_pending: false },
@@ -433,6 +461,8 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
         I::ActionFailed { action, status } => match (state, action) {
             // "Errors do not allow the connector to be used to retry".
             (S::Bound, Action::BindAddress) => returns(S::Failed(status), status, vec![]),
+            // NdkConnect's bind: the same, and Connect does not start.
+            (S::Connecting, Action::BindAddress) => returns(S::Failed(status), status, vec![]),
             // The synchronous part of Connect failed: Connect returns the code inline.
             (S::Connecting, Action::StartConnect) => returns(connect_failed(status), status, vec![]),
             // Steps driven by events: the pending Connect completes with the code.
@@ -766,6 +796,71 @@ mod tests {
                 t(S::Connecting, Some(St::ND_PENDING), &[Do(Action::StartConnect)])
             );
         }
+    }
+
+    /// NdkConnect is one step: Bind and Connect from Idle, Connect past it; its checks come
+    /// before anything is touched, and a failed bind does not start the connect.
+    #[test]
+    fn ndk_connect_binds_and_connects_in_one_step() {
+        let call = |private_data_len, qp_in_use| I::BindAndConnect {
+            private_data_len,
+            qp_in_use,
+        };
+        assert_eq!(
+            step(S::Idle, call(56, false)),
+            t(
+                S::Connecting,
+                Some(St::ND_PENDING),
+                &[Do(Action::BindAddress), Do(Action::StartConnect)]
+            )
+        );
+        for state in [S::Idle, S::Bound, S::Connected { notify_pending: false }] {
+            assert_eq!(
+                step(state, call(57, false)),
+                t(state, Some(St::ND_INVALID_BUFFER_SIZE), &[])
+            );
+            assert_eq!(
+                step(state, call(0, true)),
+                t(state, Some(St::ND_CONNECTION_ACTIVE), &[])
+            );
+        }
+        let states = [
+            S::Bound,
+            S::Connecting,
+            S::AwaitingCompleteConnect,
+            S::RequestReceived,
+            S::Accepting,
+            S::Connected { notify_pending: true },
+            S::PeerDisconnected,
+            S::Disconnecting { notify_pending: false },
+            S::Disconnected,
+            S::Rejected,
+            S::ConnectFailed(St::ND_IO_TIMEOUT),
+            S::Failed(St::ND_CONNECTION_REFUSED),
+            S::Failed(St::ND_DEVICE_REMOVED),
+            S::Closed,
+        ];
+        for state in states {
+            assert_eq!(
+                step(state, call(3, false)),
+                step(
+                    state,
+                    I::Connect {
+                        private_data_len: 3,
+                        qp_in_use: false,
+                    }
+                ),
+                "{state:?}"
+            );
+        }
+        let failed = I::ActionFailed {
+            action: Action::BindAddress,
+            status: St::ND_SHARING_VIOLATION,
+        };
+        assert_eq!(
+            step(S::Connecting, failed),
+            t(S::Failed(St::ND_SHARING_VIOLATION), Some(St::ND_SHARING_VIOLATION), &[])
+        );
     }
 
     #[test]

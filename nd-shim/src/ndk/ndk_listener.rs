@@ -1,5 +1,4 @@
-//! NDK_LISTENER (NdkListen, NdkGetListenerLocalAddress, NdkControlConnectEvents, close) and
-//! NDK_SHARED_ENDPOINT (NdkGetSharedEndpointLocalAddress, close).
+//! NDK_LISTENER: NdkListen, NdkGetListenerLocalAddress, NdkControlConnectEvents, close.
 //!
 //! An NDK listener delivers each incoming request as a new connector through its connect-event
 //! callback. Over the Rust [`Listener`] that is one GetConnectionRequest always armed with a
@@ -8,18 +7,19 @@
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::adapter::AdapterShared;
-use super::connector::NdkConnector;
-use super::{
+use super::boundary::{
     code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, Handle, NtStatus,
     RequestCompletion, STATUS_SUCCESS,
 };
-use crate::connection_data::fill_address;
+use super::ndk_connector::NdkConnector;
+use super::ndk_verbs::AdapterShared;
 use crate::status::NdStatus;
-use crate::{sys, Connector, Listener, SharedEndpoint};
+use crate::{Connector, Listener};
+
+/// `NDK_FN_CONNECT_EVENT_CALLBACK`: a new connector, owned by the callee from then on.
+pub type ConnectEvent = Option<unsafe extern "C" fn(context: *mut c_void, connector: *mut NdkConnector)>;
 
 /// NDK has no backlog argument: 0 adds no limit of the shim's own (the kernel's still applies).
 const NDK_BACKLOG: u32 = 0;
@@ -209,61 +209,5 @@ unsafe extern "C" fn control_connect_events(listener: *mut NdkListener, pause: u
         }
         shared.arm();
         Ok(STATUS_SUCCESS)
-    })
-}
-
-#[repr(C)]
-pub struct NdkSharedEndpoint {
-    dispatch: *const NdkSharedEndpointDispatch,
-    pub(super) endpoint: SharedEndpoint,
-}
-
-#[repr(C)]
-pub struct NdkSharedEndpointDispatch {
-    pub close: unsafe extern "C" fn(*mut NdkSharedEndpoint) -> NtStatus,
-    pub get_local_address: unsafe extern "C" fn(*mut NdkSharedEndpoint, *mut libc::sockaddr, *mut u32) -> NtStatus,
-}
-
-static SHARED_ENDPOINT_DISPATCH: NdkSharedEndpointDispatch = NdkSharedEndpointDispatch {
-    close: close_shared_endpoint,
-    get_local_address: shared_endpoint_local_address,
-};
-
-impl Handle for NdkSharedEndpoint {
-    type Dispatch = NdkSharedEndpointDispatch;
-    const DISPATCH: &'static NdkSharedEndpointDispatch = &SHARED_ENDPOINT_DISPATCH;
-}
-
-impl NdkSharedEndpoint {
-    pub(super) fn new(adapter: &Arc<AdapterShared>, address: SocketAddr) -> Result<NdkSharedEndpoint, NtStatus> {
-        Ok(NdkSharedEndpoint {
-            dispatch: &SHARED_ENDPOINT_DISPATCH,
-            endpoint: SharedEndpoint::new(&adapter.adapter, address).map_err(code)?,
-        })
-    }
-}
-
-/// NdkCloseSharedEndpoint: the address stays busy until every connector connected through the
-/// endpoint is closed too.
-unsafe extern "C" fn close_shared_endpoint(endpoint: *mut NdkSharedEndpoint) -> NtStatus {
-    status_boundary("NdkCloseSharedEndpoint", || {
-        // SAFETY: the caller gives up its handle.
-        drop(unsafe { take_handle(endpoint)? });
-        Ok(STATUS_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn shared_endpoint_local_address(
-    endpoint: *mut NdkSharedEndpoint,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetSharedEndpointLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        unsafe {
-            let e = handle(endpoint)?;
-            let local = sys::sockaddr_bytes(e.endpoint.local_address());
-            write_address(address, length, |b| Ok(fill_address(&local, b)))
-        }
     })
 }

@@ -1,0 +1,274 @@
+//! What every entry of the NDK face shares: the C types of `include/ndk_shim.h` that are not
+//! objects, the panic boundary, the handle check, and the turning of C pointers into checked
+//! Rust values (once, at the top of each entry).
+
+use std::ffi::c_void;
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
+
+use crate::status::NdStatus;
+use crate::sys;
+
+/// NTSTATUS.
+pub type NtStatus = i32;
+
+/// `NDK_FN_REQUEST_COMPLETION`.
+pub type RequestCompletion = Option<unsafe extern "C" fn(context: *mut c_void, status: NtStatus)>;
+/// `NDK_FN_DISCONNECT_EVENT_CALLBACK`.
+pub type DisconnectEvent = Option<unsafe extern "C" fn(context: *mut c_void)>;
+/// `NDK_FN_CREATE_COMPLETION`. Creation always finishes inline here, so it is never called.
+pub type CreateCompletion = Option<unsafe extern "C" fn(context: *mut c_void, status: NtStatus, object: *mut c_void)>;
+
+pub(super) const STATUS_SUCCESS: NtStatus = NdStatus::ND_SUCCESS.0;
+pub(super) const STATUS_PENDING: NtStatus = NdStatus::ND_PENDING.0;
+pub(super) const STATUS_INVALID_HANDLE: NtStatus = NdStatus::ND_INVALID_HANDLE.0;
+pub(super) const STATUS_INVALID_PARAMETER: NtStatus = NdStatus::ND_INVALID_PARAMETER.0;
+pub(super) const STATUS_INVALID_ADDRESS: NtStatus = NdStatus::ND_INVALID_ADDRESS.0;
+pub(super) const STATUS_INTERNAL_ERROR: NtStatus = NdStatus::ND_INTERNAL_ERROR.0;
+
+/// The panic boundary: runs `body`; a panic is logged and returns `on_panic`.
+pub(super) fn boundary<T>(entry: &str, on_panic: T, body: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(_) => {
+            log::error!("ndk: {entry} panicked; returning an error to the caller");
+            on_panic
+        }
+    }
+}
+
+/// The usual boundary for entries that return NTSTATUS: `Err(code)` is returned as is.
+pub(super) fn status_boundary(entry: &str, body: impl FnOnce() -> Result<NtStatus, NtStatus>) -> NtStatus {
+    boundary(entry, STATUS_INTERNAL_ERROR, || match body() {
+        Ok(status) | Err(status) => status,
+    })
+}
+
+pub(super) fn code(status: NdStatus) -> NtStatus {
+    status.0
+}
+
+/// A C pointer the caller passes back to its callbacks; the shim never dereferences it.
+#[derive(Clone, Copy)]
+pub(super) struct Context(pub(super) *mut c_void);
+
+// SAFETY: the shim only hands the pointer back to the caller's own callbacks, which NDKPI allows
+// on any thread; it never reads or writes through it.
+unsafe impl Send for Context {}
+// SAFETY: as above.
+unsafe impl Sync for Context {}
+
+/// A shim object the C side holds: its first field is its dispatch table.
+pub(super) trait Handle: Sized {
+    type Dispatch: 'static;
+    const DISPATCH: &'static Self::Dispatch;
+}
+
+/// Turns a handle from C into a reference: NULL or a handle of another kind is
+/// STATUS_INVALID_HANDLE.
+///
+/// # Safety
+/// `ptr` is NULL or points to at least a pointer's worth of readable memory; if its first field
+/// is `T`'s dispatch table, it is a live `T` created by this module and not yet closed.
+pub(super) unsafe fn handle<'a, T: Handle>(ptr: *const T) -> Result<&'a T, NtStatus> {
+    if ptr.is_null() {
+        return Err(STATUS_INVALID_HANDLE);
+    }
+    // SAFETY: non-NULL, and every shim object starts with its dispatch pointer (the caller's
+    // promise covers reading that first field).
+    let dispatch = unsafe { *ptr.cast::<*const T::Dispatch>() };
+    if !std::ptr::eq(dispatch, T::DISPATCH) {
+        return Err(STATUS_INVALID_HANDLE);
+    }
+    // SAFETY: the dispatch pointer says this is a live T of ours (the caller's promise).
+    Ok(unsafe { &*ptr })
+}
+
+/// Takes back ownership of a handle for its Close entry.
+///
+/// # Safety
+/// As [`handle`]; besides, the caller gives up the handle: it was made by `Box::into_raw`.
+pub(super) unsafe fn take_handle<T: Handle>(ptr: *mut T) -> Result<Box<T>, NtStatus> {
+    // SAFETY: the caller's promise, forwarded.
+    unsafe { handle(ptr.cast_const())? };
+    // SAFETY: checked above to be one of ours, made by Box::into_raw, and given up by the caller.
+    Ok(unsafe { Box::from_raw(ptr) })
+}
+
+/// Writes a new handle to an out-parameter.
+///
+/// # Safety
+/// `out` is NULL or valid for writing one pointer.
+pub(super) unsafe fn give_handle<T>(out: *mut *mut T, object: T) -> NtStatus {
+    if out.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-NULL; the caller's promise makes it writable.
+    unsafe { out.write(Box::into_raw(Box::new(object))) };
+    STATUS_SUCCESS
+}
+
+/// A byte slice from a C pointer and length: NULL is allowed only with length 0.
+///
+/// # Safety
+/// `data` is NULL or readable for `len` bytes for the returned lifetime.
+pub(super) unsafe fn bytes<'a>(data: *const c_void, len: u32) -> Result<&'a [u8], NtStatus> {
+    match (data.is_null(), len) {
+        (_, 0) => Ok(&[]),
+        (true, _) => Err(STATUS_INVALID_PARAMETER),
+        // SAFETY: non-NULL and readable for len bytes (the caller's promise).
+        (false, len) => Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len as usize) }),
+    }
+}
+
+/// A mutable byte slice from a C pointer and length: NULL is allowed only with length 0.
+///
+/// # Safety
+/// `data` is NULL or writable for `len` bytes for the returned lifetime, and not aliased.
+pub(super) unsafe fn bytes_mut<'a>(data: *mut c_void, len: u32) -> Result<&'a mut [u8], NtStatus> {
+    match (data.is_null(), len) {
+        (_, 0) => Ok(&mut []),
+        (true, _) => Err(STATUS_INVALID_PARAMETER),
+        (false, len) => {
+            // SAFETY: non-NULL and writable for len bytes (the caller's promise).
+            Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), len as usize) })
+        }
+    }
+}
+
+/// A socket address from C: NULL is STATUS_INVALID_PARAMETER; a length too short for its
+/// family, or a family other than AF_INET / AF_INET6, is STATUS_INVALID_ADDRESS.
+///
+/// # Safety
+/// `addr` is NULL or readable for `len` bytes.
+pub(super) unsafe fn read_sockaddr(addr: *const libc::sockaddr, len: u32) -> Result<SocketAddr, NtStatus> {
+    if addr.is_null() {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let len = len as usize;
+    if len < std::mem::size_of::<libc::sa_family_t>() {
+        return Err(STATUS_INVALID_ADDRESS);
+    }
+    // SAFETY: at least the family is readable (checked length); read unaligned, as C may
+    // pass any byte buffer.
+    let family = unsafe { std::ptr::addr_of!((*addr).sa_family).read_unaligned() };
+    let need = match i32::from(family) {
+        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+        _ => return Err(STATUS_INVALID_ADDRESS),
+    };
+    if len < need {
+        return Err(STATUS_INVALID_ADDRESS);
+    }
+    // SAFETY: all zeroes is a valid sockaddr_storage.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    // SAFETY: `need` bytes are readable (checked) and fit in the storage.
+    unsafe { std::ptr::copy_nonoverlapping(addr.cast::<u8>(), std::ptr::addr_of_mut!(storage).cast::<u8>(), need) };
+    sys::from_sockaddr(&storage).ok_or(STATUS_INVALID_ADDRESS)
+}
+
+/// The address getters' rule (NdkGetLocalAddress, NdkGetPeerAddress, the listener's and the
+/// shared endpoint's): `*len` in, the required size out; a short buffer is untouched and
+/// STATUS_BUFFER_TOO_SMALL.
+///
+/// # Safety
+/// `len` is NULL or valid for reading and writing a u32; `addr` is NULL or writable for `*len`
+/// bytes.
+pub(super) unsafe fn write_address(
+    addr: *mut libc::sockaddr,
+    len: *mut u32,
+    fill: impl FnOnce(&mut [u8]) -> Result<crate::BufferFill, NdStatus>,
+) -> Result<NtStatus, NtStatus> {
+    if len.is_null() {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    // SAFETY: non-NULL, readable (the caller's promise).
+    let have = unsafe { len.read() };
+    // SAFETY: the caller's promise on addr and *len.
+    let buffer = unsafe { bytes_mut(addr.cast(), have)? };
+    let filled = fill(buffer).map_err(code)?;
+    // SAFETY: non-NULL, writable (the caller's promise).
+    unsafe { len.write(filled.required as u32) };
+    Ok(code(filled.ndk()))
+}
+
+/// Installs a logger on stderr when `ND_SHIM_LOG` names a level and the process has none: C
+/// programs cannot install one of the `log` crate's.
+pub(super) fn init_logging() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let Some(level) = std::env::var("ND_SHIM_LOG")
+            .ok()
+            .and_then(|v| v.parse::<log::LevelFilter>().ok())
+        else {
+            return;
+        };
+        if log::set_logger(&StderrLogger).is_ok() {
+            log::set_max_level(level);
+        }
+    });
+}
+
+struct StderrLogger;
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!("nd-shim {} {}: {}", record.level(), record.target(), record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockaddr_checks() {
+        // SAFETY: NULL is allowed.
+        let null = unsafe { read_sockaddr(std::ptr::null(), 16) };
+        assert_eq!(null, Err(STATUS_INVALID_PARAMETER));
+        let (storage, len) = sys::to_sockaddr("198.18.0.1:4791".parse().unwrap());
+        let p = std::ptr::addr_of!(storage).cast::<libc::sockaddr>();
+        // SAFETY: `storage` is live and `len` bytes long.
+        let full = unsafe { read_sockaddr(p, len) };
+        assert_eq!(full, Ok("198.18.0.1:4791".parse().unwrap()));
+        // SAFETY: as above, with a shorter length.
+        let short = unsafe { read_sockaddr(p, len - 1) };
+        assert_eq!(short, Err(STATUS_INVALID_ADDRESS));
+        // SAFETY: all zeroes: AF_UNSPEC.
+        let unspec: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        // SAFETY: a live local of 128 bytes.
+        let unknown = unsafe { read_sockaddr(std::ptr::addr_of!(unspec).cast(), 128) };
+        assert_eq!(unknown, Err(STATUS_INVALID_ADDRESS));
+    }
+
+    #[test]
+    fn short_address_buffer_is_untouched() {
+        let addr: SocketAddr = "198.18.0.2:50000".parse().unwrap();
+        let mut buffer = [0xAAu8; 8];
+        let mut len = buffer.len() as u32;
+        // SAFETY: live locals of the stated sizes.
+        let status = unsafe {
+            write_address(buffer.as_mut_ptr().cast(), &mut len, |b| {
+                Ok(crate::connection_data::fill_address(&sys::sockaddr_bytes(addr), b))
+            })
+        };
+        assert_eq!(status, Ok(NdStatus::STATUS_BUFFER_TOO_SMALL.0));
+        assert_eq!(len as usize, std::mem::size_of::<libc::sockaddr_in>());
+        assert_eq!(buffer, [0xAA; 8]);
+    }
+
+    #[test]
+    fn panics_stop_at_the_boundary() {
+        let status = status_boundary("test", || panic!("boom"));
+        assert_eq!(status, STATUS_INTERNAL_ERROR);
+    }
+}
