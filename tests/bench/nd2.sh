@@ -8,6 +8,10 @@
 # programs alternate which goes first in each round. Prints each run's mean round trip and
 # exchanges per second side by side, then the medians over the rounds and the ratios ND2 / verbs;
 # never fails on a time. RIG_BENCH_ITERATIONS (1000), RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
+# Then, per provider, both clients polling under valgrind's callgrind (their servers polling
+# natively), only the exchanges counted: user-space instructions per exchange, the polls per
+# exchange, and the functions they go to (callgrind_annotate, kept in RIG_OUT/bench-nd2/).
+# RIG_BENCH_CALLGRIND_ITERS (200; 0 skips it).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 iterations=${RIG_BENCH_ITERATIONS:-1000}
@@ -34,6 +38,50 @@ one() {
         "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$iterations" --size "$size" "$@" 2>&1) ||
         { printf '%s\n' "$out" | sed 's/^/    | /' >&2; return 1; }
     sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s.*/\1 \2/p' <<< "$out"
+}
+
+cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-200}
+cg_dir=$RIG_OUT/bench-nd2
+mkdir -p "$cg_dir"
+
+# by_function ANNOTATE N: callgrind_annotate's self cost per function, per exchange.
+by_function() {
+    awk -v n="$2" '
+        /file:function/ { on = 1; next }
+        on && /^-+$/ { if (on++ > 1) exit; next }
+        on && $1 ~ /^[0-9,]+$/ {
+            ir = $1; gsub(",", "", ir)
+            line = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", line)
+            obj = ""; if (match(line, / \[[^]]*\]$/)) { obj = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, 1, RSTART - 1) }
+            fn = substr(line, index(line, ":") + 1)
+            cost[fn] += ir; if (obj != "") { sub(".*/", "", obj); where[fn] = obj }
+        }
+        END { for (f in cost) printf "%10.1f  %s [%s]\n", cost[f] / n, f, where[f] }' "$1" | sort -rn
+}
+
+# callgrind_one PROVIDER NAME PROGRAM: the polling client of PROGRAM under callgrind.
+callgrind_one() {
+    local provider=$1 name=$2 program=$3 out log total
+    out=$cg_dir/callgrind.$name.$provider.out
+    log=$cg_dir/callgrind.$name.$provider.log
+    if ! pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
+        --iters "$cg_iters" --size "$size" --poll -- \
+        env TMPDIR="$cg_dir" valgrind --tool=callgrind --vgdb=no --collect-atstart=no --callgrind-out-file="$out" \
+        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$cg_iters" --size "$size" --poll \
+        > "$log" 2>&1; then
+        echo "  $provider $name: callgrind run failed:"
+        tail -n 20 "$log" | sed 's/^/    | /'
+        return 1
+    fi
+    total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
+    callgrind_annotate --inclusive=no --threshold=100 --auto=no "$out" > "$cg_dir/callgrind.$name.$provider.annotate" 2>&1
+    callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$out" > "$cg_dir/callgrind.$name.$provider.inclusive" 2>&1
+    callgrind_annotate --tree=caller --inclusive=yes --auto=no "$out" > "$cg_dir/callgrind.$name.$provider.callers" 2>&1
+    by_function "$cg_dir/callgrind.$name.$provider.annotate" "$cg_iters" > "$cg_dir/callgrind.$name.$provider.functions"
+    echo "  $provider $name: $total Ir / $cg_iters = $(awk -v t="$total" -v n="$cg_iters" 'BEGIN { printf "%.1f", t / n }') per exchange;" \
+        "$(grep -o '[0-9.]* \(GetResults\|ibv_poll_cq\) per exchange' "$log")"
+    echo "    per exchange by function (self):"
+    head -n 16 "$cg_dir/callgrind.$name.$provider.functions" | sed 's/^/    /'
 }
 
 # median: the median of the numbers on stdin, one a line
@@ -71,4 +119,12 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
         printf "%-8s %-6s %14.1f %9.0f %14.1f %9.0f   ND2/verbs: round trip %.3f, rate %.3f\n",
             p, "median", nrt, nrate, vrt, vrate, nrt / vrt, nrate / vrate }'
 done
+
+if ((cg_iters > 0)); then
+    echo "user-space instructions of the polling clients per exchange (callgrind, $cg_iters exchanges)"
+    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+        callgrind_one "$provider" nd2 "$nd2_bin/nd2-pingpong" || status=1
+        callgrind_one "$provider" verbs "$verbs_bin" || status=1
+    done
+fi
 exit $status
