@@ -190,6 +190,19 @@ impl SrqRequests {
     }
 }
 
+/// What a completion with no record reports: a wr_id of ours whose record is gone (its QP was
+/// released long ago) names nothing of the caller's, so its context is NULL; any other is
+/// reported as it came.
+fn unknown(wr_id: u64, success: bool, opcode: u32) -> (u64, u32) {
+    let context = if wr_id >> TAG_SHIFT == 0 { wr_id } else { 0 };
+    (context, if success { of_completion(opcode) } else { RECEIVE })
+}
+
+/// Released QPs whose records are kept for their late completions, at most: a QP released
+/// with requests that will never complete (destroyed before it was connected, or its CQ never
+/// polled again) must not keep its records for the adapter's life.
+const MAX_RETIRED_KEPT: usize = 256;
+
 /// One QP's requests.
 pub(crate) struct QpRequests {
     /// The context given to CreateQueuePair (ND2_RESULT.QueuePairContext).
@@ -247,10 +260,7 @@ impl QpRequests {
             TAG_SRQ => self.srq.as_ref().and_then(|s| s.complete(wr_id)).map(|c| (c, RECEIVE)),
             _ => None,
         };
-        let (context, request_type) = found.unwrap_or_else(|| {
-            let request_type = if success { of_completion(opcode) } else { RECEIVE };
-            (wr_id, request_type)
-        });
+        let (context, request_type) = found.unwrap_or_else(|| unknown(wr_id, success, opcode));
         let qp_context = if self.retired.load(Ordering::Acquire) {
             0
         } else {
@@ -312,6 +322,12 @@ impl Requests {
         lock(&qp.receive).retire();
         if qp.idle() {
             self.remove_if(qp_num, qp);
+            return;
+        }
+        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let retired = map.values().filter(|q| q.retired.load(Ordering::Acquire)).count();
+        if retired > MAX_RETIRED_KEPT {
+            map.retain(|&n, q| n == qp_num || !q.retired.load(Ordering::Acquire));
         }
     }
 
@@ -327,7 +343,8 @@ impl Requests {
         let (reported, finished) = {
             let map = self.0.read().unwrap_or_else(|p| p.into_inner());
             let Some(qp) = map.get(&qp_num) else {
-                return (0, wr_id, if success { of_completion(opcode) } else { RECEIVE });
+                let (context, request_type) = unknown(wr_id, success, opcode);
+                return (0, context, request_type);
             };
             let reported = qp.completed(wr_id, success, opcode);
             let finished = (qp.retired.load(Ordering::Acquire) && qp.idle()).then(|| Arc::clone(qp));
@@ -449,8 +466,20 @@ mod tests {
         r.close_qp(7, &qp);
         assert_eq!(r.completed(7, receive, false, 0), (0, 1, RECEIVE));
         assert!(r.0.read().unwrap().is_empty());
-        // Unknown from here on: reported as it came.
+        // Unknown from here on: a wr_id of ours names nothing; another is reported as it came.
+        assert_eq!(r.completed(7, receive, false, 0), (0, 0, RECEIVE));
         assert_eq!(r.completed(7, 77, true, Op::IBV_WC_RDMA_READ), (0, 77, READ));
+    }
+
+    #[test]
+    fn released_qps_with_requests_that_never_complete_are_forgotten_in_the_end() {
+        let r = Requests::default();
+        for n in 0..(MAX_RETIRED_KEPT as u32 + 10) {
+            let qp = r.open_qp(n, 0, None);
+            post_receive(&qp, 1);
+            r.close_qp(n, &qp);
+        }
+        assert!(r.0.read().unwrap().len() <= MAX_RETIRED_KEPT + 1);
     }
 
     #[test]
