@@ -46,6 +46,8 @@ const char *name(HRESULT hr)
         NAME(ND_NETWORK_UNREACHABLE)
         NAME(ND_HOST_UNREACHABLE)
         NAME(ND_IO_TIMEOUT)
+        NAME(ND_ACCESS_VIOLATION)
+        NAME(ND_REMOTE_ERROR)
         NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
 #undef NAME
     default:
@@ -745,7 +747,7 @@ void Expect(const char *what, const ND2_RESULT *results, unsigned n, void *ctx, 
             FAIL("%s: status %s (0x%08x), RequestType %d, QueuePairContext %p; want %s, RequestType %d, %p", what,
                  name(results[k].Status), (unsigned)results[k].Status, results[k].RequestType,
                  results[k].QueuePairContext, name(status), type, qpContext);
-        printf("  %s: %s, RequestType %d\n", what, name(status), type);
+        printf("  %s: %s (0x%08x), RequestType %d\n", what, name(status), (unsigned)status, type);
         return;
     }
     FAIL("%s: no completion with its context", what);
