@@ -120,7 +120,7 @@ impl Queue {
         let record = self.records.get_mut(at)?;
         record.done = true;
         let found = (record.context, record.request_type);
-        if success {
+        if success && at > 0 {
             // Everything before it succeeded: the silent ones among them complete no more.
             for earlier in self.records.range_mut(..at) {
                 earlier.done |= earlier.silent;
