@@ -3,18 +3,25 @@
 # built here with gcc), in one boot: server on rxe0, client on rxe1, over each provider in
 # RIG_ND_PROVIDERS (stock rxe_rs). Both event-driven by default (ND2: the completion port and CQ
 # Notify; verbs: ibv_req_notify_cq and the completion channel), both polling with
-# RIG_BENCH_POLL=1 (under software emulation two spinning processes starve the kernel's rxe
-# work on 2 CPUs, so polled figures there measure the scheduler more than the stack). The two
-# programs alternate which goes first in each round. Prints each run's mean round trip and
-# exchanges per second side by side, then the medians over the rounds and the ratios ND2 / verbs;
-# never fails on a time. RIG_BENCH_ITERATIONS (1000), RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
+# RIG_BENCH_POLL=1, one mode after the other with RIG_BENCH_POLL=both (under software emulation
+# two spinning processes starve the kernel's rxe work on 2 CPUs, so polled figures there measure
+# the scheduler more than the stack). The two programs alternate which goes first in each round.
+# Prints each run's mean round trip, exchanges per second and CQ polls per exchange side by side,
+# then the medians over the rounds and the ratios ND2 / verbs; never fails on a time. RIG_BENCH_ITERATIONS (1000), RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
+# Then, per provider, both clients polling under valgrind's callgrind (their servers polling
+# natively), only the exchanges counted: user-space instructions per exchange, the polls per
+# exchange, and the functions they go to (callgrind_annotate, kept in RIG_OUT/bench-nd2/).
+# RIG_BENCH_CALLGRIND_ITERS (200; 0 skips it).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 iterations=${RIG_BENCH_ITERATIONS:-1000}
 size=${RIG_BENCH_SIZE:-64}
 rounds=${RIG_BENCH_ROUNDS:-3}
-mode=() mode_name=event-driven
-[[ -n ${RIG_BENCH_POLL:-} ]] && mode=(--poll) mode_name=polling
+case ${RIG_BENCH_POLL:-} in
+    '') modes=(event-driven) ;;
+    both) modes=(event-driven polling) ;;
+    *) modes=(polling) ;;
+esac
 export RIG_TIMEOUT=1200
 
 nd2_bin=$RIG_ROOT/target/nd2
@@ -25,7 +32,8 @@ fi
 verbs_bin=$RIG_OUT/verbs-pingpong
 gcc -O2 -Wall -Wextra -Werror -o "$verbs_bin" "$RIG_ROOT/tests/bench/verbs-pingpong.c" -lrdmacm -libverbs || exit 1
 
-# one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S" or fails
+# one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS" or
+# fails (POLLS: CQ polls per exchange, two of which find a completion)
 one() {
     local provider=$1 program=$2 out
     shift 2
@@ -33,42 +41,99 @@ one() {
         --iters "$iterations" --size "$size" "$@" -- \
         "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$iterations" --size "$size" "$@" 2>&1) ||
         { printf '%s\n' "$out" | sed 's/^/    | /' >&2; return 1; }
-    sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s.*/\1 \2/p' <<< "$out"
+    sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s, \([0-9.]*\) .*/\1 \2 \3/p' <<< "$out"
+}
+
+cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-200}
+cg_dir=$RIG_OUT/bench-nd2
+mkdir -p "$cg_dir"
+
+# by_function ANNOTATE N: callgrind_annotate's self cost per function, per exchange.
+by_function() {
+    awk -v n="$2" '
+        /file:function/ { on = 1; next }
+        on && /^-+$/ { if (on++ > 1) exit; next }
+        on && $1 ~ /^[0-9,]+$/ {
+            ir = $1; gsub(",", "", ir)
+            line = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", line)
+            obj = ""; if (match(line, / \[[^]]*\]$/)) { obj = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, 1, RSTART - 1) }
+            fn = substr(line, index(line, ":") + 1)
+            cost[fn] += ir; if (obj != "") { sub(".*/", "", obj); where[fn] = obj }
+        }
+        END { for (f in cost) printf "%10.1f  %s [%s]\n", cost[f] / n, f, where[f] }' "$1" | sort -rn
+}
+
+# callgrind_one PROVIDER NAME PROGRAM: the polling client of PROGRAM under callgrind.
+callgrind_one() {
+    local provider=$1 name=$2 program=$3 out log total
+    out=$cg_dir/callgrind.$name.$provider.out
+    log=$cg_dir/callgrind.$name.$provider.log
+    if ! pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
+        --iters "$cg_iters" --size "$size" --poll -- \
+        env TMPDIR="$cg_dir" valgrind --tool=callgrind --vgdb=no --collect-atstart=no --callgrind-out-file="$out" \
+        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$cg_iters" --size "$size" --poll \
+        > "$log" 2>&1; then
+        echo "  $provider $name: callgrind run failed:"
+        tail -n 20 "$log" | sed 's/^/    | /'
+        return 1
+    fi
+    total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
+    callgrind_annotate --inclusive=no --threshold=100 --auto=no "$out" > "$cg_dir/callgrind.$name.$provider.annotate" 2>&1
+    callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$out" > "$cg_dir/callgrind.$name.$provider.inclusive" 2>&1
+    callgrind_annotate --tree=caller --inclusive=yes --auto=no "$out" > "$cg_dir/callgrind.$name.$provider.callers" 2>&1
+    by_function "$cg_dir/callgrind.$name.$provider.annotate" "$cg_iters" > "$cg_dir/callgrind.$name.$provider.functions"
+    echo "  $provider $name: $total Ir / $cg_iters = $(awk -v t="$total" -v n="$cg_iters" 'BEGIN { printf "%.1f", t / n }') per exchange;" \
+        "$(grep -o '[0-9.]* \(GetResults\|ibv_poll_cq\) per exchange' "$log")"
+    echo "    per exchange by function (self):"
+    head -n 16 "$cg_dir/callgrind.$name.$provider.functions" | sed 's/^/    /'
 }
 
 # median: the median of the numbers on stdin, one a line
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "send/receive ping-pong, $iterations exchanges of $size bytes, $mode_name; server rxe0, client rxe1"
-printf '%-8s %-6s %24s %24s\n' provider round "ND2: round trip us, /s" "verbs: round trip us, /s"
 status=0
-for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
-    runs=()
-    for ((round = 1; round <= rounds; round++)); do
-        order=(nd2 verbs)
-        ((round % 2 == 0)) && order=(verbs nd2)
-        nd2='' verbs=''
-        for which in "${order[@]}"; do
-            if [[ $which == nd2 ]]; then
-                nd2=$(one "$provider" "$nd2_bin/nd2-pingpong" "${mode[@]}") || status=1
-            else
-                verbs=$(one "$provider" "$verbs_bin" "${mode[@]}") || status=1
-            fi
+for mode_name in "${modes[@]}"; do
+    mode=()
+    [[ $mode_name == polling ]] && mode=(--poll)
+    echo "send/receive ping-pong, $iterations exchanges of $size bytes, $mode_name; server rxe0, client rxe1"
+    printf '%-8s %-6s %32s %32s\n' provider round "ND2: round trip us, /s, polls" "verbs: round trip us, /s, polls"
+    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+        runs=()
+        for ((round = 1; round <= rounds; round++)); do
+            order=(nd2 verbs)
+            ((round % 2 == 0)) && order=(verbs nd2)
+            nd2='' verbs=''
+            for which in "${order[@]}"; do
+                if [[ $which == nd2 ]]; then
+                    nd2=$(one "$provider" "$nd2_bin/nd2-pingpong" "${mode[@]}") || status=1
+                else
+                    verbs=$(one "$provider" "$verbs_bin" "${mode[@]}") || status=1
+                fi
+            done
+            [[ -n $nd2 && -n $verbs ]] || { echo "$provider round $round: a run failed"; continue; }
+            read -r nrt nrate npolls <<< "$nd2"
+            read -r vrt vrate vpolls <<< "$verbs"
+            printf '%-8s %-6s %14s %9s %7s %14s %9s %7s\n' "$provider" "$round" "$nrt" "$nrate" "$npolls" \
+                "$vrt" "$vrate" "$vpolls"
+            runs+=("$nrt $nrate $vrt $vrate")
         done
-        [[ -n $nd2 && -n $verbs ]] || { echo "$provider round $round: a run failed"; continue; }
-        read -r nrt nrate <<< "$nd2"
-        read -r vrt vrate <<< "$verbs"
-        printf '%-8s %-6s %14s %9s %14s %9s\n' "$provider" "$round" "$nrt" "$nrate" "$vrt" "$vrate"
-        runs+=("$nrt $nrate $vrt $vrate")
+        ((${#runs[@]} > 0)) || continue
+        # Medians over the rounds: a round the emulator stalled in moves a mean, not a median.
+        nrt=$(printf '%s\n' "${runs[@]}" | awk '{ print $1 }' | median)
+        vrt=$(printf '%s\n' "${runs[@]}" | awk '{ print $3 }' | median)
+        nrate=$(printf '%s\n' "${runs[@]}" | awk '{ print $2 }' | median)
+        vrate=$(printf '%s\n' "${runs[@]}" | awk '{ print $4 }' | median)
+        awk -v p="$provider" -v nrt="$nrt" -v nrate="$nrate" -v vrt="$vrt" -v vrate="$vrate" 'BEGIN {
+            printf "%-8s %-6s %14.1f %9.0f %7s %14.1f %9.0f %7s   ND2/verbs: round trip %.3f, rate %.3f\n",
+                p, "median", nrt, nrate, "", vrt, vrate, "", nrt / vrt, nrate / vrate }'
     done
-    ((${#runs[@]} > 0)) || continue
-    # Medians over the rounds: a round the emulator stalled in moves a mean, not a median.
-    nrt=$(printf '%s\n' "${runs[@]}" | awk '{ print $1 }' | median)
-    vrt=$(printf '%s\n' "${runs[@]}" | awk '{ print $3 }' | median)
-    nrate=$(printf '%s\n' "${runs[@]}" | awk '{ print $2 }' | median)
-    vrate=$(printf '%s\n' "${runs[@]}" | awk '{ print $4 }' | median)
-    awk -v p="$provider" -v nrt="$nrt" -v nrate="$nrate" -v vrt="$vrt" -v vrate="$vrate" 'BEGIN {
-        printf "%-8s %-6s %14.1f %9.0f %14.1f %9.0f   ND2/verbs: round trip %.3f, rate %.3f\n",
-            p, "median", nrt, nrate, vrt, vrate, nrt / vrt, nrate / vrate }'
 done
+
+if ((cg_iters > 0)); then
+    echo "user-space instructions of the polling clients per exchange (callgrind, $cg_iters exchanges)"
+    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+        callgrind_one "$provider" nd2 "$nd2_bin/nd2-pingpong" || status=1
+        callgrind_one "$provider" verbs "$verbs_bin" || status=1
+    done
+fi
 exit $status

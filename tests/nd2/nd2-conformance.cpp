@@ -46,6 +46,8 @@ const char *name(HRESULT hr)
         NAME(ND_NETWORK_UNREACHABLE)
         NAME(ND_HOST_UNREACHABLE)
         NAME(ND_IO_TIMEOUT)
+        NAME(ND_ACCESS_VIOLATION)
+        NAME(ND_REMOTE_ERROR)
         NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
 #undef NAME
     default:
@@ -738,6 +740,133 @@ int connection_active(Pair &s)
     return 0;
 }
 
+/* A request context that names request k of a case. */
+void *Context(unsigned k) { return reinterpret_cast<void *>(static_cast<uintptr_t>(0x7000 + k)); }
+
+/* Takes `n` completions from `side`'s CQ (waiting up to 10 s) into `out`. */
+void Results(Side &side, ND2_RESULT *out, unsigned n)
+{
+    double until = now_ms() + 10000;
+    for (unsigned got = 0; got < n;) {
+        got += side.cq->GetResults(out + got, n - got);
+        if (got < n && now_ms() > until)
+            FAIL("%s: %u of %u completions after 10 s", side.label, got, n);
+    }
+}
+
+/* The completion of the request with context `ctx` among `n`; it must have `status` and `type`. */
+void Expect(const char *what, const ND2_RESULT *results, unsigned n, void *ctx, HRESULT status, ND2_REQUEST_TYPE type,
+            void *qpContext)
+{
+    for (unsigned k = 0; k < n; k++) {
+        if (results[k].RequestContext != ctx)
+            continue;
+        if (results[k].Status != status || results[k].RequestType != type || results[k].QueuePairContext != qpContext)
+            FAIL("%s: status %s (0x%08x), RequestType %d, QueuePairContext %p; want %s, RequestType %d, %p", what,
+                 name(results[k].Status), (unsigned)results[k].Status, results[k].RequestType,
+                 results[k].QueuePairContext, name(status), type, qpContext);
+        printf("  %s: %s (0x%08x), RequestType %d\n", what, name(status), (unsigned)status, type);
+        return;
+    }
+    FAIL("%s: no completion with its context", what);
+}
+
+/* ND2_RESULT.RequestType (and RequestContext) of failed and flushed requests: verbs leaves a
+ * failed completion's opcode undefined, so the type must come from the request as posted. A
+ * silent send (ND_OP_FLAG_SILENT_SUCCESS) with an SGE outside its region fails with
+ * ND_ACCESS_VIOLATION and reports Send; the QP is then in error, and what was posted after it
+ * (a signalled send, another silent send, a write) and the receive posted before it are flushed
+ * with ND_CANCELED, each reporting its own type. */
+int failed_request_types(Pair &s)
+{
+    const unsigned short PORT = 7433;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    UINT32 token = s.active.mr->GetLocalToken();
+    ND2_SGE receive = {s.active.buf, 64, token};
+    CHECK_HR(aqp->Receive(Context(1), &receive, 1));
+    ND2_SGE outside = {s.active.buf + sizeof s.active.buf, 16, token};
+    CHECK_HR(aqp->Send(Context(2), &outside, 1, ND_OP_FLAG_SILENT_SUCCESS));
+    ND2_SGE inside = {s.active.buf + 64, 16, token};
+    CHECK_HR(aqp->Send(Context(3), &inside, 1, 0));
+    CHECK_HR(aqp->Send(Context(4), &inside, 1, ND_OP_FLAG_SILENT_SUCCESS));
+    CHECK_HR(aqp->Write(Context(5), &inside, 1, reinterpret_cast<uintptr_t>(s.passive.buf),
+                        s.passive.mr->GetRemoteToken(), 0));
+    ND2_RESULT r[5];
+    Results(s.active, r, 5);
+    Expect("silent Send outside its region", r, 5, Context(2), ND_ACCESS_VIOLATION, Nd2RequestTypeSend, &s.active);
+    Expect("Send after it", r, 5, Context(3), ND_CANCELED, Nd2RequestTypeSend, &s.active);
+    Expect("silent Send after it", r, 5, Context(4), ND_CANCELED, Nd2RequestTypeSend, &s.active);
+    Expect("Write after it", r, 5, Context(5), ND_CANCELED, Nd2RequestTypeWrite, &s.active);
+    Expect("Receive posted before", r, 5, Context(1), ND_CANCELED, Nd2RequestTypeReceive, &s.active);
+    /* The sends completed in post order. */
+    unsigned order = 0;
+    for (unsigned k = 0; k < 5; k++)
+        if (r[k].RequestContext != Context(1))
+            EXPECT(r[k].RequestContext == Context(2 + order++));
+    Hangup(s, c);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* The same through a shared receive queue: an SRQ receive too small for the message fails and
+ * reports Receive with its context (the peer's send: ND_REMOTE_ERROR, Send); after Flush, an SRQ
+ * receive that a flush completes reports Receive and ND_CANCELED (the kernel's rxe leaves SRQ
+ * receives in the SRQ for its other QPs: then none comes, which the case prints). */
+int srq_request_types(Pair &s)
+{
+    const unsigned short PORT = 7434;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2SharedReceiveQueue *srq = NULL;
+    CHECK_HR(s.passive.adapter->CreateSharedReceiveQueue(IID_IND2SharedReceiveQueue, s.passive.file, 8, 1, 0, 0, 0,
+                                                         reinterpret_cast<void **>(&srq)));
+    IND2QueuePair *pqp = NULL;
+    CHECK_HR(s.passive.adapter->CreateQueuePairWithSrq(IID_IND2QueuePair, s.passive.cq, s.passive.cq, srq,
+                                                       &s.passive, 8, 1, 0, reinterpret_cast<void **>(&pqp)));
+    s.passive.qps.push_back(pqp);
+    IND2QueuePair *aqp = s.active.Qp();
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    ND2_SGE small = {s.passive.buf, 8, s.passive.mr->GetLocalToken()};
+    CHECK_HR(srq->Receive(Context(1), &small, 1));
+    ND2_SGE message = {s.active.buf, 16, s.active.mr->GetLocalToken()};
+    CHECK_HR(aqp->Send(Context(2), &message, 1, 0));
+    ND2_RESULT r;
+    Results(s.passive, &r, 1);
+    EXPECT(FAILED(r.Status));
+    Expect("SRQ Receive too small", &r, 1, Context(1), r.Status, Nd2RequestTypeReceive, &s.passive);
+    Results(s.active, &r, 1);
+    EXPECT(FAILED(r.Status));
+    Expect("Send to it", &r, 1, Context(2), r.Status, Nd2RequestTypeSend, &s.active);
+    ND2_SGE next = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    CHECK_HR(srq->Receive(Context(3), &next, 1));
+    CHECK_HR(pqp->Flush());
+    double until = now_ms() + 1000;
+    unsigned flushed = 0;
+    while (now_ms() < until) {
+        if (s.passive.cq->GetResults(&r, 1) == 0) {
+            usleep(1000);
+            continue;
+        }
+        Expect("SRQ Receive after Flush", &r, 1, Context(3), ND_CANCELED, Nd2RequestTypeReceive, &s.passive);
+        flushed++;
+    }
+    EXPECT(flushed <= 1);
+    if (flushed == 0)
+        printf("  SRQ Receive after Flush: stays in the SRQ (no completion in 1 s)\n");
+    Hangup(s, c);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    s.passive.qps.pop_back();
+    EXPECT(pqp->Release() == 0);
+    EXPECT(srq->Release() == 0);
+    return 0;
+}
+
 /* The getters by state: ND_CONNECTION_INVALID before there is anything to report,
  * ND_BUFFER_OVERFLOW with the size (addresses: buffer untouched; private data: partial copy),
  * ND_SUCCESS with the right values. */
@@ -928,6 +1057,8 @@ struct Case {
     {"getters", getters},
     {"disconnect-codes", disconnect_codes},
     {"listener-codes", listener_codes},
+    {"failed-request-types", failed_request_types},
+    {"srq-request-types", srq_request_types},
 };
 
 } // namespace

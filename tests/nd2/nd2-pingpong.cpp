@@ -11,11 +11,22 @@
  *
  * The client sends message i filled with pattern(i); the server checks it and answers with
  * pattern(i + 1); the client checks the answer. Every completion's status, type, context and
- * length is checked. The client prints the mean round trip and the exchanges per second.
+ * length is checked. The client prints the mean round trip, the exchanges per second and the
+ * GetResults calls per exchange (two find a completion, the rest find the CQ empty). Under
+ * valgrind --tool=callgrind --collect-atstart=no only the client's exchanges are counted
+ * (tests/bench/nd2.sh).
  */
 #include "nd2-common.h"
 
 #include <time.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
 #include <vector>
 
 namespace {
@@ -114,6 +125,7 @@ private:
     {
         ND2_RESULT result;
         for (;;) {
+            m_polls++;
             if (m_cq->GetResults(&result, 1) == 1)
                 return result;
             if (m_opt.poll)
@@ -215,6 +227,8 @@ private:
         CHECK_HR(m_connector->GetPrivateData(reply, &replyLen));
         EXPECT(replyLen == sizeof reply && strcmp(reply, "pong") == 0);
 
+        m_polls = 0;
+        CALLGRIND_TOGGLE_COLLECT;
         double start = now_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
             PostReceive(i);
@@ -224,10 +238,12 @@ private:
             EXPECT(matches(RecvBuf(), m_opt.size, i + 1));
         }
         double elapsed = now_us() - start;
+        CALLGRIND_TOGGLE_COLLECT;
         Disarm();
-        printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s\n",
+        printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
+               "%.1f GetResults per exchange\n",
                m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
-               m_opt.iters / (elapsed / 1e6));
+               m_opt.iters / (elapsed / 1e6), static_cast<double>(m_polls) / m_opt.iters);
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
         return 0;
     }
@@ -239,6 +255,7 @@ private:
     Nd2Waiter *m_waiter = NULL;
     bool m_armed = false;
     bool m_earlyReceive = false;
+    unsigned long m_polls = 0;
     IND2CompletionQueue *m_cq = NULL;
     IND2MemoryRegion *m_mr = NULL;
     IND2QueuePair *m_qp = NULL;

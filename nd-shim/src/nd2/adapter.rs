@@ -3,10 +3,9 @@
 //! the adapter's helpers the other objects use. The IND2Adapter interface, which makes every
 //! object, is `ind2_adapter.rs`.
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
@@ -58,9 +57,8 @@ pub(crate) struct AdapterBody {
     pub(super) adapter: Adapter,
     pub(super) notify: Arc<NotifyChannel>,
     pub(super) info: AdapterInfo2,
-    /// QP number -> the context given to CreateQueuePair (ND2_RESULT.QueuePairContext).
-    qp_contexts: RwLock<HashMap<u32, usize>>,
-    /// The type of each request posted and not completed (ND2_RESULT.RequestType).
+    /// The QPs by number with their requests posted and not completed (ND2_RESULT's
+    /// QueuePairContext, RequestContext and RequestType).
     pub(super) requests: Requests,
 }
 
@@ -115,22 +113,8 @@ impl AdapterBody {
             adapter,
             notify,
             info,
-            qp_contexts: RwLock::new(HashMap::new()),
             requests: Requests::default(),
         })
-    }
-
-    pub(super) fn set_qp_context(&self, qp_num: u32, context: Option<usize>) {
-        let mut map = self.qp_contexts.write().unwrap_or_else(|p| p.into_inner());
-        match context {
-            Some(context) => map.insert(qp_num, context),
-            None => map.remove(&qp_num),
-        };
-    }
-
-    pub(super) fn qp_context(&self, qp_num: u32) -> usize {
-        let map = self.qp_contexts.read().unwrap_or_else(|p| p.into_inner());
-        map.get(&qp_num).copied().unwrap_or(0)
     }
 
     pub(super) fn local_ip(&self) -> IpAddr {

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use rdma_mummy_sys as ffi;
@@ -290,23 +291,26 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
         }
         let mut done = 0usize;
         let max = max as usize;
-        // SAFETY: ibv_wc is plain old data.
-        let mut wcs: [ffi::ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
+        // Not zeroed: ibv_poll_cq writes the entries it returns, and only those are read.
+        let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
         while done < max {
             let want = (max - done).min(BATCH);
             // SAFETY: the CQ is live; wcs has room for `want` entries.
-            let got = unsafe { ffi::ibv_poll_cq(cq.cq.as_raw(), want as i32, wcs.as_mut_ptr()) };
+            let got = unsafe { ffi::ibv_poll_cq(cq.cq.as_raw(), want as i32, wcs[0].as_mut_ptr()) };
             let got = usize::try_from(got).unwrap_or(0).min(want);
             for wc in &wcs[..got] {
+                // SAFETY: ibv_poll_cq filled the first `got` entries.
+                let wc = unsafe { wc.assume_init_ref() };
+                let (qp_context, request_context, request_type) =
+                    cq.adapter
+                        .requests
+                        .completed(wc.qp_num, wc.wr_id, wc.status == 0, wc.opcode);
                 let result = Nd2Result {
                     status: from_wc_status(wc.status).0,
                     bytes_transferred: wc.byte_len,
-                    queue_pair_context: cq.adapter.qp_context(wc.qp_num) as *mut c_void,
-                    request_context: wc.wr_id as *mut c_void,
-                    request_type: cq
-                        .adapter
-                        .requests
-                        .completed(wc.qp_num, wc.wr_id, wc.status == 0, wc.opcode),
+                    queue_pair_context: qp_context as *mut c_void,
+                    request_context: request_context as *mut c_void,
+                    request_type,
                 };
                 // SAFETY: the caller's array has room for `max` results; done < max.
                 unsafe { results.add(done).write(result) };

@@ -16,7 +16,7 @@ use super::adapter::AdapterBody;
 use super::cq::CqBody;
 use super::mr::MrBody;
 use super::mw::MwBody;
-use super::requests;
+use super::requests::{self, QpRequests};
 use super::srq::SrqBody;
 use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::QueuePair;
@@ -93,6 +93,8 @@ pub(crate) fn send_flags(flags: u32) -> Result<u32, HResult> {
 pub(crate) struct QpBody {
     adapter: Arc<AdapterBody>,
     pub(super) qp: QueuePair,
+    /// What was posted and has not completed (ND2_RESULT's contexts and type).
+    requests: Arc<QpRequests>,
     _receive_cq: Arc<CqBody>,
     _initiator_cq: Arc<CqBody>,
     _srq: Option<Arc<SrqBody>>,
@@ -113,10 +115,12 @@ impl QpBody {
         });
         let qp =
             QueuePair::with_caps(&adapter.adapter, &receive_cq.cq, &initiator_cq.cq, raw_srq, cap).map_err(code)?;
-        adapter.set_qp_context(qp.qp_num(), Some(context));
+        let srq_requests = srq.as_ref().map(|s| Arc::clone(&s.requests));
+        let requests = adapter.requests.open_qp(qp.qp_num(), context, srq_requests);
         Ok(QpBody {
             adapter,
             qp,
+            requests,
             _receive_cq: receive_cq,
             _initiator_cq: initiator_cq,
             _srq: srq,
@@ -127,23 +131,18 @@ impl QpBody {
         self.qp.inner.qp.0
     }
 
-    /// Posts a send work request; a signaled one's type is noted for its completion
-    /// ([`super::requests`]).
+    /// Posts a send work request under a wr_id of its record ([`super::requests`]).
     fn post(&self, mut wr: ffi::ibv_send_wr) -> Result<HResult, HResult> {
-        let mut bad = std::ptr::null_mut();
-        let (wr_id, request_type) = (wr.wr_id, requests::of_send(wr.opcode));
-        let signaled = wr.send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 != 0;
-        // Noted before the post: the completion can be polled before ibv_post_send returns.
-        if signaled {
-            self.adapter.requests.posted(self.qp.qp_num(), wr_id, request_type);
-        }
-        // SAFETY: the QP is live; wr and what it points to (the caller's SGEs, read during the
-        // call) are valid for the call.
-        let posted = post_result(unsafe { ffi::ibv_post_send(self.raw(), &mut wr, &mut bad) });
-        if posted.is_err() && signaled {
-            self.adapter.requests.withdrawn(self.qp.qp_num(), wr_id);
-        }
-        posted
+        let silent = wr.send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 == 0;
+        self.requests
+            .post_send(wr.wr_id, requests::of_send(wr.opcode), silent, |wr_id| {
+                wr.wr_id = wr_id;
+                let mut bad = std::ptr::null_mut();
+                // SAFETY: the QP is live; wr and what it points to (the caller's SGEs, read
+                // during the call) are valid for the call.
+                post_result(unsafe { ffi::ibv_post_send(self.raw(), &mut wr, &mut bad) }).map(|_| ())
+            })
+            .map(|()| ND_SUCCESS)
     }
 
     /// A send work request with the common fields.
@@ -166,8 +165,7 @@ impl QpBody {
 
 impl Drop for QpBody {
     fn drop(&mut self) {
-        self.adapter.set_qp_context(self.qp.qp_num(), None);
-        self.adapter.requests.forget(self.qp.qp_num());
+        self.adapter.requests.close_qp(self.qp.qp_num(), &self.requests);
     }
 }
 
@@ -224,21 +222,19 @@ unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *cons
     hr_boundary("IND2QueuePair::Receive", || {
         // SAFETY: the caller's object and SGE array.
         let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-        let mut wr = ffi::ibv_recv_wr {
-            wr_id: context as u64,
-            next: std::ptr::null_mut(),
-            sg_list: sges.as_mut_ptr(),
-            num_sge: sges.len() as i32,
-        };
-        let mut bad = std::ptr::null_mut();
-        let qp_num = qp.qp.qp_num();
-        qp.adapter.requests.posted(qp_num, wr.wr_id, requests::RECEIVE);
-        // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
-        let posted = post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) });
-        if posted.is_err() {
-            qp.adapter.requests.withdrawn(qp_num, wr.wr_id);
-        }
-        posted
+        qp.requests
+            .post_receive(context as u64, |wr_id| {
+                let mut wr = ffi::ibv_recv_wr {
+                    wr_id,
+                    next: std::ptr::null_mut(),
+                    sg_list: sges.as_mut_ptr(),
+                    num_sge: sges.len() as i32,
+                };
+                let mut bad = std::ptr::null_mut();
+                // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
+                post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) }).map(|_| ())
+            })
+            .map(|()| ND_SUCCESS)
     })
 }
 

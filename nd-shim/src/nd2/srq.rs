@@ -11,6 +11,7 @@ use rdma_mummy_sys as ffi;
 use super::adapter::AdapterBody;
 use super::overlapped::Request;
 use super::qp::sge_list;
+use super::requests::SrqRequests;
 use super::win32::OverlappedFile;
 use super::{
     code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
@@ -41,6 +42,8 @@ impl Drop for RawSrq {
 pub(crate) struct SrqBody {
     _adapter: Arc<AdapterBody>,
     pub(super) srq: Arc<RawSrq>,
+    /// The receives posted and not completed (ND2_RESULT's RequestContext).
+    pub(super) requests: Arc<SrqRequests>,
     file: Arc<OverlappedFile>,
     notifies: Mutex<VecDeque<Request>>,
 }
@@ -72,6 +75,7 @@ impl SrqBody {
         Ok(SrqBody {
             _adapter: adapter,
             srq: Arc::new(RawSrq(srq)),
+            requests: Arc::default(),
             file,
             notifies: Mutex::new(VecDeque::new()),
         })
@@ -180,8 +184,9 @@ unsafe extern "C" fn receive(
         let srq = unsafe { self::this::<SrqBody>(this)? };
         // SAFETY: the caller's SGE array of `n` entries.
         let list = unsafe { sge_list(sge, n)? };
+        let wr_id = srq.requests.post(context as u64);
         let mut wr = ffi::ibv_recv_wr {
-            wr_id: context as u64,
+            wr_id,
             next: std::ptr::null_mut(),
             sg_list: list.as_mut_ptr(),
             num_sge: list.len() as i32,
@@ -189,6 +194,10 @@ unsafe extern "C" fn receive(
         let mut bad = std::ptr::null_mut();
         // SAFETY: the SRQ is live; wr and its list are valid for the call.
         let ret = unsafe { ffi::ibv_post_srq_recv(srq.srq.0, &mut wr, &mut bad) };
-        super::qp::post_result(ret)
+        let posted = super::qp::post_result(ret);
+        if posted.is_err() {
+            srq.requests.withdraw(wr_id);
+        }
+        posted
     })
 }
