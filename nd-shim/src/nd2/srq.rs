@@ -10,8 +10,8 @@ use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
 use super::overlapped::Request;
-use super::qp::sge_list;
 use super::requests::SrqRequests;
+use super::sge::{post_result, sge_list, Nd2Sge};
 use super::win32::OverlappedFile;
 use super::{
     code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
@@ -98,7 +98,7 @@ pub(crate) struct SrqVtbl {
     get_notify_affinity: unsafe extern "C" fn(*mut c_void, *mut u16, *mut usize) -> HResult,
     modify: unsafe extern "C" fn(*mut c_void, u32, u32) -> HResult,
     notify: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HResult,
-    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const super::qp::Nd2Sge, u32) -> HResult,
+    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32) -> HResult,
 }
 
 static VTBL: SrqVtbl = SrqVtbl {
@@ -173,12 +173,7 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
     })
 }
 
-unsafe extern "C" fn receive(
-    this: *mut c_void,
-    context: *mut c_void,
-    sge: *const super::qp::Nd2Sge,
-    n: u32,
-) -> HResult {
+unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
     hr_boundary("IND2SharedReceiveQueue::Receive", || {
         // SAFETY: the caller's object.
         let srq = unsafe { self::this::<SrqBody>(this)? };
@@ -194,7 +189,7 @@ unsafe extern "C" fn receive(
         let mut bad = std::ptr::null_mut();
         // SAFETY: the SRQ is live; wr and its list are valid for the call.
         let ret = unsafe { ffi::ibv_post_srq_recv(srq.srq.0, &mut wr, &mut bad) };
-        let posted = super::qp::post_result(ret);
+        let posted = post_result(ret);
         if posted.is_err() {
             srq.requests.withdraw(wr_id);
         }
