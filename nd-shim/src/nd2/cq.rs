@@ -3,10 +3,11 @@
 //! Notify is overlapped: it arms the CQ (ibv_req_notify_cq) and completes when the channel
 //! reports it.
 
+use crate::sync::lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
@@ -20,10 +21,6 @@ use super::{
 };
 use crate::status::{from_wc_status, NdStatus};
 use crate::CompletionQueue;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 const ND_CQ_NOTIFY_ERRORS: u32 = 0;
 const ND_CQ_NOTIFY_ANY: u32 = 1;

@@ -2,9 +2,10 @@
 //! limit event (IBV_EVENT_SRQ_LIMIT_REACHED, armed by Modify's threshold) arrives; the shim does
 //! not read that event yet, so Notify requests complete only by cancellation (ND_CANCELED).
 
+use crate::sync::lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rdma_mummy_sys as ffi;
 
@@ -19,10 +20,6 @@ use super::{
 };
 use crate::status::NdStatus;
 use crate::sys::last_error;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 pub(crate) struct RawSrq(pub(crate) *mut ffi::ibv_srq);
 // SAFETY: an SRQ handle may be used from any thread; libibverbs locks internally.
