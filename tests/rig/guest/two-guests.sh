@@ -78,6 +78,8 @@ log_of() { echo "$LOGS/two-guests.$1.$2.log"; } # log_of TEST.PAIRING server|cli
 # step NAME SERVER_PROVIDER CLIENT_PROVIDER WAIT SERVER_COMMAND CLIENT_COMMAND: this guest's end of
 # one test. The commands are words without quoting; WAIT is tcp:PORT or cm:PORT.
 step() {
+    # RIG_TWO_TESTS: only these tests (names as in the results, without the pairing).
+    [[ -z ${RIG_TWO_TESTS:-} || " $RIG_TWO_TESTS " == *" $1 "* ]] || return 0
     local name=$1.$2-$3 sp=$2 cp=$3 wait=$4 attempt key
     local server client
     read -ra server <<< "$5"
