@@ -45,7 +45,9 @@ debs_install() {
     dpkg -L rxe-rs libnd-shim0 libnd-shim-dev
     dpkg-divert --list 'rxe-rs'
     update-alternatives --query "$ALTERNATIVE"
-    [[ -f $OURS && -f $STOCK_DIVERTED && $(readlink -f "$RXE_LINK") == "$OURS" ]] &&
+    # The package holds one file and links to it for the other private ABIs: compare where the
+    # names lead.
+    [[ -f $OURS && -f $STOCK_DIVERTED && $(readlink -f "$RXE_LINK") == "$(readlink -f "$OURS")" ]] &&
         [[ ! -e $CONFIG_DIR/rxe_rs.driver ]] &&
         dpkg-divert --truename "$RXE_LINK" | grep -qx "$STOCK_DIVERTED"
 }
@@ -65,7 +67,7 @@ serves() {
     local dev lib
     for dev in rxe0 rxe1; do
         lib=$(awk -v d="$dev" '$1 == d { print $3 }' "$served.devices")
-        [[ -n $lib && $(readlink -f "$lib") == "$library" ]] ||
+        [[ -n $lib && $(readlink -f "$lib") == "$(readlink -f "$library")" ]] ||
             { echo "$dev: not served by $provider from $library"; cat "$served.devices"; return 1; }
     done
 }
@@ -117,7 +119,7 @@ providers_reinstall_keeps_rxe_rs() {
     [[ -n $PROVIDERS_DEB ]] || { echo "no ibverbs-providers .deb under $RIG_OUT/debs"; return 1; }
     dpkg -i "$PROVIDERS_DEB" || return 1
     dpkg -V ibverbs-providers || return 1
-    [[ -f $STOCK_DIVERTED && $(readlink -f "$RXE_LINK") == "$OURS" ]] || return 1
+    [[ -f $STOCK_DIVERTED && $(readlink -f "$RXE_LINK") == "$(readlink -f "$OURS")" ]] || return 1
     local i
     for ((i = 0; i < PROCESSES; i++)); do serves rxe_rs "$OURS" "reinstalled$i" || return 1; done
     echo "$PROCESSES of $PROCESSES processes after the reinstall: served by rxe_rs"
