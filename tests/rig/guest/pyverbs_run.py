@@ -7,8 +7,8 @@ its id, its outcome (pass, fail, error, skip, xfail, xpass, excluded) and the fi
 reason. The verbose output and the exit status are unittest's own.
 
 PYVERBS_EXCLUDE (test ids, space separated) names tests that are not run at all: those that kill
-the interpreter on some line whatever the provider (a crash would end the whole suite). Each is
-written to OUTCOMES_TSV as excluded.
+the interpreter on some line (a crash would end the whole suite). Each is written to OUTCOMES_TSV
+as excluded.
 """
 import os
 import sys
