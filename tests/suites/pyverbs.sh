@@ -10,13 +10,14 @@ PYVERBS_TESTS=/usr/share/doc/rdma-core/tests
 # Kernel 6.1's rxe has no atomic write: the test errors with the stock provider too.
 EXPECTED_ERRORS="tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write"
 # Tests that kill the interpreter on a line with the stock provider, and so are not run there by
-# either (the comparison needs both runs whole): on rdma-core 56 (Debian 13),
-# test_dv_cq_cqe_size_128 creates mlx5 DV resources on rxe, closing its CQ fails with EBADF and
-# Python dies of SIGSEGV with stock, ending the suite (with rxe_rs the same EBADF, no crash).
-# rdma-core 65 (sid) has the same test unchanged; it is left out there too without having been
-# seen to crash.
+# either (the comparison needs both runs whole): on rdma-core 56 (Debian 13), DvCqTest's traffic
+# tests (test_dv_cq_cqe_size_128, then test_dv_cq_cqe_size_64 when the first is left out) create
+# mlx5 DV resources on rxe, closing their CQ fails with EBADF and Python dies of SIGSEGV with
+# stock, ending the suite (with rxe_rs the same EBADF, no crash). The whole class is left out.
+# rdma-core 65 (sid) has the same tests unchanged; left out there too without having been seen
+# to crash.
 case $(dpkg-query -W -f='${Version}' python3-pyverbs) in
-    56.* | 65.*) export PYVERBS_EXCLUDE="tests.test_mlx5_cq.DvCqTest.test_dv_cq_cqe_size_128" ;;
+    56.* | 65.*) export PYVERBS_EXCLUDE="tests.test_mlx5_cq.DvCqTest" ;;
 esac
 
 tests_dir=$(mktemp -d)

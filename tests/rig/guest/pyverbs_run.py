@@ -6,9 +6,9 @@ TESTS_DIR is a copy of the suite (a package named `tests`). OUTCOMES_TSV gets on
 its id, its outcome (pass, fail, error, skip, xfail, xpass, excluded) and the first line of the
 reason. The verbose output and the exit status are unittest's own.
 
-PYVERBS_EXCLUDE (test ids, space separated) names tests that are not run at all: those that kill
-the interpreter on some line (a crash would end the whole suite). Each is written to OUTCOMES_TSV
-as excluded.
+PYVERBS_EXCLUDE (test ids or class ids, space separated) names tests that are not run at all:
+those that kill the interpreter on some line (a crash would end the whole suite). Each is written
+to OUTCOMES_TSV as excluded.
 """
 import os
 import sys
@@ -61,7 +61,7 @@ def main():
         for test in suite:
             if isinstance(test, unittest.TestSuite):
                 kept.addTest(prune(test))
-            elif test.id() in excluded:
+            elif test.id() in excluded or test.id().rsplit(".", 1)[0] in excluded:
                 if (test.id(), "excluded", "in PYVERBS_EXCLUDE") not in outcomes:
                     outcomes.append((test.id(), "excluded", "in PYVERBS_EXCLUDE"))
             else:
