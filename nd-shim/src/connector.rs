@@ -523,13 +523,18 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
                 .collect(),
         ),
 
-        // DREP, or the DREQ timed out: our Disconnect completes.
-        (S::Disconnecting { notify_pending }, K::Disconnected) => event(
-            S::Disconnected,
-            std::iter::once(complete(Request::Disconnect, St::ND_SUCCESS))
-                .chain(notify(notify_pending, St::ND_SUCCESS))
-                .collect(),
-        ),
+        // DREP, or the DREQ timed out: our Disconnect completes. A REJ that crosses our DREQ
+        // (the passive side gave up before our RTU reached it, and its REJ was still on the
+        // way when we disconnected) ends the connection too: the IB CM cancels the DREQ and
+        // enters timewait, so no DREP or DREQ timeout follows and only this completes it.
+        (S::Disconnecting { notify_pending }, K::Disconnected | K::Rejected | K::ConnectError | K::Unreachable) => {
+            event(
+                S::Disconnected,
+                std::iter::once(complete(Request::Disconnect, St::ND_SUCCESS))
+                    .chain(notify(notify_pending, St::ND_SUCCESS))
+                    .collect(),
+            )
+        }
         (S::Disconnecting { notify_pending }, K::DeviceRemoval) => event(
             S::Failed(St::ND_DEVICE_REMOVED),
             std::iter::once(complete(Request::Disconnect, St::ND_DEVICE_REMOVED))
@@ -1444,6 +1449,40 @@ mod tests {
                 t(S::PeerDisconnected, None, &[]),
                 "{kind:?} twice"
             );
+        }
+    }
+
+    #[test]
+    fn a_rej_crossing_our_dreq_completes_the_disconnect() {
+        use CmEventKind as K;
+        for kind in [K::Rejected, K::ConnectError, K::Unreachable] {
+            let end = walk(
+                S::Connected { notify_pending: false },
+                &[
+                    (
+                        I::Disconnect,
+                        t(
+                            S::Disconnecting { notify_pending: false },
+                            Some(St::ND_PENDING),
+                            &[Do(Action::SendDisconnect), Do(Action::FlushQp)],
+                        ),
+                    ),
+                    (
+                        ev(kind, 28),
+                        t(
+                            S::Disconnected,
+                            None,
+                            &[Effect::Complete {
+                                request: Request::Disconnect,
+                                status: St::ND_SUCCESS,
+                            }],
+                        ),
+                    ),
+                    // The DREP or DISCONNECTED that may still come completes nothing twice.
+                    (ev(K::Disconnected, 0), t(S::Disconnected, None, &[])),
+                ],
+            );
+            assert_eq!(end, S::Disconnected, "{kind:?}");
         }
     }
 

@@ -9,7 +9,8 @@
 
 use core::ffi::{c_char, c_int, CStr};
 use core::mem::offset_of;
-use core::ptr;
+use core::ptr::{self, NonNull};
+use std::os::fd::RawFd;
 
 use kernel_abi::{
     ib_uverbs_ah_attr, ib_uverbs_create_ah, ib_uverbs_create_ah_resp, ib_uverbs_destroy_ah, ib_uverbs_global_route,
@@ -19,8 +20,10 @@ use kernel_abi::{
 use log::debug;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::command::{self, impl_write_cmd, Errno, WriteReq};
+use crate::command::{self, impl_write_cmd, WriteReq};
+use crate::errno::Errno;
 use crate::ffi;
+use crate::kobject::{self, Creating};
 use crate::libibverbs::objects::{ibv_ah, ibv_ah_attr, ibv_pd};
 use crate::libibverbs::public::ibv_context;
 use crate::pd::context_fd;
@@ -200,7 +203,7 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
             Ok(fd) => fd,
             Err(e) => return ffi::fail_ptr(e),
         };
-        let mut ah = Box::new(RxeAh {
+        let obj = Box::new(RxeAh {
             ibv_ah: ibv_ah {
                 context: p.context,
                 pd,
@@ -209,9 +212,10 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
             ah_num: 0,
             av: rxe_av::new_zeroed(),
         });
+        let mut ah = Creating::new(obj, "AH", fd, destroy_kernel_ah);
         let cmd = ib_uverbs_create_ah {
             response: 0,
-            user_handle: ptr::from_ref(&ah.ibv_ah) as usize as u64,
+            user_handle: ah.as_ptr() as usize as u64,
             pd_handle: p.handle,
             reserved: 0,
             attr: uverbs_ah_attr(attr),
@@ -221,24 +225,20 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
             Ok(r) => r,
             Err(e) => return ffi::fail_ptr(e),
         };
-        ah.ibv_ah.handle = resp.core.ah_handle;
-        ah.ah_num = resp.drv.ah_num;
-        if ah.ah_num == 0 {
+        ah.created(resp.core.ah_handle);
+        let a = ah.get_mut();
+        a.ibv_ah.handle = resp.core.ah_handle;
+        a.ah_num = resp.drv.ah_num;
+        if a.ah_num == 0 {
             match user_av(p.context, attr) {
-                Ok(av) => ah.av = av,
+                Ok(av) => a.av = av,
                 Err(e) => {
                     debug!("create_ah: no address vector (errno {e}); destroying the kernel AH");
-                    let _ = command::write_req(
-                        fd,
-                        ib_uverbs_destroy_ah {
-                            ah_handle: resp.core.ah_handle,
-                        },
-                    );
                     return ffi::fail_ptr(e);
                 }
             }
         }
-        Box::into_raw(ah).cast::<ibv_ah>()
+        ah.finish().as_ptr().cast::<ibv_ah>()
     })
 }
 
@@ -246,20 +246,22 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
 pub(crate) unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
     ffi::guard("destroy_ah", libc::EIO, || {
         // SAFETY: libibverbs passes an AH our create_ah made (null refused).
-        let Some(a) = (unsafe { ah.as_ref() }) else {
+        let (Some(obj), Some(a)) = (NonNull::new(ah.cast::<RxeAh>()), unsafe { ah.as_ref() }) else {
             return ffi::fail_code(libc::EINVAL);
         };
-        match context_fd(a.context).and_then(|fd| command::write_req(fd, ib_uverbs_destroy_ah { ah_handle: a.handle }))
-        {
-            Ok(()) => {
-                // SAFETY: made by Box::into_raw(Box<RxeAh>) in create_ah
-                // (ibv_ah first), released once, after the kernel let it go.
-                drop(unsafe { Box::from_raw(ah.cast::<RxeAh>()) });
-                0
-            }
+        let (context, handle) = (a.context, a.handle);
+        let destroy = || context_fd(context).and_then(|fd| destroy_kernel_ah(fd, handle));
+        // SAFETY: made by Creating::finish in create_ah (RxeAh begins with
+        // its ibv_ah), not used after success.
+        match unsafe { kobject::destroy(obj, destroy, |()| ()) } {
+            Ok(()) => 0,
             Err(e) => ffi::fail_code(e),
         }
     })
+}
+
+fn destroy_kernel_ah(fd: RawFd, handle: u32) -> Result<(), Errno> {
+    command::write_req(fd, ib_uverbs_destroy_ah { ah_handle: handle })
 }
 
 #[cfg(test)]

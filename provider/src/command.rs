@@ -24,8 +24,7 @@ use kernel_abi::{
 };
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
-/// A positive errno value, as verbs return them.
-pub type Errno = i32;
+use crate::errno::Errno;
 
 /// Large enough for every write() command the stock rxe provider issues.
 const CMD_BUF_MAX: usize = 512;

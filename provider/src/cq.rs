@@ -3,8 +3,8 @@
 //! (`start_poll`/`next_poll`/`end_poll` and the `read_*` callbacks).
 //!
 //! The kernel writes completions (`ib_uverbs_wc` at the start of each slot)
-//! into the CQ's [`Ring`]; we copy each one out once and advance our
-//! consumer index. As in the stock provider one lock per CQ serializes
+//! into the CQ's ring, our [`Consumer`]; we copy each one out once and
+//! advance our consumer index. As in the stock provider one lock per CQ serializes
 //! pollers; `ibv_cq_ex` takes it in `start_poll` and drops it in `end_poll`
 //! (or in a `start_poll` that finds nothing), hence a spin lock rather than a
 //! guard-based mutex.
@@ -20,7 +20,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_uint};
 use core::mem::{size_of, MaybeUninit};
-use core::ptr::{self, addr_of_mut};
+use core::ptr::{self, addr_of_mut, NonNull};
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -33,11 +33,13 @@ use kernel_abi::{
 use log::{debug, error, warn};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::command::{self, impl_write_cmd, Errno, WriteCmd, WriteExCmd};
+use crate::command::{self, impl_write_cmd, WriteCmd, WriteExCmd};
+use crate::errno::Errno;
 use crate::ffi;
+use crate::kobject::{self, Creating};
 use crate::libibverbs::cq::*;
 use crate::libibverbs::public::ibv_context;
-use crate::queue::Ring;
+use crate::queue::Consumer;
 use crate::spinlock::SpinLock;
 
 /// The `read_*` fields the stock rxe provider supports
@@ -114,7 +116,7 @@ const _: () = {
 pub(crate) struct PollState {
     /// `None` only after a resize whose new ring could not be mapped: the
     /// kernel has switched rings, so polling fails from then on.
-    ring: Option<Ring>,
+    ring: Option<Consumer>,
     /// Our consumer index. Read from the ring once, when it is mapped; the
     /// shared copy is only for the kernel.
     cons: u32,
@@ -127,9 +129,9 @@ pub(crate) struct PollState {
 impl PollState {
     /// A ring whose slots cannot hold a CQE counts as none (every CQ ring
     /// is mapped with that minimum, so this only states what `poll` relies on).
-    pub(crate) fn new(ring: Option<Ring>) -> PollState {
+    pub(crate) fn new(ring: Option<Consumer>) -> PollState {
         let ring = ring.filter(|r| r.geometry().elem_size() >= size_of::<ib_uverbs_wc>());
-        let cons = ring.as_ref().map_or(0, Ring::consumer_index);
+        let cons = ring.as_ref().map_or(0, Consumer::consumer_index);
         PollState {
             ring,
             cons,
@@ -138,7 +140,7 @@ impl PollState {
         }
     }
 
-    fn ring(&self) -> Result<&Ring, Errno> {
+    fn ring(&self) -> Result<&Consumer, Errno> {
         self.ring.as_ref().ok_or(libc::EIO)
     }
 
@@ -161,7 +163,7 @@ impl PollState {
         }
         if n > 0 {
             self.cons = cons;
-            ring.release_consumer(cons);
+            ring.release(cons);
         }
         Ok(n)
     }
@@ -196,13 +198,13 @@ impl PollState {
     pub(crate) fn end(&mut self) {
         if let Some(ring) = &self.ring {
             self.cons = ring.indices().next(self.cur);
-            ring.release_consumer(self.cons);
+            ring.release(self.cons);
         }
     }
 
     /// After a resize: the new ring (the kernel copied the unpolled CQEs
     /// into it) or none; the old one is unmapped.
-    pub(crate) fn replace_ring(&mut self, ring: Option<Ring>) {
+    pub(crate) fn replace_ring(&mut self, ring: Option<Consumer>) {
         *self = PollState::new(ring);
     }
 }
@@ -323,8 +325,8 @@ fn destroy_kernel_cq(fd: RawFd, handle: u32) -> Result<ib_uverbs_destroy_cq_resp
 
 /// What a create response must satisfy: the ring maps and is sane, and the
 /// `cqe` the kernel granted is at least what was asked and fits the ring.
-fn map_cq_ring(fd: RawFd, mi: &mminfo, asked: u32, granted: u32) -> Result<(Ring, c_int), Errno> {
-    let ring = Ring::map(fd, mi, size_of::<ib_uverbs_wc>())?;
+fn map_cq_ring(fd: RawFd, mi: &mminfo, asked: u32, granted: u32) -> Result<(Consumer, c_int), Errno> {
+    let ring = Consumer::map(fd, mi, size_of::<ib_uverbs_wc>())?;
     if granted < asked || granted > ring.indices().capacity() {
         debug!(
             "CQ: kernel granted {granted} CQEs for {asked} on a ring of {}",
@@ -345,7 +347,7 @@ fn create(
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
     ex_flags: Option<u32>,
-) -> Result<Box<RxeCq>, Errno> {
+) -> Result<Creating<RxeCq>, Errno> {
     if ibctx.is_null() {
         return Err(libc::EINVAL);
     }
@@ -357,9 +359,11 @@ fn create(
         // SAFETY: a non-NULL channel is the application's live ibv_comp_channel.
         unsafe { (*channel).fd }
     };
-    let cq = RxeCq::new(ibctx, channel, fd);
+    let mut cq = Creating::new(RxeCq::new(ibctx, channel, fd), "CQ", fd, |fd, handle| {
+        destroy_kernel_cq(fd, handle).map(|_| ())
+    });
     // The kernel hands this back in completion events (ibv_get_cq_event).
-    let user_handle = cq.vcq() as u64;
+    let user_handle = cq.get_mut().vcq() as u64;
     // The C library passes these ints through as u32; so do we, and the
     // kernel rejects what is out of range.
     let asked = cqe as u32;
@@ -398,27 +402,14 @@ fn create(
         }
     };
 
-    match map_cq_ring(fd, &mi, asked, granted) {
-        Ok((ring, cqe)) => {
-            let vcq = cq.vcq.get();
-            // SAFETY: nobody else has seen the CQ yet.
-            unsafe {
-                (*vcq).handle = handle;
-                (*vcq).cqe = cqe;
-                *cq.state.get() = PollState::new(Some(ring));
-            }
-            Ok(cq)
-        }
-        Err(errno) => {
-            if let Err(e) = destroy_kernel_cq(fd, handle) {
-                // The kernel still knows our address as the CQ's user handle:
-                // leak the CQ rather than let an event point to freed memory.
-                error!("CQ: undoing a failed create: DESTROY_CQ failed with errno {e}");
-                Box::leak(cq);
-            }
-            Err(errno)
-        }
-    }
+    cq.created(handle);
+    let (ring, cqe) = map_cq_ring(fd, &mi, asked, granted)?;
+    let c = cq.get_mut();
+    let vcq = c.vcq.get_mut();
+    vcq.handle = handle;
+    vcq.cqe = cqe;
+    *c.state.get_mut() = PollState::new(Some(ring));
+    Ok(cq)
 }
 
 /// `verbs_context_ops.create_cq`
@@ -430,11 +421,8 @@ pub(crate) unsafe extern "C" fn create_cq(
 ) -> *mut ibv_cq {
     ffi::guard("create_cq", ptr::null_mut(), || {
         match create(context, cqe, channel, comp_vector, None) {
-            Ok(cq) => Box::into_raw(cq).cast::<ibv_cq>(),
-            Err(errno) => {
-                ffi::set_errno(errno);
-                ptr::null_mut()
-            }
+            Ok(cq) => cq.finish().as_ptr().cast::<ibv_cq>(),
+            Err(errno) => ffi::fail_ptr(errno),
         }
     })
 }
@@ -482,23 +470,18 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
     ffi::guard("create_cq_ex", ptr::null_mut(), || {
         // SAFETY: a non-NULL attr is the caller's live ibv_cq_init_attr_ex.
         let Some(attr) = (unsafe { attr.as_ref() }) else {
-            ffi::set_errno(libc::EINVAL);
-            return ptr::null_mut();
+            return ffi::fail_ptr(libc::EINVAL);
         };
         let created = ex_create_flags(attr).and_then(|flags| {
             let cqe = attr.cqe as c_int;
             create(context, cqe, attr.channel, attr.comp_vector as c_int, Some(flags))
         });
         match created {
-            Ok(cq) => {
-                // SAFETY: nobody else has seen the CQ yet.
-                set_ex_callbacks(unsafe { &mut *cq.vcq.get() }, attr.wc_flags);
-                Box::into_raw(cq).cast::<ibv_cq_ex>()
+            Ok(mut cq) => {
+                set_ex_callbacks(cq.get_mut().vcq.get_mut(), attr.wc_flags);
+                cq.finish().as_ptr().cast::<ibv_cq_ex>()
             }
-            Err(errno) => {
-                ffi::set_errno(errno);
-                ptr::null_mut()
-            }
+            Err(errno) => ffi::fail_ptr(errno),
         }
     })
 }
@@ -510,31 +493,29 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
             return libc::EINVAL;
         };
-        let resp = match destroy_kernel_cq(cq.cmd_fd, cq.handle()) {
-            Ok(resp) => resp,
-            Err(errno) => return errno,
+        let (fd, handle, vcq) = (cq.cmd_fd, cq.handle(), cq.vcq());
+        let Some(obj) = NonNull::new(ibcq.cast::<RxeCq>()) else {
+            return libc::EINVAL;
         };
-        let vcq = cq.vcq();
-        // SAFETY: libibverbs initialised mutex/cond (verbs_init_cq) and
-        // updates the counters under that mutex (ibv_ack_cq_events,
-        // ibv_ack_async_event); we read them under it too. The kernel will
-        // report no more events for this CQ.
-        unsafe {
-            let mutex = addr_of_mut!((*vcq).mutex);
-            let cond = addr_of_mut!((*vcq).cond);
-            libc::pthread_mutex_lock(mutex);
-            while ptr::read(addr_of_mut!((*vcq).comp_events_completed)) != resp.comp_events_reported
-                || ptr::read(addr_of_mut!((*vcq).async_events_completed)) != resp.async_events_reported
-            {
-                libc::pthread_cond_wait(cond, mutex);
+        let wait = |resp: &ib_uverbs_destroy_cq_resp| {
+            // SAFETY: libibverbs initialised mutex/cond (verbs_init_cq) and
+            // updates the counters under that mutex (ibv_ack_cq_events,
+            // ibv_ack_async_event). The kernel reports no more events for
+            // this CQ.
+            unsafe {
+                kobject::wait_for_acks(addr_of_mut!((*vcq).mutex), addr_of_mut!((*vcq).cond), || {
+                    ptr::read_volatile(addr_of_mut!((*vcq).comp_events_completed)) == resp.comp_events_reported
+                        && ptr::read_volatile(addr_of_mut!((*vcq).async_events_completed)) == resp.async_events_reported
+                })
             }
-            libc::pthread_mutex_unlock(mutex);
+        };
+        // SAFETY: the CQ came from Creating::finish in create_cq(_ex);
+        // libibverbs does not use it after a successful destroy. Freeing
+        // it unmaps the ring.
+        match unsafe { kobject::destroy(obj, || destroy_kernel_cq(fd, handle), wait) } {
+            Ok(()) => 0,
+            Err(errno) => errno,
         }
-        // SAFETY: the CQ came from Box::into_raw in create_cq(_ex); the
-        // kernel object is gone and libibverbs does not use it after this.
-        // Dropping it unmaps the ring.
-        drop(unsafe { Box::from_raw(ibcq.cast::<RxeCq>()) });
-        0
     })
 }
 
@@ -767,7 +748,7 @@ pub(crate) mod testing {
         let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1);
         // SAFETY: the CQ is ours alone.
         unsafe {
-            *cq.state.get() = PollState::new(Some(Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
+            *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
             set_ex_callbacks(&mut *cq.vcq.get(), wc_flags);
         }
         (fq, Box::into_raw(cq).cast::<ibv_cq_ex>())
@@ -821,7 +802,7 @@ mod tests {
 
     fn fake_cq(mask: u32) -> (FakeQueue, PollState) {
         let fq = FakeQueue::new(7, mask, 0);
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, size_of::<ib_uverbs_wc>()).unwrap();
+        let ring = Consumer::map(fq.raw_fd(), &fq.mi, size_of::<ib_uverbs_wc>()).unwrap();
         (fq, PollState::new(Some(ring)))
     }
 
@@ -920,7 +901,7 @@ mod tests {
         bigger.produce(&cqe(1, 0, 0));
         bigger.produce(&cqe(2, 0, 0));
         bigger.kernel.release_consumer(1);
-        s.replace_ring(Some(Ring::map(bigger.raw_fd(), &bigger.mi, 48).unwrap()));
+        s.replace_ring(Some(Consumer::map(bigger.raw_fd(), &bigger.mi, 48).unwrap()));
         assert_eq!((s.cons, s.cur), (1, 1));
         assert_eq!(
             poll_n(&mut s, 8).iter().map(|w| w.wr_id).collect::<Vec<_>>(),
@@ -934,7 +915,7 @@ mod tests {
         s.end();
         // A ring whose slots cannot hold a CQE is not polled (poll copies whole CQEs).
         let small = FakeQueue::new(5, 7, 0);
-        s.replace_ring(Some(Ring::map(small.raw_fd(), &small.mi, 0).unwrap()));
+        s.replace_ring(Some(Consumer::map(small.raw_fd(), &small.mi, 0).unwrap()));
         assert_eq!(s.poll(&mut out), Err(libc::EIO));
     }
 

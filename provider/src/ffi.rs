@@ -4,7 +4,10 @@
 //! [`guard`], so no unwind ever crosses into C: a panic is logged and turned
 //! into the function's failure value (NULL, an errno, or nothing).
 
+use core::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::errno::Errno;
 
 /// Runs `body`; if it panics, logs and returns `on_panic` instead.
 ///
@@ -39,21 +42,37 @@ fn log_panic(entry: &str, payload: &(dyn core::any::Any + Send)) {
 
 /// Sets the calling thread's `errno`, which libibverbs and its callers read
 /// after a provider entry returned NULL.
-pub(crate) fn set_errno(errno: i32) {
+pub(crate) fn set_errno(errno: Errno) {
     // SAFETY: __errno_location returns a valid pointer to this thread's errno.
     unsafe { *libc::__errno_location() = errno };
 }
 
 /// The failure of a verb that returns an object: errno set, NULL returned.
-pub(crate) fn fail_ptr<T>(errno: i32) -> *mut T {
+pub(crate) fn fail_ptr<T>(errno: Errno) -> *mut T {
     set_errno(errno);
     core::ptr::null_mut()
 }
 
 /// The failure of a verb that returns an int: errno set and returned.
-pub(crate) fn fail_code(errno: i32) -> core::ffi::c_int {
+pub(crate) fn fail_code(errno: Errno) -> core::ffi::c_int {
     set_errno(errno);
     errno
+}
+
+/// A slice from a C pointer and count; a negative count is `EINVAL`.
+///
+/// # Safety
+/// With a positive count, `ptr` points at `n` live elements.
+pub(crate) unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
+    let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr, n) })
 }
 
 #[cfg(test)]

@@ -7,15 +7,20 @@
 //!
 //! - `registration`: the load-time constructor, the device ops and match table;
 //! - `device`: `alloc_device` / `uninit_device`;
-//! - `context`: `alloc_context` / `free_context` and the context ops table;
+//! - `ops`: the verbs tables (every op we implement) and `alloc_context`;
+//! - `context`: opening a context, and `free_context`;
 //! - `query`: `query_device_ex` and `query_port`;
 //! - `cq`: completion queues and `ibv_cq_ex`; `queue`: the mmap'd rxe rings;
-//! - `qp`: queue pairs and the legacy data path; `wqe`: work requests to WQEs;
-//! - `qp_ex`: the `ibv_qp_ex` work-request API (`ibv_wr_*`);
+//! - `qp`: queue pairs (create/modify/query/destroy, the legacy data path,
+//!   the `ibv_qp_ex` work-request API); `wqe`: work requests to WQEs;
 //! - `srq`: shared receive queues;
+//! - `work_queue`, `send_queue`, `recv_queue`: the queues QPs and SRQs post
+//!   into, on the rings of `queue`;
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
+//! - [`errno`]: the one errno type; `kobject`: create / undo / destroy of
+//!   kernel objects and their leak policy;
 //! - `ffi`: the panic boundary every `extern "C"` entry goes through;
 //! - `logger`: `VERBS_LOG_LEVEL` / `VERBS_LOG_FILE` handling.
 
@@ -24,20 +29,25 @@ pub mod command;
 mod context;
 mod cq;
 mod device;
+pub mod errno;
 mod ffi;
+mod kobject;
 pub mod libibverbs;
 mod logger;
 mod mcast;
 mod mr;
 mod mw;
+mod ops;
 mod pd;
 mod qp;
-mod qp_ex;
 mod query;
 pub mod queue;
+mod recv_queue;
 mod registration;
+mod send_queue;
 mod spinlock;
 mod srq;
+mod work_queue;
 mod wqe;
 
 /// The name under which the provider registers with libibverbs.

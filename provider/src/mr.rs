@@ -16,7 +16,8 @@
 //! ones (PD and access changes) do it.
 
 use core::ffi::{c_int, c_void};
-use core::ptr;
+use core::ptr::{self, NonNull};
+use std::os::fd::RawFd;
 
 use kernel_abi::{
     ib_uverbs_dereg_mr, ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp, ib_uverbs_rereg_mr, ib_uverbs_rereg_mr_resp,
@@ -25,8 +26,10 @@ use kernel_abi::{
 };
 use log::debug;
 
-use crate::command::{self, impl_write_cmd, Errno, IoctlCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, IoctlCmd, WriteReq};
+use crate::errno::Errno;
 use crate::ffi;
+use crate::kobject::{self, Creating};
 use crate::libibverbs::device_abi::verbs_device;
 use crate::libibverbs::objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
 use crate::libibverbs::public::ibv_context;
@@ -132,25 +135,37 @@ pub(crate) unsafe extern "C" fn reg_mr(
             access_flags: access as u32,
             driver_data: [],
         });
-        let resp = match cmd.and_then(|cmd| context_fd(p.context).and_then(|fd| command::write_cmd(fd, cmd))) {
-            Ok(resp) => resp,
+        let (cmd, fd) = match cmd.and_then(|cmd| Ok((cmd, context_fd(p.context)?))) {
+            Ok(v) => v,
             Err(e) => return ffi::fail_ptr(e),
         };
-        let vmr = Box::new(verbs_mr {
+        let obj = Box::new(verbs_mr {
             ibv_mr: ibv_mr {
                 context: p.context,
                 pd,
                 addr,
                 length,
-                handle: resp.mr_handle,
-                lkey: resp.lkey,
-                rkey: resp.rkey,
+                handle: 0,
+                lkey: 0,
+                rkey: 0,
             },
             mr_type: IBV_MR_TYPE_MR,
             access,
         });
-        // ibv_mr is the first member: libibverbs gets back to verbs_mr by a cast.
-        Box::into_raw(vmr).cast::<ibv_mr>()
+        let mut vmr = Creating::new(obj, "MR", fd, dereg_kernel_mr);
+        match command::write_cmd(fd, cmd) {
+            Ok(resp) => {
+                vmr.created(resp.mr_handle);
+                let m = &mut vmr.get_mut().ibv_mr;
+                m.handle = resp.mr_handle;
+                m.lkey = resp.lkey;
+                m.rkey = resp.rkey;
+                // ibv_mr is the first member: libibverbs gets back to
+                // verbs_mr by a cast.
+                vmr.finish().as_ptr().cast::<ibv_mr>()
+            }
+            Err(e) => ffi::fail_ptr(e),
+        }
     })
 }
 
@@ -199,22 +214,21 @@ pub(crate) unsafe extern "C" fn rereg_mr(
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     ffi::guard("dereg_mr", libc::EIO, || {
         // SAFETY: libibverbs passes an MR our reg_mr made (null refused).
-        let Some(m) = (unsafe { vmr.as_ref() }) else {
+        let (Some(obj), Some(m)) = (NonNull::new(vmr), unsafe { vmr.as_ref() }) else {
             return ffi::fail_code(libc::EINVAL);
         };
-        let cmd = ib_uverbs_dereg_mr {
-            mr_handle: m.ibv_mr.handle,
-        };
-        match context_fd(m.ibv_mr.context).and_then(|fd| command::write_req(fd, cmd)) {
-            Ok(()) => {
-                // SAFETY: made by Box::into_raw in reg_mr, released once,
-                // after the kernel object is gone.
-                drop(unsafe { Box::from_raw(vmr) });
-                0
-            }
+        let (context, handle) = (m.ibv_mr.context, m.ibv_mr.handle);
+        let dereg = || context_fd(context).and_then(|fd| dereg_kernel_mr(fd, handle));
+        // SAFETY: made by Creating::finish in reg_mr, not used after success.
+        match unsafe { kobject::destroy(obj, dereg, |()| ()) } {
+            Ok(()) => 0,
             Err(e) => ffi::fail_code(e),
         }
     })
+}
+
+fn dereg_kernel_mr(fd: RawFd, handle: u32) -> Result<(), Errno> {
+    command::write_req(fd, ib_uverbs_dereg_mr { mr_handle: handle })
 }
 
 #[cfg(test)]

@@ -3,15 +3,18 @@
 //! BIND_MW work request and arrives with the QP send path.
 
 use core::ffi::c_int;
-use core::ptr;
+use core::ptr::{self, NonNull};
+use std::os::fd::RawFd;
 
 use kernel_abi::{
     ib_uverbs_alloc_mw, ib_uverbs_alloc_mw_resp, ib_uverbs_dealloc_mw, IB_USER_VERBS_CMD_ALLOC_MW,
     IB_USER_VERBS_CMD_DEALLOC_MW,
 };
 
-use crate::command::{self, impl_write_cmd, Errno, WriteReq};
+use crate::command::{self, impl_write_cmd, WriteReq};
+use crate::errno::Errno;
 use crate::ffi;
+use crate::kobject::{self, Creating};
 use crate::libibverbs::objects::{ibv_mw, ibv_pd};
 use crate::pd::context_fd;
 
@@ -34,47 +37,57 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
         let Some(p) = (unsafe { pd.as_ref() }) else {
             return ffi::fail_ptr(libc::EINVAL);
         };
-        let resp = wire_mw_type(mw_type).and_then(|t| {
-            let cmd = ib_uverbs_alloc_mw {
-                response: 0,
-                pd_handle: p.handle,
-                mw_type: t,
-                reserved: [0; 3],
-                driver_data: [],
-            };
-            context_fd(p.context).and_then(|fd| command::write_cmd(fd, cmd))
+        let (fd, t) = match wire_mw_type(mw_type).and_then(|t| Ok((context_fd(p.context)?, t))) {
+            Ok(v) => v,
+            Err(e) => return ffi::fail_ptr(e),
+        };
+        let obj = Box::new(ibv_mw {
+            context: p.context,
+            pd,
+            rkey: 0,
+            handle: 0,
+            r#type: mw_type,
         });
-        match resp {
-            Ok(r) => Box::into_raw(Box::new(ibv_mw {
-                context: p.context,
-                pd,
-                rkey: r.rkey,
-                handle: r.mw_handle,
-                r#type: mw_type,
-            })),
+        let mut mw = Creating::new(obj, "MW", fd, dealloc_kernel_mw);
+        let cmd = ib_uverbs_alloc_mw {
+            response: 0,
+            pd_handle: p.handle,
+            mw_type: t,
+            reserved: [0; 3],
+            driver_data: [],
+        };
+        match command::write_cmd(fd, cmd) {
+            Ok(r) => {
+                mw.created(r.mw_handle);
+                let m = mw.get_mut();
+                m.handle = r.mw_handle;
+                m.rkey = r.rkey;
+                mw.finish().as_ptr()
+            }
             Err(e) => ffi::fail_ptr(e),
         }
     })
 }
 
-/// `dealloc_mw`: the MW is freed only when the kernel let it go.
+/// `dealloc_mw`: the window is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
     ffi::guard("dealloc_mw", libc::EIO, || {
-        // SAFETY: libibverbs passes an MW our alloc_mw made (null refused).
-        let Some(m) = (unsafe { mw.as_ref() }) else {
+        // SAFETY: libibverbs passes a window our alloc_mw made (null refused).
+        let (Some(obj), Some(m)) = (NonNull::new(mw), unsafe { mw.as_ref() }) else {
             return ffi::fail_code(libc::EINVAL);
         };
-        match context_fd(m.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_mw { mw_handle: m.handle }))
-        {
-            Ok(()) => {
-                // SAFETY: made by Box::into_raw in alloc_mw, released once,
-                // after the kernel object is gone.
-                drop(unsafe { Box::from_raw(mw) });
-                0
-            }
+        let (context, handle) = (m.context, m.handle);
+        let dealloc = || context_fd(context).and_then(|fd| dealloc_kernel_mw(fd, handle));
+        // SAFETY: made by Creating::finish in alloc_mw, not used after success.
+        match unsafe { kobject::destroy(obj, dealloc, |()| ()) } {
+            Ok(()) => 0,
             Err(e) => ffi::fail_code(e),
         }
     })
+}
+
+fn dealloc_kernel_mw(fd: RawFd, handle: u32) -> Result<(), Errno> {
+    command::write_req(fd, ib_uverbs_dealloc_mw { mw_handle: handle })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! `ibv_cmd_dealloc_pd` do them on the write interface.
 
 use core::ffi::c_int;
+use core::ptr::NonNull;
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -9,8 +10,10 @@ use kernel_abi::{
     IB_USER_VERBS_CMD_DEALLOC_PD,
 };
 
-use crate::command::{self, impl_write_cmd, Errno, WriteReq};
+use crate::command::{self, impl_write_cmd, WriteReq};
+use crate::errno::Errno;
 use crate::ffi;
+use crate::kobject::{self, Creating};
 use crate::libibverbs::objects::ibv_pd;
 use crate::libibverbs::public::ibv_context;
 
@@ -34,6 +37,8 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
             Ok(fd) => fd,
             Err(e) => return ffi::fail_ptr(e),
         };
+        let obj = Box::new(ibv_pd { context, handle: 0 });
+        let mut pd = Creating::new(obj, "PD", fd, dealloc_kernel_pd);
         match command::write_cmd(
             fd,
             ib_uverbs_alloc_pd {
@@ -41,10 +46,11 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
                 driver_data: [],
             },
         ) {
-            Ok(resp) => Box::into_raw(Box::new(ibv_pd {
-                context,
-                handle: resp.pd_handle,
-            })),
+            Ok(resp) => {
+                pd.created(resp.pd_handle);
+                pd.get_mut().handle = resp.pd_handle;
+                pd.finish().as_ptr()
+            }
             Err(e) => ffi::fail_ptr(e),
         }
     })
@@ -54,21 +60,21 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
 pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
     ffi::guard("dealloc_pd", libc::EIO, || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
-        let Some(p) = (unsafe { pd.as_ref() }) else {
+        let (Some(obj), Some(p)) = (NonNull::new(pd), unsafe { pd.as_ref() }) else {
             return ffi::fail_code(libc::EINVAL);
         };
-        let result =
-            context_fd(p.context).and_then(|fd| command::write_req(fd, ib_uverbs_dealloc_pd { pd_handle: p.handle }));
-        match result {
-            Ok(()) => {
-                // SAFETY: made by Box::into_raw in alloc_pd, released once,
-                // after the kernel object is gone.
-                drop(unsafe { Box::from_raw(pd) });
-                0
-            }
+        let (context, handle) = (p.context, p.handle);
+        let dealloc = || context_fd(context).and_then(|fd| dealloc_kernel_pd(fd, handle));
+        // SAFETY: made by Creating::finish in alloc_pd, not used after success.
+        match unsafe { kobject::destroy(obj, dealloc, |()| ()) } {
+            Ok(()) => 0,
             Err(e) => ffi::fail_code(e),
         }
     })
+}
+
+fn dealloc_kernel_pd(fd: RawFd, handle: u32) -> Result<(), Errno> {
+    command::write_req(fd, ib_uverbs_dealloc_pd { pd_handle: handle })
 }
 
 #[cfg(test)]

@@ -10,9 +10,10 @@ use kernel_abi::{
     ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp, ib_uverbs_query_device, ib_uverbs_query_port,
 };
 
-use crate::command::{self, Errno};
+use crate::command;
 use crate::context::RxeContext;
 use crate::device::RxeDevice;
+use crate::errno::Errno;
 use crate::ffi;
 use crate::libibverbs::public::{
     ibv_context, ibv_device_attr, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input,

@@ -16,7 +16,11 @@
 //! `roundup_pow_of_two(max_wr + 1)` slots, and such a queue is always full.
 //!
 //! Each side owns one index: the kernel produces into a CQ and consumes from
-//! the SQ, RQ and SRQ; we do the opposite. The header is written by the kernel
+//! the SQ, RQ and SRQ; we do the opposite. The types say which: a CQ ring is
+//! a [`Consumer`] (read the kernel's producer, copy slots out, release our
+//! consumer index), a work queue ring a [`Producer`] (read the kernel's
+//! consumer, build in a slot, publish our producer index); both wrap the one
+//! private mapping with its validated geometry. The header is written by the kernel
 //! once, before the create response, and read by us once, at map time: from
 //! then on we use our validated copy ([`Geometry`]), mask every index we read
 //! from the shared page, and copy slots out before looking at them. The
@@ -35,7 +39,7 @@ use std::os::fd::RawFd;
 use kernel_abi::{mminfo, rxe_queue_buf};
 use zerocopy::FromBytes;
 
-use crate::command::Errno;
+use crate::errno::Errno;
 
 /// Bytes before slot 0.
 pub const HEADER_LEN: usize = size_of::<rxe_queue_buf>();
@@ -186,24 +190,18 @@ impl Drop for Mapping {
     }
 }
 
-/// A mapped rxe queue.
-pub struct Ring {
+/// A mapped rxe queue with its validated geometry: what [`Producer`] and
+/// [`Consumer`] share. Each of them hands out only its own side's methods.
+struct Ring {
     map: Mapping,
     geometry: Geometry,
 }
-
-// SAFETY: a Ring is a pointer to a shared mapping that lives as long as the
-// Ring; all access to it is through atomics or per-call copies, and callers
-// serialize the index owner's side with their object's lock.
-unsafe impl Send for Ring {}
-// SAFETY: as above; &Ring hands out only atomics and copies.
-unsafe impl Sync for Ring {}
 
 impl Ring {
     /// Maps the queue described by `mi` on `fd` (the context's `cmd_fd`) and
     /// validates its header; `min_elem_size` is the largest element we will
     /// read or write in a slot. Unmaps again if the header is not sane.
-    pub fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Ring, Errno> {
+    fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Ring, Errno> {
         let map = Mapping::new(fd, mi)?;
         let hdr = map.base.as_ptr();
         // SAFETY: the mapping is at least HEADER_LEN bytes and page-aligned;
@@ -229,14 +227,12 @@ impl Ring {
         Ok(Ring { map, geometry })
     }
 
-    pub fn geometry(&self) -> Geometry {
-        self.geometry
-    }
-
-    pub fn indices(&self) -> Indices {
+    #[inline]
+    fn indices(&self) -> Indices {
         self.geometry.indices
     }
 
+    #[inline]
     fn index_at(&self, offset: usize) -> &AtomicU32 {
         // SAFETY: offset is producer_index or consumer_index, both inside the
         // header the mapping covers, 4-aligned in a page-aligned mapping.
@@ -245,70 +241,26 @@ impl Ring {
         unsafe { AtomicU32::from_ptr(self.map.base.as_ptr().add(offset).cast::<u32>()) }
     }
 
+    #[inline]
     fn producer(&self) -> &AtomicU32 {
         self.index_at(offset_of!(rxe_queue_buf, producer_index))
     }
 
+    #[inline]
     fn consumer(&self) -> &AtomicU32 {
         self.index_at(offset_of!(rxe_queue_buf, consumer_index))
     }
 
-    // ---- A queue the kernel produces into and we consume (CQ). ----
-
-    /// The kernel's producer index, masked. Acquire: pairs with the kernel's
-    /// `smp_store_release` of the producer after it wrote the element, so
-    /// every slot before this index is fully written when we copy it out.
-    pub fn produced(&self) -> u32 {
-        self.indices().wrap(self.producer().load(Ordering::Acquire))
-    }
-
-    /// Our consumer index as the shared page has it, masked. Only we write
-    /// it; callers read it once (at map time) and keep their own copy.
-    pub fn consumer_index(&self) -> u32 {
-        self.indices().wrap(self.consumer().load(Ordering::Relaxed))
-    }
-
-    /// Hands the slots before `index` back to the kernel. Release: our copies
-    /// out of those slots happen before the kernel's `smp_load_acquire` of the
-    /// consumer lets it overwrite them.
-    pub fn release_consumer(&self, index: u32) {
-        self.consumer().store(self.indices().wrap(index), Ordering::Release);
-    }
-
-    // ---- A queue we produce into and the kernel consumes (SQ, RQ, SRQ). ----
-
-    /// The kernel's consumer index, masked. Acquire: pairs with the kernel's
-    /// `smp_store_release` of the consumer after it finished reading the
-    /// element, so a slot before this index may be overwritten.
-    pub fn consumed(&self) -> u32 {
-        self.indices().wrap(self.consumer().load(Ordering::Acquire))
-    }
-
-    /// Our producer index as the shared page has it, masked. Only we write it.
-    pub fn producer_index(&self) -> u32 {
-        self.indices().wrap(self.producer().load(Ordering::Relaxed))
-    }
-
-    /// Publishes the elements before `index`. Release: the element bytes we
-    /// wrote into the slots are visible before the kernel's
-    /// `smp_load_acquire` of the producer lets it read them.
-    pub fn publish_producer(&self, index: u32) {
-        self.producer().store(self.indices().wrap(index), Ordering::Release);
-    }
-
-    // ---- Slots. ----
-
-    /// The start of the slot of `index` (masked), `elem_size()` bytes long,
-    /// for building an element in place. Writing it is sound only while we
-    /// own the slot (producer side, before publishing it).
-    pub fn slot_ptr(&self, index: u32) -> NonNull<u8> {
+    /// The start of the slot of `index` (masked), `elem_size()` bytes long.
+    #[inline]
+    fn slot_ptr(&self, index: u32) -> NonNull<u8> {
         // SAFETY: Geometry::check proved every slot lies inside the mapping.
         unsafe { self.map.base.add(self.geometry.slot_offset(index)) }
     }
 
     /// A copy of the `T` at the start of the slot of `index` (masked). One
     /// read of the shared memory: the caller looks only at the copy.
-    pub fn read_slot<T: FromBytes>(&self, index: u32) -> T {
+    fn read_slot<T: FromBytes>(&self, index: u32) -> T {
         // An element larger than the slot would read the next one.
         assert!(
             size_of::<T>() <= self.geometry.elem_size(),
@@ -320,10 +272,122 @@ impl Ring {
         // alignment; any bytes are a valid T (FromBytes).
         unsafe { self.slot_ptr(index).as_ptr().cast::<T>().read_volatile() }
     }
+}
+
+// SAFETY: a Ring is a pointer to a shared mapping that lives as long as the
+// Ring; all access to it is through atomics or per-call copies, and callers
+// serialize the index owner's side with their object's lock.
+unsafe impl Send for Ring {}
+// SAFETY: as above; &Ring hands out only atomics and copies.
+unsafe impl Sync for Ring {}
+
+/// A queue we produce into and the kernel consumes: a QP's send and receive
+/// queues, an SRQ. We own the producer index and the slots between the
+/// kernel's consumer index and ours.
+pub struct Producer(Ring);
+
+impl Producer {
+    /// Maps the queue (see [`Geometry::check`]); `min_elem_size` is the
+    /// largest element we will write into a slot.
+    pub fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Producer, Errno> {
+        Ring::map(fd, mi, min_elem_size).map(Producer)
+    }
+
+    #[inline]
+    pub fn geometry(&self) -> Geometry {
+        self.0.geometry
+    }
+
+    #[inline]
+    pub fn indices(&self) -> Indices {
+        self.0.indices()
+    }
+
+    /// The kernel's consumer index, masked. Acquire: pairs with the kernel's
+    /// `smp_store_release` of the consumer after it finished reading the
+    /// element, so a slot before this index may be overwritten.
+    #[inline]
+    pub fn consumed(&self) -> u32 {
+        self.indices().wrap(self.0.consumer().load(Ordering::Acquire))
+    }
+
+    /// Our producer index as the shared page has it, masked. Only we write it.
+    #[inline]
+    pub fn producer_index(&self) -> u32 {
+        self.indices().wrap(self.0.producer().load(Ordering::Relaxed))
+    }
+
+    /// Publishes the elements before `index`. Release: the element bytes we
+    /// wrote into the slots are visible before the kernel's
+    /// `smp_load_acquire` of the producer lets it read them.
+    #[inline]
+    pub fn publish(&self, index: u32) {
+        self.0.producer().store(self.indices().wrap(index), Ordering::Release);
+    }
+
+    /// The start of the slot of `index` (masked), `elem_size()` bytes long,
+    /// for building an element in place. Writing it is sound only while we
+    /// own the slot (before publishing it).
+    #[inline]
+    pub fn slot_ptr(&self, index: u32) -> NonNull<u8> {
+        self.0.slot_ptr(index)
+    }
+}
+
+/// A queue the kernel produces into and we consume: a CQ. We own the
+/// consumer index; slots before the kernel's producer index are ours to
+/// read until we release them.
+pub struct Consumer(Ring);
+
+impl Consumer {
+    /// Maps the queue (see [`Geometry::check`]); `min_elem_size` is the
+    /// largest element we will read from a slot.
+    pub fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Consumer, Errno> {
+        Ring::map(fd, mi, min_elem_size).map(Consumer)
+    }
+
+    #[inline]
+    pub fn geometry(&self) -> Geometry {
+        self.0.geometry
+    }
+
+    #[inline]
+    pub fn indices(&self) -> Indices {
+        self.0.indices()
+    }
+
+    /// The kernel's producer index, masked. Acquire: pairs with the kernel's
+    /// `smp_store_release` of the producer after it wrote the element, so
+    /// every slot before this index is fully written when we copy it out.
+    #[inline]
+    pub fn produced(&self) -> u32 {
+        self.indices().wrap(self.0.producer().load(Ordering::Acquire))
+    }
+
+    /// Our consumer index as the shared page has it, masked. Only we write
+    /// it; callers read it once (at map time) and keep their own copy.
+    #[inline]
+    pub fn consumer_index(&self) -> u32 {
+        self.indices().wrap(self.0.consumer().load(Ordering::Relaxed))
+    }
+
+    /// Hands the slots before `index` back to the kernel. Release: our copies
+    /// out of those slots happen before the kernel's `smp_load_acquire` of the
+    /// consumer lets it overwrite them.
+    #[inline]
+    pub fn release(&self, index: u32) {
+        self.0.consumer().store(self.indices().wrap(index), Ordering::Release);
+    }
+
+    /// A copy of the `T` at the start of the slot of `index` (masked). One
+    /// read of the shared memory: the caller looks only at the copy.
+    pub fn read_slot<T: FromBytes>(&self, index: u32) -> T {
+        self.0.read_slot(index)
+    }
 
     /// Copies the `T` at the start of the slot of `index` (masked) to `dst`:
-    /// like [`Ring::read_slot`], one read of the shared memory, but straight
-    /// into the caller's memory.
+    /// like [`Consumer::read_slot`], one read of the shared memory, but
+    /// straight into the caller's memory.
     ///
     /// # Safety
     /// `dst` is valid for writing a `T` and does not point into the ring;
@@ -332,14 +396,14 @@ impl Ring {
     #[inline]
     pub unsafe fn copy_slot<T: FromBytes>(&self, index: u32, dst: *mut T) {
         debug_assert!(
-            size_of::<T>() <= self.geometry.elem_size(),
+            size_of::<T>() <= self.0.geometry.elem_size(),
             "element larger than the queue's slots"
         );
         // SAFETY: the source is inside the mapping (as in read_slot), at
         // least size_of::<T>() bytes per the contract, aligned for T, any
         // bytes valid; the destination per the contract. The slot is one
         // the kernel published and does not write until we release it.
-        unsafe { core::ptr::copy_nonoverlapping(self.slot_ptr(index).as_ptr().cast::<T>(), dst, 1) }
+        unsafe { core::ptr::copy_nonoverlapping(self.0.slot_ptr(index).as_ptr().cast::<T>(), dst, 1) }
     }
 }
 
@@ -354,7 +418,48 @@ pub(crate) mod testing {
         pub fd: OwnedFd,
         pub mi: mminfo,
         /// The kernel's view: our own mapping of the same pages.
-        pub kernel: Ring,
+        pub kernel: KernelSide,
+    }
+
+    /// The kernel's side of a queue, which may move either index.
+    pub struct KernelSide(Ring);
+
+    impl KernelSide {
+        pub fn indices(&self) -> Indices {
+            self.0.indices()
+        }
+
+        pub fn geometry(&self) -> Geometry {
+            self.0.geometry
+        }
+
+        pub fn produced(&self) -> u32 {
+            self.indices().wrap(self.0.producer().load(Ordering::Acquire))
+        }
+
+        pub fn producer_index(&self) -> u32 {
+            self.produced()
+        }
+
+        pub fn consumer_index(&self) -> u32 {
+            self.indices().wrap(self.0.consumer().load(Ordering::Acquire))
+        }
+
+        pub fn publish_producer(&self, index: u32) {
+            self.0.producer().store(self.indices().wrap(index), Ordering::Release);
+        }
+
+        pub fn release_consumer(&self, index: u32) {
+            self.0.consumer().store(self.indices().wrap(index), Ordering::Release);
+        }
+
+        pub fn read_slot<T: FromBytes>(&self, index: u32) -> T {
+            self.0.read_slot(index)
+        }
+
+        pub fn slot_ptr(&self, index: u32) -> NonNull<u8> {
+            self.0.slot_ptr(index)
+        }
     }
 
     impl FakeQueue {
@@ -381,10 +486,10 @@ pub(crate) mod testing {
                 hdr.cast::<u32>().write(log2);
                 hdr.add(4).cast::<u32>().write(mask);
             }
-            let kernel = Ring {
+            let kernel = KernelSide(Ring {
                 geometry: Geometry::check(log2, mask, size, 0).unwrap(),
                 map,
-            };
+            });
             FakeQueue { fd, mi, kernel }
         }
 
@@ -407,7 +512,7 @@ pub(crate) mod testing {
         pub fn set_header(&self, log2: u32, mask: u32) {
             // SAFETY: the header lies inside the mapping.
             unsafe {
-                let hdr = self.kernel.map.base.as_ptr();
+                let hdr = self.kernel.0.map.base.as_ptr();
                 hdr.cast::<u32>().write_volatile(log2);
                 hdr.add(4).cast::<u32>().write_volatile(mask);
             }
@@ -503,7 +608,7 @@ mod tests {
         let fq = FakeQueue::new(7, 7, 0);
         let ring = Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap();
         assert_eq!(
-            ring.geometry(),
+            ring.geometry,
             Geometry {
                 indices: Indices::new(7).unwrap(),
                 log2_elem_size: 7
@@ -527,7 +632,7 @@ mod tests {
     #[test]
     fn consumer_side_sees_what_the_producer_published_across_the_wrap() {
         let fq = FakeQueue::new(6, 3, 0);
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, 8).unwrap();
+        let ring = Consumer::map(fq.raw_fd(), &fq.mi, 8).unwrap();
         let q = ring.indices();
         let mut cons = ring.consumer_index();
         let mut next = 0u64;
@@ -543,7 +648,7 @@ mod tests {
                 got.push(ring.read_slot::<u64>(cons));
                 cons = q.next(cons);
             }
-            ring.release_consumer(cons);
+            ring.release(cons);
             let first = next - got.len() as u64;
             assert_eq!(got, (first..next).collect::<Vec<_>>());
         }
@@ -553,7 +658,7 @@ mod tests {
     #[test]
     fn producer_side_publishes_in_place() {
         let fq = FakeQueue::new(6, 3, 0);
-        let ring = Ring::map(fq.raw_fd(), &fq.mi, 8).unwrap();
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, 8).unwrap();
         let q = ring.indices();
         let mut prod = ring.producer_index();
         for v in 0..3u64 {
@@ -561,7 +666,7 @@ mod tests {
             // SAFETY: we own the slot at prod until we publish it.
             unsafe { ring.slot_ptr(prod).as_ptr().cast::<u64>().write(v + 100) };
             prod = q.next(prod);
-            ring.publish_producer(prod);
+            ring.publish(prod);
         }
         assert!(q.is_full(prod, ring.consumed()));
         assert_eq!(fq.kernel.read_slot::<u64>(2), 102);

@@ -12,7 +12,7 @@ use crate::libibverbs::device_abi::{
 };
 use crate::libibverbs::layout::Refusal;
 use crate::libibverbs::runtime::{self, Libibverbs};
-use crate::{context, device, ffi, logger};
+use crate::{device, ffi, logger, ops};
 
 /// Statics holding raw pointers are not `Sync` by themselves; these point only
 /// at other immutable statics, so sharing them between threads is sound.
@@ -65,7 +65,7 @@ static DEVICE_OPS: Shared<verbs_device_ops> = Shared(verbs_device_ops {
     match_table: &MATCH_TABLE.0 as *const verbs_match_ent,
     static_providers: ptr::null(),
     match_device: None,
-    alloc_context: Some(context::alloc_context),
+    alloc_context: Some(ops::alloc_context),
     import_context: None,
     alloc_device: Some(device::alloc_device),
     uninit_device: Some(device::uninit_device),

@@ -21,7 +21,7 @@ use kernel_abi::{
 };
 use zerocopy::{FromZeros, IntoBytes};
 
-use crate::command::Errno;
+use crate::errno::Errno;
 use crate::libibverbs::qp::*;
 
 /// Bytes of a send slot before its payload.

@@ -11,7 +11,7 @@
  *
  * The client sends message i filled with pattern(i); the server checks it and answers with
  * pattern(i + 1); the client checks the answer. Every completion's status, type, context and
- * length is checked. The client prints the mean round trip.
+ * length is checked. The client prints the mean round trip and the exchanges per second.
  */
 #include "nd2-common.h"
 
@@ -225,8 +225,9 @@ private:
         }
         double elapsed = now_us() - start;
         Disarm();
-        printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us\n", m_opt.iters,
-               m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters);
+        printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s\n",
+               m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
+               m_opt.iters / (elapsed / 1e6));
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
         return 0;
     }

@@ -7,7 +7,9 @@
  * The rig suite is tests/suites/ndk-conformance.sh; docs/nd-conformance.md maps codes to cases.
  *
  * Every call's result is checked against the RequestCompletion rule: a call that returned
- * STATUS_PENDING has its callback called exactly once; any other return, never.
+ * STATUS_PENDING has its callback called exactly once; any other return, never. Each such
+ * result is asserted with how it came (EXPECT_INLINE / EXPECT_DONE). The first failure prints
+ * FAIL and ends the process at once (see fail()).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,16 +33,24 @@
 static const char *current_case;
 static char failure[512];
 
-/* Records the first failure; cases return -1 after it. */
+/*
+ * The first failure ends the process: it prints FAIL and exits at once, from whichever thread
+ * failed. Returning instead would unwind frames whose requests and signals the shim may still
+ * complete from its event thread (a pending NdkAccept cancelled by a close, a late
+ * DisconnectEvent), writing into dead stack memory; glibc then aborts on what it takes for a
+ * robust mutex. The kernel releases the process's RDMA objects at exit.
+ */
 static int fail(const char *fmt, ...)
 {
-    if (!failure[0]) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(failure, sizeof failure, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
+    static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&once);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(failure, sizeof failure, fmt, ap);
+    va_end(ap);
+    printf("FAIL %s: %s\n", current_case ? current_case : "(no case)", failure);
+    fflush(stdout);
+    _exit(1);
 }
 
 static const char *status_name(NTSTATUS s)
@@ -64,14 +74,45 @@ static const char *status_name(NTSTATUS s)
     return buf;
 }
 
+/*
+ * How the last result of finish() on this thread came: inline (the call's return value) or
+ * through RequestCompletion (the call returned STATUS_PENDING). Every row of
+ * docs/nd-conformance.md states one, so a result of finish() must be checked with
+ * EXPECT_INLINE or EXPECT_DONE; EXPECT on it fails the case.
+ */
+enum via { VIA_NONE, VIA_INLINE, VIA_COMPLETION };
+static __thread enum via last_via;
+
+static const char *via_name(enum via v)
+{
+    return v == VIA_INLINE ? "inline" : v == VIA_COMPLETION ? "through the completion" : "(not from finish)";
+}
+
 /* EXPECT(what, got, want): prints the code, or fails the case. */
 #define EXPECT(what, got, want)                                                          \
     do {                                                                                 \
         NTSTATUS got_ = (got), want_ = (want);                                           \
+        if (last_via != VIA_NONE)                                                        \
+            return fail("%s: a RequestCompletion call's result checked without saying how it came", (what)); \
         if (got_ != want_)                                                               \
             return fail("%s: got %s, want %s", (what), status_name(got_), status_name(want_)); \
         printf("  %s: %s\n", (what), status_name(got_));                                 \
     } while (0)
+
+/* EXPECT_VIA(what, got, want, how): the code, and whether it came inline or through the
+ * completion, as `got` (a call of finish() or of a helper around it) reports. */
+#define EXPECT_VIA(what, got, want, how)                                                 \
+    do {                                                                                 \
+        NTSTATUS gotv_ = (got), wantv_ = (want);                                         \
+        enum via came_ = last_via, wantc_ = (how);                                       \
+        last_via = VIA_NONE;                                                             \
+        if (gotv_ != wantv_ || came_ != wantc_)                                          \
+            return fail("%s: got %s %s, want %s %s", (what), status_name(gotv_), via_name(came_), \
+                        status_name(wantv_), via_name(wantc_));                          \
+        printf("  %s: %s %s\n", (what), status_name(gotv_), via_name(came_));             \
+    } while (0)
+#define EXPECT_INLINE(what, got, want) EXPECT_VIA(what, got, want, VIA_INLINE)
+#define EXPECT_DONE(what, got, want) EXPECT_VIA(what, got, want, VIA_COMPLETION)
 
 #define ENSURE(cond, ...)                                                                \
     do {                                                                                 \
@@ -187,13 +228,34 @@ static void *signal_wait(struct signal *s, int count, NDK_ADAPTER *a, int polled
     }
 }
 
+/* "Exactly once": waits up to 10 s for the first call of a callback that `s` counts, then
+ * keeps the adapter running for quiet_ms and requires that it was not called again. */
+static int exactly_once(struct signal *s, NDK_ADAPTER *a, int polled, int quiet_ms, const char *what)
+{
+    if (!signal_wait(s, 1, a, polled, 10000))
+        return fail("%s: not called within 10 s", what);
+    long long end = now_ms() + quiet_ms;
+    while (now_ms() < end) {
+        if (a)
+            drive(a, polled, 20);
+        else
+            usleep(20 * 1000);
+    }
+    int n = signal_count(s);
+    if (n != 1)
+        return fail("%s: called %d times", what, n);
+    printf("  %s: called once (counted after %d ms more)\n", what, quiet_ms);
+    return 0;
+}
+
 /*
  * The result of a call that takes a RequestCompletion: the inline code, or (after
- * STATUS_PENDING) the completion's. Checks the callback rule. Returns STATUS_PENDING when a
- * pending request did not complete within timeout_ms.
+ * STATUS_PENDING) the completion's, and in last_via which of the two. Checks the callback
+ * rule. Returns STATUS_PENDING when a pending request did not complete within timeout_ms.
  */
 static NTSTATUS finish(NTSTATUS returned, struct request *r, NDK_ADAPTER *a, int polled, int timeout_ms)
 {
+    last_via = returned == STATUS_PENDING ? VIA_COMPLETION : VIA_INLINE;
     if (returned != STATUS_PENDING) {
         drive(a, polled, 50);
         pthread_mutex_lock(&r->lock);
@@ -366,7 +428,7 @@ static int server_listen(struct server *srv)
     struct sockaddr_in l = addr(SERVER_IP, srv->port);
     struct request r;
     request_init(&r);
-    EXPECT("NdkListen", finish(srv->listener->Dispatch->NdkListen(srv->listener, SA(l), sizeof l, on_complete, &r),
+    EXPECT_INLINE("NdkListen", finish(srv->listener->Dispatch->NdkListen(srv->listener, SA(l), sizeof l, on_complete, &r),
                                &r, a, 0, 5000),
            STATUS_SUCCESS);
     return 0;
@@ -540,7 +602,7 @@ static int case_end(struct server *srv, struct side *s, NDK_CONNECTOR *c)
  * the passive side's Accept to complete. */
 static int connected(struct side *s, NDK_CONNECTOR *c, uint16_t port)
 {
-    EXPECT("NdkConnect", client_connect(s, c, SERVER_IP, port, NULL, 0, 15000), STATUS_SUCCESS);
+    EXPECT_DONE("NdkConnect", client_connect(s, c, SERVER_IP, port, NULL, 0, 15000), STATUS_SUCCESS);
     OK("NdkCompleteConnect", complete_connect(c));
     drive(s->adapter, 1, 300);
     return 0;
@@ -615,7 +677,7 @@ static int cad_server(struct server *srv)
         return -1;
     uint8_t rep[196];
     token_data(s, rep, sizeof rep);
-    EXPECT("NdkAccept", accept_on(s, c, s->qp, rep, sizeof rep, &srv->disconnected), STATUS_SUCCESS);
+    EXPECT_DONE("NdkAccept", accept_on(s, c, s->qp, rep, sizeof rep, &srv->disconnected), STATUS_SUCCESS);
     plen = sizeof peer;
     OK("server NdkGetPeerAddress", d->NdkGetPeerAddress(c, SA(peer), &plen));
     if (check_ipv4("server's peer", &peer, plen, CLIENT_IP, 1) < 0)
@@ -635,8 +697,8 @@ static int cad_server(struct server *srv)
     if (send_text(s, 102, 2048, "pong from the passive side") < 0)
         return -1;
     ENSURE(signal_wait(&srv->disconnected, 1, NULL, 0, 10000), "no DisconnectEvent after the peer's NdkDisconnect");
-    printf("  server DisconnectEvent called\n");
-    EXPECT("server NdkDisconnect after the peer's", disconnect_on(s, c), STATUS_SUCCESS);
+    printf("  server DisconnectEvent called (the active side counts the calls)\n");
+    EXPECT_INLINE("server NdkDisconnect after the peer's", disconnect_on(s, c), STATUS_SUCCESS);
     OK("server NdkCloseConnector", d->NdkCloseConnector(c));
     return 0;
 }
@@ -653,7 +715,7 @@ static int case_connect_accept_data(void)
         return -1;
     uint8_t req[56];
     token_data(&s, req, sizeof req);
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7101, req, sizeof req, 15000), STATUS_SUCCESS);
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7101, req, sizeof req, 15000), STATUS_SUCCESS);
     ULONG in = 99, out = 99, len = 0;
     OK("NdkGetConnectionData (size)", d->NdkGetConnectionData(c, &in, &out, NULL, &len));
     ENSURE(len == 196, "REP private data size %u, want 196 (RDS)", len);
@@ -666,7 +728,7 @@ static int case_connect_accept_data(void)
     signal_init(&own_disconnect);
     struct request r;
     request_init(&r);
-    EXPECT("NdkCompleteConnect",
+    EXPECT_INLINE("NdkCompleteConnect",
            finish(d->NdkCompleteConnect(c, on_disconnect_event, &own_disconnect, on_complete, &r), &r, s.adapter, 1, 5000),
            STATUS_SUCCESS);
     if (send_text(&s, 2, 512, "ping from the active side") < 0)
@@ -683,9 +745,9 @@ static int case_connect_accept_data(void)
     OK("NdkGetLocalAddress", d->NdkGetLocalAddress(c, SA(local), &llen));
     if (check_ipv4("client local", &local, llen, CLIENT_IP, 1) < 0)
         return -1;
-    EXPECT("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
-    ENSURE(signal_wait(&srv.disconnected, 1, s.adapter, 1, 10000), "server saw no DisconnectEvent");
-    drive(s.adapter, 1, 200);
+    EXPECT_DONE("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
+    if (exactly_once(&srv.disconnected, s.adapter, 1, 1000, "passive DisconnectEvent") < 0)
+        return -1;
     ENSURE(signal_count(&own_disconnect) == 0, "DisconnectEvent called after this side's own NdkDisconnect");
     OK("NdkCloseConnector", d->NdkCloseConnector(c));
     return case_end(&srv, &s, NULL);
@@ -699,7 +761,7 @@ static int case_no_listener_refused(void)
     NDK_CONNECTOR *c;
     if (client_open(&s, 1, &c) < 0)
         return -1;
-    EXPECT("NdkConnect to a port nobody listens on", client_connect(&s, c, SERVER_IP, 7102, NULL, 0, 15000),
+    EXPECT_DONE("NdkConnect to a port nobody listens on", client_connect(&s, c, SERVER_IP, 7102, NULL, 0, 15000),
            STATUS_CONNECTION_REFUSED);
     return client_close(&s, c);
 }
@@ -716,7 +778,7 @@ static int reject_server(struct server *srv)
         rej[i] = (uint8_t)(0xA0 + i);
     EXPECT("NdkReject with 149 bytes", c->Dispatch->NdkReject(c, rej, 149), STATUS_INVALID_BUFFER_SIZE);
     EXPECT("NdkReject with 148 bytes", c->Dispatch->NdkReject(c, rej, 148), STATUS_SUCCESS);
-    EXPECT("NdkAccept after NdkReject", server_accept(srv, c), STATUS_CONNECTION_INVALID);
+    EXPECT_INLINE("NdkAccept after NdkReject", server_accept(srv, c), STATUS_CONNECTION_INVALID);
     c->Dispatch->NdkCloseConnector(c);
     return 0;
 }
@@ -728,7 +790,7 @@ static int case_listener_reject(void)
     NDK_CONNECTOR *c;
     if (case_start(&srv, 7103, reject_server, NULL, &s, &c) < 0)
         return -1;
-    EXPECT("NdkConnect to a rejecting listener", client_connect(&s, c, SERVER_IP, 7103, NULL, 0, 15000),
+    EXPECT_DONE("NdkConnect to a rejecting listener", client_connect(&s, c, SERVER_IP, 7103, NULL, 0, 15000),
            STATUS_CONNECTION_REFUSED);
     ULONG len = 0;
     OK("NdkGetConnectionData (size) after the REJ", c->Dispatch->NdkGetConnectionData(c, NULL, NULL, NULL, &len));
@@ -756,9 +818,9 @@ static int limit_server(struct server *srv)
     if (!c)
         return -1;
     uint8_t pd[197] = {0};
-    EXPECT("NdkAccept with 197 bytes", accept_on(&srv->side, c, srv->side.qp, pd, 197, NULL),
+    EXPECT_INLINE("NdkAccept with 197 bytes", accept_on(&srv->side, c, srv->side.qp, pd, 197, NULL),
            STATUS_INVALID_BUFFER_SIZE);
-    EXPECT("NdkAccept with 196 bytes, same connector", accept_on(&srv->side, c, srv->side.qp, pd, 196, NULL),
+    EXPECT_DONE("NdkAccept with 196 bytes, same connector", accept_on(&srv->side, c, srv->side.qp, pd, 196, NULL),
            STATUS_SUCCESS);
     return server_close_when_done(srv, c, 10000);
 }
@@ -771,9 +833,9 @@ static int case_private_data_limit(void)
     if (case_start(&srv, 7104, limit_server, NULL, &s, &c) < 0)
         return -1;
     uint8_t pd[57] = {0};
-    EXPECT("NdkConnect with 57 bytes (inline)", client_connect(&s, c, SERVER_IP, 7104, pd, 57, 1000),
+    EXPECT_INLINE("NdkConnect with 57 bytes (inline)", client_connect(&s, c, SERVER_IP, 7104, pd, 57, 1000),
            STATUS_INVALID_BUFFER_SIZE);
-    EXPECT("NdkConnect with 56 bytes, same connector", client_connect(&s, c, SERVER_IP, 7104, pd, 56, 15000),
+    EXPECT_DONE("NdkConnect with 56 bytes, same connector", client_connect(&s, c, SERVER_IP, 7104, pd, 56, 15000),
            STATUS_SUCCESS);
     OK("NdkCompleteConnect", complete_connect(c));
     signal_raise(&srv.done, NULL);
@@ -789,8 +851,8 @@ static int accept_server(struct server *srv)
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    EXPECT("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
-    EXPECT("NdkAccept again on the established connector", server_accept(srv, c), STATUS_CONNECTION_ACTIVE);
+    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
+    EXPECT_INLINE("NdkAccept again on the established connector", server_accept(srv, c), STATUS_CONNECTION_ACTIVE);
     return server_close_when_done(srv, c, 10000);
 }
 
@@ -804,12 +866,12 @@ static int case_connect_state_errors(void)
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
     EXPECT("NdkCompleteConnect on a new connector", complete_connect(c), STATUS_CONNECTION_INVALID);
     EXPECT("NdkReject on a new connector", d->NdkReject(c, NULL, 0), STATUS_CONNECTION_INVALID);
-    EXPECT("NdkAccept on a new connector", accept_on(&s, c, s.qp, NULL, 0, NULL), STATUS_CONNECTION_INVALID);
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 15000), STATUS_SUCCESS);
-    EXPECT("NdkConnect again before NdkCompleteConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
+    EXPECT_INLINE("NdkAccept on a new connector", accept_on(&s, c, s.qp, NULL, 0, NULL), STATUS_CONNECTION_INVALID);
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 15000), STATUS_SUCCESS);
+    EXPECT_INLINE("NdkConnect again before NdkCompleteConnect", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
            STATUS_CONNECTION_ACTIVE);
     OK("NdkCompleteConnect", complete_connect(c));
-    EXPECT("NdkConnect on a connected connector", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
+    EXPECT_INLINE("NdkConnect on a connected connector", client_connect(&s, c, SERVER_IP, 7105, NULL, 0, 1000),
            STATUS_CONNECTION_ACTIVE);
     EXPECT("NdkCompleteConnect when connected", complete_connect(c), STATUS_CONNECTION_INVALID);
     EXPECT("NdkReject when connected", d->NdkReject(c, NULL, 0), STATUS_CONNECTION_INVALID);
@@ -825,7 +887,7 @@ static int refused_accept_server(struct server *srv)
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    EXPECT("NdkAccept when the active side rejects", server_accept(srv, c), STATUS_CONNECTION_REFUSED);
+    EXPECT_DONE("NdkAccept when the active side rejects", server_accept(srv, c), STATUS_CONNECTION_REFUSED);
     c->Dispatch->NdkCloseConnector(c);
     return 0;
 }
@@ -837,7 +899,7 @@ static int case_active_reject(void)
     NDK_CONNECTOR *c;
     if (case_start(&srv, 7106, refused_accept_server, NULL, &s, &c) < 0)
         return -1;
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7106, NULL, 0, 15000), STATUS_SUCCESS);
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7106, NULL, 0, 15000), STATUS_SUCCESS);
     uint8_t pd[8] = "no thx";
     OK("NdkReject after the REP", c->Dispatch->NdkReject(c, pd, sizeof pd));
     EXPECT("NdkCompleteConnect after NdkReject", complete_connect(c), STATUS_CONNECTION_INVALID);
@@ -854,15 +916,17 @@ static int flush_server(struct server *srv)
         return -1;
     if (post_receive(s, 200, 0) < 0)
         return -1;
-    EXPECT("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
-    ENSURE(signal_wait(&srv->disconnected, 1, NULL, 0, 10000), "no DisconnectEvent");
-    printf("  passive DisconnectEvent called\n");
+    EXPECT_DONE("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
+    if (exactly_once(&srv->disconnected, NULL, 0, 1000, "passive DisconnectEvent") < 0)
+        return -1;
     /* The peer's disconnect flushes nothing here: the receive is still posted. */
     NDK_RESULT r;
     ENSURE(s->cq->Dispatch->NdkGetCqResults(s->cq, &r, 1) == 0, "a completion appeared on the peer's disconnect");
-    EXPECT("passive NdkDisconnect", disconnect_on(s, c), STATUS_SUCCESS);
+    EXPECT_INLINE("passive NdkDisconnect", disconnect_on(s, c), STATUS_SUCCESS);
     if (wait_result(s, 200, STATUS_CANCELLED, "passive receive after its own NdkDisconnect") < 0)
         return -1;
+    usleep(500 * 1000);
+    ENSURE(signal_count(&srv->disconnected) == 1, "DisconnectEvent called again after this side's NdkDisconnect");
     c->Dispatch->NdkCloseConnector(c);
     return 0;
 }
@@ -878,10 +942,10 @@ static int case_disconnect_event(void)
         return -1;
     if (connected(&s, c, 7107) < 0)
         return -1;
-    EXPECT("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
+    EXPECT_DONE("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
     if (wait_result(&s, 3, STATUS_CANCELLED, "active receive after NdkDisconnect") < 0)
         return -1;
-    EXPECT("NdkConnect after NdkDisconnect", client_connect(&s, c, SERVER_IP, 7107, NULL, 0, 1000),
+    EXPECT_INLINE("NdkConnect after NdkDisconnect", client_connect(&s, c, SERVER_IP, 7107, NULL, 0, 1000),
            STATUS_CONNECTION_INVALID);
     return case_end(&srv, &s, c);
 }
@@ -893,9 +957,9 @@ static int wait_disconnect_server(struct server *srv)
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    EXPECT("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
-    ENSURE(signal_wait(&srv->disconnected, 1, NULL, 0, 10000), "no DisconnectEvent after the peer's close");
-    printf("  passive DisconnectEvent called after the active side's NdkCloseConnector\n");
+    EXPECT_DONE("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
+    if (exactly_once(&srv->disconnected, NULL, 0, 1000, "passive DisconnectEvent after the active side's NdkCloseConnector") < 0)
+        return -1;
     c->Dispatch->NdkCloseConnector(c);
     return 0;
 }
@@ -939,9 +1003,9 @@ static int case_cancel_connect(void)
     struct request r;
     NTSTATUS st = connect_start(&s, c, SERVER_IP, 7109, &r);
     EXPECT("NdkConnect", st, STATUS_PENDING);
-    EXPECT("NdkConnect without an accept, after 1 s", finish(st, &r, s.adapter, 1, 1000), STATUS_PENDING);
+    EXPECT_DONE("NdkConnect without an accept, after 1 s", finish(st, &r, s.adapter, 1, 1000), STATUS_PENDING);
     OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
-    EXPECT("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
+    EXPECT_DONE("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
     EXPECT("NdkCompleteConnect after cancel", complete_connect(c), STATUS_CONNECTION_INVALID);
     c->Dispatch->NdkCloseConnector(c);
     return case_end(&srv, &s, NULL);
@@ -967,7 +1031,7 @@ static int two_port_server(struct server *srv)
             return -1;
         if (another_qp(s, &qps[i]) < 0)
             return -1;
-        EXPECT("NdkAccept", accept_on(s, accepted[i], qps[i], NULL, 0, NULL), STATUS_SUCCESS);
+        EXPECT_DONE("NdkAccept", accept_on(s, accepted[i], qps[i], NULL, 0, NULL), STATUS_SUCCESS);
     }
     signal_wait(&srv->done, 1, NULL, 0, 10000);
     for (int i = 0; i < 2; i++) {
@@ -1017,13 +1081,13 @@ static int case_shared_endpoint(void)
             return -1;
     }
     /* The passive side accepts one at a time: each Accept completes at this side's RTU. */
-    EXPECT("NdkConnectWithSharedEndpoint to :7110", shared_connect(&s, c[0], qps[0], e, SERVER_IP, 7110, 15000),
+    EXPECT_DONE("NdkConnectWithSharedEndpoint to :7110", shared_connect(&s, c[0], qps[0], e, SERVER_IP, 7110, 15000),
            STATUS_SUCCESS);
     OK("NdkCompleteConnect", complete_connect(c[0]));
-    EXPECT("NdkConnectWithSharedEndpoint to :7111", shared_connect(&s, c[1], qps[1], e, SERVER_IP, 7111, 15000),
+    EXPECT_DONE("NdkConnectWithSharedEndpoint to :7111", shared_connect(&s, c[1], qps[1], e, SERVER_IP, 7111, 15000),
            STATUS_SUCCESS);
     OK("NdkCompleteConnect", complete_connect(c[1]));
-    EXPECT("NdkConnectWithSharedEndpoint to :7110 again (same 4-tuple, inline)",
+    EXPECT_INLINE("NdkConnectWithSharedEndpoint to :7110 again (same 4-tuple, inline)",
            shared_connect(&s, c[2], qps[2], e, SERVER_IP, 7110, 1000), STATUS_ADDRESS_ALREADY_EXISTS);
     for (int i = 0; i < 2; i++) {
         struct sockaddr_in mine;
@@ -1037,7 +1101,7 @@ static int case_shared_endpoint(void)
     NDK_CONNECTOR *x = new_connector(&s);
     if (!x)
         return -1;
-    EXPECT("NdkConnect from the shared endpoint's address", connect_from(&s, x, &local, sizeof local, 1000), STATUS_SHARING_VIOLATION);
+    EXPECT_INLINE("NdkConnect from the shared endpoint's address", connect_from(&s, x, &local, sizeof local, 1000), STATUS_SHARING_VIOLATION);
     x->Dispatch->NdkCloseConnector(x);
     signal_raise(&srv.done, NULL);
     drive(s.adapter, 1, 300);
@@ -1063,19 +1127,22 @@ static int case_shared_endpoint_failures(void)
         const char *what, *ip;
         uint16_t port;
         NTSTATUS want;
+        enum via via;
         int timeout_ms;
     } tries[] = {
-        {"NdkConnectWithSharedEndpoint to a port nobody listens on", SERVER_IP, 7128, STATUS_CONNECTION_REFUSED, 15000},
-        {"NdkConnectWithSharedEndpoint to 203.0.113.1 (no route, inline)", "203.0.113.1", 7128,
-         STATUS_NETWORK_UNREACHABLE, 1000},
-        {"NdkConnectWithSharedEndpoint to 198.18.0.77", "198.18.0.77", 7128, STATUS_HOST_UNREACHABLE, 30000},
+        {"NdkConnectWithSharedEndpoint to a port nobody listens on", SERVER_IP, 7128, STATUS_CONNECTION_REFUSED,
+         VIA_COMPLETION, 15000},
+        {"NdkConnectWithSharedEndpoint to 203.0.113.1 (no route)", "203.0.113.1", 7128, STATUS_NETWORK_UNREACHABLE,
+         VIA_INLINE, 1000},
+        {"NdkConnectWithSharedEndpoint to 198.18.0.77", "198.18.0.77", 7128, STATUS_HOST_UNREACHABLE, VIA_COMPLETION,
+         30000},
     };
     for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
         NDK_CONNECTOR *c = new_connector(&s);
         if (!c)
             return -1;
-        EXPECT(tries[i].what, shared_connect(&s, c, s.qp, e, tries[i].ip, tries[i].port, tries[i].timeout_ms),
-               tries[i].want);
+        EXPECT_VIA(tries[i].what, shared_connect(&s, c, s.qp, e, tries[i].ip, tries[i].port, tries[i].timeout_ms),
+                   tries[i].want, tries[i].via);
         c->Dispatch->NdkCloseConnector(c);
     }
     e->Dispatch->NdkCloseSharedEndpoint(e);
@@ -1096,9 +1163,9 @@ static int cancel_accept_server(struct server *srv)
     NTSTATUS st = c->Dispatch->NdkAccept(c, s->qp, 0, 0, NULL, 0, NULL, NULL, on_complete, &r);
     EXPECT("NdkAccept", st, STATUS_PENDING);
     /* The active side never calls NdkCompleteConnect: the accept stays pending. */
-    EXPECT("NdkAccept without the RTU, after 1 s", finish(st, &r, s->adapter, 0, 1000), STATUS_PENDING);
+    EXPECT_DONE("NdkAccept without the RTU, after 1 s", finish(st, &r, s->adapter, 0, 1000), STATUS_PENDING);
     OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
-    EXPECT("NdkAccept after cancel", finish(st, &r, s->adapter, 0, 5000), STATUS_CANCELLED);
+    EXPECT_DONE("NdkAccept after cancel", finish(st, &r, s->adapter, 0, 5000), STATUS_CANCELLED);
     c->Dispatch->NdkCloseConnector(c);
     return 0;
 }
@@ -1110,7 +1177,7 @@ static int case_cancel_accept(void)
     NDK_CONNECTOR *c;
     if (case_start(&srv, 7129, cancel_accept_server, NULL, &s, &c) < 0)
         return -1;
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7129, NULL, 0, 15000), STATUS_SUCCESS);
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7129, NULL, 0, 15000), STATUS_SUCCESS);
     return case_end(&srv, &s, c);
 }
 
@@ -1138,18 +1205,18 @@ static int case_address_errors(void)
     NDK_CONNECTOR *spent = new_connector(&s);
     if (!spent)
         return -1;
-    EXPECT("NdkConnect from 192.0.2.1", connect_from(&s, spent, &test_net, sizeof test_net, 1000),
+    EXPECT_INLINE("NdkConnect from 192.0.2.1", connect_from(&s, spent, &test_net, sizeof test_net, 1000),
            STATUS_INVALID_ADDRESS);
-    EXPECT("NdkConnect again on the connector whose bind failed", connect_from(&s, spent, &loopback, sizeof loopback, 1000),
+    EXPECT_INLINE("NdkConnect again on the connector whose bind failed", connect_from(&s, spent, &loopback, sizeof loopback, 1000),
            STATUS_CONNECTION_INVALID);
     spent->Dispatch->NdkCloseConnector(spent);
     if (!(spent = new_connector(&s)))
         return -1;
-    EXPECT("NdkConnect from 127.0.0.1", connect_from(&s, spent, &loopback, sizeof loopback, 1000),
+    EXPECT_INLINE("NdkConnect from 127.0.0.1", connect_from(&s, spent, &loopback, sizeof loopback, 1000),
            STATUS_INVALID_ADDRESS);
     spent->Dispatch->NdkCloseConnector(spent);
     struct sockaddr unix_family = {.sa_family = AF_UNIX};
-    EXPECT("NdkConnect from an AF_UNIX address", connect_from(&s, c, &unix_family, sizeof unix_family, 1000),
+    EXPECT_INLINE("NdkConnect from an AF_UNIX address", connect_from(&s, c, &unix_family, sizeof unix_family, 1000),
            STATUS_INVALID_ADDRESS);
     struct sockaddr_in src = addr(CLIENT_IP, 0);
     struct request r;
@@ -1169,7 +1236,7 @@ static int case_address_errors(void)
         return -1;
     if (!(spent = new_connector(&s)))
         return -1;
-    EXPECT("NdkConnect from the listener's address", connect_from(&s, spent, &held, sizeof held, 1000),
+    EXPECT_INLINE("NdkConnect from the listener's address", connect_from(&s, spent, &held, sizeof held, 1000),
            STATUS_SHARING_VIOLATION);
     spent->Dispatch->NdkCloseConnector(spent);
     NDK_SHARED_ENDPOINT *e = NULL;
@@ -1185,7 +1252,7 @@ static int case_address_errors(void)
     l2->Dispatch->NdkCloseListener(l2);
     /* The connector that only saw malformed arguments is untouched: a real attempt to a port
      * nobody listens on. */
-    EXPECT("NdkConnect from CLIENT:0 after the argument errors", connect_from(&s, c, &src, sizeof src, 15000),
+    EXPECT_DONE("NdkConnect from CLIENT:0 after the argument errors", connect_from(&s, c, &src, sizeof src, 15000),
            STATUS_CONNECTION_REFUSED);
     l->Dispatch->NdkCloseListener(l);
     return client_close(&s, c);
@@ -1202,7 +1269,7 @@ static int case_host_unreachable(void)
     struct request r;
     NTSTATUS st = connect_start(&s, c, "198.18.0.77", 7121, &r);
     EXPECT("NdkConnect to 198.18.0.77", st, STATUS_PENDING);
-    EXPECT("NdkConnect to 198.18.0.77 completes", finish(st, &r, s.adapter, 1, 30000), STATUS_HOST_UNREACHABLE);
+    EXPECT_DONE("NdkConnect to 198.18.0.77 completes", finish(st, &r, s.adapter, 1, 30000), STATUS_HOST_UNREACHABLE);
     return client_close(&s, c);
 }
 
@@ -1212,7 +1279,7 @@ static int case_network_unreachable(void)
     NDK_CONNECTOR *c;
     if (client_open(&s, 1, &c) < 0)
         return -1;
-    EXPECT("NdkConnect to 203.0.113.1 (no route, inline)", client_connect(&s, c, "203.0.113.1", 7122, NULL, 0, 1000),
+    EXPECT_INLINE("NdkConnect to 203.0.113.1 (no route, inline)", client_connect(&s, c, "203.0.113.1", 7122, NULL, 0, 1000),
            STATUS_NETWORK_UNREACHABLE);
     return client_close(&s, c);
 }
@@ -1249,7 +1316,7 @@ static int case_getters_short_buffers(void)
     EXPECT("NdkGetLocalAddress on a new connector", d->NdkGetLocalAddress(c, (PSOCKADDR)buf, &len),
            STATUS_CONNECTION_INVALID);
 
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7123, NULL, 0, 15000), STATUS_SUCCESS);
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7123, NULL, 0, 15000), STATUS_SUCCESS);
     memset(buf, 0x5A, sizeof buf);
     len = 10;
     EXPECT("NdkGetConnectionData with 10 bytes", d->NdkGetConnectionData(c, NULL, NULL, buf, &len),
@@ -1352,7 +1419,7 @@ static int case_ports_exhausted(void)
     NDK_CONNECTOR *c = new_connector(&s);
     if (!c)
         return -1;
-    EXPECT("NdkConnect from port 0 with the range used up", connect_from(&s, c, &any, sizeof any, 1000),
+    EXPECT_INLINE("NdkConnect from port 0 with the range used up", connect_from(&s, c, &any, sizeof any, 1000),
            STATUS_TOO_MANY_ADDRESSES);
     /* That connector is spent (no reuse after a failed bind); a new one gets the freed port. */
     c->Dispatch->NdkCloseConnector(c);
@@ -1360,7 +1427,7 @@ static int case_ports_exhausted(void)
         return -1;
     n--;
     held[n]->Dispatch->NdkCloseSharedEndpoint(held[n]);
-    EXPECT("NdkConnect from port 0 after one endpoint closed", connect_from(&s, c, &any, sizeof any, 15000),
+    EXPECT_DONE("NdkConnect from port 0 after one endpoint closed", connect_from(&s, c, &any, sizeof any, 15000),
            STATUS_CONNECTION_REFUSED);
     c->Dispatch->NdkCloseConnector(c);
     while (n > 0) {
@@ -1373,34 +1440,58 @@ static int case_ports_exhausted(void)
 
 /* ---- connect-events-paused -------------------------------------------------------------- */
 
+/* The listener pauses its connect events; the active side's NdkConnect goes out and, a second
+ * later (its REQ long delivered over the veth pair), says so; a second after that the passive
+ * side checks that no event came and resumes. The event must then come at once: within 2 s,
+ * shorter than any REQ retransmission (over 4 s here, and a retransmitted REQ is a duplicate
+ * the CM answers without a new event), so the request the event reports is the one that
+ * arrived during the pause. */
+struct paused {
+    struct signal paused, requested;
+};
+
 static int paused_server(struct server *srv)
 {
+    struct paused *p = srv->arg;
     OK("NdkControlConnectEvents(pause)", srv->listener->Dispatch->NdkControlConnectEvents(srv->listener, 1));
-    signal_raise((struct signal *)srv->arg, NULL);
-    sleep(2);
+    signal_raise(&p->paused, NULL);
+    ENSURE(signal_wait(&p->requested, 1, NULL, 0, 15000), "the active side never sent its request");
+    sleep(1);
     ENSURE(signal_count(&srv->incoming) == 0, "a connect event arrived while paused");
-    printf("  no connect event while paused\n");
+    printf("  no connect event while paused, 1 s after the request went out\n");
+    long long resumed = now_ms();
     OK("NdkControlConnectEvents(resume)", srv->listener->Dispatch->NdkControlConnectEvents(srv->listener, 0));
     NDK_CONNECTOR *c = server_next(srv, 1);
     if (!c)
         return -1;
-    EXPECT("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
+    long long after = now_ms() - resumed;
+    ENSURE(after < 2000, "the connect event came %lld ms after the resume: not the request held during the pause",
+           after);
+    printf("  connect event %lld ms after the resume\n", after);
+    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
     return server_close_when_done(srv, c, 10000);
 }
 
 static int case_connect_events_paused(void)
 {
-    struct signal paused;
-    signal_init(&paused);
+    struct paused p;
+    signal_init(&p.paused);
+    signal_init(&p.requested);
     struct server srv;
-    if (server_start(&srv, 7124, paused_server, &paused) < 0)
+    if (server_start(&srv, 7124, paused_server, &p) < 0)
         return -1;
-    ENSURE(signal_wait(&paused, 1, NULL, 0, 10000), "server did not pause");
+    ENSURE(signal_wait(&p.paused, 1, NULL, 0, 10000), "server did not pause");
     struct side s;
     NDK_CONNECTOR *c;
     if (client_open(&s, 0, &c) < 0)
         return -1;
-    EXPECT("NdkConnect (thread-mode adapter)", client_connect(&s, c, SERVER_IP, 7124, NULL, 0, 15000), STATUS_SUCCESS);
+    struct request r;
+    NTSTATUS st = connect_start(&s, c, SERVER_IP, 7124, &r);
+    EXPECT("NdkConnect (thread-mode adapter)", st, STATUS_PENDING);
+    usleep(1000 * 1000);
+    ENSURE(signal_count(&srv.incoming) == 0, "a connect event arrived while paused");
+    signal_raise(&p.requested, NULL);
+    EXPECT_DONE("NdkConnect, accepted after the resume", finish(st, &r, s.adapter, 0, 15000), STATUS_SUCCESS);
     OK("NdkCompleteConnect", complete_connect(c));
     signal_raise(&srv.done, NULL);
     c->Dispatch->NdkCloseConnector(c);
@@ -1425,7 +1516,7 @@ static int abandoned_server(struct server *srv)
     ENSURE(signal_wait(&ab->cancelled, 1, NULL, 0, 20000), "the active side never cancelled");
     usleep(500 * 1000);
     if (srv->port == 7125) {
-        EXPECT("NdkAccept after the active side abandoned", server_accept(srv, c), STATUS_CONNECTION_ABORTED);
+        EXPECT_INLINE("NdkAccept after the active side abandoned", server_accept(srv, c), STATUS_CONNECTION_ABORTED);
     } else {
         EXPECT("NdkReject after the active side abandoned", c->Dispatch->NdkReject(c, NULL, 0),
                STATUS_CONNECTION_ABORTED);
@@ -1449,7 +1540,7 @@ static int abandon_case(uint16_t port)
     EXPECT("NdkConnect", st, STATUS_PENDING);
     ENSURE(signal_wait(&ab.taken, 1, s.adapter, 1, 15000), "the passive side got no connect event");
     OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
-    EXPECT("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
+    EXPECT_DONE("NdkConnect after cancel", finish(st, &r, s.adapter, 1, 5000), STATUS_CANCELLED);
     c->Dispatch->NdkCloseConnector(c);
     signal_raise(&ab.cancelled, NULL);
     return case_end(&srv, &s, NULL);
@@ -1486,7 +1577,7 @@ static int rep_then_close_server(struct server *srv)
     EXPECT("NdkAccept", st, STATUS_PENDING);
     ENSURE(signal_wait(&rc->rep_seen, 1, NULL, 0, 15000), "the active side never got the REP");
     c->Dispatch->NdkCloseConnector(c);
-    EXPECT("the pending NdkAccept, closed before the RTU", finish(st, &r, srv->side.adapter, 0, 5000),
+    EXPECT_DONE("the pending NdkAccept, closed before the RTU", finish(st, &r, srv->side.adapter, 0, 5000),
            STATUS_CANCELLED);
     signal_raise(&rc->closed, NULL);
     return 0;
@@ -1502,7 +1593,7 @@ static int case_complete_connect_aborted(void)
     NDK_CONNECTOR *c;
     if (case_start(&srv, 7130, rep_then_close_server, &rc, &s, &c) < 0)
         return -1;
-    EXPECT("NdkConnect", client_connect(&s, c, SERVER_IP, 7130, NULL, 0, 15000), STATUS_SUCCESS);
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7130, NULL, 0, 15000), STATUS_SUCCESS);
     signal_raise(&rc.rep_seen, NULL);
     ENSURE(signal_wait(&rc.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
     /* Let the REJ arrive and its event run. */
@@ -1510,6 +1601,209 @@ static int case_complete_connect_aborted(void)
     EXPECT("NdkCompleteConnect after the passive side abandoned", complete_connect(c), STATUS_CONNECTION_ABORTED);
     c->Dispatch->NdkCloseConnector(c);
     return case_end(&srv, &s, NULL);
+}
+
+/* ---- passive-disconnects-first ---------------------------------------------------------- */
+
+/* The passive side disconnects first: the DisconnectEvent the active side gave
+ * NdkCompleteConnect is called exactly once (counted after a quiet second), flushes nothing;
+ * the active NdkDisconnect then completes inline (the DREQ already came) and sends the DREP
+ * that completes the passive side's pending NdkDisconnect. */
+struct disconnect_first {
+    struct signal completed;
+};
+
+static int disconnect_first_server(struct server *srv)
+{
+    struct disconnect_first *df = srv->arg;
+    struct side *s = &srv->side;
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    EXPECT_DONE("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
+    ENSURE(signal_wait(&df->completed, 1, NULL, 0, 15000), "the active side never completed its connect");
+    EXPECT_DONE("passive NdkDisconnect (first; completes at the active side's DREP)", disconnect_on(s, c),
+                STATUS_SUCCESS);
+    usleep(500 * 1000);
+    ENSURE(signal_count(&srv->disconnected) == 0, "passive DisconnectEvent called after its own NdkDisconnect");
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
+static int case_passive_disconnects_first(void)
+{
+    struct disconnect_first df;
+    signal_init(&df.completed);
+    struct server srv;
+    struct side s;
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7131, disconnect_first_server, &df, &s, &c) < 0)
+        return -1;
+    if (post_receive(&s, 6, 0) < 0)
+        return -1;
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7131, NULL, 0, 15000), STATUS_SUCCESS);
+    struct signal own;
+    signal_init(&own);
+    struct request r;
+    request_init(&r);
+    EXPECT_INLINE("NdkCompleteConnect with a DisconnectEvent",
+                  finish(c->Dispatch->NdkCompleteConnect(c, on_disconnect_event, &own, on_complete, &r), &r, s.adapter,
+                         1, 1000),
+                  STATUS_SUCCESS);
+    signal_raise(&df.completed, NULL);
+    if (exactly_once(&own, s.adapter, 1, 1000, "active DisconnectEvent (the passive side disconnected)") < 0)
+        return -1;
+    NDK_RESULT res;
+    ENSURE(s.cq->Dispatch->NdkGetCqResults(s.cq, &res, 1) == 0, "the peer's disconnect flushed a request");
+    EXPECT_INLINE("active NdkDisconnect after the peer's", disconnect_on(&s, c), STATUS_SUCCESS);
+    if (wait_result(&s, 6, STATUS_CANCELLED, "active receive after its own NdkDisconnect") < 0)
+        return -1;
+    drive(s.adapter, 1, 500);
+    ENSURE(signal_count(&own) == 1, "active DisconnectEvent called %d times", signal_count(&own));
+    return case_end(&srv, &s, c);
+}
+
+/* ---- rej-after-complete-connect (tc netem on veth0; the suite removes it after the case) -- */
+
+/* The passive side abandons after its REP, and its REJ is held back 3 s (netem delay on
+ * veth0, the passive side's egress) so that it arrives after the active side's
+ * NdkCompleteConnect succeeded. The REJ then ends an established connection: reported through
+ * the DisconnectEvent, exactly once, never dropped; NdkDisconnect completes inline. */
+struct late_rej {
+    struct signal rep_seen, closed;
+};
+
+static int tc(const char *args)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "tc qdisc %s", args);
+    int rc = system(cmd);
+    printf("  %s: %s\n", cmd, rc == 0 ? "done" : "failed");
+    return rc == 0 ? 0 : -1;
+}
+
+static int late_rej_server(struct server *srv)
+{
+    struct late_rej *lr = srv->arg;
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, srv->side.qp, 0, 0, NULL, 0, NULL, NULL, on_complete, &r);
+    EXPECT("NdkAccept", st, STATUS_PENDING);
+    ENSURE(signal_wait(&lr->rep_seen, 1, NULL, 0, 15000), "the active side never got the REP");
+    ENSURE(tc("add dev veth0 root netem delay 3000ms") == 0, "cannot delay veth0 (tc netem)");
+    c->Dispatch->NdkCloseConnector(c);
+    EXPECT_DONE("the pending NdkAccept, closed before the RTU", finish(st, &r, srv->side.adapter, 0, 5000),
+                STATUS_CANCELLED);
+    signal_raise(&lr->closed, NULL);
+    return 0;
+}
+
+static int case_rej_after_complete_connect(void)
+{
+    struct late_rej lr;
+    signal_init(&lr.rep_seen);
+    signal_init(&lr.closed);
+    struct server srv;
+    struct side s;
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7132, late_rej_server, &lr, &s, &c) < 0)
+        return -1;
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7132, NULL, 0, 15000), STATUS_SUCCESS);
+    signal_raise(&lr.rep_seen, NULL);
+    ENSURE(signal_wait(&lr.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
+    long long closed = now_ms();
+    struct signal own;
+    signal_init(&own);
+    struct request r;
+    request_init(&r);
+    EXPECT_INLINE("NdkCompleteConnect while the passive side's REJ is on its way",
+                  finish(c->Dispatch->NdkCompleteConnect(c, on_disconnect_event, &own, on_complete, &r), &r, s.adapter,
+                         1, 1000),
+                  STATUS_SUCCESS);
+    ENSURE(signal_count(&own) == 0 && now_ms() - closed < 2500,
+           "the REJ was not held back: NdkCompleteConnect came %lld ms after the close", now_ms() - closed);
+    if (exactly_once(&own, s.adapter, 1, 1000, "active DisconnectEvent (the late REJ)") < 0)
+        return -1;
+    printf("  the REJ ended the connection %lld ms after the passive side's close\n", now_ms() - closed - 1000);
+    EXPECT_INLINE("NdkDisconnect after the REJ", disconnect_on(&s, c), STATUS_SUCCESS);
+    if (tc("del dev veth0 root") < 0)
+        return fail("cannot remove the delay from veth0");
+    return case_end(&srv, &s, c);
+}
+
+/* ---- rej-during-disconnect (tc netem on veth0, as above) --------------------------------- */
+
+/* As rej-after-complete-connect, but the active side calls NdkDisconnect at once after
+ * NdkCompleteConnect: the late REJ crosses its DREQ, and the IB CM then cancels the DREQ, so
+ * neither a DREP nor a DREQ timeout will come. The pending NdkDisconnect must complete on the
+ * REJ (STATUS_SUCCESS, about 3 s after the close), not stay pending. */
+static int case_rej_during_disconnect(void)
+{
+    struct late_rej lr;
+    signal_init(&lr.rep_seen);
+    signal_init(&lr.closed);
+    struct server srv;
+    struct side s;
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7134, late_rej_server, &lr, &s, &c) < 0)
+        return -1;
+    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7134, NULL, 0, 15000), STATUS_SUCCESS);
+    signal_raise(&lr.rep_seen, NULL);
+    ENSURE(signal_wait(&lr.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
+    long long closed = now_ms();
+    OK("NdkCompleteConnect while the passive side's REJ is on its way", complete_connect(c));
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkDisconnect(c, on_complete, &r);
+    long long sent = now_ms() - closed;
+    EXPECT("NdkDisconnect before the REJ arrives", st, STATUS_PENDING);
+    ENSURE(sent < 2500, "the REJ was not held back: NdkDisconnect came %lld ms after the close", sent);
+    EXPECT_DONE("NdkDisconnect, the REJ crossing its DREQ", finish(st, &r, s.adapter, 1, 15000), STATUS_SUCCESS);
+    printf("  completed %lld ms after the passive side's close\n", now_ms() - closed);
+    if (tc("del dev veth0 root") < 0)
+        return fail("cannot remove the delay from veth0");
+    return case_end(&srv, &s, c);
+}
+
+/* ---- disconnect-peer-vanished (tc netem on veth0; the suite removes it after the case) ---- */
+
+/* After the connection is up, every frame the passive side sends is dropped (netem loss 100%
+ * on veth0): the peer has vanished as far as this side can tell. NdkDisconnect returns
+ * STATUS_PENDING and completes, with STATUS_SUCCESS, when the IB CM gives up on its DREQ
+ * (rdma_cm reports the DREQ timeout as DISCONNECTED): never pending forever. */
+static int vanishing_server(struct server *srv)
+{
+    NDK_CONNECTOR *c = server_next(srv, 1);
+    if (!c)
+        return -1;
+    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
+    return server_close_when_done(srv, c, 300000);
+}
+
+static int case_disconnect_peer_vanished(void)
+{
+    struct server srv;
+    struct side s;
+    NDK_CONNECTOR *c;
+    if (case_start(&srv, 7133, vanishing_server, NULL, &s, &c) < 0)
+        return -1;
+    if (connected(&s, c, 7133) < 0)
+        return -1;
+    ENSURE(tc("add dev veth0 root netem loss 100%") == 0, "cannot drop veth0's frames (tc netem)");
+    long long started = now_ms();
+    struct request r;
+    request_init(&r);
+    NTSTATUS st = c->Dispatch->NdkDisconnect(c, on_complete, &r);
+    EXPECT("NdkDisconnect with the peer gone", st, STATUS_PENDING);
+    st = finish(st, &r, s.adapter, 1, 250000);
+    printf("  completed after %lld s\n", (now_ms() - started) / 1000);
+    EXPECT_DONE("NdkDisconnect with the peer gone", st, STATUS_SUCCESS);
+    if (tc("del dev veth0 root") < 0)
+        return fail("cannot remove the loss from veth0");
+    return case_end(&srv, &s, c);
 }
 
 /* ---- io-timeout (the suite gives 198.18.0.51 a neighbour entry nobody answers for) ------ */
@@ -1521,9 +1815,12 @@ static int case_io_timeout(void)
     if (client_open(&s, 1, &c) < 0)
         return -1;
     long long started = now_ms();
-    NTSTATUS st = client_connect(&s, c, "198.18.0.51", 7127, NULL, 0, 170000);
+    struct request r;
+    NTSTATUS st = connect_start(&s, c, "198.18.0.51", 7127, &r);
+    EXPECT("NdkConnect to 198.18.0.51", st, STATUS_PENDING);
+    st = finish(st, &r, s.adapter, 1, 170000);
     printf("  completed after %lld s\n", (now_ms() - started) / 1000);
-    EXPECT("NdkConnect to 198.18.0.51 (REQ unanswered)", st, STATUS_IO_TIMEOUT);
+    EXPECT_DONE("NdkConnect to 198.18.0.51 (REQ unanswered)", st, STATUS_IO_TIMEOUT);
     return client_close(&s, c);
 }
 
@@ -1554,6 +1851,10 @@ static const struct {
     {"accept-aborted", case_accept_aborted},
     {"reject-aborted", case_reject_aborted},
     {"complete-connect-aborted", case_complete_connect_aborted},
+    {"passive-disconnects-first", case_passive_disconnects_first},
+    {"rej-after-complete-connect", case_rej_after_complete_connect},
+    {"rej-during-disconnect", case_rej_during_disconnect},
+    {"disconnect-peer-vanished", case_disconnect_peer_vanished},
     {"io-timeout", case_io_timeout},
 };
 

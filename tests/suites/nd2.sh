@@ -2,6 +2,7 @@
 # tests/nd2/build.sh into target/nd2; the guest sees the tree read-only, so a missing or stale
 # build is redone into RIG_OUT), run between rxe0 (198.18.0.1, server) and rxe1 (198.18.0.2,
 # client) once over each provider in RIG_ND_PROVIDERS (default: the stock C provider and rxe_rs).
+# nd2-conformance runs both sides in one process (passive on rxe0, active on rxe1).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 nd2_bin=$RIG_ROOT/target/nd2
@@ -19,12 +20,12 @@ nd2_adapter_info() { # nd2_adapter_info PROVIDER
     expect_provider "$served" "$1"
 }
 
-nd2_pingpong() { # nd2_pingpong PROVIDER PORT [OPTIONS...]
-    local provider=$1 port=$2
-    shift 2
-    pair "$provider" "$provider" "cm:$port" \
-        "$nd2_bin/nd2-pingpong" server "$RIG_SERVER_IP" "$port" "$@" -- \
-        "$nd2_bin/nd2-pingpong" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" "$port" "$@"
+nd2_pair() { # nd2_pair PROGRAM PROVIDER PORT [OPTIONS...]: server on rxe0, client on rxe1
+    local program=$1 provider=$2 port=$3
+    shift 3
+    RIG_PAIR_SERVER_GRACE=10 pair "$provider" "$provider" "cm:$port" \
+        "$nd2_bin/$program" server "$RIG_SERVER_IP" "$port" "$@" -- \
+        "$nd2_bin/$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" "$port" "$@"
 }
 
 nd2_overlapped() { # nd2_overlapped PROVIDER CASE PORT: one OVERLAPPED-rule case, on rxe0
@@ -35,12 +36,29 @@ nd2_overlapped() { # nd2_overlapped PROVIDER CASE PORT: one OVERLAPPED-rule case
     expect_provider "$served" "$1"
 }
 
+nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Listener code case
+    local served=$RIG_OUT/nd2-conformance.$2.$1.served range=()
+    # ports-exhausted needs a narrow ND port range to use up
+    [[ $2 == ports-exhausted ]] && range=(ND_SHIM_PORT_RANGE=50000-50003)
+    with_provider "$1" "$served" env ND_SHIM_LOG=debug "${range[@]}" \
+        "$nd2_bin/nd2-conformance" "$2" "$RIG_SERVER_IP" "$RIG_CLIENT_IP" || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
 for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     for name in $("$nd2_bin/nd2-overlapped" --list); do
         run_test "overlapped-$name.$provider" nd2_overlapped "$provider" "$name" 7410
     done
+    for name in $("$nd2_bin/nd2-conformance" --list); do
+        run_test "conformance-$name.$provider" nd2_conformance "$provider" "$name"
+    done
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"
-    run_test "pingpong-event.$provider" nd2_pingpong "$provider" 7401 --iters 500
-    run_test "pingpong-poll.$provider" nd2_pingpong "$provider" 7402 --iters 500 --poll
-    run_test "pingpong-event-4k.$provider" nd2_pingpong "$provider" 7403 --iters 100 --size 4096
+    run_test "pingpong-event.$provider" nd2_pair nd2-pingpong "$provider" 7401 --iters 500
+    run_test "pingpong-poll.$provider" nd2_pair nd2-pingpong "$provider" 7402 --iters 500 --poll
+    run_test "pingpong-event-4k.$provider" nd2_pair nd2-pingpong "$provider" 7403 --iters 100 --size 4096
+    run_test "rdma-pingpong.$provider" nd2_pair nd2-rdma-pingpong "$provider" 7404 --iters 300
+    run_test "rdma-pingpong-4k.$provider" nd2_pair nd2-rdma-pingpong "$provider" 7405 --iters 50 --size 4096
+    run_test "mr-latency.$provider" nd2_pair nd2-mr-latency "$provider" 7406 --iters 20
+    run_test "mr-latency-event.$provider" nd2_pair nd2-mr-latency "$provider" 7407 --iters 10 --sizes 4096,65536 --event
 done

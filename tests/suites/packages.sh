@@ -3,7 +3,8 @@
 # host); while rxe-rs is installed it serves every rxe device in every process, whatever order
 # libibverbs reads /etc/libibverbs.d in, also after ibverbs-providers is reinstalled under it;
 # update-alternatives hands rxe back to the stock provider; remove and purge give stock rxe back
-# with no warning from libibverbs. The shim's -dev package builds a C program with pkg-config.
+# with no warning from libibverbs. The shim's -dev package builds a C NDK program and a C++ ND2
+# program with pkg-config.
 # The .rpms install with rpm --root into a scratch root, scriptlets included.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
@@ -187,6 +188,84 @@ C
         timeout "$RIG_TIMEOUT" "$dir/open_adapter"
 }
 
+# A C++ ND2 program (ndspi.h, ndsupport.h: COM interfaces through vtable calls), built against
+# the installed -dev package with g++ and pkg-config only, and run on rxe0: address list with
+# its size probe, adapter query, a memory region registered and deregistered through an
+# OVERLAPPED and its event.
+nd2_cpp_builds_with_pkg_config() {
+    local dir
+    dir=$(mktemp -d)
+    cat > "$dir/nd2_adapter.cpp" << 'CPP'
+#include <ndsupport.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <vector>
+
+#define CHECK(what, call, want)                                                                   \
+    do {                                                                                          \
+        HRESULT hr_ = (call);                                                                     \
+        printf("%s: 0x%08x\n", what, (unsigned)hr_);                                               \
+        if (hr_ != (want))                                                                        \
+            return 1;                                                                             \
+    } while (0)
+
+int main()
+{
+    CHECK("NdStartup", NdStartup(), ND_SUCCESS);
+    SIZE_T size = 0;
+    CHECK("NdQueryAddressList (size probe)", NdQueryAddressList(0, NULL, &size), ND_BUFFER_OVERFLOW);
+    std::vector<char> list(size);
+    CHECK("NdQueryAddressList", NdQueryAddressList(0, reinterpret_cast<SOCKET_ADDRESS_LIST *>(&list[0]), &size),
+          ND_SUCCESS);
+    sockaddr_in address = sockaddr_in();
+    address.sin_family = AF_INET;
+    inet_pton(AF_INET, "198.18.0.1", &address.sin_addr);
+    IND2Adapter *adapter = NULL;
+    CHECK("NdOpenAdapter(198.18.0.1)",
+          NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr *>(&address), sizeof address,
+                        reinterpret_cast<void **>(&adapter)),
+          ND_SUCCESS);
+    ND2_ADAPTER_INFO info = ND2_ADAPTER_INFO();
+    info.InfoVersion = ND_VERSION_2;
+    ULONG infoSize = sizeof info;
+    CHECK("IND2Adapter::Query", adapter->Query(&info, &infoSize), ND_SUCCESS);
+    printf("MaxCallerData %u, MaxCalleeData %u\n", (unsigned)info.MaxCallerData, (unsigned)info.MaxCalleeData);
+    if (info.MaxCallerData != 56 || info.MaxCalleeData != 196)
+        return 1;
+    HANDLE file = NULL;
+    CHECK("IND2Adapter::CreateOverlappedFile", adapter->CreateOverlappedFile(&file), ND_SUCCESS);
+    IND2MemoryRegion *mr = NULL;
+    CHECK("IND2Adapter::CreateMemoryRegion",
+          adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)), ND_SUCCESS);
+    static char buffer[4096];
+    OVERLAPPED ov = OVERLAPPED();
+    ov.hEvent = CreateEventA(NULL, FALSE, FALSE, NULL);
+    CHECK("IND2MemoryRegion::Register", mr->Register(buffer, sizeof buffer, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov),
+          ND_PENDING);
+    if (WaitForSingleObject(ov.hEvent, 5000) != WAIT_OBJECT_0)
+        return 1;
+    CHECK("GetOverlappedResult", mr->GetOverlappedResult(&ov, FALSE), ND_SUCCESS);
+    CHECK("IND2MemoryRegion::Deregister", mr->Deregister(&ov), ND_PENDING);
+    CHECK("GetOverlappedResult (wait)", mr->GetOverlappedResult(&ov, TRUE), ND_SUCCESS);
+    CloseHandle(ov.hEvent);
+    ULONG left = mr->Release();
+    left += adapter->Release();
+    CloseHandle(file);
+    CHECK("NdCleanup", NdCleanup(), ND_SUCCESS);
+    return left == 0 ? 0 : 1;
+}
+CPP
+    echo "pkg-config: $(pkg-config --cflags --libs nd-shim)"
+    # shellcheck disable=SC2046 # pkg-config's output is several arguments
+    g++ -Wall -Wextra -Werror -o "$dir/nd2_adapter" "$dir/nd2_adapter.cpp" $(pkg-config --cflags --libs nd-shim) ||
+        return 1
+    local loaded
+    loaded=$(ldd "$dir/nd2_adapter" | awk '$1 == "libnd_shim.so.0" { print $3 }')
+    echo "libnd_shim.so.0 => $loaded"
+    [[ -n $loaded && $(readlink -f "$loaded") == /usr/lib/x86_64-linux-gnu/libnd_shim.so.0 ]] &&
+        timeout "$RIG_TIMEOUT" "$dir/nd2_adapter"
+}
+
 # After PACKAGE_ACTION (remove or purge): rdma-core's file is back, no trace of ours, and stock
 # rxe serves every process without a word on stderr.
 stock_serves_after() {
@@ -233,7 +312,7 @@ rpm_installs_into_a_scratch_root() {
     [[ $(readlink "$root/usr/lib64/libibverbs/librxe-rdmav34.so") == librxe_rs-rdmav34.so ]] &&
         grep -q stand-in "$root/usr/lib64/libibverbs/librxe-stock-rdmav34.so" || return 1
     rpm -qp --requires "$PACKAGES"/rxe-rs-*.rpm | grep -qx 'libc.so.6()(64bit)' &&
-        rpm -qp --requires "$PACKAGES"/rxe-rs-*.rpm | grep -qx 'libibverbs < 57' || return 1
+        rpm -qp --requires "$PACKAGES"/rxe-rs-*.rpm | grep -qx 'libibverbs < 66' || return 1
     rpm --root "$root" -e rxe-rs || return 1
     [[ ! -L $root/usr/lib64/libibverbs/librxe-rdmav34.so ]] &&
         grep -q stand-in "$root/usr/lib64/libibverbs/librxe-rdmav34.so" &&
@@ -272,6 +351,7 @@ run_test logging-silent-by-default-level-4-names-devices logging_like_rdma_core
 run_test ibverbs-providers-reinstall-keeps-rxe_rs providers_reinstall_keeps_rxe_rs
 run_test update-alternatives-hands-rxe-back switch_hands_rxe_back
 with_tool pkg-config nd-shim-dev-builds-with-pkg-config nd_shim_builds_with_pkg_config
+with_tool g++ nd-shim-dev-builds-nd2-cpp-with-pkg-config nd2_cpp_builds_with_pkg_config
 run_test remove-stock-serves-no-warning stock_serves_after remove
 run_test purge-stock-serves-no-warning stock_serves_after purge
 with_tool rpm rpm-root-install rpm_installs_into_a_scratch_root

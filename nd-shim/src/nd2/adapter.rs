@@ -15,6 +15,7 @@ use super::listener::ListenerBody;
 use super::mr::MrBody;
 use super::mw::MwBody;
 use super::qp::QpBody;
+use super::requests::Requests;
 use super::srq::SrqBody;
 use super::win32::{self, Handle, OverlappedFile};
 use super::{
@@ -67,6 +68,8 @@ pub(crate) struct AdapterBody {
     info: AdapterInfo2,
     /// QP number -> the context given to CreateQueuePair (ND2_RESULT.QueuePairContext).
     qp_contexts: RwLock<HashMap<u32, usize>>,
+    /// The type of each request posted and not completed (ND2_RESULT.RequestType).
+    pub(super) requests: Requests,
 }
 
 /// The adapter's id: its IPv4 address (or the low 64 bits of its IPv6 one), which the address
@@ -121,6 +124,7 @@ impl AdapterBody {
             notify,
             info,
             qp_contexts: RwLock::new(HashMap::new()),
+            requests: Requests::default(),
         })
     }
 

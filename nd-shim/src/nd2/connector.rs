@@ -35,7 +35,8 @@ impl ConnectorBody {
 }
 
 /// Issues an overlapped request: the OVERLAPPED is checked and marked pending first, then `call`
-/// runs; its inline failure is returned as is, its [`Pending`] completes the OVERLAPPED.
+/// runs; its inline failure is returned as is (and left in Internal), its [`Pending`] completes
+/// the OVERLAPPED.
 ///
 /// # Safety
 /// `ov` is NULL or the caller's OVERLAPPED, live until the request completes.
@@ -46,7 +47,13 @@ pub(super) unsafe fn overlapped_call(
 ) -> Result<HResult, HResult> {
     // SAFETY: forwarded.
     let request = unsafe { Request::start(ov, file)? };
-    let pending = call().map_err(code)?;
+    let pending = match call() {
+        Ok(pending) => pending,
+        Err(status) => {
+            request.fail(code(status));
+            return Err(code(status));
+        }
+    };
     pending.on_complete(move |status| request.complete(status, 0));
     Ok(ND_PENDING)
 }
@@ -159,7 +166,10 @@ unsafe extern "C" fn complete_connect(this: *mut c_void, ov: *mut c_void) -> HRe
         let c = unsafe { self::this::<ConnectorBody>(this)? };
         // SAFETY: the caller's OVERLAPPED.
         let request = unsafe { Request::start(ov, &c.file)? };
-        c.connector.complete_connect().map_err(code)?;
+        if let Err(status) = c.connector.complete_connect() {
+            request.fail(code(status));
+            return Err(code(status));
+        }
         request.complete(NdStatus::ND_SUCCESS, 0);
         Ok(ND_PENDING)
     })

@@ -171,25 +171,6 @@ pub struct Nd2Result {
 
 const _: () = assert!(std::mem::size_of::<Nd2Result>() == 32);
 
-/// ND2_REQUEST_TYPE of a work completion's opcode.
-pub(crate) fn request_type(opcode: u32) -> u32 {
-    use ffi::ibv_wc_opcode as Op;
-    const RECEIVE: u32 = 0;
-    const SEND: u32 = 1;
-    const BIND: u32 = 2;
-    const INVALIDATE: u32 = 3;
-    const READ: u32 = 4;
-    const WRITE: u32 = 5;
-    match opcode {
-        Op::IBV_WC_SEND => SEND,
-        Op::IBV_WC_RDMA_WRITE => WRITE,
-        Op::IBV_WC_RDMA_READ => READ,
-        Op::IBV_WC_BIND_MW => BIND,
-        Op::IBV_WC_LOCAL_INV => INVALIDATE,
-        _ => RECEIVE,
-    }
-}
-
 #[repr(C)]
 pub(crate) struct CqVtbl {
     unknown: UnknownVtbl,
@@ -273,11 +254,14 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
         // SAFETY: the CQ is live.
         let armed = unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) };
         if armed != 0 {
+            let failed = code(crate::status::from_errno(armed.abs()));
             let mut notifies = lock(&cq.notifies);
             if let Some(at) = notifies.iter().rposition(|r| r.address() == ov as usize) {
-                notifies.remove(at);
+                if let Some(request) = notifies.remove(at) {
+                    request.fail(failed);
+                }
             }
-            return Err(code(crate::status::from_errno(armed.abs())));
+            return Err(failed);
         }
         Ok(ND_PENDING)
     })
@@ -319,7 +303,10 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
                     bytes_transferred: wc.byte_len,
                     queue_pair_context: cq.adapter.qp_context(wc.qp_num) as *mut c_void,
                     request_context: wc.wr_id as *mut c_void,
-                    request_type: request_type(wc.opcode),
+                    request_type: cq
+                        .adapter
+                        .requests
+                        .completed(wc.qp_num, wc.wr_id, wc.status == 0, wc.opcode),
                 };
                 // SAFETY: the caller's array has room for `max` results; done < max.
                 unsafe { results.add(done).write(result) };

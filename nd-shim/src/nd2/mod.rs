@@ -39,6 +39,7 @@ mod mr;
 mod mw;
 mod overlapped;
 mod qp;
+mod requests;
 mod srq;
 mod support;
 pub mod win32;

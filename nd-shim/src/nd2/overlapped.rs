@@ -82,6 +82,13 @@ impl Request {
         self.ov as usize
     }
 
+    /// The call failed inline after the request started: Internal = `status` (not left
+    /// ND_PENDING, so GetOverlappedResult reports the failure); nothing is signalled or posted.
+    pub(crate) fn fail(self, status: HResult) {
+        // SAFETY: the request's OVERLAPPED is live (the caller's promise at start).
+        unsafe { internal(self.ov).store(status as isize as usize, Ordering::Release) };
+    }
+
     pub(crate) fn complete(self, status: NdStatus, bytes: u32) {
         // SAFETY: the request's OVERLAPPED is live until Internal leaves ND_PENDING (below).
         unsafe {
@@ -192,6 +199,25 @@ mod tests {
         request.complete(NdStatus::ND_SUCCESS, 64);
         assert_eq!(win32::WaitForSingleObject(event, 0), win32::WAIT_OBJECT_0);
         assert_eq!(ov.internal_high, 64);
+        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
+            panic!()
+        };
+        assert_eq!(port.get(0), None);
+    }
+
+    #[test]
+    fn inline_failure_leaves_its_code_and_posts_nothing() {
+        let file: Arc<OverlappedFile> = Arc::default();
+        let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
+        let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
+        win32::CreateIoCompletionPort(file_handle, port_handle, 1, 0);
+        let mut ov = blank();
+        let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
+        // SAFETY: a live local.
+        let request = unsafe { Request::start(p, &file) }.unwrap();
+        request.fail(NdStatus::ND_CONNECTION_INVALID.0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { result(p, true) }, NdStatus::ND_CONNECTION_INVALID.0);
         let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
             panic!()
         };

@@ -16,6 +16,7 @@ use super::adapter::AdapterBody;
 use super::cq::CqBody;
 use super::mr::MrBody;
 use super::mw::MwBody;
+use super::requests;
 use super::srq::SrqBody;
 use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::QueuePair;
@@ -126,11 +127,23 @@ impl QpBody {
         self.qp.inner.qp.0
     }
 
+    /// Posts a send work request; a signaled one's type is noted for its completion
+    /// ([`super::requests`]).
     fn post(&self, mut wr: ffi::ibv_send_wr) -> Result<HResult, HResult> {
         let mut bad = std::ptr::null_mut();
+        let (wr_id, request_type) = (wr.wr_id, requests::of_send(wr.opcode));
+        let signaled = wr.send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 != 0;
+        // Noted before the post: the completion can be polled before ibv_post_send returns.
+        if signaled {
+            self.adapter.requests.posted(self.qp.qp_num(), wr_id, request_type);
+        }
         // SAFETY: the QP is live; wr and what it points to (the caller's SGEs, read during the
         // call) are valid for the call.
-        post_result(unsafe { ffi::ibv_post_send(self.raw(), &mut wr, &mut bad) })
+        let posted = post_result(unsafe { ffi::ibv_post_send(self.raw(), &mut wr, &mut bad) });
+        if posted.is_err() && signaled {
+            self.adapter.requests.withdrawn(self.qp.qp_num(), wr_id);
+        }
+        posted
     }
 
     /// A send work request with the common fields.
@@ -154,6 +167,7 @@ impl QpBody {
 impl Drop for QpBody {
     fn drop(&mut self) {
         self.adapter.set_qp_context(self.qp.qp_num(), None);
+        self.adapter.requests.forget(self.qp.qp_num());
     }
 }
 
@@ -217,8 +231,14 @@ unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *cons
             num_sge: sges.len() as i32,
         };
         let mut bad = std::ptr::null_mut();
+        let qp_num = qp.qp.qp_num();
+        qp.adapter.requests.posted(qp_num, wr.wr_id, requests::RECEIVE);
         // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
-        post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) })
+        let posted = post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) });
+        if posted.is_err() {
+            qp.adapter.requests.withdrawn(qp_num, wr.wr_id);
+        }
+        posted
     })
 }
 

@@ -8,8 +8,10 @@
 //!   concurrent connects. Every destination has a pending GetConnectionRequest, so every
 //!   connection must succeed.
 //! - `storm-200`: 200 concurrent connects (ND_SCALE_STORM) to one listener with backlog 8
-//!   (ND_SCALE_BACKLOG) while the passive side accepts one request at a time. Each connect
-//!   ends in ND_SUCCESS or ND_CONNECTION_REFUSED (over the backlog); each Accept in ND_SUCCESS.
+//!   (ND_SCALE_BACKLOG). While no GetConnectionRequest is pending the listener queues 8 and
+//!   must refuse the other 192 (ND_CONNECTION_REFUSED, counted after a quiet second); then
+//!   the passive side accepts one request at a time, and exactly the 8 queued connects
+//!   succeed, each with one Accept.
 //!
 //! Both cases then release everything and check that the process's file descriptors and the
 //! system's rdma_cm ids and QPs (`rdma resource show`) are back at their starting counts.
@@ -354,11 +356,54 @@ fn storm_200() -> Outcome {
             });
         }
         println!("  {n} connects issued ({} ms)", started.elapsed().as_millis());
+        // No GetConnectionRequest is pending yet: the listener queues `backlog` requests and
+        // must refuse every other one, so exactly n - backlog connects end refused and the
+        // rest wait.
+        let refusals = n.saturating_sub(backlog as usize);
+        let mut connects = Tally::default();
+        let mut open: Vec<&Outgoing> = outgoing.iter().collect();
+        let deadline = Instant::now() + PHASE_LIMIT;
+        let mut settled_at: Option<Instant> = None;
+        loop {
+            let mut still = Vec::new();
+            for out in open {
+                match out.connect.poll() {
+                    None => still.push(out),
+                    Some(status) => connects.add(status),
+                }
+            }
+            open = still;
+            if connects.total() > refusals || connects.count(NdStatus::ND_CONNECTION_REFUSED) != connects.total() {
+                connects.print("Connect before any Get");
+                return Err(format!(
+                    "with backlog {backlog} and no Get pending, want exactly {refusals} connects refused and \
+                     the others waiting"
+                ));
+            }
+            match settled_at {
+                // A quiet second after the last refusal: nothing more may end.
+                Some(at) if at.elapsed() >= Duration::from_secs(1) => break,
+                Some(_) => {}
+                None if connects.total() == refusals => settled_at = Some(Instant::now()),
+                None if Instant::now() >= deadline => {
+                    return Err(format!(
+                        "{} of the {refusals} refusals the backlog must produce after {PHASE_LIMIT:?}",
+                        connects.total()
+                    ))
+                }
+                None => {}
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        connects.print("Connect before any Get");
+        println!(
+            "  backlog {backlog}: {refusals} refused, {} waiting ({} ms)",
+            open.len(),
+            started.elapsed().as_millis()
+        );
         // The passive side takes one request at a time: one pending Get at any moment.
         let deadline = Instant::now() + PHASE_LIMIT;
         let mut incoming: Vec<Incoming> = Vec::new();
-        let mut connects = Tally::default();
-        let mut open: Vec<&Outgoing> = outgoing.iter().collect();
         let mut current = Incoming::new(&server, &listener)?;
         while !open.is_empty() {
             if Instant::now() >= deadline {
@@ -406,8 +451,11 @@ fn storm_200() -> Outcome {
                 "{succeeded} connects succeeded but the passive side counted {accepted} accepts"
             ));
         }
-        if succeeded == 0 {
-            return Err("no connect succeeded".into());
+        if refused != refusals || succeeded != n - refusals {
+            return Err(format!(
+                "{succeeded} connects succeeded and {refused} were refused, want {} and {refusals}",
+                n - refusals
+            ));
         }
         let during = resources()?;
         println!("  connected: {during:?}");

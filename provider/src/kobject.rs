@@ -1,0 +1,324 @@
+//! One shape for the provider objects that stand for kernel objects (CQ,
+//! QP, SRQ, AH, MW, MR, PD): how they are created, undone and destroyed.
+//!
+//! Creating one is: box the object (its address is what the kernel gets as
+//! `user_handle` and hands back in events), issue the create command, then
+//! finish the object (map rings, check the response). [`Creating`] owns the
+//! box through all of it. Once [`Creating::created`] recorded the kernel's
+//! handle, dropping the guard (any `?` after that point) undoes the kernel
+//! object, and the policy is decided here, once:
+//!
+//! - the undo succeeded: the kernel forgot the address, the memory is freed;
+//! - the undo failed: the kernel may still report events carrying the
+//!   address, so the memory is leaked and the leak logged, never freed.
+//!
+//! [`destroy`] is the other end: the kernel's destroy first (on failure the
+//! object stays alive and usable, as libibverbs expects), then the wait until
+//! the application acknowledged every event the kernel reported
+//! ([`wait_for_acks`]), then the free.
+//!
+//! Tests can force the failed-undo path with `fault::fail_undo` (test
+//! builds only: the switch does not exist in the shipped library).
+
+use core::ptr::NonNull;
+use std::os::fd::RawFd;
+
+use crate::errno::Errno;
+
+/// How to undo a kernel object of one kind: its destroy command.
+pub(crate) type DestroyFn = fn(RawFd, u32) -> Result<(), Errno>;
+
+/// An object under construction; see the module documentation.
+pub(crate) struct Creating<T> {
+    /// `None` once handed out.
+    obj: Option<Box<T>>,
+    kind: &'static str,
+    fd: RawFd,
+    destroy: DestroyFn,
+    /// The kernel's handle, once the kernel object exists.
+    handle: Option<u32>,
+}
+
+impl<T> Creating<T> {
+    /// `kind` names the object in logs; `destroy` undoes the kernel object
+    /// on `fd` by its handle.
+    pub(crate) fn new(obj: Box<T>, kind: &'static str, fd: RawFd, destroy: DestroyFn) -> Creating<T> {
+        Creating {
+            obj: Some(obj),
+            kind,
+            fd,
+            destroy,
+            handle: None,
+        }
+    }
+
+    /// The object's final address, for `user_handle`.
+    pub(crate) fn as_ptr(&mut self) -> *mut T {
+        self.get_mut()
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        // Some until finish() or drop, both of which consume the guard.
+        self.obj.as_deref_mut().unwrap_or_else(|| unreachable!())
+    }
+
+    /// The kernel object exists: from now on dropping the guard undoes it.
+    pub(crate) fn created(&mut self, handle: u32) {
+        self.handle = Some(handle);
+    }
+
+    /// The object is complete; the caller hands it to libibverbs, which
+    /// gives it back to the destroy entry.
+    pub(crate) fn finish(mut self) -> NonNull<T> {
+        let obj = self.obj.take().unwrap_or_else(|| unreachable!());
+        NonNull::from(Box::leak(obj))
+    }
+}
+
+impl<T> Drop for Creating<T> {
+    fn drop(&mut self) {
+        let Some(obj) = self.obj.take() else { return };
+        let Some(handle) = self.handle else { return };
+        let undone = if fault::undo_fails() {
+            Err(libc::EIO)
+        } else {
+            (self.destroy)(self.fd, handle)
+        };
+        if let Err(e) = undone {
+            let addr = Box::leak(obj) as *mut T;
+            log::error!(
+                "{}: undoing a failed create: destroying handle {handle} failed with errno {e}; \
+                 leaking the object at {addr:p} ({} bytes), which the kernel may still name in events",
+                self.kind,
+                size_of::<T>()
+            );
+            fault::record_leak(addr.cast());
+        }
+    }
+}
+
+/// Destroys a live object: `destroy` (the kernel command) first, then `wait`
+/// with its answer, then the free. On a failed destroy the object stays.
+///
+/// # Safety
+/// `obj` came from [`Creating::finish`] and is not used after a successful
+/// return (libibverbs forgets it when the destroy verb succeeds).
+pub(crate) unsafe fn destroy<T, R>(
+    obj: NonNull<T>,
+    destroy: impl FnOnce() -> Result<R, Errno>,
+    wait: impl FnOnce(&R),
+) -> Result<(), Errno> {
+    let gone = destroy()?;
+    wait(&gone);
+    // SAFETY: a Box leaked by Creating::finish (contract), freed once, after
+    // the kernel let the object go and every event naming it was acked.
+    drop(unsafe { Box::from_raw(obj.as_ptr()) });
+    Ok(())
+}
+
+/// Blocks until `acked()` holds, re-checking it under `mutex` each time
+/// `cond` is signalled: libibverbs counts acknowledged events
+/// (`ibv_ack_async_event`, `ibv_ack_cq_events`) under the object's mutex and
+/// broadcasts its cond, as `ibv_cmd_destroy_*` expect. Called after the
+/// kernel's destroy, whose answer says how many events it reported.
+///
+/// # Safety
+/// `mutex` and `cond` are the initialised pthread objects of a live
+/// libibverbs object; `acked` reads its counters (under the mutex).
+pub(crate) unsafe fn wait_for_acks(
+    mutex: *mut libc::pthread_mutex_t,
+    cond: *mut libc::pthread_cond_t,
+    acked: impl Fn() -> bool,
+) {
+    // SAFETY: per the contract.
+    unsafe {
+        libc::pthread_mutex_lock(mutex);
+        while !acked() {
+            libc::pthread_cond_wait(cond, mutex);
+        }
+        libc::pthread_mutex_unlock(mutex);
+    }
+}
+
+/// [`wait_for_acks`] for an object with libibverbs' one async-event count
+/// (`ibv_qp`, `ibv_srq`): waits until `events_completed` reaches `reported`.
+///
+/// # Safety
+/// `mutex`, `cond` and `completed` are fields of one live libibverbs object
+/// whose pthread objects are initialised.
+pub(crate) unsafe fn wait_for_async_acks(
+    mutex: *mut libc::pthread_mutex_t,
+    cond: *mut libc::pthread_cond_t,
+    completed: *mut u32,
+    reported: u32,
+) {
+    // SAFETY: per the contract; the count is read under the mutex, volatile
+    // because libibverbs writes it from another thread between our reads.
+    unsafe { wait_for_acks(mutex, cond, || core::ptr::read_volatile(completed) == reported) }
+}
+
+/// The test-only fault-injection switch for the failed-undo path.
+///
+/// In test builds, `fail_undo` makes every undo on the calling thread fail
+/// as if the kernel's destroy had (errno `EIO`), and leaked objects are
+/// recorded per thread for the tests to find. In the shipped library the
+/// switch is absent and `undo_fails` is the constant `false`.
+pub(crate) mod fault {
+    #[cfg(test)]
+    use std::cell::{Cell, RefCell};
+
+    #[cfg(test)]
+    thread_local! {
+        static FAIL_UNDO: Cell<bool> = const { Cell::new(false) };
+        static LEAKED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Makes the undo of every create on this thread fail while `on`.
+    #[cfg(test)]
+    pub(crate) fn fail_undo(on: bool) {
+        FAIL_UNDO.with(|f| f.set(on));
+    }
+
+    /// The addresses this thread leaked since the last call.
+    #[cfg(test)]
+    pub(crate) fn take_leaked() -> Vec<usize> {
+        LEAKED.with(|l| core::mem::take(&mut *l.borrow_mut()))
+    }
+
+    #[cfg(test)]
+    pub(super) fn undo_fails() -> bool {
+        FAIL_UNDO.with(Cell::get)
+    }
+
+    #[cfg(test)]
+    pub(super) fn record_leak(addr: *mut u8) {
+        LEAKED.with(|l| l.borrow_mut().push(addr as usize));
+    }
+
+    /// A command fd without a kernel behind it: a memfd that takes every
+    /// write() whole and answers nothing (responses stay zero), so a create
+    /// gets a handle of 0 and an empty ring, fails, and is undone.
+    #[cfg(test)]
+    pub(crate) struct DeafKernel {
+        fd: std::os::fd::OwnedFd,
+    }
+
+    #[cfg(test)]
+    impl DeafKernel {
+        pub(crate) fn new() -> DeafKernel {
+            use std::os::fd::FromRawFd;
+            // SAFETY: memfd_create with a NUL-terminated name.
+            let raw = unsafe { libc::memfd_create(c"rxe-cmd".as_ptr(), 0) };
+            assert!(raw >= 0);
+            // SAFETY: raw is a fresh fd we own.
+            let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+            DeafKernel { fd }
+        }
+
+        pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+            use std::os::fd::AsRawFd;
+            self.fd.as_raw_fd()
+        }
+
+        /// Every byte written so far: the commands, header and body.
+        pub(crate) fn written(&self) -> Vec<u8> {
+            use std::io::{Read, Seek};
+            let mut f = std::fs::File::from(self.fd.try_clone().unwrap());
+            f.rewind().unwrap();
+            let mut v = Vec::new();
+            f.read_to_end(&mut v).unwrap();
+            v
+        }
+
+        /// The `u64` at `offset` of the body of the first command.
+        pub(crate) fn first_body_u64(&self, offset: usize) -> u64 {
+            let at = size_of::<kernel_abi::ib_uverbs_cmd_hdr>() + offset;
+            let w = self.written();
+            u64::from_ne_bytes(w[at..at + 8].try_into().unwrap())
+        }
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(super) fn undo_fails() -> bool {
+        false
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(super) fn record_leak(_addr: *mut u8) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static DESTROYS: AtomicUsize = AtomicUsize::new(0);
+
+    fn destroy_ok(_fd: RawFd, _handle: u32) -> Result<(), Errno> {
+        DESTROYS.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn destroy_fails(_fd: RawFd, _handle: u32) -> Result<(), Errno> {
+        Err(libc::EBUSY)
+    }
+
+    #[test]
+    fn a_create_that_fails_before_the_kernel_object_exists_just_frees() {
+        let before = DESTROYS.load(Ordering::Relaxed);
+        drop(Creating::new(Box::new(7u64), "test", -1, destroy_ok));
+        assert_eq!(DESTROYS.load(Ordering::Relaxed), before);
+        assert!(fault::take_leaked().is_empty());
+    }
+
+    #[test]
+    fn a_failed_create_undoes_the_kernel_object_and_frees() {
+        let before = DESTROYS.load(Ordering::Relaxed);
+        let mut c = Creating::new(Box::new(7u64), "test", -1, destroy_ok);
+        c.created(3);
+        drop(c);
+        assert!(DESTROYS.load(Ordering::Relaxed) > before);
+        assert!(fault::take_leaked().is_empty());
+    }
+
+    #[test]
+    fn a_failed_undo_leaks_and_the_memory_stays_readable() {
+        let mut c = Creating::new(Box::new(0x5eed_u64), "test", -1, destroy_fails);
+        let addr = c.as_ptr();
+        c.created(3);
+        drop(c);
+        assert_eq!(fault::take_leaked(), vec![addr as usize]);
+        // SAFETY: leaked, not freed: what an async event would read.
+        assert_eq!(unsafe { addr.read() }, 0x5eed);
+    }
+
+    #[test]
+    fn the_switch_forces_the_failed_undo() {
+        let mut c = Creating::new(Box::new(1u32), "test", -1, destroy_ok);
+        let addr = c.as_ptr();
+        c.created(1);
+        fault::fail_undo(true);
+        drop(c);
+        fault::fail_undo(false);
+        assert_eq!(fault::take_leaked(), vec![addr as usize]);
+    }
+
+    #[test]
+    fn finish_hands_the_object_out_and_destroy_frees_it_after_the_wait() {
+        let mut c = Creating::new(Box::new(5u32), "test", -1, destroy_fails);
+        c.created(2);
+        let obj = c.finish();
+        assert!(fault::take_leaked().is_empty());
+        let mut waited = None;
+        // SAFETY: from finish; a failed destroy leaves it alive.
+        let r = unsafe { destroy(obj, || Err::<u32, _>(libc::EBUSY), |_| unreachable!()) };
+        assert_eq!(r, Err(libc::EBUSY));
+        // SAFETY: still alive after the failed destroy.
+        assert_eq!(unsafe { obj.as_ptr().read() }, 5);
+        // SAFETY: from finish, not used again.
+        let r = unsafe { destroy(obj, || Ok(9u32), |n| waited = Some(*n)) };
+        assert_eq!((r, waited), (Ok(()), Some(9)));
+    }
+}

@@ -1,0 +1,142 @@
+//! The verbs tables: which of our functions libibverbs calls for each op of
+//! a context, and the `alloc_context` entry that installs them. The one
+//! module that knows every verbs module; none of them imports it.
+
+use core::ffi::{c_int, c_void};
+use core::ptr;
+
+use crate::ffi;
+use crate::libibverbs::context_layouts::ops_table_for;
+use crate::libibverbs::context_v36::{self, verbs_context};
+use crate::libibverbs::layout::Layout;
+use crate::libibverbs::public::ibv_device;
+use crate::{ah, context, cq, mcast, mr, mw, pd, qp, query, srq};
+
+/// The ops we implement, in the v36..v58 table; the running library's own
+/// table is built from it by op name (`context_layouts`). Everything else
+/// stays NULL, so libibverbs keeps its dummy op for it (EOPNOTSUPP).
+static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops {
+    free_context: Some(context::free_context),
+    query_device_ex: Some(query::query_device_ex),
+    query_port: Some(query::query_port),
+    create_cq: Some(cq::create_cq),
+    create_cq_ex: Some(cq::create_cq_ex),
+    destroy_cq: Some(cq::destroy_cq),
+    poll_cq: Some(cq::poll_cq),
+    req_notify_cq: Some(cq::req_notify_cq),
+    resize_cq: Some(cq::resize_cq),
+    alloc_pd: Some(pd::alloc_pd),
+    dealloc_pd: Some(pd::dealloc_pd),
+    reg_mr: Some(mr::reg_mr),
+    rereg_mr: Some(mr::rereg_mr),
+    dereg_mr: Some(mr::dereg_mr),
+    alloc_mw: Some(mw::alloc_mw),
+    dealloc_mw: Some(mw::dealloc_mw),
+    create_ah: Some(ah::create_ah),
+    destroy_ah: Some(ah::destroy_ah),
+    attach_mcast: Some(mcast::attach_mcast),
+    detach_mcast: Some(mcast::detach_mcast),
+    create_qp: Some(qp::create_qp),
+    create_qp_ex: Some(qp::create_qp_ex),
+    query_qp: Some(qp::query_qp),
+    modify_qp: Some(qp::modify_qp),
+    destroy_qp: Some(qp::destroy_qp),
+    post_send: Some(qp::post_send),
+    post_recv: Some(qp::post_recv),
+    bind_mw: Some(qp::bind_mw),
+    create_srq: Some(srq::create_srq),
+    create_srq_ex: Some(srq::create_srq_ex),
+    modify_srq: Some(srq::modify_srq),
+    query_srq: Some(srq::query_srq),
+    destroy_srq: Some(srq::destroy_srq),
+    post_srq_recv: Some(srq::post_srq_recv),
+    ..context_v36::verbs_context_ops::EMPTY
+};
+
+fn ops_table(layout: Layout) -> *const c_void {
+    ops_table_for(layout.context, &OPS_V36).cast()
+}
+
+/// `verbs_device_ops.alloc_context`. Owns `cmd_fd`: closes it on failure.
+pub(crate) unsafe extern "C" fn alloc_context(
+    device: *mut ibv_device,
+    cmd_fd: c_int,
+    _private_data: *mut c_void,
+) -> *mut verbs_context {
+    // SAFETY: libibverbs passes its live device (or we refuse NULL there).
+    ffi::guard("alloc_context", ptr::null_mut(), || unsafe {
+        context::open(device, cmd_fd, ops_table)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{offset_of, size_of};
+
+    #[test]
+    fn ops_table_sets_only_what_is_implemented() {
+        let t = &OPS_V36;
+        assert!(t.free_context.is_some() && t.query_device_ex.is_some() && t.query_port.is_some());
+        // SAFETY: verbs_context_ops is 76 pointer-sized Option<fn> slots.
+        let slots: &[usize; 76] = unsafe { &*ptr::from_ref(t).cast::<[usize; 76]>() };
+        use context_v36::verbs_context_ops as O;
+        let mut expected: Vec<usize> = [
+            offset_of!(O, free_context),
+            offset_of!(O, query_device_ex),
+            offset_of!(O, query_port),
+            offset_of!(O, create_cq),
+            offset_of!(O, create_cq_ex),
+            offset_of!(O, destroy_cq),
+            offset_of!(O, poll_cq),
+            offset_of!(O, req_notify_cq),
+            offset_of!(O, resize_cq),
+            offset_of!(O, alloc_pd),
+            offset_of!(O, dealloc_pd),
+            offset_of!(O, reg_mr),
+            offset_of!(O, rereg_mr),
+            offset_of!(O, dereg_mr),
+            offset_of!(O, alloc_mw),
+            offset_of!(O, dealloc_mw),
+            offset_of!(O, create_ah),
+            offset_of!(O, destroy_ah),
+            offset_of!(O, attach_mcast),
+            offset_of!(O, detach_mcast),
+            offset_of!(O, create_qp),
+            offset_of!(O, create_qp_ex),
+            offset_of!(O, query_qp),
+            offset_of!(O, modify_qp),
+            offset_of!(O, destroy_qp),
+            offset_of!(O, post_send),
+            offset_of!(O, post_recv),
+            offset_of!(O, bind_mw),
+            offset_of!(O, create_srq),
+            offset_of!(O, create_srq_ex),
+            offset_of!(O, modify_srq),
+            offset_of!(O, query_srq),
+            offset_of!(O, destroy_srq),
+            offset_of!(O, post_srq_recv),
+        ]
+        .iter()
+        .map(|off| off / size_of::<usize>())
+        .collect();
+        expected.sort_unstable();
+        let set: Vec<usize> = (0..76).filter(|&i| slots[i] != 0).collect();
+        assert_eq!(set, expected);
+        // Spot checks against the alphabetical order: alloc_pd (6th),
+        // free_context (40th), query_port (61st).
+        assert!(set.contains(&5) && set.contains(&39) && set.contains(&60));
+    }
+
+    #[test]
+    fn alloc_context_without_libibverbs_fails_and_closes_the_fd() {
+        // SAFETY: dup of stderr has no memory-safety preconditions.
+        let fd = unsafe { libc::dup(2) };
+        assert!(fd >= 0);
+        // SAFETY: a null device is rejected before use.
+        let r = unsafe { alloc_context(ptr::null_mut(), fd, ptr::null_mut()) };
+        assert!(r.is_null());
+        // SAFETY: fcntl on a closed fd just fails with EBADF.
+        assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1);
+    }
+}

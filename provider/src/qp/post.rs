@@ -1,0 +1,407 @@
+//! The legacy data path: `post_send`, `post_recv` and `bind_mw`.
+
+use core::ffi::c_int;
+use core::ptr;
+
+use log::debug;
+
+use super::object::{ring_doorbell, sq_accepts_posts, RxeQp};
+use crate::ffi;
+use crate::libibverbs::objects::{ibv_mw, ibv_qp, IBV_MW_TYPE_1};
+use crate::libibverbs::qp::*;
+use crate::recv_queue::post_recv_list;
+use crate::send_queue::post_one_send;
+use crate::wqe;
+
+/// `post_send`. Requests are taken in order; the first that fails is
+/// refused whole and returned in `*bad_wr`, those before it stay posted.
+pub(crate) unsafe extern "C" fn post_send(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> c_int {
+    ffi::guard("post_send", libc::EIO, || {
+        // SAFETY: libibverbs passes a QP of ours; bad_wr is the caller's.
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
+            return libc::EINVAL;
+        };
+        if bad_wr.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: non-null, the caller's out pointer.
+        unsafe { *bad_wr = ptr::null_mut() };
+        let Some(sq) = &q.sq else { return libc::EINVAL };
+        if wr.is_null() {
+            return 0;
+        }
+        // Before RTS the kernel refuses the doorbell while the WQEs would
+        // stay in the ring and run later: refuse the whole list instead.
+        if !sq_accepts_posts(q) {
+            // SAFETY: non-null, the caller's out pointer.
+            unsafe { *bad_wr = wr };
+            return libc::EINVAL;
+        }
+        let (rc, posted) = sq.with(|sq| {
+            let mut cur = wr;
+            let mut posted = 0u32;
+            let mut rc = 0;
+            while !cur.is_null() {
+                // SAFETY: the caller's list of live work requests.
+                let w = unsafe { &*cur };
+                // SAFETY: the ibv_post_send contract covers the SGEs and the
+                // AH/MW/MR objects it names.
+                if let Err(e) = unsafe { post_one_send(sq, w) } {
+                    debug!("post_send: work request {:#x} refused (errno {e})", w.wr_id);
+                    // SAFETY: as above.
+                    unsafe { *bad_wr = cur };
+                    rc = e;
+                    break;
+                }
+                posted += 1;
+                cur = w.next;
+            }
+            if posted > 0 {
+                sq.publish();
+            }
+            (rc, posted)
+        });
+        if posted > 0 {
+            if let Err(e) = ring_doorbell(q) {
+                return e;
+            }
+        }
+        rc
+    })
+}
+
+/// `post_recv`: only advances the producer index.
+pub(crate) unsafe extern "C" fn post_recv(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    ffi::guard("post_recv", libc::EIO, || {
+        // SAFETY: libibverbs passes a QP of ours.
+        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
+            return libc::EINVAL;
+        };
+        if bad_wr.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: non-null, the caller's out pointer.
+        unsafe { *bad_wr = ptr::null_mut() };
+        let Some(rq) = &q.rq else { return libc::EINVAL };
+        if wr.is_null() {
+            return 0;
+        }
+        // C10-97.2.1: no receives in RESET.
+        if q.state() == IBV_QPS_RESET {
+            // SAFETY: non-null, the caller's out pointer.
+            unsafe { *bad_wr = wr };
+            return libc::EINVAL;
+        }
+        // SAFETY: forwarded from the ibv_post_recv contract.
+        rq.with(|rq| unsafe { post_recv_list(rq, wr, bad_wr) })
+    })
+}
+
+/// `bind_mw` for type 1 windows: a BIND_MW work request with the window's
+/// next rkey, which the window takes when the post succeeded (the
+/// application undoes it if the completion reports an error).
+pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: *mut ibv_mw_bind) -> c_int {
+    ffi::guard("bind_mw", libc::EIO, || {
+        // SAFETY: the caller's window (ours) and bind description; nulls refused.
+        let (Some(m), Some(b)) = (unsafe { mw.as_mut() }, unsafe { bind.as_ref() }) else {
+            return ffi::fail_code(libc::EINVAL);
+        };
+        if m.r#type != IBV_MW_TYPE_1 || b.bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED != 0 {
+            return ffi::fail_code(libc::EINVAL);
+        }
+        // SAFETY: ibv_send_wr is plain C data; all-zero is its memset state.
+        let mut wr: ibv_send_wr = unsafe { core::mem::zeroed() };
+        wr.wr_id = b.wr_id;
+        wr.opcode = IBV_WR_BIND_MW;
+        wr.send_flags = b.send_flags;
+        let new_rkey = wqe::next_rkey(m.rkey);
+        wr.ext.bind_mw = ibv_send_wr_bind_mw {
+            mw,
+            rkey: new_rkey,
+            bind_info: b.bind_info,
+        };
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: a complete work request on our stack, a QP of the caller's.
+        let rc = unsafe { post_send(qp, &mut wr, &mut bad) };
+        if rc != 0 {
+            return ffi::fail_code(rc);
+        }
+        m.rkey = new_rkey;
+        0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::libibverbs::cq::ibv_cq;
+    use crate::qp::batch::Batch;
+    use crate::queue::testing::FakeQueue;
+    use crate::queue::Producer;
+    use crate::send_queue::tests::{send_queue, wr};
+    use crate::work_queue::{Locked, WorkQueue};
+    use crate::wqe::{RecvLimits, SendLimits, RECV_WQE_HEADER};
+    use core::cell::UnsafeCell;
+    use kernel_abi::rxe_send_wqe;
+
+    /// A QP as create_qp and a modify to RTS leave it, on fake rings: the
+    /// `FakeQueue`s play the kernel's side of the send queue (16 slots of
+    /// 512 bytes) and the receive queue, and the doorbell goes to /dev/null.
+    struct FakeQp {
+        sq: FakeQueue,
+        _rq: FakeQueue,
+        qp: Box<RxeQp>,
+        _doorbell: std::fs::File,
+    }
+
+    impl FakeQp {
+        fn new(qp_type: c_int, max_sge: u32, max_inline: u32) -> FakeQp {
+            use std::os::fd::AsRawFd;
+            let sq = FakeQueue::new(9, 15, 0);
+            let rq = FakeQueue::new(7, 15, 0);
+            let doorbell = std::fs::File::options().write(true).open("/dev/null").unwrap();
+            let mut send = send_queue(&sq, max_sge);
+            send.limits = SendLimits::new(qp_type, max_sge, max_inline, send.limits.payload_room);
+            let ring = Producer::map(rq.raw_fd(), &rq.mi, RECV_WQE_HEADER).unwrap();
+            let limits = RecvLimits {
+                max_sge,
+                payload_room: ring.geometry().elem_size() - RECV_WQE_HEADER,
+            };
+            let recv = WorkQueue::new(ring, limits).unwrap();
+            let mut qp = Box::new(RxeQp {
+                // SAFETY: plain C data, all-zero as create_qp starts it.
+                vqp: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                qp_type,
+                cmd_fd: doorbell.as_raw_fd(),
+                layout: QpExLayout::for_release(44),
+                sq: Some(Locked::new(send)),
+                rq: Some(Locked::new(recv)),
+                batch: UnsafeCell::new(Batch::default()),
+            });
+            let base = &mut qp.vqp.get_mut().qp_ex.qp_base;
+            base.qp_type = qp_type;
+            base.state = IBV_QPS_RTS;
+            FakeQp {
+                sq,
+                _rq: rq,
+                qp,
+                _doorbell: doorbell,
+            }
+        }
+
+        fn ibv_qp(&self) -> *mut ibv_qp {
+            self.qp.ibv_qp()
+        }
+
+        fn set_state(&mut self, state: c_int) {
+            self.qp.vqp.get_mut().qp_ex.qp_base.state = state;
+        }
+
+        /// What the kernel would find: the published WQEs it has not consumed yet.
+        fn published(&self) -> Vec<rxe_send_wqe> {
+            let k = &self.sq.kernel;
+            let q = k.indices();
+            let (mut i, prod) = (k.consumer_index(), k.producer_index());
+            let mut v = Vec::new();
+            while i != prod {
+                v.push(k.read_slot(i));
+                i = q.next(i);
+            }
+            v
+        }
+
+        /// The kernel takes every published WQE.
+        fn consume_all(&self) {
+            let k = &self.sq.kernel;
+            k.release_consumer(k.producer_index());
+        }
+    }
+
+    /// Links `wrs` into a list as an application would.
+    fn link(wrs: &mut [ibv_send_wr]) -> *mut ibv_send_wr {
+        for i in (0..wrs.len().saturating_sub(1)).rev() {
+            wrs[i].next = &mut wrs[i + 1];
+        }
+        wrs.first_mut().map_or(ptr::null_mut(), |w| w as *mut ibv_send_wr)
+    }
+
+    #[test]
+    fn post_send_refuses_a_bad_request_whole_and_keeps_the_ones_before() {
+        let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
+        let mut one = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let mut three = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }; 3];
+        let mut wrs = [
+            wr(1, IBV_WR_SEND, &mut one),
+            wr(2, IBV_WR_SEND, &mut three),
+            wr(3, IBV_WR_SEND, &mut one),
+        ];
+        let list = link(&mut wrs);
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: a live QP of ours and a list of live requests.
+        assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::EINVAL);
+        assert_eq!(bad, &mut wrs[1] as *mut ibv_send_wr);
+        let posted = fake.published();
+        assert_eq!(posted.iter().map(|w| w.wr.wr_id).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn post_send_before_rts_refuses_the_whole_list() {
+        let mut fake = FakeQp::new(IBV_QPT_RC, 2, 64);
+        let mut one = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        for state in [IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR] {
+            fake.set_state(state);
+            let mut wrs = [wr(1, IBV_WR_SEND, &mut one), wr(2, IBV_WR_SEND, &mut one)];
+            let list = link(&mut wrs);
+            let mut bad: *mut ibv_send_wr = ptr::null_mut();
+            // SAFETY: a live QP of ours and a list of live requests.
+            assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::EINVAL);
+            assert_eq!(bad, list);
+            assert!(fake.published().is_empty());
+        }
+        fake.set_state(IBV_QPS_RTS);
+        let mut w = wr(7, IBV_WR_RDMA_WRITE, &mut one);
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) }, 0);
+        assert!(bad.is_null());
+        assert_eq!(fake.published().len(), 1);
+    }
+
+    #[test]
+    fn post_send_on_a_full_queue_is_enomem_at_the_first_that_does_not_fit() {
+        let fake = FakeQp::new(IBV_QPT_RC, 1, 0);
+        let mut one = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        // 16 slots hold 15; ask for 17.
+        let mut wrs: Vec<ibv_send_wr> = (0..17).map(|i| wr(i, IBV_WR_SEND, &mut one)).collect();
+        let list = link(&mut wrs);
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: a live QP of ours and a list of live requests.
+        assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::ENOMEM);
+        assert_eq!(bad, &mut wrs[15] as *mut ibv_send_wr);
+        let ids: Vec<u64> = fake.published().iter().map(|w| w.wr.wr_id).collect();
+        assert_eq!(ids, (0..15).collect::<Vec<_>>());
+    }
+
+    /// Not a test: the post_send + poll_cq pair `tests/bench/verbs.sh` counts
+    /// in the rig (one signalled 8-byte RDMA WRITE, its completion polled),
+    /// on fake rings, so the instructions can be counted on the host:
+    ///
+    /// ```text
+    /// cargo test --release -p rxe-rs-provider --no-run   # prints the test binary
+    /// valgrind --tool=callgrind --toggle-collect='rxe_rs::qp::post::post_send' \
+    ///     --toggle-collect='rxe_rs::cq::poll_cq' target/release/deps/rxe_rs-HASH \
+    ///     --ignored --exact qp::post::tests::hot_path_pairs
+    /// ```
+    ///
+    /// Instructions per pair = the total / `RXE_RS_HOT_PATH_PAIRS` (10,000).
+    #[test]
+    #[ignore]
+    fn hot_path_pairs() {
+        use crate::cq::testing::fake_rxe_cq;
+        use crate::libibverbs::cq::ibv_wc;
+        use kernel_abi::ib_uverbs_wc;
+        use zerocopy::FromZeros;
+        let pairs: u64 = std::env::var("RXE_RS_HOT_PATH_PAIRS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000);
+        let fake = FakeQp::new(IBV_QPT_RC, 1, 64);
+        let (cq_kernel, cq) = fake_rxe_cq(0);
+        let mut sge = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let mut w = wr(0, IBV_WR_RDMA_WRITE, &mut sge);
+        w.send_flags = IBV_SEND_SIGNALED;
+        w.wr.rdma = ibv_send_wr_rdma {
+            remote_addr: 0x2000,
+            rkey: 2,
+        };
+        // SAFETY: plain C data.
+        let mut wc: ibv_wc = unsafe { core::mem::zeroed() };
+        let mut cqe = ib_uverbs_wc::new_zeroed();
+        // Called through pointers, as libibverbs calls them (and so that
+        // they are not inlined here, out of callgrind's sight).
+        let post: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int =
+            std::hint::black_box(post_send);
+        let poll: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int =
+            std::hint::black_box(crate::cq::poll_cq);
+        for i in 0..pairs {
+            w.wr_id = i;
+            let mut bad = ptr::null_mut();
+            // SAFETY: a live QP of ours, a live request.
+            assert_eq!(unsafe { post(fake.ibv_qp(), &mut w, &mut bad) }, 0);
+            fake.consume_all();
+            cqe.wr_id = i;
+            cq_kernel.produce(&cqe);
+            // SAFETY: a live CQ of ours, room for one completion.
+            assert_eq!(unsafe { poll(cq.cast(), 1, &mut wc) }, 1);
+            assert_eq!(wc.wr_id, i);
+        }
+        // SAFETY: made by fake_rxe_cq, not used again.
+        drop(unsafe { Box::from_raw(cq.cast::<crate::cq::RxeCq>()) });
+    }
+
+    #[test]
+    fn an_inline_sge_at_address_0_with_a_length_is_einval() {
+        let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
+        let data = [7u8; 8];
+        let mut sges = [
+            ibv_sge {
+                addr: data.as_ptr() as u64,
+                length: 8,
+                lkey: 0,
+            },
+            ibv_sge {
+                addr: 0,
+                length: 0,
+                lkey: 0,
+            },
+        ];
+        let mut good = wr(1, IBV_WR_SEND, &mut sges);
+        good.send_flags = IBV_SEND_INLINE;
+        let mut null = [ibv_sge {
+            addr: 0,
+            length: 4,
+            lkey: 0,
+        }];
+        let mut bad_one = wr(2, IBV_WR_SEND, &mut null);
+        bad_one.send_flags = IBV_SEND_INLINE;
+        let mut wrs = [good, bad_one];
+        let list = link(&mut wrs);
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: a live QP of ours and a list of live requests (the NULL
+        // SGE is what is tested: it must be refused, not read).
+        assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::EINVAL);
+        assert_eq!(bad, &mut wrs[1] as *mut ibv_send_wr);
+        // The first, with a zero-length NULL SGE beside real bytes, went.
+        let posted = fake.published();
+        assert_eq!(posted.iter().map(|w| w.wr.wr_id).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(posted[0].dma.length, 8);
+    }
+}

@@ -1,0 +1,943 @@
+/*
+ * nd2-conformance: the codes IND2Connector and IND2Listener document, produced through vtable
+ * calls from C++. Both sides live in one process: the passive side on PASSIVE_IP (rxe0), the
+ * active side on ACTIVE_IP (rxe1), each with its adapter, overlapped file and completion port.
+ *
+ *   nd2-conformance CASE PASSIVE_IP ACTIVE_IP      (nd2-conformance --list: the cases)
+ *
+ * Every overlapped call is asserted two ways: the exact code, and how it came. "Inline": the
+ * call returned the code, no packet reached the port for its OVERLAPPED and Internal holds the
+ * code. "Completion": the call returned ND_PENDING, GetOverlappedResult then gave the code, and
+ * exactly one packet for the OVERLAPPED reached the port (FALSE from GetQueuedCompletionStatus
+ * for a failure). docs/nd-conformance.md's ND2 COM column names these cases.
+ */
+#include "nd2-common.h"
+
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+#ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
+#define STATUS_ADDRESS_ALREADY_ASSOCIATED ((HRESULT)0xC0000238L)
+#endif
+
+namespace {
+
+const char *name(HRESULT hr)
+{
+    switch (hr) {
+#define NAME(code)                                                                                \
+    case code:                                                                                    \
+        return #code;
+        NAME(ND_SUCCESS)
+        NAME(ND_PENDING)
+        NAME(ND_BUFFER_OVERFLOW)
+        NAME(ND_CANCELED)
+        NAME(ND_INVALID_ADDRESS)
+        NAME(ND_INVALID_BUFFER_SIZE)
+        NAME(ND_INVALID_DEVICE_STATE)
+        NAME(ND_INVALID_PARAMETER)
+        NAME(ND_SHARING_VIOLATION)
+        NAME(ND_TOO_MANY_ADDRESSES)
+        NAME(ND_CONNECTION_REFUSED)
+        NAME(ND_CONNECTION_INVALID)
+        NAME(ND_CONNECTION_ACTIVE)
+        NAME(ND_CONNECTION_ABORTED)
+        NAME(ND_NETWORK_UNREACHABLE)
+        NAME(ND_HOST_UNREACHABLE)
+        NAME(ND_IO_TIMEOUT)
+        NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
+#undef NAME
+    default:
+        return "another code";
+    }
+}
+
+#define FAIL(...)                                                                                 \
+    do {                                                                                          \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                           \
+        fprintf(stderr, __VA_ARGS__);                                                             \
+        fprintf(stderr, "\n");                                                                    \
+        exit(1);                                                                                  \
+    } while (0)
+
+double now_ms()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
+
+struct Ov {
+    OVERLAPPED ov;
+    Ov() { memset(&ov, 0, sizeof ov); }
+    OVERLAPPED *operator&() { return &ov; }
+};
+
+/* One side: adapter, overlapped file bound to a completion port, CQ, MR over a buffer. */
+struct Side {
+    const char *label;
+    sockaddr_in address;
+    IND2Adapter *adapter = NULL;
+    HANDLE file = NULL;
+    HANDLE port = NULL;
+    IND2CompletionQueue *cq = NULL;
+    IND2MemoryRegion *mr = NULL;
+    unsigned char buf[1024];
+    std::vector<IND2QueuePair *> qps;
+    std::vector<OVERLAPPED *> stash; /* packets taken from the port, not yet asked for */
+
+    Side(const char *labelText, const char *ip) : label(labelText)
+    {
+        address = nd2_ipv4(ip, 0);
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(address), sizeof address, reinterpret_cast<void **>(&adapter)));
+        CHECK_HR(adapter->CreateOverlappedFile(&file));
+        port = CreateIoCompletionPort(file, NULL, 5, 0);
+        EXPECT(port != NULL);
+        CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 32, 0, 0,
+                                                reinterpret_cast<void **>(&cq)));
+        CHECK_HR(adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)));
+        OVERLAPPED ov;
+        memset(&ov, 0, sizeof ov);
+        EXPECT(mr->Register(buf, sizeof buf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov) == ND_PENDING);
+        CHECK_HR(mr->GetOverlappedResult(&ov, TRUE));
+        Packet(&ov, true);
+    }
+
+    ~Side()
+    {
+        for (IND2QueuePair *qp : qps)
+            EXPECT(qp->Release() == 0);
+        OVERLAPPED ov;
+        memset(&ov, 0, sizeof ov);
+        EXPECT(mr->Deregister(&ov) == ND_PENDING);
+        CHECK_HR(mr->GetOverlappedResult(&ov, TRUE));
+        Packet(&ov, true);
+        EXPECT(mr->Release() == 0);
+        EXPECT(cq->Release() == 0);
+        Drain();
+        if (!stash.empty())
+            FAIL("%s: %zu packets nobody asked for", label, stash.size());
+        CloseHandle(port);
+        CloseHandle(file);
+        EXPECT(adapter->Release() == 0);
+    }
+
+    IND2Connector *Connector()
+    {
+        IND2Connector *c = NULL;
+        CHECK_HR(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void **>(&c)));
+        return c;
+    }
+
+    IND2QueuePair *Qp()
+    {
+        IND2QueuePair *qp = NULL;
+        CHECK_HR(adapter->CreateQueuePair(IID_IND2QueuePair, cq, cq, this, 8, 8, 1, 1, 0,
+                                          reinterpret_cast<void **>(&qp)));
+        qps.push_back(qp);
+        return qp;
+    }
+
+    /* A listener on this side's address and `portNumber`, listening. */
+    IND2Listener *Listen(unsigned short portNumber)
+    {
+        IND2Listener *l = NULL;
+        CHECK_HR(adapter->CreateListener(IID_IND2Listener, file, reinterpret_cast<void **>(&l)));
+        sockaddr_in at = address;
+        at.sin_port = htons(portNumber);
+        CHECK_HR(l->Bind(SA(at), sizeof at));
+        CHECK_HR(l->Listen(0));
+        return l;
+    }
+
+    sockaddr_in At(unsigned short portNumber) const
+    {
+        sockaddr_in at = address;
+        at.sin_port = htons(portNumber);
+        return at;
+    }
+
+    /* Moves what the port holds into the stash. */
+    void Drain()
+    {
+        for (;;) {
+            DWORD bytes = 0;
+            ULONG_PTR key = 0;
+            OVERLAPPED *ov = NULL;
+            BOOL ok = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 0);
+            if (ov == NULL) {
+                EXPECT(ok == FALSE && GetLastError() == WAIT_TIMEOUT);
+                return;
+            }
+            EXPECT(key == 5);
+            stash.push_back(ov);
+        }
+    }
+
+    /* The one packet for `want` (waiting up to 10 s); `ok` is what GetQueuedCompletionStatus said. */
+    void Packet(OVERLAPPED *want, bool ok)
+    {
+        double until = now_ms() + 10000;
+        for (;;) {
+            for (size_t at = 0; at < stash.size(); at++) {
+                if (stash[at] == want) {
+                    stash.erase(stash.begin() + at);
+                    Drain();
+                    for (OVERLAPPED *other : stash)
+                        if (other == want)
+                            FAIL("%s: a second packet for one request", label);
+                    return;
+                }
+            }
+            DWORD bytes = 0;
+            ULONG_PTR key = 0;
+            OVERLAPPED *ov = NULL;
+            BOOL got = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 100);
+            if (ov == want && (got != FALSE) != ok)
+                FAIL("%s: GetQueuedCompletionStatus said %d for the request", label, got);
+            if (ov != NULL)
+                stash.push_back(ov);
+            else if (now_ms() > until)
+                FAIL("%s: no packet for the request", label);
+        }
+    }
+
+    /* No packet for `ov` has reached the port. */
+    void NoPacket(OVERLAPPED *ov)
+    {
+        Drain();
+        for (OVERLAPPED *got : stash)
+            if (got == ov)
+                FAIL("%s: a packet for a request that failed inline", label);
+    }
+};
+
+/* A non-overlapped call's exact code. */
+void Returns(const char *what, HRESULT got, HRESULT want)
+{
+    if (got != want)
+        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, name(got), name(want));
+    printf("  %s: %s\n", what, name(want));
+}
+
+/* An overlapped call that must fail inline with `want`. */
+void Inline(Side &side, const char *what, HRESULT got, OVERLAPPED *ov, HRESULT want)
+{
+    if (got != want)
+        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, name(got), name(want));
+    if (static_cast<HRESULT>(ov->Internal) != want)
+        FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
+    side.NoPacket(ov);
+    printf("  %s: %s inline\n", what, name(want));
+}
+
+/* The final status of a pending request, waiting up to `ms`. */
+HRESULT Wait(IND2Overlapped *object, OVERLAPPED *ov, double ms)
+{
+    double until = now_ms() + ms;
+    for (;;) {
+        HRESULT hr = object->GetOverlappedResult(ov, FALSE);
+        if (hr != ND_PENDING || now_ms() > until)
+            return hr;
+        usleep(2000);
+    }
+}
+
+/* An overlapped call that must return ND_PENDING; its completion is checked by Done. */
+void Issued(const char *what, HRESULT got)
+{
+    if (got != ND_PENDING)
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+}
+
+/* The pending request `ov` completes with `want` within `ms`, with one packet. */
+void Done(Side &side, const char *what, IND2Overlapped *object, OVERLAPPED *ov, HRESULT want, double ms = 15000)
+{
+    HRESULT final = Wait(object, ov, ms);
+    if (final != want)
+        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, name(final), name(want));
+    EXPECT(object->GetOverlappedResult(ov, TRUE) == want);
+    side.Packet(ov, SUCCEEDED(want));
+    printf("  %s: %s through the completion\n", what, name(want));
+}
+
+/* An overlapped call that must return ND_PENDING and complete with `want` within `ms`. */
+void Completes(Side &side, const char *what, IND2Overlapped *object, HRESULT got, OVERLAPPED *ov, HRESULT want,
+               double ms = 15000)
+{
+    Issued(what, got);
+    Done(side, what, object, ov, want, ms);
+}
+
+/* An overlapped call that returned ND_PENDING and is still pending after `ms`. */
+void StillPending(const char *what, IND2Overlapped *object, HRESULT got, OVERLAPPED *ov, double ms)
+{
+    if (got != ND_PENDING)
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+    if (Wait(object, ov, ms) != ND_PENDING)
+        FAIL("%s: completed, want it still pending after %.0f ms", what, ms);
+    printf("  %s: ND_PENDING, still pending after %.0f ms\n", what, ms);
+}
+
+struct Pair {
+    Side passive;
+    Side active;
+    Pair(const char *passiveIp, const char *activeIp) : passive("passive", passiveIp), active("active", activeIp) {}
+};
+
+/* Connected: the passive connector accepted `qp`, the active connected with `aqp`. */
+struct Connection {
+    IND2Connector *p;
+    IND2Connector *a;
+};
+
+Connection Connect(Pair &s, IND2Listener *l, unsigned short portNumber, IND2QueuePair *pqp, IND2QueuePair *aqp)
+{
+    Connection c;
+    c.p = s.passive.Connector();
+    c.a = s.active.Connector();
+    Ov get, conn, acc, comp;
+    EXPECT(l->GetConnectionRequest(c.p, &get) == ND_PENDING);
+    sockaddr_in to = s.passive.At(portNumber);
+    EXPECT(c.a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn) == ND_PENDING);
+    EXPECT(Wait(l, &get, 15000) == ND_SUCCESS);
+    s.passive.Packet(&get, true);
+    EXPECT(c.p->Accept(pqp, 0, 0, NULL, 0, &acc) == ND_PENDING);
+    EXPECT(Wait(c.a, &conn, 15000) == ND_SUCCESS);
+    s.active.Packet(&conn, true);
+    EXPECT(c.a->CompleteConnect(&comp) == ND_PENDING);
+    EXPECT(Wait(c.a, &comp, 15000) == ND_SUCCESS);
+    s.active.Packet(&comp, true);
+    EXPECT(Wait(c.p, &acc, 15000) == ND_SUCCESS);
+    s.passive.Packet(&acc, true);
+    return c;
+}
+
+/* Both sides disconnect and release their connectors. The active Disconnect completes when
+ * the passive side disconnects too (its DREP). */
+void Hangup(Pair &s, Connection &c)
+{
+    Ov ad, pd;
+    EXPECT(c.a->Disconnect(&ad) == ND_PENDING);
+    EXPECT(c.p->Disconnect(&pd) == ND_PENDING);
+    EXPECT(Wait(c.a, &ad, 15000) == ND_SUCCESS);
+    s.active.Packet(&ad, true);
+    EXPECT(Wait(c.p, &pd, 15000) == ND_SUCCESS);
+    s.passive.Packet(&pd, true);
+    EXPECT(c.a->Release() == 0);
+    EXPECT(c.p->Release() == 0);
+}
+
+/* Results in a CQ until it is quiet for 200 ms (flushed requests after a disconnect). */
+void DrainCq(Side &side)
+{
+    ND2_RESULT r;
+    double quiet = now_ms() + 200;
+    while (now_ms() < quiet) {
+        if (side.cq->GetResults(&r, 1) == 1)
+            quiet = now_ms() + 200;
+        else
+            usleep(1000);
+    }
+}
+
+unsigned char pattern(unsigned k) { return static_cast<unsigned char>(k * 7 + 3); }
+
+/* Private data over the limits: ND_INVALID_BUFFER_SIZE inline, and the same connector then
+ * succeeds with exactly the limit (Connect 56, Accept 196); each side reads the other's. */
+int private_data_limit(Pair &s)
+{
+    const unsigned short PORT = 7420;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *p = s.passive.Connector();
+    IND2Connector *a = s.active.Connector();
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    unsigned char data[200];
+    for (unsigned k = 0; k < sizeof data; k++)
+        data[k] = pattern(k);
+    sockaddr_in to = s.passive.At(PORT);
+    Ov get, conn, acc, comp;
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+    Inline(s.active, "Connect with 57 bytes", a->Connect(aqp, SA(to), sizeof to, 0, 0, data, 57, &conn), &conn,
+           ND_INVALID_BUFFER_SIZE);
+    Issued("Connect with 56 bytes, same connector", a->Connect(aqp, SA(to), sizeof to, 0, 0, data, 56, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    unsigned char got[196];
+    ULONG size = sizeof got;
+    Returns("passive GetPrivateData", p->GetPrivateData(got, &size), ND_SUCCESS);
+    EXPECT(size == 56 && memcmp(got, data, 56) == 0);
+    Inline(s.passive, "Accept with 197 bytes", p->Accept(pqp, 0, 0, data, 197, &acc), &acc, ND_INVALID_BUFFER_SIZE);
+    Issued("Accept with 196 bytes, same connector", p->Accept(pqp, 0, 0, data, 196, &acc));
+    Done(s.active, "Connect with 56 bytes, same connector", a, &conn, ND_SUCCESS);
+    size = sizeof got;
+    Returns("active GetPrivateData", a->GetPrivateData(got, &size), ND_SUCCESS);
+    EXPECT(size == 196 && memcmp(got, data, 196) == 0);
+    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
+    Done(s.passive, "Accept with 196 bytes, same connector", p, &acc, ND_SUCCESS);
+    Connection c = {p, a};
+    Hangup(s, c);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* The listener side rejects: Reject over 148 bytes ND_INVALID_BUFFER_SIZE, then 148 bytes
+ * ND_SUCCESS; Connect completes ND_CONNECTION_REFUSED with the REJ's data readable; both
+ * connectors refuse what follows; the refused connector may retry and connects. */
+int reject(Pair &s)
+{
+    const unsigned short PORT = 7421;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *p = s.passive.Connector();
+    IND2Connector *a = s.active.Connector();
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    unsigned char data[149];
+    for (unsigned k = 0; k < sizeof data; k++)
+        data[k] = pattern(k);
+    sockaddr_in to = s.passive.At(PORT);
+    Ov get, conn, acc, comp;
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+    Issued("Connect", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
+    Returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
+    Done(s.active, "Connect", a, &conn, ND_CONNECTION_REFUSED);
+    unsigned char got[148];
+    ULONG size = sizeof got;
+    Returns("GetPrivateData after the REJ", a->GetPrivateData(got, &size), ND_SUCCESS);
+    EXPECT(size == 148 && memcmp(got, data, 148) == 0);
+    ULONG in = 0, out = 0;
+    Returns("GetReadLimits after the REJ", a->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
+    Inline(s.active, "CompleteConnect after the REJ", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
+    Inline(s.passive, "Accept after Reject", p->Accept(pqp, 0, 0, NULL, 0, &acc), &acc, ND_CONNECTION_INVALID);
+    Returns("Reject again", p->Reject(NULL, 0), ND_CONNECTION_INVALID);
+    EXPECT(p->Release() == 0);
+
+    /* "The connection attempt may be retried": the same connector connects. */
+    IND2Connector *p2 = s.passive.Connector();
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
+    Issued("Connect again after ND_CONNECTION_REFUSED", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Issued("Accept", p2->Accept(pqp, 0, 0, NULL, 0, &acc));
+    Done(s.active, "Connect again after ND_CONNECTION_REFUSED", a, &conn, ND_SUCCESS);
+    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
+    Done(s.passive, "Accept", p2, &acc, ND_SUCCESS);
+    Connection c = {p2, a};
+    Hangup(s, c);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* Nobody listens on the port: ND_CONNECTION_REFUSED (REJ reason 8) through the completion. */
+int no_listener(Pair &s)
+{
+    IND2Connector *a = s.active.Connector();
+    IND2QueuePair *aqp = s.active.Qp();
+    sockaddr_in to = s.passive.At(7422);
+    Ov conn;
+    Completes(s.active, "Connect to a port nobody listens on", a, a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+              &conn, ND_CONNECTION_REFUSED);
+    EXPECT(a->Release() == 0);
+    return 0;
+}
+
+/* No route: ND_NETWORK_UNREACHABLE inline; nobody behind an address of the subnet:
+ * ND_HOST_UNREACHABLE through the completion. */
+int unreachable(Pair &s)
+{
+    IND2QueuePair *aqp = s.active.Qp();
+    IND2Connector *a = s.active.Connector();
+    sockaddr_in far = nd2_ipv4("203.0.113.1", 7423);
+    Ov conn;
+    Inline(s.active, "Connect to 203.0.113.1 (no route)", a->Connect(aqp, SA(far), sizeof far, 0, 0, NULL, 0, &conn),
+           &conn, ND_NETWORK_UNREACHABLE);
+    EXPECT(a->Release() == 0);
+    a = s.active.Connector();
+    sockaddr_in nobody = nd2_ipv4("198.18.0.77", 7423);
+    Ov conn2;
+    Completes(s.active, "Connect to 198.18.0.77 (nobody behind it)", a,
+              a->Connect(aqp, SA(nobody), sizeof nobody, 0, 0, NULL, 0, &conn2), &conn2, ND_HOST_UNREACHABLE, 60000);
+    EXPECT(a->Release() == 0);
+    return 0;
+}
+
+/* Address and port errors of Bind (connector and listener), and no reuse after a failed Bind. */
+int address_errors(Pair &s)
+{
+    const unsigned short PORT = 7424;
+    IND2Listener *l = s.passive.Listen(PORT);
+    sockaddr_in taken = s.passive.At(PORT);
+    IND2Listener *l2 = NULL;
+    CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
+    Returns("listener Bind to a listener's port", l2->Bind(SA(taken), sizeof taken), ND_SHARING_VIOLATION);
+    EXPECT(l2->Release() == 0);
+    IND2Connector *c = s.passive.Connector();
+    Returns("connector Bind to a listener's port", c->Bind(SA(taken), sizeof taken), ND_SHARING_VIOLATION);
+    Returns("Bind again on the refused connector", c->Bind(SA(taken), sizeof taken), ND_CONNECTION_INVALID);
+    Ov conn;
+    sockaddr_in to = s.active.At(PORT);
+    Inline(s.passive, "Connect on the refused connector", c->Connect(s.passive.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+           &conn, ND_CONNECTION_INVALID);
+    EXPECT(c->Release() == 0);
+
+    sockaddr_in testNet = nd2_ipv4("192.0.2.1", 0), loopback = nd2_ipv4("127.0.0.1", 0);
+    c = s.passive.Connector();
+    Returns("connector Bind to 192.0.2.1", c->Bind(SA(testNet), sizeof testNet), ND_INVALID_ADDRESS);
+    EXPECT(c->Release() == 0);
+    c = s.passive.Connector();
+    Returns("connector Bind to 127.0.0.1", c->Bind(SA(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    EXPECT(c->Release() == 0);
+    c = s.passive.Connector();
+    Returns("connector Bind with an 8-byte sockaddr_in", c->Bind(SA(s.passive.address), 8), ND_INVALID_ADDRESS);
+    EXPECT(c->Release() == 0);
+    CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
+    Returns("listener Bind to 127.0.0.1", l2->Bind(SA(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    EXPECT(l2->Release() == 0);
+
+    c = s.passive.Connector();
+    Returns("connector Bind to port 0", c->Bind(SA(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    Returns("connector Bind again", c->Bind(SA(s.passive.address), sizeof s.passive.address),
+            STATUS_ADDRESS_ALREADY_ASSOCIATED);
+    EXPECT(c->Release() == 0);
+    EXPECT(l->Release() == 0);
+    /* The port is free again once its listener is gone. */
+    c = s.passive.Connector();
+    Returns("connector Bind to the released listener's port", c->Bind(SA(taken), sizeof taken), ND_SUCCESS);
+    EXPECT(c->Release() == 0);
+    return 0;
+}
+
+/* The ND range narrowed by the suite (ND_SHIM_PORT_RANGE) and used up: ND_TOO_MANY_ADDRESSES
+ * from a connector's and a listener's Bind to port 0. */
+int ports_exhausted(Pair &s)
+{
+    EXPECT(getenv("ND_SHIM_PORT_RANGE") != NULL);
+    std::vector<IND2Connector *> held;
+    HRESULT hr;
+    for (;;) {
+        IND2Connector *c = s.passive.Connector();
+        hr = c->Bind(SA(s.passive.address), sizeof s.passive.address);
+        if (hr != ND_SUCCESS) {
+            EXPECT(c->Release() == 0);
+            break;
+        }
+        held.push_back(c);
+        EXPECT(held.size() < 1000);
+    }
+    printf("  %zu binds in %s\n", held.size(), getenv("ND_SHIM_PORT_RANGE"));
+    Returns("connector Bind to port 0 with the range used up", hr, ND_TOO_MANY_ADDRESSES);
+    IND2Listener *l = NULL;
+    CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
+    Returns("listener Bind to port 0 with the range used up", l->Bind(SA(s.passive.address), sizeof s.passive.address),
+            ND_TOO_MANY_ADDRESSES);
+    EXPECT(l->Release() == 0);
+    for (IND2Connector *c : held)
+        EXPECT(c->Release() == 0);
+    return 0;
+}
+
+/* A Connect nobody takes stays pending; CancelOverlappedRequests completes it ND_CANCELED
+ * (queued before it returns); CompleteConnect then has nothing to complete. */
+int cancel_connect(Pair &s)
+{
+    const unsigned short PORT = 7425;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *a = s.active.Connector();
+    sockaddr_in to = s.passive.At(PORT);
+    Ov conn, comp;
+    StillPending("Connect, never taken", a, a->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+                 1000);
+    Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+    EXPECT(a->GetOverlappedResult(&conn, FALSE) == ND_CANCELED);
+    Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
+    Inline(s.active, "CompleteConnect after the cancel", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
+    EXPECT(a->Release() == 0);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* The active side abandons a request the passive side has taken: Accept and Reject on it
+ * fail ND_CONNECTION_ABORTED inline. */
+int abandoned(Pair &s)
+{
+    const unsigned short PORT = 7426;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    sockaddr_in to = s.passive.At(PORT);
+    for (int round = 0; round < 2; round++) {
+        IND2Connector *p = s.passive.Connector();
+        IND2Connector *a = s.active.Connector();
+        Ov get, conn, acc;
+        Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+        Issued("Connect", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn));
+        Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+        Returns("active CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+        Done(s.active, "Connect, abandoned", a, &conn, ND_CANCELED, 0);
+        EXPECT(a->Release() == 0);
+        usleep(500 * 1000); /* the REJ reaches the passive CM */
+        if (round == 0)
+            Inline(s.passive, "Accept of the abandoned request", p->Accept(pqp, 0, 0, NULL, 0, &acc), &acc,
+                   ND_CONNECTION_ABORTED);
+        else
+            Returns("Reject of the abandoned request", p->Reject(NULL, 0), ND_CONNECTION_ABORTED);
+        EXPECT(p->Release() == 0);
+    }
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* The active side rejects after its Connect completed (read limits not to its liking): the
+ * passive Accept completes ND_CONNECTION_REFUSED. */
+int active_reject(Pair &s)
+{
+    const unsigned short PORT = 7427;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *p = s.passive.Connector();
+    IND2Connector *a = s.active.Connector();
+    sockaddr_in to = s.passive.At(PORT);
+    Ov get, conn, acc;
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+    Issued("Connect", a->Connect(s.active.Qp(), SA(to), sizeof to, 4, 4, NULL, 0, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Issued("Accept", p->Accept(s.passive.Qp(), 1, 1, NULL, 0, &acc));
+    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
+    ULONG in = 0, out = 0;
+    Returns("active GetReadLimits", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    EXPECT(in == 1 && out == 1);
+    Returns("active Reject after Connect", a->Reject(NULL, 0), ND_SUCCESS);
+    Done(s.passive, "Accept", p, &acc, ND_CONNECTION_REFUSED);
+    EXPECT(a->Release() == 0);
+    EXPECT(p->Release() == 0);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* The active side holds back CompleteConnect: the passive Accept stays pending until
+ * CancelOverlappedRequests completes it ND_CANCELED. */
+int cancel_accept(Pair &s)
+{
+    const unsigned short PORT = 7428;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *p = s.passive.Connector();
+    IND2Connector *a = s.active.Connector();
+    sockaddr_in to = s.passive.At(PORT);
+    Ov get, conn, acc;
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+    Issued("Connect", a->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    HRESULT issued = p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc);
+    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
+    StillPending("Accept without the RTU", p, issued, &acc, 1000);
+    Returns("passive CancelOverlappedRequests", p->CancelOverlappedRequests(), ND_SUCCESS);
+    Done(s.passive, "Accept, cancelled", p, &acc, ND_CANCELED, 0);
+    EXPECT(p->Release() == 0);
+    EXPECT(a->Release() == 0);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* The passive side abandons after its REP (releases its connector): its pending Accept
+ * completes ND_CANCELED before Release returns, and the active CompleteConnect fails
+ * ND_CONNECTION_ABORTED inline. */
+int complete_connect_aborted(Pair &s)
+{
+    const unsigned short PORT = 7429;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *p = s.passive.Connector();
+    IND2Connector *a = s.active.Connector();
+    sockaddr_in to = s.passive.At(PORT);
+    Ov get, conn, acc, comp;
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+    Issued("Connect", a->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Issued("Accept", p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc));
+    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
+    EXPECT(p->Release() == 0);
+    /* Final before Release returned; read through the listener, the connector is gone. */
+    EXPECT(acc.ov.Internal == static_cast<ULONG_PTR>(static_cast<LONG_PTR>(ND_CANCELED)));
+    Done(s.passive, "Accept, its connector released", l, &acc, ND_CANCELED, 0);
+    usleep(500 * 1000); /* the REJ for the released id reaches the active side */
+    Inline(s.active, "CompleteConnect after the passive side abandoned", a->CompleteConnect(&comp), &comp,
+           ND_CONNECTION_ABORTED);
+    EXPECT(a->Release() == 0);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* A connected connector or a QP another connection uses: ND_CONNECTION_ACTIVE inline, from
+ * Connect, Accept and GetConnectionRequest; CompleteConnect when connected:
+ * ND_CONNECTION_INVALID inline. */
+int connection_active(Pair &s)
+{
+    const unsigned short PORT = 7430;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    sockaddr_in to = s.passive.At(PORT);
+    Ov conn, comp, get, acc, conn2;
+    Inline(s.active, "Connect on a connected connector", c.a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+           &conn, ND_CONNECTION_ACTIVE);
+    Inline(s.active, "CompleteConnect when connected", c.a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
+    IND2Connector *a2 = s.active.Connector();
+    Inline(s.active, "Connect with a connected QP", a2->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+           ND_CONNECTION_ACTIVE);
+    EXPECT(a2->Release() == 0);
+    Inline(s.passive, "GetConnectionRequest with a connected connector", l->GetConnectionRequest(c.p, &get), &get,
+           ND_CONNECTION_ACTIVE);
+    IND2Connector *p2 = s.passive.Connector();
+    IND2Connector *a3 = s.active.Connector();
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
+    Issued("Connect with a second QP", a3->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn2));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Inline(s.passive, "Accept with the QP of another connection", p2->Accept(pqp, 0, 0, NULL, 0, &acc), &acc,
+           ND_CONNECTION_ACTIVE);
+    EXPECT(p2->Release() == 0);
+    EXPECT(Wait(a3, &conn2, 15000) != ND_PENDING);
+    s.active.Packet(&conn2, false);
+    EXPECT(a3->Release() == 0);
+    /* The first connection still carries data. */
+    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    CHECK_HR(pqp->Receive(s.passive.buf, &rs, 1));
+    memcpy(s.active.buf, "still connected", 16);
+    ND2_SGE ss = {s.active.buf, 16, s.active.mr->GetLocalToken()};
+    CHECK_HR(aqp->Send(s.active.buf, &ss, 1, 0));
+    ND2_RESULT r;
+    double until = now_ms() + 5000;
+    while (s.passive.cq->GetResults(&r, 1) == 0)
+        EXPECT(now_ms() < until);
+    EXPECT(r.Status == ND_SUCCESS && r.RequestType == Nd2RequestTypeReceive && r.BytesTransferred == 16);
+    EXPECT(memcmp(s.passive.buf, "still connected", 16) == 0);
+    Hangup(s, c);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* The getters by state: ND_CONNECTION_INVALID before there is anything to report,
+ * ND_BUFFER_OVERFLOW with the size (addresses: buffer untouched; private data: partial copy),
+ * ND_SUCCESS with the right values. */
+int getters(Pair &s)
+{
+    const unsigned short PORT = 7431;
+    IND2Connector *fresh = s.active.Connector();
+    ULONG in = 0, out = 0, size = 0;
+    unsigned char buf[256];
+    size = sizeof buf;
+    Returns("GetReadLimits on a new connector", fresh->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
+    Returns("GetPrivateData on a new connector", fresh->GetPrivateData(buf, &size), ND_CONNECTION_INVALID);
+    size = sizeof buf;
+    Returns("GetLocalAddress on a new connector", fresh->GetLocalAddress(reinterpret_cast<sockaddr *>(buf), &size),
+            ND_CONNECTION_INVALID);
+    size = sizeof buf;
+    Returns("GetPeerAddress on a new connector", fresh->GetPeerAddress(reinterpret_cast<sockaddr *>(buf), &size),
+            ND_CONNECTION_INVALID);
+    CHECK_HR(fresh->Bind(SA(s.active.address), sizeof s.active.address));
+    size = sizeof buf;
+    Returns("GetLocalAddress after Bind only", fresh->GetLocalAddress(reinterpret_cast<sockaddr *>(buf), &size),
+            ND_CONNECTION_INVALID);
+    EXPECT(fresh->Release() == 0);
+
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *p = s.passive.Connector();
+    IND2Connector *a = s.active.Connector();
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    sockaddr_in to = s.passive.At(PORT);
+    unsigned char data[56];
+    for (unsigned k = 0; k < sizeof data; k++)
+        data[k] = pattern(k);
+    Ov get, conn, acc, comp;
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+    Issued("Connect", a->Connect(aqp, SA(to), sizeof to, 3, 2, data, 56, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
+    EXPECT(in == 2 && out == 3);
+    size = 0;
+    Returns("GetPrivateData with no buffer", p->GetPrivateData(NULL, &size), ND_BUFFER_OVERFLOW);
+    EXPECT(size == 56);
+    memset(buf, 0xEE, sizeof buf);
+    size = 4;
+    Returns("GetPrivateData with 4 bytes", p->GetPrivateData(buf, &size), ND_BUFFER_OVERFLOW);
+    EXPECT(size == 56 && memcmp(buf, data, 4) == 0 && buf[4] == 0xEE);
+    sockaddr_in addr;
+    ULONG len = sizeof addr;
+    Returns("passive GetLocalAddress after the request", p->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_SUCCESS);
+    EXPECT(len == sizeof addr && addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
+    len = sizeof addr;
+    Returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_CONNECTION_INVALID);
+    Issued("Accept", p->Accept(pqp, 8, 8, NULL, 0, &acc));
+    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
+    Returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    EXPECT(in == 3 && out == 2); /* the passive side's 8/8, capped to what Connect offered */
+    len = sizeof addr;
+    Returns("active GetLocalAddress while connecting", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_SUCCESS);
+    EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
+    unsigned short activePort = addr.sin_port;
+    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
+    Done(s.passive, "Accept", p, &acc, ND_SUCCESS);
+
+    memset(&addr, 0xAB, sizeof addr);
+    len = 4;
+    Returns("GetPeerAddress with 4 bytes", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_BUFFER_OVERFLOW);
+    EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
+    len = 4;
+    Returns("GetLocalAddress with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_BUFFER_OVERFLOW);
+    EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
+    len = sizeof addr;
+    Returns("active GetPeerAddress", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    EXPECT(addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
+    len = sizeof addr;
+    Returns("passive GetPeerAddress", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && addr.sin_port == activePort);
+    len = 4;
+    Returns("listener GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_BUFFER_OVERFLOW);
+    EXPECT(len == sizeof addr);
+    Connection c = {p, a};
+    Hangup(s, c);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* NotifyDisconnect and Disconnect: ND_CONNECTION_INVALID inline when never connected;
+ * NotifyDisconnect ND_CANCELED by CancelOverlappedRequests, then ND_SUCCESS on the peer's
+ * Disconnect, which flushes nothing here; Disconnect ND_SUCCESS, outstanding receives
+ * ND_CANCELED. */
+int disconnect_codes(Pair &s)
+{
+    const unsigned short PORT = 7432;
+    IND2Connector *fresh = s.passive.Connector();
+    Ov nd, d;
+    Inline(s.passive, "NotifyDisconnect on a new connector", fresh->NotifyDisconnect(&nd), &nd, ND_CONNECTION_INVALID);
+    Inline(s.passive, "Disconnect on a new connector", fresh->Disconnect(&d), &d, ND_CONNECTION_INVALID);
+    EXPECT(fresh->Release() == 0);
+
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    Connection c = Connect(s, l, PORT, pqp, s.active.Qp());
+    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    CHECK_HR(pqp->Receive(s.passive.buf, &rs, 1));
+    Ov nd1, nd2, ad, pd;
+    StillPending("NotifyDisconnect", c.p, c.p->NotifyDisconnect(&nd1), &nd1, 200);
+    Returns("CancelOverlappedRequests", c.p->CancelOverlappedRequests(), ND_SUCCESS);
+    Done(s.passive, "NotifyDisconnect, cancelled", c.p, &nd1, ND_CANCELED, 0);
+    Issued("NotifyDisconnect again", c.p->NotifyDisconnect(&nd2));
+    Issued("active Disconnect", c.a->Disconnect(&ad));
+    Done(s.passive, "NotifyDisconnect again", c.p, &nd2, ND_SUCCESS);
+    ND2_RESULT r;
+    usleep(200 * 1000);
+    EXPECT(s.passive.cq->GetResults(&r, 1) == 0); /* the peer's disconnect flushes nothing */
+    /* The active Disconnect waits for the passive side's (its DREP). */
+    EXPECT(c.a->GetOverlappedResult(&ad, FALSE) == ND_PENDING);
+    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    Done(s.active, "active Disconnect", c.a, &ad, ND_SUCCESS);
+    double until = now_ms() + 5000;
+    while (s.passive.cq->GetResults(&r, 1) == 0)
+        EXPECT(now_ms() < until);
+    EXPECT(r.Status == ND_CANCELED && r.RequestContext == s.passive.buf);
+    printf("  outstanding receive after Disconnect: ND_CANCELED\n");
+    EXPECT(c.a->Release() == 0);
+    EXPECT(c.p->Release() == 0);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* IND2Listener: GetLocalAddress and GetConnectionRequest before Listen:
+ * ND_INVALID_DEVICE_STATE; Bind to port 0 picks from 49152-65535; Listen twice:
+ * ND_INVALID_DEVICE_STATE; a pending GetConnectionRequest: ND_CANCELED. */
+int listener_codes(Pair &s)
+{
+    IND2Listener *l = NULL;
+    CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
+    sockaddr_in addr;
+    ULONG len = sizeof addr;
+    Returns("GetLocalAddress before Bind", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_INVALID_DEVICE_STATE);
+    IND2Connector *p = s.passive.Connector();
+    Ov get, get2;
+    Returns("Bind to port 0", l->Bind(SA(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    Inline(s.passive, "GetConnectionRequest before Listen", l->GetConnectionRequest(p, &get), &get,
+           ND_INVALID_DEVICE_STATE);
+    Returns("Listen", l->Listen(0), ND_SUCCESS);
+    Returns("Listen again", l->Listen(0), ND_INVALID_DEVICE_STATE);
+    len = sizeof addr;
+    Returns("GetLocalAddress", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.passive.address.sin_addr.s_addr);
+    EXPECT(ntohs(addr.sin_port) >= 49152);
+    printf("  listening on port %u\n", ntohs(addr.sin_port));
+    memset(&addr, 0xAB, sizeof addr);
+    len = 4;
+    Returns("GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_BUFFER_OVERFLOW);
+    EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
+    StillPending("GetConnectionRequest", l, l->GetConnectionRequest(p, &get2), &get2, 200);
+    Returns("CancelOverlappedRequests", l->CancelOverlappedRequests(), ND_SUCCESS);
+    Done(s.passive, "GetConnectionRequest, cancelled", l, &get2, ND_CANCELED, 0);
+    EXPECT(p->Release() == 0);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+struct Case {
+    const char *name;
+    int (*run)(Pair &);
+} const cases[] = {
+    {"private-data-limit", private_data_limit},
+    {"reject", reject},
+    {"no-listener", no_listener},
+    {"unreachable", unreachable},
+    {"address-errors", address_errors},
+    {"ports-exhausted", ports_exhausted},
+    {"cancel-connect", cancel_connect},
+    {"abandoned", abandoned},
+    {"active-reject", active_reject},
+    {"cancel-accept", cancel_accept},
+    {"complete-connect-aborted", complete_connect_aborted},
+    {"connection-active", connection_active},
+    {"getters", getters},
+    {"disconnect-codes", disconnect_codes},
+    {"listener-codes", listener_codes},
+};
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (const Case &c : cases)
+            printf("%s\n", c.name);
+        return 0;
+    }
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s CASE PASSIVE_IP ACTIVE_IP | --list\n", argv[0]);
+        return 2;
+    }
+    for (const Case &c : cases) {
+        if (strcmp(argv[1], c.name) != 0)
+            continue;
+        CHECK_HR(NdStartup());
+        int rc;
+        {
+            Pair pair(argv[2], argv[3]);
+            rc = c.run(pair);
+        }
+        CHECK_HR(NdCleanup());
+        if (rc == 0)
+            printf("%s: ok\n", c.name);
+        return rc;
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}
