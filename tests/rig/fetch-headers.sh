@@ -27,8 +27,12 @@ if [[ ${1:-} == --check ]]; then
     exit 0
 fi
 
+# The suite being fetched unpacks into a scratch folder; a failure (or an interrupt) leaves none.
+work=
+trap 'rm -rf "$work"' EXIT
+
 fetch_suite() {
-    local suite=$1 apt_dir=$cache/apt/$1 work
+    local suite=$1 apt_dir=$cache/apt/$1
     mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$cache/headers"
     printf 'deb %s %s main\n' "$MIRROR" "$suite" >"$apt_dir/sources.list"
     # An empty dpkg status: the suite's own versions are the candidates, not the host's.
@@ -53,6 +57,7 @@ fetch_suite() {
     rm -rf "$cache/headers/$suite"
     mv "$work/root" "$cache/headers/$suite"
     rm -rf "$work"
+    work=
     echo "fetch-headers: $suite: $(paste -sd';' "$cache/headers/$suite/VERSIONS")"
 }
 

@@ -914,25 +914,30 @@ fn io_timeout() -> Outcome {
 }
 
 /// Issue 9 item 7: how long an unanswered handshake survives. Two connections at once: on
-/// SERVER:7030 the listener hands the request over and nobody calls Accept (the passive rdma_cm
-/// answers the REQ with an MRA); on SERVER:7031 the passive side accepts and the active side
+/// SERVER:7030 (ND_SURVIVAL_PORT) the listener hands the request over and nobody calls Accept (the passive rdma_cm
+/// answers the REQ with an MRA); on the port after it the passive side accepts and the active side
 /// never calls CompleteConnect (the active rdma_cm answers the REP with an MRA). Prints the
 /// seconds until each ends, or that it still lives after `ND_SURVIVAL_CAP` seconds (default
 /// 1500). The shim adds no timer: each must last longer than the IB CM's plain retries (about
 /// 100 s without an MRA, `io-timeout`) and, when the kernel gives up, end with ND_IO_TIMEOUT
 /// through the completion. Not in the default suite (it runs for many minutes): the suite runs
-/// it when RIG_ND_SLOW=1.
+/// it when RIG_ND_SLOW=1, once per provider at the same time, each on its own two ports
+/// (`ND_SURVIVAL_PORT` and the one after it; default 7030).
 fn unanswered_survival() -> Outcome {
-    const HELD: u16 = 7030;
-    const UNCOMPLETED: u16 = 7031;
+    let held_port = std::env::var("ND_SURVIVAL_PORT")
+        .ok()
+        .and_then(|v| v.parse::<u16>().ok())
+        .filter(|p| *p < u16::MAX)
+        .unwrap_or(7030);
+    let uncompleted_port = held_port + 1;
     const FLOOR: u64 = 120;
     let cap = std::env::var("ND_SURVIVAL_CAP")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(1500);
     let passive = Side::open(SERVER, false)?;
-    let held_listener = listening(&passive, HELD)?;
-    let accept_listener = listening(&passive, UNCOMPLETED)?;
+    let held_listener = listening(&passive, held_port)?;
+    let accept_listener = listening(&passive, uncompleted_port)?;
     let active = Side::open(CLIENT, false)?;
 
     // The request nobody accepts.
@@ -940,7 +945,7 @@ fn unanswered_survival() -> Outcome {
     let held_qp = active.another_qp()?;
     let held = ok(
         "connect",
-        held_connector.connect(&held_qp, SocketAddr::new(SERVER, HELD), 0, 0, &[]),
+        held_connector.connect(&held_qp, SocketAddr::new(SERVER, held_port), 0, 0, &[]),
     )?;
     let held_request = request(&passive, &held_listener)?;
     let started_req = Instant::now();
@@ -950,7 +955,7 @@ fn unanswered_survival() -> Outcome {
     let uncompleted_qp = active.another_qp()?;
     let uncompleted = ok(
         "connect",
-        uncompleted_connector.connect(&uncompleted_qp, SocketAddr::new(SERVER, UNCOMPLETED), 0, 0, &[]),
+        uncompleted_connector.connect(&uncompleted_qp, SocketAddr::new(SERVER, uncompleted_port), 0, 0, &[]),
     )?;
     let accepting = request(&passive, &accept_listener)?;
     let accepted_qp = passive.another_qp()?;
