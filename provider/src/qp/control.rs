@@ -678,12 +678,16 @@ mod tests {
         a.qp_type = IBV_QPT_RC;
         a.send_ops_flags = ((1 << 10) - 1) | IBV_QP_EX_WITH_ATOMIC_WRITE;
         assert_eq!(check_create_ex(&a, v44), Ok(()));
-        // No wr_atomic_write slot before v44; never TSO or flush.
+        // No wr_atomic_write slot before v44, no wr_flush before v45; never TSO.
         assert_eq!(check_create_ex(&a, QpExLayout::for_release(43)), Err(libc::EOPNOTSUPP));
-        for f in [IBV_QP_EX_WITH_TSO, IBV_QP_EX_WITH_FLUSH] {
-            a.send_ops_flags = f;
-            assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
-        }
+        a.send_ops_flags = IBV_QP_EX_WITH_FLUSH;
+        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Ok(()));
+        a.qp_type = IBV_QPT_UC;
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
+        a.qp_type = IBV_QPT_RC;
+        a.send_ops_flags = IBV_QP_EX_WITH_TSO;
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
         a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
         a.create_flags = 1;
         assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));

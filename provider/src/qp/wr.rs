@@ -18,8 +18,10 @@
 //! [`check_send_ops`], the stock provider's table. `wr_atomic_write` has its
 //! slot only from rdma-core v44 on ([`QpExLayout::has_atomic_write`]); the
 //! kernel (6.1) then fails it with a completion error, exactly as with the
-//! stock provider. `wr_flush` (v45+) is not offered: no rxe kernel we run on
-//! has it. There is no `wr_set_xrc_srqn` (rxe has no XRC) and no TSO.
+//! stock provider. `wr_flush` likewise from v45 on ([`QpExLayout::has_flush`]):
+//! Linux 6.2+ runs it (Debian 13's 6.12), older kernels fail it with a
+//! completion error, as with the stock provider. There is no
+//! `wr_set_xrc_srqn` (rxe has no XRC) and no TSO.
 
 use core::ffi::{c_int, c_void};
 use core::ptr;
@@ -37,7 +39,7 @@ use crate::wqe::{self, MwBind, SendLimits, SendRequest, UdDest};
 
 /// The send operations a QP of `qp_type` may be created with, as the stock
 /// provider's `check_qp_init_attr` allows them (`EOPNOTSUPP` otherwise).
-/// Atomic write only where this libibverbs has its callback slot.
+/// Atomic write and flush only where this libibverbs has their callback slots.
 pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> Result<(), Errno> {
     let rc = IBV_QP_EX_WITH_RDMA_WRITE
         | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
@@ -53,7 +55,8 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
             IBV_QP_EX_WITH_ATOMIC_WRITE
         } else {
             0
-        };
+        }
+        | if layout.has_flush() { IBV_QP_EX_WITH_FLUSH } else { 0 };
     let uc = IBV_QP_EX_WITH_RDMA_WRITE
         | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
         | IBV_QP_EX_WITH_SEND
@@ -255,6 +258,28 @@ unsafe extern "C" fn wr_atomic_write(ibqp: *mut c_void, rkey: u32, remote_addr: 
     })
 }
 
+/// `ibv_wr_flush`: the range (or the whole MR, by `level`) made durable at
+/// the responder; no data travels.
+unsafe extern "C" fn wr_flush(ibqp: *mut c_void, rkey: u32, remote_addr: u64, length: usize, placement: u8, level: u8) {
+    ffi::guard("wr_flush", (), || {
+        build(ibqp, IBV_WR_FLUSH, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr));
+        with_batch(ibqp, (), |_, wq, batch| {
+            batch.set(wq, |hdr, _, _| {
+                // The stock provider truncates the length to the WQE's 32 bits.
+                let f = wqe::Flush {
+                    remote_addr,
+                    rkey,
+                    length: length as u32,
+                    placement,
+                    level,
+                };
+                wqe::set_flush(hdr, &f);
+                Ok(())
+            })
+        })
+    })
+}
+
 unsafe extern "C" fn wr_bind_mw(ibqp: *mut c_void, mw: *mut ibv_mw, rkey: u32, info: *const ibv_mw_bind_info) {
     ffi::guard("wr_bind_mw", (), || {
         // SAFETY: the caller's window (ours) and bind description, or null.
@@ -417,6 +442,9 @@ pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
     ops[wr_op::ABORT] = slot!(wr_abort);
     if flags & IBV_QP_EX_WITH_ATOMIC_WRITE != 0 {
         vqp.set_wr_atomic_write(layout, slot!(wr_atomic_write));
+    }
+    if flags & IBV_QP_EX_WITH_FLUSH != 0 {
+        vqp.set_wr_flush(layout, slot!(wr_flush));
     }
 }
 
