@@ -43,6 +43,7 @@ use crate::libibverbs::objects::ibv_pd;
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::libibverbs::srq::*;
+use crate::lock::QueueLock;
 use crate::recv_queue::{self, post_recv_list};
 use crate::work_queue::Locked;
 use crate::wqe::RecvLimits;
@@ -163,7 +164,7 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     srq.created(resp.core.srq_handle);
     let rq = recv_queue::map(fd, &resp.drv.mi, resp.core.max_sge)?;
     let obj = srq.get_mut();
-    obj.rq = Some(Locked::new(rq));
+    obj.rq = Some(Locked::new(rq, QueueLock::new()));
     let vsrq = obj.vsrq.get_mut();
     vsrq.srq_num = resp.core.srqn;
     let s = &mut vsrq.srq;

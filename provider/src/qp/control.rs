@@ -26,6 +26,7 @@ use crate::libibverbs::objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_pd,
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::*;
 use crate::libibverbs::srq::ibv_srq;
+use crate::lock::QueueLock;
 use crate::work_queue::Locked;
 use crate::wqe::{RecvLimits, SendLimits};
 use crate::{recv_queue, send_queue};
@@ -91,9 +92,12 @@ fn map_queues(
     let rq = if has_srq {
         None
     } else {
-        Some(Locked::new(recv_queue::map(fd, &resp.drv.rq_mi, core.max_recv_sge)?))
+        Some(Locked::new(
+            recv_queue::map(fd, &resp.drv.rq_mi, core.max_recv_sge)?,
+            QueueLock::new(),
+        ))
     };
-    Ok((Locked::new(sq), rq))
+    Ok((Locked::new(sq, QueueLock::new()), rq))
 }
 
 /// `send_ops` are the `ibv_qp_ex` operations asked for (checked), `None`

@@ -182,8 +182,8 @@ mod tests {
                 qp_type,
                 cmd_fd: doorbell.as_raw_fd(),
                 layout: QpExLayout::for_release(44),
-                sq: Some(Locked::new(send)),
-                rq: Some(Locked::new(recv)),
+                sq: Some(Locked::new(send, crate::lock::QueueLock::new())),
+                rq: Some(Locked::new(recv, crate::lock::QueueLock::new())),
                 batch: UnsafeCell::new(Batch::default()),
             });
             let base = &mut qp.vqp.get_mut().qp_ex.qp_base;
