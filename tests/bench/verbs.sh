@@ -4,11 +4,15 @@
 #       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/);
 #   (c) perftest over rdma_cm (-R), server on rxe0 and client on rxe1 (perftest_pair in lib.sh),
 #       both ends on one provider: ib_send_bw/ib_write_bw with 8-byte
-#       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical).
+#       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical);
+#   (d) contended: verbs-contended, 4 and then 8 threads posting 8-byte RDMA WRITEs on one QP
+#       and polling its one CQ (the guest has 2 vCPUs): ops/s.
 # Prints the figures and the ratio ours / stock, then one summary table. RIG_BENCH_ITERS (20000)
 # pairs in (a), RIG_BENCH_CALLGRIND_ITERS (2000) pairs in (b), RIG_BENCH_PERF_ITERS (10000)
 # iterations in (c) (a quarter of that for the latency runs); RIG_BENCH_ROUNDS (3) rounds of (a)
-# and (c), the providers taking turns; the median is what the summary shows. Under software
+# and (c), the providers taking turns; the median is what the summary shows. RIG_BENCH_CONTENDED_ITERS
+# (20000) completions per run of (d), RIG_BENCH_CONTENDED_ROUNDS (3) rounds. RIG_BENCH_PARTS
+# (abcd) picks the parts to run. Under software
 # emulation on a shared host the timed figures vary by a factor of two between rounds: compare
 # the instruction counts, which are exact, and read the timed ratios as "no large loss".
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
@@ -20,6 +24,9 @@ cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-2000}
 perf_iters=${RIG_BENCH_PERF_ITERS:-10000}
 rounds=${RIG_BENCH_ROUNDS:-3}
 providers=(stock rxe_rs)
+parts=${RIG_BENCH_PARTS:-abcd}
+contended_iters=${RIG_BENCH_CONTENDED_ITERS:-20000}
+contended_rounds=${RIG_BENCH_CONTENDED_ROUNDS:-3}
 summary=()
 
 mkdir -p "$dir"
@@ -55,8 +62,9 @@ row() {
     summary+=("$line")
 }
 
+[[ $parts == *a* ]] &&
 echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds rounds (providers alternate)"
-for op in write send; do
+[[ $parts == *a* ]] && for op in write send; do
     declare -A rate=()
     for p in "${providers[@]}"; do : > "$dir/rate.$op.$p.figures"; done
     for ((r = 1; r <= rounds; r++)); do
@@ -74,8 +82,9 @@ for op in write send; do
     unset rate
 done
 
+[[ $parts == *b* ]] &&
 echo "-- (b) user-space instructions per post_send + poll_cq pair (callgrind, $cg_iters pairs)"
-for op in write send; do
+[[ $parts == *b* ]] && for op in write send; do
     declare -A ir=()
     for p in "${providers[@]}"; do
         out=$dir/callgrind.$op.$p.out
@@ -116,10 +125,34 @@ perf_figure() {
     awk -v c="$2" '/^ *#bytes/ { hdr = 1; next } hdr && $1 ~ /^[0-9]+$/ && NF >= c { print $c; exit }' "$1"
 }
 
+[[ $parts == *d* ]] &&
+echo "-- (d) contended: threads posting on one QP and polling one CQ, $contended_iters WRITEs, median of $contended_rounds rounds (providers alternate)"
+[[ $parts == *d* ]] && for threads in 4 8; do
+    declare -A rate=()
+    for p in "${providers[@]}"; do : > "$dir/contended.$threads.$p.figures"; done
+    for ((r = 1; r <= contended_rounds; r++)); do
+        for p in "${providers[@]}"; do
+            log=$dir/contended.$threads.$p.$r.log
+            with_provider "$p" "$dir/contended.$threads.$p.served" "$dir/verbs-contended" "$threads" \
+                "$contended_iters" > "$log" 2>&1 &&
+                expect_provider "$dir/contended.$threads.$p.served" "$p" &&
+                awk '/^contended/ { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/s") print $i }' "$log" \
+                    >> "$dir/contended.$threads.$p.figures"
+            sed "s/^/  round $r: /" "$log"
+        done
+    done
+    for p in "${providers[@]}"; do rate[$p]=$(median < "$dir/contended.$threads.$p.figures"); done
+    row "contended $threads threads ops/s (median)" "higher is better" "${rate[stock]:-}" "${rate[rxe_rs]:-}"
+    unset rate
+done
+
+[[ $parts == *c* ]] &&
 echo "-- (c) perftest over rdma_cm, both ends on one provider, median of $rounds rounds (providers alternate)"
-trap 'unbound_clients_on_rxe1 off' EXIT
-unbound_clients_on_rxe1 on
-for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
+if [[ $parts == *c* ]]; then
+    trap 'unbound_clients_on_rxe1 off' EXIT
+    unbound_clients_on_rxe1 on
+fi
+[[ $parts == *c* ]] && for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
     declare -A fig=()
     # Message rate from the _bw runs; from the _lat runs t_typical (perftest's median), as t_avg
     # follows the emulator's stalls of 100 ms and more.
