@@ -41,6 +41,7 @@ use crate::kobject::{self, Creating};
 use crate::libibverbs::cq::*;
 use crate::libibverbs::public::ibv_context;
 use crate::lock::QueueLock;
+use crate::pd;
 use crate::queue::Consumer;
 
 /// The `read_*` fields the stock rxe provider supports
@@ -473,15 +474,19 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
             return ffi::fail_ptr(libc::EINVAL);
         };
         let created = ex_create_flags(attr).and_then(|flags| {
+            let lock = if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
+                // As mlx5: the PD given must be a parent domain.
+                // SAFETY: a PD of ours or null (is_parent_domain refuses null).
+                if !unsafe { pd::is_parent_domain(attr.parent_domain.cast()) } {
+                    return Err(libc::EINVAL);
+                }
+                // SAFETY: as above, a live parent domain.
+                unsafe { pd::lock_for(attr.parent_domain.cast()) }
+            } else {
+                QueueLock::new()
+            };
             let cqe = attr.cqe as c_int;
-            create(
-                context,
-                cqe,
-                attr.channel,
-                attr.comp_vector as c_int,
-                Some(flags),
-                QueueLock::new(),
-            )
+            create(context, cqe, attr.channel, attr.comp_vector as c_int, Some(flags), lock)
         });
         match created {
             Ok(mut cq) => {

@@ -12,6 +12,9 @@
 //! - [`QueueLock::with`] runs a closure with the lock held and releases it
 //!   on return and on unwind (RAII); a caller that must also undo something
 //!   on a panic builds its own guard on `acquire`/`release`.
+//! - A lock made [`QueueLock::unlocked`] (the object was created on a parent
+//!   domain with a thread domain) takes no lock: the callers branch once per
+//!   call on [`QueueLock::locks`]; the holder is still recorded for the pairs.
 //! - [`QueueLock::hold`] / [`QueueLock::release_held`] are the two halves
 //!   of the verbs pairs. The holding thread is recorded, so a stray
 //!   `end_poll`/`wr_complete`/`wr_abort` (without the matching start, twice,
@@ -24,8 +27,10 @@ use lock_api::RawMutex as _;
 
 pub(crate) struct QueueLock {
     raw: parking_lot::RawMutex,
+    /// Created on a thread domain: no locking at all.
+    single_thread: bool,
     /// The thread between `hold` and `release_held`, or 0. Written only by
-    /// that thread (with the lock held), so a
+    /// that thread (with the lock held, or alone on a thread domain), so a
     /// thread that reads its own id here knows it holds the lock.
     holder: AtomicUsize,
 }
@@ -57,35 +62,77 @@ impl QueueLock {
     pub(crate) const fn new() -> QueueLock {
         QueueLock {
             raw: parking_lot::RawMutex::INIT,
+            single_thread: false,
             holder: AtomicUsize::new(0),
         }
     }
 
-    /// Takes the lock. For a guard of its
-    /// own (one that also undoes work on unwind); else [`with`](Self::with).
+    /// No lock: for an object created on a parent domain with a thread
+    /// domain, whose application promised to use it from one thread at a
+    /// time (`man ibv_alloc_td`).
+    pub(crate) const fn unlocked() -> QueueLock {
+        QueueLock {
+            single_thread: true,
+            ..QueueLock::new()
+        }
+    }
+
+    /// Whether this lock locks (false on a thread domain).
     #[inline(always)]
-    pub(crate) fn acquire(&self) {
+    pub(crate) fn locks(&self) -> bool {
+        !self.single_thread
+    }
+
+    /// Takes the mutex. Only where [`locks`](Self::locks): the callers
+    /// branch once per call, not once per lock and unlock.
+    #[inline(always)]
+    pub(crate) fn acquire_mutex(&self) {
         self.raw.lock();
     }
 
     /// # Safety
-    /// The lock is held by the caller's context (`acquire`).
+    /// The caller's context took the mutex (`acquire_mutex`).
     #[inline(always)]
-    pub(crate) unsafe fn release(&self) {
+    pub(crate) unsafe fn release_mutex(&self) {
         // SAFETY: per the contract.
         unsafe { self.raw.unlock() };
     }
 
+    /// Takes the lock (nothing on a thread domain).
+    #[inline(always)]
+    pub(crate) fn acquire(&self) {
+        if self.locks() {
+            self.acquire_mutex();
+        }
+    }
+
+    /// Releases what `acquire` took, also from an unwind path.
+    ///
+    /// # Safety
+    /// The caller's context took it (`acquire`, or `acquire_mutex` where
+    /// the lock [`locks`](Self::locks)).
+    #[inline(always)]
+    pub(crate) unsafe fn release(&self) {
+        if self.locks() {
+            // SAFETY: per the contract.
+            unsafe { self.release_mutex() };
+        }
+    }
+
     /// Runs `f` with the lock held; released when `f` returns or unwinds.
+    /// On a thread domain, just runs `f`.
     #[inline(always)]
     pub(crate) fn with<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.acquire();
+        if !self.locks() {
+            return f();
+        }
+        self.acquire_mutex();
         let guard = UnlockOnUnwind(self);
         let r = f();
         // The normal path unlocks here; the guard's drop is the unwind path.
         core::mem::forget(guard);
         // SAFETY: taken above.
-        unsafe { self.release() };
+        unsafe { self.release_mutex() };
         r
     }
 
@@ -123,7 +170,11 @@ impl QueueLock {
     /// Whether some thread holds the lock (tests and assertions).
     #[cfg(test)]
     pub(crate) fn is_locked(&self) -> bool {
-        self.raw.is_locked()
+        if self.locks() {
+            self.raw.is_locked()
+        } else {
+            self.holder.load(Ordering::Relaxed) != 0
+        }
     }
 }
 
@@ -161,6 +212,18 @@ mod tests {
         }));
         assert!(r.is_err());
         assert!(!l.is_locked());
+    }
+
+    #[test]
+    fn an_unlocked_lock_takes_nothing_but_still_knows_its_holder() {
+        let l = QueueLock::unlocked();
+        assert!(!l.locks());
+        l.with(|| assert!(!l.is_locked()));
+        assert!(l.hold());
+        assert!(l.is_locked() && l.held_here());
+        assert!(!l.hold());
+        assert!(l.release_held());
+        assert!(!l.release_held());
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub(crate) struct Locked<L> {
 }
 
 impl<L> Locked<L> {
-    /// `wq` behind `lock`.
+    /// `wq` behind `lock` ([`QueueLock::unlocked`] on a thread domain).
     pub(crate) fn new(wq: WorkQueue<L>, lock: QueueLock) -> Locked<L> {
         Locked {
             lock,
@@ -123,7 +123,8 @@ impl<L> Locked<L> {
         }
         self.lock.acquire();
         let guard = RewindOnUnwind(self);
-        // SAFETY: the lock is held for as long as f runs, so this is the
+        // SAFETY: the lock is held for as long as f runs (or the object is
+        // on a thread domain, used by one thread at a time), so this is the
         // only reference to the queue state meanwhile.
         let r = f(unsafe { &mut *self.wq.get() });
         // The normal path unlocks here; the guard's drop is the unwind path.

@@ -1,7 +1,8 @@
 # Our provider against the stock C provider, both in this one boot, RC from rxe1 to rxe0:
 #   (a) verbs-bench's post_send + poll_cq busy loop (8-byte RDMA WRITE and SEND): ops/s;
 #   (b) the same pair under valgrind's callgrind: user-space instructions per pair, and the
-#       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/);
+#       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/); and the WRITE
+#       pair on a parent domain with a thread domain (write-td: no lock on the data path);
 #   (c) perftest over rdma_cm (-R), server on rxe0 and client on rxe1 (perftest_pair in lib.sh),
 #       both ends on one provider: ib_send_bw/ib_write_bw with 8-byte
 #       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical);
@@ -84,13 +85,17 @@ done
 
 [[ $parts == *b* ]] &&
 echo "-- (b) user-space instructions per post_send + poll_cq pair (callgrind, $cg_iters pairs)"
-[[ $parts == *b* ]] && for op in write send; do
+# write-td: the WRITE pair with the client's QP and CQ on a parent domain with a thread domain
+# (no lock on their data path); the stock provider has no thread domains (n/a).
+[[ $parts == *b* ]] && for op in write send write-td; do
     declare -A ir=()
+    mode=count
+    [[ $op == *-td ]] && mode=count-td
     for p in "${providers[@]}"; do
         out=$dir/callgrind.$op.$p.out
         log=$dir/callgrind.$op.$p.log
         if TMPDIR=$dir with_provider "$p" "$dir/callgrind.$op.$p.served" valgrind --tool=callgrind --vgdb=no \
-            --collect-atstart=no --callgrind-out-file="$out" "$bench" count "$op" "$cg_iters" > "$log" 2>&1 &&
+            --collect-atstart=no --callgrind-out-file="$out" "$bench" "$mode" "${op%-td}" "$cg_iters" > "$log" 2>&1 &&
             expect_provider "$dir/callgrind.$op.$p.served" "$p"; then
             total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
             ir[$p]=$(awk -v t="$total" -v n="$cg_iters" 'BEGIN { printf "%.1f", t / n }')
@@ -101,6 +106,8 @@ echo "-- (b) user-space instructions per post_send + poll_cq pair (callgrind, $c
             head -n 14 "$dir/callgrind.$op.$p.functions" | sed 's/^/    /'
             awk '{ o = $NF; c[o] += $1 } END { for (o in c) printf "      %-28s %8.1f\n", o, c[o] }' \
                 "$dir/callgrind.$op.$p.functions" | sort -k2 -rn | sed '1i\    per object:'
+        elif grep -q '^count-td: ibv_alloc_td' "$log"; then
+            echo "  $p $op: no thread domains: $(grep '^count-td' "$log")"
         else
             echo "  $p $op: callgrind run failed:"
             tail -n 20 "$log" | sed 's/^/    | /'
