@@ -234,6 +234,24 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_mid_list_leaves_nothing_to_publish_and_the_lock_free() {
+        let fq = FakeQp::new(IBV_QPT_RC, 1, 0);
+        let sq = fq.qp.sq.as_ref().unwrap();
+        let before = sq.with(|wq| wq.prod);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sq.with(|wq| {
+                wq.next_slot().unwrap();
+                wq.advance();
+                panic!("mid-list");
+            })
+        }));
+        assert!(r.is_err());
+        assert!(!sq.lock.is_locked());
+        assert_eq!(sq.with(|wq| wq.prod), before, "the built slot was forgotten");
+        assert!(fq.published().is_empty());
+    }
+
+    #[test]
     fn post_send_refuses_a_bad_request_whole_and_keeps_the_ones_before() {
         let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
         let mut one = [ibv_sge {
