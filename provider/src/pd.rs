@@ -103,11 +103,11 @@ pub(crate) unsafe fn lock_for(pd: *const ibv_pd) -> QueueLock {
     }
 }
 
-/// Whether `pd` is a parent domain (what `ibv_cq_init_attr_ex.parent_domain`
-/// must be).
+/// Whether `pd` is a parent domain.
 ///
 /// # Safety
 /// As for [`lock_for`].
+#[cfg(test)]
 pub(crate) unsafe fn is_parent_domain(pd: *const ibv_pd) -> bool {
     // SAFETY: per the contract.
     let pd = unsafe { pd.cast::<RxePd>().as_ref() };
