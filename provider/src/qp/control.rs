@@ -26,6 +26,8 @@ use crate::libibverbs::objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_pd,
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::*;
 use crate::libibverbs::srq::ibv_srq;
+use crate::lock::QueueLock;
+use crate::pd;
 use crate::work_queue::Locked;
 use crate::wqe::{RecvLimits, SendLimits};
 use crate::{recv_queue, send_queue};
@@ -85,15 +87,19 @@ fn map_queues(
     resp: &CreateQpResp,
     qp_type: c_int,
     has_srq: bool,
+    lock: impl Fn() -> QueueLock,
 ) -> Result<(Locked<SendLimits>, Option<Locked<RecvLimits>>), Errno> {
     let core = &resp.core;
     let sq = send_queue::map(fd, &resp.drv.sq_mi, qp_type, core.max_send_sge, core.max_inline_data)?;
     let rq = if has_srq {
         None
     } else {
-        Some(Locked::new(recv_queue::map(fd, &resp.drv.rq_mi, core.max_recv_sge)?))
+        Some(Locked::new(
+            recv_queue::map(fd, &resp.drv.rq_mi, core.max_recv_sge)?,
+            lock(),
+        ))
     };
-    Ok((Locked::new(sq), rq))
+    Ok((Locked::new(sq, lock()), rq))
 }
 
 /// `send_ops` are the `ibv_qp_ex` operations asked for (checked), `None`
@@ -144,7 +150,9 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     };
     let resp = command::write_cmd(fd, cmd)?;
     qp.created(resp.core.qp_handle);
-    let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some())?;
+    // SAFETY: args.pd is a live PD of ours (checked non-null above).
+    let lock = || unsafe { pd::lock_for(args.pd) };
+    let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some(), lock)?;
     let obj = qp.get_mut();
     obj.sq = Some(sq);
     obj.rq = rq;
@@ -712,12 +720,12 @@ mod tests {
             layout: Layout::select(34, 44).unwrap(),
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
-        let mut pd = ibv_pd { context, handle: 1 };
+        let mut pd = crate::pd::RxePd::protection(context, 1);
         // SAFETY: plain C data.
         let mut cq: ibv_cq = unsafe { core::mem::zeroed() };
         let args = CreateArgs {
             context,
-            pd: &mut pd,
+            pd: &mut pd.pd,
             qp_context: ptr::null_mut(),
             send_cq: &mut cq,
             recv_cq: &mut cq,

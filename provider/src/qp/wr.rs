@@ -26,6 +26,8 @@
 use core::ffi::{c_int, c_void};
 use core::ptr;
 
+use log::warn;
+
 use super::batch::Batch;
 use super::object::{ring_doorbell, sq_accepts_posts, RxeQp};
 use crate::ah::RxeAh;
@@ -77,8 +79,10 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
 }
 
 /// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
-/// `wr_complete`/`wr_abort`, when the application holds the queue lock for
-/// us (the `ibv_wr_*` contract: one thread builds a batch at a time).
+/// `wr_complete`/`wr_abort` on the thread that called `wr_start` (the
+/// `ibv_wr_*` contract: one thread builds a batch at a time); a builder
+/// called outside a batch is ignored (the stock provider would write into
+/// the ring unlocked).
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
     // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; it
     // begins our RxeQp.
@@ -86,9 +90,14 @@ fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQue
         return dflt;
     };
     let Some(sq) = &q.sq else { return dflt };
-    // SAFETY: wr_start took sq.lock and wr_complete/wr_abort release it;
-    // until then this thread is the only one touching the queue and batch.
-    let (wq, batch) = unsafe { (&mut *sq.wq.get(), &mut *q.batch.get()) };
+    if !sq.lock.held_here() {
+        warn!("ibv_wr_* builder outside wr_start/wr_complete on this thread: ignored");
+        return dflt;
+    }
+    // SAFETY: this thread holds sq.lock (wr_start took it, wr_complete or
+    // wr_abort release it): until then it is the only one touching the
+    // queue and the batch.
+    let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
     f(q, wq, batch)
 }
 
@@ -129,9 +138,13 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
             return;
         };
         let Some(sq) = &q.sq else { return };
-        sq.lock.lock();
+        if !sq.lock.hold() {
+            // The stock provider deadlocks on its own spin lock here.
+            warn!("wr_start while this thread's batch is open: the batch goes on");
+            return;
+        }
         // SAFETY: we hold the lock now.
-        unsafe { (*q.batch.get()).start(&mut *sq.wq.get()) };
+        unsafe { (*q.batch.get()).start(sq.held()) };
     })
 }
 
@@ -142,17 +155,30 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
             return libc::EINVAL;
         };
         let Some(sq) = &q.sq else { return libc::EINVAL };
+        if !sq.lock.held_here() {
+            // The stock provider would unlock whoever holds the lock and
+            // publish its stale index (nothing new): report the misuse.
+            warn!("wr_complete without wr_start on this thread: nothing posted");
+            return libc::EINVAL;
+        }
         let accepts = sq_accepts_posts(q);
-        // SAFETY: wr_start took the lock; we release it right after.
-        let r = unsafe {
-            let wq = &mut *sq.wq.get();
-            let r = (*q.batch.get()).finish(wq, accepts);
+        // A panic in finish must neither leave the lock held nor a batch
+        // half-published: forget the batch, then release.
+        let r = ffi::guard("wr_complete", Err(libc::EIO), || {
+            // SAFETY: this thread holds the lock (checked above).
+            let wq = unsafe { sq.held() };
+            // SAFETY: the batch is guarded by the same lock.
+            let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
             if r == Ok(true) {
                 wq.publish();
             }
             r
-        };
-        sq.lock.unlock();
+        });
+        if r == Err(libc::EIO) {
+            // SAFETY: as above; finish's borrow ended.
+            unsafe { (*q.batch.get()).abort(sq.held()) };
+        }
+        sq.lock.release_held();
         match r {
             Ok(true) => ring_doorbell(q).err().unwrap_or(0),
             Ok(false) => 0,
@@ -168,9 +194,13 @@ unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
             return;
         };
         let Some(sq) = &q.sq else { return };
-        // SAFETY: wr_start took the lock; we release it right after.
-        unsafe { (*q.batch.get()).abort(&mut *sq.wq.get()) };
-        sq.lock.unlock();
+        if !sq.lock.held_here() {
+            warn!("wr_abort without wr_start on this thread: ignored");
+            return;
+        }
+        // SAFETY: this thread holds the lock (checked above).
+        unsafe { (*q.batch.get()).abort(sq.held()) };
+        sq.lock.release_held();
     })
 }
 
