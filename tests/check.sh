@@ -21,6 +21,10 @@ cargo build --release --workspace
 tests/nd2/build.sh # the ND2 C++ programs the rig suite nd2 runs (the guest sees the tree read-only)
 packaging/build.sh
 
+echo "== host: lintian and rpmlint of the packages (packaging/lint.sh)"
+packaging/lint.sh
+export RIG_PACKAGES_LINTED=host # the packages suite need not lint them again under emulation
+
 mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | sort)
 echo "== rig: ${suites[*]}"
 tests/rig/vm suites "${suites[@]}"

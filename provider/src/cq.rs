@@ -6,8 +6,9 @@
 //! into the CQ's ring, our [`Consumer`]; we copy each one out once and
 //! advance our consumer index. As in the stock provider one lock per CQ serializes
 //! pollers; `ibv_cq_ex` takes it in `start_poll` and drops it in `end_poll`
-//! (or in a `start_poll` that finds nothing), hence a spin lock rather than a
-//! guard-based mutex.
+//! (or in a `start_poll` that finds nothing), hence a raw lock
+//! ([`QueueLock`]) that records its holder rather than a guard-based mutex;
+//! `poll_cq` and `resize_cq` hold it for the call (RAII).
 //!
 //! What libibverbs expects of the `ibv_cq` we return: `context`, `handle`
 //! and `cqe` filled as `ibv_cmd_create_cq` fills them; `verbs_init_cq` then
@@ -39,8 +40,9 @@ use crate::ffi;
 use crate::kobject::{self, Creating};
 use crate::libibverbs::cq::*;
 use crate::libibverbs::public::ibv_context;
+use crate::lock::QueueLock;
+use crate::pd;
 use crate::queue::Consumer;
-use crate::spinlock::SpinLock;
 
 /// The `read_*` fields the stock rxe provider supports
 /// (`RXE_SUP_WC_EX_FLAGS`); `read_opcode`, `read_vendor_err` and
@@ -217,12 +219,12 @@ impl PollState {
 pub(crate) struct RxeCq {
     vcq: UnsafeCell<ibv_cq_ex>,
     cmd_fd: RawFd,
-    lock: SpinLock,
+    lock: QueueLock,
     state: UnsafeCell<PollState>,
 }
 
 impl RxeCq {
-    fn new(context: *mut ibv_context, channel: *mut ibv_comp_channel, cmd_fd: RawFd) -> Box<RxeCq> {
+    fn new(context: *mut ibv_context, channel: *mut ibv_comp_channel, cmd_fd: RawFd, lock: QueueLock) -> Box<RxeCq> {
         Box::new(RxeCq {
             vcq: UnsafeCell::new(ibv_cq_ex {
                 context,
@@ -257,7 +259,7 @@ impl RxeCq {
                 read_completion_wallclock_ns: None,
             }),
             cmd_fd,
-            lock: SpinLock::new(),
+            lock,
             state: UnsafeCell::new(PollState::new(None)),
         })
     }
@@ -279,14 +281,12 @@ impl RxeCq {
         unsafe { (*self.vcq()).handle }
     }
 
-    /// Runs `f` on the poll state with the lock held.
+    /// Runs `f` on the poll state with the lock held (released on return
+    /// and on unwind).
     #[inline(always)]
     fn locked<R>(&self, f: impl FnOnce(&mut PollState) -> R) -> R {
-        self.lock.lock();
-        // SAFETY: the lock is held, so this is the only reference.
-        let r = f(unsafe { &mut *self.state.get() });
-        self.lock.unlock();
-        r
+        // SAFETY: the lock is held while f runs, so this is the only reference.
+        self.lock.with(|| f(unsafe { &mut *self.state.get() }))
     }
 
     /// # Safety
@@ -347,6 +347,7 @@ fn create(
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
     ex_flags: Option<u32>,
+    lock: QueueLock,
 ) -> Result<Creating<RxeCq>, Errno> {
     if ibctx.is_null() {
         return Err(libc::EINVAL);
@@ -359,7 +360,7 @@ fn create(
         // SAFETY: a non-NULL channel is the application's live ibv_comp_channel.
         unsafe { (*channel).fd }
     };
-    let mut cq = Creating::new(RxeCq::new(ibctx, channel, fd), "CQ", fd, |fd, handle| {
+    let mut cq = Creating::new(RxeCq::new(ibctx, channel, fd, lock), "CQ", fd, |fd, handle| {
         destroy_kernel_cq(fd, handle).map(|_| ())
     });
     // The kernel hands this back in completion events (ibv_get_cq_event).
@@ -420,7 +421,7 @@ pub(crate) unsafe extern "C" fn create_cq(
     comp_vector: c_int,
 ) -> *mut ibv_cq {
     ffi::guard("create_cq", ptr::null_mut(), || {
-        match create(context, cqe, channel, comp_vector, None) {
+        match create(context, cqe, channel, comp_vector, None, QueueLock::new()) {
             Ok(cq) => cq.finish().as_ptr().cast::<ibv_cq>(),
             Err(errno) => ffi::fail_ptr(errno),
         }
@@ -473,8 +474,18 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
             return ffi::fail_ptr(libc::EINVAL);
         };
         let created = ex_create_flags(attr).and_then(|flags| {
+            // A parent domain with a TD: no lock. Anything else given as
+            // the PD is ignored, as the stock provider ignores it (mlx5
+            // refuses what is not a parent domain; verbs-diff compares
+            // with stock).
+            let lock = if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
+                // SAFETY: a PD of ours or null (lock_for takes null).
+                unsafe { pd::lock_for(attr.parent_domain.cast()) }
+            } else {
+                QueueLock::new()
+            };
             let cqe = attr.cqe as c_int;
-            create(context, cqe, attr.channel, attr.comp_vector as c_int, Some(flags))
+            create(context, cqe, attr.channel, attr.comp_vector as c_int, Some(flags), lock)
         });
         match created {
             Ok(mut cq) => {
@@ -619,18 +630,25 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return libc::EINVAL;
         };
-        cq.lock.lock();
-        // SAFETY: we just took the lock.
-        let state = unsafe { cq.state_locked() };
+        if !cq.lock.hold() {
+            // The stock provider deadlocks on its own spin lock here.
+            warn!("start_poll again before end_poll on this thread: refused");
+            ffi::set_errno(libc::EINVAL);
+            return libc::EINVAL;
+        }
         // A panic must not leave the lock taken.
-        match ffi::guard("start_poll", Err(libc::EIO), || state.start()) {
+        let r = ffi::guard("start_poll", Err(libc::EIO), || {
+            // SAFETY: this thread holds the lock now.
+            unsafe { cq.state_locked() }.start()
+        });
+        match r {
             Ok(wc) => {
                 // The lock stays held until end_poll.
                 cq.set_current(&wc);
                 0
             }
             Err(errno) => {
-                cq.lock.unlock();
+                cq.lock.release_held();
                 ffi::set_errno(errno);
                 errno
             }
@@ -644,8 +662,13 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return libc::EINVAL;
         };
-        // SAFETY: next_poll is only valid after a successful start_poll,
-        // which left the lock held.
+        if !cq.lock.held_here() {
+            // The stock provider would read the ring unlocked.
+            warn!("next_poll without a successful start_poll on this thread: refused");
+            ffi::set_errno(libc::EINVAL);
+            return libc::EINVAL;
+        }
+        // SAFETY: this thread holds the lock (a successful start_poll).
         match unsafe { cq.state_locked() }.next() {
             Ok(wc) => {
                 cq.set_current(&wc);
@@ -667,13 +690,17 @@ unsafe extern "C" fn end_poll(current: *mut ibv_cq_ex) {
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return;
         };
-        if !cq.lock.is_locked() {
-            warn!("end_poll without a successful start_poll: ignored");
+        if !cq.lock.held_here() {
+            // The stock provider would unlock whoever holds the lock.
+            warn!("end_poll without a successful start_poll on this thread: ignored");
             return;
         }
-        // SAFETY: after a successful start_poll the lock is held.
-        unsafe { cq.state_locked() }.end();
-        cq.lock.unlock();
+        // The lock is released even if end() panics.
+        ffi::guard("end_poll", (), || {
+            // SAFETY: this thread holds the lock (a successful start_poll).
+            unsafe { cq.state_locked() }.end()
+        });
+        cq.lock.release_held();
     })
 }
 
@@ -745,7 +772,7 @@ pub(crate) mod testing {
     /// Free it with `Box::from_raw(cq.cast::<RxeCq>())`.
     pub(crate) fn fake_rxe_cq(wc_flags: u64) -> (FakeQueue, *mut ibv_cq_ex) {
         let fq = FakeQueue::new(7, 7, 0);
-        let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1);
+        let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, QueueLock::new());
         // SAFETY: the CQ is ours alone.
         unsafe {
             *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
@@ -1037,7 +1064,7 @@ mod tests {
     #[test]
     fn create_fails_with_an_errno_without_a_kernel() {
         assert_eq!(
-            create(ptr::null_mut(), 4, ptr::null_mut(), 0, None).err(),
+            create(ptr::null_mut(), 4, ptr::null_mut(), 0, None, QueueLock::new()).err(),
             Some(libc::EINVAL)
         );
         // A context whose cmd_fd is not a uverbs file: the command fails
@@ -1046,11 +1073,11 @@ mod tests {
         // SAFETY: zeroed is a valid ibv_context (pointers NULL, fds 0).
         unsafe { (*ctx.as_mut_ptr()).cmd_fd = -1 };
         assert_eq!(
-            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, None).err(),
+            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, None, QueueLock::new()).err(),
             Some(libc::EBADF)
         );
         assert_eq!(
-            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, Some(0)).err(),
+            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, Some(0), QueueLock::new()).err(),
             Some(libc::EBADF)
         );
     }

@@ -43,6 +43,7 @@ use crate::libibverbs::objects::ibv_pd;
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::libibverbs::srq::*;
+use crate::pd;
 use crate::recv_queue::{self, post_recv_list};
 use crate::work_queue::Locked;
 use crate::wqe::RecvLimits;
@@ -163,7 +164,8 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     srq.created(resp.core.srq_handle);
     let rq = recv_queue::map(fd, &resp.drv.mi, resp.core.max_sge)?;
     let obj = srq.get_mut();
-    obj.rq = Some(Locked::new(rq));
+    // SAFETY: args.pd is a live PD of ours (checked non-null above).
+    obj.rq = Some(Locked::new(rq, unsafe { pd::lock_for(args.pd) }));
     let vsrq = obj.vsrq.get_mut();
     vsrq.srq_num = resp.core.srqn;
     let s = &mut vsrq.srq;
@@ -569,10 +571,10 @@ mod tests {
             layout: Layout::select(34, 44).unwrap(),
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
-        let mut pd = ibv_pd { context, handle: 1 };
+        let mut pd = crate::pd::RxePd::protection(context, 1);
         let args = CreateArgs {
             context,
-            pd: &mut pd,
+            pd: &mut pd.pd,
             srq_context: ptr::null_mut(),
             attr: ibv_srq_attr {
                 max_wr: 4,

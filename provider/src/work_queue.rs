@@ -6,8 +6,8 @@
 use core::cell::UnsafeCell;
 
 use crate::errno::Errno;
+use crate::lock::QueueLock;
 use crate::queue::Producer;
-use crate::spinlock::SpinLock;
 use crate::wqe::QueueLimits;
 
 /// A ring we produce into: the mapping, our producer index (only we write
@@ -89,30 +89,60 @@ impl<L: QueueLimits> WorkQueue<L> {
 
 /// A work queue behind its lock.
 pub(crate) struct Locked<L> {
-    pub lock: SpinLock,
+    pub lock: QueueLock,
     pub wq: UnsafeCell<WorkQueue<L>>,
 }
 
 impl<L> Locked<L> {
-    pub(crate) fn new(wq: WorkQueue<L>) -> Locked<L> {
+    /// `wq` behind `lock` ([`QueueLock::unlocked`] on a thread domain).
+    pub(crate) fn new(wq: WorkQueue<L>, lock: QueueLock) -> Locked<L> {
         Locked {
-            lock: SpinLock::new(),
+            lock,
             wq: UnsafeCell::new(wq),
         }
     }
 
+    /// Runs `f` on the queue with the lock held. If `f` panics, what it
+    /// built but did not publish is forgotten (our producer index goes back
+    /// to the published one, so no half-posted list is published by a later
+    /// call) and the lock is released.
     #[inline(always)]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut WorkQueue<L>) -> R) -> R {
-        struct Unlock<'a>(&'a SpinLock);
-        impl Drop for Unlock<'_> {
+        /// Dropped only on unwind: rewinds, then unlocks.
+        struct RewindOnUnwind<'a, L>(&'a Locked<L>);
+        impl<L> Drop for RewindOnUnwind<'_, L> {
+            #[cold]
             fn drop(&mut self) {
-                self.0.unlock();
+                // SAFETY: the lock is still held and f's borrow ended (it
+                // unwound), so this is the only reference.
+                let wq = unsafe { &mut *self.0.wq.get() };
+                wq.prod = wq.ring.producer_index();
+                // SAFETY: with() took it and did not release it.
+                unsafe { self.0.lock.release() };
             }
         }
-        self.lock.lock();
-        let _unlock = Unlock(&self.lock);
-        // SAFETY: the lock is held until _unlock drops (also on a panic), so
-        // this is the only reference to the queue state meanwhile.
-        f(unsafe { &mut *self.wq.get() })
+        self.lock.acquire();
+        let guard = RewindOnUnwind(self);
+        // SAFETY: the lock is held for as long as f runs (or the object is
+        // on a thread domain, used by one thread at a time), so this is the
+        // only reference to the queue state meanwhile.
+        let r = f(unsafe { &mut *self.wq.get() });
+        // The normal path unlocks here; the guard's drop is the unwind path.
+        core::mem::forget(guard);
+        // SAFETY: taken above.
+        unsafe { self.lock.release() };
+        r
+    }
+
+    /// The queue, for a thread between `self.lock.hold()` and
+    /// `release_held()` (the `ibv_wr_*` batch).
+    ///
+    /// # Safety
+    /// The caller holds the lock (`self.lock.held_here()`) and makes no
+    /// other reference to the queue while this one lives.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn held(&self) -> &mut WorkQueue<L> {
+        // SAFETY: per the contract.
+        unsafe { &mut *self.wq.get() }
     }
 }

@@ -17,7 +17,8 @@ use core::ffi::c_int;
 use core::mem::size_of;
 
 use kernel_abi::{
-    rxe_av, rxe_recv_wqe, rxe_send_wqe, rxe_send_wr_wr_atomic, rxe_send_wr_wr_mw, rxe_send_wr_wr_rdma, rxe_sge,
+    rxe_av, rxe_recv_wqe, rxe_send_wqe, rxe_send_wr_wr_atomic, rxe_send_wr_wr_flush, rxe_send_wr_wr_mw,
+    rxe_send_wr_wr_rdma, rxe_sge,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -360,6 +361,32 @@ pub(crate) fn set_rdma(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32) {
         reserved: 0,
     };
     wqe.iova = remote_addr;
+}
+
+/// The operands of a FLUSH (`ibv_wr_flush`, rdma-core v45+, Linux 6.2+), as
+/// the stock provider writes them: the range's length travels as the WQE's
+/// data length, not in `wr.flush.length`.
+pub(crate) fn set_flush(wqe: &mut rxe_send_wqe, f: &Flush) {
+    wqe.wr.wr.flush = rxe_send_wr_wr_flush {
+        remote_addr: f.remote_addr,
+        length: 0,
+        rkey: f.rkey,
+        r#type: f.placement,
+        level: f.level,
+    };
+    set_data(wqe, f.length, 0);
+    wqe.iova = f.remote_addr;
+}
+
+/// What `ibv_wr_flush` asks for.
+pub(crate) struct Flush {
+    pub remote_addr: u64,
+    pub rkey: u32,
+    pub length: u32,
+    /// `IB_FLUSH_GLOBAL` and/or `IB_FLUSH_PERSISTENT`.
+    pub placement: u8,
+    /// `IB_FLUSH_RANGE` or `IB_FLUSH_MR`.
+    pub level: u8,
 }
 
 /// The operands of the two atomics.
@@ -726,6 +753,33 @@ pub(crate) mod tests {
             let (ra, rk, res) = unsafe { (h.wr.wr.rdma.remote_addr, h.wr.wr.rdma.rkey, h.wr.wr.rdma.reserved) };
             assert_eq!((ra, rk, res, h.iova, len), (0x10_0000, 0x77, 0, 0x10_0000, 4096));
         }
+    }
+
+    #[test]
+    fn flush_carries_range_placement_and_level_as_stock_writes_them() {
+        let mut slot = Slot::new(SEND_WQE_HEADER + lim(IBV_QPT_RC).payload_room);
+        slot.bytes().fill(0xa5);
+        let (h, _) = slot.send();
+        write_header(h, 7, IBV_WR_FLUSH, IBV_SEND_SIGNALED, 0);
+        let f = Flush {
+            remote_addr: 0x20_0000,
+            rkey: 0x99,
+            length: 4096,
+            placement: 1,
+            level: 0,
+        };
+        set_flush(h, &f);
+        // SAFETY: the flush arm was written whole.
+        let a = unsafe { &h.wr.wr.flush };
+        assert_eq!(
+            (a.remote_addr, a.rkey, a.length, a.r#type, a.level),
+            (0x20_0000, 0x99, 0, 1, 0)
+        );
+        assert_eq!(
+            (h.dma.length, h.dma.resid, h.dma.num_sge, h.iova),
+            (4096, 4096, 0, 0x20_0000)
+        );
+        assert_eq!((h.wr.opcode, h.wr.wr_id), (IBV_WR_FLUSH as u32, 7));
     }
 
     #[test]

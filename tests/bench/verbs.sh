@@ -1,14 +1,19 @@
 # Our provider against the stock C provider, both in this one boot, RC from rxe1 to rxe0:
 #   (a) verbs-bench's post_send + poll_cq busy loop (8-byte RDMA WRITE and SEND): ops/s;
 #   (b) the same pair under valgrind's callgrind: user-space instructions per pair, and the
-#       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/);
+#       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/); and the WRITE
+#       pair on a parent domain with a thread domain (write-td: no lock on the data path);
 #   (c) perftest over rdma_cm (-R), server on rxe0 and client on rxe1 (perftest_pair in lib.sh),
 #       both ends on one provider: ib_send_bw/ib_write_bw with 8-byte
-#       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical).
+#       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical);
+#   (d) contended: verbs-contended, 4 and then 8 threads posting 8-byte RDMA WRITEs on one QP
+#       and polling its one CQ (the guest has 2 vCPUs): ops/s.
 # Prints the figures and the ratio ours / stock, then one summary table. RIG_BENCH_ITERS (20000)
 # pairs in (a), RIG_BENCH_CALLGRIND_ITERS (2000) pairs in (b), RIG_BENCH_PERF_ITERS (10000)
 # iterations in (c) (a quarter of that for the latency runs); RIG_BENCH_ROUNDS (3) rounds of (a)
-# and (c), the providers taking turns; the median is what the summary shows. Under software
+# and (c), the providers taking turns; the median is what the summary shows. RIG_BENCH_CONTENDED_ITERS
+# (20000) completions per run of (d), RIG_BENCH_CONTENDED_ROUNDS (3) rounds. RIG_BENCH_PARTS
+# (abcd) picks the parts to run. Under software
 # emulation on a shared host the timed figures vary by a factor of two between rounds: compare
 # the instruction counts, which are exact, and read the timed ratios as "no large loss".
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
@@ -20,6 +25,9 @@ cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-2000}
 perf_iters=${RIG_BENCH_PERF_ITERS:-10000}
 rounds=${RIG_BENCH_ROUNDS:-3}
 providers=(stock rxe_rs)
+parts=${RIG_BENCH_PARTS:-abcd}
+contended_iters=${RIG_BENCH_CONTENDED_ITERS:-20000}
+contended_rounds=${RIG_BENCH_CONTENDED_ROUNDS:-3}
 summary=()
 
 mkdir -p "$dir"
@@ -55,8 +63,9 @@ row() {
     summary+=("$line")
 }
 
+[[ $parts == *a* ]] &&
 echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds rounds (providers alternate)"
-for op in write send; do
+[[ $parts == *a* ]] && for op in write send; do
     declare -A rate=()
     for p in "${providers[@]}"; do : > "$dir/rate.$op.$p.figures"; done
     for ((r = 1; r <= rounds; r++)); do
@@ -74,14 +83,19 @@ for op in write send; do
     unset rate
 done
 
+[[ $parts == *b* ]] &&
 echo "-- (b) user-space instructions per post_send + poll_cq pair (callgrind, $cg_iters pairs)"
-for op in write send; do
+# write-td: the WRITE pair with the client's QP and CQ on a parent domain with a thread domain
+# (no lock on their data path); the stock provider has no thread domains (n/a).
+[[ $parts == *b* ]] && for op in write send write-td; do
     declare -A ir=()
+    mode=count
+    [[ $op == *-td ]] && mode=count-td
     for p in "${providers[@]}"; do
         out=$dir/callgrind.$op.$p.out
         log=$dir/callgrind.$op.$p.log
         if TMPDIR=$dir with_provider "$p" "$dir/callgrind.$op.$p.served" valgrind --tool=callgrind --vgdb=no \
-            --collect-atstart=no --callgrind-out-file="$out" "$bench" count "$op" "$cg_iters" > "$log" 2>&1 &&
+            --collect-atstart=no --callgrind-out-file="$out" "$bench" "$mode" "${op%-td}" "$cg_iters" > "$log" 2>&1 &&
             expect_provider "$dir/callgrind.$op.$p.served" "$p"; then
             total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
             ir[$p]=$(awk -v t="$total" -v n="$cg_iters" 'BEGIN { printf "%.1f", t / n }')
@@ -92,6 +106,8 @@ for op in write send; do
             head -n 14 "$dir/callgrind.$op.$p.functions" | sed 's/^/    /'
             awk '{ o = $NF; c[o] += $1 } END { for (o in c) printf "      %-28s %8.1f\n", o, c[o] }' \
                 "$dir/callgrind.$op.$p.functions" | sort -k2 -rn | sed '1i\    per object:'
+        elif grep -q '^count-td: ibv_alloc_td' "$log"; then
+            echo "  $p $op: no thread domains: $(grep '^count-td' "$log")"
         else
             echo "  $p $op: callgrind run failed:"
             tail -n 20 "$log" | sed 's/^/    | /'
@@ -116,10 +132,34 @@ perf_figure() {
     awk -v c="$2" '/^ *#bytes/ { hdr = 1; next } hdr && $1 ~ /^[0-9]+$/ && NF >= c { print $c; exit }' "$1"
 }
 
+[[ $parts == *d* ]] &&
+echo "-- (d) contended: threads posting on one QP and polling one CQ, $contended_iters WRITEs, median of $contended_rounds rounds (providers alternate)"
+[[ $parts == *d* ]] && for threads in 4 8; do
+    declare -A rate=()
+    for p in "${providers[@]}"; do : > "$dir/contended.$threads.$p.figures"; done
+    for ((r = 1; r <= contended_rounds; r++)); do
+        for p in "${providers[@]}"; do
+            log=$dir/contended.$threads.$p.$r.log
+            with_provider "$p" "$dir/contended.$threads.$p.served" "$dir/verbs-contended" "$threads" \
+                "$contended_iters" > "$log" 2>&1 &&
+                expect_provider "$dir/contended.$threads.$p.served" "$p" &&
+                awk '/^contended/ { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/s") print $i }' "$log" \
+                    >> "$dir/contended.$threads.$p.figures"
+            sed "s/^/  round $r: /" "$log"
+        done
+    done
+    for p in "${providers[@]}"; do rate[$p]=$(median < "$dir/contended.$threads.$p.figures"); done
+    row "contended $threads threads ops/s (median)" "higher is better" "${rate[stock]:-}" "${rate[rxe_rs]:-}"
+    unset rate
+done
+
+[[ $parts == *c* ]] &&
 echo "-- (c) perftest over rdma_cm, both ends on one provider, median of $rounds rounds (providers alternate)"
-trap 'unbound_clients_on_rxe1 off' EXIT
-unbound_clients_on_rxe1 on
-for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
+if [[ $parts == *c* ]]; then
+    trap 'unbound_clients_on_rxe1 off' EXIT
+    unbound_clients_on_rxe1 on
+fi
+[[ $parts == *c* ]] && for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
     declare -A fig=()
     # Message rate from the _bw runs; from the _lat runs t_typical (perftest's median), as t_avg
     # follows the emulator's stalls of 100 ms and more.

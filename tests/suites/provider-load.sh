@@ -9,8 +9,11 @@ devices_listed_by_ours() {
     echo "$listing"
     served_by "$served"
     grep -qw rxe0 <<< "$listing" || return 1
-    grep -q " listed rxe0 rxe_rs $RIG_OURS_PREFIX-rdmav34.so\$" "$served" &&
-        grep -q " listed rxe1 rxe_rs $RIG_OURS_PREFIX-rdmav34.so\$" "$served"
+    # libibverbs loads the library named after its private ABI (34 on Debian 12 and 13, 65 on sid).
+    local pabi
+    pabi=$(rig_pabi) || return 1
+    grep -q " listed rxe0 rxe_rs $RIG_OURS_PREFIX-rdmav$pabi.so\$" "$served" &&
+        grep -q " listed rxe1 rxe_rs $RIG_OURS_PREFIX-rdmav$pabi.so\$" "$served"
 }
 run_test ibv_devices-served-by-rxe_rs devices_listed_by_ours
 

@@ -9,6 +9,16 @@ source "$RIG_ROOT/tests/rig/guest/lib.sh"
 PYVERBS_TESTS=/usr/share/doc/rdma-core/tests
 # Kernel 6.1's rxe has no atomic write: the test errors with the stock provider too.
 EXPECTED_ERRORS="tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write"
+# Tests that kill the interpreter on a line with the stock provider, and so are not run there by
+# either (the comparison needs both runs whole): on rdma-core 56 (Debian 13), DvCqTest's traffic
+# tests (test_dv_cq_cqe_size_128, then test_dv_cq_cqe_size_64 when the first is left out) create
+# mlx5 DV resources on rxe, closing their CQ fails with EBADF and Python dies of SIGSEGV with
+# stock, ending the suite (with rxe_rs the same EBADF, no crash). The whole class is left out.
+# rdma-core 65 (sid) has the same tests unchanged; left out there too without having been seen
+# to crash.
+case $(dpkg-query -W -f='${Version}' python3-pyverbs) in
+    56.* | 65.*) export PYVERBS_EXCLUDE="tests.test_mlx5_cq.DvCqTest" ;;
+esac
 
 tests_dir=$(mktemp -d)
 cp -r "$PYVERBS_TESTS" "$tests_dir/tests"
@@ -30,12 +40,12 @@ pyverbs_run() { # pyverbs_run PROVIDER
         return
     fi
     local ran passed skipped broken unexpected
-    ran=$(wc -l < "$(outcomes "$provider")")
+    ran=$(($(wc -l < "$(outcomes "$provider")") - $(count "$provider" excluded)))
     passed=$(count "$provider" pass)
     skipped=$(count "$provider" skip)
     broken=$(($(count "$provider" fail) + $(count "$provider" error)))
     echo "  pyverbs with $provider: ran $ran, $passed passed, $skipped skipped," \
-        "$(count "$provider" fail) failed, $(count "$provider" error) errors"
+        "$(count "$provider" fail) failed, $(count "$provider" error) errors, $(count "$provider" excluded) not run (PYVERBS_EXCLUDE)"
     echo "  served:"
     served_by "$served"
     unexpected=$(awk -F'\t' '$2 == "fail" || $2 == "error" { print $1 }' "$(outcomes "$provider")" |

@@ -10,6 +10,9 @@
  *                                    post_send and the poll_cq calls are collected (client requests),
  *                                    after a warm-up: total Ir / N is the user-space instructions
  *                                    per pair, deterministic, without empty polls
+ *   verbs-bench count-td write|send N  the same, with the client's QP and CQ created on a parent
+ *                                    domain with a thread domain (no lock on their data path);
+ *                                    exits 3 when the provider has no thread domains
  *
  * SENDs need receives: the server keeps its RQ full, refilled in batches outside the measurement.
  */
@@ -31,6 +34,8 @@
 static struct loopback_dev client, server;
 static struct ibv_cq *client_cq, *server_cq;
 static struct ibv_comp_channel *channel;
+static struct ibv_pd *parent_domain;
+static struct ibv_td *thread_domain;
 static struct ibv_qp *cqp, *sqp;
 static struct ibv_mr *client_mr, *server_mr;
 static char client_buf[MSG], server_buf[RQ_DEPTH * MSG];
@@ -159,14 +164,15 @@ int main(int argc, char **argv)
 		.cap = { .max_send_wr = 64, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
-	bool count;
+	bool count, td;
 	long n;
 	double t;
 
-	if (argc != 4 || (strcmp(argv[1], "rate") && strcmp(argv[1], "count")) ||
+	if (argc != 4 || (strcmp(argv[1], "rate") && strcmp(argv[1], "count") && strcmp(argv[1], "count-td")) ||
 	    (strcmp(argv[2], "write") && strcmp(argv[2], "send")) || (n = atol(argv[3])) <= 0)
-		die("usage: verbs-bench rate|count write|send N");
-	count = strcmp(argv[1], "count") == 0;
+		die("usage: verbs-bench rate|count|count-td write|send N");
+	td = strcmp(argv[1], "count-td") == 0;
+	count = td || strcmp(argv[1], "count") == 0;
 	use_send = strcmp(argv[2], "send") == 0;
 
 	loopback_open(&client, "rxe1");
@@ -179,12 +185,37 @@ int main(int argc, char **argv)
 	channel = ibv_create_comp_channel(client.ctx);
 	if (!channel)
 		die("ibv_create_comp_channel: %s", strerror(errno));
-	client_cq = ibv_create_cq(client.ctx, 128, NULL, channel, 0);
+	if (td) {
+		struct ibv_td_init_attr td_attr = { 0 };
+		struct ibv_parent_domain_init_attr pd_attr = { .pd = client.pd };
+		struct ibv_cq_init_attr_ex cq_attr = {
+			.cqe = 128,
+			.channel = channel,
+			.wc_flags = IBV_WC_STANDARD_FLAGS,
+			.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+		};
+		struct ibv_cq_ex *cq_ex;
+
+		thread_domain = ibv_alloc_td(client.ctx, &td_attr);
+		if (!thread_domain) {
+			printf("count-td: ibv_alloc_td: %s\n", strerror(errno));
+			return 3;
+		}
+		pd_attr.td = thread_domain;
+		parent_domain = ibv_alloc_parent_domain(client.ctx, &pd_attr);
+		if (!parent_domain)
+			die("ibv_alloc_parent_domain: %s", strerror(errno));
+		cq_attr.parent_domain = parent_domain;
+		cq_ex = ibv_create_cq_ex(client.ctx, &cq_attr);
+		client_cq = cq_ex ? ibv_cq_ex_to_cq(cq_ex) : NULL;
+	} else {
+		client_cq = ibv_create_cq(client.ctx, 128, NULL, channel, 0);
+	}
 	server_cq = ibv_create_cq(server.ctx, RQ_DEPTH + 64, NULL, NULL, 0);
 	if (!client_cq || !server_cq)
 		die("ibv_create_cq: %s", strerror(errno));
 	attr.send_cq = attr.recv_cq = client_cq;
-	cqp = ibv_create_qp(client.pd, &attr);
+	cqp = ibv_create_qp(parent_domain ? parent_domain : client.pd, &attr);
 	attr.send_cq = attr.recv_cq = server_cq;
 	sqp = ibv_create_qp(server.pd, &attr);
 	if (!cqp || !sqp)
@@ -196,7 +227,7 @@ int main(int argc, char **argv)
 	if (count) {
 		count_loop(WARMUP, false);
 		count_loop(n, true);
-		printf("count %s: %ld pairs collected (provider %s)\n", argv[2], n,
+		printf("%s %s: %ld pairs collected (provider %s)\n", argv[1], argv[2], n,
 		       loopback_provider_path(&client));
 	} else {
 		rate_loop(WARMUP);
@@ -211,6 +242,8 @@ int main(int argc, char **argv)
 	    ibv_destroy_cq(server_cq) || ibv_destroy_comp_channel(channel) ||
 	    ibv_dereg_mr(client_mr) || ibv_dereg_mr(server_mr))
 		die("teardown: %s", strerror(errno));
+	if (parent_domain && (ibv_dealloc_pd(parent_domain) || ibv_dealloc_td(thread_domain)))
+		die("teardown of the parent domain: %s", strerror(errno));
 	loopback_close(&client);
 	loopback_close(&server);
 	return 0;

@@ -21,7 +21,10 @@ use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
 use super::cq;
-use super::objects::{ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_pd, ibv_qp, verbs_mr};
+use super::objects::{
+    ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_parent_domain_init_attr, ibv_pd, ibv_qp, ibv_td,
+    ibv_td_init_attr, verbs_mr,
+};
 use super::public::{ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn};
 use super::qp;
 use super::srq;
@@ -32,6 +35,10 @@ pub type query_device_ex_fn =
 pub type query_port_fn = unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr) -> c_int;
 pub type alloc_pd_fn = unsafe extern "C" fn(*mut ibv_context) -> *mut ibv_pd;
 pub type dealloc_pd_fn = unsafe extern "C" fn(*mut ibv_pd) -> c_int;
+pub type alloc_td_fn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_td_init_attr) -> *mut ibv_td;
+pub type dealloc_td_fn = unsafe extern "C" fn(*mut ibv_td) -> c_int;
+pub type alloc_parent_domain_fn =
+    unsafe extern "C" fn(*mut ibv_context, *mut ibv_parent_domain_init_attr) -> *mut ibv_pd;
 pub type reg_mr_fn = unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr;
 pub type rereg_mr_fn = unsafe extern "C" fn(*mut verbs_mr, c_int, *mut ibv_pd, *mut c_void, usize, c_int) -> c_int;
 pub type dereg_mr_fn = unsafe extern "C" fn(*mut verbs_mr) -> c_int;
@@ -121,9 +128,9 @@ verbs_context_ops! {
     alloc_dm: opaque_fn,
     alloc_mw: Option<alloc_mw_fn>,
     alloc_null_mr: opaque_fn,
-    alloc_parent_domain: opaque_fn,
+    alloc_parent_domain: Option<alloc_parent_domain_fn>,
     alloc_pd: Option<alloc_pd_fn>,
-    alloc_td: opaque_fn,
+    alloc_td: Option<alloc_td_fn>,
     async_event: opaque_fn,
     attach_counters_point_flow: opaque_fn,
     attach_mcast: Option<mcast_fn>,
@@ -144,7 +151,7 @@ verbs_context_ops! {
     create_wq: opaque_fn,
     dealloc_mw: Option<dealloc_mw_fn>,
     dealloc_pd: Option<dealloc_pd_fn>,
-    dealloc_td: opaque_fn,
+    dealloc_td: Option<dealloc_td_fn>,
     dereg_mr: Option<dereg_mr_fn>,
     destroy_ah: Option<destroy_ah_fn>,
     destroy_counters: opaque_fn,

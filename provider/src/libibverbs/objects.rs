@@ -20,6 +20,43 @@ pub struct ibv_pd {
 const _: () = assert!(size_of::<ibv_pd>() == 16);
 const _: () = assert!(offset_of!(ibv_pd, handle) == 8);
 
+/// `struct ibv_td`: a thread domain.
+#[repr(C)]
+pub struct ibv_td {
+    pub context: *mut ibv_context,
+}
+
+/// `struct ibv_td_init_attr`.
+#[repr(C)]
+pub struct ibv_td_init_attr {
+    pub comp_mask: u32,
+}
+
+/// `ibv_parent_domain_init_attr.alloc`: memory for a provider resource, or
+/// `IBV_ALLOCATOR_USE_DEFAULT`.
+pub type pd_alloc_fn = unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, usize, u64) -> *mut c_void;
+/// `ibv_parent_domain_init_attr.free`.
+pub type pd_free_fn = unsafe extern "C" fn(*mut ibv_pd, *mut c_void, *mut c_void, u64);
+
+/// `struct ibv_parent_domain_init_attr`.
+#[repr(C)]
+pub struct ibv_parent_domain_init_attr {
+    pub pd: *mut ibv_pd,
+    pub td: *mut ibv_td,
+    pub comp_mask: u32,
+    pub alloc: Option<pd_alloc_fn>,
+    pub free: Option<pd_free_fn>,
+    pub pd_context: *mut c_void,
+}
+const _: () = assert!(offset_of!(ibv_parent_domain_init_attr, comp_mask) == 16);
+const _: () = assert!(offset_of!(ibv_parent_domain_init_attr, alloc) == 24);
+const _: () = assert!(offset_of!(ibv_parent_domain_init_attr, pd_context) == 40);
+const _: () = assert!(size_of::<ibv_parent_domain_init_attr>() == 48);
+
+/// `enum ibv_parent_domain_init_attr_mask`.
+pub const IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS: u32 = 1 << 0;
+pub const IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT: u32 = 1 << 1;
+
 #[repr(C)]
 pub struct ibv_mr {
     pub context: *mut ibv_context,

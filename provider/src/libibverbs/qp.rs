@@ -75,6 +75,7 @@ pub const IBV_WR_LOCAL_INV: c_int = 7;
 pub const IBV_WR_BIND_MW: c_int = 8;
 pub const IBV_WR_SEND_WITH_INV: c_int = 9;
 /// rdma-core v44+; only through `ibv_wr_atomic_write`.
+pub const IBV_WR_FLUSH: c_int = 14;
 pub const IBV_WR_ATOMIC_WRITE: c_int = 15;
 
 /// `enum ibv_qp_create_send_ops_flags`
@@ -422,6 +423,11 @@ impl QpExLayout {
         self.qp_ex_size >= 352
     }
 
+    /// Whether `ibv_qp_ex` has `wr_flush` (v45+), in `VerbsQp::tail[1]`.
+    pub fn has_flush(self) -> bool {
+        self.qp_ex_size >= 360
+    }
+
     /// Offset of `verbs_qp.comp_mask` (a u32).
     pub fn comp_mask_offset(self) -> usize {
         self.qp_ex_size
@@ -440,6 +446,14 @@ impl VerbsQp {
         if layout.has_atomic_write() {
             // The word right after wr_abort (offset 344).
             self.tail[0] = f.map_or(0, |f| f as usize as u64);
+        }
+    }
+
+    /// Sets `wr_flush` where this release has it (else nothing).
+    pub fn set_wr_flush(&mut self, layout: QpExLayout, f: opaque_fn) {
+        if layout.has_flush() {
+            // The word after wr_atomic_write (offset 352).
+            self.tail[1] = f.map_or(0, |f| f as usize as u64);
         }
     }
 

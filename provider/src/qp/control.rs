@@ -26,6 +26,8 @@ use crate::libibverbs::objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_pd,
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::*;
 use crate::libibverbs::srq::ibv_srq;
+use crate::lock::QueueLock;
+use crate::pd;
 use crate::work_queue::Locked;
 use crate::wqe::{RecvLimits, SendLimits};
 use crate::{recv_queue, send_queue};
@@ -85,15 +87,19 @@ fn map_queues(
     resp: &CreateQpResp,
     qp_type: c_int,
     has_srq: bool,
+    lock: impl Fn() -> QueueLock,
 ) -> Result<(Locked<SendLimits>, Option<Locked<RecvLimits>>), Errno> {
     let core = &resp.core;
     let sq = send_queue::map(fd, &resp.drv.sq_mi, qp_type, core.max_send_sge, core.max_inline_data)?;
     let rq = if has_srq {
         None
     } else {
-        Some(Locked::new(recv_queue::map(fd, &resp.drv.rq_mi, core.max_recv_sge)?))
+        Some(Locked::new(
+            recv_queue::map(fd, &resp.drv.rq_mi, core.max_recv_sge)?,
+            lock(),
+        ))
     };
-    Ok((Locked::new(sq), rq))
+    Ok((Locked::new(sq, lock()), rq))
 }
 
 /// `send_ops` are the `ibv_qp_ex` operations asked for (checked), `None`
@@ -144,7 +150,9 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     };
     let resp = command::write_cmd(fd, cmd)?;
     qp.created(resp.core.qp_handle);
-    let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some())?;
+    // SAFETY: args.pd is a live PD of ours (checked non-null above).
+    let lock = || unsafe { pd::lock_for(args.pd) };
+    let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some(), lock)?;
     let obj = qp.get_mut();
     obj.sq = Some(sq);
     obj.rq = rq;
@@ -678,12 +686,16 @@ mod tests {
         a.qp_type = IBV_QPT_RC;
         a.send_ops_flags = ((1 << 10) - 1) | IBV_QP_EX_WITH_ATOMIC_WRITE;
         assert_eq!(check_create_ex(&a, v44), Ok(()));
-        // No wr_atomic_write slot before v44; never TSO or flush.
+        // No wr_atomic_write slot before v44, no wr_flush before v45; never TSO.
         assert_eq!(check_create_ex(&a, QpExLayout::for_release(43)), Err(libc::EOPNOTSUPP));
-        for f in [IBV_QP_EX_WITH_TSO, IBV_QP_EX_WITH_FLUSH] {
-            a.send_ops_flags = f;
-            assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
-        }
+        a.send_ops_flags = IBV_QP_EX_WITH_FLUSH;
+        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Ok(()));
+        a.qp_type = IBV_QPT_UC;
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
+        a.qp_type = IBV_QPT_RC;
+        a.send_ops_flags = IBV_QP_EX_WITH_TSO;
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
         a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
         a.create_flags = 1;
         assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
@@ -708,12 +720,12 @@ mod tests {
             layout: Layout::select(34, 44).unwrap(),
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
-        let mut pd = ibv_pd { context, handle: 1 };
+        let mut pd = crate::pd::RxePd::protection(context, 1);
         // SAFETY: plain C data.
         let mut cq: ibv_cq = unsafe { core::mem::zeroed() };
         let args = CreateArgs {
             context,
-            pd: &mut pd,
+            pd: &mut pd.pd,
             qp_context: ptr::null_mut(),
             send_cq: &mut cq,
             recv_cq: &mut cq,

@@ -182,8 +182,8 @@ mod tests {
                 qp_type,
                 cmd_fd: doorbell.as_raw_fd(),
                 layout: QpExLayout::for_release(44),
-                sq: Some(Locked::new(send)),
-                rq: Some(Locked::new(recv)),
+                sq: Some(Locked::new(send, crate::lock::QueueLock::new())),
+                rq: Some(Locked::new(recv, crate::lock::QueueLock::new())),
                 batch: UnsafeCell::new(Batch::default()),
             });
             let base = &mut qp.vqp.get_mut().qp_ex.qp_base;
@@ -231,6 +231,24 @@ mod tests {
             wrs[i].next = &mut wrs[i + 1];
         }
         wrs.first_mut().map_or(ptr::null_mut(), |w| w as *mut ibv_send_wr)
+    }
+
+    #[test]
+    fn a_panic_mid_list_leaves_nothing_to_publish_and_the_lock_free() {
+        let fq = FakeQp::new(IBV_QPT_RC, 1, 0);
+        let sq = fq.qp.sq.as_ref().unwrap();
+        let before = sq.with(|wq| wq.prod);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sq.with(|wq| {
+                wq.next_slot().unwrap();
+                wq.advance();
+                panic!("mid-list");
+            })
+        }));
+        assert!(r.is_err());
+        assert!(!sq.lock.is_locked());
+        assert_eq!(sq.with(|wq| wq.prod), before, "the built slot was forgotten");
+        assert!(fq.published().is_empty());
     }
 
     #[test]

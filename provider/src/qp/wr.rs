@@ -18,11 +18,15 @@
 //! [`check_send_ops`], the stock provider's table. `wr_atomic_write` has its
 //! slot only from rdma-core v44 on ([`QpExLayout::has_atomic_write`]); the
 //! kernel (6.1) then fails it with a completion error, exactly as with the
-//! stock provider. `wr_flush` (v45+) is not offered: no rxe kernel we run on
-//! has it. There is no `wr_set_xrc_srqn` (rxe has no XRC) and no TSO.
+//! stock provider. `wr_flush` likewise from v45 on ([`QpExLayout::has_flush`]):
+//! Linux 6.2+ runs it (Debian 13's 6.12), older kernels fail it with a
+//! completion error, as with the stock provider. There is no
+//! `wr_set_xrc_srqn` (rxe has no XRC) and no TSO.
 
 use core::ffi::{c_int, c_void};
 use core::ptr;
+
+use log::warn;
 
 use super::batch::Batch;
 use super::object::{ring_doorbell, sq_accepts_posts, RxeQp};
@@ -37,7 +41,7 @@ use crate::wqe::{self, MwBind, SendLimits, SendRequest, UdDest};
 
 /// The send operations a QP of `qp_type` may be created with, as the stock
 /// provider's `check_qp_init_attr` allows them (`EOPNOTSUPP` otherwise).
-/// Atomic write only where this libibverbs has its callback slot.
+/// Atomic write and flush only where this libibverbs has their callback slots.
 pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> Result<(), Errno> {
     let rc = IBV_QP_EX_WITH_RDMA_WRITE
         | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
@@ -53,7 +57,8 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
             IBV_QP_EX_WITH_ATOMIC_WRITE
         } else {
             0
-        };
+        }
+        | if layout.has_flush() { IBV_QP_EX_WITH_FLUSH } else { 0 };
     let uc = IBV_QP_EX_WITH_RDMA_WRITE
         | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
         | IBV_QP_EX_WITH_SEND
@@ -74,8 +79,10 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
 }
 
 /// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
-/// `wr_complete`/`wr_abort`, when the application holds the queue lock for
-/// us (the `ibv_wr_*` contract: one thread builds a batch at a time).
+/// `wr_complete`/`wr_abort` on the thread that called `wr_start` (the
+/// `ibv_wr_*` contract: one thread builds a batch at a time); a builder
+/// called outside a batch is ignored (the stock provider would write into
+/// the ring unlocked).
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
     // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; it
     // begins our RxeQp.
@@ -83,9 +90,14 @@ fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQue
         return dflt;
     };
     let Some(sq) = &q.sq else { return dflt };
-    // SAFETY: wr_start took sq.lock and wr_complete/wr_abort release it;
-    // until then this thread is the only one touching the queue and batch.
-    let (wq, batch) = unsafe { (&mut *sq.wq.get(), &mut *q.batch.get()) };
+    if !sq.lock.held_here() {
+        warn!("ibv_wr_* builder outside wr_start/wr_complete on this thread: ignored");
+        return dflt;
+    }
+    // SAFETY: this thread holds sq.lock (wr_start took it, wr_complete or
+    // wr_abort release it): until then it is the only one touching the
+    // queue and the batch.
+    let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
     f(q, wq, batch)
 }
 
@@ -126,9 +138,13 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
             return;
         };
         let Some(sq) = &q.sq else { return };
-        sq.lock.lock();
+        if !sq.lock.hold() {
+            // The stock provider deadlocks on its own spin lock here.
+            warn!("wr_start while this thread's batch is open: the batch goes on");
+            return;
+        }
         // SAFETY: we hold the lock now.
-        unsafe { (*q.batch.get()).start(&mut *sq.wq.get()) };
+        unsafe { (*q.batch.get()).start(sq.held()) };
     })
 }
 
@@ -139,17 +155,30 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
             return libc::EINVAL;
         };
         let Some(sq) = &q.sq else { return libc::EINVAL };
+        if !sq.lock.held_here() {
+            // The stock provider would unlock whoever holds the lock and
+            // publish its stale index (nothing new): report the misuse.
+            warn!("wr_complete without wr_start on this thread: nothing posted");
+            return libc::EINVAL;
+        }
         let accepts = sq_accepts_posts(q);
-        // SAFETY: wr_start took the lock; we release it right after.
-        let r = unsafe {
-            let wq = &mut *sq.wq.get();
-            let r = (*q.batch.get()).finish(wq, accepts);
+        // A panic in finish must neither leave the lock held nor a batch
+        // half-published: forget the batch, then release.
+        let r = ffi::guard("wr_complete", Err(libc::EIO), || {
+            // SAFETY: this thread holds the lock (checked above).
+            let wq = unsafe { sq.held() };
+            // SAFETY: the batch is guarded by the same lock.
+            let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
             if r == Ok(true) {
                 wq.publish();
             }
             r
-        };
-        sq.lock.unlock();
+        });
+        if r == Err(libc::EIO) {
+            // SAFETY: as above; finish's borrow ended.
+            unsafe { (*q.batch.get()).abort(sq.held()) };
+        }
+        sq.lock.release_held();
         match r {
             Ok(true) => ring_doorbell(q).err().unwrap_or(0),
             Ok(false) => 0,
@@ -165,9 +194,13 @@ unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
             return;
         };
         let Some(sq) = &q.sq else { return };
-        // SAFETY: wr_start took the lock; we release it right after.
-        unsafe { (*q.batch.get()).abort(&mut *sq.wq.get()) };
-        sq.lock.unlock();
+        if !sq.lock.held_here() {
+            warn!("wr_abort without wr_start on this thread: ignored");
+            return;
+        }
+        // SAFETY: this thread holds the lock (checked above).
+        unsafe { (*q.batch.get()).abort(sq.held()) };
+        sq.lock.release_held();
     })
 }
 
@@ -249,6 +282,28 @@ unsafe extern "C" fn wr_atomic_write(ibqp: *mut c_void, rkey: u32, remote_addr: 
                 payload[..8].copy_from_slice(value);
                 hdr.dma.length = 8;
                 hdr.dma.resid = 8;
+                Ok(())
+            })
+        })
+    })
+}
+
+/// `ibv_wr_flush`: the range (or the whole MR, by `level`) made durable at
+/// the responder; no data travels.
+unsafe extern "C" fn wr_flush(ibqp: *mut c_void, rkey: u32, remote_addr: u64, length: usize, placement: u8, level: u8) {
+    ffi::guard("wr_flush", (), || {
+        build(ibqp, IBV_WR_FLUSH, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr));
+        with_batch(ibqp, (), |_, wq, batch| {
+            batch.set(wq, |hdr, _, _| {
+                // The stock provider truncates the length to the WQE's 32 bits.
+                let f = wqe::Flush {
+                    remote_addr,
+                    rkey,
+                    length: length as u32,
+                    placement,
+                    level,
+                };
+                wqe::set_flush(hdr, &f);
                 Ok(())
             })
         })
@@ -417,6 +472,9 @@ pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
     ops[wr_op::ABORT] = slot!(wr_abort);
     if flags & IBV_QP_EX_WITH_ATOMIC_WRITE != 0 {
         vqp.set_wr_atomic_write(layout, slot!(wr_atomic_write));
+    }
+    if flags & IBV_QP_EX_WITH_FLUSH != 0 {
+        vqp.set_wr_flush(layout, slot!(wr_flush));
     }
 }
 

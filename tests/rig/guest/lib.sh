@@ -75,6 +75,17 @@ served_by() {
     awk '{ printf "  %s %s %s: provider %s from %s\n", $2, $3, $4, $5, $6 }' "$1" | sort -u
 }
 
+# rig_pabi: the private ABI of the guest's libibverbs, read off the name of rdma-core's own rxe
+# provider file (librxe-rdmav<PABI>.so).
+rig_pabi() {
+    local f
+    for f in /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so; do
+        [[ $f =~ librxe-rdmav([0-9]+)\.so$ ]] && { echo "${BASH_REMATCH[1]}"; return 0; }
+    done
+    rig_log "no librxe-rdmav<PABI>.so in /usr/lib/x86_64-linux-gnu/libibverbs"
+    return 1
+}
+
 # The name a provider registers with libibverbs: the stock C provider is "rxe".
 provider_name() { [[ $1 == stock ]] && echo rxe || echo "$1"; }
 

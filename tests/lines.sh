@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The other Debian lines, each in its own userland and kernel, and two machines: the runs that do
+# not fit in tests/check.sh's hour on a 2-core machine without KVM (docs/lines.md has the times
+# measured here). Builds nothing: run after tests/check.sh, or after
+# `cargo build --release --workspace && packaging/build.sh`.
+#
+#   tests/lines.sh [LINE...]    LINE: trixie, sid (default: both), then the two-guest run
+#
+# Per line, one boot: provider-load, packages, pyverbs (stock and rxe_rs, compared test by test)
+# and peers-rxe_rs; results in target/rig/LINE/. Then tests/rig/two-guests (Debian 12 server,
+# Debian 13 client; RIG_DEBIAN picks the client's line). The roots are made on the first run
+# (tests/rig/make-root.sh, about 15 minutes each here). Every boot prints its time.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+lines=("$@")
+((${#lines[@]})) || lines=(trixie sid)
+status=0
+for line in "${lines[@]}"; do
+    echo "== $line: provider-load packages pyverbs peers-rxe_rs"
+    started=$SECONDS
+    RIG_DEBIAN=$line RIG_OUT=$PWD/target/rig/$line tests/rig/vm suites provider-load packages pyverbs peers-rxe_rs ||
+        status=1
+    echo "== $line: $((SECONDS - started)) s"
+done
+echo "== two guests"
+started=$SECONDS
+tests/rig/two-guests || status=1
+echo "== two guests: $((SECONDS - started)) s"
+exit "$status"
