@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
-use super::cq::NotifyChannel;
+use super::notify::NotifyChannel;
 use super::requests::Requests;
 use super::win32::{self, Handle, OverlappedFile};
 use super::{code, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_HANDLE, ND_INVALID_PARAMETER, ND_SUCCESS};

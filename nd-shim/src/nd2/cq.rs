@@ -1,15 +1,18 @@
-//! IND2CompletionQueue over a verbs CQ on the adapter's completion channel. Notify is
-//! overlapped: it arms the CQ (ibv_req_notify_cq) and completes when the channel reports it.
-//! One channel and one small thread per adapter serve every CQ's notifications.
+//! IND2CompletionQueue over a verbs CQ on the adapter's completion channel
+//! ([`NotifyChannel`](super::notify::NotifyChannel)).
+//! Notify is overlapped: it arms the CQ (ibv_req_notify_cq) and completes when the channel
+//! reports it.
 
-use std::collections::{HashMap, VecDeque};
+use crate::sync::lock;
+use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
+use super::notify::Notified;
 use super::overlapped::Request;
 use super::win32::OverlappedFile;
 use super::{
@@ -17,101 +20,11 @@ use super::{
     ND_PENDING, ND_SUCCESS,
 };
 use crate::status::{from_wc_status, NdStatus};
-use crate::sys::{last_error, set_nonblocking};
-use crate::{Adapter, CompletionQueue};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::CompletionQueue;
 
 const ND_CQ_NOTIFY_ERRORS: u32 = 0;
 const ND_CQ_NOTIFY_ANY: u32 = 1;
 const ND_CQ_NOTIFY_SOLICITED: u32 = 2;
-
-struct RawChannel(*mut ffi::ibv_comp_channel);
-// SAFETY: a completion channel is a file descriptor with a small struct; libibverbs allows its
-// use from any thread.
-unsafe impl Send for RawChannel {}
-// SAFETY: as above.
-unsafe impl Sync for RawChannel {}
-
-/// The adapter's completion channel and the CQs it reports for.
-pub(crate) struct NotifyChannel {
-    channel: RawChannel,
-    /// CQ handle -> its ND2 CQ, for the events the channel reports.
-    cqs: Mutex<HashMap<usize, Weak<CqBody>>>,
-}
-
-impl NotifyChannel {
-    /// The channel, and its thread: it lives while anything holds the channel.
-    pub(crate) fn new(adapter: &Adapter) -> Result<Arc<NotifyChannel>, HResult> {
-        // SAFETY: the adapter's context is open.
-        let raw = unsafe { ffi::ibv_create_comp_channel(adapter.inner.ctx) };
-        if raw.is_null() {
-            return Err(code(last_error()));
-        }
-        let channel = Arc::new(NotifyChannel {
-            channel: RawChannel(raw),
-            cqs: Mutex::new(HashMap::new()),
-        });
-        // SAFETY: the channel was just created and is open.
-        set_nonblocking(unsafe { (*raw).fd }).map_err(code)?;
-        let weak = Arc::downgrade(&channel);
-        std::thread::Builder::new()
-            .name("nd2-cq-notify".into())
-            .spawn(move || {
-                // A panic here must not unwind into the runtime's thread start (foreign edge:
-                // nothing calls back into the application from this thread, but stay fenced).
-                super::boundary("nd2-cq-notify", (), || loop {
-                    let Some(channel) = weak.upgrade() else { return };
-                    channel.wait_and_dispatch(100);
-                })
-            })
-            .map_err(|_| NdStatus::ND_INSUFFICIENT_RESOURCES.0)?;
-        Ok(channel)
-    }
-
-    fn fd(&self) -> i32 {
-        // SAFETY: the channel is open while self lives.
-        unsafe { (*self.channel.0).fd }
-    }
-
-    fn wait_and_dispatch(&self, ms: i32) {
-        let mut poll = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd.
-        if unsafe { libc::poll(&mut poll, 1, ms) } <= 0 {
-            return;
-        }
-        loop {
-            let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
-            let mut context: *mut c_void = std::ptr::null_mut();
-            // SAFETY: the channel is open and non-blocking; the out pointers are live locals.
-            if unsafe { ffi::ibv_get_cq_event(self.channel.0, &mut cq, &mut context) } != 0 {
-                return;
-            }
-            // Acknowledged at once: ibv_destroy_cq waits for the events it has handed out.
-            // SAFETY: the CQ the event names is live until that acknowledgement.
-            unsafe { ffi::ibv_ack_cq_events(cq, 1) };
-            let body = lock(&self.cqs).get(&(cq as usize)).and_then(Weak::upgrade);
-            if let Some(body) = body {
-                body.notified();
-            }
-        }
-    }
-}
-
-impl Drop for NotifyChannel {
-    fn drop(&mut self) {
-        // SAFETY: every CQ on the channel holds it (through its verbs CQ), so none is left.
-        if unsafe { ffi::ibv_destroy_comp_channel(self.channel.0) } != 0 {
-            log::error!("ibv_destroy_comp_channel: {}", last_error());
-        }
-    }
-}
 
 pub(crate) struct CqBody {
     adapter: Arc<AdapterBody>,
@@ -126,7 +39,7 @@ impl CqBody {
             return Err(ND_INVALID_PARAMETER);
         }
         let channel = Arc::clone(&adapter.notify);
-        let raw = channel.channel.0;
+        let raw = channel.raw();
         let keep: Arc<dyn Send + Sync> = channel;
         let cq = CompletionQueue::with_channel(&adapter.adapter, depth, Some((raw, keep))).map_err(code)?;
         Ok(CqBody {
@@ -136,7 +49,9 @@ impl CqBody {
             notifies: Mutex::new(VecDeque::new()),
         })
     }
+}
 
+impl Notified for CqBody {
     fn notified(&self) {
         let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
         for request in waiting {
@@ -147,7 +62,7 @@ impl CqBody {
 
 impl Drop for CqBody {
     fn drop(&mut self) {
-        lock(&self.adapter.notify.cqs).remove(&(self.cq.as_raw() as usize));
+        self.adapter.notify.unregister(self.cq.as_raw());
     }
 }
 
@@ -248,7 +163,7 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             ND_CQ_NOTIFY_SOLICITED => 1,
             _ => return Err(ND_INVALID_PARAMETER),
         };
-        lock(&cq.adapter.notify.cqs).insert(cq.cq.as_raw() as usize, weak_self(this));
+        cq.adapter.notify.register(cq.cq.as_raw(), weak_self(this));
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &cq.file)? };
         lock(&cq.notifies).push_back(request);

@@ -2,8 +2,9 @@
 //! Register and Deregister are overlapped as on Windows: they fail inline or return ND_PENDING
 //! with the OVERLAPPED already completed (registration is synchronous in verbs).
 
+use crate::sync::lock;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rdma_mummy_sys as ffi;
 
@@ -16,10 +17,6 @@ use super::{
 };
 use crate::status::NdStatus;
 use crate::sys::last_error;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 const ND_MR_FLAG_ALLOW_LOCAL_WRITE: u32 = 0x1;
 const ND_MR_FLAG_ALLOW_REMOTE_READ: u32 = 0x2;

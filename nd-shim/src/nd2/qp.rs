@@ -1,11 +1,7 @@
 //! IND2QueuePair: an RC QP of the Rust API ([`QueuePair`], so the connector can connect it)
 //! whose requests are posted here with ND2's whole operation set: Send, Receive, Read, Write,
 //! Bind and Invalidate of memory windows, Flush.
-//!
-//! ND2_SGE { Buffer, BufferLength, MemoryRegionToken } has the layout of `struct ibv_sge`
-//! { addr, length, lkey } on LP64, so the caller's array is handed to verbs as it is. SGEs are
-//! not checked against their region here: the device checks them, and one outside its region
-//! completes with ND_ACCESS_VIOLATION (IBV_WC_LOC_PROT_ERR), as on Windows.
+//! The caller's SGE arrays go to verbs as they are ([`super::sge`]).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -17,22 +13,10 @@ use super::cq::CqBody;
 use super::mr::MrBody;
 use super::mw::MwBody;
 use super::requests::{self, QpRequests};
+use super::sge::{post_result, sge_list, Nd2Sge};
 use super::srq::SrqBody;
 use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::QueuePair;
-
-/// ND2_SGE.
-#[repr(C)]
-pub struct Nd2Sge {
-    pub buffer: *mut c_void,
-    pub buffer_length: u32,
-    pub memory_region_token: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<Nd2Sge>() == std::mem::size_of::<ffi::ibv_sge>());
-const _: () = assert!(std::mem::offset_of!(Nd2Sge, buffer) == std::mem::offset_of!(ffi::ibv_sge, addr));
-const _: () = assert!(std::mem::offset_of!(Nd2Sge, buffer_length) == std::mem::offset_of!(ffi::ibv_sge, length));
-const _: () = assert!(std::mem::offset_of!(Nd2Sge, memory_region_token) == std::mem::offset_of!(ffi::ibv_sge, lkey));
 
 const ND_OP_FLAG_SILENT_SUCCESS: u32 = 0x1;
 const ND_OP_FLAG_READ_FENCE: u32 = 0x2;
@@ -46,29 +30,6 @@ const KNOWN_OP_FLAGS: u32 = ND_OP_FLAG_SILENT_SUCCESS
     | ND_OP_FLAG_ALLOW_READ
     | ND_OP_FLAG_ALLOW_WRITE
     | ND_OP_FLAG_INLINE;
-
-/// The caller's SGE array as verbs SGEs (the same layout, see the module docs): NULL is allowed
-/// only with no entries.
-///
-/// # Safety
-/// `sge` is NULL or readable for `n` entries for the returned lifetime.
-pub(super) unsafe fn sge_list<'a>(sge: *const Nd2Sge, n: u32) -> Result<&'a mut [ffi::ibv_sge], HResult> {
-    match (sge.is_null(), n) {
-        (_, 0) => Ok(&mut []),
-        (true, _) => Err(ND_INVALID_PARAMETER),
-        // SAFETY: non-NULL and readable for n entries (the caller's promise); ibv_sge has
-        // Nd2Sge's layout (asserted above). Verbs only reads the list, whatever the type says.
-        (false, n) => Ok(unsafe { std::slice::from_raw_parts_mut(sge.cast_mut().cast::<ffi::ibv_sge>(), n as usize) }),
-    }
-}
-
-pub(super) fn post_result(ret: i32) -> Result<HResult, HResult> {
-    match ret {
-        0 => Ok(ND_SUCCESS),
-        e if e > 0 => Err(code(crate::status::from_errno(e))),
-        _ => Err(code(crate::sys::last_error())),
-    }
-}
 
 /// Verbs send flags for ND2 operation flags; an unknown flag is ND_INVALID_PARAMETER.
 /// ND_OP_FLAG_INLINE is accepted and ignored (the adapter reports MaxInlineDataSize 0).

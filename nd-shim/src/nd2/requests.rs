@@ -19,10 +19,11 @@
 //! completing lock the queue's own mutex (uncontended, no allocation once the queue has grown to
 //! its depth); the QP lookup takes a read lock of the adapter's map.
 
+use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rdma_mummy_sys as ffi;
 
@@ -67,10 +68,6 @@ const INDEX_MASK: u64 = (1 << TAG_SHIFT) - 1;
 
 fn wr_id(tag: u64, index: u64) -> u64 {
     tag << TAG_SHIFT | (index & INDEX_MASK)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One posted request.

@@ -2,16 +2,17 @@
 //! limit event (IBV_EVENT_SRQ_LIMIT_REACHED, armed by Modify's threshold) arrives; the shim does
 //! not read that event yet, so Notify requests complete only by cancellation (ND_CANCELED).
 
+use crate::sync::lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
 use super::overlapped::Request;
-use super::qp::sge_list;
 use super::requests::SrqRequests;
+use super::sge::{post_result, sge_list, Nd2Sge};
 use super::win32::OverlappedFile;
 use super::{
     code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
@@ -19,10 +20,6 @@ use super::{
 };
 use crate::status::NdStatus;
 use crate::sys::last_error;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 pub(crate) struct RawSrq(pub(crate) *mut ffi::ibv_srq);
 // SAFETY: an SRQ handle may be used from any thread; libibverbs locks internally.
@@ -98,7 +95,7 @@ pub(crate) struct SrqVtbl {
     get_notify_affinity: unsafe extern "C" fn(*mut c_void, *mut u16, *mut usize) -> HResult,
     modify: unsafe extern "C" fn(*mut c_void, u32, u32) -> HResult,
     notify: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HResult,
-    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const super::qp::Nd2Sge, u32) -> HResult,
+    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32) -> HResult,
 }
 
 static VTBL: SrqVtbl = SrqVtbl {
@@ -173,12 +170,7 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
     })
 }
 
-unsafe extern "C" fn receive(
-    this: *mut c_void,
-    context: *mut c_void,
-    sge: *const super::qp::Nd2Sge,
-    n: u32,
-) -> HResult {
+unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
     hr_boundary("IND2SharedReceiveQueue::Receive", || {
         // SAFETY: the caller's object.
         let srq = unsafe { self::this::<SrqBody>(this)? };
@@ -194,7 +186,7 @@ unsafe extern "C" fn receive(
         let mut bad = std::ptr::null_mut();
         // SAFETY: the SRQ is live; wr and its list are valid for the call.
         let ret = unsafe { ffi::ibv_post_srq_recv(srq.srq.0, &mut wr, &mut bad) };
-        let posted = super::qp::post_result(ret);
+        let posted = post_result(ret);
         if posted.is_err() {
             srq.requests.withdraw(wr_id);
         }

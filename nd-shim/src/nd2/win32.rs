@@ -8,6 +8,7 @@
 //! bits of a handle are ignored, so `hEvent | 1` (ND's "signal the event, post nothing to the
 //! port") names the same event.
 
+use crate::sync::lock;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
@@ -29,10 +30,6 @@ pub const ERROR_INVALID_PARAMETER: u32 = 87;
 pub const ERROR_NOT_SUPPORTED: u32 = 50;
 /// `INVALID_HANDLE_VALUE`, `(HANDLE)-1`.
 const INVALID_HANDLE_VALUE: usize = usize::MAX;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// How long a wait may last: `INFINITE` is `None`.
 fn timeout(ms: u32) -> Option<Duration> {
