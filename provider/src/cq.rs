@@ -41,7 +41,7 @@ use crate::kobject::{self, Creating};
 use crate::libibverbs::cq::*;
 use crate::libibverbs::public::ibv_context;
 use crate::lock::QueueLock;
-use crate::pd;
+use crate::pd::{self, DomainUse};
 use crate::queue::Consumer;
 
 /// The `read_*` fields the stock rxe provider supports
@@ -221,6 +221,9 @@ pub(crate) struct RxeCq {
     cmd_fd: RawFd,
     lock: QueueLock,
     state: UnsafeCell<PollState>,
+    /// The parent domain it was created on (`ibv_create_cq_ex` with
+    /// `IBV_CQ_INIT_ATTR_MASK_PD`), if any.
+    domain: DomainUse,
 }
 
 impl RxeCq {
@@ -261,6 +264,7 @@ impl RxeCq {
             cmd_fd,
             lock,
             state: UnsafeCell::new(PollState::new(None)),
+            domain: DomainUse::none(),
         })
     }
 
@@ -489,6 +493,10 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
         });
         match created {
             Ok(mut cq) => {
+                if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
+                    // SAFETY: as for lock_for above.
+                    cq.get_mut().domain = unsafe { DomainUse::of(attr.parent_domain.cast()) };
+                }
                 set_ex_callbacks(cq.get_mut().vcq.get_mut(), attr.wc_flags);
                 cq.finish().as_ptr().cast::<ibv_cq_ex>()
             }

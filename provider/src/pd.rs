@@ -55,8 +55,12 @@ enum PdKind {
     Parent(ParentDomain),
 }
 
-/// What `ibv_alloc_parent_domain` was given.
+/// What `ibv_alloc_parent_domain` was given, and its users.
 struct ParentDomain {
+    /// The QPs, SRQs and CQs created on it ([`DomainUse`]): it cannot be
+    /// freed under them (`EBUSY`, as mlx5), since libibverbs keeps pointing
+    /// at it (`qp->pd`, `srq->pd`).
+    users: AtomicU32,
     protection: NonNull<RxePd>,
     td: Option<NonNull<RxeTd>>,
     #[allow(dead_code)] // kept, never called: see the module's comment
@@ -100,6 +104,55 @@ pub(crate) unsafe fn lock_for(pd: *const ibv_pd) -> QueueLock {
             ..
         }) => QueueLock::unlocked(),
         _ => QueueLock::new(),
+    }
+}
+
+/// A QP's, SRQ's or CQ's hold on the parent domain it was created on (none
+/// for a plain PD), released when the object is dropped; an object leaked
+/// because the kernel may still use it keeps its hold.
+pub(crate) struct DomainUse(Option<NonNull<RxePd>>);
+
+// SAFETY: only the parent domain's atomic counter is touched through it.
+unsafe impl Send for DomainUse {}
+// SAFETY: as for Send.
+unsafe impl Sync for DomainUse {}
+
+impl DomainUse {
+    /// No parent domain.
+    pub(crate) const fn none() -> DomainUse {
+        DomainUse(None)
+    }
+
+    /// Counts a user of `pd` when it is a parent domain.
+    ///
+    /// # Safety
+    /// As for [`lock_for`].
+    pub(crate) unsafe fn of(pd: *const ibv_pd) -> DomainUse {
+        // SAFETY: per the contract.
+        match unsafe { pd.cast::<RxePd>().as_ref() } {
+            Some(
+                p @ RxePd {
+                    kind: PdKind::Parent(parent),
+                    ..
+                },
+            ) => {
+                parent.users.fetch_add(1, Ordering::Relaxed);
+                DomainUse(Some(NonNull::from(p)))
+            }
+            _ => DomainUse(None),
+        }
+    }
+}
+
+impl Drop for DomainUse {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            // SAFETY: a parent domain is not freed while it has users, and
+            // this is one.
+            if let PdKind::Parent(parent) = unsafe { &p.as_ref().kind } {
+                parent.users.fetch_sub(1, Ordering::Release);
+            }
+        }
     }
 }
 
@@ -164,6 +217,9 @@ pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
         };
         match &p.kind {
             PdKind::Parent(parent) => {
+                if parent.users.load(Ordering::Acquire) != 0 {
+                    return ffi::fail_code(libc::EBUSY);
+                }
                 // SAFETY: a parent domain holds a count on its PD and TD,
                 // which therefore are alive.
                 unsafe {
@@ -267,6 +323,7 @@ pub(crate) unsafe extern "C" fn alloc_parent_domain(
         }
         let with_allocators = a.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS != 0;
         let parent = ParentDomain {
+            users: AtomicU32::new(0),
             protection: NonNull::from(protection),
             td: td.map(NonNull::from),
             alloc: if with_allocators { a.alloc } else { None },
@@ -349,6 +406,11 @@ mod tests {
             // In use: EBUSY, before anything reaches the kernel.
             assert_eq!(dealloc_td(td), libc::EBUSY);
             assert_eq!(dealloc_pd(pd), libc::EBUSY);
+            // A QP, SRQ or CQ on the parent domain holds it until dropped;
+            // one on the plain PD holds nothing.
+            let (on_parent, on_plain) = (DomainUse::of(parent), DomainUse::of(pd));
+            assert_eq!(dealloc_pd(parent), libc::EBUSY);
+            drop((on_parent, on_plain));
             assert_eq!(dealloc_pd(parent), 0);
             assert_eq!(dealloc_pd(locked_parent), 0);
             assert_eq!(dealloc_td(td), 0);

@@ -43,7 +43,7 @@ use crate::libibverbs::objects::ibv_pd;
 use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::libibverbs::srq::*;
-use crate::pd;
+use crate::pd::{self, DomainUse};
 use crate::recv_queue::{self, post_recv_list};
 use crate::work_queue::Locked;
 use crate::wqe::RecvLimits;
@@ -94,6 +94,8 @@ pub(crate) struct RxeSrq {
     /// be mapped: the old mapping is still ours, but nothing posted there
     /// would ever be seen, so posts are refused from then on.
     lost: AtomicBool,
+    /// The parent domain it was created on, if any.
+    domain: DomainUse,
 }
 const _: () = assert!(offset_of!(RxeSrq, vsrq) == 0);
 
@@ -148,6 +150,8 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
         cmd_fd: fd,
         rq: None,
         lost: AtomicBool::new(false),
+        // SAFETY: args.pd is a live PD of ours (checked non-null above).
+        domain: unsafe { DomainUse::of(args.pd) },
     });
     let mut srq = Creating::new(obj, "SRQ", fd, |fd, handle| destroy_kernel_srq(fd, handle).map(|_| ()));
     let ibsrq = srq.get_mut().ibv_srq();

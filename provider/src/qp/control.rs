@@ -27,7 +27,7 @@ use crate::libibverbs::public::ibv_context;
 use crate::libibverbs::qp::*;
 use crate::libibverbs::srq::ibv_srq;
 use crate::lock::QueueLock;
-use crate::pd;
+use crate::pd::{self, DomainUse};
 use crate::work_queue::Locked;
 use crate::wqe::{RecvLimits, SendLimits};
 use crate::{recv_queue, send_queue};
@@ -126,6 +126,8 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
         sq: None,
         rq: None,
         batch: UnsafeCell::new(Batch::default()),
+        // SAFETY: args.pd is a live PD of ours (checked non-null above).
+        domain: unsafe { DomainUse::of(args.pd) },
     });
     let mut qp = Creating::new(obj, "QP", fd, |fd, handle| destroy_kernel_qp(fd, handle).map(|_| ()));
     let ibqp = qp.get_mut().ibv_qp();

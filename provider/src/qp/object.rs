@@ -15,6 +15,7 @@ use crate::command::{self, impl_write_cmd};
 use crate::errno::Errno;
 use crate::libibverbs::objects::ibv_qp;
 use crate::libibverbs::qp::*;
+use crate::pd::DomainUse;
 use crate::work_queue::Locked;
 use crate::wqe::{RecvLimits, SendLimits};
 
@@ -47,6 +48,8 @@ pub(crate) struct RxeQp {
     pub rq: Option<Locked<RecvLimits>>,
     /// The `ibv_wr_*` batch in progress, guarded by the `sq` lock.
     pub batch: UnsafeCell<Batch>,
+    /// The parent domain it was created on, if any.
+    pub domain: DomainUse,
 }
 
 // SAFETY: the queue state is only touched under its lock; the libibverbs

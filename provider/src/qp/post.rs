@@ -185,6 +185,7 @@ mod tests {
                 sq: Some(Locked::new(send, crate::lock::QueueLock::new())),
                 rq: Some(Locked::new(recv, crate::lock::QueueLock::new())),
                 batch: UnsafeCell::new(Batch::default()),
+                domain: crate::pd::DomainUse::none(),
             });
             let base = &mut qp.vqp.get_mut().qp_ex.qp_base;
             base.qp_type = qp_type;
