@@ -1,186 +1,17 @@
-//! nd-shim's modules import each other without cycles: the check behind the
-//! import graph in docs/nd-semantics.md ("Layers").
-//!
-//! An edge is a `crate::…` path (in a `use` or inline) or a `super::…` path
-//! in the non-test code of a module's file, to the longest module that path
-//! names; a name the crate root re-exports (`crate::Connector`) is an edge to
-//! the module it comes from; a `mod.rs` also depends on the children it
-//! re-exports from (`pub use` or `pub(crate) use`).
+//! nd-shim's modules import each other without cycles, and the layers hold:
+//! the check behind the import graph in docs/nd-semantics.md ("Layers").
+//! The graph and the cycle finder: tests/module-graph/graph.rs.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+#[path = "../../tests/module-graph/graph.rs"]
+mod graph;
 
-fn modules(dir: &Path, prefix: &[String], out: &mut BTreeMap<String, String>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
-        if path.is_dir() {
-            let mut p = prefix.to_vec();
-            p.push(name);
-            modules(&path, &p, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let mut p = prefix.to_vec();
-            if name != "mod" && name != "lib" {
-                p.push(name);
-            }
-            if p.is_empty() {
-                continue;
-            }
-            out.insert(p.join("::"), std::fs::read_to_string(&path).unwrap());
-        }
-    }
-}
-
-/// The source without its `#[cfg(test)] mod …` at the top level and
-/// without line comments.
-fn non_test(src: &str) -> String {
-    let mut cut = src.len();
-    for marker in ["\n#[cfg(test)]\nmod ", "\n#[cfg(test)]\npub(crate) mod "] {
-        if let Some(i) = src.find(marker) {
-            cut = cut.min(i);
-        }
-    }
-    src[..cut]
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn resolve(mods: &BTreeMap<String, String>, path: &str) -> Option<String> {
-    let segs: Vec<&str> = path.split("::").collect();
-    (1..=segs.len())
-        .rev()
-        .map(|n| segs[..n].join("::"))
-        .find(|m| mods.contains_key(m))
-}
-
-/// The crate root's `pub use module::{Name, …};`: each name to its module.
-fn root_reexports(lib: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let flat = lib.replace('\n', " ");
-    for stmt in flat.split(';') {
-        let Some(rest) = stmt.trim().strip_prefix("pub use ") else {
-            continue;
-        };
-        let Some((module, names)) = rest.split_once("::") else {
-            continue;
-        };
-        for name in names.trim_matches(|c| c == '{' || c == '}' || c == ' ').split(',') {
-            let name = name.trim();
-            if !name.is_empty() {
-                out.insert(name.to_owned(), module.trim().to_owned());
-            }
-        }
-    }
-    out
-}
-
-/// `a::b::{c, d::e, self}` after `crate::` or `super::`, as full paths.
-fn paths_after(src: &str, anchor: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = src;
-    while let Some(i) = rest.find(anchor) {
-        let before = rest[..i].chars().last();
-        rest = &rest[i + anchor.len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .unwrap_or(rest.len());
-        let run = &rest[..end];
-        let head = run.trim_end_matches(':').to_owned();
-        if rest[end..].starts_with('{') && (run.is_empty() || run.ends_with("::")) {
-            let close = rest[end..].find('}').map_or(rest.len(), |j| end + j);
-            for item in rest[end + 1..close].split(',') {
-                let item = item.split_whitespace().next().unwrap_or("");
-                if item.is_empty() {
-                    continue;
-                }
-                out.push(match (head.is_empty(), item) {
-                    (_, "self") => head.clone(),
-                    (true, _) => item.to_owned(),
-                    (false, _) => format!("{head}::{item}"),
-                });
-            }
-        } else if !head.is_empty() {
-            out.push(head);
-        }
-    }
-    out
-}
-
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut mods = BTreeMap::new();
-    modules(&src_dir, &[], &mut mods);
-    let reexports = root_reexports(&non_test(&std::fs::read_to_string(src_dir.join("lib.rs")).unwrap()));
-    let mut edges = BTreeMap::new();
-    for (m, src) in &mods {
-        let src = non_test(src);
-        let mut to = BTreeSet::new();
-        for p in paths_after(&src, "crate::") {
-            let first = p.split("::").next().unwrap_or("");
-            match reexports.get(first) {
-                Some(module) => to.extend(resolve(&mods, module)),
-                None => to.extend(resolve(&mods, &p)),
-            }
-        }
-        let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
-        for p in paths_after(&src, "super::") {
-            let full = if parent.is_empty() { p } else { format!("{parent}::{p}") };
-            to.extend(resolve(&mods, &full));
-        }
-        for line in src.lines() {
-            let Some(rest) = line
-                .strip_prefix("pub(crate) use ")
-                .or_else(|| line.strip_prefix("pub use "))
-            else {
-                continue;
-            };
-            let child = rest.split("::").next().unwrap_or("");
-            to.extend(resolve(&mods, &format!("{m}::{child}")));
-        }
-        to.remove(m);
-        edges.insert(m.clone(), to);
-    }
-    edges
-}
-
-/// A cycle, if any, by depth-first search.
-fn cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(
-        m: &str,
-        edges: &BTreeMap<String, BTreeSet<String>>,
-        stack: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(i) = stack.iter().position(|s| s == m) {
-            let mut c = stack[i..].to_vec();
-            c.push(m.to_owned());
-            return Some(c);
-        }
-        if done.contains(m) {
-            return None;
-        }
-        stack.push(m.to_owned());
-        for n in edges.get(m).into_iter().flatten() {
-            if let Some(c) = visit(n, edges, stack, done) {
-                return Some(c);
-            }
-        }
-        stack.pop();
-        done.insert(m.to_owned());
-        None
-    }
-    let mut done = BTreeSet::new();
-    edges.keys().find_map(|m| visit(m, edges, &mut Vec::new(), &mut done))
+fn src_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 #[test]
 fn the_nd_shim_modules_import_each_other_without_cycles() {
-    let edges = graph();
+    let edges = graph::graph(&src_dir());
     // The parser sees what it must: the endpoints drive the machines on the engine, and the
     // faces reach the Rust API through the crate root's re-exports.
     assert!(edges["endpoint"].contains("connection") && edges["endpoint"].contains("engine"));
@@ -194,20 +25,9 @@ fn the_nd_shim_modules_import_each_other_without_cycles() {
     for machine in ["connection", "listen"] {
         assert!(!edges[machine].contains("engine"), "{machine} imports engine");
     }
-    if let Some(c) = cycle(&edges) {
+    if let Some(c) = graph::cycle(&edges) {
         panic!("import cycle: {}", c.join(" -> "));
     }
-}
-
-#[test]
-fn the_cycle_finder_finds_a_cycle() {
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    edges.insert("a".into(), ["b".to_owned()].into());
-    edges.insert("b".into(), ["c".to_owned()].into());
-    edges.insert("c".into(), ["a".to_owned()].into());
-    assert_eq!(cycle(&edges).map(|c| c.len()), Some(4));
-    edges.insert("c".into(), BTreeSet::new());
-    assert_eq!(cycle(&edges), None);
 }
 
 /// `cargo test -p nd-shim --test module_graph -- --ignored --nocapture`
@@ -215,8 +35,5 @@ fn the_cycle_finder_finds_a_cycle() {
 #[test]
 #[ignore]
 fn print_the_graph() {
-    for (m, to) in graph() {
-        let to: Vec<_> = to.into_iter().collect();
-        println!("{m} -> {}", if to.is_empty() { "(none)".into() } else { to.join(", ") });
-    }
+    graph::print(&graph::graph(&src_dir()));
 }
