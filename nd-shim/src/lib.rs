@@ -49,6 +49,7 @@ pub mod ndk;
 pub mod ports;
 mod request;
 pub mod status;
+mod stderr_log;
 mod sync;
 mod sys;
 mod verbs;

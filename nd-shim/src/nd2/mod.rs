@@ -330,39 +330,6 @@ unsafe fn fill_out(
     Ok(code(filled.status))
 }
 
-/// Installs a logger on stderr when `ND_SHIM_LOG` names a level and the process has none: C++
-/// programs cannot install one of the `log` crate's.
-fn init_logging() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let Some(level) = std::env::var("ND_SHIM_LOG")
-            .ok()
-            .and_then(|v| v.parse::<log::LevelFilter>().ok())
-        else {
-            return;
-        };
-        if log::set_logger(&StderrLogger).is_ok() {
-            log::set_max_level(level);
-        }
-    });
-}
-
-struct StderrLogger;
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::max_level()
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            eprintln!("nd-shim {} {}: {}", record.level(), record.target(), record.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
 /// An object with overlapped requests (IND2Overlapped).
 pub(crate) trait Overlapped: Class {
     /// CancelOverlappedRequests: every pending request of the object completes with

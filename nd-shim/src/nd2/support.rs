@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::adapter::write_address_list;
 use super::ind2_adapter;
-use super::{
-    hr_boundary, init_logging, read_sockaddr, Guid, HResult, ND_INVALID_ADDRESS, ND_INVALID_PARAMETER, ND_SUCCESS,
-};
+use super::{hr_boundary, read_sockaddr, Guid, HResult, ND_INVALID_ADDRESS, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::status::NdStatus;
 use crate::sys::{self, EventChannel};
 
@@ -90,7 +88,7 @@ fn route_source(remote: SocketAddr) -> Result<IpAddr, HResult> {
 #[no_mangle]
 pub extern "C" fn NdStartup() -> HResult {
     hr_boundary("NdStartup", || {
-        init_logging();
+        crate::stderr_log::init_from_env();
         STARTED.fetch_add(1, Ordering::AcqRel);
         Ok(ND_SUCCESS)
     })
@@ -117,7 +115,7 @@ pub extern "C" fn NdFlushProviders() {
 #[no_mangle]
 pub unsafe extern "C" fn NdQueryAddressList(_flags: u32, list: *mut c_void, len: *mut usize) -> HResult {
     hr_boundary("NdQueryAddressList", || {
-        init_logging();
+        crate::stderr_log::init_from_env();
         // SAFETY: the caller's buffer and size.
         Ok(unsafe { write_address_list(&rdma_addresses(), list, len) })
     })
@@ -182,7 +180,7 @@ pub unsafe extern "C" fn NdOpenAdapter(
     out: *mut *mut c_void,
 ) -> HResult {
     hr_boundary("NdOpenAdapter", || {
-        init_logging();
+        crate::stderr_log::init_from_env();
         // SAFETY: the caller's address.
         let ip = unsafe { read_sockaddr(addr, len)? }.ip();
         ind2_adapter::new_object(iid, ip, out)

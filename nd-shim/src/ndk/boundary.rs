@@ -5,7 +5,6 @@
 use std::ffi::c_void;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Once;
 
 use crate::status::NdStatus;
 use crate::sys;
@@ -191,39 +190,6 @@ pub(super) unsafe fn write_address(
     // SAFETY: non-NULL, writable (the caller's promise).
     unsafe { len.write(filled.required as u32) };
     Ok(code(filled.ndk()))
-}
-
-/// Installs a logger on stderr when `ND_SHIM_LOG` names a level and the process has none: C
-/// programs cannot install one of the `log` crate's.
-pub(super) fn init_logging() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let Some(level) = std::env::var("ND_SHIM_LOG")
-            .ok()
-            .and_then(|v| v.parse::<log::LevelFilter>().ok())
-        else {
-            return;
-        };
-        if log::set_logger(&StderrLogger).is_ok() {
-            log::set_max_level(level);
-        }
-    });
-}
-
-struct StderrLogger;
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::max_level()
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            eprintln!("nd-shim {} {}: {}", record.level(), record.target(), record.args());
-        }
-    }
-
-    fn flush(&self) {}
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::boundary::{
-    code, give_handle, handle, init_logging, read_sockaddr, status_boundary, take_handle, CreateCompletion, Handle,
-    NtStatus, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    code, give_handle, handle, read_sockaddr, status_boundary, take_handle, CreateCompletion, Handle, NtStatus,
+    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
 };
 use super::ndk_connector::NdkConnector;
 use super::ndk_listener::{ConnectEvent, NdkListener};
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn NdkOpenAdapter(
     adapter: *mut *mut NdkAdapter,
 ) -> NtStatus {
     status_boundary("NdkOpenAdapter", || {
-        init_logging();
+        crate::stderr_log::init_from_env();
         if adapter.is_null() || flags & !NDK_SHIM_ADAPTER_POLLED != 0 {
             return Err(STATUS_INVALID_PARAMETER);
         }
