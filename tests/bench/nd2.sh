@@ -48,21 +48,6 @@ cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-200}
 cg_dir=$RIG_OUT/bench-nd2
 mkdir -p "$cg_dir"
 
-# by_function ANNOTATE N: callgrind_annotate's self cost per function, per exchange.
-by_function() {
-    awk -v n="$2" '
-        /file:function/ { on = 1; next }
-        on && /^-+$/ { if (on++ > 1) exit; next }
-        on && $1 ~ /^[0-9,]+$/ {
-            ir = $1; gsub(",", "", ir)
-            line = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", line)
-            obj = ""; if (match(line, / \[[^]]*\]$/)) { obj = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, 1, RSTART - 1) }
-            fn = substr(line, index(line, ":") + 1)
-            cost[fn] += ir; if (obj != "") { sub(".*/", "", obj); where[fn] = obj }
-        }
-        END { for (f in cost) printf "%10.1f  %s [%s]\n", cost[f] / n, f, where[f] }' "$1" | sort -rn
-}
-
 # callgrind_one PROVIDER NAME PROGRAM: the polling client of PROGRAM under callgrind.
 callgrind_one() {
     local provider=$1 name=$2 program=$3 out log total

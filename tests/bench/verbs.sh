@@ -37,22 +37,6 @@ TMPDIR=$dir "$RIG_ROOT/tests/verbs/build.sh" "$dir" > "$dir/build.log" 2>&1 ||
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-# by_function ANNOTATE N: callgrind_annotate's self cost per function (inlined code, which it
-# lists under the file it came from, added to the function it was inlined into), per pair.
-by_function() {
-    awk -v n="$2" '
-        /file:function/ { on = 1; next }
-        on && /^-+$/ { if (on++ > 1) exit; next }
-        on && $1 ~ /^[0-9,]+$/ {
-            ir = $1; gsub(",", "", ir)
-            line = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", line)
-            obj = ""; if (match(line, / \[[^]]*\]$/)) { obj = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, 1, RSTART - 1) }
-            fn = substr(line, index(line, ":") + 1)
-            cost[fn] += ir; if (obj != "") { sub(".*/", "", obj); where[fn] = obj }
-        }
-        END { for (f in cost) printf "%10.1f  %s [%s]\n", cost[f] / n, f, where[f] }' "$1" | sort -rn
-}
-
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 
 # row WHAT UNIT STOCK OURS: prints one figure for both and keeps it for the summary.

@@ -264,3 +264,20 @@ perftest_pair() {
     ((rc == 0)) || return "$rc"
     grep -q 'GID: .*:198:18:00:02' <<< "$out" || { echo "no end of the connection was on rxe1"; return 1; }
 }
+
+# by_function ANNOTATE N: callgrind_annotate's self cost per function (inlined code, which it
+# lists under the file it came from, added to the function it was inlined into), divided by N
+# (the pairs or exchanges counted). For the benchmarks in tests/bench/.
+by_function() {
+    awk -v n="$2" '
+        /file:function/ { on = 1; next }
+        on && /^-+$/ { if (on++ > 1) exit; next }
+        on && $1 ~ /^[0-9,]+$/ {
+            ir = $1; gsub(",", "", ir)
+            line = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", line)
+            obj = ""; if (match(line, / \[[^]]*\]$/)) { obj = substr(line, RSTART + 2, RLENGTH - 3); line = substr(line, 1, RSTART - 1) }
+            fn = substr(line, index(line, ":") + 1)
+            cost[fn] += ir; if (obj != "") { sub(".*/", "", obj); where[fn] = obj }
+        }
+        END { for (f in cost) printf "%10.1f  %s [%s]\n", cost[f] / n, f, where[f] }' "$1" | sort -rn
+}
