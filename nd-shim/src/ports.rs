@@ -13,11 +13,12 @@
 //!   closed: every guard here is a holder, and the address is free when the last one drops.
 //!
 //! The table sees this process only. Every reservation is therefore confirmed by the kernel:
-//! the caller passes the `rdma_bind_addr` of its id as a [`KernelBind`] closure, and a port the
-//! kernel reports held ([`Refusal::HeldElsewhere`]: another process, or any other librdmacm user)
-//! is skipped by a port-0 search and is ND_SHARING_VIOLATION for an explicit port. What the kernel
-//! cannot tell us, the 4-tuples of another process's shared endpoints, is not enforced across
-//! processes (`docs/nd-semantics.md`, "What holds across processes").
+//! the caller passes the `rdma_bind_addr` of its id as a closure (`FnMut(SocketAddr) ->
+//! Result<T, Refusal>`), and a port the kernel reports held ([`Refusal::HeldElsewhere`]:
+//! another process, or any other librdmacm user) is skipped by a port-0 search and is
+//! ND_SHARING_VIOLATION for an explicit port. What the kernel cannot tell us, the 4-tuples of
+//! another process's shared endpoints, is not enforced across processes
+//! (`docs/nd-semantics.md`, "What holds across processes").
 //!
 //! Addresses overlap when they are equal or either is a wildcard (0.0.0.0 / ::), as in the
 //! kernel's `cma_check_port`.
