@@ -44,6 +44,8 @@ use crate::lock::QueueLock;
 use crate::pd::{self, DomainUse};
 use crate::queue::Consumer;
 
+pub(crate) mod purge;
+
 /// The `read_*` fields the stock rxe provider supports
 /// (`RXE_SUP_WC_EX_FLAGS`); `read_opcode`, `read_vendor_err` and
 /// `read_wc_flags` are always there.

@@ -27,7 +27,8 @@ use crate::ffi;
 use crate::kobject::{self, Creating};
 use crate::libibverbs::objects::{
     ibv_parent_domain_init_attr, ibv_pd, ibv_td, ibv_td_init_attr, pd_alloc_fn, pd_free_fn,
-    IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS, IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+    IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS, IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC,
+    IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
 };
 use crate::libibverbs::public::ibv_context;
 use crate::lock::QueueLock;
@@ -317,9 +318,20 @@ pub(crate) unsafe extern "C" fn alloc_parent_domain(
         if context.is_null()
             || protection.pd.context != context
             || td.is_some_and(|t| t.td.context != context)
-            || a.comp_mask & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) != 0
+            || a.comp_mask
+                & !(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS
+                    | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT
+                    | IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC)
+                != 0
         {
             return ffi::fail_ptr(libc::EINVAL);
+        }
+        // Checked after the EINVAL cases so those stay as they were: a CC
+        // parent domain (rdma-core 65) is a feature we do not have, which
+        // pyverbs (test_buf's cc_pd tests) skips on EOPNOTSUPP, as it does
+        // with the stock provider (no alloc_parent_domain at all).
+        if a.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC != 0 {
+            return ffi::fail_ptr(libc::EOPNOTSUPP);
         }
         let with_allocators = a.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS != 0;
         let parent = ParentDomain {
@@ -398,6 +410,11 @@ mod tests {
             assert!(alloc_parent_domain(0x2000 as *mut ibv_context, &mut attr).is_null());
             attr.comp_mask = 1 << 5;
             assert!(alloc_parent_domain(ctx, &mut attr).is_null());
+            assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EINVAL));
+            // A CC parent domain (rdma-core 65): not supported, as with stock.
+            attr.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC;
+            assert!(alloc_parent_domain(ctx, &mut attr).is_null());
+            assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EOPNOTSUPP));
             // Without a TD: locks.
             attr.comp_mask = 0;
             attr.td = core::ptr::null_mut();

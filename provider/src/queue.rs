@@ -407,6 +407,28 @@ impl Consumer {
     }
 }
 
+impl Consumer {
+    /// Overwrites the slot of `index` (masked) with `value`: for compacting
+    /// the ring when a QP's completions are dropped (`cq::purge_qp`). One
+    /// write of the shared memory.
+    ///
+    /// Sound only for a slot we own: published by the kernel (before
+    /// [`produced`](Self::produced)) and not yet released, which the kernel
+    /// neither reads nor writes until we release it.
+    pub fn write_slot<T: Copy + FromBytes>(&self, index: u32, value: &T) {
+        // A larger element would overwrite the next slot.
+        assert!(
+            size_of::<T>() <= self.0.geometry.elem_size(),
+            "element larger than the queue's slots"
+        );
+        // SAFETY: the slot is inside the mapping (Geometry::check) and at
+        // least size_of::<T>() bytes; slot offsets are multiples of the
+        // power-of-two element size, so aligned for T. The caller owns the
+        // slot (see above), so nothing else writes it meanwhile.
+        unsafe { self.0.slot_ptr(index).as_ptr().cast::<T>().write_volatile(*value) }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! A queue in a memfd, so host tests can play the kernel's side.

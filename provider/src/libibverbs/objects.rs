@@ -56,6 +56,8 @@ const _: () = assert!(size_of::<ibv_parent_domain_init_attr>() == 48);
 /// `enum ibv_parent_domain_init_attr_mask`.
 pub const IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS: u32 = 1 << 0;
 pub const IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT: u32 = 1 << 1;
+/// rdma-core 65: allocations visible to a confidential-computing host.
+pub const IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC: u32 = 1 << 2;
 
 #[repr(C)]
 pub struct ibv_mr {

@@ -18,6 +18,7 @@ use super::object::RxeQp;
 use super::wr;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::context::RxeContext;
+use crate::cq::purge::purge_qp_from_cqs;
 use crate::errno::Errno;
 use crate::ffi;
 use crate::kobject::{self, Creating};
@@ -459,6 +460,15 @@ pub(crate) unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_att
                     // SAFETY: the state field of our live QP; libibverbs
                     // writes the same value right after we return.
                     unsafe { ptr::write_volatile(addr_of_mut!((*q.ibv_qp()).state), a.qp_state) };
+                    if a.qp_state == IBV_QPS_RESET {
+                        // SAFETY: the CQs of our live QP (libibverbs does
+                        // not destroy a CQ a QP still uses); qp_num and
+                        // the CQ pointers are written once, at creation.
+                        unsafe {
+                            let v = &*q.ibv_qp();
+                            purge_qp_from_cqs(v.send_cq, v.recv_cq, v.qp_num);
+                        }
+                    }
                 }
                 0
             }
