@@ -28,7 +28,6 @@
  */
 #include "nd2-common.h"
 
-#include <time.h>
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -74,13 +73,6 @@ bool matches(const unsigned char *buf, ULONG size, unsigned i)
 
 /* The pattern index of the REJ's private data (no exchange uses it). */
 const unsigned REJECT_PATTERN = 0xdead;
-
-double now_us()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 class PingPong {
 public:
@@ -277,11 +269,16 @@ private:
     {
         sockaddr_in server = nd2_ipv4(m_opt.serverIp, m_opt.port);
         CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
-        if (m_opt.reject)
+        double phase = nd2_now_us();
+        if (m_opt.reject) {
             ExpectRefused(server); /* "The connection attempt may be retried": on the same connector. */
+            printf("client: refused in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
+            phase = nd2_now_us();
+        }
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
                                                                   sizeof server, 0, 0, "ping", 5, m_waiter->Ov())));
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->CompleteConnect(m_waiter->Ov())));
+        printf("client: connected in %.1f ms (Connect, CompleteConnect)\n", (nd2_now_us() - phase) / 1e3);
         char reply[196] = {0}; /* MaxCalleeData: the REP's padded private data */
         ULONG replyLen = sizeof reply;
         CHECK_HR(m_connector->GetPrivateData(reply, &replyLen));
@@ -289,7 +286,7 @@ private:
 
         m_polls = 0;
         CALLGRIND_TOGGLE_COLLECT;
-        double start = now_us();
+        double start = nd2_now_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
             PostReceive(i);
             fill(SendBuf(), m_opt.size, i);
@@ -297,18 +294,21 @@ private:
             Complete(i, true, true);
             EXPECT(matches(RecvBuf(), m_opt.size, i + 1));
         }
-        double elapsed = now_us() - start;
+        double elapsed = nd2_now_us() - start;
         CALLGRIND_TOGGLE_COLLECT;
         Disarm();
         printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
                "%.1f GetResults per exchange\n",
                m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
                m_opt.iters / (elapsed / 1e6), static_cast<double>(m_polls) / m_opt.iters);
+        phase = nd2_now_us();
         if (m_opt.serverDisconnects) {
             CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));
-            printf("client: the server's disconnect seen\n");
+            printf("client: the server's disconnect seen after %.1f ms\n", (nd2_now_us() - phase) / 1e3);
+            phase = nd2_now_us();
         }
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
+        printf("client: Disconnect completed in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
         return 0;
     }
 

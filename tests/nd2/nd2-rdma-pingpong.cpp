@@ -21,7 +21,6 @@
 #include "nd2-common.h"
 
 #include <deque>
-#include <time.h>
 #include <vector>
 
 namespace {
@@ -66,13 +65,6 @@ bool matches(const unsigned char *buf, ULONG size, unsigned i)
         if (buf[at] != pattern(i, at))
             return false;
     return true;
-}
-
-double now_us()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 /* Request contexts: receives by slot, the other requests by kind. */
@@ -301,14 +293,18 @@ private:
         for (unsigned k = 0; k < RECEIVE_SLOTS; k++)
             PostReceive();
         CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+        double phase = nd2_now_us();
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
                                                                   sizeof server, 4, 4, NULL, 0, m_waiter->Ov())));
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->CompleteConnect(m_waiter->Ov())));
+        double connected = nd2_now_us();
         TradeWindows();
+        printf("client: connected in %.1f ms, windows traded in %.1f ms\n", (connected - phase) / 1e3,
+               (nd2_now_us() - connected) / 1e3);
 
         const ND2_REQUEST_TYPE exchange[] = {Nd2RequestTypeWrite, Nd2RequestTypeSend, Nd2RequestTypeReceive};
         ND2_SGE readSge = Sge(Staging(), m_opt.size);
-        double start = now_us();
+        double start = nd2_now_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
             WriteAndRing(i);
             Message m = Await(exchange, 3);
@@ -320,7 +316,8 @@ private:
             Await1(Nd2RequestTypeRead);
             EXPECT(matches(Staging(), m_opt.size, i));
         }
-        double elapsed = now_us() - start;
+        double elapsed = nd2_now_us() - start;
+        phase = nd2_now_us();
         SendMessage(MSG_DOORBELL, m_opt.iters); /* done reading */
         Await1(Nd2RequestTypeSend);
         Message m = Await1(Nd2RequestTypeReceive);
@@ -341,8 +338,11 @@ private:
         printf("client: %u exchanges of %u bytes checked (write, doorbell, write back, read back), "
                "mean %.1f us; Read after Invalidate: ND_ACCESS_VIOLATION\n",
                m_opt.iters, m_opt.size, elapsed / m_opt.iters);
+        printf("client: the invalidation round and the refused Read took %.1f ms\n", (nd2_now_us() - phase) / 1e3);
+        phase = nd2_now_us();
         /* The QP is in error now: the receives still posted complete ND_CANCELED. */
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
+        printf("client: Disconnect completed in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
         return 0;
     }
 
