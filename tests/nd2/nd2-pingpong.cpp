@@ -80,6 +80,7 @@ public:
 
     int Run()
     {
+        double began = nd2_now_us();
         CHECK_HR(NdStartup());
         sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
         CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
@@ -97,7 +98,9 @@ public:
                                             reinterpret_cast<void **>(&m_qp)));
         CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&m_connector)));
 
+        printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", Role(), (nd2_now_us() - began) / 1e3);
         int rc = m_opt.server ? Serve(local) : Ping(local);
+        double releasing = nd2_now_us();
 
         EXPECT(m_connector->Release() == 0);
         EXPECT(m_qp->Release() == 0);
@@ -108,10 +111,13 @@ public:
         CloseHandle(m_file);
         EXPECT(m_adapter->Release() == 0);
         CHECK_HR(NdCleanup());
+        printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
         return rc;
     }
 
 private:
+    const char *Role() const { return m_opt.server ? "server" : "client"; }
+
     unsigned char *RecvBuf() { return m_buf.data(); }
     unsigned char *SendBuf() { return m_buf.data() + m_opt.size; }
 
