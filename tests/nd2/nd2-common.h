@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CHECK_HR(call)                                                                            \
     do {                                                                                          \
@@ -42,6 +43,14 @@ static inline sockaddr_in nd2_ipv4(const char *ip, unsigned short port)
         exit(2);
     }
     return sin;
+}
+
+/* CLOCK_MONOTONIC in microseconds: for the figures the programs print. */
+static inline double nd2_now_us()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 /*

@@ -13,7 +13,6 @@
  */
 #include "nd2-common.h"
 
-#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -63,12 +62,7 @@ const char *name(HRESULT hr)
         exit(1);                                                                                  \
     } while (0)
 
-double now_ms()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+double now_ms() { return nd2_now_us() / 1e3; }
 
 const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
 

@@ -16,7 +16,6 @@
  */
 #include "nd2-common.h"
 
-#include <time.h>
 #include <vector>
 
 namespace {
@@ -32,13 +31,6 @@ struct Options {
 };
 
 unsigned char pattern(unsigned i, ULONG at) { return static_cast<unsigned char>(i * 13 + at * 5 + (at >> 12) + 1); }
-
-double now_us()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 struct Figures {
     double sum = 0, min = 1e30, max = 0;
@@ -184,10 +176,10 @@ private:
             for (unsigned i = 0; i < m_opt.iters; i++, round++) {
                 for (ULONG at = 0; at < size; at++)
                     m_buf[at] = pattern(round, at);
-                double t0 = now_us();
+                double t0 = nd2_now_us();
                 CHECK_HR(m_waiter->Wait(mr, mr->Register(m_buf.data(), size, ND_MR_FLAG_ALLOW_LOCAL_WRITE,
                                                          m_waiter->Ov())));
-                reg.Add(now_us() - t0);
+                reg.Add(nd2_now_us() - t0);
                 PostAckReceive();
                 ND2_SGE sge = {m_buf.data(), size, mr->GetLocalToken()};
                 CHECK_HR(m_qp->Send(m_buf.data(), &sge, 1, 0));
@@ -206,9 +198,9 @@ private:
                         acked = true;
                     }
                 }
-                double t1 = now_us();
+                double t1 = nd2_now_us();
                 CHECK_HR(m_waiter->Wait(mr, mr->Deregister(m_waiter->Ov())));
-                dereg.Add(now_us() - t1);
+                dereg.Add(nd2_now_us() - t1);
             }
             printf("  %8u bytes: Register mean %8.1f us (min %.1f, max %.1f); Deregister mean %8.1f us "
                    "(min %.1f, max %.1f)\n",

@@ -8,6 +8,16 @@
  *     --poll       overlapped requests waited with events + GetOverlappedResult, the CQ
  *                  polled with GetResults; the default is event-driven: everything through the
  *                  completion port of the adapter's overlapped file, the CQ armed with Notify.
+ *     --reject     (both ends) the server rejects the first request with 148 bytes of private
+ *                  data (the most a REJ carries); the client's Connect must complete
+ *                  ND_CONNECTION_REFUSED with those bytes readable, and the same connector then
+ *                  connects again and is accepted.
+ *     --server-disconnects  (both ends) the server disconnects after the last answer and the
+ *                  client sees it through NotifyDisconnect; by default the client disconnects
+ *                  and the server sees it.
+ *
+ * Private data both ways is checked: the client's "ping" in the REQ, the server's "pong" in the
+ * REP. Both ends must be given the same options.
  *
  * The client sends message i filled with pattern(i); the server checks it and answers with
  * pattern(i + 1); the client checks the answer. Every completion's status, type, context and
@@ -18,7 +28,6 @@
  */
 #include "nd2-common.h"
 
-#include <time.h>
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -39,7 +48,12 @@ struct Options {
     unsigned iters = 1000;
     ULONG size = 64;
     bool poll = false;
+    bool reject = false;
+    bool serverDisconnects = false;
 };
+
+/* The REJ's private data: as much as it carries. */
+const ULONG REJECT_DATA = 148;
 
 unsigned char pattern(unsigned i, ULONG at) { return static_cast<unsigned char>(i * 31 + at * 7 + 1); }
 
@@ -57,12 +71,8 @@ bool matches(const unsigned char *buf, ULONG size, unsigned i)
     return true;
 }
 
-double now_us()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
+/* The pattern index of the REJ's private data (no exchange uses it). */
+const unsigned REJECT_PATTERN = 0xdead;
 
 class PingPong {
 public:
@@ -70,6 +80,7 @@ public:
 
     int Run()
     {
+        double began = nd2_now_us();
         CHECK_HR(NdStartup());
         sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
         CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
@@ -87,7 +98,9 @@ public:
                                             reinterpret_cast<void **>(&m_qp)));
         CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&m_connector)));
 
+        printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", Role(), (nd2_now_us() - began) / 1e3);
         int rc = m_opt.server ? Serve(local) : Ping(local);
+        double releasing = nd2_now_us();
 
         EXPECT(m_connector->Release() == 0);
         EXPECT(m_qp->Release() == 0);
@@ -98,10 +111,13 @@ public:
         CloseHandle(m_file);
         EXPECT(m_adapter->Release() == 0);
         CHECK_HR(NdCleanup());
+        printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
         return rc;
     }
 
 private:
+    const char *Role() const { return m_opt.server ? "server" : "client"; }
+
     unsigned char *RecvBuf() { return m_buf.data(); }
     unsigned char *SendBuf() { return m_buf.data() + m_opt.size; }
 
@@ -187,13 +203,21 @@ private:
         CHECK_HR(m_adapter->CreateListener(IID_IND2Listener, m_file, reinterpret_cast<void **>(&listener)));
         CHECK_HR(listener->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
         CHECK_HR(listener->Listen(1));
+        if (m_opt.reject) {
+            /* The first request on a connector of its own, refused with private data; the
+             * client's second request waits in the listener's backlog meanwhile. */
+            IND2Connector *refused = NULL;
+            CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&refused)));
+            CHECK_HR(m_waiter->Wait(listener, listener->GetConnectionRequest(refused, m_waiter->Ov())));
+            ExpectPing(refused);
+            unsigned char no[REJECT_DATA];
+            fill(no, sizeof no, REJECT_PATTERN);
+            CHECK_HR(refused->Reject(no, sizeof no));
+            EXPECT(refused->Release() == 0);
+            printf("server: rejected the first request with %u bytes of private data\n", REJECT_DATA);
+        }
         CHECK_HR(m_waiter->Wait(listener, listener->GetConnectionRequest(m_connector, m_waiter->Ov())));
-
-        /* rdma_cm (like IB on Windows) pads the private data: read it with a buffer of MaxCallerData. */
-        char hello[56] = {0};
-        ULONG helloLen = sizeof hello;
-        CHECK_HR(m_connector->GetPrivateData(hello, &helloLen));
-        EXPECT(helloLen == sizeof hello && strcmp(hello, "ping") == 0);
+        ExpectPing(m_connector);
 
         PostReceive(0);
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Accept(m_qp, 0, 0, "pong", 5, m_waiter->Ov())));
@@ -209,19 +233,58 @@ private:
             Complete(i, false, true);
         }
         Disarm();
-        /* The client disconnects once it has the last answer. */
-        CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));
-        printf("server: %u exchanges of %u bytes checked\n", m_opt.iters, m_opt.size);
+        if (m_opt.serverDisconnects) {
+            /* Completes once the client has disconnected too (its DREP). */
+            CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
+            printf("server: %u exchanges of %u bytes checked, disconnected\n", m_opt.iters, m_opt.size);
+        } else {
+            /* The client disconnects once it has the last answer. */
+            CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));
+            printf("server: %u exchanges of %u bytes checked, the client's disconnect seen\n", m_opt.iters,
+                   m_opt.size);
+        }
         return 0;
+    }
+
+    /* rdma_cm (like IB on Windows) pads the private data: read it with a buffer of MaxCallerData. */
+    static void ExpectPing(IND2Connector *connector)
+    {
+        char hello[56] = {0};
+        ULONG helloLen = sizeof hello;
+        CHECK_HR(connector->GetPrivateData(hello, &helloLen));
+        EXPECT(helloLen == sizeof hello && strcmp(hello, "ping") == 0);
+    }
+
+    /* The first Connect of --reject: refused, with the server's REJ data readable. */
+    void ExpectRefused(const sockaddr_in &server)
+    {
+        HRESULT hr = m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
+                                                                      sizeof server, 0, 0, "ping", 5, m_waiter->Ov()));
+        if (hr != ND_CONNECTION_REFUSED) {
+            fprintf(stderr, "client: the first Connect gave 0x%08x, not ND_CONNECTION_REFUSED\n", (unsigned)hr);
+            exit(1);
+        }
+        unsigned char no[REJECT_DATA];
+        ULONG noLen = sizeof no;
+        CHECK_HR(m_connector->GetPrivateData(no, &noLen));
+        EXPECT(noLen == REJECT_DATA && matches(no, noLen, REJECT_PATTERN));
+        printf("client: refused (ND_CONNECTION_REFUSED) with the server's %u bytes of private data\n", REJECT_DATA);
     }
 
     int Ping(const sockaddr_in &local)
     {
         sockaddr_in server = nd2_ipv4(m_opt.serverIp, m_opt.port);
         CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+        double phase = nd2_now_us();
+        if (m_opt.reject) {
+            ExpectRefused(server); /* "The connection attempt may be retried": on the same connector. */
+            printf("client: refused in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
+            phase = nd2_now_us();
+        }
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
                                                                   sizeof server, 0, 0, "ping", 5, m_waiter->Ov())));
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->CompleteConnect(m_waiter->Ov())));
+        printf("client: connected in %.1f ms (Connect, CompleteConnect)\n", (nd2_now_us() - phase) / 1e3);
         char reply[196] = {0}; /* MaxCalleeData: the REP's padded private data */
         ULONG replyLen = sizeof reply;
         CHECK_HR(m_connector->GetPrivateData(reply, &replyLen));
@@ -229,7 +292,7 @@ private:
 
         m_polls = 0;
         CALLGRIND_TOGGLE_COLLECT;
-        double start = now_us();
+        double start = nd2_now_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
             PostReceive(i);
             fill(SendBuf(), m_opt.size, i);
@@ -237,14 +300,21 @@ private:
             Complete(i, true, true);
             EXPECT(matches(RecvBuf(), m_opt.size, i + 1));
         }
-        double elapsed = now_us() - start;
+        double elapsed = nd2_now_us() - start;
         CALLGRIND_TOGGLE_COLLECT;
         Disarm();
         printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
                "%.1f GetResults per exchange\n",
                m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
                m_opt.iters / (elapsed / 1e6), static_cast<double>(m_polls) / m_opt.iters);
+        phase = nd2_now_us();
+        if (m_opt.serverDisconnects) {
+            CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));
+            printf("client: the server's disconnect seen after %.1f ms\n", (nd2_now_us() - phase) / 1e3);
+            phase = nd2_now_us();
+        }
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
+        printf("client: Disconnect completed in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
         return 0;
     }
 
@@ -265,8 +335,9 @@ private:
 int usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll]\n"
-            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll]\n",
+            "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll] [--reject] [--server-disconnects]\n"
+            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll] [--reject] "
+            "[--server-disconnects]\n",
             argv0, argv0);
     return 2;
 }
@@ -297,6 +368,10 @@ int main(int argc, char **argv)
             opt.size = static_cast<ULONG>(atoi(argv[++at]));
         else if (strcmp(argv[at], "--poll") == 0)
             opt.poll = true;
+        else if (strcmp(argv[at], "--reject") == 0)
+            opt.reject = true;
+        else if (strcmp(argv[at], "--server-disconnects") == 0)
+            opt.serverDisconnects = true;
         else
             return usage(argv[0]);
     }

@@ -21,7 +21,6 @@
 #include "nd2-common.h"
 
 #include <deque>
-#include <time.h>
 #include <vector>
 
 namespace {
@@ -68,13 +67,6 @@ bool matches(const unsigned char *buf, ULONG size, unsigned i)
     return true;
 }
 
-double now_us()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 /* Request contexts: receives by slot, the other requests by kind. */
 void *ReceiveContext(unsigned slot) { return reinterpret_cast<void *>(static_cast<uintptr_t>(0x100 + slot)); }
 void *const SEND_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(1));
@@ -92,6 +84,7 @@ public:
 
     int Run()
     {
+        double began = nd2_now_us();
         CHECK_HR(NdStartup());
         sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
         CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
@@ -111,7 +104,9 @@ public:
                                             reinterpret_cast<void **>(&m_qp)));
         CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&m_connector)));
 
+        printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", Role(), (nd2_now_us() - began) / 1e3);
         int rc = m_opt.server ? Serve(local) : Ping(local);
+        double releasing = nd2_now_us();
 
         EXPECT(m_connector->Release() == 0);
         EXPECT(m_qp->Release() == 0);
@@ -123,10 +118,13 @@ public:
         CloseHandle(m_file);
         EXPECT(m_adapter->Release() == 0);
         CHECK_HR(NdCleanup());
+        printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
         return rc;
     }
 
 private:
+    const char *Role() const { return m_opt.server ? "server" : "client"; }
+
     unsigned char *Window() { return m_buf.data(); }
     unsigned char *Staging() { return m_buf.data() + m_opt.size; }
     Message *Slot(unsigned slot) { return reinterpret_cast<Message *>(m_buf.data() + 2 * m_opt.size) + slot; }
@@ -301,14 +299,18 @@ private:
         for (unsigned k = 0; k < RECEIVE_SLOTS; k++)
             PostReceive();
         CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+        double phase = nd2_now_us();
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
                                                                   sizeof server, 4, 4, NULL, 0, m_waiter->Ov())));
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->CompleteConnect(m_waiter->Ov())));
+        double connected = nd2_now_us();
         TradeWindows();
+        printf("client: connected in %.1f ms, windows traded in %.1f ms\n", (connected - phase) / 1e3,
+               (nd2_now_us() - connected) / 1e3);
 
         const ND2_REQUEST_TYPE exchange[] = {Nd2RequestTypeWrite, Nd2RequestTypeSend, Nd2RequestTypeReceive};
         ND2_SGE readSge = Sge(Staging(), m_opt.size);
-        double start = now_us();
+        double start = nd2_now_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
             WriteAndRing(i);
             Message m = Await(exchange, 3);
@@ -320,7 +322,8 @@ private:
             Await1(Nd2RequestTypeRead);
             EXPECT(matches(Staging(), m_opt.size, i));
         }
-        double elapsed = now_us() - start;
+        double elapsed = nd2_now_us() - start;
+        phase = nd2_now_us();
         SendMessage(MSG_DOORBELL, m_opt.iters); /* done reading */
         Await1(Nd2RequestTypeSend);
         Message m = Await1(Nd2RequestTypeReceive);
@@ -341,8 +344,11 @@ private:
         printf("client: %u exchanges of %u bytes checked (write, doorbell, write back, read back), "
                "mean %.1f us; Read after Invalidate: ND_ACCESS_VIOLATION\n",
                m_opt.iters, m_opt.size, elapsed / m_opt.iters);
+        printf("client: the invalidation round and the refused Read took %.1f ms\n", (nd2_now_us() - phase) / 1e3);
+        phase = nd2_now_us();
         /* The QP is in error now: the receives still posted complete ND_CANCELED. */
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
+        printf("client: Disconnect completed in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
         return 0;
     }
 

@@ -185,6 +185,10 @@ other=client
 
 S=$RIG_SERVER_IP
 C=$RIG_CLIENT_IP
+# nd-shim's ND2 programs, built on the host (tests/rig/two-guests runs tests/nd2/build.sh); the
+# client's root sees this tree at the same path. ND_SHIM_LOG=debug: the connection's events in
+# the log.
+ND2="env ND_SHIM_LOG=debug $RIG_ROOT/target/nd2"
 PAIRINGS=(${RIG_TWO_PAIRINGS:-rxe_rs-rxe_rs rxe_rs-stock stock-rxe_rs stock-stock})
 for pairing in "${PAIRINGS[@]}"; do
     sp=${pairing%-*} cp=${pairing#*-}
@@ -201,6 +205,19 @@ for pairing in "${PAIRINGS[@]}"; do
         "ib_send_bw -d rxe0 -R -F -n 200" "ib_send_bw -d rxe0 -R -F -n 200 $S"
     step ib_write_lat "$sp" "$cp" cm:18515 \
         "ib_write_lat -d rxe0 -R -n 200" "ib_write_lat -d rxe0 -R -n 200 $S"
+    # ND2 across the link: connect and accept with private data checked both ways, 64-byte
+    # send/receive exchanges, the client's disconnect seen by the server (NotifyDisconnect).
+    step nd2-pingpong "$sp" "$cp" cm:7401 \
+        "$ND2/nd2-pingpong server $S 7401 --iters 200" "$ND2/nd2-pingpong client $C $S 7401 --iters 200"
+    # The server rejects the first request with 148 bytes of private data (the client's Connect:
+    # ND_CONNECTION_REFUSED, the bytes read back), accepts the retry on the same connector, and
+    # disconnects at the end: the client sees it through NotifyDisconnect.
+    step nd2-reject "$sp" "$cp" cm:7402 \
+        "$ND2/nd2-pingpong server $S 7402 --iters 20 --reject --server-disconnects" \
+        "$ND2/nd2-pingpong client $C $S 7402 --iters 20 --reject --server-disconnects"
+    # RDMA Write and Read through memory windows, Invalidate seen by the peer's Read.
+    step nd2-rdma-pingpong "$sp" "$cp" cm:7404 \
+        "$ND2/nd2-rdma-pingpong server $S 7404 --iters 50" "$ND2/nd2-rdma-pingpong client $C $S 7404 --iters 50"
 done
 post "end.$role" "$(grep -c '	pass	' "$RIG_RESULTS") $(grep -c '	fail	' "$RIG_RESULTS")"
 echo "rig: $role guest done in $((SECONDS - started)) s"
