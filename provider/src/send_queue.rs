@@ -78,17 +78,42 @@ unsafe fn wr_objects(wr: &ibv_send_wr, qp_type: c_int) -> WrObjects<'_> {
 /// `IBV_SEND_INLINE` the SGEs describe readable memory.
 #[inline]
 pub(crate) unsafe fn post_one_send(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
+    if sq.limits.qp_type != IBV_QPT_UD && wr.opcode != IBV_WR_BIND_MW {
+        // The RC/UC request that names no AH or window: built with the
+        // objects known to be none, so nothing about them stays live in
+        // the loop (fewer registers spilled to the stack).
+        // SAFETY: forwarded; wr_objects would have answered None.
+        return unsafe { post_one_send_with(sq, wr, &WrObjects::None) };
+    }
     // SAFETY: forwarded.
-    let sges = unsafe { wqe::send_sges(wr, &sq.limits) }?;
+    unsafe { post_one_send_naming_objects(sq, wr) }
+}
+
+/// [`post_one_send`] of a UD request or a window bind.
+///
+/// # Safety
+/// As for [`post_one_send`].
+#[inline(never)]
+unsafe fn post_one_send_naming_objects(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
     // SAFETY: forwarded.
     let objects = unsafe { wr_objects(wr, sq.limits.qp_type) };
-    let length = wqe::check_send(wr, sges, &objects, &sq.limits)?;
+    // SAFETY: forwarded.
+    unsafe { post_one_send_with(sq, wr, &objects) }
+}
+
+/// # Safety
+/// As for [`post_one_send`]; `objects` is what [`wr_objects`] answers for `wr`.
+#[inline(always)]
+unsafe fn post_one_send_with(sq: &mut SendQueue, wr: &ibv_send_wr, objects: &WrObjects<'_>) -> Result<(), Errno> {
+    // SAFETY: forwarded.
+    let sges = unsafe { wqe::send_sges(wr, &sq.limits) }?;
+    let length = wqe::check_send(wr, sges, objects, &sq.limits)?;
     if sq.is_full() {
         return Err(libc::ENOMEM);
     }
     let (hdr, payload) = sq.slot_at(sq.prod);
     // SAFETY: checked above; inline sources per the contract.
-    unsafe { wqe::encode_send(wr, sges, length, &objects, hdr, payload) };
+    unsafe { wqe::encode_send(wr, sges, length, objects, hdr, payload) };
     sq.advance();
     Ok(())
 }
