@@ -109,7 +109,7 @@ unsafe fn post_one_send_with(sq: &mut SendQueue, wr: &ibv_send_wr, objects: &WrO
     let sges = unsafe { wqe::send_sges(wr, &sq.limits) }?;
     let length = wqe::check_send(wr, sges, objects, &sq.limits)?;
     if sq.is_full() {
-        return Err(libc::ENOMEM);
+        return Err(Errno::ENOMEM);
     }
     let (hdr, payload) = sq.slot_at(sq.prod);
     // SAFETY: checked above; inline sources per the contract.
@@ -159,7 +159,7 @@ pub(crate) mod tests {
         }
         // SAFETY: as above.
         let posted = unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &mut sges)) };
-        assert_eq!(posted, Err(libc::ENOMEM));
+        assert_eq!(posted, Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 3);
         let w: rxe_send_wqe = fq.kernel.read_slot(2);
@@ -169,7 +169,7 @@ pub(crate) mod tests {
         let mut three = [ibv_sge::default(); 3];
         // SAFETY: as above.
         let posted = unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &mut three)) };
-        assert_eq!(posted, Err(libc::EINVAL));
+        assert_eq!(posted, Err(Errno::EINVAL));
         assert_eq!(sq.prod, 3);
         // SAFETY: as above.
         let posted = unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &mut sges)) };
@@ -193,7 +193,7 @@ pub(crate) mod tests {
         }];
         // SAFETY: no inline data, no AH or MW.
         let posted = unsafe { post_one_send(&mut sq, &wr(1, IBV_WR_SEND, &mut sges)) };
-        assert_eq!(posted, Err(libc::ENOMEM));
+        assert_eq!(posted, Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
     }
@@ -205,7 +205,7 @@ pub(crate) mod tests {
         let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
         assert_eq!(
             WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, 1, 0, 0)).err(),
-            Some(libc::EPROTO)
+            Some(Errno::EPROTO)
         );
         let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
         let limits = RecvLimits {
@@ -222,10 +222,10 @@ pub(crate) mod tests {
         let mut w = wr(1, IBV_WR_SEND, &mut []);
         w.num_sge = -1;
         // SAFETY: refused before any pointer is read.
-        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(libc::EINVAL));
+        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(Errno::EINVAL));
         w.num_sge = 1;
         w.sg_list = ptr::null_mut();
         // SAFETY: as above.
-        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(libc::EINVAL));
+        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(Errno::EINVAL));
     }
 }
