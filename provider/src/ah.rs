@@ -132,16 +132,16 @@ pub(crate) fn parse_sysfs_gid(text: &str) -> Option<[u8; 16]> {
 /// The GID at `index` of `port`, from the device's sysfs GID table.
 fn query_sgid(ctx: &ibv_context, port: u8, index: u8) -> Result<[u8; 16], Errno> {
     // SAFETY: a context's device is the live ibv_device it was opened on.
-    let dev = unsafe { ctx.device.as_ref() }.ok_or(libc::EINVAL)?;
+    let dev = unsafe { ctx.device.as_ref() }.ok_or(Errno::EINVAL)?;
     // SAFETY: c_char and u8 have the same size and alignment.
     let path = unsafe { &*(ptr::from_ref(&dev.ibdev_path) as *const [u8; 256]) };
     let base = CStr::from_bytes_until_nul(path)
-        .map_err(|_| libc::EINVAL)?
+        .map_err(|_| Errno::EINVAL)?
         .to_str()
-        .map_err(|_| libc::EINVAL)?;
+        .map_err(|_| Errno::EINVAL)?;
     let file = format!("{base}/ports/{port}/gids/{index}");
-    let text = std::fs::read_to_string(&file).map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))?;
-    parse_sysfs_gid(&text).ok_or(libc::EINVAL)
+    let text = std::fs::read_to_string(&file).map_err(|e| e.raw_os_error().map_or(Errno::EINVAL, Errno::from_raw))?;
+    parse_sysfs_gid(&text).ok_or(Errno::EINVAL)
 }
 
 type ResolveL2Fn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_ah_attr, *mut u8, *mut u16) -> c_int;
@@ -153,7 +153,7 @@ fn resolve_dmac(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<[u8; 6], Er
     // loaded (it loaded us); the reference is kept, as runtime.rs does.
     let handle = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
     if handle.is_null() {
-        return Err(libc::ENOSYS);
+        return Err(Errno::ENOSYS);
     }
     // SAFETY: both names are NUL-terminated; handle is live.
     let sym = unsafe {
@@ -164,7 +164,7 @@ fn resolve_dmac(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<[u8; 6], Er
         )
     };
     if sym.is_null() {
-        return Err(libc::ENOSYS);
+        return Err(Errno::ENOSYS);
     }
     // SAFETY: the symbol is the public function of that name and version,
     // whose C prototype is ResolveL2Fn.
@@ -176,16 +176,16 @@ fn resolve_dmac(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<[u8; 6], Er
     let rc = unsafe { resolve(ctx, &mut attr, mac.as_mut_ptr(), ptr::null_mut()) };
     match rc {
         0 => Ok(mac),
-        rc if rc > 0 => Err(rc),
-        rc if rc < 0 && rc != -1 => Err(-rc),
-        _ => Err(libc::EINVAL),
+        rc if rc > 0 => Err(Errno::from_raw(rc)),
+        rc if rc < 0 && rc != -1 => Err(Errno::from_raw(-rc)),
+        _ => Err(Errno::EINVAL),
     }
 }
 
 /// The user-space AV of an AH on a kernel without AH indices.
 fn user_av(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<rxe_av, Errno> {
     // SAFETY: ctx is the live context of the PD.
-    let c = unsafe { ctx.as_ref() }.ok_or(libc::EINVAL)?;
+    let c = unsafe { ctx.as_ref() }.ok_or(Errno::EINVAL)?;
     let sgid = query_sgid(c, attr.port_num, attr.grh.sgid_index)?;
     let dmac = resolve_dmac(ctx, attr)?;
     Ok(build_av(attr, &sgid, dmac))
@@ -197,7 +197,7 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
         // SAFETY: libibverbs passes a PD our alloc_pd made and the caller's
         // attributes (nulls refused).
         let (Some(p), Some(attr)) = (unsafe { pd.as_ref() }, unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         let fd = match context_fd(p.context) {
             Ok(fd) => fd,
@@ -244,10 +244,10 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
 
 /// `destroy_ah`: the AH is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    ffi::guard("destroy_ah", libc::EIO, || {
+    ffi::guard("destroy_ah", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an AH our create_ah made (null refused).
         let (Some(obj), Some(a)) = (NonNull::new(ah.cast::<RxeAh>()), unsafe { ah.as_ref() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (a.context, a.handle);
         let destroy = || context_fd(context).and_then(|fd| destroy_kernel_ah(fd, handle));

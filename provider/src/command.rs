@@ -83,14 +83,14 @@ impl WriteExCmd for ib_uverbs_ex_query_device {
 
 fn words(bytes: usize, unit: usize) -> Result<u16, Errno> {
     if bytes % unit != 0 {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
-    u16::try_from(bytes / unit).map_err(|_| libc::EINVAL)
+    u16::try_from(bytes / unit).map_err(|_| Errno::EINVAL)
 }
 
 fn put(out: &mut [u8], at: usize, bytes: &[u8]) -> Result<usize, Errno> {
-    let end = at.checked_add(bytes.len()).ok_or(libc::EINVAL)?;
-    out.get_mut(at..end).ok_or(libc::EINVAL)?.copy_from_slice(bytes);
+    let end = at.checked_add(bytes.len()).ok_or(Errno::EINVAL)?;
+    out.get_mut(at..end).ok_or(Errno::EINVAL)?.copy_from_slice(bytes);
     Ok(end)
 }
 
@@ -147,11 +147,11 @@ fn write_all(fd: RawFd, buf: &[u8]) -> Result<(), Errno> {
     // SAFETY: buf is a valid readable slice for its whole length.
     let n = unsafe { libc::write(fd, buf.as_ptr().cast::<c_void>(), buf.len()) };
     if n < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+        return Err(Errno::last_os_error());
     }
     // The uverbs write handler consumes a command whole or fails it.
     if n as usize != buf.len() {
-        return Err(libc::EIO);
+        return Err(Errno::EIO);
     }
     Ok(())
 }
@@ -223,10 +223,10 @@ impl<const N: usize> IoctlCmd<N> {
     /// A call of `method` on `object`, for a device of `driver_id`.
     pub fn new(object_id: u16, method_id: u16, driver_id: u32, attrs: [ib_uverbs_attr; N]) -> Result<Self, Errno> {
         let hdr = ib_uverbs_ioctl_hdr {
-            length: u16::try_from(core::mem::size_of::<Self>()).map_err(|_| libc::EINVAL)?,
+            length: u16::try_from(core::mem::size_of::<Self>()).map_err(|_| Errno::EINVAL)?,
             object_id,
             method_id,
-            num_attrs: u16::try_from(N).map_err(|_| libc::EINVAL)?,
+            num_attrs: u16::try_from(N).map_err(|_| Errno::EINVAL)?,
             reserved1: 0,
             driver_id,
             reserved2: 0,
@@ -260,7 +260,7 @@ pub fn ioctl_cmd<const N: usize>(fd: RawFd, cmd: &mut IoctlCmd<N>) -> Result<(),
     // memory the caller keeps alive and writable for this call.
     let rc = unsafe { libc::ioctl(fd, RDMA_VERBS_IOCTL as _, core::ptr::from_mut(cmd)) };
     if rc != 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+        return Err(Errno::last_os_error());
     }
     Ok(())
 }
@@ -285,15 +285,15 @@ pub fn write_ex_cmd_drv<C: WriteExCmd, D: FromBytes>(fd: RawFd, cmd: C) -> Resul
     let core_len = core::mem::size_of::<C::Resp>();
     let drv_len = core::mem::size_of::<D>();
     if core_len + drv_len > CMD_BUF_MAX {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     let mut resp = RespBuf([0; CMD_BUF_MAX]);
     let addr = response_addr(&mut resp);
     let mut buf = [0u8; CMD_BUF_MAX];
     let len = frame_write_ex_drv(&mut buf, C::ID, cmd.as_bytes(), addr, core_len, drv_len)?;
     write_all(fd, &buf[..len])?;
-    let core = C::Resp::read_from_bytes(&resp.0[..core_len]).map_err(|_| libc::EINVAL)?;
-    let drv = D::read_from_bytes(&resp.0[core_len..core_len + drv_len]).map_err(|_| libc::EINVAL)?;
+    let core = C::Resp::read_from_bytes(&resp.0[..core_len]).map_err(|_| Errno::EINVAL)?;
+    let drv = D::read_from_bytes(&resp.0[core_len..core_len + drv_len]).map_err(|_| Errno::EINVAL)?;
     Ok((core, drv))
 }
 
@@ -350,7 +350,7 @@ mod tests {
         // A response length that is not whole words is refused, as framed.
         assert_eq!(
             Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 3).err(),
-            Some(libc::EINVAL)
+            Some(Errno::EINVAL)
         );
     }
 
@@ -405,20 +405,23 @@ mod tests {
         assert_eq!(n, 8 + 16 + 32);
         assert_eq!((u32_at(&buf, 0), u16_at(&buf, 4), u16_at(&buf, 6)), (0x8000_0012, 4, 2));
         assert_eq!((u64_at(&buf, 8), u16_at(&buf, 16), u16_at(&buf, 18)), (0x1000, 0, 2));
-        assert_eq!(frame_write_ex_drv(&mut buf, 18, &[0; 32], 0, 16, 12), Err(libc::EINVAL));
+        assert_eq!(
+            frame_write_ex_drv(&mut buf, 18, &[0; 32], 0, 16, 12),
+            Err(Errno::EINVAL)
+        );
     }
 
     #[test]
     fn framing_rejects_what_the_kernel_would() {
         let mut buf = [0u8; 64];
         // Not a whole number of words.
-        assert_eq!(frame_write(&mut buf, 0, &[0; 6], 8), Err(libc::EINVAL));
-        assert_eq!(frame_write(&mut buf, 0, &[0; 8], 6), Err(libc::EINVAL));
-        assert_eq!(frame_write_ex(&mut buf, 1, &[0; 4], 0, 8), Err(libc::EINVAL));
-        assert_eq!(frame_write_ex(&mut buf, 1, &[0; 8], 0, 12), Err(libc::EINVAL));
+        assert_eq!(frame_write(&mut buf, 0, &[0; 6], 8), Err(Errno::EINVAL));
+        assert_eq!(frame_write(&mut buf, 0, &[0; 8], 6), Err(Errno::EINVAL));
+        assert_eq!(frame_write_ex(&mut buf, 1, &[0; 4], 0, 8), Err(Errno::EINVAL));
+        assert_eq!(frame_write_ex(&mut buf, 1, &[0; 8], 0, 12), Err(Errno::EINVAL));
         // Does not fit the buffer, or the 16-bit word count.
-        assert_eq!(frame_write(&mut buf, 0, &[0; 64], 8), Err(libc::EINVAL));
-        assert_eq!(frame_write(&mut buf, 0, &[0; 8], 4 * 65536), Err(libc::EINVAL));
+        assert_eq!(frame_write(&mut buf, 0, &[0; 64], 8), Err(Errno::EINVAL));
+        assert_eq!(frame_write(&mut buf, 0, &[0; 8], 4 * 65536), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -458,6 +461,6 @@ mod tests {
             response: 0,
             driver_data: [],
         };
-        assert_eq!(write_cmd(-1, cmd).err(), Some(libc::EBADF));
+        assert_eq!(write_cmd(-1, cmd).err(), Some(Errno::EBADF));
     }
 }

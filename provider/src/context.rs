@@ -56,8 +56,8 @@ fn get_context(ctx: &mut ibv_context) -> Result<(), Errno> {
     )?;
     // Store the fd first so that, even if the rest is rejected,
     // verbs_uninit_context closes it.
-    ctx.async_fd = c_int::try_from(resp.async_fd).map_err(|_| libc::EPROTO)?;
-    ctx.num_comp_vectors = c_int::try_from(resp.num_comp_vectors).map_err(|_| libc::EPROTO)?;
+    ctx.async_fd = c_int::try_from(resp.async_fd).map_err(|_| Errno::EPROTO)?;
+    ctx.num_comp_vectors = c_int::try_from(resp.num_comp_vectors).map_err(|_| Errno::EPROTO)?;
     Ok(())
 }
 
@@ -78,7 +78,7 @@ pub(crate) unsafe fn open(
         _ => {
             // SAFETY: cmd_fd was handed to us to own; nobody else closes it.
             unsafe { libc::close(cmd_fd) };
-            ffi::set_errno(libc::EINVAL);
+            ffi::set_errno(Errno::EINVAL);
             return ptr::null_mut();
         }
     };

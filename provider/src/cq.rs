@@ -145,13 +145,13 @@ impl PollState {
     }
 
     fn ring(&self) -> Result<&Consumer, Errno> {
-        self.ring.as_ref().ok_or(libc::EIO)
+        self.ring.as_ref().ok_or(Errno::EIO)
     }
 
     /// `ibv_poll_cq`: copies up to `out.len()` completions out, oldest first.
     #[inline]
     pub(crate) fn poll(&mut self, out: &mut [MaybeUninit<ibv_wc>]) -> Result<usize, Errno> {
-        let ring = self.ring.as_ref().ok_or(libc::EIO)?;
+        let ring = self.ring.as_ref().ok_or(Errno::EIO)?;
         let q = ring.indices();
         let prod = ring.produced();
         let mut cons = self.cons;
@@ -176,7 +176,7 @@ impl PollState {
     pub(crate) fn start(&mut self) -> Result<ib_uverbs_wc, Errno> {
         let ring = self.ring()?;
         if self.cons == ring.produced() {
-            return Err(libc::ENOENT);
+            return Err(Errno::ENOENT);
         }
         self.current = ring.read_slot(self.cons);
         self.cur = self.cons;
@@ -191,7 +191,7 @@ impl PollState {
         let ring = self.ring()?;
         let next = ring.indices().next(self.cur);
         if next == ring.produced() {
-            return Err(libc::ENOENT);
+            return Err(Errno::ENOENT);
         }
         self.current = ring.read_slot(next);
         self.cur = next;
@@ -338,9 +338,9 @@ fn map_cq_ring(fd: RawFd, mi: &mminfo, asked: u32, granted: u32) -> Result<(Cons
             "CQ: kernel granted {granted} CQEs for {asked} on a ring of {}",
             ring.indices().capacity()
         );
-        return Err(libc::EPROTO);
+        return Err(Errno::EPROTO);
     }
-    let cqe = c_int::try_from(granted).map_err(|_| libc::EPROTO)?;
+    let cqe = c_int::try_from(granted).map_err(|_| Errno::EPROTO)?;
     Ok((ring, cqe))
 }
 
@@ -356,7 +356,7 @@ fn create(
     lock: QueueLock,
 ) -> Result<Creating<RxeCq>, Errno> {
     if ibctx.is_null() {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     // SAFETY: libibverbs passes our live context; cmd_fd is set for its life.
     let fd = unsafe { (*ibctx).cmd_fd };
@@ -403,7 +403,7 @@ fn create(
             if (core.response_length as usize) < size_of::<ib_uverbs_create_cq_resp>() {
                 // Without the core part we do not even know the handle; the
                 // kernel always writes it, so this cannot leak in practice.
-                return Err(libc::EPROTO);
+                return Err(Errno::EPROTO);
             }
             (core.base.cq_handle, core.base.cqe, drv.mi)
         }
@@ -438,10 +438,10 @@ pub(crate) unsafe extern "C" fn create_cq(
 /// `ibv_cmd_create_cq_ex` derives them; or the errno to fail with.
 pub(crate) fn ex_create_flags(attr: &ibv_cq_init_attr_ex) -> Result<u32, Errno> {
     if attr.wc_flags & !SUPPORTED_WC_FLAGS != 0 {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     if attr.comp_mask & !(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD) != 0 {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     let mut flags = 0;
     if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && attr.flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN != 0 {
@@ -477,7 +477,7 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
     ffi::guard("create_cq_ex", ptr::null_mut(), || {
         // SAFETY: a non-NULL attr is the caller's live ibv_cq_init_attr_ex.
         let Some(attr) = (unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         let created = ex_create_flags(attr).and_then(|flags| {
             // A parent domain with a TD: no lock. Anything else given as
@@ -509,14 +509,14 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
 
 /// `verbs_context_ops.destroy_cq`
 pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
-    ffi::guard("destroy_cq", libc::EIO, || {
+    ffi::guard("destroy_cq", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         let (fd, handle, vcq) = (cq.cmd_fd, cq.handle(), cq.vcq());
         let Some(obj) = NonNull::new(ibcq.cast::<RxeCq>()) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         let wait = |resp: &ib_uverbs_destroy_cq_resp| {
             // SAFETY: libibverbs initialised mutex/cond (verbs_init_cq) and
@@ -535,7 +535,7 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
         // it unmaps the ring.
         match unsafe { kobject::destroy(obj, || destroy_kernel_cq(fd, handle), wait) } {
             Ok(()) => 0,
-            Err(errno) => errno,
+            Err(errno) => errno.code(),
         }
     })
 }
@@ -543,17 +543,17 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
 /// `verbs_context_ops.poll_cq`: how many completions were written to `wc`,
 /// or a negative errno.
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
-    ffi::guard("poll_cq", -libc::EIO, || {
+    ffi::guard("poll_cq", Errno::EIO.negative(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return -libc::EINVAL;
+            return Errno::EINVAL.negative();
         };
         let Ok(ne) = usize::try_from(ne) else { return 0 };
         if ne == 0 {
             return 0;
         }
         if wc.is_null() {
-            return -libc::EINVAL;
+            return Errno::EINVAL.negative();
         }
         // SAFETY: the caller provides room for `ne` ibv_wc at wc; we only
         // write whole entries through MaybeUninit.
@@ -561,7 +561,7 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
         match cq.locked(|s| s.poll(out)) {
             // n <= ne, which came from a c_int.
             Ok(n) => n as c_int,
-            Err(errno) => -errno,
+            Err(errno) => errno.negative(),
         }
     })
 }
@@ -570,10 +570,10 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
 /// completion event, with the `REQ_NOTIFY_CQ` write as the stock provider's
 /// `ibv_cmd_req_notify_cq` issues it.
 pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
-    ffi::guard("req_notify_cq", libc::EIO, || {
+    ffi::guard("req_notify_cq", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         let cmd = ib_uverbs_req_notify_cq {
             cq_handle: cq.handle(),
@@ -581,7 +581,7 @@ pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only:
         };
         match command::write_cmd(cq.cmd_fd, cmd) {
             Ok(()) => 0,
-            Err(errno) => errno,
+            Err(errno) => errno.code(),
         }
     })
 }
@@ -590,10 +590,10 @@ pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only:
 /// new ring; we map it in place of the old one with the lock held, so no
 /// poller sees the switch half-done.
 pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_int {
-    ffi::guard("resize_cq", libc::EIO, || {
+    ffi::guard("resize_cq", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         let asked = cqe as u32;
         cq.locked(|state| {
@@ -607,7 +607,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
             };
             let resp = match command::write_cmd(cq.cmd_fd, cmd) {
                 Ok(resp) => resp,
-                Err(errno) => return errno,
+                Err(errno) => return errno.code(),
             };
             match map_cq_ring(cq.cmd_fd, &resp.drv.mi, asked, resp.core.cqe) {
                 Ok((ring, cqe)) => {
@@ -625,7 +625,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
                         cq.handle()
                     );
                     state.replace_ring(None);
-                    errno
+                    errno.code()
                 }
             }
         })
@@ -635,19 +635,19 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
 // ---- ibv_cq_ex ----
 
 unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq_attr) -> c_int {
-    ffi::guard("start_poll", libc::EIO, || {
+    ffi::guard("start_poll", Errno::EIO.code(), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         if !cq.lock.hold() {
             // The stock provider deadlocks on its own spin lock here.
             warn!("start_poll again before end_poll on this thread: refused");
-            ffi::set_errno(libc::EINVAL);
-            return libc::EINVAL;
+            ffi::set_errno(Errno::EINVAL);
+            return Errno::EINVAL.code();
         }
         // A panic must not leave the lock taken.
-        let r = ffi::guard("start_poll", Err(libc::EIO), || {
+        let r = ffi::guard("start_poll", Err(Errno::EIO), || {
             // SAFETY: this thread holds the lock now.
             unsafe { cq.state_locked() }.start()
         });
@@ -660,23 +660,23 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
             Err(errno) => {
                 cq.lock.release_held();
                 ffi::set_errno(errno);
-                errno
+                errno.code()
             }
         }
     })
 }
 
 unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
-    ffi::guard("next_poll", libc::EIO, || {
+    ffi::guard("next_poll", Errno::EIO.code(), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         if !cq.lock.held_here() {
             // The stock provider would read the ring unlocked.
             warn!("next_poll without a successful start_poll on this thread: refused");
-            ffi::set_errno(libc::EINVAL);
-            return libc::EINVAL;
+            ffi::set_errno(Errno::EINVAL);
+            return Errno::EINVAL.code();
         }
         // SAFETY: this thread holds the lock (a successful start_poll).
         match unsafe { cq.state_locked() }.next() {
@@ -688,7 +688,7 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
             // still call, releases it (upstream's double unlock was here).
             Err(errno) => {
                 ffi::set_errno(errno);
-                errno
+                errno.code()
             }
         }
     })
@@ -897,14 +897,14 @@ mod tests {
     #[test]
     fn ex_polling_consumes_exactly_what_it_handed_out() {
         let (fq, mut s) = fake_cq(7);
-        assert_eq!(s.start().err(), Some(libc::ENOENT));
+        assert_eq!(s.start().err(), Some(Errno::ENOENT));
         fq.produce(&cqe(1, 0, 0));
         // start, next (ENOENT), end, start: upstream's overrun sequence.
         assert_eq!(s.start().unwrap().wr_id, cqe(1, 0, 0).wr_id);
-        assert_eq!(s.next().err(), Some(libc::ENOENT));
+        assert_eq!(s.next().err(), Some(Errno::ENOENT));
         s.end();
         assert_eq!(fq.kernel.consumer_index(), 1);
-        assert_eq!(s.start().err(), Some(libc::ENOENT));
+        assert_eq!(s.start().err(), Some(Errno::ENOENT));
         // Three more: start + two nexts + ENOENT, then end consumes all three.
         for i in 2..5 {
             fq.produce(&cqe(i, 128, 0));
@@ -912,7 +912,7 @@ mod tests {
         assert_eq!(s.start().unwrap().wr_id, cqe(2, 0, 0).wr_id);
         assert_eq!(s.next().unwrap().wr_id, cqe(3, 0, 0).wr_id);
         assert_eq!(s.next().unwrap().wr_id, cqe(4, 0, 0).wr_id);
-        assert_eq!(s.next().err(), Some(libc::ENOENT));
+        assert_eq!(s.next().err(), Some(Errno::ENOENT));
         s.end();
         assert_eq!((s.cons, fq.kernel.consumer_index()), (4, 4));
         // start then end without next consumes one.
@@ -947,13 +947,13 @@ mod tests {
         // A lost ring fails every poll rather than reading stale memory.
         s.replace_ring(None);
         let mut out = [MaybeUninit::uninit(); 1];
-        assert_eq!(s.poll(&mut out), Err(libc::EIO));
-        assert_eq!(s.start().err(), Some(libc::EIO));
+        assert_eq!(s.poll(&mut out), Err(Errno::EIO));
+        assert_eq!(s.start().err(), Some(Errno::EIO));
         s.end();
         // A ring whose slots cannot hold a CQE is not polled (poll copies whole CQEs).
         let small = FakeQueue::new(5, 7, 0);
         s.replace_ring(Some(Consumer::map(small.raw_fd(), &small.mi, 0).unwrap()));
-        assert_eq!(s.poll(&mut out), Err(libc::EIO));
+        assert_eq!(s.poll(&mut out), Err(Errno::EIO));
     }
 
     #[test]
@@ -961,11 +961,11 @@ mod tests {
         let fq = FakeQueue::new(7, 7, 0);
         assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 5, 7).map(|(_, c)| c).ok(), Some(7));
         // Fewer than asked, more than the ring holds.
-        assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 8, 7).err(), Some(libc::EPROTO));
-        assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 1, 8).err(), Some(libc::EPROTO));
+        assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 8, 7).err(), Some(Errno::EPROTO));
+        assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 1, 8).err(), Some(Errno::EPROTO));
         // Slots too small for a CQE.
         let small = FakeQueue::new(5, 7, 0);
-        assert_eq!(map_cq_ring(small.raw_fd(), &small.mi, 1, 7).err(), Some(libc::EPROTO));
+        assert_eq!(map_cq_ring(small.raw_fd(), &small.mi, 1, 7).err(), Some(Errno::EPROTO));
     }
 
     fn init_attr(wc_flags: u64, comp_mask: u32, flags: u32) -> ibv_cq_init_attr_ex {
@@ -989,9 +989,9 @@ mod tests {
             IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
             1 << 8,
         ] {
-            assert_eq!(ex_create_flags(&init_attr(unsupported, 0, 0)), Err(libc::EOPNOTSUPP));
+            assert_eq!(ex_create_flags(&init_attr(unsupported, 0, 0)), Err(Errno::EOPNOTSUPP));
         }
-        assert_eq!(ex_create_flags(&init_attr(0, 1 << 2, 0)), Err(libc::EOPNOTSUPP));
+        assert_eq!(ex_create_flags(&init_attr(0, 1 << 2, 0)), Err(Errno::EOPNOTSUPP));
         let overrun = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN | IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
         assert_eq!(
             ex_create_flags(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_FLAGS, overrun)),
@@ -1024,7 +1024,7 @@ mod tests {
         unsafe {
             let cq = RxeCq::from_ptr(p).unwrap();
             let mut attr = ibv_poll_cq_attr { comp_mask: 0 };
-            assert_eq!(start_poll(p, &mut attr), libc::ENOENT);
+            assert_eq!(start_poll(p, &mut attr), Errno::ENOENT.code());
             assert!(!cq.lock.is_locked());
 
             let a = cqe(7, 129, 0);
@@ -1049,7 +1049,7 @@ mod tests {
             );
             assert_eq!(next_poll(p), 0);
             assert_eq!(((*p).wr_id, (*p).status, read_opcode(p)), (b.wr_id, 5, 2));
-            assert_eq!(next_poll(p), libc::ENOENT);
+            assert_eq!(next_poll(p), Errno::ENOENT.code());
             assert!(cq.lock.is_locked(), "next_poll's ENOENT keeps the lock for end_poll");
             end_poll(p);
             assert!(!cq.lock.is_locked());
@@ -1064,8 +1064,11 @@ mod tests {
             assert_wc_is(&wc[0].assume_init(), &c);
             assert_eq!(poll_cq(ibcq, 4, wc.as_mut_ptr().cast()), 0);
             assert_eq!(poll_cq(ibcq, 0, ptr::null_mut()), 0);
-            assert_eq!(poll_cq(ibcq, 1, ptr::null_mut()), -libc::EINVAL);
-            assert_eq!(poll_cq(ptr::null_mut(), 1, wc.as_mut_ptr().cast()), -libc::EINVAL);
+            assert_eq!(poll_cq(ibcq, 1, ptr::null_mut()), Errno::EINVAL.negative());
+            assert_eq!(
+                poll_cq(ptr::null_mut(), 1, wc.as_mut_ptr().cast()),
+                Errno::EINVAL.negative()
+            );
             assert!(!cq.lock.is_locked());
             drop(Box::from_raw(p.cast::<RxeCq>()));
         }
@@ -1075,7 +1078,7 @@ mod tests {
     fn create_fails_with_an_errno_without_a_kernel() {
         assert_eq!(
             create(ptr::null_mut(), 4, ptr::null_mut(), 0, None, QueueLock::new()).err(),
-            Some(libc::EINVAL)
+            Some(Errno::EINVAL)
         );
         // A context whose cmd_fd is not a uverbs file: the command fails
         // before the kernel object exists, and the CQ is freed.
@@ -1084,11 +1087,11 @@ mod tests {
         unsafe { (*ctx.as_mut_ptr()).cmd_fd = -1 };
         assert_eq!(
             create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, None, QueueLock::new()).err(),
-            Some(libc::EBADF)
+            Some(Errno::EBADF)
         );
         assert_eq!(
             create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, Some(0), QueueLock::new()).err(),
-            Some(libc::EBADF)
+            Some(Errno::EBADF)
         );
     }
 }

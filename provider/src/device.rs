@@ -6,6 +6,7 @@ use core::ptr;
 
 use log::info;
 
+use crate::errno::Errno;
 use crate::libibverbs::device_abi::{verbs_device, verbs_sysfs_dev};
 use crate::libibverbs::public::ibv_device;
 use crate::libibverbs::runtime;
@@ -37,11 +38,11 @@ pub(crate) unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) ->
     ffi::guard("alloc_device", ptr::null_mut(), || {
         // SAFETY: libibverbs passes its live sysfs record (or we reject null).
         let Some(sysfs) = (unsafe { sysfs_dev.as_ref() }) else {
-            ffi::set_errno(libc::EINVAL);
+            ffi::set_errno(Errno::EINVAL);
             return ptr::null_mut();
         };
         let Some(lib) = runtime::get() else {
-            ffi::set_errno(libc::ENODEV);
+            ffi::set_errno(Errno::ENODEV);
             return ptr::null_mut();
         };
         let num_ports = if lib.layout.sysfs_dev_has_num_ports() {

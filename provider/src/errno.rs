@@ -2,5 +2,65 @@
 //! step returns in `Err`, and what the entry helpers in `ffi` turn
 //! into a verb's failure (errno set, NULL or the code returned).
 
-/// A positive errno value, as verbs return them.
-pub type Errno = i32;
+use core::ffi::c_int;
+use core::fmt;
+
+/// A positive errno value, as verbs return them. A type of its own, so that
+/// an errno is never confused with a count or a verb's return code: it
+/// becomes a `c_int` only at an entry ([`Errno::code`], [`Errno::negative`],
+/// or the helpers in `ffi`). `repr(transparent)`: the same register as the
+/// `i32` it wraps, no instruction more.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Errno(c_int);
+
+macro_rules! errnos {
+    ($($name:ident),* $(,)?) => {
+        impl Errno {
+            $(pub const $name: Errno = Errno(libc::$name);)*
+        }
+    };
+}
+
+errnos!(EBADF, EBUSY, EINVAL, EIO, ENODEV, ENOENT, ENOMEM, ENOSPC, ENOSYS, EOPNOTSUPP, EPROTO, EAGAIN, EFAULT);
+
+impl Errno {
+    /// An errno from the system (a failed syscall's `errno`), or `EIO`
+    /// for a value that is not a positive errno.
+    pub fn from_raw(raw: c_int) -> Errno {
+        if raw > 0 {
+            Errno(raw)
+        } else {
+            Errno::EIO
+        }
+    }
+
+    /// The errno of the last failed libc call on this thread.
+    pub fn last_os_error() -> Errno {
+        Errno::from_raw(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    /// The value, as a verb that returns an errno returns it.
+    #[inline(always)]
+    pub const fn code(self) -> c_int {
+        self.0
+    }
+
+    /// The value negated, as `poll_cq` returns it.
+    #[inline(always)]
+    pub const fn negative(self) -> c_int {
+        -self.0
+    }
+}
+
+impl fmt::Debug for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Errno({})", self.0)
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}

@@ -44,7 +44,7 @@ fn log_panic(entry: &str, payload: &(dyn core::any::Any + Send)) {
 /// after a provider entry returned NULL.
 pub(crate) fn set_errno(errno: Errno) {
     // SAFETY: __errno_location returns a valid pointer to this thread's errno.
-    unsafe { *libc::__errno_location() = errno };
+    unsafe { *libc::__errno_location() = errno.code() };
 }
 
 /// The failure of a verb that returns an object: errno set, NULL returned.
@@ -56,7 +56,7 @@ pub(crate) fn fail_ptr<T>(errno: Errno) -> *mut T {
 /// The failure of a verb that returns an int: errno set and returned.
 pub(crate) fn fail_code(errno: Errno) -> core::ffi::c_int {
     set_errno(errno);
-    errno
+    errno.code()
 }
 
 /// A slice from a C pointer and count; a negative count is `EINVAL`.
@@ -64,12 +64,12 @@ pub(crate) fn fail_code(errno: Errno) -> core::ffi::c_int {
 /// # Safety
 /// With a positive count, `ptr` points at `n` live elements.
 pub(crate) unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
-    let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
+    let n = usize::try_from(n).map_err(|_| Errno::EINVAL)?;
     if n == 0 {
         return Ok(&[]);
     }
     if ptr.is_null() {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     // SAFETY: per the contract.
     Ok(unsafe { core::slice::from_raw_parts(ptr, n) })
@@ -88,8 +88,8 @@ mod tests {
     fn guard_turns_a_panic_into_the_failure_value() {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let r = guard("t", libc::EIO, || -> i32 { panic!("boom") });
+        let r = guard("t", Errno::EIO, || -> Errno { panic!("boom") });
         std::panic::set_hook(prev);
-        assert_eq!(r, libc::EIO);
+        assert_eq!(r, Errno::EIO);
     }
 }

@@ -80,7 +80,7 @@ impl<T> Drop for Creating<T> {
         let Some(obj) = self.obj.take() else { return };
         let Some(handle) = self.handle else { return };
         let undone = if fault::undo_fails() {
-            Err(libc::EIO)
+            Err(Errno::EIO)
         } else {
             (self.destroy)(self.fd, handle)
         };
@@ -262,7 +262,7 @@ mod tests {
     }
 
     fn destroy_fails(_fd: RawFd, _handle: u32) -> Result<(), Errno> {
-        Err(libc::EBUSY)
+        Err(Errno::EBUSY)
     }
 
     #[test]
@@ -313,8 +313,8 @@ mod tests {
         assert!(fault::take_leaked().is_empty());
         let mut waited = None;
         // SAFETY: from finish; a failed destroy leaves it alive.
-        let r = unsafe { destroy(obj, || Err::<u32, _>(libc::EBUSY), |_| unreachable!()) };
-        assert_eq!(r, Err(libc::EBUSY));
+        let r = unsafe { destroy(obj, || Err::<u32, _>(Errno::EBUSY), |_| unreachable!()) };
+        assert_eq!(r, Err(Errno::EBUSY));
         // SAFETY: still alive after the failed destroy.
         assert_eq!(unsafe { obj.as_ptr().read() }, 5);
         // SAFETY: from finish, not used again.

@@ -3,11 +3,13 @@
 //! Like the stock provider's `pthread_spinlock_t`, it can be taken in one C
 //! call and released in another (`ibv_start_poll`/`ibv_end_poll`,
 //! `ibv_wr_start`/`ibv_wr_complete`), so it is a raw lock, not a guard
-//! object: parking_lot's `RawMutex`, one byte, whose uncontended lock and
-//! unlock are one compare-and-swap each inline; a waiter spins a little and
-//! then sleeps on a futex-backed parking lot, so it burns no CPU while the
-//! holder is in a syscall (`resize_cq`) or in application code between
-//! `start_poll` and `end_poll`.
+//! object: [`RawLock`], one byte on `parking_lot_core`'s parking lot.
+//! Uncontended, the lock is one compare-and-swap and the unlock one atomic
+//! decrement and a branch (parking_lot's `RawMutex` unlocks with a
+//! compare-and-swap, because its state has a "parked" bit the unlock must
+//! test without clearing); a waiter spins a little and then sleeps, so it
+//! burns no CPU while the holder is in a syscall (`resize_cq`) or in
+//! application code between `start_poll` and `end_poll`.
 //!
 //! - [`QueueLock::with`] runs a closure with the lock held and releases it
 //!   on return and on unwind (RAII); a caller that must also undo something
@@ -21,12 +23,123 @@
 //!   or from a thread that does not hold it) is recognised and refused
 //!   instead of unlocking a lock another thread holds.
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use lock_api::RawMutex as _;
+/// A mutex of one byte that is not a guard object: Drepper's third futex
+/// mutex ("Futexes Are Tricky", 2011), with parking_lot_core's parking lot
+/// (keyed by the byte's address) in place of the futex, and a short spin
+/// before sleeping. The state: [`FREE`], [`LOCKED`] (nobody waits), or
+/// [`CONTENDED`] (locked, and a thread may be parked on it).
+pub(crate) struct RawLock {
+    state: AtomicU8,
+}
+
+const FREE: u8 = 0;
+const LOCKED: u8 = 1;
+const CONTENDED: u8 = 2;
+
+impl RawLock {
+    pub(crate) const fn new() -> RawLock {
+        RawLock {
+            state: AtomicU8::new(FREE),
+        }
+    }
+
+    /// Takes the lock: one compare-and-swap when it is free.
+    #[inline(always)]
+    pub(crate) fn lock(&self) {
+        if self
+            .state
+            .compare_exchange(FREE, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_contended();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self) {
+        let mut spin = parking_lot_core::SpinWait::new();
+        // While nobody is parked, spin on the plain state a little: the
+        // holder of a data-path lock keeps it for a few hundred instructions.
+        loop {
+            match self.state.load(Ordering::Relaxed) {
+                FREE => {
+                    if self
+                        .state
+                        .compare_exchange_weak(FREE, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        return;
+                    }
+                }
+                LOCKED if spin.spin() => {}
+                _ => break,
+            }
+        }
+        // From here on we take the lock as CONTENDED, never as LOCKED: we
+        // cannot tell whether another thread is still parked, so the unlock
+        // that follows ours must look (at worst, one unpark finds nobody).
+        while self.state.swap(CONTENDED, Ordering::Acquire) != FREE {
+            // SAFETY: the key is the address of our own state byte, which
+            // no other primitive parks on; validate only loads, and
+            // before_sleep / timed_out do nothing (they may not panic, and
+            // do not).
+            unsafe {
+                parking_lot_core::park(
+                    self.key(),
+                    || self.state.load(Ordering::Relaxed) == CONTENDED,
+                    || {},
+                    |_, _| {},
+                    parking_lot_core::DEFAULT_PARK_TOKEN,
+                    None,
+                );
+            }
+        }
+    }
+
+    /// Releases the lock: one atomic decrement; only if the state was
+    /// [`CONTENDED`] does it go on to wake a waiter.
+    ///
+    /// # Safety
+    /// The caller's context holds the lock.
+    #[inline(always)]
+    pub(crate) unsafe fn unlock(&self) {
+        if self.state.fetch_sub(1, Ordering::Release) != LOCKED {
+            self.unlock_contended();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unlock_contended(&self) {
+        // The decrement left CONTENDED - 1 == LOCKED: free it and wake one.
+        // A thread that saw LOCKED meanwhile has swapped in CONTENDED and
+        // parks only if it still reads CONTENDED under the parking lot's
+        // queue lock, which unpark_one takes too: it either sees FREE and
+        // retries, or is queued before we look.
+        self.state.store(FREE, Ordering::Release);
+        // SAFETY: our own key (see lock_contended); the callback does not
+        // panic or call into parking_lot.
+        unsafe {
+            parking_lot_core::unpark_one(self.key(), |_| parking_lot_core::DEFAULT_UNPARK_TOKEN);
+        }
+    }
+
+    fn key(&self) -> usize {
+        self.state.as_ptr() as usize
+    }
+
+    /// Whether some thread holds it (tests and assertions).
+    #[cfg(test)]
+    pub(crate) fn is_locked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != FREE
+    }
+}
 
 pub(crate) struct QueueLock {
-    raw: parking_lot::RawMutex,
+    raw: RawLock,
     /// Created on a thread domain: no locking at all.
     single_thread: bool,
     /// The thread between `hold` and `release_held`, or 0. Written only by
@@ -61,7 +174,7 @@ impl QueueLock {
     /// A lock for an object any thread may use.
     pub(crate) const fn new() -> QueueLock {
         QueueLock {
-            raw: parking_lot::RawMutex::INIT,
+            raw: RawLock::new(),
             single_thread: false,
             holder: AtomicUsize::new(0),
         }
@@ -224,6 +337,26 @@ mod tests {
         assert!(!l.hold());
         assert!(l.release_held());
         assert!(!l.release_held());
+    }
+
+    #[test]
+    fn a_waiter_that_parked_is_woken_by_the_unlock() {
+        let l = Arc::new(QueueLock::new());
+        assert!(l.hold());
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let l = Arc::clone(&l);
+                std::thread::spawn(move || l.with(|| ()))
+            })
+            .collect();
+        // Long enough for the waiters to finish spinning and park (the
+        // outcome does not depend on it: they spin or park, then get in).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(l.release_held());
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert!(!l.is_locked());
     }
 
     #[test]

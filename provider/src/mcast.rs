@@ -7,6 +7,7 @@ use kernel_abi::{
 };
 
 use crate::command::{self, WriteReq};
+use crate::errno::Errno;
 use crate::ffi;
 use crate::libibverbs::objects::{ibv_gid, ibv_qp};
 use crate::pd::context_fd;
@@ -20,10 +21,10 @@ impl WriteReq for ib_uverbs_detach_mcast {
 }
 
 /// The QP handle and fd, and the group's GID, from the C arguments.
-fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), i32> {
+fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), Errno> {
     // SAFETY: libibverbs passes a QP of ours and the caller's GID (nulls refused).
     let (Some(q), Some(g)) = (unsafe { qp.as_ref() }, unsafe { gid.as_ref() }) else {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     };
     // SAFETY: every arm of ibv_gid is plain bytes.
     Ok((context_fd(q.context)?, q.handle, unsafe { g.raw }))
@@ -31,7 +32,7 @@ fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), i3
 
 /// `attach_mcast`.
 pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    ffi::guard("attach_mcast", libc::EIO, || {
+    ffi::guard("attach_mcast", Errno::EIO.code(), || {
         let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
             command::write_req(
                 fd,
@@ -50,7 +51,7 @@ pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gi
 
 /// `detach_mcast`.
 pub(crate) unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    ffi::guard("detach_mcast", libc::EIO, || {
+    ffi::guard("detach_mcast", Errno::EIO.code(), || {
         let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
             command::write_req(
                 fd,
@@ -93,10 +94,13 @@ mod tests {
     #[test]
     fn null_arguments_are_einval() {
         let gid = ibv_gid { raw: [0; 16] };
-        // SAFETY: null QP is refused before use.
-        assert_eq!(unsafe { attach_mcast(core::ptr::null_mut(), &gid, 0) }, libc::EINVAL);
+        assert_eq!(
+            // SAFETY: null QP is refused before use.
+            unsafe { attach_mcast(core::ptr::null_mut(), &gid, 0) },
+            Errno::EINVAL.code()
+        );
         // SAFETY: as above.
         let detached = unsafe { detach_mcast(core::ptr::null_mut(), core::ptr::null(), 0) };
-        assert_eq!(detached, libc::EINVAL);
+        assert_eq!(detached, Errno::EINVAL.code());
     }
 }

@@ -53,7 +53,7 @@ const IBV_REREG_MR_CHANGE_PD: c_int = 2;
 /// the kernel spells `u64::MAX`; `SIZE_MAX` with an address is an error.
 pub(crate) fn reg_length(addr: usize, length: usize, access: c_int) -> Result<u64, Errno> {
     if access & IBV_ACCESS_ON_DEMAND != 0 && length == usize::MAX {
-        return if addr == 0 { Ok(u64::MAX) } else { Err(libc::EINVAL) };
+        return if addr == 0 { Ok(u64::MAX) } else { Err(Errno::EINVAL) };
     }
     Ok(length as u64)
 }
@@ -69,7 +69,7 @@ pub(crate) fn rereg_cmd(
     access: c_int,
 ) -> Result<ib_uverbs_rereg_mr, Errno> {
     let pd_handle = if flags & IBV_REREG_MR_CHANGE_PD != 0 {
-        new_pd_handle.ok_or(libc::EINVAL)?
+        new_pd_handle.ok_or(Errno::EINVAL)?
     } else {
         0
     };
@@ -124,7 +124,7 @@ pub(crate) unsafe extern "C" fn reg_mr(
     ffi::guard("reg_mr", ptr::null_mut(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
         let Some(p) = (unsafe { pd.as_ref() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         let cmd = reg_length(addr as usize, length, access).map(|len| ib_uverbs_reg_mr {
             response: 0,
@@ -180,11 +180,11 @@ pub(crate) unsafe extern "C" fn rereg_mr(
     length: usize,
     access: c_int,
 ) -> c_int {
-    ffi::guard("rereg_mr", libc::EIO, || {
+    ffi::guard("rereg_mr", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an MR our reg_mr made, which it does not
         // touch during the call (null refused).
         let Some(m) = (unsafe { vmr.as_mut() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         // SAFETY: a PD our alloc_pd made, or null.
         let new_pd = unsafe { pd.as_ref() };
@@ -212,10 +212,10 @@ pub(crate) unsafe extern "C" fn rereg_mr(
 
 /// `dereg_mr`: the MR is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    ffi::guard("dereg_mr", libc::EIO, || {
+    ffi::guard("dereg_mr", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an MR our reg_mr made (null refused).
         let (Some(obj), Some(m)) = (NonNull::new(vmr), unsafe { vmr.as_ref() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (m.ibv_mr.context, m.ibv_mr.handle);
         let dereg = || context_fd(context).and_then(|fd| dereg_kernel_mr(fd, handle));
@@ -241,7 +241,7 @@ mod tests {
         assert_eq!(reg_length(0, usize::MAX, IBV_ACCESS_ON_DEMAND), Ok(u64::MAX));
         assert_eq!(
             reg_length(0x1000, usize::MAX, IBV_ACCESS_ON_DEMAND | 1),
-            Err(libc::EINVAL)
+            Err(Errno::EINVAL)
         );
         // Without ODP the length goes as given; the kernel judges it.
         assert_eq!(reg_length(0x1000, usize::MAX, 1), Ok(usize::MAX as u64));
@@ -255,7 +255,7 @@ mod tests {
         assert_eq!((c.flags, c.pd_handle), (2, 9));
         assert_eq!(
             rereg_cmd(7, IBV_REREG_MR_CHANGE_PD, None, 0, 0, 0).err(),
-            Some(libc::EINVAL)
+            Some(Errno::EINVAL)
         );
         let c = rereg_cmd(7, 1, None, 0x5000, 8192, 0).unwrap(); // CHANGE_TRANSLATION
         assert_eq!((c.start, c.length, c.hca_va), (0x5000, 8192, 0x5000));
@@ -266,10 +266,10 @@ mod tests {
         // SAFETY: null is refused before any use.
         unsafe {
             assert!(reg_mr(ptr::null_mut(), ptr::null_mut(), 8, 0, 0).is_null());
-            assert_eq!(dereg_mr(ptr::null_mut()), libc::EINVAL);
+            assert_eq!(dereg_mr(ptr::null_mut()), Errno::EINVAL.code());
             assert_eq!(
                 rereg_mr(ptr::null_mut(), 4, ptr::null_mut(), ptr::null_mut(), 0, 0),
-                libc::EINVAL
+                Errno::EINVAL.code()
             );
         }
     }

@@ -27,7 +27,7 @@ impl WriteReq for ib_uverbs_dealloc_mw {
 /// The command's 8-bit `mw_type`: a value that does not fit is refused
 /// rather than truncated into a valid type.
 fn wire_mw_type(mw_type: c_int) -> Result<u8, Errno> {
-    u8::try_from(mw_type).map_err(|_| libc::EINVAL)
+    u8::try_from(mw_type).map_err(|_| Errno::EINVAL)
 }
 
 /// `alloc_mw`: fills what `ibv_cmd_alloc_mw` fills.
@@ -35,7 +35,7 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
     ffi::guard("alloc_mw", ptr::null_mut(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
         let Some(p) = (unsafe { pd.as_ref() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         let (fd, t) = match wire_mw_type(mw_type).and_then(|t| Ok((context_fd(p.context)?, t))) {
             Ok(v) => v,
@@ -71,10 +71,10 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
 
 /// `dealloc_mw`: the window is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    ffi::guard("dealloc_mw", libc::EIO, || {
+    ffi::guard("dealloc_mw", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a window our alloc_mw made (null refused).
         let (Some(obj), Some(m)) = (NonNull::new(mw), unsafe { mw.as_ref() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (m.context, m.handle);
         let dealloc = || context_fd(context).and_then(|fd| dealloc_kernel_mw(fd, handle));
@@ -99,7 +99,7 @@ mod tests {
         assert_eq!(wire_mw_type(1), Ok(1));
         assert_eq!(wire_mw_type(2), Ok(2));
         assert_eq!(wire_mw_type(3), Ok(3)); // the kernel refuses it, as for stock
-        assert_eq!(wire_mw_type(257), Err(libc::EINVAL));
-        assert_eq!(wire_mw_type(-1), Err(libc::EINVAL));
+        assert_eq!(wire_mw_type(257), Err(Errno::EINVAL));
+        assert_eq!(wire_mw_type(-1), Err(Errno::EINVAL));
     }
 }

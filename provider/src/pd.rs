@@ -178,7 +178,7 @@ pub(crate) unsafe fn is_parent_domain(pd: *const ibv_pd) -> bool {
 pub(crate) fn context_fd(ctx: *const ibv_context) -> Result<RawFd, Errno> {
     // SAFETY: every object libibverbs hands our ops points at the live
     // context it was made in (we set the pointer ourselves); null is refused.
-    unsafe { ctx.as_ref() }.map(|c| c.cmd_fd).ok_or(libc::EINVAL)
+    unsafe { ctx.as_ref() }.map(|c| c.cmd_fd).ok_or(Errno::EINVAL)
 }
 
 /// `alloc_pd`.
@@ -210,16 +210,16 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
 /// `dealloc_pd`: the PD is freed only when the kernel let it go; a parent
 /// domain is ours alone.
 pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    ffi::guard("dealloc_pd", libc::EIO, || {
+    ffi::guard("dealloc_pd", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd or alloc_parent_domain
         // made (null refused).
         let (Some(obj), Some(p)) = (NonNull::new(pd.cast::<RxePd>()), unsafe { pd.cast::<RxePd>().as_ref() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         match &p.kind {
             PdKind::Parent(parent) => {
                 if parent.users.load(Ordering::Acquire) != 0 {
-                    return ffi::fail_code(libc::EBUSY);
+                    return ffi::fail_code(Errno::EBUSY);
                 }
                 // SAFETY: a parent domain holds a count on its PD and TD,
                 // which therefore are alive.
@@ -236,7 +236,7 @@ pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
             }
             PdKind::Protection { parents } => {
                 if parents.load(Ordering::Relaxed) != 0 {
-                    return ffi::fail_code(libc::EBUSY);
+                    return ffi::fail_code(Errno::EBUSY);
                 }
                 let (context, handle) = (p.pd.context, p.pd.handle);
                 let dealloc = || context_fd(context).and_then(|fd| dealloc_kernel_pd(fd, handle));
@@ -264,10 +264,10 @@ pub(crate) unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut i
     ffi::guard("alloc_td", core::ptr::null_mut(), || {
         // SAFETY: the caller's attributes (null refused).
         let Some(a) = (unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         if context.is_null() || a.comp_mask != 0 {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         }
         let td = Box::new(RxeTd {
             td: ibv_td { context },
@@ -279,13 +279,13 @@ pub(crate) unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut i
 
 /// `dealloc_td`: `EBUSY` while a parent domain uses it.
 pub(crate) unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
-    ffi::guard("dealloc_td", libc::EIO, || {
+    ffi::guard("dealloc_td", Errno::EIO.code(), || {
         // SAFETY: a TD our alloc_td made (null refused).
         let Some(t) = (unsafe { td.cast::<RxeTd>().as_ref() }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         if t.parents.load(Ordering::Relaxed) != 0 {
-            return libc::EBUSY;
+            return Errno::EBUSY.code();
         }
         // SAFETY: made by Box in alloc_td; not used after this call.
         drop(unsafe { Box::from_raw(td.cast::<RxeTd>()) });
@@ -304,14 +304,14 @@ pub(crate) unsafe extern "C" fn alloc_parent_domain(
     ffi::guard("alloc_parent_domain", core::ptr::null_mut(), || {
         // SAFETY: the caller's attributes (null refused).
         let Some(a) = (unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         // SAFETY: a PD of ours or null.
         let Some(protection) = (unsafe { a.pd.cast::<RxePd>().as_ref() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         let PdKind::Protection { parents } = &protection.kind else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         // SAFETY: a TD of ours or null.
         let td = unsafe { a.td.cast::<RxeTd>().as_ref() };
@@ -324,14 +324,14 @@ pub(crate) unsafe extern "C" fn alloc_parent_domain(
                     | IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC)
                 != 0
         {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         }
         // Checked after the EINVAL cases so those stay as they were: a CC
         // parent domain (rdma-core 65) is a feature we do not have, which
         // pyverbs (test_buf's cc_pd tests) skips on EOPNOTSUPP, as it does
         // with the stock provider (no alloc_parent_domain at all).
         if a.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC != 0 {
-            return ffi::fail_ptr(libc::EOPNOTSUPP);
+            return ffi::fail_ptr(Errno::EOPNOTSUPP);
         }
         let with_allocators = a.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS != 0;
         let parent = ParentDomain {
@@ -374,9 +374,12 @@ mod tests {
     fn null_objects_are_einval_not_crashes() {
         // SAFETY: null is refused before any use.
         assert!(unsafe { alloc_pd(core::ptr::null_mut()) }.is_null());
-        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::EINVAL));
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(Errno::EINVAL.code())
+        );
         // SAFETY: as above.
-        assert_eq!(unsafe { dealloc_pd(core::ptr::null_mut()) }, libc::EINVAL);
+        assert_eq!(unsafe { dealloc_pd(core::ptr::null_mut()) }, Errno::EINVAL.code());
     }
 
     #[test]
@@ -421,12 +424,12 @@ mod tests {
             let locked_parent = alloc_parent_domain(ctx, &mut attr);
             assert!(lock_for(locked_parent).locks());
             // In use: EBUSY, before anything reaches the kernel.
-            assert_eq!(dealloc_td(td), libc::EBUSY);
-            assert_eq!(dealloc_pd(pd), libc::EBUSY);
+            assert_eq!(dealloc_td(td), Errno::EBUSY.code());
+            assert_eq!(dealloc_pd(pd), Errno::EBUSY.code());
             // A QP, SRQ or CQ on the parent domain holds it until dropped;
             // one on the plain PD holds nothing.
             let (on_parent, on_plain) = (DomainUse::of(parent), DomainUse::of(pd));
-            assert_eq!(dealloc_pd(parent), libc::EBUSY);
+            assert_eq!(dealloc_pd(parent), Errno::EBUSY.code());
             drop((on_parent, on_plain));
             assert_eq!(dealloc_pd(parent), 0);
             assert_eq!(dealloc_pd(locked_parent), 0);

@@ -29,7 +29,7 @@ const EX_RESP_MIN: usize = offset_of!(ib_uverbs_ex_query_device_resp, response_l
 pub(crate) fn valid_ex_len(response_length: u32) -> Result<usize, Errno> {
     let len = response_length as usize;
     if len < EX_RESP_MIN {
-        return Err(libc::EPROTO);
+        return Err(Errno::EPROTO);
     }
     Ok(len.min(size_of::<ib_uverbs_ex_query_device_resp>()))
 }
@@ -171,7 +171,7 @@ fn query_device(fd: c_int, want_ex: bool) -> Result<(ib_uverbs_ex_query_device_r
                 let len = valid_ex_len(resp.response_length)?;
                 return Ok((resp, len));
             }
-            Err(libc::EOPNOTSUPP | libc::ENOSYS) => {}
+            Err(Errno::EOPNOTSUPP | Errno::ENOSYS) => {}
             Err(e) => return Err(e),
         }
     }
@@ -195,26 +195,26 @@ pub(crate) unsafe extern "C" fn query_device_ex(
     attr: *mut ibv_device_attr_ex,
     attr_size: usize,
 ) -> c_int {
-    ffi::guard("query_device_ex", libc::EIO, || {
+    ffi::guard("query_device_ex", Errno::EIO.code(), || {
         // SAFETY: input, when given, points to the caller's input struct.
         if let Some(input) = unsafe { input.as_ref() } {
             if input.comp_mask != 0 {
-                return libc::EINVAL;
+                return Errno::EINVAL.code();
             }
         }
         if attr.is_null() || attr_size < size_of::<ibv_device_attr>() {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         }
         // SAFETY: libibverbs passes a context our alloc_context made.
         let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         // SAFETY: a context's device is the one our alloc_device made.
         let num_ports = unsafe { RxeDevice::from_ibv_device(ctx.ibv_ctx.device) }.map_or(0, |d| d.num_ports);
 
         let (resp, resp_len) = match query_device(ctx.ibv_ctx.cmd_fd, attr_size > size_of::<ibv_device_attr>()) {
             Ok(r) => r,
-            Err(e) => return e,
+            Err(e) => return e.code(),
         };
         let full = device_attr_from(&resp, resp_len, num_ports);
         // Fields past the caller's attr_size do not exist for it; bytes past
@@ -237,14 +237,14 @@ pub(crate) unsafe extern "C" fn query_port(
     port_num: u8,
     port_attr: *mut ibv_port_attr,
 ) -> c_int {
-    ffi::guard("query_port", libc::EIO, || {
+    ffi::guard("query_port", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a context our alloc_context made.
         let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         // SAFETY: see above: at least size_of::<ibv_port_attr>() writable bytes.
         let Some(attr) = (unsafe { port_attr.as_mut() }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         let cmd = ib_uverbs_query_port {
             response: 0,
@@ -254,10 +254,10 @@ pub(crate) unsafe extern "C" fn query_port(
         };
         let r = match command::write_cmd(ctx.ibv_ctx.cmd_fd, cmd) {
             Ok(r) => r,
-            Err(e) => return e,
+            Err(e) => return e.code(),
         };
         let Ok(gid_tbl_len) = c_int::try_from(r.gid_tbl_len) else {
-            return libc::EPROTO;
+            return Errno::EPROTO.code();
         };
         attr.state = c_int::from(r.state);
         attr.max_mtu = c_int::from(r.max_mtu);
@@ -318,8 +318,8 @@ mod tests {
 
     #[test]
     fn ex_response_length_is_checked_and_clamped() {
-        assert_eq!(valid_ex_len(0), Err(libc::EPROTO));
-        assert_eq!(valid_ex_len(EX_RESP_MIN as u32 - 1), Err(libc::EPROTO));
+        assert_eq!(valid_ex_len(0), Err(Errno::EPROTO));
+        assert_eq!(valid_ex_len(EX_RESP_MIN as u32 - 1), Err(Errno::EPROTO));
         assert_eq!(valid_ex_len(EX_RESP_MIN as u32), Ok(EX_RESP_MIN));
         assert_eq!(valid_ex_len(304), Ok(304));
         assert_eq!(valid_ex_len(u32::MAX), Ok(304));
@@ -366,21 +366,21 @@ mod tests {
         unsafe {
             assert_eq!(
                 query_device_ex(ptr::null_mut(), &bad_input, &mut attr, 400),
-                libc::EINVAL
+                Errno::EINVAL.code()
             );
             assert_eq!(
                 query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 100),
-                libc::EINVAL
+                Errno::EINVAL.code()
             );
             assert_eq!(
                 query_device_ex(ptr::null_mut(), ptr::null(), ptr::null_mut(), 400),
-                libc::EINVAL
+                Errno::EINVAL.code()
             );
             assert_eq!(
                 query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 400),
-                libc::EINVAL
+                Errno::EINVAL.code()
             );
-            assert_eq!(query_port(ptr::null_mut(), 1, ptr::null_mut()), libc::EINVAL);
+            assert_eq!(query_port(ptr::null_mut(), 1, ptr::null_mut()), Errno::EINVAL.code());
         }
     }
 }

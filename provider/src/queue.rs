@@ -119,16 +119,16 @@ impl Geometry {
         min_elem_size: usize,
     ) -> Result<Geometry, Errno> {
         if log2_elem_size > MAX_LOG2_ELEM_SIZE || (1usize << log2_elem_size) < min_elem_size {
-            return Err(libc::EPROTO);
+            return Err(Errno::EPROTO);
         }
-        let indices = Indices::new(index_mask).ok_or(libc::EPROTO)?;
-        let slots = usize::try_from(index_mask).map_err(|_| libc::EPROTO)? + 1;
+        let indices = Indices::new(index_mask).ok_or(Errno::EPROTO)?;
+        let slots = usize::try_from(index_mask).map_err(|_| Errno::EPROTO)? + 1;
         let needed = slots
             .checked_mul(1usize << log2_elem_size)
             .and_then(|data| data.checked_add(HEADER_LEN))
-            .ok_or(libc::EPROTO)?;
+            .ok_or(Errno::EPROTO)?;
         if needed > map_len {
-            return Err(libc::EPROTO);
+            return Err(Errno::EPROTO);
         }
         Ok(Geometry {
             indices,
@@ -154,10 +154,10 @@ struct Mapping {
 
 impl Mapping {
     fn new(fd: RawFd, mi: &mminfo) -> Result<Mapping, Errno> {
-        let len = usize::try_from(mi.size).map_err(|_| libc::EPROTO)?;
-        let offset = libc::off_t::try_from(mi.offset).map_err(|_| libc::EPROTO)?;
+        let len = usize::try_from(mi.size).map_err(|_| Errno::EPROTO)?;
+        let offset = libc::off_t::try_from(mi.offset).map_err(|_| Errno::EPROTO)?;
         if len < HEADER_LEN {
-            return Err(libc::EPROTO);
+            return Err(Errno::EPROTO);
         }
         // SAFETY: a fresh shared mapping chosen by the kernel (addr NULL);
         // it aliases no Rust object. The length and offset are only values.
@@ -172,9 +172,11 @@ impl Mapping {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM));
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .map_or(Errno::ENOMEM, Errno::from_raw));
         }
-        let base = NonNull::new(p.cast::<u8>()).ok_or(libc::ENOMEM)?;
+        let base = NonNull::new(p.cast::<u8>()).ok_or(Errno::ENOMEM)?;
         Ok(Mapping { base, len })
     }
 }
@@ -614,15 +616,15 @@ mod tests {
         );
         assert_eq!(g.slot_offset(9), g.slot_offset(1));
         assert_eq!(Geometry::check(7, 7, 4096, 48).map(|g| g.indices.mask()), Ok(7));
-        assert_eq!(Geometry::check(7, 7, exact - 1, 48), Err(libc::EPROTO));
-        assert_eq!(Geometry::check(7, 15, exact, 48), Err(libc::EPROTO));
+        assert_eq!(Geometry::check(7, 7, exact - 1, 48), Err(Errno::EPROTO));
+        assert_eq!(Geometry::check(7, 15, exact, 48), Err(Errno::EPROTO));
         // Elements smaller than what we read from them.
-        assert_eq!(Geometry::check(5, 7, exact, 48), Err(libc::EPROTO));
+        assert_eq!(Geometry::check(5, 7, exact, 48), Err(Errno::EPROTO));
         // Absurd element sizes and slot counts, without overflow.
-        assert_eq!(Geometry::check(40, 7, usize::MAX, 0), Err(libc::EPROTO));
-        assert_eq!(Geometry::check(16, u32::MAX >> 1, 1 << 40, 0), Err(libc::EPROTO));
+        assert_eq!(Geometry::check(40, 7, usize::MAX, 0), Err(Errno::EPROTO));
+        assert_eq!(Geometry::check(16, u32::MAX >> 1, 1 << 40, 0), Err(Errno::EPROTO));
         assert!(Geometry::check(16, u32::MAX >> 1, usize::MAX, 0).is_ok());
-        assert_eq!(Geometry::check(7, 6, 1 << 20, 0), Err(libc::EPROTO));
+        assert_eq!(Geometry::check(7, 6, 1 << 20, 0), Err(Errno::EPROTO));
     }
 
     #[test]
@@ -639,16 +641,16 @@ mod tests {
         drop(ring);
         // A header that claims more slots than were mapped.
         fq.set_header(7, 15);
-        assert_eq!(Ring::map(fq.raw_fd(), &fq.mi, 48).err(), Some(libc::EPROTO));
+        assert_eq!(Ring::map(fq.raw_fd(), &fq.mi, 48).err(), Some(Errno::EPROTO));
         // A mapping too short for the header itself.
         let short = mminfo {
             offset: 0,
             size: 100,
             pad: 0,
         };
-        assert_eq!(Ring::map(fq.raw_fd(), &short, 48).err(), Some(libc::EPROTO));
+        assert_eq!(Ring::map(fq.raw_fd(), &short, 48).err(), Some(Errno::EPROTO));
         // A bad fd is an errno.
-        assert_eq!(Ring::map(-1, &fq.mi, 48).err(), Some(libc::EBADF));
+        assert_eq!(Ring::map(-1, &fq.mi, 48).err(), Some(Errno::EBADF));
     }
 
     #[test]

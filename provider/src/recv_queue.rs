@@ -53,7 +53,7 @@ pub(crate) unsafe fn post_recv_list(rq: &mut RecvQueue, wr: *mut ibv_recv_wr, ba
         if let Err(e) = r {
             // SAFETY: the caller's out pointer.
             unsafe { *bad_wr = cur };
-            rc = e;
+            rc = e.code();
             break;
         }
         posted = true;

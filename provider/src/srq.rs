@@ -134,9 +134,9 @@ struct CreateArgs {
 /// Creates a basic SRQ; returns it and the attributes the kernel granted.
 fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     // SAFETY: the context the PD belongs to, or the caller's (ours).
-    let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(libc::EINVAL)?;
+    let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(Errno::EINVAL)?;
     // SAFETY: a non-null PD is one of ours.
-    let pd = unsafe { args.pd.as_ref() }.ok_or(libc::EINVAL)?;
+    let pd = unsafe { args.pd.as_ref() }.ok_or(Errno::EINVAL)?;
     let fd = ctx.ibv_ctx.cmd_fd;
     // SAFETY: verbs_srq is plain C data (pointers, integers, pthread objects
     // initialised below); all-zero is its calloc'd state.
@@ -198,7 +198,7 @@ pub(crate) unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_i
     ffi::guard("create_srq", ptr::null_mut(), || {
         // SAFETY: the caller's PD (ours) and attributes; nulls refused.
         let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         let args = CreateArgs {
             context: p.context,
@@ -223,14 +223,14 @@ pub(crate) unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_i
 /// basic SRQs only (no XRC domains, no tag matching): `EOPNOTSUPP`.
 fn check_create_ex(a: &ibv_srq_init_attr_ex) -> Result<(), Errno> {
     if a.comp_mask >= IBV_SRQ_INIT_ATTR_RESERVED {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     let basic = a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE == 0 || a.srq_type == IBV_SRQT_BASIC;
     if !basic || a.comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM) != 0 {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     Ok(())
 }
@@ -243,7 +243,7 @@ pub(crate) unsafe extern "C" fn create_srq_ex(
     ffi::guard("create_srq_ex", ptr::null_mut(), || {
         // SAFETY: the caller's attributes; null refused.
         let Some(a) = (unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         if let Err(e) = check_create_ex(a) {
             return ffi::fail_ptr(e);
@@ -304,10 +304,10 @@ fn modify(s: &RxeSrq, a: &ibv_srq_attr, mask: c_int) -> Result<mminfo, Errno> {
 /// `modify_srq`: resize (`IBV_SRQ_MAX_WR`, under the SRQ lock as rxe copies
 /// the pending WQEs into the new ring) and/or arm the limit (`IBV_SRQ_LIMIT`).
 pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
-    ffi::guard("modify_srq", libc::EIO, || {
+    ffi::guard("modify_srq", Errno::EIO.code(), || {
         // SAFETY: an SRQ of ours and the caller's attributes; nulls refused.
         let (Some(s), Some(a)) = (unsafe { RxeSrq::from_ibv_srq(srq) }, unsafe { attr.as_ref() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         if mask & IBV_SRQ_MAX_WR == 0 {
             return match modify(s, a, mask) {
@@ -316,7 +316,7 @@ pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq
             };
         }
         let Some(rq) = &s.rq else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let rc = rq.with(|wq| {
             let mi = modify(s, a, mask)?;
@@ -342,10 +342,10 @@ pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq
 
 /// `query_srq`.
 pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
-    ffi::guard("query_srq", libc::EIO, || {
+    ffi::guard("query_srq", Errno::EIO.code(), || {
         // SAFETY: an SRQ of ours and the caller's output; nulls refused.
         let (Some(s), Some(a)) = (unsafe { RxeSrq::from_ibv_srq(srq) }, unsafe { attr.as_mut() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         match command::write_cmd(
             s.cmd_fd,
@@ -372,13 +372,13 @@ pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_
 /// `destroy_srq`: waits, as `ibv_cmd_destroy_srq` does, until the
 /// application acked every async event reported for it; then unmaps and frees.
 pub(crate) unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
-    ffi::guard("destroy_srq", libc::EIO, || {
+    ffi::guard("destroy_srq", Errno::EIO.code(), || {
         // SAFETY: an SRQ of ours (null refused).
         let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let Some(obj) = NonNull::new(srq.cast::<RxeSrq>()) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let (fd, handle) = (s.cmd_fd, s.handle());
         let wait = |resp: &ib_uverbs_destroy_srq_resp| {
@@ -423,17 +423,17 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    ffi::guard("post_srq_recv", libc::EIO, || {
+    ffi::guard("post_srq_recv", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an SRQ of ours.
         let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         if bad_wr.is_null() {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         }
         // SAFETY: non-null, the caller's out pointer.
         unsafe { *bad_wr = ptr::null_mut() };
-        let Some(rq) = &s.rq else { return libc::EINVAL };
+        let Some(rq) = &s.rq else { return Errno::EINVAL.code() };
         if wr.is_null() {
             return 0;
         }
@@ -441,7 +441,7 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
             if s.lost.load(Ordering::Relaxed) {
                 // SAFETY: as above.
                 unsafe { *bad_wr = wr };
-                return libc::EIO;
+                return Errno::EIO.code();
             }
             // SAFETY: forwarded from the ibv_post_srq_recv contract.
             unsafe { post_recv_list(rq, wr, bad_wr) }
@@ -505,8 +505,11 @@ mod tests {
         let mut w1 = recv_wr(1, &mut a);
         w1.next = &mut w2;
         let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-        // SAFETY: a list of live requests on our stack.
-        assert_eq!(unsafe { post_recv_list(&mut rq, &mut w1, &mut bad) }, libc::EINVAL);
+        assert_eq!(
+            // SAFETY: a list of live requests on our stack.
+            unsafe { post_recv_list(&mut rq, &mut w1, &mut bad) },
+            Errno::EINVAL.code()
+        );
         assert_eq!(bad, ptr::addr_of_mut!(w2));
         assert_eq!(fq.kernel.produced(), 1);
         let k: rxe_recv_wqe = fq.kernel.read_slot(0);
@@ -517,8 +520,11 @@ mod tests {
         w4.next = &mut w5;
         let mut w3 = recv_wr(3, &mut c);
         w3.next = &mut w4;
-        // SAFETY: as above.
-        assert_eq!(unsafe { post_recv_list(&mut rq, &mut w3, &mut bad) }, libc::ENOMEM);
+        assert_eq!(
+            // SAFETY: as above.
+            unsafe { post_recv_list(&mut rq, &mut w3, &mut bad) },
+            Errno::ENOMEM.code()
+        );
         assert_eq!(bad, ptr::addr_of_mut!(w5));
         assert_eq!(fq.kernel.produced(), 3);
         let k: rxe_recv_wqe = fq.kernel.read_slot(2);
@@ -540,12 +546,12 @@ mod tests {
         a.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
         assert_eq!(check_create_ex(&a), Ok(()));
         a.srq_type = 1; // XRC
-        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a), Err(Errno::EOPNOTSUPP));
         a.srq_type = IBV_SRQT_BASIC;
         a.comp_mask |= IBV_SRQ_INIT_ATTR_RESERVED;
-        assert_eq!(check_create_ex(&a), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a), Err(Errno::EOPNOTSUPP));
         a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
-        assert_eq!(check_create_ex(&a), Err(libc::EINVAL));
+        assert_eq!(check_create_ex(&a), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -598,7 +604,7 @@ mod tests {
     fn a_failed_create_whose_undo_succeeds_frees_the_srq() {
         let kernel = crate::kobject::fault::DeafKernel::new();
         let (err, _) = create_against_a_deaf_kernel(&kernel);
-        assert_eq!(err, libc::EPROTO);
+        assert_eq!(err, Errno::EPROTO);
         assert!(crate::kobject::fault::take_leaked().is_empty());
         let hdr = size_of::<kernel_abi::ib_uverbs_cmd_hdr>();
         let create_len = hdr + size_of::<ib_uverbs_create_srq>();
@@ -619,7 +625,7 @@ mod tests {
         crate::kobject::fault::fail_undo(true);
         let (err, user_handle) = create_against_a_deaf_kernel(&kernel);
         crate::kobject::fault::fail_undo(false);
-        assert_eq!(err, libc::EPROTO);
+        assert_eq!(err, Errno::EPROTO);
         assert_eq!(crate::kobject::fault::take_leaked(), vec![user_handle as usize]);
         let srq = user_handle as usize as *const ibv_srq;
         // SAFETY: leaked, so still allocated; what libibverbs reads of it.

@@ -25,7 +25,7 @@ impl<L: QueueLimits> WorkQueue<L> {
     /// so the slots handed out later need no check.
     pub(crate) fn new(ring: Producer, limits: L) -> Result<WorkQueue<L>, Errno> {
         if ring.geometry().elem_size() < size_of::<L::Header>() {
-            return Err(libc::EPROTO);
+            return Err(Errno::EPROTO);
         }
         Ok(WorkQueue {
             prod: ring.producer_index(),
@@ -43,7 +43,7 @@ impl<L: QueueLimits> WorkQueue<L> {
     #[inline]
     pub(crate) fn next_slot(&mut self) -> Result<(&mut L::Header, &mut [u8]), Errno> {
         if self.is_full() {
-            return Err(libc::ENOMEM);
+            return Err(Errno::ENOMEM);
         }
         Ok(self.slot_at(self.prod))
     }

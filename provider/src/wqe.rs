@@ -205,13 +205,13 @@ pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Res
     // A negative count is a huge u32.
     let n = wr.num_sge as u32;
     if n > lim.max_sge {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     if n == 0 {
         return Ok(&[]);
     }
     if wr.sg_list.is_null() {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     // SAFETY: per the contract; n <= max_sge, a u32.
     Ok(unsafe { core::slice::from_raw_parts(wr.sg_list, n as usize) })
@@ -234,19 +234,19 @@ pub(crate) fn check_send(
 ) -> Result<u32, Errno> {
     let opcode = wr.opcode;
     if !lim.allows(opcode) || matches!(objects, WrObjects::Missing) {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     let length = sge_total(sges);
     if wr.send_flags & IBV_SEND_INLINE != 0 {
         // Inline bytes are read here, from addr: a NULL one with a length
         // would crash us (ibv_wr_set_inline_data* refuse it the same way).
         if length > u64::from(lim.inline_room) || sges.iter().any(|s| s.addr == 0 && s.length != 0) {
-            return Err(libc::EINVAL);
+            return Err(Errno::EINVAL);
         }
     } else if sges.len() > lim.sge_room as usize {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
-    let length = u32::try_from(length).map_err(|_| libc::EINVAL)?;
+    let length = u32::try_from(length).map_err(|_| Errno::EINVAL)?;
     // allows() proved 0 <= opcode < 32.
     if (ATOMICS_AND_BIND >> opcode) & 1 != 0 {
         let refused = if opcode == IBV_WR_BIND_MW {
@@ -256,7 +256,7 @@ pub(crate) fn check_send(
             length < 8 || unsafe { wr.wr.atomic.remote_addr } & 7 != 0
         };
         if refused {
-            return Err(libc::EINVAL);
+            return Err(Errno::EINVAL);
         }
     }
     Ok(length)
@@ -464,9 +464,9 @@ pub(crate) fn set_sges(
     lim: &SendLimits,
 ) -> Result<(), Errno> {
     if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room.min(payload.len()) {
-        return Err(libc::ENOSPC);
+        return Err(Errno::ENOSPC);
     }
-    let length = u32::try_from(sge_total(sges)).map_err(|_| libc::EINVAL)?;
+    let length = u32::try_from(sge_total(sges)).map_err(|_| Errno::EINVAL)?;
     write_sges(sges, payload);
     wqe.wr.send_flags &= !IBV_SEND_INLINE;
     set_data(wqe, length, sges.len() as u32);
@@ -490,9 +490,9 @@ pub(crate) unsafe fn set_inline(
     let room = u64::from(lim.max_inline).min(lim.payload_room.min(payload.len()) as u64);
     let mut total = 0u64;
     for b in bufs {
-        total = total.checked_add(b.length as u64).ok_or(libc::ENOSPC)?;
+        total = total.checked_add(b.length as u64).ok_or(Errno::ENOSPC)?;
         if total > room {
-            return Err(libc::ENOSPC);
+            return Err(Errno::ENOSPC);
         }
     }
     let mut at = 0usize;
@@ -555,9 +555,9 @@ fn write_sges(sges: &[ibv_sge], out: &mut [u8]) {
 /// the QP, or for the slot) is `EINVAL`, as for the stock provider.
 pub(crate) fn validate_recv(sges: &[ibv_sge], lim: &RecvLimits) -> Result<u32, Errno> {
     if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
-    u32::try_from(sge_total(sges)).map_err(|_| libc::EINVAL)
+    u32::try_from(sge_total(sges)).map_err(|_| Errno::EINVAL)
 }
 
 /// Writes a validated receive request into a slot.
@@ -801,13 +801,13 @@ pub(crate) mod tests {
         let short = [sge(0x1000, 4)];
         assert_eq!(
             check(&wr(IBV_WR_ATOMIC_FETCH_AND_ADD, &short), &short, &l),
-            Err(libc::EINVAL)
+            Err(Errno::EINVAL)
         );
         let ok = [sge(0x1000, 8)];
         let mut w = wr(IBV_WR_ATOMIC_CMP_AND_SWP, &ok);
         assert_eq!(check(&w, &ok, &l), Ok(8));
         w.wr.atomic.remote_addr = 0x10_0004;
-        assert_eq!(check(&w, &ok, &l), Err(libc::EINVAL));
+        assert_eq!(check(&w, &ok, &l), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -842,12 +842,12 @@ pub(crate) mod tests {
         let l = lim(IBV_QPT_RC);
         assert_eq!(
             check_send(&wr(IBV_WR_BIND_MW, &one), &one, &WrObjects::Bind(b), &l),
-            Err(libc::EINVAL)
+            Err(Errno::EINVAL)
         );
         let mut imm = w;
         imm.imm_data = 1;
-        assert_eq!(check_send(&imm, &[], &WrObjects::Bind(b), &l), Err(libc::EINVAL));
-        assert_eq!(check_send(&w, &[], &WrObjects::Missing, &l), Err(libc::EINVAL));
+        assert_eq!(check_send(&imm, &[], &WrObjects::Bind(b), &l), Err(Errno::EINVAL));
+        assert_eq!(check_send(&w, &[], &WrObjects::Missing, &l), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -877,7 +877,7 @@ pub(crate) mod tests {
         let ud = unsafe { slot.send().0.wr.wr.ud };
         assert_eq!((ud.ah_num, ud.av.port_num, ud.av.dmac), (0, 1, [1, 2, 3, 4, 5, 6]));
         // No AH at all.
-        assert_eq!(check_send(&w, &[], &WrObjects::Missing, &l), Err(libc::EINVAL));
+        assert_eq!(check_send(&w, &[], &WrObjects::Missing, &l), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -898,13 +898,13 @@ pub(crate) mod tests {
             }
         }
         let ud = lim(IBV_QPT_UD);
-        assert_eq!(check(&wr(IBV_WR_RDMA_READ, &[]), &[], &ud), Err(libc::EINVAL));
+        assert_eq!(check(&wr(IBV_WR_RDMA_READ, &[]), &[], &ud), Err(Errno::EINVAL));
         assert_eq!(
             check(&wr(IBV_WR_ATOMIC_CMP_AND_SWP, &[]), &[], &lim(IBV_QPT_UC)),
-            Err(libc::EINVAL)
+            Err(Errno::EINVAL)
         );
-        assert_eq!(check(&wr(-1, &[]), &[], &lim(IBV_QPT_RC)), Err(libc::EINVAL));
-        assert_eq!(check(&wr(10, &[]), &[], &lim(IBV_QPT_RC)), Err(libc::EINVAL));
+        assert_eq!(check(&wr(-1, &[]), &[], &lim(IBV_QPT_RC)), Err(Errno::EINVAL));
+        assert_eq!(check(&wr(10, &[]), &[], &lim(IBV_QPT_RC)), Err(Errno::EINVAL));
         // TSO
     }
 
@@ -914,14 +914,14 @@ pub(crate) mod tests {
         let l = lim(IBV_QPT_RC);
         // SAFETY: every count given matches the list's entries or is refused.
         unsafe {
-            assert_eq!(send_sges(&wr(IBV_WR_SEND, &sges), &l), Err(libc::EINVAL));
+            assert_eq!(send_sges(&wr(IBV_WR_SEND, &sges), &l), Err(Errno::EINVAL));
             assert_eq!(send_sges(&wr(IBV_WR_SEND, &sges[..4]), &l).map(<[_]>::len), Ok(4));
             let mut negative = wr(IBV_WR_SEND, &sges);
             negative.num_sge = -1;
-            assert_eq!(send_sges(&negative, &l), Err(libc::EINVAL));
+            assert_eq!(send_sges(&negative, &l), Err(Errno::EINVAL));
             let mut null = wr(IBV_WR_SEND, &sges[..1]);
             null.sg_list = core::ptr::null_mut();
-            assert_eq!(send_sges(&null, &l), Err(libc::EINVAL));
+            assert_eq!(send_sges(&null, &l), Err(Errno::EINVAL));
             null.num_sge = 0;
             assert_eq!(send_sges(&null, &l).map(<[_]>::len), Ok(0));
         }
@@ -930,7 +930,7 @@ pub(crate) mod tests {
         let tight = SendLimits::new(IBV_QPT_RC, 8, 64, 3 * 16);
         assert_eq!(
             check(&wr(IBV_WR_SEND, &sges[..4]), &sges[..4], &tight),
-            Err(libc::EINVAL)
+            Err(Errno::EINVAL)
         );
         assert_eq!(check(&wr(IBV_WR_SEND, &sges[..3]), &sges[..3], &tight), Ok(3));
     }
@@ -967,18 +967,18 @@ pub(crate) mod tests {
             w
         };
         let long = [sge(0, 65)];
-        assert_eq!(check(&inline(&long), &long, &l), Err(libc::EINVAL));
+        assert_eq!(check(&inline(&long), &long, &l), Err(Errno::EINVAL));
         // Two lengths whose 32-bit sum wraps to a small number.
         let wrap = [sge(0, u32::MAX), sge(0, 2)];
-        assert_eq!(check(&inline(&wrap), &wrap, &l), Err(libc::EINVAL));
+        assert_eq!(check(&inline(&wrap), &wrap, &l), Err(Errno::EINVAL));
         // A capability larger than the slot is bounded by the slot.
         let big = SendLimits::new(IBV_QPT_RC, 4, 4096, l.payload_room);
         let slot_plus_one = [sge(0, (l.payload_room + 1) as u32)];
-        assert_eq!(check(&inline(&slot_plus_one), &slot_plus_one, &big), Err(libc::EINVAL));
+        assert_eq!(check(&inline(&slot_plus_one), &slot_plus_one, &big), Err(Errno::EINVAL));
         let slot_exactly = [sge(0x1000, l.payload_room as u32)];
         assert!(check(&inline(&slot_exactly), &slot_exactly, &big).is_ok());
         // Without INLINE, a message over 4 GiB is refused too.
-        assert_eq!(check(&wr(IBV_WR_SEND, &wrap), &wrap, &l), Err(libc::EINVAL));
+        assert_eq!(check(&wr(IBV_WR_SEND, &wrap), &wrap, &l), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -998,13 +998,13 @@ pub(crate) mod tests {
             (7, 30, 30, 2, 0)
         );
         assert_eq!(sge_at(p, 1), (0x2000, 20, 0x42));
-        assert_eq!(validate_recv(&[sge(0, 1); 3], &l), Err(libc::EINVAL));
+        assert_eq!(validate_recv(&[sge(0, 1); 3], &l), Err(Errno::EINVAL));
         let tight = RecvLimits {
             max_sge: 4,
             payload_room: 16,
         };
-        assert_eq!(validate_recv(&sges, &tight), Err(libc::EINVAL));
-        assert_eq!(validate_recv(&[sge(0, u32::MAX), sge(0, 1)], &l), Err(libc::EINVAL));
+        assert_eq!(validate_recv(&sges, &tight), Err(Errno::EINVAL));
+        assert_eq!(validate_recv(&[sge(0, u32::MAX), sge(0, 1)], &l), Err(Errno::EINVAL));
     }
 
     #[test]

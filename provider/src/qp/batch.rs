@@ -38,12 +38,12 @@ impl Batch {
             return;
         }
         if self.needs_ud {
-            return self.fail(libc::EINVAL);
+            return self.fail(Errno::EINVAL);
         }
         let index = wq.prod;
         match wq.next_slot() {
             // The stock provider's errno for a full queue in this API.
-            Err(libc::ENOMEM) => self.fail(libc::ENOSPC),
+            Err(Errno::ENOMEM) => self.fail(Errno::ENOSPC),
             Err(e) => self.fail(e),
             Ok((hdr, _)) => {
                 wqe::encode_header(req, hdr);
@@ -64,7 +64,7 @@ impl Batch {
             return;
         }
         let Some(index) = self.last else {
-            return self.fail(libc::EINVAL);
+            return self.fail(Errno::EINVAL);
         };
         let limits = wq.limits;
         // The slot is one this batch built: after the published producer
@@ -79,9 +79,9 @@ impl Batch {
     /// `ibv_wr_set_ud_addr`.
     pub(crate) fn set_ud(&mut self, wq: &mut WorkQueue<SendLimits>, ud: Option<UdDest<'_>>) {
         if wq.limits.qp_type != IBV_QPT_UD {
-            return self.fail(libc::EINVAL);
+            return self.fail(Errno::EINVAL);
         }
-        let Some(ud) = ud else { return self.fail(libc::EINVAL) };
+        let Some(ud) = ud else { return self.fail(Errno::EINVAL) };
         self.set(wq, |hdr, _, _| {
             wqe::set_ud(hdr, &ud);
             Ok(())
@@ -96,10 +96,10 @@ impl Batch {
     /// batch; an error refuses the whole batch and rewinds our producer.
     pub(crate) fn finish(&mut self, wq: &mut WorkQueue<SendLimits>, accepts_posts: bool) -> Result<bool, Errno> {
         if self.needs_ud {
-            self.fail(libc::EINVAL);
+            self.fail(Errno::EINVAL);
         }
         if self.err.is_none() && self.last.is_some() && !accepts_posts {
-            self.fail(libc::EINVAL);
+            self.fail(Errno::EINVAL);
         }
         let r = match self.err {
             Some(e) => Err(e),

@@ -78,7 +78,7 @@ fn srq_handle(srq: *mut c_void) -> Option<u32> {
 
 fn cq_handle(cq: *mut ibv_cq) -> Result<u32, Errno> {
     // SAFETY: a CQ the caller passes for this context; null refused.
-    unsafe { cq.as_ref() }.map(|c| c.handle).ok_or(libc::EINVAL)
+    unsafe { cq.as_ref() }.map(|c| c.handle).ok_or(Errno::EINVAL)
 }
 
 /// Maps the rings of a freshly created QP and checks every size the kernel
@@ -107,14 +107,14 @@ fn map_queues(
 /// for a QP made by `create_qp` or without `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
 fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     // SAFETY: the context is the live one the PD (or the caller) belongs to.
-    let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(libc::EINVAL)?;
+    let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(Errno::EINVAL)?;
     // SAFETY: a non-null PD is one of ours (refused when null).
-    let pd = unsafe { args.pd.as_ref() }.ok_or(libc::EINVAL)?;
+    let pd = unsafe { args.pd.as_ref() }.ok_or(Errno::EINVAL)?;
     let fd = ctx.ibv_ctx.cmd_fd;
     let send_cq = cq_handle(args.send_cq)?;
     let recv_cq = cq_handle(args.recv_cq)?;
     let layout = QpExLayout::for_release(ctx.layout.release);
-    let qp_type = u8::try_from(args.qp_type).map_err(|_| libc::EINVAL)?;
+    let qp_type = u8::try_from(args.qp_type).map_err(|_| Errno::EINVAL)?;
 
     // SAFETY: VerbsQp is plain C data (pointers, integers, pthread objects
     // that are initialised below); all-zero is its calloc'd state.
@@ -202,7 +202,7 @@ pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_ini
     ffi::guard("create_qp", ptr::null_mut(), || {
         // SAFETY: the caller's PD (one of ours) and attributes; nulls refused.
         let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         let args = CreateArgs {
             context: p.context,
@@ -234,16 +234,16 @@ const CREATE_QP_EX_COMP_MASK: u32 =
 /// does; `EOPNOTSUPP` for what it cannot do, `EINVAL` without a PD.
 fn check_create_ex(a: &ibv_qp_init_attr_ex, layout: QpExLayout) -> Result<(), Errno> {
     if a.comp_mask & !CREATE_QP_EX_COMP_MASK != 0 {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0 {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
         wr::check_send_ops(a.qp_type, a.send_ops_flags, layout)?;
     }
     if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 || a.pd.is_null() {
-        return Err(libc::EINVAL);
+        return Err(Errno::EINVAL);
     }
     Ok(())
 }
@@ -253,11 +253,11 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *m
     ffi::guard("create_qp_ex", ptr::null_mut(), || {
         // SAFETY: the caller's attributes; null refused.
         let Some(a) = (unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         // SAFETY: the caller's context (ours); null refused.
         let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
-            return ffi::fail_ptr(libc::EINVAL);
+            return ffi::fail_ptr(Errno::EINVAL);
         };
         if let Err(e) = check_create_ex(a, QpExLayout::for_release(ctx.layout.release)) {
             return ffi::fail_ptr(e);
@@ -439,17 +439,17 @@ pub(crate) fn modify_cmd(handle: u32, a: &ibv_qp_attr, mask: c_int) -> ib_uverbs
 /// `ibv_cmd_query_qp` give for the stock provider.
 fn check_legacy_mask(mask: c_int) -> Result<(), Errno> {
     if mask < 0 || mask & !(IBV_QP_RATE_LIMIT - 1) != 0 {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     Ok(())
 }
 
 /// `modify_qp`.
 pub(crate) unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
-    ffi::guard("modify_qp", libc::EIO, || {
+    ffi::guard("modify_qp", Errno::EIO.code(), || {
         // SAFETY: a QP of ours and the caller's attributes; nulls refused.
         let (Some(q), Some(a)) = (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_ref() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         if let Err(e) = check_legacy_mask(mask) {
             return ffi::fail_code(e);
@@ -527,12 +527,12 @@ pub(crate) unsafe extern "C" fn query_qp(
     mask: c_int,
     init_attr: *mut ibv_qp_init_attr,
 ) -> c_int {
-    ffi::guard("query_qp", libc::EIO, || {
+    ffi::guard("query_qp", Errno::EIO.code(), || {
         // SAFETY: a QP of ours and the caller's output structs; nulls refused.
         let (Some(q), Some(attr), Some(init)) = (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_mut() }, unsafe {
             init_attr.as_mut()
         }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         if let Err(e) = check_legacy_mask(mask) {
             return ffi::fail_code(e);
@@ -557,13 +557,13 @@ pub(crate) unsafe extern "C" fn query_qp(
 /// `destroy_qp`: waits, as `ibv_cmd_destroy_qp` does, until the application
 /// acked every async event the kernel reported; then unmaps and frees.
 pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
-    ffi::guard("destroy_qp", libc::EIO, || {
+    ffi::guard("destroy_qp", Errno::EIO.code(), || {
         // SAFETY: a QP of ours (null refused).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let Some(obj) = NonNull::new(qp.cast::<RxeQp>()) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         let (fd, handle) = (q.cmd_fd, q.handle());
         let wait = |resp: &ib_uverbs_destroy_qp_resp| {
@@ -669,8 +669,8 @@ mod tests {
     #[test]
     fn extended_masks_are_not_supported() {
         assert_eq!(check_legacy_mask(IBV_QP_STATE | IBV_QP_DEST_QPN), Ok(()));
-        assert_eq!(check_legacy_mask(IBV_QP_RATE_LIMIT), Err(libc::EOPNOTSUPP));
-        assert_eq!(check_legacy_mask(-1), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_legacy_mask(IBV_QP_RATE_LIMIT), Err(Errno::EOPNOTSUPP));
+        assert_eq!(check_legacy_mask(-1), Err(Errno::EOPNOTSUPP));
     }
 
     #[test]
@@ -690,33 +690,33 @@ mod tests {
         a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
         assert_eq!(check_create_ex(&a, v44), Ok(()));
         a.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE;
-        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, v44), Err(Errno::EOPNOTSUPP));
         a.qp_type = IBV_QPT_UC;
         assert_eq!(check_create_ex(&a, v44), Ok(()));
         a.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ;
-        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, v44), Err(Errno::EOPNOTSUPP));
         a.qp_type = IBV_QPT_RC;
         a.send_ops_flags = ((1 << 10) - 1) | IBV_QP_EX_WITH_ATOMIC_WRITE;
         assert_eq!(check_create_ex(&a, v44), Ok(()));
         // No wr_atomic_write slot before v44, no wr_flush before v45; never TSO.
-        assert_eq!(check_create_ex(&a, QpExLayout::for_release(43)), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(43)), Err(Errno::EOPNOTSUPP));
         a.send_ops_flags = IBV_QP_EX_WITH_FLUSH;
-        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, v44), Err(Errno::EOPNOTSUPP));
         assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Ok(()));
         a.qp_type = IBV_QPT_UC;
-        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(Errno::EOPNOTSUPP));
         a.qp_type = IBV_QPT_RC;
         a.send_ops_flags = IBV_QP_EX_WITH_TSO;
-        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, QpExLayout::for_release(45)), Err(Errno::EOPNOTSUPP));
         a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
         a.create_flags = 1;
-        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, v44), Err(Errno::EOPNOTSUPP));
         a.create_flags = 0;
         assert_eq!(check_create_ex(&a, v44), Ok(()));
         a.comp_mask = IBV_QP_INIT_ATTR_CREATE_FLAGS;
-        assert_eq!(check_create_ex(&a, v44), Err(libc::EINVAL));
+        assert_eq!(check_create_ex(&a, v44), Err(Errno::EINVAL));
         a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD;
-        assert_eq!(check_create_ex(&a, v44), Err(libc::EOPNOTSUPP));
+        assert_eq!(check_create_ex(&a, v44), Err(Errno::EOPNOTSUPP));
     }
 
     /// Creates a QP against a command fd that answers nothing, so the
@@ -760,7 +760,7 @@ mod tests {
     fn a_failed_create_whose_undo_succeeds_frees_the_qp() {
         let kernel = crate::kobject::fault::DeafKernel::new();
         let (err, _) = create_against_a_deaf_kernel(&kernel);
-        assert_eq!(err, libc::EPROTO);
+        assert_eq!(err, Errno::EPROTO);
         assert!(crate::kobject::fault::take_leaked().is_empty());
         // CREATE_QP, then the undo's DESTROY_QP.
         let w = kernel.written();
@@ -785,7 +785,7 @@ mod tests {
         crate::kobject::fault::fail_undo(true);
         let (err, user_handle) = create_against_a_deaf_kernel(&kernel);
         crate::kobject::fault::fail_undo(false);
-        assert_eq!(err, libc::EPROTO);
+        assert_eq!(err, Errno::EPROTO);
         assert_eq!(crate::kobject::fault::take_leaked(), vec![user_handle as usize]);
         // What libibverbs does with an async event's element: reads the
         // ibv_qp at the user_handle.

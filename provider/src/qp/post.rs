@@ -6,6 +6,7 @@ use core::ptr;
 use log::debug;
 
 use super::object::{ring_doorbell, sq_accepts_posts, RxeQp};
+use crate::errno::Errno;
 use crate::ffi;
 use crate::libibverbs::objects::{ibv_mw, ibv_qp, IBV_MW_TYPE_1};
 use crate::libibverbs::qp::*;
@@ -20,17 +21,17 @@ pub(crate) unsafe extern "C" fn post_send(
     wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
-    ffi::guard("post_send", libc::EIO, || {
+    ffi::guard("post_send", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a QP of ours; bad_wr is the caller's.
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         if bad_wr.is_null() {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         }
         // SAFETY: non-null, the caller's out pointer.
         unsafe { *bad_wr = ptr::null_mut() };
-        let Some(sq) = &q.sq else { return libc::EINVAL };
+        let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
         if wr.is_null() {
             return 0;
         }
@@ -39,7 +40,7 @@ pub(crate) unsafe extern "C" fn post_send(
         if !sq_accepts_posts(q) {
             // SAFETY: non-null, the caller's out pointer.
             unsafe { *bad_wr = wr };
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         }
         let (rc, posted) = sq.with(|sq| {
             let mut cur = wr;
@@ -54,7 +55,7 @@ pub(crate) unsafe extern "C" fn post_send(
                     debug!("post_send: work request {:#x} refused (errno {e})", w.wr_id);
                     // SAFETY: as above.
                     unsafe { *bad_wr = cur };
-                    rc = e;
+                    rc = e.code();
                     break;
                 }
                 posted += 1;
@@ -67,7 +68,7 @@ pub(crate) unsafe extern "C" fn post_send(
         });
         if posted > 0 {
             if let Err(e) = ring_doorbell(q) {
-                return e;
+                return e.code();
             }
         }
         rc
@@ -80,17 +81,17 @@ pub(crate) unsafe extern "C" fn post_recv(
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    ffi::guard("post_recv", libc::EIO, || {
+    ffi::guard("post_recv", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a QP of ours.
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
         if bad_wr.is_null() {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         }
         // SAFETY: non-null, the caller's out pointer.
         unsafe { *bad_wr = ptr::null_mut() };
-        let Some(rq) = &q.rq else { return libc::EINVAL };
+        let Some(rq) = &q.rq else { return Errno::EINVAL.code() };
         if wr.is_null() {
             return 0;
         }
@@ -98,7 +99,7 @@ pub(crate) unsafe extern "C" fn post_recv(
         if q.state() == IBV_QPS_RESET {
             // SAFETY: non-null, the caller's out pointer.
             unsafe { *bad_wr = wr };
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         }
         // SAFETY: forwarded from the ibv_post_recv contract.
         rq.with(|rq| unsafe { post_recv_list(rq, wr, bad_wr) })
@@ -109,13 +110,13 @@ pub(crate) unsafe extern "C" fn post_recv(
 /// next rkey, which the window takes when the post succeeded (the
 /// application undoes it if the completion reports an error).
 pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: *mut ibv_mw_bind) -> c_int {
-    ffi::guard("bind_mw", libc::EIO, || {
+    ffi::guard("bind_mw", Errno::EIO.code(), || {
         // SAFETY: the caller's window (ours) and bind description; nulls refused.
         let (Some(m), Some(b)) = (unsafe { mw.as_mut() }, unsafe { bind.as_ref() }) else {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         };
         if m.r#type != IBV_MW_TYPE_1 || b.bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED != 0 {
-            return ffi::fail_code(libc::EINVAL);
+            return ffi::fail_code(Errno::EINVAL);
         }
         // SAFETY: ibv_send_wr is plain C data; all-zero is its memset state.
         let mut wr: ibv_send_wr = unsafe { core::mem::zeroed() };
@@ -132,7 +133,7 @@ pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: 
         // SAFETY: a complete work request on our stack, a QP of the caller's.
         let rc = unsafe { post_send(qp, &mut wr, &mut bad) };
         if rc != 0 {
-            return ffi::fail_code(rc);
+            return ffi::fail_code(Errno::from_raw(rc));
         }
         m.rkey = new_rkey;
         0
@@ -272,8 +273,11 @@ mod tests {
         ];
         let list = link(&mut wrs);
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
-        // SAFETY: a live QP of ours and a list of live requests.
-        assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::EINVAL);
+        assert_eq!(
+            // SAFETY: a live QP of ours and a list of live requests.
+            unsafe { post_send(fake.ibv_qp(), list, &mut bad) },
+            Errno::EINVAL.code()
+        );
         assert_eq!(bad, &mut wrs[1] as *mut ibv_send_wr);
         let posted = fake.published();
         assert_eq!(posted.iter().map(|w| w.wr.wr_id).collect::<Vec<_>>(), vec![1]);
@@ -292,8 +296,11 @@ mod tests {
             let mut wrs = [wr(1, IBV_WR_SEND, &mut one), wr(2, IBV_WR_SEND, &mut one)];
             let list = link(&mut wrs);
             let mut bad: *mut ibv_send_wr = ptr::null_mut();
-            // SAFETY: a live QP of ours and a list of live requests.
-            assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::EINVAL);
+            assert_eq!(
+                // SAFETY: a live QP of ours and a list of live requests.
+                unsafe { post_send(fake.ibv_qp(), list, &mut bad) },
+                Errno::EINVAL.code()
+            );
             assert_eq!(bad, list);
             assert!(fake.published().is_empty());
         }
@@ -318,8 +325,11 @@ mod tests {
         let mut wrs: Vec<ibv_send_wr> = (0..17).map(|i| wr(i, IBV_WR_SEND, &mut one)).collect();
         let list = link(&mut wrs);
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
-        // SAFETY: a live QP of ours and a list of live requests.
-        assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::ENOMEM);
+        assert_eq!(
+            // SAFETY: a live QP of ours and a list of live requests.
+            unsafe { post_send(fake.ibv_qp(), list, &mut bad) },
+            Errno::ENOMEM.code()
+        );
         assert_eq!(bad, &mut wrs[15] as *mut ibv_send_wr);
         let ids: Vec<u64> = fake.published().iter().map(|w| w.wr.wr_id).collect();
         assert_eq!(ids, (0..15).collect::<Vec<_>>());
@@ -414,9 +424,12 @@ mod tests {
         let mut wrs = [good, bad_one];
         let list = link(&mut wrs);
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
-        // SAFETY: a live QP of ours and a list of live requests (the NULL
-        // SGE is what is tested: it must be refused, not read).
-        assert_eq!(unsafe { post_send(fake.ibv_qp(), list, &mut bad) }, libc::EINVAL);
+        assert_eq!(
+            // SAFETY: a live QP of ours and a list of live requests (the NULL
+            // SGE is what is tested: it must be refused, not read).
+            unsafe { post_send(fake.ibv_qp(), list, &mut bad) },
+            Errno::EINVAL.code()
+        );
         assert_eq!(bad, &mut wrs[1] as *mut ibv_send_wr);
         // The first, with a zero-length NULL SGE beside real bytes, went.
         let posted = fake.published();

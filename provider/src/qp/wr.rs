@@ -70,10 +70,10 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
         IBV_QPT_RC => rc,
         IBV_QPT_UC => uc,
         IBV_QPT_UD => ud,
-        _ => return Err(libc::EOPNOTSUPP),
+        _ => return Err(Errno::EOPNOTSUPP),
     };
     if flags & !supported != 0 {
-        return Err(libc::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     Ok(())
 }
@@ -149,22 +149,22 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
 }
 
 unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
-    ffi::guard("wr_complete", libc::EIO, || {
+    ffi::guard("wr_complete", Errno::EIO.code(), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_complete).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         };
-        let Some(sq) = &q.sq else { return libc::EINVAL };
+        let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
         if !sq.lock.held_here() {
             // The stock provider would unlock whoever holds the lock and
             // publish its stale index (nothing new): report the misuse.
             warn!("wr_complete without wr_start on this thread: nothing posted");
-            return libc::EINVAL;
+            return Errno::EINVAL.code();
         }
         let accepts = sq_accepts_posts(q);
         // A panic in finish must neither leave the lock held nor a batch
         // half-published: forget the batch, then release.
-        let r = ffi::guard("wr_complete", Err(libc::EIO), || {
+        let r = ffi::guard("wr_complete", Err(Errno::EIO), || {
             // SAFETY: this thread holds the lock (checked above).
             let wq = unsafe { sq.held() };
             // SAFETY: the batch is guarded by the same lock.
@@ -174,15 +174,15 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
             }
             r
         });
-        if r == Err(libc::EIO) {
+        if r == Err(Errno::EIO) {
             // SAFETY: as above; finish's borrow ended.
             unsafe { (*q.batch.get()).abort(sq.held()) };
         }
         sq.lock.release_held();
         match r {
-            Ok(true) => ring_doorbell(q).err().unwrap_or(0),
+            Ok(true) => ring_doorbell(q).map_or_else(Errno::code, |()| 0),
             Ok(false) => 0,
-            Err(e) => e,
+            Err(e) => e.code(),
         }
     })
 }
@@ -275,7 +275,7 @@ unsafe extern "C" fn wr_atomic_write(ibqp: *mut c_void, rkey: u32, remote_addr: 
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, _| {
                 if atomic_wr.is_null() || payload.len() < 8 {
-                    return Err(libc::EINVAL);
+                    return Err(Errno::EINVAL);
                 }
                 // SAFETY: ibv_wr_atomic_write's contract: 8 readable bytes.
                 let value = unsafe { core::slice::from_raw_parts(atomic_wr.cast::<u8>(), 8) };
@@ -329,7 +329,7 @@ unsafe extern "C" fn wr_bind_mw(ibqp: *mut c_void, mw: *mut ibv_mw, rkey: u32, i
         };
         build(ibqp, IBV_WR_BIND_MW, |r| r.bind = bind);
         if bind.is_none() {
-            with_batch(ibqp, (), |_, _, batch| batch.fail(libc::EINVAL));
+            with_batch(ibqp, (), |_, _, batch| batch.fail(Errno::EINVAL));
         }
     })
 }
@@ -363,10 +363,10 @@ unsafe extern "C" fn wr_set_sge_list(ibqp: *mut c_void, num_sge: usize, sg_list:
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, lim| {
                 if num_sge > lim.max_sge as usize {
-                    return Err(libc::ENOSPC);
+                    return Err(Errno::ENOSPC);
                 }
                 if num_sge != 0 && sg_list.is_null() {
-                    return Err(libc::EINVAL);
+                    return Err(Errno::EINVAL);
                 }
                 let sges = if num_sge == 0 {
                     &[][..]
@@ -386,7 +386,7 @@ unsafe extern "C" fn wr_set_inline_data(ibqp: *mut c_void, addr: *mut c_void, le
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, lim| {
                 if length != 0 && addr.is_null() {
-                    return Err(libc::EINVAL);
+                    return Err(Errno::EINVAL);
                 }
                 // SAFETY: ibv_wr_set_inline_data's contract: length bytes at addr.
                 unsafe { wqe::set_inline(hdr, payload, &buf, lim) }
@@ -400,7 +400,7 @@ unsafe extern "C" fn wr_set_inline_data_list(ibqp: *mut c_void, num_buf: usize, 
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, lim| {
                 if num_buf != 0 && buf_list.is_null() {
-                    return Err(libc::EINVAL);
+                    return Err(Errno::EINVAL);
                 }
                 let bufs = if num_buf == 0 {
                     &[][..]
@@ -409,7 +409,7 @@ unsafe extern "C" fn wr_set_inline_data_list(ibqp: *mut c_void, num_buf: usize, 
                     unsafe { core::slice::from_raw_parts(buf_list, num_buf) }
                 };
                 if bufs.iter().any(|b| b.length != 0 && b.addr.is_null()) {
-                    return Err(libc::EINVAL);
+                    return Err(Errno::EINVAL);
                 }
                 // SAFETY: each buffer is readable for its length (contract).
                 unsafe { wqe::set_inline(hdr, payload, bufs, lim) }
@@ -580,22 +580,22 @@ mod tests {
         sges(&mut b, &mut wq, &[sge(1), sge(1), sge(1)]); // max_sge is 2
         b.build(&mut wq, &req(3, IBV_WR_SEND));
         sges(&mut b, &mut wq, &[sge(1)]);
-        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         assert_eq!((wq.prod, fq.kernel.produced()), (0, 0));
         // A setter without a builder, and a full ring.
         b.start(&mut wq);
         sges(&mut b, &mut wq, &[sge(1)]);
-        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
         b.start(&mut wq);
         for id in 0..4 {
             b.build(&mut wq, &req(id, IBV_WR_SEND));
         }
-        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         assert_eq!(wq.prod, 0);
         // A QP that does not take sends yet (RESET..RTR): nothing is published.
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
-        assert_eq!(b.finish(&mut wq, false), Err(libc::EINVAL));
+        assert_eq!(b.finish(&mut wq, false), Err(Errno::EINVAL));
         assert_eq!((wq.prod, fq.kernel.produced()), (0, 0));
     }
 
@@ -627,11 +627,11 @@ mod tests {
         // Without an address: at the next builder, or at complete.
         b.start(&mut wq);
         b.build(&mut wq, &req(2, IBV_WR_SEND));
-        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
         b.start(&mut wq);
         b.build(&mut wq, &req(2, IBV_WR_SEND));
         b.set_ud(&mut wq, None);
-        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
         assert_eq!(fq.kernel.produced(), 1);
         // On an RC QP the setter is an error, not a write into the rdma arm.
         let fq = FakeQueue::new(8, 3, 0);
@@ -639,7 +639,7 @@ mod tests {
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_RDMA_WRITE));
         b.set_ud(&mut wq, Some(ud));
-        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -665,7 +665,7 @@ mod tests {
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: both buffers lie inside `data`.
         b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &list, l) });
-        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         // Slot 1 (right after) was never touched.
         assert!(fq.kernel.read_slot::<[u8; 256]>(1).iter().all(|&x| x == 0));
         // Lengths whose sum wraps 64 bits are refused too.
@@ -683,7 +683,7 @@ mod tests {
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: refused before any byte is read.
         b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &wrap, l) });
-        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         // Exactly the slot's room fits, and the WQE is marked inline.
         let fit = [
             list[0],
@@ -714,7 +714,7 @@ mod tests {
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: inside `data`.
         b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &small, l) });
-        assert_eq!(b.finish(&mut wq, true), Err(libc::ENOSPC));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
     }
 
     #[test]
@@ -725,7 +725,7 @@ mod tests {
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         sges(&mut b, &mut wq, &[sge(u32::MAX), sge(1)]);
-        assert_eq!(b.finish(&mut wq, true), Err(libc::EINVAL));
+        assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         sges(&mut b, &mut wq, &[sge(10), sge(20), sge(30)]);
