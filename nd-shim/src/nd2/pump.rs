@@ -1,31 +1,29 @@
 //! Who reads the adapters' completion channels, so that a CQ event wakes one thread, not two.
 //!
-//! Every adapter's completion channel is in one process-wide epoll set, edge-triggered, with the
-//! pump's wake eventfd. Two kinds of thread block in `epoll_wait` on that set:
+//! Two kinds of thread wait for the channels' events:
 //!
 //! - the *leader*: at most one application thread at a time that waits in the shim
 //!   (GetQueuedCompletionStatus, WaitForSingleObject, GetOverlappedResult(TRUE)). Instead of
-//!   sleeping on its object's condition variable it sleeps in the epoll set, reads the channel
-//!   itself when the CQ's event comes, completes the Notify request (which posts the packet to
-//!   its own port or sets its own event), and returns: one wake-up per event, as a verbs program
-//!   blocked in `ibv_get_cq_event`. Other waiters at the same time sleep on their condition
-//!   variables as before.
-//! - the adapters' relay threads (`notify.rs`), which read the channels when no leader does:
-//!   for waiters that are not the leader, and for programs that never wait in the shim (they
-//!   poll GetOverlappedResult(FALSE) or Internal).
+//!   sleeping on its object's condition variable it sleeps in the leader's epoll set, reads the
+//!   channel itself when the CQ's event comes, completes the Notify request (which posts the
+//!   packet to its own port or sets its own event), and returns: one wake-up per event, as a
+//!   verbs program blocked in `ibv_get_cq_event`. Other waiters at the same time sleep on their
+//!   condition variables as before.
+//! - the adapters' relay threads (`notify.rs`), which sleep in the relay's epoll set and read
+//!   the channels when no leader does: for waiters that are not the leader, and for programs
+//!   that never wait in the shim (they poll GetOverlappedResult(FALSE) or Internal).
 //!
-//! Which of them the kernel wakes: `epoll_wait` queues its sleepers exclusively and wakes the
-//! one that went to sleep last (Linux adds exclusive epoll waiters at the head of the queue), and
-//! an edge-triggered event is handed to one sleeper only. A relay sleeps in the set for 100 ms at
-//! a time; a leader enters it after, so the leader gets the channel's events and the relay stays
-//! asleep. If the relay was the more recent sleeper (its timeout just ran out), it reads the event
-//! and completes the request the ordinary way (the two-hop path, at most once per relay timeout).
+//! Every channel is in both sets, edge-triggered and EPOLLEXCLUSIVE, added to the leader's set
+//! first. An exclusive entry on the channel's wait queue wakes its set's sleeper and stops the
+//! wake-up there only if the set has a sleeper; the kernel walks the entries in the order they
+//! were added. So an event wakes the leader if one is asleep, else a relay, never both: a strict
+//! priority, whatever order the threads went to sleep in. (An event a relay took while no leader
+//! slept is still queued in the leader's set; the next leader finds the channel empty and sleeps
+//! again: one wasted turn, no lost event.)
 //!
 //! The leader's own wake-up by other threads (a packet posted by the connection engine, a
 //! SetEvent from another thread): every post, set and completion calls [`kick`], which writes
-//! the wake eventfd while the leader is blocked. Should that edge reach a relay instead (it slept
-//! later than the leader), the relay writes the eventfd again: it is itself awake then, so the
-//! new edge goes to the leader.
+//! the wake eventfd, in the leader's set only, while the leader is blocked.
 
 use std::collections::HashMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
@@ -48,7 +46,10 @@ const WAKE: u64 = 0;
 const EVENTS: usize = 8;
 
 struct Pump {
+    /// The leader's set: the channels and the wake eventfd.
     epoll: i32,
+    /// The relays' set: the channels.
+    relay_epoll: i32,
     wake: i32,
     /// An application thread holds the leader role.
     leader: AtomicBool,
@@ -68,9 +69,16 @@ fn create() -> Option<Pump> {
             log::error!("nd2: epoll_create1: {}", last_error());
             return None;
         }
+        let relay_epoll = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+        if relay_epoll < 0 {
+            log::error!("nd2: epoll_create1: {}", last_error());
+            libc::close(epoll);
+            return None;
+        }
         let wake = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
         if wake < 0 {
             log::error!("nd2: eventfd: {}", last_error());
+            libc::close(relay_epoll);
             libc::close(epoll);
             return None;
         }
@@ -81,11 +89,13 @@ fn create() -> Option<Pump> {
         if libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, wake, &mut event) != 0 {
             log::error!("nd2: epoll_ctl(wake): {}", last_error());
             libc::close(wake);
+            libc::close(relay_epoll);
             libc::close(epoll);
             return None;
         }
         Some(Pump {
             epoll,
+            relay_epoll,
             wake,
             leader: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
@@ -114,15 +124,24 @@ pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration,
         .ok_or(NdStatus::ND_INSUFFICIENT_RESOURCES)?;
     let token = pump.next.fetch_add(1, Ordering::Relaxed);
     lock(&pump.sources).insert(token, source);
-    let mut event = libc::epoll_event {
-        events: (libc::EPOLLIN | libc::EPOLLET) as u32,
-        u64: token,
-    };
-    // SAFETY: both descriptors are open; the event is a live local.
-    if unsafe { libc::epoll_ctl(pump.epoll, libc::EPOLL_CTL_ADD, fd, &mut event) } != 0 {
-        let error = last_error();
-        lock(&pump.sources).remove(&token);
-        return Err(error);
+    // The leader's set first: its entry comes first on the channel's wait queue (module doc).
+    let mut added = Vec::with_capacity(2);
+    for set in [pump.epoll, pump.relay_epoll] {
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET | libc::EPOLLEXCLUSIVE) as u32,
+            u64: token,
+        };
+        // SAFETY: both descriptors are open; the event is a live local.
+        if unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_ADD, fd, &mut event) } != 0 {
+            let error = last_error();
+            for set in added {
+                // SAFETY: as above; undoes this function's own add.
+                unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+            }
+            lock(&pump.sources).remove(&token);
+            return Err(error);
+        }
+        added.push(set);
     }
     Ok(Registration { token, fd })
 }
@@ -130,8 +149,10 @@ pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration,
 /// Takes the source out of the set; its descriptor may be closed after this returns.
 pub(crate) fn unregister(registration: &Registration) {
     let Some(pump) = pump() else { return };
-    // SAFETY: both descriptors are open (the caller closes its own after this).
-    unsafe { libc::epoll_ctl(pump.epoll, libc::EPOLL_CTL_DEL, registration.fd, std::ptr::null_mut()) };
+    for set in [pump.epoll, pump.relay_epoll] {
+        // SAFETY: both descriptors are open (the caller closes its own after this).
+        unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, registration.fd, std::ptr::null_mut()) };
+    }
     lock(&pump.sources).remove(&registration.token);
 }
 
@@ -160,8 +181,9 @@ impl Pump {
     /// completes while draining needs no wake eventfd.
     fn wait_once(&self, ms: i32, as_leader: bool) -> bool {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+        let set = if as_leader { self.epoll } else { self.relay_epoll };
         // SAFETY: the epoll descriptor is open; `events` has room for EVENTS entries.
-        let n = unsafe { libc::epoll_wait(self.epoll, events.as_mut_ptr(), EVENTS as i32, ms) };
+        let n = unsafe { libc::epoll_wait(set, events.as_mut_ptr(), EVENTS as i32, ms) };
         if as_leader {
             self.blocked.store(false, Ordering::Relaxed);
         }
@@ -195,17 +217,13 @@ impl Pump {
     }
 }
 
-/// A relay thread's turn: sleeps in the set for at most `ms` and reads what fires. A wake meant
-/// for the leader is passed on to it.
+/// A relay thread's turn: sleeps in the relays' set for at most `ms` and reads what fires.
 pub(crate) fn relay(ms: i32) {
-    let Some(pump) = pump() else {
-        std::thread::sleep(std::time::Duration::from_millis(ms.max(0) as u64));
-        return;
-    };
-    if pump.wait_once(ms, false) && pump.blocked.load(Ordering::SeqCst) {
-        // This thread is awake, so the leader is the one asleep in the set: the new edge is its.
-        pump.write_wake();
-        std::thread::yield_now();
+    match pump() {
+        Some(pump) => {
+            pump.wait_once(ms, false);
+        }
+        None => std::thread::sleep(std::time::Duration::from_millis(ms.max(0) as u64)),
     }
 }
 
