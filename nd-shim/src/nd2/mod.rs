@@ -16,10 +16,13 @@
 //! another object now uses.
 //!
 //! Every entry runs inside [`boundary`]: no unwinding crosses `extern "C"`; a panic is logged and
-//! becomes ND_INTERNAL_ERROR (or the entry's neutral value).
+//! becomes ND_INTERNAL_ERROR (or the entry's neutral value). The exceptions are the hot paths
+//! whose code cannot panic (pointer checks, atomics, a provider call): GetLocalToken and
+//! GetRemoteToken, and GetResults up to the first completion found.
 //!
 //! Overlapped requests complete through [`overlapped`]; the Win32 handles they drive (events,
-//! completion ports, the adapter's overlapped files) are [`win32`].
+//! completion ports, the adapter's overlapped files) are [`win32`]; who reads the adapters'
+//! completion channels (the waiting thread itself, or a relay thread) is [`pump`].
 
 use std::ffi::c_void;
 use std::net::SocketAddr;
@@ -40,6 +43,7 @@ mod mr;
 mod mw;
 mod notify;
 mod overlapped;
+mod pump;
 mod qp;
 mod requests;
 mod sge;

@@ -4,6 +4,7 @@
 
 use crate::sync::lock;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rdma_mummy_sys as ffi;
@@ -55,6 +56,14 @@ pub(crate) struct MrBody {
     adapter: Arc<AdapterBody>,
     file: Arc<OverlappedFile>,
     mr: Mutex<Option<RawMr>>,
+    /// The registered MR's keys, rkey << 32 | lkey (0 while unregistered): set under `mr`'s lock
+    /// by Register and Deregister, read without it by GetLocalToken and GetRemoteToken, which a
+    /// program calls on every Send and Receive (a token does not change while registered).
+    tokens: AtomicU64,
+}
+
+fn pack_tokens(lkey: u32, rkey: u32) -> u64 {
+    u64::from(rkey) << 32 | u64::from(lkey)
 }
 
 impl MrBody {
@@ -63,6 +72,7 @@ impl MrBody {
             adapter,
             file,
             mr: Mutex::new(None),
+            tokens: AtomicU64::new(0),
         }
     }
 
@@ -71,12 +81,11 @@ impl MrBody {
         lock(&self.mr).as_ref().map(|mr| mr.0)
     }
 
+    /// (lkey, rkey), or zeros while unregistered. No lock and nothing that can panic: the
+    /// token entries call it outside their panic boundary.
     fn keys(&self) -> (u32, u32) {
-        match lock(&self.mr).as_ref() {
-            // SAFETY: a registered MR is live while it is in the slot (under the lock).
-            Some(mr) => unsafe { ((*mr.0).lkey, (*mr.0).rkey) },
-            None => (0, 0),
-        }
+        let tokens = self.tokens.load(Ordering::Acquire);
+        (tokens as u32, (tokens >> 32) as u32)
     }
 }
 
@@ -161,7 +170,10 @@ unsafe extern "C" fn register(
         if raw.is_null() {
             return Err(code(last_error()));
         }
+        // SAFETY: just registered, live while in the slot.
+        let (lkey, rkey) = unsafe { ((*raw).lkey, (*raw).rkey) };
         *slot = Some(RawMr(raw));
+        mr.tokens.store(pack_tokens(lkey, rkey), Ordering::Release);
         drop(slot);
         // SAFETY: the caller's OVERLAPPED (checked non-NULL).
         let request = unsafe { Request::start(ov, &mr.file)? };
@@ -177,7 +189,12 @@ unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HRe
         if ov.is_null() {
             return Err(ND_INVALID_PARAMETER);
         }
-        let taken = lock(&mr.mr).take().ok_or(NdStatus::ND_INVALID_DEVICE_STATE.0)?;
+        let taken = {
+            let mut slot = lock(&mr.mr);
+            let taken = slot.take().ok_or(NdStatus::ND_INVALID_DEVICE_STATE.0)?;
+            mr.tokens.store(0, Ordering::Release);
+            taken
+        };
         let status = match deregister(taken) {
             Ok(()) => NdStatus::ND_SUCCESS,
             Err(status) => return Err(code(status)),
@@ -188,24 +205,27 @@ unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HRe
     })
 }
 
+// The token entries need no panic boundary: the object check and an atomic load cannot panic.
 unsafe extern "C" fn get_local_token(this: *mut c_void) -> u32 {
-    super::boundary("IND2MemoryRegion::GetLocalToken", 0, || {
-        // SAFETY: the caller's object.
-        unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().0)
-    })
+    // SAFETY: the caller's object.
+    unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().0)
 }
 
 unsafe extern "C" fn get_remote_token(this: *mut c_void) -> u32 {
-    super::boundary("IND2MemoryRegion::GetRemoteToken", 0, || {
-        // SAFETY: the caller's object.
-        unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().1)
-    })
+    // SAFETY: the caller's object.
+    unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use ffi::ibv_access_flags as A;
+
+    #[test]
+    fn tokens_pack_and_unpack() {
+        let packed = pack_tokens(0x1234_5678, 0x9abc_def0);
+        assert_eq!((packed as u32, (packed >> 32) as u32), (0x1234_5678, 0x9abc_def0));
+    }
 
     #[test]
     fn registration_flags_to_access() {

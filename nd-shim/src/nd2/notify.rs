@@ -1,7 +1,11 @@
-//! The adapter's completion channel: one channel and one small thread per adapter serve every
-//! CQ's notifications. The channel knows no CQ type: a CQ armed for a notification registers
-//! itself under its verbs handle as a [`Notified`], so the adapter that holds the channel, and
-//! which every CQ holds, does not depend on the CQ.
+//! The adapter's completion channel: one channel per adapter serves every CQ's notifications.
+//! The channel knows no CQ type: a CQ armed for a notification registers itself under its verbs
+//! handle as a [`Notified`], so the adapter that holds the channel, and which every CQ holds,
+//! does not depend on the CQ.
+//!
+//! Who reads the channel is the [`pump`](super::pump)'s business: the application thread that
+//! waits in the shim (the leader) when there is one, so that a CQ event wakes one thread; else
+//! the adapter's relay thread started here.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -9,6 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
+use super::pump::{self, Drain, Registration};
 use super::{code, HResult};
 use crate::status::NdStatus;
 use crate::sync::lock;
@@ -32,6 +37,8 @@ pub(crate) struct NotifyChannel {
     channel: RawChannel,
     /// CQ handle -> what to tell of its events.
     cqs: Mutex<HashMap<usize, Weak<dyn Notified>>>,
+    /// The channel's place in the pump's epoll set (set once, right after creation).
+    registration: Mutex<Option<Registration>>,
 }
 
 impl NotifyChannel {
@@ -45,18 +52,25 @@ impl NotifyChannel {
         let channel = Arc::new(NotifyChannel {
             channel: RawChannel(raw),
             cqs: Mutex::new(HashMap::new()),
+            registration: Mutex::new(None),
         });
         // SAFETY: the channel was just created and is open.
         set_nonblocking(unsafe { (*raw).fd }).map_err(code)?;
         let weak = Arc::downgrade(&channel);
+        let source: Weak<dyn Drain> = weak.clone();
+        *lock(&channel.registration) = Some(pump::register(channel.fd(), source).map_err(code)?);
         std::thread::Builder::new()
             .name("nd2-cq-notify".into())
             .spawn(move || {
                 // A panic here must not unwind into the runtime's thread start (foreign edge:
                 // nothing calls back into the application from this thread, but stay fenced).
                 super::boundary("nd2-cq-notify", (), || loop {
-                    let Some(channel) = weak.upgrade() else { return };
-                    channel.wait_and_dispatch(100);
+                    // Holds no reference while it sleeps: the adapter's last Release ends it
+                    // within one turn.
+                    if weak.strong_count() == 0 {
+                        return;
+                    }
+                    pump::relay(100);
                 })
             })
             .map_err(|_| NdStatus::ND_INSUFFICIENT_RESOURCES.0)?;
@@ -82,17 +96,11 @@ impl NotifyChannel {
         // SAFETY: the channel is open while self lives.
         unsafe { (*self.channel.0).fd }
     }
+}
 
-    fn wait_and_dispatch(&self, ms: i32) {
-        let mut poll = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd.
-        if unsafe { libc::poll(&mut poll, 1, ms) } <= 0 {
-            return;
-        }
+impl Drain for NotifyChannel {
+    /// Every event the channel has (it is non-blocking), each told to its CQ.
+    fn drain(&self) {
         loop {
             let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
             let mut context: *mut c_void = std::ptr::null_mut();
@@ -113,6 +121,9 @@ impl NotifyChannel {
 
 impl Drop for NotifyChannel {
     fn drop(&mut self) {
+        if let Some(registration) = lock(&self.registration).take() {
+            pump::unregister(&registration);
+        }
         // SAFETY: every CQ on the channel holds it (through its verbs CQ), so none is left.
         if unsafe { ffi::ibv_destroy_comp_channel(self.channel.0) } != 0 {
             log::error!("ibv_destroy_comp_channel: {}", last_error());

@@ -4,12 +4,14 @@
 //! file unless `hEvent & 1` (also when the operation finished at once).
 //!
 //! IND2Overlapped::GetOverlappedResult reads Internal: ND_PENDING while pending; with `wait` it
-//! sleeps on one process-wide condition variable that every completion notifies.
+//! reads the completion channels itself if it can lead (pump.rs), else sleeps on one
+//! process-wide condition variable that every completion notifies.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::pump;
 use super::win32::{self, OverlappedFile, Packet};
 use super::{HResult, ND_INVALID_PARAMETER, ND_PENDING};
 use crate::status::NdStatus;
@@ -100,6 +102,7 @@ impl Request {
             *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
             cv.notify_all();
         }
+        pump::kick();
         if let Some(event) = win32::event((self.event & !3) as *mut c_void) {
             event.set();
         }
@@ -129,6 +132,10 @@ pub(crate) unsafe fn result(ov: *mut c_void, wait: bool) -> HResult {
     let internal = unsafe { internal(ov) };
     let status = || internal.load(Ordering::Acquire) as HResult;
     if !wait || status() != ND_PENDING {
+        return status();
+    }
+    if let Some(leader) = pump::lead() {
+        leader.wait_until(None, || status() != ND_PENDING);
         return status();
     }
     let (count, cv) = &COMPLETIONS;

@@ -15,7 +15,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::boundary;
+use super::{boundary, pump};
 use crate::status::NdStatus;
 
 pub type Handle = *mut c_void;
@@ -78,6 +78,7 @@ impl Event {
         } else {
             self.cv.notify_one();
         }
+        pump::kick();
     }
 
     fn reset(&self) {
@@ -87,13 +88,20 @@ impl Event {
     fn wait(&self, ms: u32) -> bool {
         let deadline = timeout(ms).map(|t| Instant::now() + t);
         let manual = self.manual;
-        let (_guard, ok) = wait_until(&self.cv, lock(&self.signalled), deadline, |signalled| {
+        let take = move |signalled: &mut bool| {
             let was = *signalled;
             if was && !manual {
                 *signalled = false;
             }
             was
-        });
+        };
+        if ms != 0 {
+            // The leader reads the completion channels itself (pump.rs): one wake-up per event.
+            if let Some(leader) = pump::lead() {
+                return leader.wait_until(deadline, || take(&mut lock(&self.signalled)));
+            }
+        }
+        let (_guard, ok) = wait_until(&self.cv, lock(&self.signalled), deadline, take);
         ok
     }
 }
@@ -120,10 +128,25 @@ impl Port {
     pub(crate) fn post(&self, packet: Packet) {
         lock(&self.packets).push_back(packet);
         self.cv.notify_one();
+        pump::kick();
     }
 
     pub(crate) fn get(&self, ms: u32) -> Option<Packet> {
         let deadline = timeout(ms).map(|t| Instant::now() + t);
+        if ms != 0 {
+            if let Some(packet) = lock(&self.packets).pop_front() {
+                return Some(packet);
+            }
+            // The leader reads the completion channels itself (pump.rs): one wake-up per event.
+            if let Some(leader) = pump::lead() {
+                let mut got = None;
+                leader.wait_until(deadline, || {
+                    got = lock(&self.packets).pop_front();
+                    got.is_some()
+                });
+                return got;
+            }
+        }
         let (mut packets, _) = wait_until(&self.cv, lock(&self.packets), deadline, |p| !p.is_empty());
         packets.pop_front()
     }
