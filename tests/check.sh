@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what the machine lacks, checks the formatting and clippy (with the workspace lints) and
-# runs the host-side tests of the workspace,
+# The test command: installs what the machine lacks, checks the formatting, clippy (with the workspace lints) and the
+# API docs' links, runs the host-side tests of the workspace,
 # builds once (and the .deb/.rpm from that build), then runs every rig suite (tests/suites/*.sh) in one VM boot.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,6 +12,9 @@ cargo fmt --check
 
 echo "== host: cargo clippy --workspace --all-targets (workspace lints, warnings denied)"
 cargo clippy --workspace --all-targets --release -- -D warnings
+
+echo "== host: cargo doc --workspace --no-deps (broken or private intra-doc links denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release
 
 echo "== host: cargo test --workspace"
 cargo test --workspace --release

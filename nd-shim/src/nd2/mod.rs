@@ -2,7 +2,7 @@
 //! (`ndsupport.h`) over the Rust API, so that ND2 programs written for Windows compile with g++
 //! against the shim's headers, link with `-lnd_shim`, and run.
 //!
-//! Objects. Every object the caller sees is a [`Com`]: its first word points to a static vtable
+//! Objects. Every object the caller sees is a `Com`: its first word points to a static vtable
 //! of `extern "C"` functions in the interface's declaration order (IUnknown's three first), which
 //! is also how g++ lays out an abstract C++ class without a virtual destructor, so `p->Send(...)`
 //! from C++ and `p->lpVtbl->Send(p, ...)` from C both land here. The reference count is atomic;
@@ -15,14 +15,14 @@
 //! bug) finds the empty body and returns ND_INVALID_HANDLE instead of touching memory that
 //! another object now uses.
 //!
-//! Every entry runs inside [`boundary`]: no unwinding crosses `extern "C"`; a panic is logged and
+//! Every entry runs inside `boundary`: no unwinding crosses `extern "C"`; a panic is logged and
 //! becomes ND_INTERNAL_ERROR (or the entry's neutral value). The exceptions are the hot paths
 //! whose code cannot panic (pointer checks, atomics, a provider call): GetLocalToken and
 //! GetRemoteToken, and GetResults up to the first completion found.
 //!
-//! Overlapped requests complete through [`overlapped`]; the Win32 handles they drive (events,
+//! Overlapped requests complete through `overlapped`; the Win32 handles they drive (events,
 //! completion ports, the adapter's overlapped files) are [`win32`]; who reads the adapters'
-//! completion channels (the waiting thread itself, or a relay thread) is [`pump`].
+//! completion channels (the waiting thread itself, or a relay thread) is `pump`.
 
 use std::ffi::c_void;
 use std::net::SocketAddr;

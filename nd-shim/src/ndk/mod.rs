@@ -8,7 +8,7 @@
 //! pointer is checked on every call, so a NULL or wrong-kind handle is STATUS_INVALID_HANDLE
 //! instead of a crash.
 //!
-//! Every entry point runs its body inside [`boundary`]: no unwinding crosses `extern "C"`; a
+//! Every entry point runs its body inside `boundary`: no unwinding crosses `extern "C"`; a
 //! panic is logged and becomes STATUS_INTERNAL_ERROR (or the entry's neutral value). Raw pointers
 //! from C are turned into references, slices and checked values once, at the top of each entry.
 //!
