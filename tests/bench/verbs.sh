@@ -15,7 +15,8 @@
 # pairs in (a), RIG_BENCH_CALLGRIND_ITERS (2000) pairs in (b), RIG_BENCH_PERF_ITERS (10000)
 # iterations in (c) (a quarter of that for the latency runs); RIG_BENCH_ROUNDS (3) rounds of (a)
 # and (c), the providers taking turns (in (a) stock runs first in odd rounds and ours in even
-# ones); the median is what the summary shows. RIG_BENCH_LOOP_OPS ("write send") the loops of (a). RIG_BENCH_CONTENDED_ITERS
+# ones); the median is what the summary shows. RIG_BENCH_LOOP_OPS ("write send") the loops of (a),
+# RIG_BENCH_LOOP_PAUSE (0) seconds slept before each of its runs. RIG_BENCH_CONTENDED_ITERS
 # (20000) completions per run of (d), RIG_BENCH_CONTENDED_ROUNDS (3) rounds. RIG_BENCH_PARTS
 # (abcd) picks the parts to run. Under software
 # emulation on a shared host the timed figures vary by a factor of two between rounds: compare
@@ -31,6 +32,7 @@ rounds=${RIG_BENCH_ROUNDS:-3}
 providers=(stock rxe_rs)
 parts=${RIG_BENCH_PARTS:-abcd}
 loop_ops=${RIG_BENCH_LOOP_OPS:-write send}
+loop_pause=${RIG_BENCH_LOOP_PAUSE:-0}
 contended_iters=${RIG_BENCH_CONTENDED_ITERS:-20000}
 contended_rounds=${RIG_BENCH_CONTENDED_ROUNDS:-3}
 summary=()
@@ -63,6 +65,7 @@ echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds roun
         ((r % 2)) || order=("${providers[1]}" "${providers[0]}")
         for p in "${order[@]}"; do
             log=$dir/rate.$op.$p.$r.log
+            sleep "$loop_pause"
             with_provider "$p" "$dir/rate.$op.$p.served" "$bench" rate "$op" "$iters" > "$log" 2>&1 &&
                 expect_provider "$dir/rate.$op.$p.served" "$p" &&
                 awk '/^rate/ { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/s") print $i }' "$log" \
