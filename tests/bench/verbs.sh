@@ -7,11 +7,16 @@
 #       both ends on one provider: ib_send_bw/ib_write_bw with 8-byte
 #       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical);
 #   (d) contended: verbs-contended, 4 and then 8 threads posting 8-byte RDMA WRITEs on one QP
-#       and polling its one CQ (the guest has 2 vCPUs): ops/s.
+#       and polling its one CQ (the guest has 2 vCPUs): ops/s;
+#   (e) what the kernel receives for one WRITE (not in the default parts): the bytes of the
+#       send-ring slot each provider hands the kernel for the same ibv_send_wr (verbs-dump,
+#       diffed), and the system calls of a rate loop (strace -c -f), per provider.
 # Prints the figures and the ratio ours / stock, then one summary table. RIG_BENCH_ITERS (20000)
 # pairs in (a), RIG_BENCH_CALLGRIND_ITERS (2000) pairs in (b), RIG_BENCH_PERF_ITERS (10000)
 # iterations in (c) (a quarter of that for the latency runs); RIG_BENCH_ROUNDS (3) rounds of (a)
-# and (c), the providers taking turns; the median is what the summary shows. RIG_BENCH_CONTENDED_ITERS
+# and (c), the providers taking turns (in (a) stock runs first in odd rounds and ours in even
+# ones); the median is what the summary shows. RIG_BENCH_LOOP_OPS ("write send") the loops of (a),
+# RIG_BENCH_LOOP_PAUSE (0) seconds slept before each of its runs. RIG_BENCH_CONTENDED_ITERS
 # (20000) completions per run of (d), RIG_BENCH_CONTENDED_ROUNDS (3) rounds. RIG_BENCH_PARTS
 # (abcd) picks the parts to run. Under software
 # emulation on a shared host the timed figures vary by a factor of two between rounds: compare
@@ -26,6 +31,8 @@ perf_iters=${RIG_BENCH_PERF_ITERS:-10000}
 rounds=${RIG_BENCH_ROUNDS:-3}
 providers=(stock rxe_rs)
 parts=${RIG_BENCH_PARTS:-abcd}
+loop_ops=${RIG_BENCH_LOOP_OPS:-write send}
+loop_pause=${RIG_BENCH_LOOP_PAUSE:-0}
 contended_iters=${RIG_BENCH_CONTENDED_ITERS:-20000}
 contended_rounds=${RIG_BENCH_CONTENDED_ROUNDS:-3}
 summary=()
@@ -48,13 +55,17 @@ row() {
 }
 
 [[ $parts == *a* ]] &&
-echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds rounds (providers alternate)"
-[[ $parts == *a* ]] && for op in write send; do
+echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds rounds (providers alternate, stock first in odd rounds)"
+# shellcheck disable=SC2086 # the ops are a list
+[[ $parts == *a* ]] && for op in $loop_ops; do
     declare -A rate=()
     for p in "${providers[@]}"; do : > "$dir/rate.$op.$p.figures"; done
     for ((r = 1; r <= rounds; r++)); do
-        for p in "${providers[@]}"; do
+        order=("${providers[@]}")
+        ((r % 2)) || order=("${providers[1]}" "${providers[0]}")
+        for p in "${order[@]}"; do
             log=$dir/rate.$op.$p.$r.log
+            sleep "$loop_pause"
             with_provider "$p" "$dir/rate.$op.$p.served" "$bench" rate "$op" "$iters" > "$log" 2>&1 &&
                 expect_provider "$dir/rate.$op.$p.served" "$p" &&
                 awk '/^rate/ { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/s") print $i }' "$log" \
@@ -62,7 +73,10 @@ echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds roun
             sed "s/^/  round $r: /" "$log"
         done
     done
-    for p in "${providers[@]}"; do rate[$p]=$(median < "$dir/rate.$op.$p.figures"); done
+    for p in "${providers[@]}"; do
+        echo "  $op $p, rounds in order: $(paste -sd' ' "$dir/rate.$op.$p.figures")"
+        rate[$p]=$(median < "$dir/rate.$op.$p.figures")
+    done
     row "loop $op ops/s (median)" "higher is better" "${rate[stock]:-}" "${rate[rxe_rs]:-}"
     unset rate
 done
@@ -178,6 +192,21 @@ fi
     for p in "${providers[@]}"; do fig[$p]=$(median < "$dir/$t.$p.figures"); done
     row "$what (median)" "$better" "${fig[stock]:-}" "${fig[rxe_rs]:-}"
     unset fig
+done
+
+[[ $parts == *e* ]] && echo "-- (e) what the kernel receives for one 8-byte WRITE, per provider"
+[[ $parts == *e* ]] && for p in "${providers[@]}"; do
+    with_provider "$p" "$dir/dump.$p.served" "$dir/verbs-dump" dump write 3 > "$dir/dump.$p.log" 2>&1 &&
+        expect_provider "$dir/dump.$p.served" "$p" || { echo "  $p: dump failed"; tail -n 20 "$dir/dump.$p.log"; }
+    echo "  $p: the uverbs mappings' non-zero 8-byte words at each POST_SEND doorbell:"
+    sed 's/^/    /' "$dir/dump.$p.log"
+done
+[[ $parts == *e* ]] && { echo "  diff stock rxe_rs:"; diff "$dir/dump.stock.log" "$dir/dump.rxe_rs.log" | sed 's/^/    /'; }
+[[ $parts == *e* ]] && for p in "${providers[@]}"; do
+    echo "  $p: strace -c -f of verbs-bench rate write $iters ($iters + 1000 warm-up pairs)"
+    with_provider "$p" "$dir/strace.$p.served" strace -c -f -o "$dir/strace.$p.txt" "$bench" rate write "$iters" \
+        > "$dir/strace.$p.log" 2>&1 || echo "  $p: strace run failed"
+    sed 's/^/    /' "$dir/strace.$p.log" "$dir/strace.$p.txt"
 done
 
 echo "-- summary (ratio = rxe_rs / stock)"

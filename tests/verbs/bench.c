@@ -13,6 +13,12 @@
  *   verbs-bench count-td write|send N  the same, with the client's QP and CQ created on a parent
  *                                    domain with a thread domain (no lock on their data path);
  *                                    exits 3 when the provider has no thread domains
+ *   verbs-dump dump write|send N     (this file built with -DVERBS_BENCH_DUMP -rdynamic, build.sh's
+ *                                    "dump") N pairs as in rate; at each POST_SEND doorbell (the
+ *                                    provider's write() on the client's command fd, caught by this
+ *                                    program's own write()) prints the non-zero
+ *                                    8-byte words of every uverbs mapping: the rings as the kernel
+ *                                    finds them, the WQE just written included
  *
  * SENDs need receives: the server keeps its RQ full, refilled in batches outside the measurement.
  */
@@ -24,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <valgrind/callgrind.h>
 
 #define MSG 8
@@ -78,6 +86,53 @@ static void refill(void)
 	post_recvs(REFILL);
 	since_refill = 0;
 }
+
+#ifdef VERBS_BENCH_DUMP
+static bool dump_armed;
+static unsigned dump_doorbell;
+
+/* Prints the non-zero 8-byte words of each uverbs mapping (by order in /proc/self/maps, so that
+ * two providers' dumps line up without their addresses). */
+static void dump_uverbs_mappings(void)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned index = 0;
+
+	if (!maps)
+		return;
+	printf("doorbell %u\n", dump_doorbell++);
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long start, end;
+		const char *name = strstr(line, "/dev/infiniband/uverbs");
+
+		if (!name || sscanf(line, "%lx-%lx", &start, &end) != 2 || !strstr(line, " r"))
+			continue;
+		printf(" map %u size %lu %s", index++, end - start, name);
+		for (unsigned long off = 0; off + 8 <= end - start; off += 8) {
+			uint64_t word = *(volatile const uint64_t *)(start + off);
+
+			if (word)
+				printf("  +%06lx %016lx\n", off, (unsigned long)word);
+		}
+	}
+	fclose(maps);
+	fflush(stdout);
+}
+
+/* Every write() of the process and its libraries comes here (-rdynamic): dump mode looks at the
+ * rings when the provider rings the client's doorbell, before the kernel has read them. */
+ssize_t write(int fd, const void *buf, size_t count)
+{
+	if (dump_armed && client.ctx && fd == client.ctx->cmd_fd) {
+		dump_armed = false;
+		dump_uverbs_mappings();
+	}
+	return syscall(SYS_write, fd, buf, count);
+}
+#else
+static bool dump_armed;
+#endif
 
 static void post_one(uint64_t id)
 {
@@ -164,15 +219,17 @@ int main(int argc, char **argv)
 		.cap = { .max_send_wr = 64, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
-	bool count, td;
+	bool count, td, dump;
 	long n;
 	double t;
 
-	if (argc != 4 || (strcmp(argv[1], "rate") && strcmp(argv[1], "count") && strcmp(argv[1], "count-td")) ||
+	if (argc != 4 || (strcmp(argv[1], "rate") && strcmp(argv[1], "count") && strcmp(argv[1], "count-td") &&
+			   strcmp(argv[1], "dump")) ||
 	    (strcmp(argv[2], "write") && strcmp(argv[2], "send")) || (n = atol(argv[3])) <= 0)
-		die("usage: verbs-bench rate|count|count-td write|send N");
+		die("usage: verbs-bench rate|count|count-td|dump write|send N");
 	td = strcmp(argv[1], "count-td") == 0;
 	count = td || strcmp(argv[1], "count") == 0;
+	dump = strcmp(argv[1], "dump") == 0;
 	use_send = strcmp(argv[2], "send") == 0;
 
 	loopback_open(&client, "rxe1");
@@ -224,7 +281,23 @@ int main(int argc, char **argv)
 	if (use_send)
 		post_recvs(RQ_DEPTH);
 
-	if (count) {
+	if (dump) {
+		struct ibv_wc wc;
+		int got;
+
+		for (long i = 0; i < n; i++) {
+			dump_armed = true;
+			post_one((uint64_t)i);
+			dump_armed = false;
+			do
+				got = ibv_poll_cq(client_cq, 1, &wc);
+			while (got == 0);
+			if (got < 0)
+				die("poll_cq: %d", got);
+			check(&wc, (uint64_t)i);
+		}
+		printf("dump %s: %ld pairs (provider %s)\n", argv[2], n, loopback_provider_path(&client));
+	} else if (count) {
 		count_loop(WARMUP, false);
 		count_loop(n, true);
 		printf("%s %s: %ld pairs collected (provider %s)\n", argv[1], argv[2], n,

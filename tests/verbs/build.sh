@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Builds the libibverbs consumers of tests/verbs (verbs-stress, verbs-bench, verbs-diff, verbs-contended) with gcc
-# against the system's libibverbs: build.sh OUT_DIR [NAME...] (NAME: stress, bench, diff, contended; default
-# all). The rig suites build what they run in the guest, into RIG_OUT.
+# against the system's libibverbs: build.sh OUT_DIR [NAME...] (NAME: stress, bench, diff, contended,
+# dump (bench.c's ring dump); default all). The rig suites build what they run in the guest, into RIG_OUT.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh OUT_DIR [NAME...]}
 shift
 mkdir -p "$out"
-(($#)) || set -- stress bench diff contended
+(($#)) || set -- stress bench diff contended dump
 for prog in "$@"; do
-    gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread \
-        -o "$out/verbs-$prog" "$here/$prog.c" "$here/loopback.c" -libverbs -ldl
+    # dump: bench.c with its own write(), exported (-rdynamic) so that it takes the provider's
+    # doorbell; verbs-bench itself keeps libc's write() (the callgrind counts).
+    src=$prog extra=()
+    [[ $prog == dump ]] && src=bench extra=(-DVERBS_BENCH_DUMP -rdynamic)
+    gcc "${extra[@]}" -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread \
+        -o "$out/verbs-$prog" "$here/$src.c" "$here/loopback.c" -libverbs -ldl
 done
