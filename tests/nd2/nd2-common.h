@@ -84,6 +84,14 @@ static inline void nd2_open_adapter(const sockaddr_in &local, IND2Adapter **adap
     CHECK_HR((*adapter)->CreateOverlappedFile(file));
 }
 
+/* The other end of nd2_open_adapter: the file closed, the adapter's last reference released, NdCleanup. */
+static inline void nd2_close_adapter(IND2Adapter *adapter, HANDLE file)
+{
+    CloseHandle(file);
+    EXPECT(adapter->Release() == 0);
+    CHECK_HR(NdCleanup());
+}
+
 /*
  * Waits for overlapped requests the two ways ND2 programs do: through the completion port the
  * adapter's overlapped file is bound to (useIocp), or through the OVERLAPPED's event and

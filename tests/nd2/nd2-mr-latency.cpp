@@ -78,9 +78,7 @@ public:
         EXPECT(m_ackMr->Release() == 0);
         EXPECT(m_cq->Release() == 0);
         m_waiter = NULL;
-        CloseHandle(m_file);
-        EXPECT(m_adapter->Release() == 0);
-        CHECK_HR(NdCleanup());
+        nd2_close_adapter(m_adapter, m_file);
         return rc;
     }
 

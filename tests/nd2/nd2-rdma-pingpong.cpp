@@ -112,9 +112,7 @@ public:
         EXPECT(m_mr->Release() == 0);
         EXPECT(m_cq->Release() == 0);
         m_waiter = NULL;
-        CloseHandle(m_file);
-        EXPECT(m_adapter->Release() == 0);
-        CHECK_HR(NdCleanup());
+        nd2_close_adapter(m_adapter, m_file);
         printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
         return rc;
     }
