@@ -560,6 +560,17 @@ static int server_close_when_done(struct server *srv, NDK_CONNECTOR *c, int time
     return 0;
 }
 
+/* The passive side's first connector, its NdkAccept (on the side's own QP, no private data,
+ * `disconnected` as DisconnectEvent unless NULL) completing STATUS_SUCCESS; -1 when either fails. */
+static int server_accept_first(struct server *srv, struct signal *disconnected, NDK_CONNECTOR **c)
+{
+    *c = server_next(srv, 1);
+    if (!*c)
+        return -1;
+    EXPECT_DONE("NdkAccept", accept_on(&srv->side, *c, srv->side.qp, NULL, 0, disconnected), STATUS_SUCCESS);
+    return 0;
+}
+
 /* The active side of a case: its side on CLIENT_IP and a first connector. */
 static int client_open(struct side *s, int polled, NDK_CONNECTOR **c)
 {
@@ -848,10 +859,9 @@ static int case_private_data_limit(void)
 
 static int accept_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, NULL, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
     EXPECT_INLINE("NdkAccept again on the established connector", server_accept(srv, c), STATUS_CONNECTION_ACTIVE);
     return server_close_when_done(srv, c, 10000);
 }
@@ -954,10 +964,9 @@ static int case_disconnect_event(void)
 
 static int wait_disconnect_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, &srv->disconnected, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
     if (exactly_once(&srv->disconnected, NULL, 0, 1000, "passive DisconnectEvent after the active side's NdkCloseConnector") < 0)
         return -1;
     c->Dispatch->NdkCloseConnector(c);
@@ -1617,10 +1626,9 @@ static int disconnect_first_server(struct server *srv)
 {
     struct disconnect_first *df = srv->arg;
     struct side *s = &srv->side;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, &srv->disconnected, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
     ENSURE(signal_wait(&df->completed, 1, NULL, 0, 15000), "the active side never completed its connect");
     EXPECT_DONE("passive NdkDisconnect (first; completes at the active side's DREP)", disconnect_on(s, c),
                 STATUS_SUCCESS);
@@ -1776,10 +1784,9 @@ static int case_rej_during_disconnect(void)
  * (rdma_cm reports the DREQ timeout as DISCONNECTED): never pending forever. */
 static int vanishing_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, NULL, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
     return server_close_when_done(srv, c, 300000);
 }
 
