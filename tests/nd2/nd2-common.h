@@ -75,6 +75,35 @@ template <typename Options> static inline int nd2_parse_role(int argc, char **ar
     return 0;
 }
 
+/*
+ * The case programs' main: "--list" prints the case names; "CASE ARG1 ARG2" (`argsUsage` names
+ * the two) runs the named case through run(case, ARG1, ARG2) and prints "CASE: ok" when that
+ * returns 0. Anything else: usage or "unknown case", 2.
+ */
+template <typename Case, size_t N, typename Run>
+static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], const char *argsUsage, Run run)
+{
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (const Case &c : cases)
+            printf("%s\n", c.name);
+        return 0;
+    }
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s CASE %s | --list\n", argv[0], argsUsage);
+        return 2;
+    }
+    for (const Case &c : cases) {
+        if (strcmp(argv[1], c.name) != 0)
+            continue;
+        int rc = run(c, argv[2], argv[3]);
+        if (rc == 0)
+            printf("%s: ok\n", c.name);
+        return rc;
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}
+
 /* NdStartup, then the adapter of `local` and its overlapped file. */
 static inline void nd2_open_adapter(const sockaddr_in &local, IND2Adapter **adapter, HANDLE *file)
 {
