@@ -54,6 +54,74 @@ static inline double nd2_now_us()
 }
 
 /*
+ * The role words every pair program starts with, "server LOCAL_IP PORT" or "client LOCAL_IP
+ * SERVER_IP PORT", into opt (its server, localIp, serverIp and port): the index of the first
+ * option after them, or 0 when they are wrong.
+ */
+template <typename Options> static inline int nd2_parse_role(int argc, char **argv, Options &opt)
+{
+    if (argc >= 4 && strcmp(argv[1], "server") == 0) {
+        opt.server = true;
+        opt.localIp = argv[2];
+        opt.port = static_cast<unsigned short>(atoi(argv[3]));
+        return 4;
+    }
+    if (argc >= 5 && strcmp(argv[1], "client") == 0) {
+        opt.localIp = argv[2];
+        opt.serverIp = argv[3];
+        opt.port = static_cast<unsigned short>(atoi(argv[4]));
+        return 5;
+    }
+    return 0;
+}
+
+/*
+ * The case programs' main: "--list" prints the case names; "CASE ARG1 ARG2" (`argsUsage` names
+ * the two) runs the named case through run(case, ARG1, ARG2) and prints "CASE: ok" when that
+ * returns 0. Anything else: usage or "unknown case", 2.
+ */
+template <typename Case, size_t N, typename Run>
+static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], const char *argsUsage, Run run)
+{
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (const Case &c : cases)
+            printf("%s\n", c.name);
+        return 0;
+    }
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s CASE %s | --list\n", argv[0], argsUsage);
+        return 2;
+    }
+    for (const Case &c : cases) {
+        if (strcmp(argv[1], c.name) != 0)
+            continue;
+        int rc = run(c, argv[2], argv[3]);
+        if (rc == 0)
+            printf("%s: ok\n", c.name);
+        return rc;
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}
+
+/* NdStartup, then the adapter of `local` and its overlapped file. */
+static inline void nd2_open_adapter(const sockaddr_in &local, IND2Adapter **adapter, HANDLE *file)
+{
+    CHECK_HR(NdStartup());
+    CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
+                           reinterpret_cast<void **>(adapter)));
+    CHECK_HR((*adapter)->CreateOverlappedFile(file));
+}
+
+/* The other end of nd2_open_adapter: the file closed, the adapter's last reference released, NdCleanup. */
+static inline void nd2_close_adapter(IND2Adapter *adapter, HANDLE file)
+{
+    CloseHandle(file);
+    EXPECT(adapter->Release() == 0);
+    CHECK_HR(NdCleanup());
+}
+
+/*
  * Waits for overlapped requests the two ways ND2 programs do: through the completion port the
  * adapter's overlapped file is bound to (useIocp), or through the OVERLAPPED's event and
  * GetOverlappedResult(FALSE). Two OVERLAPPEDs: Ov() for one request at a time, CqOv() for a CQ
@@ -122,5 +190,42 @@ private:
     OVERLAPPED m_ov;
     OVERLAPPED m_cqOv;
 };
+
+/* The server's listener: bound to `local`, listening with a backlog of one. */
+static inline IND2Listener *nd2_listen(IND2Adapter *adapter, HANDLE file, const sockaddr_in &local)
+{
+    IND2Listener *listener = NULL;
+    CHECK_HR(adapter->CreateListener(IID_IND2Listener, file, reinterpret_cast<void **>(&listener)));
+    CHECK_HR(listener->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+    CHECK_HR(listener->Listen(1));
+    return listener;
+}
+
+/* The listener's next connection request, onto `connector`. */
+static inline void nd2_get_request(Nd2Waiter &waiter, IND2Listener *listener, IND2Connector *connector)
+{
+    CHECK_HR(waiter.Wait(listener, listener->GetConnectionRequest(connector, waiter.Ov())));
+}
+
+/* Accepts the request on `connector` with `qp`, then releases the listener (its last reference). */
+static inline void nd2_accept(Nd2Waiter &waiter, IND2Listener *listener, IND2Connector *connector,
+                              IND2QueuePair *qp, ULONG inboundReadLimit, ULONG outboundReadLimit,
+                              const void *privateData, ULONG privateDataSize)
+{
+    CHECK_HR(waiter.Wait(connector, connector->Accept(qp, inboundReadLimit, outboundReadLimit, privateData,
+                                                      privateDataSize, waiter.Ov())));
+    EXPECT(listener->Release() == 0);
+}
+
+/* The client's Connect to `server` with `qp` (the connector already bound), then CompleteConnect. */
+static inline void nd2_connect(Nd2Waiter &waiter, IND2Connector *connector, IND2QueuePair *qp,
+                               const sockaddr_in &server, ULONG inboundReadLimit, ULONG outboundReadLimit,
+                               const void *privateData, ULONG privateDataSize)
+{
+    CHECK_HR(waiter.Wait(connector, connector->Connect(qp, reinterpret_cast<const sockaddr *>(&server), sizeof server,
+                                                       inboundReadLimit, outboundReadLimit, privateData,
+                                                       privateDataSize, waiter.Ov())));
+    CHECK_HR(waiter.Wait(connector, connector->CompleteConnect(waiter.Ov())));
+}
 
 #endif /* ND2_COMMON_H */

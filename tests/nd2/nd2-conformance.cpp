@@ -284,6 +284,17 @@ struct Pair {
     Pair(const char *passiveIp, const char *activeIp) : passive("passive", passiveIp), active("active", activeIp) {}
 };
 
+/* A request taken: the passive GetConnectionRequest on `p` (with `get`) issued, the active
+ * Connect of `a` with `aqp` to `to` (read limits and private data as given) issued with `conn`,
+ * left to complete, and the GetConnectionRequest completed ND_SUCCESS. */
+void Requested(Pair &s, IND2Listener *l, IND2Connector *p, Ov &get, IND2Connector *a, IND2QueuePair *aqp,
+               const sockaddr_in &to, ULONG inbound, ULONG outbound, const void *data, ULONG size, Ov &conn)
+{
+    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
+    Issued("Connect", a->Connect(aqp, SA(to), sizeof to, inbound, outbound, data, size, &conn));
+    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+}
+
 /* Connected: the passive connector accepted `qp`, the active connected with `aqp`. */
 struct Connection {
     IND2Connector *p;
@@ -396,9 +407,7 @@ int reject(Pair &s)
         data[k] = pattern(k);
     sockaddr_in to = s.passive.At(PORT);
     Ov get, conn, acc, comp;
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Issued("Connect", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
     Returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
     Returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
     Done(s.active, "Connect", a, &conn, ND_CONNECTION_REFUSED);
@@ -587,9 +596,7 @@ int abandoned(Pair &s)
         IND2Connector *p = s.passive.Connector();
         IND2Connector *a = s.active.Connector();
         Ov get, conn, acc;
-        Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-        Issued("Connect", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn));
-        Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+        Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
         Returns("active CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
         Done(s.active, "Connect, abandoned", a, &conn, ND_CANCELED, 0);
         EXPECT(a->Release() == 0);
@@ -615,9 +622,7 @@ int active_reject(Pair &s)
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
     Ov get, conn, acc;
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Issued("Connect", a->Connect(s.active.Qp(), SA(to), sizeof to, 4, 4, NULL, 0, &conn));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Requested(s, l, p, get, a, s.active.Qp(), to, 4, 4, NULL, 0, conn);
     Issued("Accept", p->Accept(s.passive.Qp(), 1, 1, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     ULONG in = 0, out = 0;
@@ -641,9 +646,7 @@ int cancel_accept(Pair &s)
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
     Ov get, conn, acc;
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Issued("Connect", a->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     HRESULT issued = p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc);
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     StillPending("Accept without the RTU", p, issued, &acc, 1000);
@@ -666,9 +669,7 @@ int complete_connect_aborted(Pair &s)
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
     Ov get, conn, acc, comp;
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Issued("Connect", a->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     Issued("Accept", p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     EXPECT(p->Release() == 0);
@@ -895,9 +896,7 @@ int getters(Pair &s)
     for (unsigned k = 0; k < sizeof data; k++)
         data[k] = pattern(k);
     Ov get, conn, acc, comp;
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Issued("Connect", a->Connect(aqp, SA(to), sizeof to, 3, 2, data, 56, &conn));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Requested(s, l, p, get, a, aqp, to, 3, 2, data, 56, conn);
     Returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 2 && out == 3);
     size = 0;
@@ -1059,29 +1058,15 @@ struct Case {
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (const Case &c : cases)
-            printf("%s\n", c.name);
-        return 0;
-    }
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s CASE PASSIVE_IP ACTIVE_IP | --list\n", argv[0]);
-        return 2;
-    }
-    for (const Case &c : cases) {
-        if (strcmp(argv[1], c.name) != 0)
-            continue;
-        CHECK_HR(NdStartup());
-        int rc;
-        {
-            Pair pair(argv[2], argv[3]);
-            rc = c.run(pair);
-        }
-        CHECK_HR(NdCleanup());
-        if (rc == 0)
-            printf("%s: ok\n", c.name);
-        return rc;
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
+    return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
+                         [](const Case &c, const char *passiveIp, const char *activeIp) {
+                             CHECK_HR(NdStartup());
+                             int rc;
+                             {
+                                 Pair pair(passiveIp, activeIp);
+                                 rc = c.run(pair);
+                             }
+                             CHECK_HR(NdCleanup());
+                             return rc;
+                         });
 }

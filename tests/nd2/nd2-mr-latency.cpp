@@ -56,11 +56,8 @@ public:
 
     int Run()
     {
-        CHECK_HR(NdStartup());
         sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
-                               reinterpret_cast<void **>(&m_adapter)));
-        CHECK_HR(m_adapter->CreateOverlappedFile(&m_file));
+        nd2_open_adapter(local, &m_adapter, &m_file);
         Nd2Waiter waiter(m_file, !m_opt.event);
         m_waiter = &waiter;
         CHECK_HR(m_adapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_file, 16, 0, 0,
@@ -81,9 +78,7 @@ public:
         EXPECT(m_ackMr->Release() == 0);
         EXPECT(m_cq->Release() == 0);
         m_waiter = NULL;
-        CloseHandle(m_file);
-        EXPECT(m_adapter->Release() == 0);
-        CHECK_HR(NdCleanup());
+        nd2_close_adapter(m_adapter, m_file);
         return rc;
     }
 
@@ -111,15 +106,11 @@ private:
         IND2MemoryRegion *mr = NULL;
         CHECK_HR(m_adapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_file, reinterpret_cast<void **>(&mr)));
         CHECK_HR(m_waiter->Wait(mr, mr->Register(m_buf.data(), m_max, ND_MR_FLAG_ALLOW_LOCAL_WRITE, m_waiter->Ov())));
-        IND2Listener *listener = NULL;
-        CHECK_HR(m_adapter->CreateListener(IID_IND2Listener, m_file, reinterpret_cast<void **>(&listener)));
-        CHECK_HR(listener->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
-        CHECK_HR(listener->Listen(1));
-        CHECK_HR(m_waiter->Wait(listener, listener->GetConnectionRequest(m_connector, m_waiter->Ov())));
+        IND2Listener *listener = nd2_listen(m_adapter, m_file, local);
+        nd2_get_request(*m_waiter, listener, m_connector);
         ND2_SGE sge = {m_buf.data(), m_max, mr->GetLocalToken()};
         CHECK_HR(m_qp->Receive(m_buf.data(), &sge, 1));
-        CHECK_HR(m_waiter->Wait(m_connector, m_connector->Accept(m_qp, 0, 0, NULL, 0, m_waiter->Ov())));
-        EXPECT(listener->Release() == 0);
+        nd2_accept(*m_waiter, listener, m_connector, m_qp, 0, 0, NULL, 0);
         unsigned round = 0;
         unsigned acks = 0; /* acknowledgements sent and not completed: the client's next message
                               can arrive before the completion of the acknowledgement it follows */
@@ -163,9 +154,7 @@ private:
     {
         sockaddr_in server = nd2_ipv4(m_opt.serverIp, m_opt.port);
         CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
-        CHECK_HR(m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
-                                                                  sizeof server, 0, 0, NULL, 0, m_waiter->Ov())));
-        CHECK_HR(m_waiter->Wait(m_connector, m_connector->CompleteConnect(m_waiter->Ov())));
+        nd2_connect(*m_waiter, m_connector, m_qp, server, 0, 0, NULL, 0);
         IND2MemoryRegion *mr = NULL;
         CHECK_HR(m_adapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_file, reinterpret_cast<void **>(&mr)));
         unsigned round = 0;
@@ -238,20 +227,9 @@ int usage(const char *argv0)
 int main(int argc, char **argv)
 {
     Options opt;
-    int at = 1;
-    if (argc >= 4 && strcmp(argv[1], "server") == 0) {
-        opt.server = true;
-        opt.localIp = argv[2];
-        opt.port = static_cast<unsigned short>(atoi(argv[3]));
-        at = 4;
-    } else if (argc >= 5 && strcmp(argv[1], "client") == 0) {
-        opt.localIp = argv[2];
-        opt.serverIp = argv[3];
-        opt.port = static_cast<unsigned short>(atoi(argv[4]));
-        at = 5;
-    } else {
+    int at = nd2_parse_role(argc, argv, opt);
+    if (at == 0)
         return usage(argv[0]);
-    }
     for (; at < argc; at++) {
         if (strcmp(argv[at], "--iters") == 0 && at + 1 < argc) {
             opt.iters = static_cast<unsigned>(atoi(argv[++at]));

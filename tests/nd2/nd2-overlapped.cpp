@@ -192,24 +192,8 @@ struct Case {
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (const Case &c : cases)
-            printf("%s\n", c.name);
-        return 0;
-    }
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s CASE LOCAL_IP PORT | --list\n", argv[0]);
-        return 2;
-    }
-    for (const Case &c : cases) {
-        if (strcmp(argv[1], c.name) == 0) {
-            Rig rig(argv[2], static_cast<unsigned short>(atoi(argv[3])));
-            int rc = c.run(rig);
-            if (rc == 0)
-                printf("%s: ok\n", c.name);
-            return rc;
-        }
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
+    return nd2_case_main(argc, argv, cases, "LOCAL_IP PORT", [](const Case &c, const char *localIp, const char *port) {
+        Rig rig(localIp, static_cast<unsigned short>(atoi(port)));
+        return c.run(rig);
+    });
 }

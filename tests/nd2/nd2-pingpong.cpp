@@ -81,11 +81,8 @@ public:
     int Run()
     {
         double began = nd2_now_us();
-        CHECK_HR(NdStartup());
         sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
-                               reinterpret_cast<void **>(&m_adapter)));
-        CHECK_HR(m_adapter->CreateOverlappedFile(&m_file));
+        nd2_open_adapter(local, &m_adapter, &m_file);
         Nd2Waiter waiter(m_file, !m_opt.poll);
         m_waiter = &waiter;
 
@@ -108,9 +105,7 @@ public:
         EXPECT(m_mr->Release() == 0);
         EXPECT(m_cq->Release() == 0);
         m_waiter = NULL;
-        CloseHandle(m_file);
-        EXPECT(m_adapter->Release() == 0);
-        CHECK_HR(NdCleanup());
+        nd2_close_adapter(m_adapter, m_file);
         printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
         return rc;
     }
@@ -199,16 +194,13 @@ private:
 
     int Serve(const sockaddr_in &local)
     {
-        IND2Listener *listener = NULL;
-        CHECK_HR(m_adapter->CreateListener(IID_IND2Listener, m_file, reinterpret_cast<void **>(&listener)));
-        CHECK_HR(listener->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
-        CHECK_HR(listener->Listen(1));
+        IND2Listener *listener = nd2_listen(m_adapter, m_file, local);
         if (m_opt.reject) {
             /* The first request on a connector of its own, refused with private data; the
              * client's second request waits in the listener's backlog meanwhile. */
             IND2Connector *refused = NULL;
             CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&refused)));
-            CHECK_HR(m_waiter->Wait(listener, listener->GetConnectionRequest(refused, m_waiter->Ov())));
+            nd2_get_request(*m_waiter, listener, refused);
             ExpectPing(refused);
             unsigned char no[REJECT_DATA];
             fill(no, sizeof no, REJECT_PATTERN);
@@ -216,12 +208,11 @@ private:
             EXPECT(refused->Release() == 0);
             printf("server: rejected the first request with %u bytes of private data\n", REJECT_DATA);
         }
-        CHECK_HR(m_waiter->Wait(listener, listener->GetConnectionRequest(m_connector, m_waiter->Ov())));
+        nd2_get_request(*m_waiter, listener, m_connector);
         ExpectPing(m_connector);
 
         PostReceive(0);
-        CHECK_HR(m_waiter->Wait(m_connector, m_connector->Accept(m_qp, 0, 0, "pong", 5, m_waiter->Ov())));
-        EXPECT(listener->Release() == 0);
+        nd2_accept(*m_waiter, listener, m_connector, m_qp, 0, 0, "pong", 5);
 
         for (unsigned i = 0; i < m_opt.iters; i++) {
             Complete(i, true, false);
@@ -281,9 +272,7 @@ private:
             printf("client: refused in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
             phase = nd2_now_us();
         }
-        CHECK_HR(m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
-                                                                  sizeof server, 0, 0, "ping", 5, m_waiter->Ov())));
-        CHECK_HR(m_waiter->Wait(m_connector, m_connector->CompleteConnect(m_waiter->Ov())));
+        nd2_connect(*m_waiter, m_connector, m_qp, server, 0, 0, "ping", 5);
         printf("client: connected in %.1f ms (Connect, CompleteConnect)\n", (nd2_now_us() - phase) / 1e3);
         char reply[196] = {0}; /* MaxCalleeData: the REP's padded private data */
         ULONG replyLen = sizeof reply;
@@ -347,20 +336,9 @@ int usage(const char *argv0)
 int main(int argc, char **argv)
 {
     Options opt;
-    int at = 1;
-    if (argc >= 4 && strcmp(argv[1], "server") == 0) {
-        opt.server = true;
-        opt.localIp = argv[2];
-        opt.port = static_cast<unsigned short>(atoi(argv[3]));
-        at = 4;
-    } else if (argc >= 5 && strcmp(argv[1], "client") == 0) {
-        opt.localIp = argv[2];
-        opt.serverIp = argv[3];
-        opt.port = static_cast<unsigned short>(atoi(argv[4]));
-        at = 5;
-    } else {
+    int at = nd2_parse_role(argc, argv, opt);
+    if (at == 0)
         return usage(argv[0]);
-    }
     for (; at < argc; at++) {
         if (strcmp(argv[at], "--iters") == 0 && at + 1 < argc)
             opt.iters = static_cast<unsigned>(atoi(argv[++at]));

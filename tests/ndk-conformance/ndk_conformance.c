@@ -560,6 +560,17 @@ static int server_close_when_done(struct server *srv, NDK_CONNECTOR *c, int time
     return 0;
 }
 
+/* The passive side's first connector, its NdkAccept (on the side's own QP, no private data,
+ * `disconnected` as DisconnectEvent unless NULL) completing STATUS_SUCCESS; -1 when either fails. */
+static int server_accept_first(struct server *srv, struct signal *disconnected, NDK_CONNECTOR **c)
+{
+    *c = server_next(srv, 1);
+    if (!*c)
+        return -1;
+    EXPECT_DONE("NdkAccept", accept_on(&srv->side, *c, srv->side.qp, NULL, 0, disconnected), STATUS_SUCCESS);
+    return 0;
+}
+
 /* The active side of a case: its side on CLIENT_IP and a first connector. */
 static int client_open(struct side *s, int polled, NDK_CONNECTOR **c)
 {
@@ -848,10 +859,9 @@ static int case_private_data_limit(void)
 
 static int accept_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, NULL, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
     EXPECT_INLINE("NdkAccept again on the established connector", server_accept(srv, c), STATUS_CONNECTION_ACTIVE);
     return server_close_when_done(srv, c, 10000);
 }
@@ -954,10 +964,9 @@ static int case_disconnect_event(void)
 
 static int wait_disconnect_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, &srv->disconnected, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", accept_on(&srv->side, c, srv->side.qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
     if (exactly_once(&srv->disconnected, NULL, 0, 1000, "passive DisconnectEvent after the active side's NdkCloseConnector") < 0)
         return -1;
     c->Dispatch->NdkCloseConnector(c);
@@ -1565,7 +1574,19 @@ struct rep_then_close {
     struct signal rep_seen, closed;
 };
 
-static int rep_then_close_server(struct server *srv)
+static int tc(const char *args)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "tc qdisc %s", args);
+    int rc = system(cmd);
+    printf("  %s: %s\n", cmd, rc == 0 ? "done" : "failed");
+    return rc == 0 ? 0 : -1;
+}
+
+/* The passive side of a struct rep_then_close case: NdkAccept (read limits `read_limit`) left
+ * pending; once the active side has the REP, `netem` applied to veth0 unless NULL, then the
+ * connector closed before the RTU: the pending NdkAccept completes STATUS_CANCELLED. */
+static int abandon_after_rep(struct server *srv, ULONG read_limit, const char *netem)
 {
     struct rep_then_close *rc = srv->arg;
     NDK_CONNECTOR *c = server_next(srv, 1);
@@ -1573,9 +1594,11 @@ static int rep_then_close_server(struct server *srv)
         return -1;
     struct request r;
     request_init(&r);
-    NTSTATUS st = c->Dispatch->NdkAccept(c, srv->side.qp, 4, 4, NULL, 0, NULL, NULL, on_complete, &r);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, srv->side.qp, read_limit, read_limit, NULL, 0, NULL, NULL, on_complete, &r);
     EXPECT("NdkAccept", st, STATUS_PENDING);
     ENSURE(signal_wait(&rc->rep_seen, 1, NULL, 0, 15000), "the active side never got the REP");
+    if (netem)
+        ENSURE(tc(netem) == 0, "cannot delay veth0 (tc netem)");
     c->Dispatch->NdkCloseConnector(c);
     EXPECT_DONE("the pending NdkAccept, closed before the RTU", finish(st, &r, srv->side.adapter, 0, 5000),
            STATUS_CANCELLED);
@@ -1583,19 +1606,34 @@ static int rep_then_close_server(struct server *srv)
     return 0;
 }
 
+/* A struct rep_then_close case up to the passive side's close: both sides started (the passive
+ * one running `body` on `port`), NdkConnect completing STATUS_SUCCESS, the REP reported seen. */
+static int abandoned_case_start(struct rep_then_close *rc, struct server *srv, uint16_t port,
+                                int (*body)(struct server *), struct side *s, NDK_CONNECTOR **c)
+{
+    signal_init(&rc->rep_seen);
+    signal_init(&rc->closed);
+    if (case_start(srv, port, body, rc, s, c) < 0)
+        return -1;
+    EXPECT_DONE("NdkConnect", client_connect(s, *c, SERVER_IP, port, NULL, 0, 15000), STATUS_SUCCESS);
+    signal_raise(&rc->rep_seen, NULL);
+    ENSURE(signal_wait(&rc->closed, 1, s->adapter, s->polled, 15000), "the passive side never closed");
+    return 0;
+}
+
+static int rep_then_close_server(struct server *srv)
+{
+    return abandon_after_rep(srv, 4, NULL);
+}
+
 static int case_complete_connect_aborted(void)
 {
     struct rep_then_close rc;
-    signal_init(&rc.rep_seen);
-    signal_init(&rc.closed);
     struct server srv;
     struct side s;
     NDK_CONNECTOR *c;
-    if (case_start(&srv, 7130, rep_then_close_server, &rc, &s, &c) < 0)
+    if (abandoned_case_start(&rc, &srv, 7130, rep_then_close_server, &s, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7130, NULL, 0, 15000), STATUS_SUCCESS);
-    signal_raise(&rc.rep_seen, NULL);
-    ENSURE(signal_wait(&rc.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
     /* Let the REJ arrive and its event run. */
     drive(s.adapter, s.polled, 500);
     EXPECT("NdkCompleteConnect after the passive side abandoned", complete_connect(c), STATUS_CONNECTION_ABORTED);
@@ -1617,10 +1655,9 @@ static int disconnect_first_server(struct server *srv)
 {
     struct disconnect_first *df = srv->arg;
     struct side *s = &srv->side;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, &srv->disconnected, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
     ENSURE(signal_wait(&df->completed, 1, NULL, 0, 15000), "the active side never completed its connect");
     EXPECT_DONE("passive NdkDisconnect (first; completes at the active side's DREP)", disconnect_on(s, c),
                 STATUS_SUCCESS);
@@ -1669,51 +1706,19 @@ static int case_passive_disconnects_first(void)
  * veth0, the passive side's egress) so that it arrives after the active side's
  * NdkCompleteConnect succeeded. The REJ then ends an established connection: reported through
  * the DisconnectEvent, exactly once, never dropped; NdkDisconnect completes inline. */
-struct late_rej {
-    struct signal rep_seen, closed;
-};
-
-static int tc(const char *args)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "tc qdisc %s", args);
-    int rc = system(cmd);
-    printf("  %s: %s\n", cmd, rc == 0 ? "done" : "failed");
-    return rc == 0 ? 0 : -1;
-}
-
 static int late_rej_server(struct server *srv)
 {
-    struct late_rej *lr = srv->arg;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
-    struct request r;
-    request_init(&r);
-    NTSTATUS st = c->Dispatch->NdkAccept(c, srv->side.qp, 0, 0, NULL, 0, NULL, NULL, on_complete, &r);
-    EXPECT("NdkAccept", st, STATUS_PENDING);
-    ENSURE(signal_wait(&lr->rep_seen, 1, NULL, 0, 15000), "the active side never got the REP");
-    ENSURE(tc("add dev veth0 root netem delay 3000ms") == 0, "cannot delay veth0 (tc netem)");
-    c->Dispatch->NdkCloseConnector(c);
-    EXPECT_DONE("the pending NdkAccept, closed before the RTU", finish(st, &r, srv->side.adapter, 0, 5000),
-                STATUS_CANCELLED);
-    signal_raise(&lr->closed, NULL);
-    return 0;
+    return abandon_after_rep(srv, 0, "add dev veth0 root netem delay 3000ms");
 }
 
 static int case_rej_after_complete_connect(void)
 {
-    struct late_rej lr;
-    signal_init(&lr.rep_seen);
-    signal_init(&lr.closed);
+    struct rep_then_close lr;
     struct server srv;
     struct side s;
     NDK_CONNECTOR *c;
-    if (case_start(&srv, 7132, late_rej_server, &lr, &s, &c) < 0)
+    if (abandoned_case_start(&lr, &srv, 7132, late_rej_server, &s, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7132, NULL, 0, 15000), STATUS_SUCCESS);
-    signal_raise(&lr.rep_seen, NULL);
-    ENSURE(signal_wait(&lr.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
     long long closed = now_ms();
     struct signal own;
     signal_init(&own);
@@ -1742,17 +1747,12 @@ static int case_rej_after_complete_connect(void)
  * REJ (STATUS_SUCCESS, about 3 s after the close), not stay pending. */
 static int case_rej_during_disconnect(void)
 {
-    struct late_rej lr;
-    signal_init(&lr.rep_seen);
-    signal_init(&lr.closed);
+    struct rep_then_close lr;
     struct server srv;
     struct side s;
     NDK_CONNECTOR *c;
-    if (case_start(&srv, 7134, late_rej_server, &lr, &s, &c) < 0)
+    if (abandoned_case_start(&lr, &srv, 7134, late_rej_server, &s, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7134, NULL, 0, 15000), STATUS_SUCCESS);
-    signal_raise(&lr.rep_seen, NULL);
-    ENSURE(signal_wait(&lr.closed, 1, s.adapter, s.polled, 15000), "the passive side never closed");
     long long closed = now_ms();
     OK("NdkCompleteConnect while the passive side's REJ is on its way", complete_connect(c));
     struct request r;
@@ -1776,10 +1776,9 @@ static int case_rej_during_disconnect(void)
  * (rdma_cm reports the DREQ timeout as DISCONNECTED): never pending forever. */
 static int vanishing_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
+    NDK_CONNECTOR *c;
+    if (server_accept_first(srv, NULL, &c) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
     return server_close_when_done(srv, c, 300000);
 }
 
