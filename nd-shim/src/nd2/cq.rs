@@ -195,6 +195,19 @@ fn weak_self(this: *mut c_void) -> Weak<CqBody> {
 /// Completions read per ibv_poll_cq call.
 const BATCH: usize = 16;
 
+/// Up to `n` (at most BATCH) completions of `cq` into `wcs`: how many (0 when the CQ is empty
+/// or the poll failed).
+///
+/// # Safety
+/// `cq` is a live verbs CQ.
+#[inline]
+unsafe fn poll_batch(cq: *mut ffi::ibv_cq, wcs: &mut [MaybeUninit<ffi::ibv_wc>; BATCH], n: usize) -> usize {
+    let n = n.min(BATCH);
+    // SAFETY: the CQ is live (the caller's promise); wcs has room for n <= BATCH entries.
+    let got = unsafe { ffi::ibv_poll_cq(cq, n as i32, wcs[0].as_mut_ptr()) };
+    usize::try_from(got).unwrap_or(0).min(n)
+}
+
 unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max: u32) -> u32 {
     // The empty poll, which a polling program makes many times per completion, stays outside
     // the panic boundary and costs about what ibv_poll_cq does: the object check, the
@@ -208,17 +221,16 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
         return 0;
     }
     let max = max as usize;
+    let raw = cq.cq.as_raw();
     // Not zeroed: ibv_poll_cq writes the entries it returns, and only those are read.
     let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
-    let want = max.min(BATCH);
-    // SAFETY: the CQ is live; wcs has room for `want` entries.
-    let got = unsafe { ffi::ibv_poll_cq(cq.cq.as_raw(), want as i32, wcs[0].as_mut_ptr()) };
-    if got <= 0 {
+    let mut asked = max.min(BATCH);
+    // SAFETY: the CQ is live while the caller's object is.
+    let mut got = unsafe { poll_batch(raw, &mut wcs, asked) };
+    if got == 0 {
         return 0;
     }
     super::boundary("IND2CompletionQueue::GetResults", 0, || {
-        let mut got = (got as usize).min(want);
-        let mut asked = want;
         let mut done = 0usize;
         loop {
             for wc in &wcs[..got] {
@@ -244,9 +256,8 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
                 break;
             }
             asked = (max - done).min(BATCH);
-            // SAFETY: the CQ is live; wcs has room for `asked` entries.
-            let polled = unsafe { ffi::ibv_poll_cq(cq.cq.as_raw(), asked as i32, wcs[0].as_mut_ptr()) };
-            got = usize::try_from(polled).unwrap_or(0).min(asked);
+            // SAFETY: as above.
+            got = unsafe { poll_batch(raw, &mut wcs, asked) };
             if got == 0 {
                 break;
             }
