@@ -11,7 +11,11 @@
 # Then, per provider, both clients polling under valgrind's callgrind (their servers polling
 # natively), only the exchanges counted: user-space instructions per exchange, the polls per
 # exchange, and the functions they go to (callgrind_annotate, kept in RIG_OUT/bench-nd2/).
-# RIG_BENCH_CALLGRIND_ITERS (200; 0 skips it).
+# RIG_BENCH_CALLGRIND_ITERS (200; 0 skips it); RIG_BENCH_CALLGRIND_POLL=0 counts the event-driven
+# clients instead (both ends event-driven).
+# Last, per provider, both clients event-driven under `strace -c -f` (their servers native): the
+# system calls per exchange by name, every thread of the process counted (kept in
+# RIG_OUT/bench-nd2/strace.*). RIG_BENCH_STRACE_ITERS (300; 0 skips it).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 iterations=${RIG_BENCH_ITERATIONS:-1000}
@@ -32,8 +36,9 @@ fi
 verbs_bin=$RIG_OUT/verbs-pingpong
 gcc -O2 -Wall -Wextra -Werror -o "$verbs_bin" "$RIG_ROOT/tests/bench/verbs-pingpong.c" -lrdmacm -libverbs || exit 1
 
-# one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS" or
-# fails (POLLS: CQ polls per exchange, two of which find a completion)
+# one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS CPU_US"
+# or fails (POLLS: CQ polls per exchange, two of which find a completion; CPU_US: the client
+# process's CPU time per exchange, every thread)
 one() {
     local provider=$1 program=$2 out
     shift 2
@@ -41,10 +46,13 @@ one() {
         --iters "$iterations" --size "$size" "$@" -- \
         "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$iterations" --size "$size" "$@" 2>&1) ||
         { printf '%s\n' "$out" | sed 's/^/    | /' >&2; return 1; }
-    sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s, \([0-9.]*\) .*/\1 \2 \3/p' <<< "$out"
+    sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s, \([0-9.]*\) .*, \([0-9.]*\) us of CPU.*/\1 \2 \3 \4/p' <<< "$out"
 }
 
 cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-200}
+strace_iters=${RIG_BENCH_STRACE_ITERS:-300}
+cg_mode=(--poll) cg_mode_name=polling
+[[ ${RIG_BENCH_CALLGRIND_POLL:-1} == 0 ]] && cg_mode=() cg_mode_name=event-driven
 cg_dir=$RIG_OUT/bench-nd2
 mkdir -p "$cg_dir"
 
@@ -54,9 +62,9 @@ callgrind_one() {
     out=$cg_dir/callgrind.$name.$provider.out
     log=$cg_dir/callgrind.$name.$provider.log
     if ! pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
-        --iters "$cg_iters" --size "$size" --poll -- \
+        --iters "$cg_iters" --size "$size" "${cg_mode[@]}" -- \
         env TMPDIR="$cg_dir" valgrind --tool=callgrind --vgdb=no --collect-atstart=no --callgrind-out-file="$out" \
-        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$cg_iters" --size "$size" --poll \
+        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$cg_iters" --size "$size" "${cg_mode[@]}" \
         > "$log" 2>&1; then
         echo "  $provider $name: callgrind run failed:"
         tail -n 20 "$log" | sed 's/^/    | /'
@@ -73,6 +81,28 @@ callgrind_one() {
     head -n 16 "$cg_dir/callgrind.$name.$provider.functions" | sed 's/^/    /'
 }
 
+# strace_one PROVIDER NAME PROGRAM: the event-driven client of PROGRAM under strace -c -f; prints
+# the system calls per exchange by name.
+strace_one() {
+    local provider=$1 name=$2 program=$3 out log
+    out=$cg_dir/strace.$name.$provider.txt
+    log=$cg_dir/strace.$name.$provider.log
+    if ! pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
+        --iters "$strace_iters" --size "$size" -- \
+        strace -c -f -o "$out" \
+        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$strace_iters" --size "$size" \
+        > "$log" 2>&1; then
+        echo "  $provider $name: strace run failed:"
+        tail -n 20 "$log" | sed 's/^/    | /'
+        return 1
+    fi
+    # strace -c's table: % time, seconds, usecs/call, calls, [errors,] syscall.
+    echo "  $provider $name ($strace_iters exchanges, set-up and teardown included):" \
+        "$(awk -v n="$strace_iters" '$NF == "total" { printf "%.1f system calls per exchange", $4 / n }' "$out")"
+    awk -v n="$strace_iters" '$1 ~ /^[0-9.]+$/ && $NF != "total" && $4 / n >= 0.05 {
+        printf "    %-16s %6.2f per exchange\n", $NF, $4 / n }' "$out" | sort -k2 -g -r
+}
+
 # median: the median of the numbers on stdin, one a line
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
@@ -81,7 +111,8 @@ for mode_name in "${modes[@]}"; do
     mode=()
     [[ $mode_name == polling ]] && mode=(--poll)
     echo "send/receive ping-pong, $iterations exchanges of $size bytes, $mode_name; server rxe0, client rxe1"
-    printf '%-8s %-6s %32s %32s\n' provider round "ND2: round trip us, /s, polls" "verbs: round trip us, /s, polls"
+    printf '%-8s %-6s %38s %38s\n' provider round "ND2: round trip us, /s, polls, cpu us" \
+        "verbs: round trip us, /s, polls, cpu us"
     for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
         runs=()
         for ((round = 1; round <= rounds; round++)); do
@@ -96,11 +127,11 @@ for mode_name in "${modes[@]}"; do
                 fi
             done
             [[ -n $nd2 && -n $verbs ]] || { echo "$provider round $round: a run failed"; continue; }
-            read -r nrt nrate npolls <<< "$nd2"
-            read -r vrt vrate vpolls <<< "$verbs"
-            printf '%-8s %-6s %14s %9s %7s %14s %9s %7s\n' "$provider" "$round" "$nrt" "$nrate" "$npolls" \
-                "$vrt" "$vrate" "$vpolls"
-            runs+=("$nrt $nrate $vrt $vrate")
+            read -r nrt nrate npolls ncpu <<< "$nd2"
+            read -r vrt vrate vpolls vcpu <<< "$verbs"
+            printf '%-8s %-6s %14s %9s %7s %6s %14s %9s %7s %6s\n' "$provider" "$round" "$nrt" "$nrate" "$npolls" \
+                "$ncpu" "$vrt" "$vrate" "$vpolls" "$vcpu"
+            runs+=("$nrt $nrate $vrt $vrate $ncpu $vcpu")
         done
         ((${#runs[@]} > 0)) || continue
         # Medians over the rounds: a round the emulator stalled in moves a mean, not a median.
@@ -108,17 +139,29 @@ for mode_name in "${modes[@]}"; do
         vrt=$(printf '%s\n' "${runs[@]}" | awk '{ print $3 }' | median)
         nrate=$(printf '%s\n' "${runs[@]}" | awk '{ print $2 }' | median)
         vrate=$(printf '%s\n' "${runs[@]}" | awk '{ print $4 }' | median)
-        awk -v p="$provider" -v nrt="$nrt" -v nrate="$nrate" -v vrt="$vrt" -v vrate="$vrate" 'BEGIN {
-            printf "%-8s %-6s %14.1f %9.0f %7s %14.1f %9.0f %7s   ND2/verbs: round trip %.3f, rate %.3f\n",
-                p, "median", nrt, nrate, "", vrt, vrate, "", nrt / vrt, nrate / vrate }'
+        ncpu=$(printf '%s\n' "${runs[@]}" | awk '{ print $5 }' | median)
+        vcpu=$(printf '%s\n' "${runs[@]}" | awk '{ print $6 }' | median)
+        awk -v p="$provider" -v nrt="$nrt" -v nrate="$nrate" -v vrt="$vrt" -v vrate="$vrate" -v ncpu="$ncpu" \
+            -v vcpu="$vcpu" 'BEGIN {
+            printf "%-8s %-6s %14.1f %9.0f %7s %6.1f %14.1f %9.0f %7s %6.1f   ND2/verbs: round trip %.3f, rate %.3f, cpu %.3f\n",
+                p, "median", nrt, nrate, "", ncpu, vrt, vrate, "", vcpu, nrt / vrt, nrate / vrate, ncpu / vcpu }'
     done
 done
 
 if ((cg_iters > 0)); then
-    echo "user-space instructions of the polling clients per exchange (callgrind, $cg_iters exchanges)"
+    echo "user-space instructions of the $cg_mode_name clients per exchange (callgrind, $cg_iters exchanges)"
     for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
         callgrind_one "$provider" nd2 "$nd2_bin/nd2-pingpong" || status=1
         callgrind_one "$provider" verbs "$verbs_bin" || status=1
+    done
+fi
+if ((strace_iters > 0)) && ! command -v strace > /dev/null; then
+    echo "system calls: strace is not installed in this guest; skipped"
+elif ((strace_iters > 0)); then
+    echo "system calls of the event-driven clients (strace -c -f, $strace_iters exchanges)"
+    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+        strace_one "$provider" nd2 "$nd2_bin/nd2-pingpong" || status=1
+        strace_one "$provider" verbs "$verbs_bin" || status=1
     done
 fi
 exit $status

@@ -10,7 +10,8 @@
  * one receive posted ahead on each side; every completion's status, opcode and wr_id checked.
  * Event-driven by default, as nd2-pingpong: the CQ armed (ibv_req_notify_cq) when empty and its
  * completion channel waited on; with --poll the CQ is polled. The client prints the mean round
- * trip, the exchanges per second and the ibv_poll_cq calls per exchange; under valgrind
+ * trip, the exchanges per second, the ibv_poll_cq calls per exchange and the CPU time used per
+ * exchange; under valgrind
  * --tool=callgrind --collect-atstart=no only the client's exchanges are counted.
  */
 #include <arpa/inet.h>
@@ -75,6 +76,14 @@ static double now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* CPU time the whole process has used, in microseconds. */
+static double cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
@@ -244,7 +253,7 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
     expect_event(c, RDMA_CM_EVENT_ESTABLISHED);
     c->polls = 0;
     CALLGRIND_TOGGLE_COLLECT;
-    double start = now_us();
+    double start = now_us(), cpu_start = cpu_us();
     for (unsigned i = 0; i < c->iters; i++) {
         post_receive(c, i);
         fill(c->buf + c->size, c->size, i);
@@ -253,12 +262,12 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
         if (!matches(c->buf, c->size, i + 1))
             DIE("answer %u differs", i);
     }
-    double elapsed = now_us() - start;
+    double elapsed = now_us() - start, cpu = cpu_us() - cpu_start;
     CALLGRIND_TOGGLE_COLLECT;
     printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
-           "%.1f ibv_poll_cq per exchange\n",
+           "%.1f ibv_poll_cq per exchange, %.1f us of CPU per exchange\n",
            c->iters, c->size, c->poll ? "polling" : "event-driven", elapsed / c->iters, c->iters / (elapsed / 1e6),
-           (double)c->polls / c->iters);
+           (double)c->polls / c->iters, cpu / c->iters);
     rdma_disconnect(c->id);
     expect_event(c, RDMA_CM_EVENT_DISCONNECTED);
     return 0;

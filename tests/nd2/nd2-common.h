@@ -53,6 +53,14 @@ static inline double nd2_now_us()
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* CPU time the whole process (every thread, the shim's included) has used, in microseconds. */
+static inline double nd2_cpu_us()
+{
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
 /*
  * The role words every pair program starts with, "server LOCAL_IP PORT" or "client LOCAL_IP
  * SERVER_IP PORT", into opt (its server, localIp, serverIp and port): the index of the first
