@@ -7,6 +7,7 @@ use crate::sync::lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
@@ -31,6 +32,8 @@ pub(crate) struct CqBody {
     pub(super) cq: Arc<CompletionQueue>,
     file: Arc<OverlappedFile>,
     notifies: Mutex<VecDeque<Request>>,
+    /// The CQ's events are routed to this body (done at the first Notify, not at every one).
+    routed: AtomicBool,
 }
 
 impl CqBody {
@@ -47,14 +50,20 @@ impl CqBody {
             cq: Arc::new(cq),
             file,
             notifies: Mutex::new(VecDeque::new()),
+            routed: AtomicBool::new(false),
         })
     }
 }
 
 impl Notified for CqBody {
     fn notified(&self) {
-        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
-        for request in waiting {
+        // The requests armed before this event, one at a time (no list to allocate per event);
+        // one armed while they complete waits for the next event.
+        let armed = lock(&self.notifies).len();
+        for _ in 0..armed {
+            let Some(request) = lock(&self.notifies).pop_front() else {
+                break;
+            };
             request.complete(NdStatus::ND_SUCCESS, 0);
         }
     }
@@ -163,7 +172,11 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             ND_CQ_NOTIFY_SOLICITED => 1,
             _ => return Err(ND_INVALID_PARAMETER),
         };
-        cq.adapter.notify.register(cq.cq.as_raw(), weak_self(this));
+        // Two first Notify calls at once may both route it: the same entry, written twice.
+        if !cq.routed.load(Ordering::Acquire) {
+            cq.adapter.notify.register(cq.cq.as_raw(), weak_self(this));
+            cq.routed.store(true, Ordering::Release);
+        }
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &cq.file)? };
         lock(&cq.notifies).push_back(request);

@@ -39,6 +39,7 @@ mod iids;
 mod ind2_adapter;
 mod ind2_connector;
 mod ind2_listener;
+mod int_map;
 mod mr;
 mod mw;
 mod notify;

@@ -7,12 +7,12 @@
 //! waits in the shim (the leader) when there is one, so that a CQ event wakes one thread; else
 //! the adapter's relay thread started here.
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
+use super::int_map::IntMap;
 use super::pump::{self, Drain, Registration};
 use super::{code, HResult};
 use crate::status::NdStatus;
@@ -36,7 +36,7 @@ unsafe impl Sync for RawChannel {}
 pub(crate) struct NotifyChannel {
     channel: RawChannel,
     /// CQ handle -> what to tell of its events.
-    cqs: Mutex<HashMap<usize, Weak<dyn Notified>>>,
+    cqs: Mutex<IntMap<usize, Weak<dyn Notified>>>,
     /// The channel's place in the pump's epoll set (set once, right after creation).
     registration: Mutex<Option<Registration>>,
 }
@@ -51,7 +51,7 @@ impl NotifyChannel {
         }
         let channel = Arc::new(NotifyChannel {
             channel: RawChannel(raw),
-            cqs: Mutex::new(HashMap::new()),
+            cqs: Mutex::new(IntMap::default()),
             registration: Mutex::new(None),
         });
         // SAFETY: the channel was just created and is open.
@@ -99,22 +99,21 @@ impl NotifyChannel {
 }
 
 impl Drain for NotifyChannel {
-    /// Every event the channel has (it is non-blocking), each told to its CQ.
+    /// One event of the channel (it is non-blocking), told to its CQ. One read, not a loop to
+    /// EAGAIN: the pump's sets are level-triggered and report a channel with more again.
     fn drain(&self) {
-        loop {
-            let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
-            let mut context: *mut c_void = std::ptr::null_mut();
-            // SAFETY: the channel is open and non-blocking; the out pointers are live locals.
-            if unsafe { ffi::ibv_get_cq_event(self.channel.0, &mut cq, &mut context) } != 0 {
-                return;
-            }
-            // Acknowledged at once: ibv_destroy_cq waits for the events it has handed out.
-            // SAFETY: the CQ the event names is live until that acknowledgement.
-            unsafe { ffi::ibv_ack_cq_events(cq, 1) };
-            let target = lock(&self.cqs).get(&(cq as usize)).and_then(Weak::upgrade);
-            if let Some(target) = target {
-                target.notified();
-            }
+        let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
+        let mut context: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the channel is open and non-blocking; the out pointers are live locals.
+        if unsafe { ffi::ibv_get_cq_event(self.channel.0, &mut cq, &mut context) } != 0 {
+            return;
+        }
+        // Acknowledged at once: ibv_destroy_cq waits for the events it has handed out.
+        // SAFETY: the CQ the event names is live until that acknowledgement.
+        unsafe { ffi::ibv_ack_cq_events(cq, 1) };
+        let target = lock(&self.cqs).get(&(cq as usize)).and_then(Weak::upgrade);
+        if let Some(target) = target {
+            target.notified();
         }
     }
 }

@@ -7,9 +7,10 @@
 //! reads the completion channels itself if it can lead (pump.rs), else sleeps on one
 //! process-wide condition variable that every completion notifies.
 
+use parking_lot::{Condvar, Mutex};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use super::pump;
 use super::win32::{self, OverlappedFile, Packet};
@@ -26,7 +27,8 @@ pub(crate) struct Overlapped {
     h_event: *mut c_void,
 }
 
-/// Every completion bumps this and wakes the waiters of GetOverlappedResult(wait).
+/// Every completion bumps this and wakes the waiters of GetOverlappedResult(wait) (parking_lot's:
+/// with no waiter, the notify is a load, not a system call).
 static COMPLETIONS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 
 /// Internal, read and written as an atomic: the completing thread and a waiter share it.
@@ -99,12 +101,15 @@ impl Request {
         }
         {
             let (count, cv) = &COMPLETIONS;
-            *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            *count.lock() += 1;
             cv.notify_all();
         }
         pump::kick();
-        if let Some(event) = win32::event((self.event & !3) as *mut c_void) {
-            event.set();
+        // No event (hEvent NULL, or only its flag bit) needs no look-up in the handle table.
+        if self.event & !3 != 0 {
+            if let Some(event) = win32::event((self.event & !3) as *mut c_void) {
+                event.set();
+            }
         }
         if self.event & 1 == 0 {
             if let Some((port, key)) = self.file.port() {
@@ -139,10 +144,10 @@ pub(crate) unsafe fn result(ov: *mut c_void, wait: bool) -> HResult {
         return status();
     }
     let (count, cv) = &COMPLETIONS;
-    let mut guard = count.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = count.lock();
     // The completer stores Internal before it takes the lock to notify: no wakeup is lost.
     while status() == ND_PENDING {
-        guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner());
+        cv.wait(&mut guard);
     }
     status()
 }

@@ -13,30 +13,35 @@
 //!   the channels when no leader does: for waiters that are not the leader, and for programs
 //!   that never wait in the shim (they poll GetOverlappedResult(FALSE) or Internal).
 //!
-//! Every channel is in both sets, edge-triggered and EPOLLEXCLUSIVE, added to the leader's set
-//! first. An exclusive entry on the channel's wait queue wakes its set's sleeper and stops the
-//! wake-up there only if the set has a sleeper; the kernel walks the entries in the order they
-//! were added. So an event wakes the leader if one is asleep, else a relay, never both: a strict
-//! priority, whatever order the threads went to sleep in. (An event a relay took while no leader
-//! slept is still queued in the leader's set; the next leader finds the channel empty and sleeps
-//! again: one wasted turn, no lost event.)
+//! Every channel is in both sets, EPOLLEXCLUSIVE, added to the leader's set first. An exclusive
+//! entry on the channel's wait queue wakes its set's sleeper and stops the wake-up there only if
+//! the set has a sleeper; the kernel walks the entries in the order they were added. So an event
+//! wakes the leader if one is asleep, else a relay, never both: a strict priority, whatever order
+//! the threads went to sleep in. (An event a relay took while no leader slept leaves the channel
+//! on the leader set's ready list; the next leader's epoll_wait finds it empty and sleeps on.)
+//!
+//! The channels are level-triggered: a [`Drain`] may take one event per turn and leave the rest,
+//! which the next epoll_wait reports again. So a wake-up costs epoll_wait and one read, not a
+//! second read that only finds the channel empty (each system call is microseconds under
+//! emulation, and a ping-pong waits four times per exchange).
 //!
 //! The leader's own wake-up by other threads (a packet posted by the connection engine, a
 //! SetEvent from another thread): every post, set and completion calls [`kick`], which writes
 //! the wake eventfd, in the leader's set only, while the leader is blocked.
 
-use std::collections::HashMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, Weak};
 use std::time::Instant;
 
+use super::int_map::IntMap;
 use crate::status::NdStatus;
 use crate::sync::lock;
 use crate::sys::last_error;
 
 /// Something in the epoll set that has events to read (an adapter's completion channel).
 pub(crate) trait Drain: Send + Sync {
-    /// Reads and handles every event ready on the source; never blocks.
+    /// Reads and handles at least one event ready on the source if it has one (the set is
+    /// level-triggered: what is left is reported again); never blocks.
     fn drain(&self);
 }
 
@@ -55,7 +60,7 @@ struct Pump {
     leader: AtomicBool,
     /// The leader is in (or about to enter) epoll_wait: posters write the wake eventfd.
     blocked: AtomicBool,
-    sources: Mutex<HashMap<u64, Weak<dyn Drain>>>,
+    sources: Mutex<IntMap<u64, Weak<dyn Drain>>>,
     next: AtomicU64,
 }
 
@@ -99,7 +104,7 @@ fn create() -> Option<Pump> {
             wake,
             leader: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
-            sources: Mutex::new(HashMap::new()),
+            sources: Mutex::new(IntMap::default()),
             next: AtomicU64::new(WAKE + 1),
         })
     }
@@ -128,7 +133,7 @@ pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration,
     let mut added = Vec::with_capacity(2);
     for set in [pump.epoll, pump.relay_epoll] {
         let mut event = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLET | libc::EPOLLEXCLUSIVE) as u32,
+            events: (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32,
             u64: token,
         };
         // SAFETY: both descriptors are open; the event is a live local.

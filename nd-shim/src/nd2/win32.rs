@@ -7,14 +7,19 @@
 //! A HANDLE is a number in one process-wide table, a multiple of 4: as on Windows, the low two
 //! bits of a handle are ignored, so `hEvent | 1` (ND's "signal the event, post nothing to the
 //! port") names the same event.
+//!
+//! Their locks and condition variables are parking_lot's: a completion signals an event or posts
+//! a packet whether or not a thread waits for it, and parking_lot's notify is a load when none
+//! does, where std's futex condition variable makes a system call every time.
 
-use crate::sync::lock;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::int_map::IntMap;
 use super::{boundary, pump};
 use crate::status::NdStatus;
 
@@ -37,27 +42,23 @@ fn timeout(ms: u32) -> Option<Duration> {
 }
 
 /// Waits on `cv` until `ready` says so or the deadline passes; the guard comes back either way.
-fn wait_until<'a, T>(
+fn wait_until<T>(
     cv: &Condvar,
-    mut guard: MutexGuard<'a, T>,
+    guard: &mut MutexGuard<'_, T>,
     deadline: Option<Instant>,
     mut ready: impl FnMut(&mut T) -> bool,
-) -> (MutexGuard<'a, T>, bool) {
+) -> bool {
     loop {
-        if ready(&mut guard) {
-            return (guard, true);
+        if ready(guard) {
+            return true;
         }
         match deadline {
-            None => guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner()),
+            None => cv.wait(guard),
             Some(deadline) => {
-                let now = Instant::now();
-                if now >= deadline {
-                    return (guard, false);
+                if Instant::now() >= deadline {
+                    return false;
                 }
-                guard = cv
-                    .wait_timeout(guard, deadline - now)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+                cv.wait_until(guard, deadline);
             }
         }
     }
@@ -72,7 +73,7 @@ pub(crate) struct Event {
 
 impl Event {
     pub(crate) fn set(&self) {
-        *lock(&self.signalled) = true;
+        *self.signalled.lock() = true;
         if self.manual {
             self.cv.notify_all();
         } else {
@@ -82,7 +83,7 @@ impl Event {
     }
 
     fn reset(&self) {
-        *lock(&self.signalled) = false;
+        *self.signalled.lock() = false;
     }
 
     fn wait(&self, ms: u32) -> bool {
@@ -98,11 +99,10 @@ impl Event {
         if ms != 0 {
             // The leader reads the completion channels itself (pump.rs): one wake-up per event.
             if let Some(leader) = pump::lead() {
-                return leader.wait_until(deadline, || take(&mut lock(&self.signalled)));
+                return leader.wait_until(deadline, || take(&mut self.signalled.lock()));
             }
         }
-        let (_guard, ok) = wait_until(&self.cv, lock(&self.signalled), deadline, take);
-        ok
+        wait_until(&self.cv, &mut self.signalled.lock(), deadline, take)
     }
 }
 
@@ -126,7 +126,7 @@ pub(crate) struct Port {
 
 impl Port {
     pub(crate) fn post(&self, packet: Packet) {
-        lock(&self.packets).push_back(packet);
+        self.packets.lock().push_back(packet);
         self.cv.notify_one();
         pump::kick();
     }
@@ -134,20 +134,21 @@ impl Port {
     pub(crate) fn get(&self, ms: u32) -> Option<Packet> {
         let deadline = timeout(ms).map(|t| Instant::now() + t);
         if ms != 0 {
-            if let Some(packet) = lock(&self.packets).pop_front() {
+            if let Some(packet) = self.packets.lock().pop_front() {
                 return Some(packet);
             }
             // The leader reads the completion channels itself (pump.rs): one wake-up per event.
             if let Some(leader) = pump::lead() {
                 let mut got = None;
                 leader.wait_until(deadline, || {
-                    got = lock(&self.packets).pop_front();
+                    got = self.packets.lock().pop_front();
                     got.is_some()
                 });
                 return got;
             }
         }
-        let (mut packets, _) = wait_until(&self.cv, lock(&self.packets), deadline, |p| !p.is_empty());
+        let mut packets = self.packets.lock();
+        wait_until(&self.cv, &mut packets, deadline, |p| !p.is_empty());
         packets.pop_front()
     }
 }
@@ -161,7 +162,7 @@ pub(crate) struct OverlappedFile {
 
 impl OverlappedFile {
     pub(crate) fn port(&self) -> Option<(Arc<Port>, usize)> {
-        lock(&self.port).clone()
+        self.port.lock().clone()
     }
 }
 
@@ -175,12 +176,12 @@ pub(crate) enum Object {
 #[derive(Default)]
 struct Table {
     next: usize,
-    objects: HashMap<usize, Object>,
+    objects: IntMap<usize, Object>,
 }
 
 fn table() -> MutexGuard<'static, Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    lock(TABLE.get_or_init(Mutex::default))
+    TABLE.get_or_init(Mutex::default).lock()
 }
 
 /// The table's key for a handle value: the low two bits are the caller's.
@@ -363,7 +364,7 @@ pub extern "C" fn CreateIoCompletionPort(file: Handle, existing: Handle, key: us
                 _ => return fail(ERROR_INVALID_HANDLE),
             }
         };
-        let mut bound = lock(&file.port);
+        let mut bound = file.port.lock();
         if bound.is_some() {
             return fail(ERROR_INVALID_PARAMETER);
         }
