@@ -14,7 +14,7 @@ use std::os::fd::RawFd;
 
 use kernel_abi::{
     ib_uverbs_attr, ib_uverbs_attr_attr_data, ib_uverbs_attr_value, ib_uverbs_ioctl_hdr, RDMA_VERBS_IOCTL,
-    UVERBS_ATTR_F_VALID_OUTPUT,
+    UVERBS_ATTR_F_MANDATORY, UVERBS_ATTR_F_VALID_OUTPUT,
 };
 use kernel_abi::{
     ib_uverbs_cmd_hdr, ib_uverbs_ex_cmd_hdr, ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp,
@@ -248,6 +248,49 @@ pub fn attr_out(attr_id: u16, addr: u64, len: u16) -> ib_uverbs_attr {
     }
 }
 
+/// An input attribute as libibverbs' `fill_attr_*` make them: flagged
+/// mandatory (a kernel that does not know it fails the call rather than
+/// ignoring it), `data` as given.
+fn attr_in(attr_id: u16, len: u16, data: u64) -> ib_uverbs_attr {
+    ib_uverbs_attr {
+        attr_id,
+        len,
+        flags: UVERBS_ATTR_F_MANDATORY as u16,
+        attr_data: ib_uverbs_attr_attr_data { reserved: 0 },
+        value: ib_uverbs_attr_value { data },
+    }
+}
+
+/// An object handle (`UVERBS_ATTR_TYPE_IDR`): the handle in `data`, no length.
+pub fn attr_in_obj(attr_id: u16, handle: u32) -> ib_uverbs_attr {
+    attr_in(attr_id, 0, u64::from(handle))
+}
+
+/// A constant (`UVERBS_ATTR_TYPE_CONST_IN`): always 8 bytes inline.
+pub fn attr_in_const(attr_id: u16, value: u64) -> ib_uverbs_attr {
+    attr_in(attr_id, 8, value)
+}
+
+/// A 32-bit input, flags for instance: its 4 bytes at the start of `data`
+/// (in memory order, as libibverbs' memcpy puts them).
+pub fn attr_in_u32(attr_id: u16, value: u32) -> ib_uverbs_attr {
+    let mut data = [0u8; 8];
+    data[..4].copy_from_slice(&value.to_ne_bytes());
+    attr_in(attr_id, 4, u64::from_ne_bytes(data))
+}
+
+/// An array input of `count` elements of `T` at `addr`. `T` is larger than
+/// the 8 bytes the kernel takes inline, so any non-empty array goes by
+/// address; an empty one has length 0 and no address, as libibverbs sends it
+/// (and the kernel judges it). An array whose length does not fit the
+/// attribute's 16 bits is `EINVAL`, libibverbs' answer before any ioctl.
+pub fn attr_in_array<T>(attr_id: u16, addr: u64, count: u32) -> Result<ib_uverbs_attr, Errno> {
+    const { assert!(core::mem::size_of::<T>() > 8) };
+    let len = u64::from(count) * core::mem::size_of::<T>() as u64;
+    let len = u16::try_from(len).map_err(|_| Errno::EINVAL)?;
+    Ok(attr_in(attr_id, len, if len == 0 { 0 } else { addr }))
+}
+
 /// Whether the kernel wrote output attribute `attr`.
 pub fn output_valid(attr: &ib_uverbs_attr) -> bool {
     u32::from(attr.flags) & UVERBS_ATTR_F_VALID_OUTPUT != 0
@@ -453,6 +496,33 @@ mod tests {
             ..*a
         };
         assert!(output_valid(&written));
+    }
+
+    #[test]
+    fn input_attributes_are_mandatory_and_encoded_as_libibverbs_fills_them() {
+        fn data(attr: &ib_uverbs_attr) -> u64 {
+            // SAFETY: the input helpers write the `data` arm.
+            unsafe { attr.value.data }
+        }
+        let obj = attr_in_obj(0, 0xdead_beef);
+        assert_eq!((obj.attr_id, obj.len, obj.flags, data(&obj)), (0, 0, 1, 0xdead_beef));
+        let konst = attr_in_const(1, 2);
+        assert_eq!((konst.len, konst.flags, data(&konst)), (8, 1, 2));
+        let word = attr_in_u32(2, 0x0102_0304);
+        let bytes = data(&word).to_ne_bytes();
+        assert_eq!(word.len, 4);
+        assert_eq!(
+            (&bytes[..4], &bytes[4..]),
+            (&0x0102_0304u32.to_ne_bytes()[..], &[0u8; 4][..])
+        );
+        #[allow(dead_code)]
+        struct Twelve([u8; 12]);
+        let array = attr_in_array::<Twelve>(3, 0x1000, 2).unwrap();
+        assert_eq!((array.len, data(&array)), (24, 0x1000));
+        let empty = attr_in_array::<Twelve>(3, 0x1000, 0).unwrap();
+        assert_eq!((empty.len, data(&empty)), (0, 0));
+        assert_eq!(attr_in_array::<Twelve>(3, 0x1000, 5462).err(), Some(Errno::EINVAL));
+        assert_eq!(attr_in_array::<Twelve>(3, 0x1000, 5461).unwrap().len, 65532);
     }
 
     #[test]

@@ -10,6 +10,16 @@
 //! rejects the optional bits with EINVAL, so leaving `core_support` at 0 there
 //! is what makes libibverbs strip them: the behaviour of the stock provider.
 //!
+//! `advise_mr` (`ibv_advise_mr`: ODP prefetch) is the stock rxe provider's
+//! since rdma-core v59.0, where it is libibverbs' `ibv_cmd_advise_mr`: the
+//! ioctl `UVERBS_METHOD_ADVISE_MR` of `UVERBS_OBJECT_MR` with the PD's
+//! handle, the advice, the flags and the SGE list, nothing checked in user
+//! space. We send the same call, so the kernel judges the arguments as it
+//! does for stock: flags beyond `IB_UVERBS_ADVISE_MR_FLAG_FLUSH`, an empty or
+//! misaligned list, `EINVAL`; an advice rxe does not know, or a kernel
+//! without ODP, `EOPNOTSUPP`; an lkey not in the PD, `EINVAL`. `ops` offers
+//! it only on the releases whose stock provider does.
+//!
 //! `rereg_mr` issues the kernel's REREG_MR. The stock rxe provider has no
 //! rereg op (libibverbs' default fails with EOPNOTSUPP); kernels whose rxe
 //! lacks `rereg_user_mr` refuse the command with EOPNOTSUPP too, and newer
@@ -22,7 +32,9 @@ use std::os::fd::RawFd;
 use kernel_abi::{
     ib_uverbs_dereg_mr, ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp, ib_uverbs_rereg_mr, ib_uverbs_rereg_mr_resp,
     IB_USER_VERBS_CMD_DEREG_MR, IB_USER_VERBS_CMD_REG_MR, IB_USER_VERBS_CMD_REREG_MR, RDMA_DRIVER_RXE,
-    UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, UVERBS_METHOD_QUERY_CONTEXT, UVERBS_OBJECT_DEVICE,
+    UVERBS_ATTR_ADVISE_MR_ADVICE, UVERBS_ATTR_ADVISE_MR_FLAGS, UVERBS_ATTR_ADVISE_MR_PD_HANDLE,
+    UVERBS_ATTR_ADVISE_MR_SGE_LIST, UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, UVERBS_METHOD_ADVISE_MR,
+    UVERBS_METHOD_QUERY_CONTEXT, UVERBS_OBJECT_DEVICE, UVERBS_OBJECT_MR,
 };
 use log::debug;
 
@@ -33,6 +45,7 @@ use crate::kobject::{self, Creating};
 use crate::libibverbs::device_abi::verbs_device;
 use crate::libibverbs::objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
 use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::qp::ibv_sge;
 use crate::pd::context_fd;
 
 impl_write_cmd!(ib_uverbs_reg_mr, IB_USER_VERBS_CMD_REG_MR, ib_uverbs_reg_mr_resp);
@@ -210,6 +223,55 @@ pub(crate) unsafe extern "C" fn rereg_mr(
     })
 }
 
+/// The ADVISE_MR call `ibv_cmd_advise_mr` makes: the attributes in its
+/// order, the advice widened to the 8 bytes of a constant, the list by
+/// address (`num_sge` elements of 16 bytes).
+pub(crate) fn advise_cmd(
+    pd_handle: u32,
+    advice: u32,
+    flags: u32,
+    sg_list: *const ibv_sge,
+    num_sge: u32,
+) -> Result<IoctlCmd<4>, Errno> {
+    let attrs = [
+        command::attr_in_obj(UVERBS_ATTR_ADVISE_MR_PD_HANDLE as u16, pd_handle),
+        command::attr_in_const(UVERBS_ATTR_ADVISE_MR_ADVICE as u16, u64::from(advice)),
+        command::attr_in_u32(UVERBS_ATTR_ADVISE_MR_FLAGS as u16, flags),
+        command::attr_in_array::<ibv_sge>(UVERBS_ATTR_ADVISE_MR_SGE_LIST as u16, sg_list as usize as u64, num_sge)?,
+    ];
+    IoctlCmd::new(
+        UVERBS_OBJECT_MR as u16,
+        UVERBS_METHOD_ADVISE_MR as u16,
+        RDMA_DRIVER_RXE,
+        attrs,
+    )
+}
+
+/// `advise_mr`: 0, or the errno (also left in `errno`), as `ibv_advise_mr`
+/// returns it. The list is read by the kernel only (a bad address is its
+/// `EFAULT`), never by us.
+pub(crate) unsafe extern "C" fn advise_mr(
+    pd: *mut ibv_pd,
+    advice: u32,
+    flags: u32,
+    sg_list: *mut ibv_sge,
+    num_sge: u32,
+) -> c_int {
+    ffi::guard("advise_mr", Errno::EIO.code(), || {
+        // SAFETY: libibverbs passes a PD (or parent domain, which carries
+        // its protection domain's handle) our alloc_pd made; null refused.
+        let Some(p) = (unsafe { pd.as_ref() }) else {
+            return ffi::fail_code(Errno::EINVAL);
+        };
+        let issued = advise_cmd(p.handle, advice, flags, sg_list, num_sge)
+            .and_then(|mut cmd| command::ioctl_cmd(context_fd(p.context)?, &mut cmd));
+        match issued {
+            Ok(()) => 0,
+            Err(e) => ffi::fail_code(e),
+        }
+    })
+}
+
 /// `dereg_mr`: the MR is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     ffi::guard("dereg_mr", Errno::EIO.code(), || {
@@ -262,11 +324,54 @@ mod tests {
     }
 
     #[test]
+    fn advise_is_the_ioctl_ibv_cmd_advise_mr_sends() {
+        let sges = [ibv_sge::default(); 3];
+        let cmd = advise_cmd(5, 1, 1, sges.as_ptr(), 3).unwrap();
+        assert_eq!(
+            (cmd.hdr.object_id, cmd.hdr.method_id, cmd.hdr.num_attrs, cmd.hdr.length),
+            (7, 2, 4, 24 + 4 * 16)
+        );
+        assert_eq!(cmd.hdr.driver_id, RDMA_DRIVER_RXE);
+        // SAFETY: every attribute is built through the `data` arm.
+        let data: Vec<u64> = cmd.attrs.iter().map(|a| unsafe { a.value.data }).collect();
+        let ids: Vec<u16> = cmd.attrs.iter().map(|a| a.attr_id).collect();
+        let lens: Vec<u16> = cmd.attrs.iter().map(|a| a.len).collect();
+        assert_eq!(ids, [0, 1, 2, 3]);
+        // PD handle (IDR: no length), advice (8-byte constant), flags (u32), list.
+        assert_eq!(lens, [0, 8, 4, 48]);
+        assert_eq!(data[..3], [5, 1, u64::from_ne_bytes([1, 0, 0, 0, 0, 0, 0, 0])]);
+        assert_eq!(data[3], sges.as_ptr() as usize as u64);
+        // Every attribute mandatory, as libibverbs flags them.
+        assert!(cmd.attrs.iter().all(|a| a.flags == 1));
+    }
+
+    #[test]
+    fn advise_passes_what_the_kernel_judges_and_refuses_what_cannot_be_sent() {
+        // Unknown advice and flags go to the kernel as given (its EOPNOTSUPP
+        // and EINVAL, as for stock); so does an empty list (length 0).
+        let cmd = advise_cmd(1, 99, 0x80, ptr::null(), 0).unwrap();
+        // SAFETY: built through the `data` arm.
+        let data: Vec<u64> = cmd.attrs.iter().map(|a| unsafe { a.value.data }).collect();
+        assert_eq!((data[1], cmd.attrs[2].len), (99, 4));
+        assert_eq!(data[2].to_ne_bytes()[..4], 0x80u32.to_ne_bytes());
+        assert_eq!((cmd.attrs[3].len, data[3]), (0, 0));
+        // 4095 SGEs are 65520 bytes; 4096 do not fit the 16-bit length.
+        let sges = [ibv_sge::default(); 1];
+        assert_eq!(advise_cmd(1, 0, 1, sges.as_ptr(), 4095).unwrap().attrs[3].len, 65520);
+        assert_eq!(advise_cmd(1, 0, 1, sges.as_ptr(), 4096).err(), Some(Errno::EINVAL));
+        assert_eq!(advise_cmd(1, 0, 1, sges.as_ptr(), u32::MAX).err(), Some(Errno::EINVAL));
+    }
+
+    #[test]
     fn null_objects_are_einval_not_crashes() {
         // SAFETY: null is refused before any use.
         unsafe {
             assert!(reg_mr(ptr::null_mut(), ptr::null_mut(), 8, 0, 0).is_null());
             assert_eq!(dereg_mr(ptr::null_mut()), Errno::EINVAL.code());
+            assert_eq!(
+                advise_mr(ptr::null_mut(), 0, 1, ptr::null_mut(), 0),
+                Errno::EINVAL.code()
+            );
             assert_eq!(
                 rereg_mr(ptr::null_mut(), 4, ptr::null_mut(), ptr::null_mut(), 0, 0),
                 Errno::EINVAL.code()

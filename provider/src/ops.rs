@@ -6,16 +6,17 @@ use core::ffi::{c_int, c_void};
 use core::ptr;
 
 use crate::ffi;
-use crate::libibverbs::context_layouts::ops_table_for;
+use crate::libibverbs::context_layouts::{ops_table_for, ContextLayout};
 use crate::libibverbs::context_v36::{self, verbs_context};
 use crate::libibverbs::layout::Layout;
 use crate::libibverbs::public::ibv_device;
 use crate::{ah, context, cq, mcast, mr, mw, pd, qp, query, srq};
 
-/// The ops we implement, in the v36..v58 table; the running library's own
-/// table is built from it by op name (`context_layouts`). Everything else
-/// stays NULL, so libibverbs keeps its dummy op for it (EOPNOTSUPP).
-static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops {
+/// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
+/// running library's own table is built from ours by op name
+/// (`context_layouts`). Everything else stays NULL, so libibverbs keeps its
+/// dummy op for it (EOPNOTSUPP).
+const OPS_BASE: context_v36::verbs_context_ops = context_v36::verbs_context_ops {
     free_context: Some(context::free_context),
     query_device_ex: Some(query::query_device_ex),
     query_port: Some(query::query_port),
@@ -56,8 +57,28 @@ static OPS_V36: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
     ..context_v36::verbs_context_ops::EMPTY
 };
 
+static OPS_V36: context_v36::verbs_context_ops = OPS_BASE;
+
+/// From v59.0 the stock rxe provider also offers `advise_mr` (rdma-core
+/// 5e49611e0, "rxe: Enable ibv_advise_mr(3)"); the slot exists since long
+/// before v36, so on v36..v58 we leave it NULL as stock does.
+static OPS_V59: context_v36::verbs_context_ops = context_v36::verbs_context_ops {
+    advise_mr: Some(mr::advise_mr),
+    ..OPS_BASE
+};
+
+/// Our ops for a library of this layout family. [`ContextLayout::V36`] is
+/// exactly v36..v58, the releases whose stock provider has no `advise_mr`,
+/// and the tables are built once per family, so the choice is keyed on it.
+fn ours_for(context: ContextLayout) -> &'static context_v36::verbs_context_ops {
+    match context {
+        ContextLayout::V36 => &OPS_V36,
+        ContextLayout::V59 | ContextLayout::V62 | ContextLayout::V64 | ContextLayout::V65 => &OPS_V59,
+    }
+}
+
 fn ops_table(layout: Layout) -> *const c_void {
-    ops_table_for(layout.context, &OPS_V36).cast()
+    ops_table_for(layout.context, ours_for(layout.context)).cast()
 }
 
 /// `verbs_device_ops.alloc_context`. Owns `cmd_fd`: closes it on failure.
@@ -132,6 +153,23 @@ mod tests {
         // Spot checks against the alphabetical order: alloc_pd (6th),
         // free_context (40th), query_port (61st).
         assert!(set.contains(&5) && set.contains(&39) && set.contains(&60));
+    }
+
+    #[test]
+    fn advise_mr_is_offered_from_v59_as_stock_offers_it() {
+        assert!(OPS_V36.advise_mr.is_none());
+        assert!(OPS_V59.advise_mr.is_some());
+        // Otherwise the two tables are the same.
+        // SAFETY: as in ops_table_sets_only_what_is_implemented.
+        let slots = |t: &context_v36::verbs_context_ops| unsafe { *ptr::from_ref(t).cast::<[usize; 76]>() };
+        let (v36, v59) = (slots(&OPS_V36), slots(&OPS_V59));
+        let differ: Vec<usize> = (0..76).filter(|&i| v36[i] != v59[i]).collect();
+        assert_eq!(differ, [offset_of!(context_v36::verbs_context_ops, advise_mr) / 8]);
+        for layout in crate::libibverbs::context_layouts::ALL {
+            let table = layout.ops_table(ours_for(layout));
+            let at = layout.op_names().iter().position(|n| *n == "advise_mr").unwrap();
+            assert_eq!(table[at].is_some(), layout != ContextLayout::V36, "{layout:?}");
+        }
     }
 
     #[test]

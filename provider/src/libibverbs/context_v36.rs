@@ -26,7 +26,7 @@ use super::objects::{
     ibv_td_init_attr, verbs_mr,
 };
 use super::public::{ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn};
-use super::qp;
+use super::qp::{self, ibv_sge};
 use super::srq;
 
 pub type free_context_fn = unsafe extern "C" fn(*mut ibv_context);
@@ -47,6 +47,9 @@ pub type dealloc_mw_fn = unsafe extern "C" fn(*mut ibv_mw) -> c_int;
 pub type create_ah_fn = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut ibv_ah;
 pub type destroy_ah_fn = unsafe extern "C" fn(*mut ibv_ah) -> c_int;
 pub type mcast_fn = unsafe extern "C" fn(*mut ibv_qp, *const ibv_gid, u16) -> c_int;
+/// `advise_mr(pd, enum ibv_advise_mr_advice, flags, sg_list, num_sge)`; the
+/// enum is C's `unsigned int` (its values are all non-negative).
+pub type advise_mr_fn = unsafe extern "C" fn(*mut ibv_pd, u32, u32, *mut ibv_sge, u32) -> c_int;
 
 /// `struct verbs_context`: grows *downwards*, so `context` is always last and
 /// the fields before it are what changes between releases.
@@ -124,7 +127,7 @@ macro_rules! verbs_context_ops {
 }
 
 verbs_context_ops! {
-    advise_mr: opaque_fn,
+    advise_mr: Option<advise_mr_fn>,
     alloc_dm: opaque_fn,
     alloc_mw: Option<alloc_mw_fn>,
     alloc_null_mr: opaque_fn,
