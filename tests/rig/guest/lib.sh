@@ -38,13 +38,22 @@ rig_setup_network() {
     ip rule del pref 0
     rdma link add rxe0 type rxe netdev veth0 || return 1
     rdma link add rxe1 type rxe netdev veth1 || return 1
-    local i
+    local i active=
     for i in $(seq 50); do
-        rdma link show rxe0/1 | grep -q 'state ACTIVE' && rdma link show rxe1/1 | grep -q 'state ACTIVE' && return 0
+        rdma link show rxe0/1 | grep -q 'state ACTIVE' && rdma link show rxe1/1 | grep -q 'state ACTIVE' &&
+            { active=1; break; }
         sleep 0.1
     done
-    rig_log "rxe0/rxe1 did not become ACTIVE"
-    return 1
+    [[ -n $active ]] || { rig_log "rxe0/rxe1 did not become ACTIVE"; return 1; }
+    # The veths' IPv6 link-local addresses are GIDs too: a test that resolves one while duplicate
+    # address detection still runs fails its AH or RTR with ETIMEDOUT, with either provider (the
+    # first pyverbs suite of a boot did). Wait for it to end (a few seconds), at most 60 s.
+    for i in $(seq 600); do
+        [[ -z $(ip -6 addr show tentative) ]] && return 0
+        sleep 0.1
+    done
+    rig_log "IPv6 duplicate address detection still running after 60 s; going on"
+    return 0
 }
 
 # The `env` arguments that select a provider. `stock` is rdma-core's C provider from
