@@ -2,6 +2,7 @@
 //! so the first NDK or ND2 entry that opens something installs one on stderr when
 //! `ND_SHIM_LOG` names a level and the process has none.
 
+use std::io::Write;
 use std::sync::Once;
 
 /// Installs the stderr logger at `ND_SHIM_LOG`'s level, once per process.
@@ -29,7 +30,10 @@ impl log::Log for StderrLogger {
 
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
-            eprintln!("nd-shim {} {}: {}", record.level(), record.target(), record.args());
+            // One write per line: `eprintln!` writes each formatted piece on its own (stderr has
+            // no buffer), so the program's own output could land inside a line of ours.
+            let line = format!("nd-shim {} {}: {}\n", record.level(), record.target(), record.args());
+            let _ = std::io::stderr().write_all(line.as_bytes());
         }
     }
 
