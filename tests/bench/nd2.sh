@@ -36,15 +36,41 @@ fi
 verbs_bin=$RIG_OUT/verbs-pingpong
 gcc -O2 -Wall -Wextra -Werror -o "$verbs_bin" "$RIG_ROOT/tests/bench/verbs-pingpong.c" -lrdmacm -libverbs || exit 1
 
+# run_pair PROVIDER PROGRAM ITERS [OPTION...] [-- WRAPPER...]: one ping-pong of PROGRAM, server on
+# rxe0 and client on rxe1, both with the OPTIONs, the client run under WRAPPER (valgrind, strace)
+# if one is given.
+run_pair() {
+    local provider=$1 program=$2 iters=$3 options=()
+    shift 3
+    while (($#)) && [[ $1 != -- ]]; do options+=("$1"); shift; done
+    (($#)) && shift
+    pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
+        --iters "$iters" --size "$size" "${options[@]}" -- \
+        "$@" "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$iters" --size "$size" "${options[@]}"
+}
+
+# both_clients FUNCTION: FUNCTION PROVIDER NAME PROGRAM for each provider, ND2's program then verbs'.
+both_clients() {
+    local provider
+    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+        "$1" "$provider" nd2 "$nd2_bin/nd2-pingpong" || status=1
+        "$1" "$provider" verbs "$verbs_bin" || status=1
+    done
+}
+
+# failed PROVIDER NAME WHAT LOG: says the run failed, with the end of its log.
+failed() {
+    echo "  $1 $2: $3 run failed:"
+    tail -n 20 "$4" | sed 's/^/    | /'
+}
+
 # one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS CPU_US"
 # or fails (POLLS: CQ polls per exchange, two of which find a completion; CPU_US: the client
 # process's CPU time per exchange, every thread)
 one() {
     local provider=$1 program=$2 out
     shift 2
-    out=$(pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
-        --iters "$iterations" --size "$size" "$@" -- \
-        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$iterations" --size "$size" "$@" 2>&1) ||
+    out=$(run_pair "$provider" "$program" "$iterations" "$@" 2>&1) ||
         { printf '%s\n' "$out" | sed 's/^/    | /' >&2; return 1; }
     sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s, \([0-9.]*\) .*, \([0-9.]*\) us of CPU.*/\1 \2 \3 \4/p' <<< "$out"
 }
@@ -61,13 +87,9 @@ callgrind_one() {
     local provider=$1 name=$2 program=$3 out log total
     out=$cg_dir/callgrind.$name.$provider.out
     log=$cg_dir/callgrind.$name.$provider.log
-    if ! pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
-        --iters "$cg_iters" --size "$size" "${cg_mode[@]}" -- \
-        env TMPDIR="$cg_dir" valgrind --tool=callgrind --vgdb=no --collect-atstart=no --callgrind-out-file="$out" \
-        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$cg_iters" --size "$size" "${cg_mode[@]}" \
-        > "$log" 2>&1; then
-        echo "  $provider $name: callgrind run failed:"
-        tail -n 20 "$log" | sed 's/^/    | /'
+    if ! run_pair "$provider" "$program" "$cg_iters" "${cg_mode[@]}" -- env TMPDIR="$cg_dir" \
+        valgrind --tool=callgrind --vgdb=no --collect-atstart=no --callgrind-out-file="$out" > "$log" 2>&1; then
+        failed "$provider" "$name" callgrind "$log"
         return 1
     fi
     total=$(awk '/^(summary|totals):/ { print $2; exit }' "$out")
@@ -87,13 +109,8 @@ strace_one() {
     local provider=$1 name=$2 program=$3 out log
     out=$cg_dir/strace.$name.$provider.txt
     log=$cg_dir/strace.$name.$provider.log
-    if ! pair "$provider" "$provider" cm:7460 "$program" server "$RIG_SERVER_IP" 7460 \
-        --iters "$strace_iters" --size "$size" -- \
-        strace -c -f -o "$out" \
-        "$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7460 --iters "$strace_iters" --size "$size" \
-        > "$log" 2>&1; then
-        echo "  $provider $name: strace run failed:"
-        tail -n 20 "$log" | sed 's/^/    | /'
+    if ! run_pair "$provider" "$program" "$strace_iters" -- strace -c -f -o "$out" > "$log" 2>&1; then
+        failed "$provider" "$name" strace "$log"
         return 1
     fi
     # strace -c's table: % time, seconds, usecs/call, calls, [errors,] syscall.
@@ -150,18 +167,12 @@ done
 
 if ((cg_iters > 0)); then
     echo "user-space instructions of the $cg_mode_name clients per exchange (callgrind, $cg_iters exchanges)"
-    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
-        callgrind_one "$provider" nd2 "$nd2_bin/nd2-pingpong" || status=1
-        callgrind_one "$provider" verbs "$verbs_bin" || status=1
-    done
+    both_clients callgrind_one
 fi
 if ((strace_iters > 0)) && ! command -v strace > /dev/null; then
     echo "system calls: strace is not installed in this guest; skipped"
 elif ((strace_iters > 0)); then
     echo "system calls of the event-driven clients (strace -c -f, $strace_iters exchanges)"
-    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
-        strace_one "$provider" nd2 "$nd2_bin/nd2-pingpong" || status=1
-        strace_one "$provider" verbs "$verbs_bin" || status=1
-    done
+    both_clients strace_one
 fi
 exit $status
