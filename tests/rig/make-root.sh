@@ -28,8 +28,14 @@ if $check_only; then
     exit 1
 fi
 
-rm -rf "$root.partial"
+# One maker per root: tests/check.sh starts the roots early in the background, and a rig boot of
+# that line waits here for the root instead of removing it half-made.
 mkdir -p "$cache"
+exec {lock}>"$cache/make-root-$suite.lock"
+flock "$lock"
+[[ -e $marker ]] && exit 0
+
+rm -rf "$root.partial"
 started=$SECONDS
 echo "make-root: debootstrap $suite into $root (once; several minutes)"
 debootstrap --variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")" "$suite" "$root.partial" "$MIRROR" \

@@ -7,17 +7,28 @@
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 PYVERBS_TESTS=/usr/share/doc/rdma-core/tests
-# Kernel 6.1's rxe has no atomic write: the test errors with the stock provider too.
+# Tests that error with the stock provider too on this guest's kernel: not held against either
+# provider, and not compared (a lucky pass with stock is no verdict on rxe_rs).
+# Kernel 6.1's rxe has no atomic write.
 EXPECTED_ERRORS="tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write"
+# Kernel 6.12 (Debian 13): test_resize_cq's six UD sends are polled after a resize of the CQ and
+# one is missing at its poll timeout: 11 of 12 runs with stock in one boot (1 passed).
+case $(uname -r) in
+    6.12.*) EXPECTED_ERRORS+=" tests.test_cq.CQTest.test_resize_cq" ;;
+esac
 # Tests that kill the interpreter on a line with the stock provider, and so are not run there by
 # either (the comparison needs both runs whole): on rdma-core 56 (Debian 13), DvCqTest's traffic
 # tests (test_dv_cq_cqe_size_128, then test_dv_cq_cqe_size_64 when the first is left out) create
 # mlx5 DV resources on rxe, closing their CQ fails with EBADF and Python dies of SIGSEGV with
 # stock, ending the suite (with rxe_rs the same EBADF, no crash). The whole class is left out.
+# FlowTest the same way: its raw packet QP is refused (type 8) after its CQ was made, and a
+# later garbage collection closes that CQ with EBADF with both providers; with stock, on 56,
+# Python died of SIGSEGV in the next test class but one (test_mlx5_crypto), with rxe_rs the run
+# went on. Every FlowTest test skips with both providers where it runs.
 # rdma-core 65 (sid) has the same tests unchanged; left out there too without having been seen
 # to crash.
 case $(dpkg-query -W -f='${Version}' python3-pyverbs) in
-    56.* | 65.*) export PYVERBS_EXCLUDE="tests.test_mlx5_cq.DvCqTest" ;;
+    56.* | 65.*) export PYVERBS_EXCLUDE="tests.test_mlx5_cq.DvCqTest tests.test_flow.FlowTest" ;;
 esac
 
 tests_dir=$(mktemp -d)
@@ -77,7 +88,8 @@ compare_with_stock() {
             $2 == "pass" && $3 != "pass" { printf "%s\tstock passes, rxe_rs %s (%s)\n", $1, $3, $4; next }
             $2 != "skip" && $3 == "skip" { printf "%s\tstock runs it, rxe_rs skips (%s)\n", $1, $4; next }
             ($3 == "fail" || $3 == "error") && $2 != $3 { printf "%s\trxe_rs %s, stock %s (%s)\n", $1, $3, $2, $4 }' |
-        sort > "$worse"
+        awk -F'\t' -v expected="$EXPECTED_ERRORS" 'BEGIN { n = split(expected, e, " "); for (i = 1; i <= n; i++) skip[e[i]] = 1 }
+            !($1 in skip)' | sort > "$worse"
     sed 's/[[:space:]]*#.*//; /^$/d' "$KNOWN_GAPS" | sort -u > "$known"
     local regressions stale
     regressions=$(join -t $'\t' -v 1 "$worse" "$known")
