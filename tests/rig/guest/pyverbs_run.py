@@ -7,8 +7,12 @@ its id, its outcome (pass, fail, error, skip, xfail, xpass, excluded) and the fi
 reason. The verbose output and the exit status are unittest's own.
 
 PYVERBS_EXCLUDE (test ids or class ids, space separated) names tests that are not run at all:
-those that kill the interpreter on some line (a crash would end the whole suite). Each is written
-to OUTCOMES_TSV as excluded.
+those that kill the interpreter on some line. Each is written to OUTCOMES_TSV as excluded.
+
+Outcomes are written as the tests end, and OUTCOMES_TSV.current names the test running, so that
+when a test kills the interpreter (the stock provider of some lines dies of SIGSEGV at places
+that move from run to run) the caller can record it and run the rest: with PYVERBS_RESUME set,
+the tests already in OUTCOMES_TSV are not run again and new outcomes are appended.
 """
 import os
 import sys
@@ -24,12 +28,34 @@ def main():
 
     tests = SourceFileLoader("tests", os.path.join(tests_dir, "__init__.py")).load_module()
     parser.parse_args()
-    outcomes = []
+    resume = bool(os.environ.get("PYVERBS_RESUME"))
+    done = set()
+    if resume and os.path.exists(outcomes_path):
+        with open(outcomes_path) as previous:
+            done = {line.split("\t", 1)[0] for line in previous if line.strip()}
+    out = open(outcomes_path, "a" if resume else "w")
+    current_path = outcomes_path + ".current"
+
+    class Outcomes(list):
+        """Each outcome goes to the file at once: a crash loses only the test that crashed."""
+
+        def append(self, item):
+            super().append(item)
+            test_id, outcome, reason = item
+            out.write(f"{test_id}\t{outcome}\t{reason.replace(chr(9), ' ')}\n")
+            out.flush()
+
+    outcomes = Outcomes()
 
     def first_line(text):
         return str(text).strip().splitlines()[-1][:200] if str(text).strip() else ""
 
     class RecordingResult(unittest.TextTestResult):
+        def startTest(self, test):
+            with open(current_path, "w") as current:
+                current.write(test.id() + "\n")
+            super().startTest(test)
+
         def addSuccess(self, test):
             super().addSuccess(test)
             outcomes.append((test.id(), "pass", ""))
@@ -61,6 +87,8 @@ def main():
         for test in suite:
             if isinstance(test, unittest.TestSuite):
                 kept.addTest(prune(test))
+            elif test.id() in done:
+                continue
             elif test.id() in excluded or test.id().rsplit(".", 1)[0] in excluded:
                 if (test.id(), "excluded", "in PYVERBS_EXCLUDE") not in outcomes:
                     outcomes.append((test.id(), "excluded", "in PYVERBS_EXCLUDE"))
@@ -75,9 +103,9 @@ def main():
 
     runner = unittest.TextTestRunner(verbosity=2, resultclass=RecordingResult)
     program = unittest.main(module=tests, testRunner=runner, testLoader=PruningLoader(), exit=False)
-    with open(outcomes_path, "w") as out:
-        for test_id, outcome, reason in outcomes:
-            out.write(f"{test_id}\t{outcome}\t{reason.replace(chr(9), ' ')}\n")
+    out.close()
+    if os.path.exists(current_path):
+        os.remove(current_path)
     return 0 if program.result.wasSuccessful() else 1
 
 
