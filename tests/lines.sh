@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The other Debian lines, each in its own userland and kernel, and two machines (tests/check.sh
-# runs the lines with --lines-only beside its Debian 12 boot, and the two-guest run itself;
-# docs/lines.md has the times). Builds nothing: run after tests/check.sh, or after
+# The other Debian lines, each in its own userland and kernel, and two machines: the runs that do
+# not fit in tests/check.sh's hour on a 2-core machine without KVM, in sequence or beside its
+# Debian 12 boot (docs/lines.md has the times). Builds nothing: run after tests/check.sh, or after
 # `cargo build --release --workspace && tests/nd2/build.sh && packaging/build.sh`.
 #
 #   tests/lines.sh [--lines-only] [LINE...]    LINE: trixie, sid (default: both), then the

@@ -28,8 +28,8 @@ if $check_only; then
     exit 1
 fi
 
-# One maker per root: tests/check.sh starts the roots early in the background, and a rig boot of
-# that line waits here for the root instead of removing it half-made.
+# One maker per root: a second rig run of that line (two engineers, or the lines run beside
+# another) waits here for the root instead of removing it half-made.
 mkdir -p "$cache"
 exec {lock}>"$cache/make-root-$suite.lock"
 flock "$lock"
