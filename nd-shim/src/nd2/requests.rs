@@ -50,7 +50,7 @@
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
@@ -370,9 +370,85 @@ impl QpRequests {
     }
 }
 
+/// QueuePairContext by QP number without a lock, for the direct path: a slot per
+/// `qp_num % CONTEXT_SLOTS` holding one live QP's number and context, read as a seqlock (a
+/// stamp before and after the context; the stamp's sequence is odd while the slot is written
+/// or empty). Written only under the map's write lock: a new QP takes its slot (the QP there
+/// before falls back to the map), a released one empties its own. A QP not found here is
+/// looked up in the map, which stays the truth.
+struct ContextSlots([ContextSlot; CONTEXT_SLOTS]);
+
+/// Slots per adapter (4 KiB): QP numbers are handed out in sequence by rxe, so up to this many
+/// live QPs each have their own.
+const CONTEXT_SLOTS: usize = 256;
+
+#[repr(C, align(16))]
+struct ContextSlot {
+    /// Sequence (high 32 bits) and QP number (low 32).
+    stamp: AtomicU64,
+    context: AtomicUsize,
+}
+
+impl Default for ContextSlots {
+    fn default() -> Self {
+        ContextSlots(std::array::from_fn(|_| ContextSlot {
+            // Sequence 1: empty.
+            stamp: AtomicU64::new(1 << 32),
+            context: AtomicUsize::new(0),
+        }))
+    }
+}
+
+impl ContextSlots {
+    fn slot(&self, qp_num: u32) -> &ContextSlot {
+        &self.0[qp_num as usize % CONTEXT_SLOTS]
+    }
+
+    /// The context of live QP `qp_num`, if its slot holds it.
+    #[inline]
+    fn get(&self, qp_num: u32) -> Option<usize> {
+        let slot = self.slot(qp_num);
+        let before = slot.stamp.load(Ordering::Acquire);
+        let context = slot.context.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        let after = slot.stamp.load(Ordering::Relaxed);
+        let held = before == after && before as u32 == qp_num && before >> 32 & 1 == 0;
+        held.then_some(context)
+    }
+
+    /// The slot's sequence made odd (being written, or empty) and newer; returns it.
+    fn begin(slot: &ContextSlot, qp_num: u32) -> u64 {
+        let sequence = ((slot.stamp.load(Ordering::Relaxed) >> 32) + 1) | 1;
+        slot.stamp.store(sequence << 32 | u64::from(qp_num), Ordering::Relaxed);
+        sequence
+    }
+
+    /// `qp_num` takes its slot with `context`. Only under the map's write lock.
+    fn set(&self, qp_num: u32, context: usize) {
+        let slot = self.slot(qp_num);
+        let sequence = Self::begin(slot, qp_num);
+        fence(Ordering::Release);
+        slot.context.store(context, Ordering::Relaxed);
+        slot.stamp
+            .store((sequence + 1) << 32 | u64::from(qp_num), Ordering::Release);
+    }
+
+    /// `qp_num` leaves its slot, if it holds it. Only under the map's write lock.
+    fn clear(&self, qp_num: u32) {
+        let slot = self.slot(qp_num);
+        if slot.stamp.load(Ordering::Relaxed) as u32 == qp_num {
+            Self::begin(slot, 0);
+        }
+    }
+}
+
 /// The adapter's QPs by QP number, with their requests.
 #[derive(Default)]
-pub(crate) struct Requests(RwLock<IntMap<u32, Arc<QpRequests>>>);
+pub(crate) struct Requests {
+    map: RwLock<IntMap<u32, Arc<QpRequests>>>,
+    /// The live QPs' contexts, for the direct path.
+    contexts: ContextSlots,
+}
 
 impl Requests {
     /// A new QP: its records, found again by its number.
@@ -384,8 +460,9 @@ impl Requests {
             srq,
             retired: AtomicBool::new(false),
         });
-        let mut map = self.0.write();
+        let mut map = self.map.write();
         map.insert(qp_num, Arc::clone(&qp));
+        self.contexts.set(qp_num, context);
         qp
     }
 
@@ -397,11 +474,17 @@ impl Requests {
         qp.retired.store(true, Ordering::Release);
         qp.send.lock().retire();
         qp.receive.lock().retire();
+        let mut map = self.map.write();
+        let known = map.get(&qp_num).is_some_and(|known| Arc::ptr_eq(known, qp));
+        if known {
+            self.contexts.clear(qp_num);
+        }
         if qp.idle() {
-            self.remove_if(qp_num, qp);
+            if known {
+                map.remove(&qp_num);
+            }
             return;
         }
-        let mut map = self.0.write();
         let retired = map.values().filter(|q| q.retired.load(Ordering::Acquire)).count();
         if retired > MAX_RETIRED_KEPT {
             map.retain(|&n, q| n == qp_num || !q.retired.load(Ordering::Acquire));
@@ -409,14 +492,14 @@ impl Requests {
     }
 
     fn remove_if(&self, qp_num: u32, qp: &Arc<QpRequests>) {
-        let mut map = self.0.write();
+        let mut map = self.map.write();
         if map.get(&qp_num).is_some_and(|known| Arc::ptr_eq(known, qp)) {
             map.remove(&qp_num);
         }
     }
 
     /// ND2_RESULT's QueuePairContext, RequestContext and RequestType for a completion. A direct
-    /// wr_id is decoded without a lock; only QueuePairContext needs the map.
+    /// wr_id is decoded without a lock, and QueuePairContext is read from its slot.
     #[inline]
     pub(crate) fn completed(&self, qp_num: u32, wr_id: u64, success: bool, opcode: u32) -> (usize, u64, u32) {
         match direct(wr_id) {
@@ -426,8 +509,16 @@ impl Requests {
     }
 
     /// ND2_RESULT.QueuePairContext of a QP number: 0 for a QP released or unknown.
+    #[inline]
     fn qp_context(&self, qp_num: u32) -> usize {
-        self.0
+        match self.contexts.get(qp_num) {
+            Some(context) => context,
+            None => self.qp_context_mapped(qp_num),
+        }
+    }
+
+    fn qp_context_mapped(&self, qp_num: u32) -> usize {
+        self.map
             .read()
             .get(&qp_num)
             .map_or(0, |qp| qp.context.load(Ordering::Relaxed))
@@ -435,7 +526,7 @@ impl Requests {
 
     fn completed_recorded(&self, qp_num: u32, wr_id: u64, success: bool, opcode: u32) -> (usize, u64, u32) {
         let (reported, finished) = {
-            let map = self.0.read();
+            let map = self.map.read();
             let Some(qp) = map.get(&qp_num) else {
                 let (context, request_type) = unknown(wr_id, success, opcode);
                 return (0, context, request_type);
@@ -700,9 +791,9 @@ mod tests {
         let receive = post_receive(&qp, recorded_context(1));
         post_send(&qp, recorded_context(2), SEND, true);
         r.close_qp(7, &qp);
-        assert_eq!(r.0.read().len(), 1, "kept for its receive");
+        assert_eq!(r.map.read().len(), 1, "kept for its receive");
         assert_eq!(r.completed(7, receive, false, 0), (0, recorded_context(1), RECEIVE));
-        assert!(r.0.read().is_empty());
+        assert!(r.map.read().is_empty());
         // Unknown from here on: a recorded wr_id names nothing; another is reported as it came.
         assert_eq!(r.completed(7, receive, false, 0), (0, 0, RECEIVE));
         assert_eq!(r.completed(7, 77, true, Op::IBV_WC_RDMA_READ), (0, 77, READ));
@@ -718,7 +809,7 @@ mod tests {
         let read = post_send(&qp, 3, READ, false);
         let silent = post_send(&qp, 4, BIND, true);
         r.close_qp(7, &qp);
-        assert!(r.0.read().is_empty(), "no records: out of the map at once");
+        assert!(r.map.read().is_empty(), "no records: out of the map at once");
         // Flushed after the release: QueuePairContext 0, the rest decoded.
         assert_eq!(r.completed(7, receive, false, Op::IBV_WC_SEND), (0, 1, RECEIVE));
         assert_eq!(r.completed(7, shared, false, 0), (0, 2, RECEIVE));
@@ -729,10 +820,10 @@ mod tests {
         let direct = post_receive(&qp, 5);
         let recorded = post_receive(&qp, recorded_context(6));
         r.close_qp(8, &qp);
-        assert_eq!(r.0.read().len(), 1);
+        assert_eq!(r.map.read().len(), 1);
         assert_eq!(r.completed(8, direct, false, 0), (0, 5, RECEIVE));
         assert_eq!(r.completed(8, recorded, false, 0), (0, recorded_context(6), RECEIVE));
-        assert!(r.0.read().is_empty());
+        assert!(r.map.read().is_empty());
     }
 
     #[test]
@@ -744,7 +835,7 @@ mod tests {
             post_receive(&qp, recorded_context(1));
             r.close_qp(n, &qp);
         }
-        assert!(r.0.read().len() <= MAX_RETIRED_KEPT + 1);
+        assert!(r.map.read().len() <= MAX_RETIRED_KEPT + 1);
     }
 
     #[test]
@@ -756,6 +847,59 @@ mod tests {
             post_send(&qp, recorded_context(i), SEND, true);
         }
         assert!(qp.send.lock().records.len() <= MAX_SILENT_KEPT);
+    }
+
+    #[test]
+    fn qp_contexts_of_qps_sharing_a_slot_come_from_the_map() {
+        let r = Requests::default();
+        let slotless = 5 + CONTEXT_SLOTS as u32;
+        let first = r.open_qp(5, 0x50, None);
+        let second = r.open_qp(slotless, 0x60, None);
+        let a = post_receive(&first, 1);
+        let b = post_receive(&second, 2);
+        assert_eq!(r.contexts.get(5), None, "the newer QP took the slot");
+        assert_eq!(r.completed(5, a, true, Op::IBV_WC_RECV), (0x50, 1, RECEIVE));
+        assert_eq!(r.completed(slotless, b, true, Op::IBV_WC_RECV), (0x60, 2, RECEIVE));
+        // The one without the slot goes: the other keeps it.
+        r.close_qp(5, &first);
+        assert_eq!(r.contexts.get(slotless), Some(0x60));
+        assert_eq!(r.completed(5, a, false, 0), (0, 1, RECEIVE));
+        r.close_qp(slotless, &second);
+        assert_eq!(r.contexts.get(slotless), None);
+        assert_eq!(r.completed(slotless, b, false, 0), (0, 2, RECEIVE));
+        // A new QP with a released one's number reports its own context.
+        let again = r.open_qp(5, 0x55, None);
+        let c = post_send(&again, 3, WRITE, false);
+        assert_eq!(r.completed(5, c, true, Op::IBV_WC_RDMA_WRITE), (0x55, 3, WRITE));
+    }
+
+    #[test]
+    fn a_slot_read_while_it_changes_hands_never_gives_another_qps_context() {
+        let slots = Arc::new(ContextSlots::default());
+        let other = 7 + CONTEXT_SLOTS as u32;
+        let writer = {
+            let slots = Arc::clone(&slots);
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    slots.set(7, 7);
+                    slots.set(other, other as usize);
+                    slots.clear(other);
+                }
+            })
+        };
+        while !writer.is_finished() {
+            for qp_num in [7, other] {
+                if let Some(context) = slots.get(qp_num) {
+                    assert_eq!(context, qp_num as usize);
+                }
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(
+            (slots.get(7), slots.get(other)),
+            (None, None),
+            "the last clear emptied the slot"
+        );
     }
 
     /// Contexts at the edges of the direct form, and real pointers.
