@@ -577,7 +577,10 @@ mod tests {
         u64::MAX - n
     }
 
-    const PATHS: [(&str, fn(u64) -> u64); 2] = [("direct", direct_context), ("recorded", recorded_context)];
+    /// A path's name and how it makes the context of request n.
+    type Path = (&'static str, fn(u64) -> u64);
+
+    const PATHS: [Path; 2] = [("direct", direct_context), ("recorded", recorded_context)];
 
     fn records(qp: &QpRequests) -> usize {
         qp.send.lock().records.len() + qp.receive.lock().records.len()
