@@ -123,10 +123,16 @@ const DIRECT_HEADS: u64 = {
     heads
 };
 
+/// Whether a request with this context takes the direct path.
+#[inline]
+pub(crate) fn is_direct(context: u64) -> bool {
+    context >> CONTEXT_BITS == 0
+}
+
 /// The direct wr_id of a request, if its context fits.
 #[inline]
 fn direct_wr_id(queue: u64, request_type: u32, context: u64) -> Option<u64> {
-    (context >> CONTEXT_BITS == 0).then_some(direct_head(queue, request_type) << TYPE_SHIFT | context)
+    is_direct(context).then_some(direct_head(queue, request_type) << TYPE_SHIFT | context)
 }
 
 /// A direct wr_id's context and request type (None for any other wr_id).
@@ -506,6 +512,15 @@ impl Requests {
             Some((context, request_type)) => (self.qp_context(qp_num), context, request_type),
             None => self.completed_recorded(qp_num, wr_id, success, opcode),
         }
+    }
+
+    /// [`Requests::completed`] on the common path: a direct completion of a live QP that holds
+    /// its slot. Takes no lock and cannot panic (a shift below 64, an index modulo the table's
+    /// length, atomic loads), so GetResults needs no panic boundary for it. None: any other.
+    #[inline]
+    pub(crate) fn completed_direct(&self, qp_num: u32, wr_id: u64) -> Option<(usize, u64, u32)> {
+        let (context, request_type) = direct(wr_id)?;
+        Some((self.contexts.get(qp_num)?, context, request_type))
     }
 
     /// ND2_RESULT.QueuePairContext of a QP number: 0 for a QP released or unknown.
