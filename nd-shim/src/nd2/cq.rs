@@ -250,12 +250,36 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
     }
     let max = max as usize;
     let raw = cq.cq.as_raw();
-    let requests = &cq.adapter.requests;
     // Not zeroed: ibv_poll_cq writes the entries it returns, and only those are read.
     let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
-    let mut asked = max.min(BATCH);
+    let asked = max.min(BATCH);
     // SAFETY: the CQ is live while the caller's object is.
-    let mut got = unsafe { poll_batch(raw, &mut wcs, asked) };
+    let got = unsafe { poll_batch(raw, &mut wcs, asked) };
+    if got == 0 {
+        return 0;
+    }
+    // SAFETY: as above; the caller's array has room for `max` results.
+    unsafe { translate(cq, results, max, &mut wcs, asked, got) }
+}
+
+/// GetResults once a poll found `got` completions of the `asked`: translates them into the
+/// caller's `results` (room for `max`) and polls again while the CQ gives full batches; how
+/// many results it wrote. Out of line, so that the empty poll keeps a small frame.
+///
+/// # Safety
+/// `cq`'s verbs CQ is live; `wcs` holds `got` entries filled by ibv_poll_cq; `results` is
+/// writable for `max` entries, `asked` is at most `max` and BATCH.
+#[inline(never)]
+unsafe fn translate(
+    cq: &CqBody,
+    results: *mut Nd2Result,
+    max: usize,
+    wcs: &mut [MaybeUninit<ffi::ibv_wc>; BATCH],
+    mut asked: usize,
+    mut got: usize,
+) -> u32 {
+    let raw = cq.cq.as_raw();
+    let requests = &cq.adapter.requests;
     let mut done = 0usize;
     // How many of the batch are translated when one is not on the common path.
     let mut from = loop {
@@ -283,7 +307,7 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
         }
         asked = (max - done).min(BATCH);
         // SAFETY: as above.
-        got = unsafe { poll_batch(raw, &mut wcs, asked) };
+        got = unsafe { poll_batch(raw, wcs, asked) };
     };
     // Entry `from` of the batch is not on the common path: from there on, the records. A panic
     // returns the results written before it.
@@ -302,7 +326,7 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
             }
             asked = (max - done).min(BATCH);
             // SAFETY: as above.
-            got = unsafe { poll_batch(raw, &mut wcs, asked) };
+            got = unsafe { poll_batch(raw, wcs, asked) };
             if got == 0 {
                 break;
             }
