@@ -91,7 +91,8 @@ fn hr_boundary(entry: &str, body: impl FnOnce() -> Result<HResult, HResult>) -> 
 /// [`hr_boundary`] for a hot entry whose body, with these arguments, cannot panic
 /// (`cannot_panic`: the caller's proof, e.g. Send and Receive with a direct context: pointer
 /// checks, arithmetic and the provider's post, never the records): then it runs without the
-/// boundary, which costs about 50 instructions a call; otherwise inside it.
+/// boundary (its catch_unwind frame, the closure's captures moved in and the result out);
+/// otherwise inside it.
 #[inline(always)]
 fn hr_boundary_unless(cannot_panic: bool, entry: &str, body: impl FnOnce() -> Result<HResult, HResult>) -> HResult {
     if cannot_panic {
