@@ -15,6 +15,9 @@
  *     --server-disconnects  (both ends) the server disconnects after the last answer and the
  *                  client sees it through NotifyDisconnect; by default the client disconnects
  *                  and the server sees it.
+ *     --context-base X  request contexts are X + 2i (receive i) and X + 2i + 1 (send i) instead
+ *                  of 2i and 2i + 1: with the top bits set (0xfc00000000000000), every request
+ *                  takes nd-shim's record path instead of the direct one (nd-shim/src/nd2/requests.rs).
  *
  * Private data both ways is checked: the client's "ping" in the REQ, the server's "pong" in the
  * REP. Both ends must be given the same options.
@@ -51,6 +54,7 @@ struct Options {
     bool poll = false;
     bool reject = false;
     bool serverDisconnects = false;
+    uintptr_t contextBase = 0;
 };
 
 /* The REJ's private data: as much as it carries. */
@@ -120,13 +124,13 @@ private:
     void PostReceive(unsigned i)
     {
         ND2_SGE sge = {RecvBuf(), m_opt.size, m_mr->GetLocalToken()};
-        CHECK_HR(m_qp->Receive(reinterpret_cast<void *>(static_cast<uintptr_t>(2 * i)), &sge, 1));
+        CHECK_HR(m_qp->Receive(reinterpret_cast<void *>(m_opt.contextBase + 2 * i), &sge, 1));
     }
 
     void PostSend(unsigned i)
     {
         ND2_SGE sge = {SendBuf(), m_opt.size, m_mr->GetLocalToken()};
-        CHECK_HR(m_qp->Send(reinterpret_cast<void *>(static_cast<uintptr_t>(2 * i + 1)), &sge, 1, 0));
+        CHECK_HR(m_qp->Send(reinterpret_cast<void *>(m_opt.contextBase + 2 * i + 1), &sge, 1, 0));
     }
 
     /*
@@ -181,7 +185,7 @@ private:
             ND2_RESULT r = NextResult();
             EXPECT(r.Status == ND_SUCCESS);
             EXPECT(r.QueuePairContext == this);
-            uintptr_t ctx = reinterpret_cast<uintptr_t>(r.RequestContext);
+            uintptr_t ctx = reinterpret_cast<uintptr_t>(r.RequestContext) - m_opt.contextBase;
             if (r.RequestType == Nd2RequestTypeReceive) {
                 EXPECT(r.BytesTransferred == m_opt.size);
                 if (!wantReceive && m_opt.server && ctx == 2 * (i + 1) && !m_earlyReceive) {
@@ -331,8 +335,9 @@ int usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll] [--reject] [--server-disconnects]\n"
+            "         [--context-base X]\n"
             "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll] [--reject] "
-            "[--server-disconnects]\n",
+            "[--server-disconnects] [--context-base X]\n",
             argv0, argv0);
     return 2;
 }
@@ -356,6 +361,8 @@ int main(int argc, char **argv)
             opt.reject = true;
         else if (strcmp(argv[at], "--server-disconnects") == 0)
             opt.serverDisconnects = true;
+        else if (strcmp(argv[at], "--context-base") == 0 && at + 1 < argc)
+            opt.contextBase = static_cast<uintptr_t>(strtoull(argv[++at], NULL, 0));
         else
             return usage(argv[0]);
     }

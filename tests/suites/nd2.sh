@@ -71,6 +71,9 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     run_test "pingpong-event.$provider" nd2_pair nd2-pingpong "$provider" 7401 --iters 500
     run_test "pingpong-poll.$provider" nd2_pair nd2-pingpong "$provider" 7402 --iters 500 --poll
     run_test "pingpong-event-4k.$provider" nd2_pair nd2-pingpong "$provider" 7403 --iters 100 --size 4096
+    # Contexts with their top bits set: nd-shim's record path (the others take the direct one).
+    run_test "pingpong-recorded.$provider" nd2_pair nd2-pingpong "$provider" 7408 --iters 200 \
+        --context-base 0xfc00000000000000
     run_test "rdma-pingpong.$provider" nd2_pair nd2-rdma-pingpong "$provider" 7404 --iters 300
     run_test "rdma-pingpong-4k.$provider" nd2_pair nd2-rdma-pingpong "$provider" 7405 --iters 50 --size 4096
     run_test "mr-latency.$provider" nd2_pair nd2-mr-latency "$provider" 7406 --iters 20

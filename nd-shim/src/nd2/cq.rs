@@ -221,11 +221,26 @@ unsafe fn poll_batch(cq: *mut ffi::ibv_cq, wcs: &mut [MaybeUninit<ffi::ibv_wc>; 
     usize::try_from(got).unwrap_or(0).min(n)
 }
 
+/// A work completion as ND2_RESULT, with its QueuePairContext, RequestContext and RequestType.
+#[inline]
+fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usize, u64, u32)) -> Nd2Result {
+    Nd2Result {
+        status: from_wc_status(wc.status).0,
+        bytes_transferred: wc.byte_len,
+        queue_pair_context: qp_context as *mut c_void,
+        request_context: request_context as *mut c_void,
+        request_type,
+    }
+}
+
 unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max: u32) -> u32 {
     // The empty poll, which a polling program makes many times per completion, stays outside
     // the panic boundary and costs about what ibv_poll_cq does: the object check, the
-    // provider's poll (C) and comparisons, none of which can panic. Only completions found go
-    // through the boundary, to the request bookkeeping.
+    // provider's poll (C) and comparisons, none of which can panic. So does the common
+    // completion, a direct request of a live QP (Requests::completed_direct: arithmetic and
+    // atomic loads; the batch's indices are within BATCH and `max` by construction). The first
+    // other completion, and the rest of the call from there, go through the boundary to the
+    // request records.
     // SAFETY: the caller's object.
     let Ok(cq) = (unsafe { self::this::<CqBody>(this) }) else {
         return 0;
@@ -237,43 +252,85 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
     let raw = cq.cq.as_raw();
     // Not zeroed: ibv_poll_cq writes the entries it returns, and only those are read.
     let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
-    let mut asked = max.min(BATCH);
+    let asked = max.min(BATCH);
     // SAFETY: the CQ is live while the caller's object is.
-    let mut got = unsafe { poll_batch(raw, &mut wcs, asked) };
+    let got = unsafe { poll_batch(raw, &mut wcs, asked) };
     if got == 0 {
         return 0;
     }
-    super::boundary("IND2CompletionQueue::GetResults", 0, || {
-        let mut done = 0usize;
+    // SAFETY: as above; the caller's array has room for `max` results.
+    unsafe { translate(cq, results, max, &mut wcs, asked, got) }
+}
+
+/// GetResults once a poll found `got` completions of the `asked`: translates them into the
+/// caller's `results` (room for `max`) and polls again while the CQ gives full batches; how
+/// many results it wrote. Out of line, so that the empty poll keeps a small frame.
+///
+/// # Safety
+/// `cq`'s verbs CQ is live; `wcs` holds `got` entries filled by ibv_poll_cq; `results` is
+/// writable for `max` entries, `asked` is at most `max` and BATCH.
+#[inline(never)]
+unsafe fn translate(
+    cq: &CqBody,
+    results: *mut Nd2Result,
+    max: usize,
+    wcs: &mut [MaybeUninit<ffi::ibv_wc>; BATCH],
+    mut asked: usize,
+    mut got: usize,
+) -> u32 {
+    let raw = cq.cq.as_raw();
+    let requests = &cq.adapter.requests;
+    let mut done = 0usize;
+    // How many of the batch are translated when one is not on the common path.
+    let mut from = loop {
+        if got == 0 {
+            return done as u32;
+        }
+        let mut taken = 0;
+        for wc in &wcs[..got] {
+            // SAFETY: ibv_poll_cq filled the first `got` entries.
+            let wc = unsafe { wc.assume_init_ref() };
+            let Some(found) = requests.completed_direct(wc.qp_num, wc.wr_id) else {
+                break;
+            };
+            // SAFETY: the caller's array has room for `max` results; done < max.
+            unsafe { results.add(done).write(result_of(wc, found)) };
+            done += 1;
+            taken += 1;
+        }
+        if taken < got {
+            break taken;
+        }
+        // A short batch emptied the CQ.
+        if got < asked || done >= max {
+            return done as u32;
+        }
+        asked = (max - done).min(BATCH);
+        // SAFETY: as above.
+        got = unsafe { poll_batch(raw, wcs, asked) };
+    };
+    // Entry `from` of the batch is not on the common path: from there on, the records. A panic
+    // returns the results written before it.
+    super::boundary("IND2CompletionQueue::GetResults", done as u32, || {
         loop {
-            for wc in &wcs[..got] {
-                // SAFETY: ibv_poll_cq filled the first `got` entries.
+            for wc in &wcs[from..got] {
+                // SAFETY: as above.
                 let wc = unsafe { wc.assume_init_ref() };
-                let (qp_context, request_context, request_type) =
-                    cq.adapter
-                        .requests
-                        .completed(wc.qp_num, wc.wr_id, wc.status == 0, wc.opcode);
-                let result = Nd2Result {
-                    status: from_wc_status(wc.status).0,
-                    bytes_transferred: wc.byte_len,
-                    queue_pair_context: qp_context as *mut c_void,
-                    request_context: request_context as *mut c_void,
-                    request_type,
-                };
-                // SAFETY: the caller's array has room for `max` results; done < max.
-                unsafe { results.add(done).write(result) };
+                let found = requests.completed(wc.qp_num, wc.wr_id, wc.status == 0, wc.opcode);
+                // SAFETY: as above.
+                unsafe { results.add(done).write(result_of(wc, found)) };
                 done += 1;
             }
-            // A short batch emptied the CQ.
             if got < asked || done >= max {
                 break;
             }
             asked = (max - done).min(BATCH);
             // SAFETY: as above.
-            got = unsafe { poll_batch(raw, &mut wcs, asked) };
+            got = unsafe { poll_batch(raw, wcs, asked) };
             if got == 0 {
                 break;
             }
+            from = 0;
         }
         done as u32
     })

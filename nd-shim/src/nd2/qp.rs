@@ -15,7 +15,10 @@ use super::mw::MwBody;
 use super::requests::{self, QpRequests};
 use super::sge::{post_result, sge_list, Nd2Sge};
 use super::srq::SrqBody;
-use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
+use super::{
+    arg, code, hr_boundary, hr_boundary_unless, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER,
+    ND_SUCCESS,
+};
 use crate::QueuePair;
 
 const ND_OP_FLAG_SILENT_SUCCESS: u32 = 0x1;
@@ -172,7 +175,8 @@ unsafe extern "C" fn flush(this: *mut c_void) -> HResult {
 }
 
 unsafe extern "C" fn send(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32, flags: u32) -> HResult {
-    hr_boundary("IND2QueuePair::Send", || {
+    // A direct context makes no record: nothing below can panic then.
+    hr_boundary_unless(requests::is_direct(context as u64), "IND2QueuePair::Send", || {
         // SAFETY: the caller's object and SGE array.
         let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
         qp.post(QpBody::request(context, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, flags)?)
@@ -180,7 +184,8 @@ unsafe extern "C" fn send(this: *mut c_void, context: *mut c_void, sge: *const N
 }
 
 unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
-    hr_boundary("IND2QueuePair::Receive", || {
+    // As Send.
+    hr_boundary_unless(requests::is_direct(context as u64), "IND2QueuePair::Receive", || {
         // SAFETY: the caller's object and SGE array.
         let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
         qp.requests
