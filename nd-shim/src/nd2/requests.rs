@@ -605,6 +605,11 @@ mod tests {
 
     const PATHS: [Path; 2] = [("direct", direct_context), ("recorded", recorded_context)];
 
+    /// QP 7's completion `wr_id` reports `want` (on the path named `path`).
+    fn expect_completion(r: &Requests, wr_id: u64, success: bool, opcode: u32, want: (usize, u64, u32), path: &str) {
+        assert_eq!(r.completed(7, wr_id, success, opcode), want, "{path}");
+    }
+
     fn records(qp: &QpRequests) -> usize {
         qp.send.lock().records.len() + qp.receive.lock().records.len()
     }
@@ -620,26 +625,10 @@ mod tests {
             let write = post_send(&qp, ctx(43), WRITE, false);
             let receive = post_receive(&qp, ctx(42));
             // The opcode of a failure is garbage: ignored.
-            assert_eq!(
-                r.completed(7, receive, false, Op::IBV_WC_SEND),
-                (0x70, ctx(42), RECEIVE),
-                "{path}"
-            );
-            assert_eq!(
-                r.completed(7, read, false, Op::IBV_WC_SEND),
-                (0x70, ctx(42), READ),
-                "{path}"
-            );
-            assert_eq!(
-                r.completed(7, silent, false, Op::IBV_WC_RECV),
-                (0x70, ctx(42), SEND),
-                "{path}"
-            );
-            assert_eq!(
-                r.completed(7, write, false, Op::IBV_WC_RECV),
-                (0x70, ctx(43), WRITE),
-                "{path}"
-            );
+            expect_completion(&r, receive, false, Op::IBV_WC_SEND, (0x70, ctx(42), RECEIVE), path);
+            expect_completion(&r, read, false, Op::IBV_WC_SEND, (0x70, ctx(42), READ), path);
+            expect_completion(&r, silent, false, Op::IBV_WC_RECV, (0x70, ctx(42), SEND), path);
+            expect_completion(&r, write, false, Op::IBV_WC_RECV, (0x70, ctx(43), WRITE), path);
             assert!(qp.idle(), "{path}");
         }
     }
@@ -742,16 +731,8 @@ mod tests {
             let first = post_send(&qp, ctx(1), SEND, false);
             let second = post_send(&qp, ctx(2), SEND, false);
             // Two threads polled both; the second is processed first.
-            assert_eq!(
-                r.completed(7, second, true, Op::IBV_WC_SEND),
-                (0, ctx(2), SEND),
-                "{path}"
-            );
-            assert_eq!(
-                r.completed(7, first, true, Op::IBV_WC_SEND),
-                (0, ctx(1), SEND),
-                "{path}"
-            );
+            expect_completion(&r, second, true, Op::IBV_WC_SEND, (0, ctx(2), SEND), path);
+            expect_completion(&r, first, true, Op::IBV_WC_SEND, (0, ctx(1), SEND), path);
             assert!(qp.idle(), "{path}");
         }
     }
