@@ -6,8 +6,9 @@
 # RIG_BENCH_POLL=1, one mode after the other with RIG_BENCH_POLL=both (under software emulation
 # two spinning processes starve the kernel's rxe work on 2 CPUs, so polled figures there measure
 # the scheduler more than the stack). The two programs alternate which goes first in each round.
-# Prints each run's mean round trip, exchanges per second and CQ polls per exchange side by side,
-# then the medians over the rounds and the ratios ND2 / verbs; never fails on a time. RIG_BENCH_ITERATIONS (1000), RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
+# Prints each run's mean round trip, exchanges per second, CQ polls and CPU time per exchange side
+# by side, with the clients' context switches and system calls per exchange, per thread
+# (tests/bench/thread-counts.h: exact counts, unlike the times), then the medians over the rounds and the ratios ND2 / verbs; never fails on a time. RIG_BENCH_ITERATIONS (1000), RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
 # Then, per provider, both clients polling under valgrind's callgrind (their servers polling
 # natively), only the exchanges counted: user-space instructions per exchange, the polls per
 # exchange, and the functions they go to (callgrind_annotate, kept in RIG_OUT/bench-nd2/).
@@ -28,13 +29,17 @@ case ${RIG_BENCH_POLL:-} in
 esac
 export RIG_TIMEOUT=1200
 
+# The system-call counters of thread-counts.h need tracefs.
+[[ -e /sys/kernel/tracing/events ]] || mount -t tracefs tracefs /sys/kernel/tracing 2> /dev/null || true
+
 nd2_bin=$RIG_ROOT/target/nd2
 if ! ND2_CHECK_ONLY=1 "$RIG_ROOT/tests/nd2/build.sh" >/dev/null 2>&1; then
     nd2_bin=$RIG_OUT/nd2
     ND2_OUT=$nd2_bin "$RIG_ROOT/tests/nd2/build.sh" || exit 1
 fi
 verbs_bin=$RIG_OUT/verbs-pingpong
-gcc -O2 -Wall -Wextra -Werror -o "$verbs_bin" "$RIG_ROOT/tests/bench/verbs-pingpong.c" -lrdmacm -libverbs || exit 1
+gcc -O2 -Wall -Wextra -Werror -I"$RIG_ROOT/tests/bench" -o "$verbs_bin" "$RIG_ROOT/tests/bench/verbs-pingpong.c" \
+    -lrdmacm -libverbs || exit 1
 
 # run_pair PROVIDER PROGRAM ITERS [OPTION...] [-- WRAPPER...]: one ping-pong of PROGRAM, server on
 # rxe0 and client on rxe1, both with the OPTIONs, the client run under WRAPPER (valgrind, strace)
@@ -64,15 +69,20 @@ failed() {
     tail -n 20 "$4" | sed 's/^/    | /'
 }
 
-# one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS CPU_US"
-# or fails (POLLS: CQ polls per exchange, two of which find a completion; CPU_US: the client
-# process's CPU time per exchange, every thread)
+# one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS CPU_US
+# VOLUNTARY INVOLUNTARY SYSCALLS" and on a second line the client's counts per thread, or fails
+# (POLLS: CQ polls per exchange, two of which find a completion; CPU_US: the client process's CPU
+# time per exchange, every thread; VOLUNTARY, INVOLUNTARY: its context switches per exchange,
+# every thread; SYSCALLS: its system calls per exchange, every thread, or n/a:
+# tests/bench/thread-counts.h)
 one() {
     local provider=$1 program=$2 out
     shift 2
     out=$(run_pair "$provider" "$program" "$iterations" "$@" 2>&1) ||
         { printf '%s\n' "$out" | sed 's/^/    | /' >&2; return 1; }
-    sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s, \([0-9.]*\) .*, \([0-9.]*\) us of CPU.*/\1 \2 \3 \4/p' <<< "$out"
+    echo "$(sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s, \([0-9.]*\) .*, \([0-9.]*\) us of CPU.*/\1 \2 \3 \4/p' <<< "$out")" \
+        "$(sed -n 's/^client counts per exchange: total \([0-9.]*\) voluntary, \([0-9.]*\) involuntary, \([0-9.n/a]*\) syscalls.*/\1 \2 \3/p' <<< "$out")"
+    grep '^client counts per exchange' <<< "$out" | sed 's/^client counts per exchange: total [^|]*| //'
 }
 
 cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-200}
@@ -144,10 +154,13 @@ for mode_name in "${modes[@]}"; do
                 fi
             done
             [[ -n $nd2 && -n $verbs ]] || { echo "$provider round $round: a run failed"; continue; }
-            read -r nrt nrate npolls ncpu <<< "$nd2"
-            read -r vrt vrate vpolls vcpu <<< "$verbs"
+            read -r nrt nrate npolls ncpu nvol ninv nsys <<< "$(head -n 1 <<< "$nd2")"
+            read -r vrt vrate vpolls vcpu vvol vinv vsys <<< "$(head -n 1 <<< "$verbs")"
             printf '%-8s %-6s %14s %9s %7s %6s %14s %9s %7s %6s\n' "$provider" "$round" "$nrt" "$nrate" "$npolls" \
                 "$ncpu" "$vrt" "$vrate" "$vpolls" "$vcpu"
+            # Per exchange, the client's: context switches voluntary/involuntary, system calls.
+            printf '  counts  ND2 %s/%s/%s: %s\n' "$nvol" "$ninv" "$nsys" "$(tail -n +2 <<< "$nd2")"
+            printf '  counts  verbs %s/%s/%s: %s\n' "$vvol" "$vinv" "$vsys" "$(tail -n +2 <<< "$verbs")"
             runs+=("$nrt $nrate $vrt $vrate $ncpu $vcpu")
         done
         ((${#runs[@]} > 0)) || continue

@@ -11,7 +11,8 @@
  * Event-driven by default, as nd2-pingpong: the CQ armed (ibv_req_notify_cq) when empty and its
  * completion channel waited on; with --poll the CQ is polled. The client prints the mean round
  * trip, the exchanges per second, the ibv_poll_cq calls per exchange and the CPU time used per
- * exchange; under valgrind
+ * exchange, and per thread the context switches and system calls per exchange
+ * (thread-counts.h); under valgrind
  * --tool=callgrind --collect-atstart=no only the client's exchanges are counted.
  */
 #include <arpa/inet.h>
@@ -23,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "thread-counts.h"
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -252,6 +255,8 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
         DIE("rdma_connect: %m");
     expect_event(c, RDMA_CM_EVENT_ESTABLISHED);
     c->polls = 0;
+    struct thread_counts counts;
+    thread_counts_start(&counts);
     CALLGRIND_TOGGLE_COLLECT;
     double start = now_us(), cpu_start = cpu_us();
     for (unsigned i = 0; i < c->iters; i++) {
@@ -268,6 +273,7 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
            "%.1f ibv_poll_cq per exchange, %.1f us of CPU per exchange\n",
            c->iters, c->size, c->poll ? "polling" : "event-driven", elapsed / c->iters, c->iters / (elapsed / 1e6),
            (double)c->polls / c->iters, cpu / c->iters);
+    thread_counts_print(&counts, "client", c->iters);
     rdma_disconnect(c->id);
     expect_event(c, RDMA_CM_EVENT_DISCONNECTED);
     return 0;

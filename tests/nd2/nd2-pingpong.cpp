@@ -26,11 +26,14 @@
  * pattern(i + 1); the client checks the answer. Every completion's status, type, context and
  * length is checked. The client prints the mean round trip, the exchanges per second, the
  * GetResults calls per exchange (two find a completion, the rest find the CQ empty) and the CPU
- * time its process (every thread, the shim's too) used per exchange. Under
+ * time its process (every thread, the shim's too) used per exchange, and per thread the context
+ * switches and system calls per exchange (tests/bench/thread-counts.h). Under
  * valgrind --tool=callgrind --collect-atstart=no only the client's exchanges are counted
  * (tests/bench/nd2.sh).
  */
 #include "nd2-common.h"
+/* Linux only, for tests/bench/nd2.sh: context switches and system calls per thread. */
+#include "../bench/thread-counts.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -290,6 +293,8 @@ private:
         EXPECT(replyLen == sizeof reply && strcmp(reply, "pong") == 0);
 
         m_polls = 0;
+        thread_counts counts;
+        thread_counts_start(&counts);
         CALLGRIND_TOGGLE_COLLECT;
         double start = nd2_now_us(), cpuStart = nd2_cpu_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
@@ -306,6 +311,7 @@ private:
                "%.1f GetResults per exchange, %.1f us of CPU per exchange\n",
                m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
                m_opt.iters / (elapsed / 1e6), static_cast<double>(m_polls) / m_opt.iters, cpu / m_opt.iters);
+        thread_counts_print(&counts, "client", m_opt.iters);
         phase = nd2_now_us();
         if (m_opt.serverDisconnects) {
             CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));

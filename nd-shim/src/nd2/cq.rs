@@ -3,12 +3,12 @@
 //! Notify is overlapped: it arms the CQ (ibv_req_notify_cq) and completes when the channel
 //! reports it.
 
-use crate::sync::lock;
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ffi;
 
@@ -31,6 +31,7 @@ pub(crate) struct CqBody {
     adapter: Arc<AdapterBody>,
     pub(super) cq: Arc<CompletionQueue>,
     file: Arc<OverlappedFile>,
+    /// The armed Notify requests (parking_lot's: taken on every CQ event and every Notify).
     notifies: Mutex<VecDeque<Request>>,
     /// The CQ's events are routed to this body (done at the first Notify, not at every one).
     routed: AtomicBool,
@@ -59,9 +60,9 @@ impl Notified for CqBody {
     fn notified(&self) {
         // The requests armed before this event, one at a time (no list to allocate per event);
         // one armed while they complete waits for the next event.
-        let armed = lock(&self.notifies).len();
+        let armed = self.notifies.lock().len();
         for _ in 0..armed {
-            let Some(request) = lock(&self.notifies).pop_front() else {
+            let Some(request) = self.notifies.lock().pop_front() else {
                 break;
             };
             request.complete(NdStatus::ND_SUCCESS, 0);
@@ -77,7 +78,7 @@ impl Drop for CqBody {
 
 impl Overlapped for CqBody {
     fn cancel(&self) {
-        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
+        let waiting: Vec<Request> = self.notifies.lock().drain(..).collect();
         for request in waiting {
             request.complete(NdStatus::ND_CANCELED, 0);
         }
@@ -179,12 +180,12 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
         }
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &cq.file)? };
-        lock(&cq.notifies).push_back(request);
+        cq.notifies.lock().push_back(request);
         // SAFETY: the CQ is live.
         let armed = unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) };
         if armed != 0 {
             let failed = code(crate::status::from_errno(armed.abs()));
-            let mut notifies = lock(&cq.notifies);
+            let mut notifies = cq.notifies.lock();
             if let Some(at) = notifies.iter().rposition(|r| r.address() == ov as usize) {
                 if let Some(request) = notifies.remove(at) {
                     request.fail(failed);

@@ -19,7 +19,7 @@
 //! becomes ND_INTERNAL_ERROR (or the entry's neutral value). The exceptions are the hot paths
 //! whose code cannot panic (pointer checks, atomics, a provider call): GetLocalToken and
 //! GetRemoteToken, GetResults up to the first completion that is not a direct request of a live
-//! QP, and Send and Receive with a direct context (`requests`; `hr_boundary_unless`).
+//! QP, and Send and Receive with a direct context (`requests`; `qp`).
 //!
 //! Overlapped requests complete through `overlapped`; the Win32 handles they drive (events,
 //! completion ports, the adapter's overlapped files) are [`win32`]; who reads the adapters'
@@ -86,22 +86,6 @@ fn hr_boundary(entry: &str, body: impl FnOnce() -> Result<HResult, HResult>) -> 
     boundary(entry, ND_INTERNAL_ERROR, || match body() {
         Ok(hr) | Err(hr) => hr,
     })
-}
-
-/// [`hr_boundary`] for a hot entry whose body, with these arguments, cannot panic
-/// (`cannot_panic`: the caller's proof, e.g. Send and Receive with a direct context: pointer
-/// checks, arithmetic and the provider's post, never the records): then it runs without the
-/// boundary (its catch_unwind frame, the closure's captures moved in and the result out);
-/// otherwise inside it.
-#[inline(always)]
-fn hr_boundary_unless(cannot_panic: bool, entry: &str, body: impl FnOnce() -> Result<HResult, HResult>) -> HResult {
-    if cannot_panic {
-        match body() {
-            Ok(hr) | Err(hr) => hr,
-        }
-    } else {
-        hr_boundary(entry, body)
-    }
 }
 
 fn code(status: NdStatus) -> HResult {

@@ -7,8 +7,9 @@
 //! waits in the shim (the leader) when there is one, so that a CQ event wakes one thread; else
 //! the adapter's relay thread started here.
 
+use parking_lot::Mutex;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ffi;
 
@@ -16,7 +17,6 @@ use super::int_map::IntMap;
 use super::pump::{self, Drain, Registration};
 use super::{code, HResult};
 use crate::status::NdStatus;
-use crate::sync::lock;
 use crate::sys::{last_error, set_nonblocking};
 use crate::Adapter;
 
@@ -35,7 +35,7 @@ unsafe impl Sync for RawChannel {}
 /// The adapter's completion channel and the CQs it reports for.
 pub(crate) struct NotifyChannel {
     channel: RawChannel,
-    /// CQ handle -> what to tell of its events.
+    /// CQ handle -> what to tell of its events (parking_lot's: looked up on every event).
     cqs: Mutex<IntMap<usize, Weak<dyn Notified>>>,
     /// The channel's place in the pump's epoll set (set once, right after creation).
     registration: Mutex<Option<Registration>>,
@@ -58,7 +58,7 @@ impl NotifyChannel {
         set_nonblocking(unsafe { (*raw).fd }).map_err(code)?;
         let weak = Arc::downgrade(&channel);
         let source: Weak<dyn Drain> = weak.clone();
-        *lock(&channel.registration) = Some(pump::register(channel.fd(), source).map_err(code)?);
+        *channel.registration.lock() = Some(pump::register(channel.fd(), source).map_err(code)?);
         std::thread::Builder::new()
             .name("nd2-cq-notify".into())
             .spawn(move || {
@@ -84,12 +84,12 @@ impl NotifyChannel {
 
     /// From now on, the events of verbs CQ `cq` go to `target` (while it lives).
     pub(crate) fn register(&self, cq: *mut ffi::ibv_cq, target: Weak<dyn Notified>) {
-        lock(&self.cqs).insert(cq as usize, target);
+        self.cqs.lock().insert(cq as usize, target);
     }
 
     /// The events of verbs CQ `cq` go nowhere.
     pub(crate) fn unregister(&self, cq: *mut ffi::ibv_cq) {
-        lock(&self.cqs).remove(&(cq as usize));
+        self.cqs.lock().remove(&(cq as usize));
     }
 
     fn fd(&self) -> i32 {
@@ -111,7 +111,7 @@ impl Drain for NotifyChannel {
         // Acknowledged at once: ibv_destroy_cq waits for the events it has handed out.
         // SAFETY: the CQ the event names is live until that acknowledgement.
         unsafe { ffi::ibv_ack_cq_events(cq, 1) };
-        let target = lock(&self.cqs).get(&(cq as usize)).and_then(Weak::upgrade);
+        let target = self.cqs.lock().get(&(cq as usize)).and_then(Weak::upgrade);
         if let Some(target) = target {
             target.notified();
         }
@@ -120,7 +120,7 @@ impl Drain for NotifyChannel {
 
 impl Drop for NotifyChannel {
     fn drop(&mut self) {
-        if let Some(registration) = lock(&self.registration).take() {
+        if let Some(registration) = self.registration.lock().take() {
             pump::unregister(&registration);
         }
         // SAFETY: every CQ on the channel holds it (through its verbs CQ), so none is left.

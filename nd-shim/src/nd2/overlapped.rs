@@ -9,7 +9,7 @@
 
 use parking_lot::{Condvar, Mutex};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::pump;
@@ -27,9 +27,15 @@ pub(crate) struct Overlapped {
     h_event: *mut c_void,
 }
 
-/// Every completion bumps this and wakes the waiters of GetOverlappedResult(wait) (parking_lot's:
-/// with no waiter, the notify is a load, not a system call).
+/// Where GetOverlappedResult(wait) sleeps when it cannot lead (pump.rs): a completion bumps the
+/// count and wakes the sleepers, if [`SLEEPERS`] says there are any.
 static COMPLETIONS: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// How many threads sleep (or are about to) on [`COMPLETIONS`]. A completion with none takes no
+/// lock: it stores Internal, makes one SeqCst fence (shared with the leader's kick) and reads
+/// this; a sleeper counts itself, makes a SeqCst fence and reads Internal: one of the two sees
+/// the other (no lost wake-up; the sleeper holds the lock from its check to its wait).
+static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Internal, read and written as an atomic: the completing thread and a waiter share it.
 ///
@@ -99,21 +105,18 @@ impl Request {
             std::ptr::addr_of_mut!((*self.ov).internal_high).write(bytes as usize);
             internal(self.ov).store(to_internal(status), Ordering::Release);
         }
-        {
-            let (count, cv) = &COMPLETIONS;
-            *count.lock() += 1;
-            cv.notify_all();
-        }
-        pump::kick();
+        // Internal is final before the event is set and the packet posted (a thread woken by
+        // either reads it). Neither wakes the leader by itself: one fence and one check below
+        // for all three changes.
         // No event (hEvent NULL, or only its flag bit) needs no look-up in the handle table.
         if self.event & !3 != 0 {
             if let Some(event) = win32::event((self.event & !3) as *mut c_void) {
-                event.set();
+                event.set_unkicked();
             }
         }
         if self.event & 1 == 0 {
             if let Some((port, key)) = self.file.port() {
-                port.post(Packet {
+                port.post_unkicked(Packet {
                     bytes,
                     key,
                     overlapped: self.ov as usize,
@@ -121,6 +124,14 @@ impl Request {
                 });
             }
         }
+        // Pairs with the sleepers' fence in `result` and the leader's in Leader::wait_until.
+        fence(Ordering::SeqCst);
+        if SLEEPERS.load(Ordering::Relaxed) != 0 {
+            let (count, cv) = &COMPLETIONS;
+            *count.lock() += 1;
+            cv.notify_all();
+        }
+        pump::kick_fenced();
     }
 }
 
@@ -145,10 +156,14 @@ pub(crate) unsafe fn result(ov: *mut c_void, wait: bool) -> HResult {
     }
     let (count, cv) = &COMPLETIONS;
     let mut guard = count.lock();
-    // The completer stores Internal before it takes the lock to notify: no wakeup is lost.
+    SLEEPERS.fetch_add(1, Ordering::Relaxed);
+    // Pairs with the completer's fence (SLEEPERS): it sees this sleeper, or the check below sees
+    // its Internal; it notifies under the lock, which this thread holds until it waits.
+    fence(Ordering::SeqCst);
     while status() == ND_PENDING {
         cv.wait(&mut guard);
     }
+    SLEEPERS.fetch_sub(1, Ordering::Relaxed);
     status()
 }
 
@@ -234,6 +249,31 @@ mod tests {
             panic!()
         };
         assert_eq!(port.get(0), None);
+    }
+
+    /// GetOverlappedResult(TRUE) sleeping on the completions' condition variable (the path of a
+    /// thread that cannot lead) is woken by a completion on another thread, however the two
+    /// interleave (no lost wake-up: the completion takes no lock when nobody sleeps).
+    #[test]
+    fn waiting_result_is_woken_by_a_completion_on_another_thread() {
+        let file: Arc<OverlappedFile> = Arc::default();
+        for round in 0..200 {
+            let mut ov = blank();
+            let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
+            // SAFETY: a live local, completed before the round ends (joined below).
+            let request = unsafe { Request::start(p, &file) }.unwrap();
+            let completer = std::thread::spawn(move || {
+                if round % 2 == 0 {
+                    std::thread::yield_now();
+                }
+                request.complete(NdStatus::ND_SUCCESS, round);
+            });
+            // SAFETY: as above.
+            assert_eq!(unsafe { result(p, true) }, NdStatus::ND_SUCCESS.0);
+            completer.join().unwrap();
+            assert_eq!(ov.internal_high, round as usize);
+        }
+        assert_eq!(SLEEPERS.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -29,13 +29,13 @@
 //! SetEvent from another thread): every post, set and completion calls [`kick`], which writes
 //! the wake eventfd, in the leader's set only, while the leader is blocked.
 
+use parking_lot::Mutex;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, Weak};
+use std::sync::{OnceLock, Weak};
 use std::time::Instant;
 
 use super::int_map::IntMap;
 use crate::status::NdStatus;
-use crate::sync::lock;
 use crate::sys::last_error;
 
 /// Something in the epoll set that has events to read (an adapter's completion channel).
@@ -128,7 +128,7 @@ pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration,
         .as_ref()
         .ok_or(NdStatus::ND_INSUFFICIENT_RESOURCES)?;
     let token = pump.next.fetch_add(1, Ordering::Relaxed);
-    lock(&pump.sources).insert(token, source);
+    pump.sources.lock().insert(token, source);
     // The leader's set first: its entry comes first on the channel's wait queue (module doc).
     let mut added = Vec::with_capacity(2);
     for set in [pump.epoll, pump.relay_epoll] {
@@ -143,7 +143,7 @@ pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration,
                 // SAFETY: as above; undoes this function's own add.
                 unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
             }
-            lock(&pump.sources).remove(&token);
+            pump.sources.lock().remove(&token);
             return Err(error);
         }
         added.push(set);
@@ -158,7 +158,7 @@ pub(crate) fn unregister(registration: &Registration) {
         // SAFETY: both descriptors are open (the caller closes its own after this).
         unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, registration.fd, std::ptr::null_mut()) };
     }
-    lock(&pump.sources).remove(&registration.token);
+    pump.sources.lock().remove(&registration.token);
 }
 
 /// Something a blocked leader may be waiting for has happened (a packet posted, an event set, a
@@ -168,6 +168,15 @@ pub(crate) fn kick() {
     // Pairs with the fence in Leader::wait_until: either the leader sees what the caller just
     // did, or the caller sees the leader blocked.
     fence(Ordering::SeqCst);
+    if pump.blocked.load(Ordering::Relaxed) {
+        pump.write_wake();
+    }
+}
+
+/// [`kick`] for a caller that made a SeqCst fence after its changes (Request::complete, which
+/// shares its fence with the GetOverlappedResult sleepers' check).
+pub(crate) fn kick_fenced() {
+    let Some(pump) = pump() else { return };
     if pump.blocked.load(Ordering::Relaxed) {
         pump.write_wake();
     }
@@ -187,8 +196,19 @@ impl Pump {
     fn wait_once(&self, ms: i32, as_leader: bool) -> bool {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         let set = if as_leader { self.epoll } else { self.relay_epoll };
+        // The system call itself, not glibc's wrapper: that one is a cancellation point, which
+        // in a threaded process costs two calls around every wait (about 40 instructions), and
+        // a thread cancelled here would unwind through the shim's frames, which must not be.
         // SAFETY: the epoll descriptor is open; `events` has room for EVENTS entries.
-        let n = unsafe { libc::epoll_wait(set, events.as_mut_ptr(), EVENTS as i32, ms) };
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_wait,
+                set,
+                events.as_mut_ptr(),
+                EVENTS as libc::c_int,
+                ms,
+            )
+        };
         if as_leader {
             self.blocked.store(false, Ordering::Relaxed);
         }
@@ -207,7 +227,7 @@ impl Pump {
                 woken = true;
                 continue;
             }
-            let source = lock(&self.sources).get(&token).and_then(Weak::upgrade);
+            let source = self.sources.lock().get(&token).and_then(Weak::upgrade);
             if let Some(source) = source {
                 source.drain();
             }

@@ -15,10 +15,7 @@ use super::mw::MwBody;
 use super::requests::{self, QpRequests};
 use super::sge::{post_result, sge_list, Nd2Sge};
 use super::srq::SrqBody;
-use super::{
-    arg, code, hr_boundary, hr_boundary_unless, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER,
-    ND_SUCCESS,
-};
+use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::QueuePair;
 
 const ND_OP_FLAG_SILENT_SUCCESS: u32 = 0x1;
@@ -34,13 +31,9 @@ const KNOWN_OP_FLAGS: u32 = ND_OP_FLAG_SILENT_SUCCESS
     | ND_OP_FLAG_ALLOW_WRITE
     | ND_OP_FLAG_INLINE;
 
-/// Verbs send flags for ND2 operation flags; an unknown flag is ND_INVALID_PARAMETER.
-/// ND_OP_FLAG_INLINE is accepted and ignored (the adapter reports MaxInlineDataSize 0).
-pub(crate) fn send_flags(flags: u32) -> Result<u32, HResult> {
+/// The verbs send flags of valid ND2 operation flags (no check).
+const fn translate_send_flags(flags: u32) -> u32 {
     use ffi::ibv_send_flags as F;
-    if flags & !KNOWN_OP_FLAGS != 0 {
-        return Err(ND_INVALID_PARAMETER);
-    }
     let mut out = 0;
     if flags & ND_OP_FLAG_SILENT_SUCCESS == 0 {
         out |= F::IBV_SEND_SIGNALED.0;
@@ -51,7 +44,30 @@ pub(crate) fn send_flags(flags: u32) -> Result<u32, HResult> {
     if flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT != 0 {
         out |= F::IBV_SEND_SOLICITED.0;
     }
-    Ok(out)
+    out
+}
+
+/// Every combination of the known operation flags (they are the low six bits), translated once:
+/// a Send looks its flags up instead of testing them one by one.
+const SEND_FLAGS: [u32; 64] = {
+    let mut table = [0; 64];
+    let mut flags = 0;
+    while flags < 64 {
+        table[flags] = translate_send_flags(flags as u32);
+        flags += 1;
+    }
+    table
+};
+const _: () = assert!(KNOWN_OP_FLAGS == 63);
+
+/// Verbs send flags for ND2 operation flags; an unknown flag is ND_INVALID_PARAMETER.
+/// ND_OP_FLAG_INLINE is accepted and ignored (the adapter reports MaxInlineDataSize 0).
+#[inline]
+pub(crate) fn send_flags(flags: u32) -> Result<u32, HResult> {
+    match SEND_FLAGS.get(flags as usize) {
+        Some(&out) => Ok(out),
+        None => Err(ND_INVALID_PARAMETER),
+    }
 }
 
 pub(crate) struct QpBody {
@@ -175,33 +191,115 @@ unsafe extern "C" fn flush(this: *mut c_void) -> HResult {
 }
 
 unsafe extern "C" fn send(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32, flags: u32) -> HResult {
-    // A direct context makes no record: nothing below can panic then.
-    hr_boundary_unless(requests::is_direct(context as u64), "IND2QueuePair::Send", || {
+    if requests::is_direct(context as u64) {
+        // A direct context makes no record: nothing on that path can panic, no boundary.
+        // SAFETY: forwarded.
+        return match unsafe { send_direct(this, context as u64, sge, n, flags) } {
+            Ok(hr) | Err(hr) => hr,
+        };
+    }
+    // SAFETY: forwarded.
+    unsafe { send_recorded(this, context, sge, n, flags) }
+}
+
+/// Send with a context that needs a record, inside the boundary. Out of line: the common path
+/// keeps a frame without the closure's captures.
+///
+/// # Safety
+/// As Send's.
+#[inline(never)]
+unsafe fn send_recorded(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32, flags: u32) -> HResult {
+    hr_boundary("IND2QueuePair::Send", || {
         // SAFETY: the caller's object and SGE array.
         let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
         qp.post(QpBody::request(context, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, flags)?)
     })
 }
 
+/// Send with a direct context (the common path): the work request is built once, where the
+/// provider reads it, under the wr_id that carries the request (no record, no copy through
+/// [`QpBody::post`]). Pointer checks, a table lookup, arithmetic and the provider's post:
+/// nothing here can panic.
+///
+/// # Safety
+/// As Send's; `context` is direct ([`requests::is_direct`]).
+#[inline(always)]
+unsafe fn send_direct(
+    this: *mut c_void,
+    context: u64,
+    sge: *const Nd2Sge,
+    n: u32,
+    flags: u32,
+) -> Result<HResult, HResult> {
+    // SAFETY: the caller's object and SGE array.
+    let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
+    let send_flags = send_flags(flags)?;
+    let silent = send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 == 0;
+    qp.requests
+        .post_send(context, requests::SEND, silent, |wr_id| {
+            let mut wr = ffi::ibv_send_wr {
+                wr_id,
+                next: std::ptr::null_mut(),
+                sg_list: sges.as_mut_ptr(),
+                num_sge: sges.len() as i32,
+                opcode: ffi::ibv_wr_opcode::IBV_WR_SEND,
+                send_flags,
+                // SAFETY: plain old data; zero is what a Send leaves in the other fields.
+                ..unsafe { std::mem::zeroed() }
+            };
+            let mut bad = std::ptr::null_mut();
+            // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
+            post_result(unsafe { ffi::ibv_post_send(qp.raw(), &mut wr, &mut bad) }).map(|_| ())
+        })
+        .map(|()| ND_SUCCESS)
+}
+
 unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
-    // As Send.
-    hr_boundary_unless(requests::is_direct(context as u64), "IND2QueuePair::Receive", || {
-        // SAFETY: the caller's object and SGE array.
-        let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-        qp.requests
-            .post_receive(context as u64, |wr_id| {
-                let mut wr = ffi::ibv_recv_wr {
-                    wr_id,
-                    next: std::ptr::null_mut(),
-                    sg_list: sges.as_mut_ptr(),
-                    num_sge: sges.len() as i32,
-                };
-                let mut bad = std::ptr::null_mut();
-                // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
-                post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) }).map(|_| ())
-            })
-            .map(|()| ND_SUCCESS)
+    if requests::is_direct(context as u64) {
+        // As Send: no record, nothing can panic, no boundary.
+        // SAFETY: forwarded.
+        return match unsafe { post_receive(this, context as u64, sge, n) } {
+            Ok(hr) | Err(hr) => hr,
+        };
+    }
+    // SAFETY: forwarded.
+    unsafe { receive_recorded(this, context as u64, sge, n) }
+}
+
+/// Receive with a context that needs a record, inside the boundary (out of line, as
+/// [`send_recorded`]).
+///
+/// # Safety
+/// As Receive's.
+#[inline(never)]
+unsafe fn receive_recorded(this: *mut c_void, context: u64, sge: *const Nd2Sge, n: u32) -> HResult {
+    hr_boundary("IND2QueuePair::Receive", || {
+        // SAFETY: forwarded.
+        unsafe { post_receive(this, context, sge, n) }
     })
+}
+
+/// Receive's body: the request's wr_id (direct, or a record's) and the provider's post.
+///
+/// # Safety
+/// As Receive's.
+#[inline(always)]
+unsafe fn post_receive(this: *mut c_void, context: u64, sge: *const Nd2Sge, n: u32) -> Result<HResult, HResult> {
+    // SAFETY: the caller's object and SGE array.
+    let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
+    qp.requests
+        .post_receive(context, |wr_id| {
+            let mut wr = ffi::ibv_recv_wr {
+                wr_id,
+                next: std::ptr::null_mut(),
+                sg_list: sges.as_mut_ptr(),
+                num_sge: sges.len() as i32,
+            };
+            let mut bad = std::ptr::null_mut();
+            // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
+            post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) }).map(|_| ())
+        })
+        .map(|()| ND_SUCCESS)
 }
 
 #[allow(clippy::too_many_arguments)] // the interface's
@@ -355,5 +453,20 @@ mod tests {
             Ok(F::IBV_SEND_SIGNALED.0 | F::IBV_SEND_FENCE.0 | F::IBV_SEND_SOLICITED.0)
         );
         assert_eq!(send_flags(0x40), Err(ND_INVALID_PARAMETER));
+        assert_eq!(send_flags(u32::MAX), Err(ND_INVALID_PARAMETER));
+        // The table is the one-by-one translation for every valid combination.
+        for flags in 0..=KNOWN_OP_FLAGS {
+            let mut want = 0;
+            if flags & ND_OP_FLAG_SILENT_SUCCESS == 0 {
+                want |= F::IBV_SEND_SIGNALED.0;
+            }
+            if flags & ND_OP_FLAG_READ_FENCE != 0 {
+                want |= F::IBV_SEND_FENCE.0;
+            }
+            if flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT != 0 {
+                want |= F::IBV_SEND_SOLICITED.0;
+            }
+            assert_eq!(send_flags(flags), Ok(want), "flags {flags:#x}");
+        }
     }
 }

@@ -73,13 +73,19 @@ pub(crate) struct Event {
 
 impl Event {
     pub(crate) fn set(&self) {
+        self.set_unkicked();
+        pump::kick();
+    }
+
+    /// Sets the event without waking the leader: the caller calls [`pump::kick`] (or fences
+    /// and calls [`pump::kick_fenced`]) once its changes are all made.
+    pub(crate) fn set_unkicked(&self) {
         *self.signalled.lock() = true;
         if self.manual {
             self.cv.notify_all();
         } else {
             self.cv.notify_one();
         }
-        pump::kick();
     }
 
     fn reset(&self) {
@@ -126,9 +132,14 @@ pub(crate) struct Port {
 
 impl Port {
     pub(crate) fn post(&self, packet: Packet) {
+        self.post_unkicked(packet);
+        pump::kick();
+    }
+
+    /// Posts without waking the leader, as [`Event::set_unkicked`].
+    pub(crate) fn post_unkicked(&self, packet: Packet) {
         self.packets.lock().push_back(packet);
         self.cv.notify_one();
-        pump::kick();
     }
 
     pub(crate) fn get(&self, ms: u32) -> Option<Packet> {
