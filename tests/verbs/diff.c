@@ -39,6 +39,39 @@ static struct ibv_cq *helper_cq; /* the other CQ of a QP whose CQ is tested */
 static uint64_t rng_state;
 static unsigned long combinations;
 
+/* Where a phase's time goes (stderr): its slowest combinations, and for QPs the time in each
+ * step. case_started is set when a combination starts; emit() charges it. */
+#define SLOWEST 5
+static double case_started;
+static struct { double seconds; char key[256]; } slowest[SLOWEST];
+enum qp_step { STEP_CREATE, STEP_CONNECT, STEP_TRAFFIC, STEP_DESTROY, STEPS };
+static const char *const step_names[STEPS] = { "create", "connect", "traffic", "destroy" };
+static double step_seconds[STEPS], step_mark_at;
+
+/* Charges the time since the last mark to STEP. */
+static void step_done(enum qp_step step)
+{
+	double now = now_seconds();
+
+	step_seconds[step] += now - step_mark_at;
+	step_mark_at = now;
+}
+
+static void charge(const char *key)
+{
+	double took = now_seconds() - case_started;
+	int i = SLOWEST - 1;
+
+	if (took <= slowest[i].seconds)
+		return;
+	while (i > 0 && took > slowest[i - 1].seconds) {
+		slowest[i] = slowest[i - 1];
+		i--;
+	}
+	slowest[i].seconds = took;
+	snprintf(slowest[i].key, sizeof(slowest[i].key), "%s", key);
+}
+
 static uint64_t rnd(void)
 {
 	/* xorshift64*: enough to spread the draws, reproducible from the seed. */
@@ -215,6 +248,7 @@ static void use_qp(struct ibv_qp *qp, struct ibv_srq *srq, const struct ibv_qp_c
 
 	out[0] = 0;
 	rc = self_connect(qp);
+	step_done(STEP_CONNECT);
 	if (rc) {
 		snprintf(out, len, "modify=%d", rc);
 		return;
@@ -287,6 +321,7 @@ static void qp_case(const struct qp_case *c)
 		 c->ex ? "_ex" : "", type_name(c->type), c->with_srq, c->cap.max_send_wr, c->cap.max_recv_wr,
 		 c->cap.max_send_sge, c->cap.max_recv_sge, c->cap.max_inline_data, c->sq_sig_all, c->comp_mask,
 		 c->create_flags, c->send_ops);
+	case_started = step_mark_at = now_seconds();
 	if (c->with_srq) {
 		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
 
@@ -324,10 +359,12 @@ static void qp_case(const struct qp_case *c)
 		cap = a.cap;
 	}
 	err = errno;
+	step_done(STEP_CREATE);
 	if (!qp) {
 		emit(key, "err %d", err);
 	} else {
 		use_qp(qp, srq, &cap, helper_cq, helper_cq, use, sizeof(use));
+		step_done(STEP_TRAFFIC);
 		emit(key, "ok cap=%u,%u,%u,%u,%u use=%s", cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
 		     cap.max_recv_sge, cap.max_inline_data, use);
 		if (ibv_destroy_qp(qp))
@@ -335,6 +372,8 @@ static void qp_case(const struct qp_case *c)
 	}
 	if (srq && ibv_destroy_srq(srq))
 		die("destroy_srq for %s", key);
+	step_done(STEP_DESTROY);
+	charge(key);
 }
 
 static const enum ibv_qp_type qp_types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
@@ -741,6 +780,8 @@ static void phase_start(void)
 {
 	clock_gettime(CLOCK_MONOTONIC, &phase_started);
 	phase_first = combinations;
+	memset(slowest, 0, sizeof(slowest));
+	memset(step_seconds, 0, sizeof(step_seconds));
 }
 
 static void phase_end(const char *name)
@@ -750,6 +791,16 @@ static void phase_end(const char *name)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	fprintf(stderr, "verbs-diff: %-9s %6lu combinations in %6.1f s\n", name, combinations - phase_first,
 		(double)(now.tv_sec - phase_started.tv_sec) + (double)(now.tv_nsec - phase_started.tv_nsec) / 1e9);
+	if (step_seconds[STEP_CREATE] > 0) {
+		int i;
+
+		fprintf(stderr, "verbs-diff:   QP steps:");
+		for (i = 0; i < STEPS; i++)
+			fprintf(stderr, " %s %.1f s", step_names[i], step_seconds[i]);
+		fprintf(stderr, "\n");
+		for (i = 0; i < SLOWEST && slowest[i].seconds > 0; i++)
+			fprintf(stderr, "verbs-diff:   %6.2f s %s\n", slowest[i].seconds, slowest[i].key);
+	}
 }
 
 static void phase(const char *name, void (*sweep)(void))
