@@ -157,9 +157,11 @@ both=
 # reach the other's objects: every test keeps to the device it is given, the rdmacm tests listen
 # on a fixed port (7471) of the device's own address and join a multicast group made from that
 # address (230.x.y.z from 198.18.0.x), so each run has its own, and no test changes the device,
-# the port, the GID table or the network. What they share is the two vCPUs: a test's waits
-# (POLL_CQ_TIMEOUT 10 s, the rdmacm tests' 15 s) are far above the slowest test's time, which the
-# verdicts print. RIG_PYVERBS_SERIAL=1 runs them one after the other, both on rxe0.
+# the port, the GID table or the network. What they share is the two vCPUs: the tests' own time
+# limits (10 s for a CQ poll, 15 s for the rdmacm tests' two processes) are above the slowest whole
+# test's time, which the verdicts print (sid, both at once on a loaded host: 8.9 s, a multicast
+# rdmacm test with stock; Debian 12: 2.4 s). RIG_PYVERBS_SERIAL=1 runs them one after the other,
+# both on rxe0.
 declare -A device pid finished
 for provider in $providers; do
     device[$provider]=rxe0
