@@ -1,5 +1,7 @@
 # rdma-core's pyverbs conformance suite, the copy Debian's python3-pyverbs ships (some modules
-# gzip-compressed), against rxe0 with each provider in RIG_PYVERBS_PROVIDERS (default: both).
+# gzip-compressed), with each provider in RIG_PYVERBS_PROVIDERS (default: both; both run at once,
+# stock on rxe0 and rxe_rs on rxe1, see the end; one alone runs on rxe0). Each test's seconds are
+# recorded with its outcome and the 10 slowest of each run are printed.
 # A provider passes when its run has no failure or error beyond the ones expected of this kernel.
 # When both stock and rxe_rs run, rxe_rs must also match stock test by test: pass what stock
 # passes, run what stock runs, and fail nothing stock does not, except for the known gaps listed
@@ -31,20 +33,22 @@ case $(dpkg-query -W -f='${Version}' python3-pyverbs) in
     56.* | 65.*) export PYVERBS_EXCLUDE="tests.test_mlx5_cq.DvCqTest tests.test_flow.FlowTest" ;;
 esac
 
-tests_dir=$(mktemp -d)
-cp -r "$PYVERBS_TESTS" "$tests_dir/tests"
-gunzip -f "$tests_dir"/tests/*.gz
-
 MAX_CRASHES=5
 outcomes() { echo "$RIG_OUT/pyverbs.$1.outcomes"; }
 count() { awk -F'\t' -v o="$2" '$2 == o' "$(outcomes "$1")" | wc -l; }
 
-pyverbs_run() { # pyverbs_run PROVIDER
-    local provider=$1
+# pyverbs_tests PROVIDER DEVICE: the suite with PROVIDER on DEVICE, into the outcomes file; fails
+# when it did not finish. Prints nothing: both providers' runs can go at once (see the end).
+pyverbs_tests() {
+    local provider=$1 device=$2
     local log=$RIG_OUT/logs/pyverbs.$provider.log served=$RIG_OUT/pyverbs.$provider.served
-    local file current status resume= crashed=0
+    local file current status resume= crashed=0 tests_dir
     file=$(outcomes "$provider")
-    rm -f "$file" "$file.current" "$log"
+    rm -f "$file" "$file.current" "$log" "$served"
+    # A copy of the suite for each run: the interpreter writes its __pycache__ into it.
+    tests_dir=$(mktemp -d)
+    cp -r "$PYVERBS_TESTS" "$tests_dir/tests"
+    gunzip -f "$tests_dir"/tests/*.gz
     # A test that kills the interpreter is recorded as crashed and the run goes on past it (at
     # most MAX_CRASHES times): the stock provider of rdma-core 56 dies of SIGSEGV at a place that
     # moves from run to run.
@@ -53,20 +57,30 @@ pyverbs_run() { # pyverbs_run PROVIDER
         status=0
         RIG_TIMEOUT=1800 with_provider "$provider" "$served" env PYVERBS_RESUME="$resume" /usr/bin/python3 \
             "$RIG_ROOT/tests/rig/guest/pyverbs_run.py" "$tests_dir/tests" "$file" \
-            --dev rxe0 -v >> "$log" 2>&1 || status=$?
+            --dev "$device" -v >> "$log" 2>&1 || status=$?
         # The test that was running when the interpreter died, if it did.
         current=$(cat "$file.current" 2> /dev/null || true)
         rm -f "$file.current"
         [[ -n $current ]] && ((crashed < MAX_CRASHES)) || break
         # (It may have died between tests, with this one's outcome written.)
         awk -F'\t' -v id="$current" '$1 == id { found = 1 } END { exit !found }' "$file" 2> /dev/null ||
-            printf '%s\tcrash\tthe interpreter died in it (exit status %s); the run went on past it\n' \
+            printf '%s\tcrash\tthe interpreter died in it (exit status %s); the run went on past it\t\n' \
                 "$current" "$status" >> "$file"
         echo "== pyverbs_run.py died in or after $current (exit status $status): the rest of the suite again" >> "$log"
         crashed=$((crashed + 1))
         resume=1
     done
-    if [[ ! -s $file || -n $current ]]; then
+    rm -rf "$tests_dir"
+    [[ -s $file && -z $current ]]
+}
+
+# pyverbs_verdict PROVIDER DEVICE FINISHED: the counts, the slowest tests and the result of the run
+# pyverbs_tests made (FINISHED: its status, 0 when it finished).
+pyverbs_verdict() {
+    local provider=$1 device=$2 finished=$3
+    local log=$RIG_OUT/logs/pyverbs.$provider.log served=$RIG_OUT/pyverbs.$provider.served file
+    file=$(outcomes "$provider")
+    if ((finished != 0)); then
         record fail "pyverbs-$provider" "the suite did not finish; log: logs/pyverbs.$provider.log"
         tail -n 20 "$log" | sed 's/^/    | /'
         return
@@ -76,9 +90,12 @@ pyverbs_run() { # pyverbs_run PROVIDER
     passed=$(count "$provider" pass)
     skipped=$(count "$provider" skip)
     broken=$(($(count "$provider" fail) + $(count "$provider" error)))
-    echo "  pyverbs with $provider: ran $ran, $passed passed, $skipped skipped," \
+    echo "  pyverbs with $provider on $device: ran $ran, $passed passed, $skipped skipped," \
         "$(count "$provider" fail) failed, $(count "$provider" error) errors, $(count "$provider" crash) crashed," \
         "$(count "$provider" excluded) not run (PYVERBS_EXCLUDE)"
+    echo "  the 10 slowest tests with $provider (seconds, setUp and tearDown included):"
+    awk -F'\t' '$4 != ""' "$file" | sort -t $'\t' -k4,4gr | head -n 10 |
+        awk -F'\t' '{ printf "    %7.2f  %s (%s)\n", $4, $1, $2 }'
     echo "  served:"
     served_by "$served"
     awk -F'\t' '$2 == "crash" { printf "    | crashed: %s\n", $1 }' "$file"
@@ -90,7 +107,7 @@ pyverbs_run() { # pyverbs_run PROVIDER
         record fail "pyverbs-$provider" "unexpected failures: $(echo $unexpected)"
         awk -F'\t' '$2 == "fail" || $2 == "error" || $2 == "crash" { printf "    | %s: %s\n", $1, $3 }' "$file"
     elif ! expect_provider "$served" "$provider"; then
-        record fail "pyverbs-$provider" "rxe0 was not served by $provider"
+        record fail "pyverbs-$provider" "$device was not served by $provider"
     else
         record pass "pyverbs-$provider" "$passed of $ran passed, $skipped skipped, $broken expected errors, $(count "$provider" crash) crashed"
     fi
@@ -132,8 +149,42 @@ compare_with_stock() {
 }
 
 providers=${RIG_PYVERBS_PROVIDERS:-stock rxe_rs}
+both=
+[[ " $providers " == *" stock "* && " $providers " == *" rxe_rs "* ]] && both=1
+# With both providers the two runs go at once, stock on rxe0 and rxe_rs on rxe1 (the rig's two
+# devices, alike but for their veth and address): the suite takes about the longer run's time, not the
+# sum, when the guest's two vCPUs have the host's cores. Neither run can
+# reach the other's objects: every test keeps to the device it is given, the rdmacm tests listen
+# on a fixed port (7471) of the device's own address and join a multicast group made from that
+# address (230.x.y.z from 198.18.0.x), so each run has its own, and no test changes the device,
+# the port, the GID table or the network. What they share is the two vCPUs: the tests' own time
+# limits (10 s for a CQ poll, 15 s for the rdmacm tests' two processes) are above the slowest whole
+# test's time, which the verdicts print (sid, both at once on a loaded host: 8.9 s, a multicast
+# rdmacm test with stock; Debian 12: 2.4 s). RIG_PYVERBS_SERIAL=1 runs them one after the other,
+# both on rxe0.
+declare -A device pid finished
 for provider in $providers; do
-    pyverbs_run "$provider"
+    device[$provider]=rxe0
 done
-[[ " $providers " == *" stock "* && " $providers " == *" rxe_rs "* ]] && compare_with_stock
+if [[ -n $both && -z ${RIG_PYVERBS_SERIAL:-} ]]; then
+    device[rxe_rs]=rxe1
+    echo "  stock on rxe0 and rxe_rs on rxe1 at once"
+    for provider in $providers; do
+        pyverbs_tests "$provider" "${device[$provider]}" &
+        pid[$provider]=$!
+    done
+    for provider in $providers; do
+        finished[$provider]=0
+        wait "${pid[$provider]}" || finished[$provider]=$?
+    done
+else
+    for provider in $providers; do
+        finished[$provider]=0
+        pyverbs_tests "$provider" "${device[$provider]}" || finished[$provider]=$?
+    done
+fi
+for provider in $providers; do
+    pyverbs_verdict "$provider" "${device[$provider]}" "${finished[$provider]}"
+done
+[[ -n $both ]] && compare_with_stock
 true

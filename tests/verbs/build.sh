@@ -8,11 +8,20 @@ out=${1:?usage: build.sh OUT_DIR [NAME...]}
 shift
 mkdir -p "$out"
 (($#)) || set -- stress bench diff contended dump
+# The programs build at once (under the rig's emulation each gcc takes 5 to 10 s of one vCPU);
+# each one's status is checked.
+pids=()
 for prog in "$@"; do
     # dump: bench.c with its own write(), exported (-rdynamic) so that it takes the provider's
     # doorbell; verbs-bench itself keeps libc's write() (the callgrind counts).
     src=$prog extra=()
     [[ $prog == dump ]] && src=bench extra=(-DVERBS_BENCH_DUMP -rdynamic)
     gcc "${extra[@]}" -std=gnu11 -O2 -g -Wall -Wextra -Werror -pthread \
-        -o "$out/verbs-$prog" "$here/$src.c" "$here/loopback.c" -libverbs -ldl
+        -o "$out/verbs-$prog" "$here/$src.c" "$here/loopback.c" -libverbs -ldl &
+    pids+=($!)
 done
+failed=0
+for pid in "${pids[@]}"; do
+    wait "$pid" || failed=1
+done
+exit "$failed"

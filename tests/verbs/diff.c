@@ -18,12 +18,14 @@
 #include "loopback.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -38,6 +40,76 @@ static struct ibv_mr *data_mr;
 static struct ibv_cq *helper_cq; /* the other CQ of a QP whose CQ is tested */
 static uint64_t rng_state;
 static unsigned long combinations;
+
+/* Where a phase's time goes (stderr): its slowest combinations (QPs, CQs and SRQs), and for QPs
+ * the time in each step. A case sets case_started when it starts and charges itself when done. */
+#define SLOWEST 5
+static double case_started;
+static struct { double seconds; char key[256]; } slowest[SLOWEST];
+enum qp_step { STEP_CREATE, STEP_CONNECT, STEP_TRAFFIC, STEP_DESTROY, STEPS };
+static const char *const step_names[STEPS] = { "create", "connect", "traffic", "destroy" };
+static double step_seconds[STEPS], step_mark_at;
+static unsigned long big_count;
+static double big_seconds, big_waited;
+
+/*
+ * Big queues. rxe allocates a queue's ring in the kernel (vmalloc, zeroed, mapped whole): slots
+ * for the depth + 1 rounded up to a power of two, each up to 1 KB, so a QP near the device's
+ * maximum depth holds up to a GB or two of a 2 GB guest for a moment, and that is most of a
+ * sweep's time. The rig runs the stock and the rxe_rs sweeps at once; with VERBS_DIFF_LOCK naming
+ * a file, a combination that asks for a queue deeper than BIG_DEPTH holds an exclusive flock on
+ * it from its create to its destroy, so the two never hold big queues at the same time and a
+ * create gets the memory it would get alone (the other holds at most small queues: BIG_DEPTH
+ * slots of 1 KB, a few MB). A depth above the device's maximum is refused before anything is
+ * allocated, and takes no lock. Without VERBS_DIFF_LOCK nothing is locked.
+ */
+#define BIG_DEPTH 4096u
+static int big_lock_fd = -1;
+static int big_held;
+
+static void big_begin(uint64_t depth, uint64_t device_max)
+{
+	double asked = now_seconds();
+
+	big_held = depth > BIG_DEPTH && depth <= device_max;
+	if (big_held && big_lock_fd >= 0 && flock(big_lock_fd, LOCK_EX))
+		die("flock VERBS_DIFF_LOCK: %s", strerror(errno));
+	big_waited += now_seconds() - asked;
+}
+
+static void big_end(void)
+{
+	if (big_held && big_lock_fd >= 0 && flock(big_lock_fd, LOCK_UN))
+		die("unlock VERBS_DIFF_LOCK: %s", strerror(errno));
+}
+
+/* Charges the time since the last mark to STEP. */
+static void step_done(enum qp_step step)
+{
+	double now = now_seconds();
+
+	step_seconds[step] += now - step_mark_at;
+	step_mark_at = now;
+}
+
+static void charge(const char *key)
+{
+	double took = now_seconds() - case_started;
+	int i = SLOWEST - 1;
+
+	if (big_held) {
+		big_count++;
+		big_seconds += took;
+	}
+	if (took <= slowest[i].seconds)
+		return;
+	while (i > 0 && took > slowest[i - 1].seconds) {
+		slowest[i] = slowest[i - 1];
+		i--;
+	}
+	slowest[i].seconds = took;
+	snprintf(slowest[i].key, sizeof(slowest[i].key), "%s", key);
+}
 
 static uint64_t rnd(void)
 {
@@ -215,6 +287,7 @@ static void use_qp(struct ibv_qp *qp, struct ibv_srq *srq, const struct ibv_qp_c
 
 	out[0] = 0;
 	rc = self_connect(qp);
+	step_done(STEP_CONNECT);
 	if (rc) {
 		snprintf(out, len, "modify=%d", rc);
 		return;
@@ -287,6 +360,9 @@ static void qp_case(const struct qp_case *c)
 		 c->ex ? "_ex" : "", type_name(c->type), c->with_srq, c->cap.max_send_wr, c->cap.max_recv_wr,
 		 c->cap.max_send_sge, c->cap.max_recv_sge, c->cap.max_inline_data, c->sq_sig_all, c->comp_mask,
 		 c->create_flags, c->send_ops);
+	big_begin(c->cap.max_send_wr > c->cap.max_recv_wr ? c->cap.max_send_wr : c->cap.max_recv_wr,
+		  (uint64_t)dattr.max_qp_wr);
+	case_started = step_mark_at = now_seconds();
 	if (c->with_srq) {
 		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
 
@@ -324,10 +400,12 @@ static void qp_case(const struct qp_case *c)
 		cap = a.cap;
 	}
 	err = errno;
+	step_done(STEP_CREATE);
 	if (!qp) {
 		emit(key, "err %d", err);
 	} else {
 		use_qp(qp, srq, &cap, helper_cq, helper_cq, use, sizeof(use));
+		step_done(STEP_TRAFFIC);
 		emit(key, "ok cap=%u,%u,%u,%u,%u use=%s", cap.max_send_wr, cap.max_recv_wr, cap.max_send_sge,
 		     cap.max_recv_sge, cap.max_inline_data, use);
 		if (ibv_destroy_qp(qp))
@@ -335,6 +413,9 @@ static void qp_case(const struct qp_case *c)
 	}
 	if (srq && ibv_destroy_srq(srq))
 		die("destroy_srq for %s", key);
+	step_done(STEP_DESTROY);
+	charge(key);
+	big_end();
 }
 
 static const enum ibv_qp_type qp_types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
@@ -419,6 +500,8 @@ static void cq_case(int ex, int cqe, uint64_t wc_flags, uint32_t comp_mask, uint
 
 	snprintf(key, sizeof(key), "cq%s cqe=%d wc_flags=%#" PRIx64 " mask=%#x flags=%#x", ex ? "_ex" : "", cqe,
 		 wc_flags, comp_mask, flags);
+	big_begin((uint64_t)(int64_t)cqe, (uint64_t)dattr.max_cqe);
+	case_started = now_seconds();
 	if (ex) {
 		struct ibv_cq_init_attr_ex a = {
 			.cqe = (uint32_t)cqe, .wc_flags = wc_flags, .comp_mask = comp_mask, .flags = flags
@@ -435,6 +518,8 @@ static void cq_case(int ex, int cqe, uint64_t wc_flags, uint32_t comp_mask, uint
 	err = errno;
 	if (!cq) {
 		emit(key, "err %d", err);
+		charge(key);
+		big_end();
 		return;
 	}
 	/* Used as the send CQ of an RC QP on itself. */
@@ -449,6 +534,8 @@ static void cq_case(int ex, int cqe, uint64_t wc_flags, uint32_t comp_mask, uint
 	emit(key, "ok cqe=%d use=%s", cq->cqe, use);
 	if ((qp && ibv_destroy_qp(qp)) || ibv_destroy_cq(cq))
 		die("destroy for %s", key);
+	charge(key);
+	big_end();
 }
 
 static void sweep_cqs(void)
@@ -483,6 +570,8 @@ static void srq_case(int ex, uint32_t max_wr, uint32_t max_sge, uint32_t limit, 
 
 	snprintf(key, sizeof(key), "srq%s wr=%u sge=%u limit=%u mask=%#x type=%d", ex ? "_ex" : "", max_wr,
 		 max_sge, limit, mask, type);
+	big_begin(max_wr, (uint64_t)dattr.max_srq_wr);
+	case_started = now_seconds();
 	if (ex) {
 		struct ibv_srq_init_attr_ex a;
 
@@ -505,6 +594,8 @@ static void srq_case(int ex, uint32_t max_wr, uint32_t max_sge, uint32_t limit, 
 	err = errno;
 	if (!srq) {
 		emit(key, "err %d", err);
+		charge(key);
+		big_end();
 		return;
 	}
 	struct ibv_qp_init_attr qa = { .send_cq = helper_cq, .recv_cq = helper_cq, .srq = srq,
@@ -518,6 +609,8 @@ static void srq_case(int ex, uint32_t max_wr, uint32_t max_sge, uint32_t limit, 
 	emit(key, "ok attr=%u,%u use=%s", got.max_wr, got.max_sge, use);
 	if ((qp && ibv_destroy_qp(qp)) || ibv_destroy_srq(srq))
 		die("destroy for %s", key);
+	charge(key);
+	big_end();
 }
 
 static void sweep_srqs(void)
@@ -741,15 +834,31 @@ static void phase_start(void)
 {
 	clock_gettime(CLOCK_MONOTONIC, &phase_started);
 	phase_first = combinations;
+	memset(slowest, 0, sizeof(slowest));
+	memset(step_seconds, 0, sizeof(step_seconds));
+	big_count = 0;
+	big_seconds = big_waited = 0;
 }
 
 static void phase_end(const char *name)
 {
 	struct timespec now;
+	int i;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	fprintf(stderr, "verbs-diff: %-9s %6lu combinations in %6.1f s\n", name, combinations - phase_first,
 		(double)(now.tv_sec - phase_started.tv_sec) + (double)(now.tv_nsec - phase_started.tv_nsec) / 1e9);
+	if (big_count)
+		fprintf(stderr, "verbs-diff:   %lu with a queue deeper than %u: %.1f s, %.1f s waited for the lock\n",
+			big_count, BIG_DEPTH, big_seconds, big_waited);
+	if (step_seconds[STEP_CREATE] > 0) {
+		fprintf(stderr, "verbs-diff:   QP steps:");
+		for (i = 0; i < STEPS; i++)
+			fprintf(stderr, " %s %.1f s", step_names[i], step_seconds[i]);
+		fprintf(stderr, "\n");
+	}
+	for (i = 0; i < SLOWEST && slowest[i].seconds > 0; i++)
+		fprintf(stderr, "verbs-diff:   %6.2f s %s\n", slowest[i].seconds, slowest[i].key);
 }
 
 static void phase(const char *name, void (*sweep)(void))
@@ -770,6 +879,11 @@ int main(int argc, char **argv)
 	random_count = strtol(argv[2], NULL, 0);
 	rng_state = seed ? seed : 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("VERBS_DIFF_LOCK")) {
+		big_lock_fd = open(getenv("VERBS_DIFF_LOCK"), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (big_lock_fd < 0)
+			die("VERBS_DIFF_LOCK %s: %s", getenv("VERBS_DIFF_LOCK"), strerror(errno));
+	}
 
 	loopback_open(&dev, "rxe0");
 	if (ibv_query_device(dev.ctx, &dattr))

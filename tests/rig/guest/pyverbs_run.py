@@ -3,8 +3,10 @@
     pyverbs_run.py TESTS_DIR OUTCOMES_TSV [run_tests.py arguments...]
 
 TESTS_DIR is a copy of the suite (a package named `tests`). OUTCOMES_TSV gets one line per test:
-its id, its outcome (pass, fail, error, skip, xfail, xpass, excluded) and the first line of the
-reason. The verbose output and the exit status are unittest's own.
+its id, its outcome (pass, fail, error, skip, xfail, xpass, excluded), the first line of the
+reason and the seconds the test took (setUp and tearDown included; empty for a test not run, and
+0 for one its class's setUpClass skipped or failed). The verbose output and the exit status are
+unittest's own.
 
 PYVERBS_EXCLUDE (test ids or class ids, space separated) names tests that are not run at all:
 those that kill the interpreter on some line. Each is written to OUTCOMES_TSV as excluded.
@@ -16,6 +18,7 @@ the tests already in OUTCOMES_TSV are not run again and new outcomes are appende
 """
 import os
 import sys
+import time
 import unittest
 from importlib.machinery import SourceFileLoader
 
@@ -36,13 +39,21 @@ def main():
     out = open(outcomes_path, "a" if resume else "w")
     current_path = outcomes_path + ".current"
 
+    started = {}  # test id: time.monotonic() at its startTest
+
     class Outcomes(list):
         """Each outcome goes to the file at once: a crash loses only the test that crashed."""
 
         def append(self, item):
             super().append(item)
             test_id, outcome, reason = item
-            out.write(f"{test_id}\t{outcome}\t{reason.replace(chr(9), ' ')}\n")
+            if outcome == "excluded":
+                seconds = ""
+            elif test_id in started:
+                seconds = f"{time.monotonic() - started.pop(test_id):.2f}"
+            else:  # reported without being started: its class's setUpClass skipped or failed
+                seconds = "0"
+            out.write(f"{test_id}\t{outcome}\t{reason.replace(chr(9), ' ')}\t{seconds}\n")
             out.flush()
 
     outcomes = Outcomes()
@@ -54,6 +65,7 @@ def main():
         def startTest(self, test):
             with open(current_path, "w") as current:
                 current.write(test.id() + "\n")
+            started[test.id()] = time.monotonic()
             super().startTest(test)
 
         def addSuccess(self, test):
