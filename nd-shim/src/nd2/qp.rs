@@ -315,9 +315,14 @@ unsafe extern "C" fn bind(
         if flags & ND_OP_FLAG_ALLOW_WRITE != 0 {
             access |= A::IBV_ACCESS_REMOTE_WRITE.0;
         }
-        let flags = flags & !(ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE);
+        // Flags checked before the window gives out a new rkey.
+        let mut wr = QpBody::request(
+            context,
+            &mut [],
+            ffi::ibv_wr_opcode::IBV_WR_BIND_MW,
+            flags & !(ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE),
+        )?;
         let posted = mw.bind_through(qp.qp.qp_num(), |raw_mw, rkey| {
-            let mut wr = QpBody::request(context, &mut [], ffi::ibv_wr_opcode::IBV_WR_BIND_MW, flags)?;
             wr.bind_mw_tso_union = ffi::bind_mw_tso_union_t {
                 bind_mw: ffi::bind_mw_t {
                     mw: raw_mw,
