@@ -1,46 +1,138 @@
 //! IND2MemoryWindow: a type-2 memory window (ibv_alloc_mw), bound and invalidated through
 //! IND2QueuePair::Bind / Invalidate. Its remote token is the rkey of the last bind posted.
+//!
+//! A QP's release takes the windows last bound through it ([`MwBody::release_from`]): the
+//! kernel's rxe holds a reference on the QP for every type-2 window bound through it (taken by
+//! `rxe_do_bind_mw`, dropped only by an invalidation or the window's dealloc), and its QP destroy
+//! (`rxe_destroy_qp` -> `__rxe_cleanup`) waits for the QP's references for up to 50 s before it
+//! gives up with a kernel warning. So before the QP goes, such a window's verbs object is
+//! deallocated (which unbinds it, as destroying its QP does on an adapter that invalidates a
+//! type-2 window with its QP); the ND object lives on, and its next Bind allocates a new one.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
 use super::{code, iids, Class, Guid, HResult, UnknownVtbl};
+use crate::sync::lock;
 use crate::sys::last_error;
 
 pub(crate) struct MwBody {
-    _adapter: Arc<AdapterBody>,
-    pub(super) mw: *mut ffi::ibv_mw,
+    adapter: Arc<AdapterBody>,
+    window: Mutex<Window>,
     /// The rkey the next bind gives out, and after it the window's token.
     rkey: AtomicU32,
 }
 
-// SAFETY: an MW handle may be used from any thread; the rkey is atomic.
+/// The verbs window and the QP it was last bound through.
+struct Window {
+    /// NULL after a QP's release took it, until the next Bind allocates another.
+    mw: *mut ffi::ibv_mw,
+    binding: Binding,
+}
+
+/// Which QP (by number) a window was last bound through, as far as the shim knows: set when a
+/// Bind is posted, cleared when that QP's release takes the window.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Binding {
+    through: Option<u32>,
+}
+
+impl Binding {
+    pub(crate) fn bound_through(&mut self, qp_num: u32) {
+        self.through = Some(qp_num);
+    }
+
+    /// Whether the release of QP `qp_num` must take the window (its last Bind went through that
+    /// QP, so the kernel may hold the QP for it); if so the binding is forgotten. A window bound
+    /// through another QP since is left alone: that Bind only succeeds on a window no longer
+    /// bound, and the window is the other QP's now.
+    pub(crate) fn release_from(&mut self, qp_num: u32) -> bool {
+        if self.through == Some(qp_num) {
+            self.through = None;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The windows a QP has bound, for its release to take (weakly held: a window released first
+/// deallocates its own verbs object).
+pub(crate) struct BoundWindows<T> {
+    windows: Mutex<Vec<Weak<T>>>,
+}
+
+impl<T> Default for BoundWindows<T> {
+    fn default() -> Self {
+        BoundWindows {
+            windows: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T> BoundWindows<T> {
+    /// Notes `window` once; windows already released are dropped from the list.
+    pub(crate) fn note(&self, window: &Arc<T>) {
+        let mut windows = lock(&self.windows);
+        windows.retain(|w| w.strong_count() > 0);
+        if !windows.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(window))) {
+            windows.push(Arc::downgrade(window));
+        }
+    }
+
+    /// The windows still alive, emptying the list.
+    pub(crate) fn take(&self) -> Vec<Arc<T>> {
+        std::mem::take(&mut *lock(&self.windows))
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+}
+
+// SAFETY: an MW handle may be used from any thread; it is read and replaced under the lock, and
+// the rkey is atomic.
 unsafe impl Send for MwBody {}
 // SAFETY: as above.
 unsafe impl Sync for MwBody {}
 
+/// A new type-2 window on the adapter's PD.
+fn alloc_mw(adapter: &AdapterBody) -> Result<*mut ffi::ibv_mw, HResult> {
+    // SAFETY: the PD is live.
+    let mw = unsafe { ffi::ibv_alloc_mw(adapter.adapter.inner.pd.0, ffi::ibv_mw_type::IBV_MW_TYPE_2) };
+    if mw.is_null() {
+        return Err(code(last_error()));
+    }
+    Ok(mw)
+}
+
+fn dealloc_mw(mw: *mut ffi::ibv_mw) {
+    // SAFETY: allocated by alloc_mw; the caller forgets it after this.
+    if unsafe { ffi::ibv_dealloc_mw(mw) } != 0 {
+        log::error!("ibv_dealloc_mw: {}", last_error());
+    }
+}
+
 impl MwBody {
     pub(super) fn new(adapter: Arc<AdapterBody>) -> Result<MwBody, HResult> {
-        // SAFETY: the PD is live.
-        let mw = unsafe { ffi::ibv_alloc_mw(adapter.adapter.inner.pd.0, ffi::ibv_mw_type::IBV_MW_TYPE_2) };
-        if mw.is_null() {
-            return Err(code(last_error()));
-        }
+        let mw = alloc_mw(&adapter)?;
         // SAFETY: just allocated.
         let rkey = unsafe { (*mw).rkey };
         Ok(MwBody {
-            _adapter: adapter,
-            mw,
+            adapter,
+            window: Mutex::new(Window {
+                mw,
+                binding: Binding::default(),
+            }),
             rkey: AtomicU32::new(rkey),
         })
     }
 
     /// The rkey for a new bind: the key's low byte advanced, as ibv_inc_rkey does.
-    pub(super) fn next_rkey(&self) -> u32 {
+    fn next_rkey(&self) -> u32 {
         let current = self.rkey.load(Ordering::Acquire);
         let next = (current & 0xFFFF_FF00) | (current.wrapping_add(1) & 0xFF);
         self.rkey.store(next, Ordering::Release);
@@ -50,13 +142,43 @@ impl MwBody {
     pub(super) fn rkey(&self) -> u32 {
         self.rkey.load(Ordering::Acquire)
     }
+
+    /// Posts a Bind of this window through QP `qp_num`: `post` gets the verbs window (allocated
+    /// anew if a QP's release took the last one) and the rkey the bind gives out, and runs under
+    /// the window's lock, so a QP's release cannot deallocate the window while it is posted.
+    pub(super) fn bind_through(
+        &self,
+        qp_num: u32,
+        post: impl FnOnce(*mut ffi::ibv_mw, u32) -> Result<HResult, HResult>,
+    ) -> Result<HResult, HResult> {
+        let mut window = lock(&self.window);
+        if window.mw.is_null() {
+            let mw = alloc_mw(&self.adapter)?;
+            // SAFETY: just allocated.
+            self.rkey.store(unsafe { (*mw).rkey }, Ordering::Release);
+            window.mw = mw;
+        }
+        let posted = post(window.mw, self.next_rkey())?;
+        window.binding.bound_through(qp_num);
+        Ok(posted)
+    }
+
+    /// Called by QP `qp_num`'s release before its verbs QP is destroyed: if this window was last
+    /// bound through it, its verbs object is deallocated (see the module's comment).
+    pub(super) fn release_from(&self, qp_num: u32) {
+        let mut window = lock(&self.window);
+        if window.binding.release_from(qp_num) && !window.mw.is_null() {
+            dealloc_mw(window.mw);
+            window.mw = std::ptr::null_mut();
+        }
+    }
 }
 
 impl Drop for MwBody {
     fn drop(&mut self) {
-        // SAFETY: allocated by new, freed once.
-        if unsafe { ffi::ibv_dealloc_mw(self.mw) } != 0 {
-            log::error!("ibv_dealloc_mw: {}", last_error());
+        let mw = lock(&self.window).mw;
+        if !mw.is_null() {
+            dealloc_mw(mw);
         }
     }
 }
@@ -83,4 +205,38 @@ unsafe extern "C" fn get_remote_token(this: *mut c_void) -> u32 {
         // SAFETY: the caller's object.
         unsafe { super::this::<MwBody>(this) }.map_or(0, MwBody::rkey)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_qps_release_takes_only_the_windows_last_bound_through_it() {
+        let mut binding = Binding::default();
+        assert!(!binding.release_from(7), "never bound");
+        binding.bound_through(7);
+        assert!(!binding.release_from(8), "bound through another QP");
+        assert!(binding.release_from(7));
+        assert!(!binding.release_from(7), "taken once");
+        binding.bound_through(7);
+        binding.bound_through(9);
+        assert!(!binding.release_from(7), "bound through QP 9 since");
+        assert!(binding.release_from(9));
+    }
+
+    #[test]
+    fn bound_windows_are_noted_once_and_only_live_ones_taken() {
+        let windows = BoundWindows::default();
+        let kept = Arc::new(1);
+        let released = Arc::new(2);
+        windows.note(&kept);
+        windows.note(&released);
+        windows.note(&kept);
+        drop(released);
+        let taken = windows.take();
+        assert_eq!(taken.len(), 1);
+        assert!(Arc::ptr_eq(&taken[0], &kept));
+        assert!(windows.take().is_empty(), "the list is emptied");
+    }
 }

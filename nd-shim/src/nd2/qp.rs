@@ -11,7 +11,7 @@ use rdma_mummy_sys as ffi;
 use super::adapter::AdapterBody;
 use super::cq::CqBody;
 use super::mr::MrBody;
-use super::mw::MwBody;
+use super::mw::{BoundWindows, MwBody};
 use super::requests::{self, QpRequests};
 use super::sge::{post_result, sge_list, Nd2Sge};
 use super::srq::SrqBody;
@@ -78,6 +78,8 @@ pub(crate) struct QpBody {
     _receive_cq: Arc<CqBody>,
     _initiator_cq: Arc<CqBody>,
     _srq: Option<Arc<SrqBody>>,
+    /// The windows bound through this QP, which its release takes ([`MwBody::release_from`]).
+    windows: BoundWindows<MwBody>,
 }
 
 impl QpBody {
@@ -104,6 +106,7 @@ impl QpBody {
             _receive_cq: receive_cq,
             _initiator_cq: initiator_cq,
             _srq: srq,
+            windows: BoundWindows::default(),
         })
     }
 
@@ -145,6 +148,11 @@ impl QpBody {
 
 impl Drop for QpBody {
     fn drop(&mut self) {
+        // Before the verbs QP goes: rxe's destroy would wait for the windows bound through it.
+        let qp_num = self.qp.qp_num();
+        for window in self.windows.take() {
+            window.release_from(qp_num);
+        }
         self.adapter.requests.close_qp(self.qp.qp_num(), &self.requests);
     }
 }
@@ -405,25 +413,30 @@ unsafe extern "C" fn bind(
         if flags & ND_OP_FLAG_ALLOW_WRITE != 0 {
             access |= A::IBV_ACCESS_REMOTE_WRITE.0;
         }
+        // Flags checked before the window gives out a new rkey.
         let mut wr = QpBody::request(
             context,
             &mut [],
             ffi::ibv_wr_opcode::IBV_WR_BIND_MW,
             flags & !(ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE),
         )?;
-        wr.bind_mw_tso_union = ffi::bind_mw_tso_union_t {
-            bind_mw: ffi::bind_mw_t {
-                mw: mw.mw,
-                rkey: mw.next_rkey(),
-                bind_info: ffi::ibv_mw_bind_info {
-                    mr: raw_mr,
-                    addr: buffer as u64,
-                    length: len as u64,
-                    mw_access_flags: access,
+        let posted = mw.bind_through(qp.qp.qp_num(), |raw_mw, rkey| {
+            wr.bind_mw_tso_union = ffi::bind_mw_tso_union_t {
+                bind_mw: ffi::bind_mw_t {
+                    mw: raw_mw,
+                    rkey,
+                    bind_info: ffi::ibv_mw_bind_info {
+                        mr: raw_mr,
+                        addr: buffer as u64,
+                        length: len as u64,
+                        mw_access_flags: access,
+                    },
                 },
-            },
-        };
-        qp.post(wr)
+            };
+            qp.post(wr)
+        })?;
+        qp.windows.note(&mw);
+        Ok(posted)
     })
 }
 
