@@ -113,6 +113,20 @@ static const char *via_name(enum via v)
     } while (0)
 #define EXPECT_INLINE(what, got, want) EXPECT_VIA(what, got, want, VIA_INLINE)
 #define EXPECT_DONE(what, got, want) EXPECT_VIA(what, got, want, VIA_COMPLETION)
+/* EXPECT_ACCEPTED(what, got): NdkAccept's STATUS_SUCCESS. It normally comes through the
+ * completion (the RTU arrives after the call returned), but a handshake that finished before the
+ * call looked at its request is reported inline, as docs/nd-conformance.md says of every request
+ * that completed before the call returned (seen once under a loaded host). Either way, once. */
+#define EXPECT_ACCEPTED(what, got)                                                       \
+    do {                                                                                 \
+        NTSTATUS gotv_ = (got);                                                          \
+        enum via came_ = last_via;                                                       \
+        last_via = VIA_NONE;                                                             \
+        if (gotv_ != STATUS_SUCCESS || came_ == VIA_NONE)                                \
+            return fail("%s: got %s %s, want STATUS_SUCCESS", (what), status_name(gotv_), \
+                        via_name(came_));                                                \
+        printf("  %s: %s %s\n", (what), status_name(gotv_), via_name(came_));            \
+    } while (0)
 
 #define ENSURE(cond, ...)                                                                \
     do {                                                                                 \
@@ -567,7 +581,7 @@ static int server_accept_first(struct server *srv, struct signal *disconnected, 
     *c = server_next(srv, 1);
     if (!*c)
         return -1;
-    EXPECT_DONE("NdkAccept", accept_on(&srv->side, *c, srv->side.qp, NULL, 0, disconnected), STATUS_SUCCESS);
+    EXPECT_ACCEPTED("NdkAccept", accept_on(&srv->side, *c, srv->side.qp, NULL, 0, disconnected));
     return 0;
 }
 
@@ -688,7 +702,7 @@ static int cad_server(struct server *srv)
         return -1;
     uint8_t rep[196];
     token_data(s, rep, sizeof rep);
-    EXPECT_DONE("NdkAccept", accept_on(s, c, s->qp, rep, sizeof rep, &srv->disconnected), STATUS_SUCCESS);
+    EXPECT_ACCEPTED("NdkAccept", accept_on(s, c, s->qp, rep, sizeof rep, &srv->disconnected));
     plen = sizeof peer;
     OK("server NdkGetPeerAddress", d->NdkGetPeerAddress(c, SA(peer), &plen));
     if (check_ipv4("server's peer", &peer, plen, CLIENT_IP, 1) < 0)
@@ -831,8 +845,8 @@ static int limit_server(struct server *srv)
     uint8_t pd[197] = {0};
     EXPECT_INLINE("NdkAccept with 197 bytes", accept_on(&srv->side, c, srv->side.qp, pd, 197, NULL),
            STATUS_INVALID_BUFFER_SIZE);
-    EXPECT_DONE("NdkAccept with 196 bytes, same connector", accept_on(&srv->side, c, srv->side.qp, pd, 196, NULL),
-           STATUS_SUCCESS);
+    EXPECT_ACCEPTED("NdkAccept with 196 bytes, same connector",
+                    accept_on(&srv->side, c, srv->side.qp, pd, 196, NULL));
     return server_close_when_done(srv, c, 10000);
 }
 
@@ -926,7 +940,7 @@ static int flush_server(struct server *srv)
         return -1;
     if (post_receive(s, 200, 0) < 0)
         return -1;
-    EXPECT_DONE("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected), STATUS_SUCCESS);
+    EXPECT_ACCEPTED("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected));
     if (exactly_once(&srv->disconnected, NULL, 0, 1000, "passive DisconnectEvent") < 0)
         return -1;
     /* The peer's disconnect flushes nothing here: the receive is still posted. */
@@ -1040,7 +1054,7 @@ static int two_port_server(struct server *srv)
             return -1;
         if (another_qp(s, &qps[i]) < 0)
             return -1;
-        EXPECT_DONE("NdkAccept", accept_on(s, accepted[i], qps[i], NULL, 0, NULL), STATUS_SUCCESS);
+        EXPECT_ACCEPTED("NdkAccept", accept_on(s, accepted[i], qps[i], NULL, 0, NULL));
     }
     signal_wait(&srv->done, 1, NULL, 0, 10000);
     for (int i = 0; i < 2; i++) {
@@ -1477,7 +1491,7 @@ static int paused_server(struct server *srv)
     ENSURE(after < 2000, "the connect event came %lld ms after the resume: not the request held during the pause",
            after);
     printf("  connect event %lld ms after the resume\n", after);
-    EXPECT_DONE("NdkAccept", server_accept(srv, c), STATUS_SUCCESS);
+    EXPECT_ACCEPTED("NdkAccept", server_accept(srv, c));
     return server_close_when_done(srv, c, 10000);
 }
 
