@@ -17,6 +17,8 @@
 # Last, per provider, both clients event-driven under `strace -c -f` (their servers native): the
 # system calls per exchange by name, every thread of the process counted (kept in
 # RIG_OUT/bench-nd2/strace.*). RIG_BENCH_STRACE_ITERS (300; 0 skips it).
+# RIG_BENCH_VERBS_OPTIONS adds options to the verbs program's runs: `--epoll` makes it wait as
+# nd-shim's leader does (epoll_wait, then the read), which tells the wait's cost from the rest.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 iterations=${RIG_BENCH_ITERATIONS:-1000}
@@ -150,7 +152,7 @@ for mode_name in "${modes[@]}"; do
                 if [[ $which == nd2 ]]; then
                     nd2=$(one "$provider" "$nd2_bin/nd2-pingpong" "${mode[@]}") || status=1
                 else
-                    verbs=$(one "$provider" "$verbs_bin" "${mode[@]}") || status=1
+                    verbs=$(one "$provider" "$verbs_bin" "${mode[@]}" ${RIG_BENCH_VERBS_OPTIONS:-}) || status=1
                 fi
             done
             [[ -n $nd2 && -n $verbs ]] || { echo "$provider round $round: a run failed"; continue; }

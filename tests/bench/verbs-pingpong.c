@@ -9,7 +9,9 @@
  * pattern(i), the server checks it and answers with pattern(i + 1), the client checks the answer;
  * one receive posted ahead on each side; every completion's status, opcode and wr_id checked.
  * Event-driven by default, as nd2-pingpong: the CQ armed (ibv_req_notify_cq) when empty and its
- * completion channel waited on; with --poll the CQ is polled. The client prints the mean round
+ * completion channel waited on; with --poll the CQ is polled; with --epoll the wait is
+ * epoll_wait on the (non-blocking) channel, then the read, as nd-shim's waiting thread does, where
+ * the default blocks in the read alone. The client prints the mean round
  * trip, the exchanges per second, the ibv_poll_cq calls per exchange and the CPU time used per
  * exchange, and per thread the context switches and system calls per exchange
  * (thread-counts.h); under valgrind
@@ -23,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #include "thread-counts.h"
@@ -57,6 +61,7 @@ struct ctx {
     struct ibv_comp_channel *channel;
     int armed;
     unsigned long polls;
+    int epoll; /* --epoll: -1, or the set the wait sleeps in (channel + an idle eventfd) */
 };
 
 static unsigned char pattern(unsigned i, uint32_t at) { return (unsigned char)(i * 31 + at * 7 + 1); }
@@ -121,6 +126,18 @@ static void setup_qp(struct ctx *c)
     c->cq = c->pd && c->channel ? ibv_create_cq(c->id->verbs, 16, NULL, c->channel, 0) : NULL;
     if (!c->cq)
         DIE("PD/CQ: %m");
+    if (c->epoll >= 0) {
+        /* As nd-shim's leader: a non-blocking channel, level-triggered, in an epoll set beside
+         * an eventfd that never fires; each wait is epoll_wait, then the read. */
+        fcntl(c->channel->fd, F_SETFL, fcntl(c->channel->fd, F_GETFL) | O_NONBLOCK);
+        int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+        if (wake < 0 || epoll_ctl(c->epoll, EPOLL_CTL_ADD, wake, &ev))
+            DIE("eventfd: %m");
+        ev.data.u64 = 1;
+        if (epoll_ctl(c->epoll, EPOLL_CTL_ADD, c->channel->fd, &ev))
+            DIE("epoll_ctl: %m");
+    }
     struct ibv_qp_init_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.send_cq = attr.recv_cq = c->cq;
@@ -178,6 +195,11 @@ static void complete(struct ctx *c, unsigned i, int want_receive, int want_send)
             }
             struct ibv_cq *cq;
             void *cq_context;
+            if (c->epoll >= 0) {
+                struct epoll_event ev;
+                while (epoll_wait(c->epoll, &ev, 1, -1) != 1)
+                    ;
+            }
             if (ibv_get_cq_event(c->channel, &cq, &cq_context))
                 DIE("ibv_get_cq_event: %m");
             ibv_ack_cq_events(cq, 1);
@@ -283,6 +305,7 @@ int main(int argc, char **argv)
 {
     struct ctx c;
     memset(&c, 0, sizeof c);
+    c.epoll = -1;
     c.iters = 1000;
     c.size = 64;
     int at;
@@ -304,6 +327,8 @@ int main(int argc, char **argv)
             c.size = (uint32_t)atoi(argv[++at]);
         else if (strcmp(argv[at], "--poll") == 0)
             c.poll = 1;
+        else if (strcmp(argv[at], "--epoll") == 0)
+            c.epoll = epoll_create1(EPOLL_CLOEXEC);
         else
             DIE("unknown option %s", argv[at]);
     }
