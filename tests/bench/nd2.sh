@@ -31,7 +31,9 @@ case ${RIG_BENCH_POLL:-} in
 esac
 export RIG_TIMEOUT=1200
 
-# The system-call counters of thread-counts.h need tracefs.
+# The client's counts per thread (tests/bench/thread-counts.h, which says why they are asked
+# for); the system-call counters need tracefs.
+export THREAD_COUNTS=1
 [[ -e /sys/kernel/tracing/events ]] || mount -t tracefs tracefs /sys/kernel/tracing 2> /dev/null || true
 
 nd2_bin=$RIG_ROOT/target/nd2

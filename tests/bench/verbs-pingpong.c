@@ -14,7 +14,7 @@
  * the default blocks in the read alone. The client prints the mean round
  * trip, the exchanges per second, the ibv_poll_cq calls per exchange and the CPU time used per
  * exchange, and per thread the context switches and system calls per exchange
- * (thread-counts.h); under valgrind
+ * (with THREAD_COUNTS=1: thread-counts.h); under valgrind
  * --tool=callgrind --collect-atstart=no only the client's exchanges are counted.
  */
 #include <arpa/inet.h>

@@ -27,7 +27,7 @@
  * length is checked. The client prints the mean round trip, the exchanges per second, the
  * GetResults calls per exchange (two find a completion, the rest find the CQ empty) and the CPU
  * time its process (every thread, the shim's too) used per exchange, and per thread the context
- * switches and system calls per exchange (tests/bench/thread-counts.h). Under
+ * switches and system calls per exchange (with THREAD_COUNTS=1: tests/bench/thread-counts.h). Under
  * valgrind --tool=callgrind --collect-atstart=no only the client's exchanges are counted
  * (tests/bench/nd2.sh).
  */
