@@ -21,7 +21,13 @@ rig_log() { printf 'rig: %s\n' "$*" >&2; }
 rig_setup_network() {
     modprobe rdma_rxe || { rig_log "modprobe rdma_rxe failed"; return 1; }
     ip link set lo up
-    ip link add veth0 type veth peer name veth1
+    # Fixed MAC addresses: a veth made with a random one gets another from udev a moment later
+    # (MACAddressPolicy=persistent, as on Debian 13 and sid), and an rxe device made before that
+    # keeps a default GID (index 0, the link-local address of the first MAC) that no address
+    # answers for any more: every test that picks it fails its AH or RTR with ETIMEDOUT (sid's
+    # stock pyverbs run on rxe0 did, 68 tests). An address given here is left alone by udev.
+    ip link add veth0 address 02:00:c6:12:00:01 type veth peer name veth1 address 02:00:c6:12:00:02
+    udevadm settle --timeout=10 2> /dev/null || true
     ip addr add "$RIG_SERVER_IP/24" dev veth0
     ip addr add "$RIG_CLIENT_IP/24" dev veth1
     ip link set veth0 up
