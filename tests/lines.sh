@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The other Debian lines, each in its own userland and kernel, and two machines: the runs that do
-# not fit in tests/check.sh's hour on a 2-core machine without KVM, in sequence or beside its
-# Debian 12 boot (docs/lines.md has the times). Builds nothing: run after tests/check.sh, or after
-# `cargo build --release --workspace && tests/nd2/build.sh && packaging/build.sh`.
+# The other Debian lines, each in its own userland and kernel, and two machines: the second half of
+# tests/check.sh, after its Debian 12 boot (docs/lines.md has the times). Builds nothing: run by
+# tests/check.sh, or alone after `cargo build --release --workspace && tests/nd2/build.sh &&
+# packaging/build.sh`.
 #
 #   tests/lines.sh [--lines-only] [LINE...]    LINE: trixie, sid (default: both), then the
 #                                              two-guest run (not with --lines-only)
@@ -10,7 +10,8 @@
 # Per line, one boot: provider-load, packages, pyverbs (stock and rxe_rs, compared test by test)
 # and peers-rxe_rs; results in target/rig/LINE/. Then tests/rig/two-guests (Debian 12 server,
 # Debian 13 client; RIG_DEBIAN picks the client's line). The roots are made on the first run
-# (tests/rig/make-root.sh, about 15 minutes each here). Every boot prints its time.
+# (tests/rig/make-root.sh: 89 s and 127 s at once on a quiet host; tests/check.sh makes them
+# while it builds). Every boot prints its time.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
