@@ -6,9 +6,13 @@
 # RIG_BENCH_POLL=1, one mode after the other with RIG_BENCH_POLL=both (under software emulation
 # two spinning processes starve the kernel's rxe work on 2 CPUs, so polled figures there measure
 # the scheduler more than the stack). The two programs alternate which goes first in each round.
-# Prints each run's mean round trip, exchanges per second, CQ polls and CPU time per exchange side
-# by side, with the clients' context switches and system calls per exchange, per thread
-# (tests/bench/thread-counts.h: exact counts, unlike the times), then the medians over the rounds and the ratios ND2 / verbs; never fails on a time. RIG_BENCH_ITERATIONS (1000), RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
+# Prints each run's mean round trip, exchanges per second, CQ polls, CPU time per exchange and
+# typical round trip (the median of the run's exchanges, each timed: tests/bench/round-trips.h)
+# side by side, with the clients' context switches and system calls per exchange, per thread
+# (tests/bench/thread-counts.h: exact counts, unlike the times; the system calls include the
+# clock read that times each exchange, the guest's clock having no vDSO), then the medians over
+# the rounds and the ratios ND2 / verbs; never fails on a time. RIG_BENCH_ITERATIONS (1000),
+# RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
 # Then, per provider, both clients polling under valgrind's callgrind (their servers polling
 # natively), only the exchanges counted: user-space instructions per exchange, the polls per
 # exchange, and the functions they go to (callgrind_annotate, kept in RIG_OUT/bench-nd2/).
@@ -74,17 +78,20 @@ failed() {
 }
 
 # one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS CPU_US
-# VOLUNTARY INVOLUNTARY SYSCALLS" and on a second line the client's counts per thread, or fails
-# (POLLS: CQ polls per exchange, two of which find a completion; CPU_US: the client process's CPU
-# time per exchange, every thread; VOLUNTARY, INVOLUNTARY: its context switches per exchange,
-# every thread; SYSCALLS: its system calls per exchange, every thread, or n/a:
-# tests/bench/thread-counts.h)
+# TYPICAL_US VOLUNTARY INVOLUNTARY SYSCALLS" and on a second line the client's counts per thread,
+# or fails (ROUND_TRIP_US: the mean; POLLS: CQ polls per exchange, two of which find a completion;
+# CPU_US: the client process's CPU time per exchange, every thread; TYPICAL_US: the median of the
+# exchanges' round trips, or n/a if the client did not print it: tests/bench/round-trips.h;
+# VOLUNTARY, INVOLUNTARY: its context switches per exchange, every thread; SYSCALLS: its system
+# calls per exchange, every thread, or n/a: tests/bench/thread-counts.h)
 one() {
-    local provider=$1 program=$2 out
+    local provider=$1 program=$2 out typical
     shift 2
     out=$(run_pair "$provider" "$program" "$iterations" "$@" 2>&1) ||
         { printf '%s\n' "$out" | sed 's/^/    | /' >&2; return 1; }
+    typical=$(sed -n 's/^client latency per exchange: typical \([0-9.]*\) us,.*/\1/p' <<< "$out")
     echo "$(sed -n 's/.*mean round trip \([0-9.]*\) us, \([0-9]*\) exchanges\/s, \([0-9.]*\) .*, \([0-9.]*\) us of CPU.*/\1 \2 \3 \4/p' <<< "$out")" \
+        "${typical:-n/a}" \
         "$(sed -n 's/^client counts per exchange: total \([0-9.]*\) voluntary, \([0-9.]*\) involuntary, \([0-9.n/a]*\) syscalls.*/\1 \2 \3/p' <<< "$out")"
     grep '^client counts per exchange' <<< "$out" | sed 's/^client counts per exchange: total [^|]*| //'
 }
@@ -142,8 +149,8 @@ for mode_name in "${modes[@]}"; do
     mode=()
     [[ $mode_name == polling ]] && mode=(--poll)
     echo "send/receive ping-pong, $iterations exchanges of $size bytes, $mode_name; server rxe0, client rxe1"
-    printf '%-8s %-6s %38s %38s\n' provider round "ND2: round trip us, /s, polls, cpu us" \
-        "verbs: round trip us, /s, polls, cpu us"
+    printf '%-8s %-6s %51s %51s\n' provider round "ND2: round trip us, /s, polls, cpu us, typical us" \
+        "verbs: round trip us, /s, polls, cpu us, typical us"
     for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
         runs=()
         for ((round = 1; round <= rounds; round++)); do
@@ -158,14 +165,14 @@ for mode_name in "${modes[@]}"; do
                 fi
             done
             [[ -n $nd2 && -n $verbs ]] || { echo "$provider round $round: a run failed"; continue; }
-            read -r nrt nrate npolls ncpu nvol ninv nsys <<< "$(head -n 1 <<< "$nd2")"
-            read -r vrt vrate vpolls vcpu vvol vinv vsys <<< "$(head -n 1 <<< "$verbs")"
-            printf '%-8s %-6s %14s %9s %7s %6s %14s %9s %7s %6s\n' "$provider" "$round" "$nrt" "$nrate" "$npolls" \
-                "$ncpu" "$vrt" "$vrate" "$vpolls" "$vcpu"
+            read -r nrt nrate npolls ncpu ntyp nvol ninv nsys <<< "$(head -n 1 <<< "$nd2")"
+            read -r vrt vrate vpolls vcpu vtyp vvol vinv vsys <<< "$(head -n 1 <<< "$verbs")"
+            printf '%-8s %-6s %16s %9s %7s %6s %9s %16s %9s %7s %6s %9s\n' "$provider" "$round" "$nrt" "$nrate" \
+                "$npolls" "$ncpu" "$ntyp" "$vrt" "$vrate" "$vpolls" "$vcpu" "$vtyp"
             # Per exchange, the client's: context switches voluntary/involuntary, system calls.
             printf '  counts  ND2 %s/%s/%s: %s\n' "$nvol" "$ninv" "$nsys" "$(tail -n +2 <<< "$nd2")"
             printf '  counts  verbs %s/%s/%s: %s\n' "$vvol" "$vinv" "$vsys" "$(tail -n +2 <<< "$verbs")"
-            runs+=("$nrt $nrate $vrt $vrate $ncpu $vcpu")
+            runs+=("$nrt $nrate $vrt $vrate $ncpu $vcpu $ntyp $vtyp")
         done
         ((${#runs[@]} > 0)) || continue
         # Medians over the rounds: a round the emulator stalled in moves a mean, not a median.
@@ -175,10 +182,16 @@ for mode_name in "${modes[@]}"; do
         vrate=$(printf '%s\n' "${runs[@]}" | awk '{ print $4 }' | median)
         ncpu=$(printf '%s\n' "${runs[@]}" | awk '{ print $5 }' | median)
         vcpu=$(printf '%s\n' "${runs[@]}" | awk '{ print $6 }' | median)
+        # The rounds that have a typical round trip (none: 0, shown as n/a).
+        ntyp=$(printf '%s\n' "${runs[@]}" | awk '$7 != "n/a" { print $7 }' | median)
+        vtyp=$(printf '%s\n' "${runs[@]}" | awk '$8 != "n/a" { print $8 }' | median)
         awk -v p="$provider" -v nrt="$nrt" -v nrate="$nrate" -v vrt="$vrt" -v vrate="$vrate" -v ncpu="$ncpu" \
-            -v vcpu="$vcpu" 'BEGIN {
-            printf "%-8s %-6s %14.1f %9.0f %7s %6.1f %14.1f %9.0f %7s %6.1f   ND2/verbs: round trip %.3f, rate %.3f, cpu %.3f\n",
-                p, "median", nrt, nrate, "", ncpu, vrt, vrate, "", vcpu, nrt / vrt, nrate / vrate, ncpu / vcpu }'
+            -v vcpu="$vcpu" -v ntyp="$ntyp" -v vtyp="$vtyp" 'BEGIN {
+            nt = ntyp > 0 ? sprintf("%.1f", ntyp) : "n/a"
+            vt = vtyp > 0 ? sprintf("%.1f", vtyp) : "n/a"
+            typical = ntyp > 0 && vtyp > 0 ? sprintf("%.3f", ntyp / vtyp) : "n/a"
+            printf "%-8s %-6s %16.1f %9.0f %7s %6.1f %9s %16.1f %9.0f %7s %6.1f %9s   ND2/verbs: round trip %.3f, rate %.3f, cpu %.3f, typical %s\n",
+                p, "median", nrt, nrate, "", ncpu, nt, vrt, vrate, "", vcpu, vt, nrt / vrt, nrate / vrate, ncpu / vcpu, typical }'
     done
 done
 

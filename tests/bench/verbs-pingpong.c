@@ -14,7 +14,9 @@
  * the default blocks in the read alone. The client prints the mean round
  * trip, the exchanges per second, the ibv_poll_cq calls per exchange and the CPU time used per
  * exchange, and per thread the context switches and system calls per exchange
- * (with THREAD_COUNTS=1: thread-counts.h); under valgrind
+ * (with THREAD_COUNTS=1: thread-counts.h), then the typical (median), min, 99th percentile and
+ * max of the exchanges' round trips, each exchange timed as nd2-pingpong times it
+ * (round-trips.h); under valgrind
  * --tool=callgrind --collect-atstart=no only the client's exchanges are counted.
  */
 #include <arpa/inet.h>
@@ -29,6 +31,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "round-trips.h"
 #include "thread-counts.h"
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -277,11 +280,14 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
         DIE("rdma_connect: %m");
     expect_event(c, RDMA_CM_EVENT_ESTABLISHED);
     c->polls = 0;
+    struct round_trips trips;
+    round_trips_init(&trips, c->iters);
     struct thread_counts counts;
     thread_counts_start(&counts);
     CALLGRIND_TOGGLE_COLLECT;
     double start = now_us(), cpu_start = cpu_us();
     for (unsigned i = 0; i < c->iters; i++) {
+        round_trips_stamp(&trips, i);
         post_receive(c, i);
         fill(c->buf + c->size, c->size, i);
         post_send(c, i);
@@ -289,6 +295,7 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
         if (!matches(c->buf, c->size, i + 1))
             DIE("answer %u differs", i);
     }
+    round_trips_stamp(&trips, c->iters);
     double elapsed = now_us() - start, cpu = cpu_us() - cpu_start;
     CALLGRIND_TOGGLE_COLLECT;
     printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
@@ -296,6 +303,7 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
            c->iters, c->size, c->poll ? "polling" : "event-driven", elapsed / c->iters, c->iters / (elapsed / 1e6),
            (double)c->polls / c->iters, cpu / c->iters);
     thread_counts_print(&counts, "client", c->iters);
+    round_trips_print(&trips, "client");
     rdma_disconnect(c->id);
     expect_event(c, RDMA_CM_EVENT_DISCONNECTED);
     return 0;

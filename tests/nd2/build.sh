@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the ND2 example programs (tests/nd2/*.cpp) with g++ against nd-shim's ND2 headers only,
 # linked with -lnd_shim from target/release (cargo build --release first), into target/nd2/ (or
-# ND2_OUT). Rebuilds a program only when it is older than its source, the shared header, the ND2
+# ND2_OUT). Rebuilds a program only when it is older than its source, the shared headers, the ND2
 # headers or the library; with ND2_CHECK_ONLY=1, only fails if one would be rebuilt.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -11,7 +11,7 @@ lib=$root/target/release/libnd_shim.so
 [[ -n ${ND2_CHECK_ONLY:-} ]] || mkdir -p "$out"
 for src in "$root"/tests/nd2/*.cpp; do
     bin=$out/$(basename "$src" .cpp)
-    if [[ -x $bin && $bin -nt $src && $bin -nt $root/tests/nd2/nd2-common.h && $bin -nt $root/tests/bench/thread-counts.h && $bin -nt $lib ]] &&
+    if [[ -x $bin && $bin -nt $src && $bin -nt $root/tests/nd2/nd2-common.h && $bin -nt $root/tests/bench/thread-counts.h && $bin -nt $root/tests/bench/round-trips.h && $bin -nt $lib ]] &&
         [[ -z $(find "$root/nd-shim/include/nd2" -newer "$bin") ]]; then
         continue
     fi

@@ -27,13 +27,17 @@
  * length is checked. The client prints the mean round trip, the exchanges per second, the
  * GetResults calls per exchange (two find a completion, the rest find the CQ empty) and the CPU
  * time its process (every thread, the shim's too) used per exchange, and per thread the context
- * switches and system calls per exchange (with THREAD_COUNTS=1: tests/bench/thread-counts.h). Under
+ * switches and system calls per exchange (with THREAD_COUNTS=1: tests/bench/thread-counts.h), then
+ * the typical (median), min, 99th percentile and max of the exchanges' round trips, each exchange
+ * timed as tests/bench/verbs-pingpong.c times it (tests/bench/round-trips.h). Under
  * valgrind --tool=callgrind --collect-atstart=no only the client's exchanges are counted
  * (tests/bench/nd2.sh).
  */
 #include "nd2-common.h"
 /* Linux only, for tests/bench/nd2.sh: context switches and system calls per thread. */
 #include "../bench/thread-counts.h"
+/* Each exchange's round trip, timed as tests/bench/verbs-pingpong.c times it. */
+#include "../bench/round-trips.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -293,17 +297,21 @@ private:
         EXPECT(replyLen == sizeof reply && strcmp(reply, "pong") == 0);
 
         m_polls = 0;
+        round_trips trips;
+        round_trips_init(&trips, m_opt.iters);
         thread_counts counts;
         thread_counts_start(&counts);
         CALLGRIND_TOGGLE_COLLECT;
         double start = nd2_now_us(), cpuStart = nd2_cpu_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
+            round_trips_stamp(&trips, i);
             PostReceive(i);
             fill(SendBuf(), m_opt.size, i);
             PostSend(i);
             Complete(i, true, true);
             EXPECT(matches(RecvBuf(), m_opt.size, i + 1));
         }
+        round_trips_stamp(&trips, m_opt.iters);
         double elapsed = nd2_now_us() - start, cpu = nd2_cpu_us() - cpuStart;
         CALLGRIND_TOGGLE_COLLECT;
         Disarm();
@@ -312,6 +320,7 @@ private:
                m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
                m_opt.iters / (elapsed / 1e6), static_cast<double>(m_polls) / m_opt.iters, cpu / m_opt.iters);
         thread_counts_print(&counts, "client", m_opt.iters);
+        round_trips_print(&trips, "client");
         phase = nd2_now_us();
         if (m_opt.serverDisconnects) {
             CHECK_HR(m_waiter->Wait(m_connector, m_connector->NotifyDisconnect(m_waiter->Ov())));
