@@ -9,8 +9,7 @@
 # Prints each run's mean round trip, exchanges per second, CQ polls, CPU time per exchange and
 # typical round trip (the median of the run's exchanges, each timed: tests/bench/round-trips.h)
 # side by side, with the clients' context switches and system calls per exchange, per thread
-# (tests/bench/thread-counts.h: exact counts, unlike the times; the system calls include the
-# clock read that times each exchange, the guest's clock having no vDSO), then the medians over
+# (tests/bench/thread-counts.h: exact counts, unlike the times), then the medians over
 # the rounds and the ratios ND2 / verbs; never fails on a time. RIG_BENCH_ITERATIONS (1000),
 # RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
 # Then, per provider, both clients polling under valgrind's callgrind (their servers polling
