@@ -22,7 +22,9 @@
 # system calls per exchange by name, every thread of the process counted (kept in
 # RIG_OUT/bench-nd2/strace.*). RIG_BENCH_STRACE_ITERS (300; 0 skips it).
 # RIG_BENCH_VERBS_OPTIONS adds options to the verbs program's runs: `--epoll` makes it wait as
-# nd-shim's leader does (epoll_wait, then the read), which tells the wait's cost from the rest.
+# nd-shim's leader does (epoll_wait, then the read), which tells the wait's cost from the rest;
+# `--touch-pages N` makes it read a byte of each of N pages after every completion (a bigger
+# working set per wake-up: docs/nd2-performance.md, session 11).
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 iterations=${RIG_BENCH_ITERATIONS:-1000}

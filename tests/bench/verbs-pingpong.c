@@ -11,7 +11,9 @@
  * Event-driven by default, as nd2-pingpong: the CQ armed (ibv_req_notify_cq) when empty and its
  * completion channel waited on; with --poll the CQ is polled; with --epoll the wait is
  * epoll_wait on the (non-blocking) channel, then the read, as nd-shim's waiting thread does, where
- * the default blocks in the read alone. The client prints the mean round
+ * the default blocks in the read alone; --touch-pages N reads one byte of each of N pages after
+ * every completion, a program with a bigger working set (tests/bench/nd2.sh's experiment on what a
+ * wake-up costs under emulation: docs/nd2-performance.md). The client prints the mean round
  * trip, the exchanges per second, the ibv_poll_cq calls per exchange and the CPU time used per
  * exchange, and per thread the context switches and system calls per exchange
  * (with THREAD_COUNTS=1: thread-counts.h), then the typical (median), min, 99th percentile and
@@ -65,6 +67,9 @@ struct ctx {
     int armed;
     unsigned long polls;
     int epoll; /* --epoll: -1, or the set the wait sleeps in (channel + an idle eventfd) */
+    unsigned touch_pages;               /* --touch-pages N: pages read after each completion */
+    const volatile unsigned char *touch; /* their buffer, written once before the exchanges */
+    unsigned touched;                    /* what the reads added up to (kept, so they are made) */
 };
 
 static unsigned char pattern(unsigned i, uint32_t at) { return (unsigned char)(i * 31 + at * 7 + 1); }
@@ -209,6 +214,9 @@ static void complete(struct ctx *c, unsigned i, int want_receive, int want_send)
             c->armed = 0;
             continue;
         }
+        /* --touch-pages: one byte of each of N pages, a line apart from page to page. */
+        for (unsigned k = 0; k < c->touch_pages; k++)
+            c->touched += c->touch[(size_t)k * 4096 + k % 64 * 64];
         if (wc.status != IBV_WC_SUCCESS)
             DIE("completion %s", ibv_wc_status_str(wc.status));
         if (wc.opcode == IBV_WC_RECV) {
@@ -337,11 +345,20 @@ int main(int argc, char **argv)
             c.poll = 1;
         else if (strcmp(argv[at], "--epoll") == 0)
             c.epoll = epoll_create1(EPOLL_CLOEXEC);
+        else if (strcmp(argv[at], "--touch-pages") == 0 && at + 1 < argc)
+            c.touch_pages = (unsigned)atoi(argv[++at]);
         else
             DIE("unknown option %s", argv[at]);
     }
     if (c.iters == 0 || c.size == 0)
         DIE("--iters and --size must be positive");
+    if (c.touch_pages) {
+        unsigned char *touch = malloc((size_t)c.touch_pages * 4096);
+        if (!touch)
+            DIE("no memory for %u pages", c.touch_pages);
+        memset(touch, 1, (size_t)c.touch_pages * 4096);
+        c.touch = touch;
+    }
     c.ec = rdma_create_event_channel();
     if (!c.ec)
         DIE("rdma_create_event_channel: %m");
@@ -349,6 +366,7 @@ int main(int argc, char **argv)
     rdma_destroy_qp(c.id);
     ibv_dereg_mr(c.mr);
     free(c.buf);
+    free((void *)c.touch);
     if (c.armed) {
         /* Armed, and a completion polled after arming raised an event too: destroying the CQ
          * waits for every event it reported to be acknowledged. */
