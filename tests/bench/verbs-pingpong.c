@@ -72,6 +72,9 @@ struct ctx {
     unsigned touched;                    /* what the reads added up to (kept, so they are made) */
 };
 
+/* --touch-pages: at most 4 GiB of pages. */
+#define MAX_TOUCH_PAGES (1u << 20)
+
 static unsigned char pattern(unsigned i, uint32_t at) { return (unsigned char)(i * 31 + at * 7 + 1); }
 
 static void fill(unsigned char *b, uint32_t size, unsigned i)
@@ -345,8 +348,13 @@ int main(int argc, char **argv)
             c.poll = 1;
         else if (strcmp(argv[at], "--epoll") == 0)
             c.epoll = epoll_create1(EPOLL_CLOEXEC);
-        else if (strcmp(argv[at], "--touch-pages") == 0 && at + 1 < argc)
-            c.touch_pages = (unsigned)atoi(argv[++at]);
+        else if (strcmp(argv[at], "--touch-pages") == 0 && at + 1 < argc) {
+            char *end;
+            unsigned long pages = strtoul(argv[++at], &end, 10);
+            if (*argv[at] == '\0' || *end != '\0' || pages > MAX_TOUCH_PAGES)
+                DIE("--touch-pages %s: expected a number of pages, at most %u", argv[at], MAX_TOUCH_PAGES);
+            c.touch_pages = (unsigned)pages;
+        }
         else
             DIE("unknown option %s", argv[at]);
     }
