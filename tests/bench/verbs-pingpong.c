@@ -74,6 +74,20 @@ struct ctx {
 
 /* --touch-pages: at most 4 GiB of pages. */
 #define MAX_TOUCH_PAGES (1u << 20)
+/* --iters: each exchange keeps an 8-byte stamp (round-trips.h). --size: one buffer of 2 * B. */
+#define MAX_ITERS 10000000u
+#define MAX_SIZE (1u << 30)
+
+/* A whole decimal number from min to max for OPTION, else the program says so and exits 1 (atoi
+ * took "x" for 0 and "-1" for 4294967295). */
+static unsigned parse_count(const char *option, const char *text, unsigned min, unsigned max)
+{
+    char *end;
+    unsigned long value = strtoul(text, &end, 10);
+    if (*text < '0' || *text > '9' || *end != '\0' || value < min || value > max)
+        DIE("%s %s: expected a whole number from %u to %u", option, text, min, max);
+    return (unsigned)value;
+}
 
 static unsigned char pattern(unsigned i, uint32_t at) { return (unsigned char)(i * 31 + at * 7 + 1); }
 
@@ -334,32 +348,28 @@ int main(int argc, char **argv)
     } else if (argc >= 5 && strcmp(argv[1], "client") == 0) {
         at = 5;
     } else {
-        fprintf(stderr, "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll]\n"
-                        "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll]\n",
+        fprintf(stderr,
+                "usage: %s server LOCAL_IP PORT [OPTION...]\n"
+                "       %s client LOCAL_IP SERVER_IP PORT [OPTION...]\n"
+                "options: --iters N, --size B, --poll (spin on the CQ), --epoll (wait in epoll_wait,\n"
+                "         then read the channel), --touch-pages N (read a byte of N pages per completion)\n",
                 argv[0], argv[0]);
         return 2;
     }
     for (; at < argc; at++) {
         if (strcmp(argv[at], "--iters") == 0 && at + 1 < argc)
-            c.iters = (unsigned)atoi(argv[++at]);
+            c.iters = parse_count("--iters", argv[++at], 1, MAX_ITERS);
         else if (strcmp(argv[at], "--size") == 0 && at + 1 < argc)
-            c.size = (uint32_t)atoi(argv[++at]);
+            c.size = parse_count("--size", argv[++at], 1, MAX_SIZE);
         else if (strcmp(argv[at], "--poll") == 0)
             c.poll = 1;
         else if (strcmp(argv[at], "--epoll") == 0)
             c.epoll = epoll_create1(EPOLL_CLOEXEC);
-        else if (strcmp(argv[at], "--touch-pages") == 0 && at + 1 < argc) {
-            char *end;
-            unsigned long pages = strtoul(argv[++at], &end, 10);
-            if (*argv[at] == '\0' || *end != '\0' || pages > MAX_TOUCH_PAGES)
-                DIE("--touch-pages %s: expected a number of pages, at most %u", argv[at], MAX_TOUCH_PAGES);
-            c.touch_pages = (unsigned)pages;
-        }
+        else if (strcmp(argv[at], "--touch-pages") == 0 && at + 1 < argc)
+            c.touch_pages = parse_count("--touch-pages", argv[++at], 0, MAX_TOUCH_PAGES);
         else
             DIE("unknown option %s", argv[at]);
     }
-    if (c.iters == 0 || c.size == 0)
-        DIE("--iters and --size must be positive");
     if (c.touch_pages) {
         unsigned char *touch = malloc((size_t)c.touch_pages * 4096);
         if (!touch)

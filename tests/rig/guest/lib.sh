@@ -53,12 +53,15 @@ rig_setup_network() {
     [[ -n $active ]] || { rig_log "rxe0/rxe1 did not become ACTIVE"; return 1; }
     # The veths' IPv6 link-local addresses are GIDs too: a test that resolves one while duplicate
     # address detection still runs fails its AH or RTR with ETIMEDOUT, with either provider (the
-    # first pyverbs suite of a boot did). Wait for it to end (a few seconds), at most 60 s.
+    # first pyverbs suite of a boot did). Wait for it to end (a few seconds), at most 60 s: until
+    # both veths have their link-local address (just after the link comes up it is not there yet,
+    # so "nothing tentative" alone can pass too early) and none is tentative.
     for i in $(seq 600); do
-        [[ -z $(ip -6 addr show tentative) ]] && return 0
+        [[ -n $(ip -6 addr show dev veth0 scope link) && -n $(ip -6 addr show dev veth1 scope link) &&
+            -z $(ip -6 addr show tentative) ]] && return 0
         sleep 0.1
     done
-    rig_log "IPv6 duplicate address detection still running after 60 s; going on"
+    rig_log "the veths' IPv6 link-local addresses still missing or tentative after 60 s; going on"
     return 0
 }
 
