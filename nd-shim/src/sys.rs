@@ -218,10 +218,23 @@ impl Drop for EventChannel {
 }
 
 pub fn set_nonblocking(fd: i32) -> Result<(), NdStatus> {
+    set_nonblocking_to(fd, true)
+}
+
+/// O_NONBLOCK on (`nonblocking`) or off for the open file of `fd`.
+pub fn set_nonblocking_to(fd: i32, nonblocking: bool) -> Result<(), NdStatus> {
     // SAFETY: fcntl on an fd the caller owns; failure is reported.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(last_error());
+    }
+    let wanted = if nonblocking {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
     // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+    if wanted != flags && unsafe { libc::fcntl(fd, libc::F_SETFL, wanted) } < 0 {
         return Err(last_error());
     }
     Ok(())

@@ -62,6 +62,14 @@ pub(crate) struct AdapterBody {
     pub(super) requests: Requests,
 }
 
+impl Drop for AdapterBody {
+    fn drop(&mut self) {
+        // A leader in a direct read of the channel holds it: wake it, so that the channel and
+        // the device go now, not at its next event.
+        self.notify.release_readers();
+    }
+}
+
 /// The adapter's id: its IPv4 address (or the low 64 bits of its IPv6 one), which the address
 /// helpers can find again.
 pub(crate) fn adapter_id(ip: IpAddr) -> u64 {

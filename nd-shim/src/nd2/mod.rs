@@ -36,6 +36,7 @@ use crate::sys;
 
 mod adapter;
 mod cq;
+mod doorbell;
 mod iids;
 mod ind2_adapter;
 mod ind2_connector;

@@ -9,15 +9,17 @@
 
 use parking_lot::Mutex;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ffi;
 
+use super::doorbell::Doorbell;
 use super::int_map::IntMap;
 use super::pump::{self, Drain, Registration};
 use super::{code, HResult};
 use crate::status::NdStatus;
-use crate::sys::{last_error, set_nonblocking};
+use crate::sys::{last_error, set_nonblocking, set_nonblocking_to};
 use crate::Adapter;
 
 /// What the channel's thread calls when the channel reports a CQ's event.
@@ -32,13 +34,38 @@ unsafe impl Send for RawChannel {}
 // SAFETY: as above.
 unsafe impl Sync for RawChannel {}
 
+/// Events read from the channel are acknowledged this many at a time, per CQ: an
+/// acknowledgement is a mutex and a condition signal in libibverbs (about 95 instructions), and
+/// ibv_ack_cq_events(3) recommends acknowledging several at once. The rest are acknowledged when
+/// the CQ leaves the channel, before anything can destroy it (ibv_destroy_cq waits for them).
+const ACK_BATCH: u32 = 64;
+
+/// Where a CQ's events go, and how many of them are read but not yet acknowledged.
+struct Route {
+    target: Weak<dyn Notified>,
+    unacked: u32,
+}
+
 /// The adapter's completion channel and the CQs it reports for.
 pub(crate) struct NotifyChannel {
     channel: RawChannel,
-    /// CQ handle -> what to tell of its events (parking_lot's: looked up on every event).
-    cqs: Mutex<IntMap<usize, Weak<dyn Notified>>>,
+    /// CQ handle -> its route (parking_lot's: looked up on every event).
+    cqs: Mutex<IntMap<usize, Route>>,
     /// The channel's place in the pump's epoll set (set once, right after creation).
     registration: Mutex<Option<Registration>>,
+    /// What ends another thread's blocking read of the channel; without one the channel is never
+    /// blocking. Taken (destroyed) before the channel is.
+    doorbell: Mutex<Option<Arc<Doorbell>>>,
+    /// The doorbell's verbs CQ (0 if none): looked at for every event, without the lock.
+    doorbell_cq: usize,
+    /// The channel is in blocking mode (the pump's relay is parked).
+    blocking: AtomicBool,
+    /// Held by every read that must not block (the drains, which then look first whether an
+    /// event is there when the channel is blocking) and by turning blocking mode on, so that no
+    /// drain reads a channel that turned blocking after it looked.
+    reader: Mutex<()>,
+    /// Threads in a blocking read of the channel (its drop rings them out first).
+    reading: AtomicUsize,
 }
 
 impl NotifyChannel {
@@ -49,10 +76,16 @@ impl NotifyChannel {
         if raw.is_null() {
             return Err(code(last_error()));
         }
+        let doorbell = Doorbell::new(&adapter.inner, raw).map(Arc::new);
         let channel = Arc::new(NotifyChannel {
             channel: RawChannel(raw),
             cqs: Mutex::new(IntMap::default()),
             registration: Mutex::new(None),
+            doorbell_cq: doorbell.as_ref().map_or(0, |d| d.cq() as usize),
+            doorbell: Mutex::new(doorbell),
+            blocking: AtomicBool::new(false),
+            reader: Mutex::new(()),
+            reading: AtomicUsize::new(0),
         });
         // SAFETY: the channel was just created and is open.
         set_nonblocking(unsafe { (*raw).fd }).map_err(code)?;
@@ -64,13 +97,16 @@ impl NotifyChannel {
             .spawn(move || {
                 // A panic here must not unwind into the runtime's thread start (foreign edge:
                 // nothing calls back into the application from this thread, but stay fenced).
-                super::boundary("nd2-cq-notify", (), || loop {
-                    // Holds no reference while it sleeps: the adapter's last Release ends it
-                    // within one turn.
-                    if weak.strong_count() == 0 {
-                        return;
+                super::boundary("nd2-cq-notify", (), || {
+                    let mut relay = pump::Relay::new();
+                    loop {
+                        // Holds no reference while it sleeps: the adapter's last Release ends it
+                        // within one turn.
+                        if weak.strong_count() == 0 {
+                            return;
+                        }
+                        relay.turn(100);
                     }
-                    pump::relay(100);
                 })
             })
             .map_err(|_| NdStatus::ND_INSUFFICIENT_RESOURCES.0)?;
@@ -84,38 +120,166 @@ impl NotifyChannel {
 
     /// From now on, the events of verbs CQ `cq` go to `target` (while it lives).
     pub(crate) fn register(&self, cq: *mut ffi::ibv_cq, target: Weak<dyn Notified>) {
-        self.cqs.lock().insert(cq as usize, target);
+        let mut cqs = self.cqs.lock();
+        match cqs.get_mut(&(cq as usize)) {
+            // Keeps the count: those events still need their acknowledgement.
+            Some(route) => route.target = target,
+            None => {
+                cqs.insert(cq as usize, Route { target, unacked: 0 });
+            }
+        }
     }
 
-    /// The events of verbs CQ `cq` go nowhere.
+    /// The events of verbs CQ `cq` go nowhere, and those read are all acknowledged. The caller
+    /// keeps `cq` alive until this returns.
     pub(crate) fn unregister(&self, cq: *mut ffi::ibv_cq) {
-        self.cqs.lock().remove(&(cq as usize));
+        let unacked = self.cqs.lock().remove(&(cq as usize)).map_or(0, |route| route.unacked);
+        if unacked > 0 {
+            // SAFETY: the caller's CQ is live; these events were read from it and not acknowledged.
+            unsafe { ffi::ibv_ack_cq_events(cq, unacked) };
+        }
     }
 
     fn fd(&self) -> i32 {
         // SAFETY: the channel is open while self lives.
         unsafe { (*self.channel.0).fd }
     }
-}
 
-impl Drain for NotifyChannel {
-    /// One event of the channel (it is non-blocking), told to its CQ. One read, not a loop to
-    /// EAGAIN: the pump's sets are level-triggered and report a channel with more again.
-    fn drain(&self) {
-        let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
-        let mut context: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the channel is open and non-blocking; the out pointers are live locals.
-        if unsafe { ffi::ibv_get_cq_event(self.channel.0, &mut cq, &mut context) } != 0 {
+    /// Rings a thread out of a direct read of the channel, if one is in it (the adapter is going:
+    /// that thread holds the channel while it reads, and lets it go when it wakes).
+    pub(crate) fn release_readers(&self) {
+        if self.reading.load(Ordering::SeqCst) > 0 {
+            self.ring();
+        }
+    }
+
+    fn doorbell(&self) -> Option<Arc<Doorbell>> {
+        self.doorbell.lock().clone()
+    }
+
+    /// An event read from the channel for verbs CQ `cq`: the doorbell's is answered; another is
+    /// counted for acknowledgement and told to its CQ.
+    fn handle(&self, cq: *mut ffi::ibv_cq) {
+        if self.doorbell_cq != 0 && cq as usize == self.doorbell_cq {
+            // SAFETY: the doorbell's CQ is live while the doorbell is, and the doorbell lives
+            // until the channel's drop, which no reader outlives.
+            unsafe { ffi::ibv_ack_cq_events(cq, 1) };
+            if let Some(doorbell) = self.doorbell() {
+                doorbell.answer();
+            }
             return;
         }
-        // Acknowledged at once: ibv_destroy_cq waits for the events it has handed out.
-        // SAFETY: the CQ the event names is live until that acknowledgement.
-        unsafe { ffi::ibv_ack_cq_events(cq, 1) };
-        let target = self.cqs.lock().get(&(cq as usize)).and_then(Weak::upgrade);
+        // Counted on the CQ's route and acknowledged ACK_BATCH at a time (unregister acknowledges
+        // the rest); an event of a CQ with no route, at once. Either way before ibv_destroy_cq
+        // returns: it waits for every event read from the CQ to be acknowledged.
+        let (target, ack) = match self.cqs.lock().get_mut(&(cq as usize)) {
+            Some(route) => {
+                route.unacked += 1;
+                let ack = if route.unacked >= ACK_BATCH {
+                    std::mem::take(&mut route.unacked)
+                } else {
+                    0
+                };
+                (route.target.upgrade(), ack)
+            }
+            None => (None, 1),
+        };
+        if ack > 0 {
+            // SAFETY: the CQ the event names is live until its events are acknowledged.
+            unsafe { ffi::ibv_ack_cq_events(cq, ack) };
+        }
         if let Some(target) = target {
             target.notified();
         }
     }
+
+    /// One event of the channel into `cq`: false if there was none (EAGAIN, EINTR).
+    fn read_event(&self, cq: &mut *mut ffi::ibv_cq) -> bool {
+        let mut context: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the channel is open; the out pointers are live locals.
+        unsafe { ffi::ibv_get_cq_event(self.channel.0, cq, &mut context) == 0 }
+    }
+}
+
+impl Drain for NotifyChannel {
+    /// One event of the channel, told to its CQ. One read, not a loop to EAGAIN: the pump's
+    /// sets are level-triggered and report a channel with more again.
+    /// Never blocks: on a blocking channel (the relay parked: a leader with a deadline reads it
+    /// here) it reads only an event it saw there, under the reader lock.
+    fn drain(&self) {
+        let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
+        let read = {
+            let _reader = self.reader.lock();
+            (!self.blocking.load(Ordering::SeqCst) || readable(self.fd())) && self.read_event(&mut cq)
+        };
+        if read {
+            self.handle(cq);
+        }
+    }
+
+    fn drain_blocking(&self, awake: &dyn Fn()) -> Result<(), ()> {
+        if !self.blocking.load(Ordering::SeqCst) {
+            return Err(());
+        }
+        self.reading.fetch_add(1, Ordering::SeqCst);
+        let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
+        // libibverbs' read: a cancellation point, as ibv_get_cq_event is in a verbs program.
+        let read = self.read_event(&mut cq);
+        let error = crate::sys::errno();
+        self.reading.fetch_sub(1, Ordering::SeqCst);
+        awake();
+        if read {
+            self.handle(cq);
+            Ok(())
+        } else if error == libc::EAGAIN {
+            // Made non-blocking meanwhile (the relay unparked).
+            Err(())
+        } else {
+            // EINTR: a signal; the caller looks again.
+            Ok(())
+        }
+    }
+
+    fn ring(&self) {
+        if let Some(doorbell) = self.doorbell() {
+            doorbell.ring();
+        }
+    }
+
+    fn set_blocking(&self, blocking: bool) -> bool {
+        if blocking && self.doorbell.lock().is_none() {
+            return false;
+        }
+        if !blocking {
+            // Cleared first: a direct read that still sees it set gets EAGAIN at worst.
+            self.blocking.store(false, Ordering::SeqCst);
+            return match set_nonblocking_to(self.fd(), true) {
+                Ok(()) => true,
+                Err(error) => {
+                    log::error!("nd2: fcntl on the completion channel: {}", error.0);
+                    false
+                }
+            };
+        }
+        let _reader = self.reader.lock();
+        if let Err(error) = set_nonblocking_to(self.fd(), false) {
+            log::error!("nd2: fcntl on the completion channel: {}", error.0);
+            return false;
+        }
+        self.blocking.store(true, Ordering::SeqCst);
+        true
+    }
+}
+
+/// The descriptor has something to read now (poll with no wait).
+fn readable(fd: i32) -> bool {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd; no wait.
+    unsafe { libc::poll(&mut poll, 1, 0) == 1 && poll.revents & libc::POLLIN != 0 }
 }
 
 impl Drop for NotifyChannel {
@@ -123,6 +287,9 @@ impl Drop for NotifyChannel {
         if let Some(registration) = self.registration.lock().take() {
             pump::unregister(&registration);
         }
+        // No thread is in a direct read now (a reader holds the channel while it reads): the
+        // doorbell goes before the channel.
+        drop(self.doorbell.lock().take());
         // SAFETY: every CQ on the channel holds it (through its verbs CQ), so none is left.
         if unsafe { ffi::ibv_destroy_comp_channel(self.channel.0) } != 0 {
             log::error!("ibv_destroy_comp_channel: {}", last_error());

@@ -28,10 +28,22 @@
 //! The leader's own wake-up by other threads (a packet posted by the connection engine, a
 //! SetEvent from another thread): every post, set and completion calls [`kick`], which writes
 //! the wake eventfd, in the leader's set only, while the leader is blocked.
+//!
+//! The direct wait. A leader with no deadline, while the process has one channel and the relay
+//! is *parked*, blocks in the channel's read itself: one system call per wake-up, as a verbs
+//! program in `ibv_get_cq_event`, instead of epoll_wait and then the read (the epoll_wait was a
+//! third of the ND2 ping-pong's cost over verbs: docs/nd2-performance.md, session 12). A kick
+//! then rings the channel's doorbell ([`Drain::ring`]: the channel becomes readable), since an
+//! eventfd cannot end a read of another descriptor. The channel is then blocking, so only one
+//! thread may read it: the relay parks (sleeps in PARK_TICK steps, out of its set) while
+//! leaders keep coming, and reads again as soon as a tick passes with no leader, so programs
+//! that never wait in the shim still see their Notify complete within about two ticks. Parking
+//! needs one channel and one relay thread (an adapter's relay outlives its adapter by up to a
+//! turn); a second channel unparks it at once.
 
 use parking_lot::Mutex;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{OnceLock, Weak};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use super::int_map::IntMap;
@@ -41,9 +53,34 @@ use crate::sys::last_error;
 /// Something in the epoll set that has events to read (an adapter's completion channel).
 pub(crate) trait Drain: Send + Sync {
     /// Reads and handles at least one event ready on the source if it has one (the set is
-    /// level-triggered: what is left is reported again); never blocks.
+    /// level-triggered: what is left is reported again); never blocks, in blocking mode too.
     fn drain(&self);
+    /// The direct wait: blocks until the source has an event and handles it (a ring included),
+    /// calling `awake` as soon as the read returns, before the handling (which may complete
+    /// requests, whose kicks must not ring the reader that is already awake). Err(()) if the
+    /// source cannot block now (not in blocking mode): wait in the set instead.
+    fn drain_blocking(&self, _awake: &dyn Fn()) -> Result<(), ()> {
+        Err(())
+    }
+    /// Ends a drain_blocking of another thread: makes the source readable. A no-op if it cannot.
+    fn ring(&self) {}
+    /// Blocking mode on or off; false if the source has none (it then never blocks).
+    fn set_blocking(&self, _blocking: bool) -> bool {
+        false
+    }
 }
+
+/// The leader is not blocked.
+const NOT_WAITING: u8 = 0;
+/// The leader is blocked (or about to be) in its epoll set: a kick writes the wake eventfd.
+const IN_SET: u8 = 1;
+/// The leader is blocked (or about to be) in the one source's read: a kick rings the source.
+const DIRECT: u8 = 2;
+/// A parked relay looks this often whether leaders still come.
+const PARK_TICK: std::time::Duration = std::time::Duration::from_millis(10);
+/// A watching relay looks this often whether it may park, while leaders come (it sleeps no
+/// longer than that then; else as long as its caller asks).
+const PARK_LOOK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The epoll token of the wake eventfd; sources get tokens from 1 on.
 const WAKE: u64 = 0;
@@ -58,8 +95,14 @@ struct Pump {
     wake: i32,
     /// An application thread holds the leader role.
     leader: AtomicBool,
-    /// The leader is in (or about to enter) epoll_wait: posters write the wake eventfd.
-    blocked: AtomicBool,
+    /// Leader roles taken so far: a parked relay unparks after a tick with none.
+    leader_epoch: AtomicU64,
+    /// Where the leader is blocked: NOT_WAITING, IN_SET or DIRECT (what a kick must do).
+    waiting: AtomicU8,
+    /// The relay is parked: the one source is blocking and only leaders read it.
+    parked: AtomicBool,
+    /// Relay threads running (parking needs exactly one).
+    relays: AtomicUsize,
     sources: Mutex<IntMap<u64, Weak<dyn Drain>>>,
     next: AtomicU64,
 }
@@ -103,7 +146,10 @@ fn create() -> Option<Pump> {
             relay_epoll,
             wake,
             leader: AtomicBool::new(false),
-            blocked: AtomicBool::new(false),
+            leader_epoch: AtomicU64::new(0),
+            waiting: AtomicU8::new(NOT_WAITING),
+            parked: AtomicBool::new(false),
+            relays: AtomicUsize::new(0),
             sources: Mutex::new(IntMap::default()),
             next: AtomicU64::new(WAKE + 1),
         })
@@ -148,6 +194,9 @@ pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration,
         }
         added.push(set);
     }
+    if pump.sources.lock().len() > 1 {
+        pump.unpark();
+    }
     Ok(Registration { token, fd })
 }
 
@@ -168,21 +217,70 @@ pub(crate) fn kick() {
     // Pairs with the fence in Leader::wait_until: either the leader sees what the caller just
     // did, or the caller sees the leader blocked.
     fence(Ordering::SeqCst);
-    if pump.blocked.load(Ordering::Relaxed) {
-        pump.write_wake();
-    }
+    pump.wake_leader();
 }
 
 /// [`kick`] for a caller that made a SeqCst fence after its changes (Request::complete, which
 /// shares its fence with the GetOverlappedResult sleepers' check).
 pub(crate) fn kick_fenced() {
     let Some(pump) = pump() else { return };
-    if pump.blocked.load(Ordering::Relaxed) {
-        pump.write_wake();
-    }
+    pump.wake_leader();
 }
 
 impl Pump {
+    /// Wakes a blocked leader the way it is blocked.
+    fn wake_leader(&self) {
+        match self.waiting.load(Ordering::Relaxed) {
+            IN_SET => self.write_wake(),
+            DIRECT => self.ring_all(),
+            _ => {}
+        }
+    }
+
+    /// Rings every source (a direct leader reads the one there was when it blocked).
+    fn ring_all(&self) {
+        let sources: Vec<Arc<dyn Drain>> = self.sources.lock().values().filter_map(Weak::upgrade).collect();
+        for source in sources {
+            source.ring();
+        }
+    }
+
+    /// The one source, if there is exactly one.
+    fn single_source(&self) -> Option<Arc<dyn Drain>> {
+        let sources = self.sources.lock();
+        if sources.len() != 1 {
+            return None;
+        }
+        sources.values().next().and_then(Weak::upgrade)
+    }
+
+    /// The relay reads the sources again: non-blocking first, then not parked; a direct leader
+    /// still in its read is rung out of it.
+    fn unpark(&self) {
+        if !self.parked.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let sources: Vec<Arc<dyn Drain>> = self.sources.lock().values().filter_map(Weak::upgrade).collect();
+        for source in &sources {
+            source.set_blocking(false);
+        }
+        for source in &sources {
+            source.ring();
+        }
+    }
+
+    /// Parks the relay if there is one relay and one source that can block: blocking mode
+    /// first, then parked (a leader that saw `parked` finds the source blocking).
+    fn park(&self) {
+        if self.relays.load(Ordering::SeqCst) != 1 {
+            return;
+        }
+        let Some(source) = self.single_source() else { return };
+        if source.set_blocking(true) {
+            self.parked.store(true, Ordering::SeqCst);
+        }
+    }
+
     fn write_wake(&self) {
         let one: u64 = 1;
         // SAFETY: the eventfd is open; 8 bytes from a live local. A full counter (never) only
@@ -191,8 +289,9 @@ impl Pump {
     }
 
     /// One epoll_wait of at most `ms` (-1: no limit); drains the sources that fired. True if
-    /// the wake eventfd fired. A leader clears `blocked` as soon as it is awake: what it
-    /// completes while draining needs no wake eventfd.
+    /// the wake eventfd fired. A leader clears `waiting` as soon as it is awake: what it
+    /// completes while draining needs no wake eventfd. A relay that finds itself parked reads
+    /// nothing (the source may be blocking, and the leaders read it).
     fn wait_once(&self, ms: i32, as_leader: bool) -> bool {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         let set = if as_leader { self.epoll } else { self.relay_epoll };
@@ -210,7 +309,7 @@ impl Pump {
             )
         };
         if as_leader {
-            self.blocked.store(false, Ordering::Relaxed);
+            self.waiting.store(NOT_WAITING, Ordering::Relaxed);
         }
         let Ok(n) = usize::try_from(n) else {
             if crate::sys::errno() != libc::EINTR {
@@ -220,6 +319,9 @@ impl Pump {
             }
             return false;
         };
+        if !as_leader && self.parked.load(Ordering::SeqCst) {
+            return false;
+        }
         let mut woken = false;
         for event in &events[..n.min(EVENTS)] {
             let token = event.u64;
@@ -242,13 +344,68 @@ impl Pump {
     }
 }
 
-/// A relay thread's turn: sleeps in the relays' set for at most `ms` and reads what fires.
-pub(crate) fn relay(ms: i32) {
-    match pump() {
-        Some(pump) => {
-            pump.wait_once(ms, false);
+/// A relay thread: [`Relay::turn`] in a loop; counted while it lives (parking needs one).
+/// Parking is safe whatever the leader is doing: its drains never block (they look first on a
+/// blocking source), and its direct read starts only once the source is blocking.
+pub(crate) struct Relay {
+    /// leader_epoch when the relay last looked.
+    epoch: u64,
+    looked: Instant,
+}
+
+impl Relay {
+    pub(crate) fn new() -> Relay {
+        if let Some(pump) = pump() {
+            pump.relays.fetch_add(1, Ordering::SeqCst);
         }
-        None => std::thread::sleep(std::time::Duration::from_millis(ms.max(0) as u64)),
+        Relay {
+            epoch: 0,
+            looked: Instant::now(),
+        }
+    }
+
+    /// One turn, at most about `ms`: parked, a PARK_TICK's sleep, then unparks if no leader
+    /// came meanwhile and none waits now; else the relays' set for at most `ms` and what fires,
+    /// then, every PARK_LOOK, parks if leaders came since the last look.
+    pub(crate) fn turn(&mut self, ms: i32) {
+        let Some(pump) = pump() else {
+            std::thread::sleep(std::time::Duration::from_millis(ms.max(0) as u64));
+            return;
+        };
+        if pump.parked.load(Ordering::SeqCst) {
+            std::thread::sleep(PARK_TICK);
+            let epoch = pump.leader_epoch.load(Ordering::SeqCst);
+            let idle = epoch == self.epoch && !pump.leader.load(Ordering::SeqCst);
+            self.epoch = epoch;
+            if idle || pump.relays.load(Ordering::SeqCst) != 1 {
+                pump.unpark();
+            }
+            return;
+        }
+        let leaders_came = pump.leader_epoch.load(Ordering::SeqCst) != self.epoch;
+        let ms = if leaders_came {
+            ms.min(PARK_LOOK.as_millis() as i32)
+        } else {
+            ms
+        };
+        pump.wait_once(ms, false);
+        if self.looked.elapsed() >= PARK_LOOK {
+            self.looked = Instant::now();
+            let epoch = pump.leader_epoch.load(Ordering::SeqCst);
+            let active = epoch != self.epoch;
+            self.epoch = epoch;
+            if active {
+                pump.park();
+            }
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        if let Some(pump) = pump() {
+            pump.relays.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -263,6 +420,7 @@ pub(crate) fn lead() -> Option<Leader> {
     pump.leader
         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
         .ok()?;
+    pump.leader_epoch.fetch_add(1, Ordering::Relaxed);
     Some(Leader { pump })
 }
 
@@ -272,21 +430,37 @@ impl Leader {
     /// [`kick`] after it is visible.
     pub(crate) fn wait_until(&self, deadline: Option<Instant>, mut ready: impl FnMut() -> bool) -> bool {
         let pump = self.pump;
+        // The source refused a direct wait (not blocking any more): this turn waits in the set.
+        let mut refused = false;
         loop {
-            pump.blocked.store(true, Ordering::Relaxed);
+            // The direct wait: no deadline, the relay parked, one source (module doc).
+            let direct = if deadline.is_none() && !refused && pump.parked.load(Ordering::SeqCst) {
+                pump.single_source()
+            } else {
+                None
+            };
+            refused = false;
+            pump.waiting
+                .store(if direct.is_some() { DIRECT } else { IN_SET }, Ordering::Relaxed);
             // Pairs with the fence in kick: the check below sees what a poster did, or the
-            // poster sees `blocked` and writes the wake eventfd.
+            // poster sees `waiting` and wakes the leader the way it waits.
             fence(Ordering::SeqCst);
             if ready() {
-                pump.blocked.store(false, Ordering::Relaxed);
+                pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
                 return true;
+            }
+            if let Some(source) = direct {
+                let awake = || pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
+                refused = source.drain_blocking(&awake).is_err();
+                awake();
+                continue;
             }
             let ms = match deadline {
                 None => -1,
                 Some(deadline) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        pump.blocked.store(false, Ordering::Relaxed);
+                        pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
                         return false;
                     }
                     // Rounded up: never wake before the deadline only to sleep again for 0 ms.
@@ -303,7 +477,7 @@ impl Leader {
 
 impl Drop for Leader {
     fn drop(&mut self) {
-        self.pump.blocked.store(false, Ordering::Relaxed);
+        self.pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
         self.pump.leader.store(false, Ordering::Release);
     }
 }
@@ -314,19 +488,53 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
-    /// A source over an eventfd: counts its drains.
+    /// A source over an eventfd: counts its drains; a ring is a write of its own eventfd.
     struct Counter {
         fd: i32,
         drained: AtomicUsize,
+        /// Of those, the drains in a direct wait.
+        direct: AtomicUsize,
+        blocking: AtomicBool,
+    }
+
+    impl Counter {
+        /// One read (an eventfd's read takes its whole count): true if it read.
+        fn read_once(&self) -> bool {
+            let mut value: u64 = 0;
+            // SAFETY: a live eventfd, 8 bytes into a local.
+            let read = unsafe { libc::read(self.fd, std::ptr::addr_of_mut!(value).cast(), 8) } == 8;
+            if read {
+                self.drained.fetch_add(1, Ordering::SeqCst);
+            }
+            read
+        }
     }
 
     impl Drain for Counter {
         fn drain(&self) {
-            let mut value: u64 = 0;
-            // SAFETY: a live non-blocking eventfd, 8 bytes into a local.
-            while unsafe { libc::read(self.fd, std::ptr::addr_of_mut!(value).cast(), 8) } == 8 {
-                self.drained.fetch_add(1, Ordering::SeqCst);
+            self.read_once();
+        }
+
+        fn drain_blocking(&self, awake: &dyn Fn()) -> Result<(), ()> {
+            if !self.blocking.load(Ordering::SeqCst) {
+                return Err(());
             }
+            let read = self.read_once();
+            awake();
+            if read {
+                self.direct.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(())
+        }
+
+        fn ring(&self) {
+            signal(self.fd);
+        }
+
+        fn set_blocking(&self, blocking: bool) -> bool {
+            crate::sys::set_nonblocking_to(self.fd, !blocking).unwrap();
+            self.blocking.store(blocking, Ordering::SeqCst);
+            true
         }
     }
 
@@ -345,6 +553,8 @@ mod tests {
         let counter = Arc::new(Counter {
             fd,
             drained: AtomicUsize::new(0),
+            direct: AtomicUsize::new(0),
+            blocking: AtomicBool::new(false),
         });
         let weak: Weak<dyn Drain> = Arc::downgrade(&counter) as Weak<dyn Drain>;
         let registration = register(fd, weak).unwrap();
@@ -378,6 +588,56 @@ mod tests {
         let deadline = Some(Instant::now() + std::time::Duration::from_millis(5));
         assert!(!leader.wait_until(deadline, || false));
         drop(leader);
+
+        // The relay parks once leaders came and none waits: the source turns blocking.
+        let pump = pump().unwrap();
+        let mut relay = Relay::new();
+        let give_up = Instant::now() + std::time::Duration::from_secs(5);
+        while !pump.parked.load(Ordering::SeqCst) && Instant::now() < give_up {
+            relay.turn(10);
+        }
+        assert!(pump.parked.load(Ordering::SeqCst), "the relay parked");
+        assert!(counter.blocking.load(Ordering::SeqCst));
+
+        // A leader with no deadline then waits in the source's read; another thread's kick
+        // rings the source, which ends that read.
+        let leader = loop {
+            if let Some(leader) = lead() {
+                break leader;
+            }
+            std::thread::yield_now();
+        };
+        let flag = Arc::new(AtomicBool::new(false));
+        let setter = {
+            let flag = Arc::clone(&flag);
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                flag.store(true, Ordering::SeqCst);
+                kick();
+            })
+        };
+        assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
+        setter.join().unwrap();
+        assert!(counter.direct.load(Ordering::SeqCst) >= 1, "woken in the direct read");
+
+        // The source's own event ends it too.
+        let before = counter.direct.load(Ordering::SeqCst);
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            signal(fd);
+        });
+        assert!(leader.wait_until(None, || counter.direct.load(Ordering::SeqCst) > before));
+        writer.join().unwrap();
+        drop(leader);
+
+        // A tick with no leader unparks it: the source is non-blocking again.
+        let give_up = Instant::now() + std::time::Duration::from_secs(5);
+        while pump.parked.load(Ordering::SeqCst) && Instant::now() < give_up {
+            relay.turn(10);
+        }
+        assert!(!pump.parked.load(Ordering::SeqCst), "the relay unparked");
+        assert!(!counter.blocking.load(Ordering::SeqCst));
+        drop(relay);
 
         unregister(&registration);
         // SAFETY: the eventfd is ours and out of the set.
