@@ -64,7 +64,7 @@ pub(crate) struct NotifyChannel {
     /// event is there when the channel is blocking) and by turning blocking mode on, so that no
     /// drain reads a channel that turned blocking after it looked.
     reader: Mutex<()>,
-    /// Threads in a blocking read of the channel (its drop rings them out first).
+    /// Threads in a blocking read of the channel (release_readers rings them out).
     reading: AtomicUsize,
 }
 
@@ -231,12 +231,13 @@ impl Drain for NotifyChannel {
         if read {
             self.handle(cq);
             Ok(())
-        } else if error == libc::EAGAIN {
-            // Made non-blocking meanwhile (the relay unparked).
-            Err(())
-        } else {
-            // EINTR: a signal; the caller looks again.
+        } else if error == libc::EINTR {
+            // A signal: the caller looks again.
             Ok(())
+        } else {
+            // EAGAIN: made non-blocking meanwhile (the relay unparked); or the channel failed:
+            // the caller waits in its set this turn, as before there was a direct wait.
+            Err(())
         }
     }
 
