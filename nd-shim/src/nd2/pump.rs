@@ -351,7 +351,13 @@ pub(crate) struct Relay {
     /// leader_epoch when the relay last looked.
     epoch: u64,
     looked: Instant,
+    /// When the relay last saw leaders come (or unparked): for LIVELY after it, it looks every
+    /// PARK_LOOK, since a leader's arrival does not wake it.
+    lively_since: Instant,
 }
+
+/// How long after leaders last came a watching relay keeps looking every PARK_LOOK.
+const LIVELY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Relay {
     pub(crate) fn new() -> Relay {
@@ -359,8 +365,11 @@ impl Relay {
             pump.relays.fetch_add(1, Ordering::SeqCst);
         }
         Relay {
-            epoch: 0,
+            // Never a real epoch: the first turns look every PARK_LOOK, so a program that waits
+            // in the shim from its start parks the relay within a few looks.
+            epoch: u64::MAX,
             looked: Instant::now(),
+            lively_since: Instant::now(),
         }
     }
 
@@ -379,11 +388,12 @@ impl Relay {
             self.epoch = epoch;
             if idle || pump.relays.load(Ordering::SeqCst) != 1 {
                 pump.unpark();
+                self.lively_since = Instant::now();
             }
             return;
         }
         let leaders_came = pump.leader_epoch.load(Ordering::SeqCst) != self.epoch;
-        let ms = if leaders_came {
+        let ms = if leaders_came || self.lively_since.elapsed() < LIVELY {
             ms.min(PARK_LOOK.as_millis() as i32)
         } else {
             ms
@@ -395,6 +405,7 @@ impl Relay {
             let active = epoch != self.epoch;
             self.epoch = epoch;
             if active {
+                self.lively_since = self.looked;
                 pump.park();
             }
         }
