@@ -76,7 +76,9 @@ const NOT_WAITING: u8 = 0;
 const IN_SET: u8 = 1;
 /// The leader is blocked (or about to be) in the one source's read: a kick rings the source.
 const DIRECT: u8 = 2;
-/// A parked relay looks this often whether leaders still come.
+/// A parked relay looks this often whether leaders still come; ten times less often while one
+/// leader stays asleep (a program idle in GetQueuedCompletionStatus is not woken 100 times a
+/// second for it).
 const PARK_TICK: std::time::Duration = std::time::Duration::from_millis(10);
 /// A watching relay looks this often whether it may park, while leaders come (it sleeps no
 /// longer than that then; else as long as its caller asks).
@@ -354,6 +356,8 @@ pub(crate) struct Relay {
     /// When the relay last saw leaders come (or unparked): for LIVELY after it, it looks every
     /// PARK_LOOK, since a leader's arrival does not wake it.
     lively_since: Instant,
+    /// Parked, and no new leader came at the last tick: the next tick is ten times longer.
+    quiet: bool,
 }
 
 /// How long after leaders last came a watching relay keeps looking every PARK_LOOK.
@@ -370,6 +374,7 @@ impl Relay {
             epoch: u64::MAX,
             looked: Instant::now(),
             lively_since: Instant::now(),
+            quiet: false,
         }
     }
 
@@ -382,13 +387,15 @@ impl Relay {
             return;
         };
         if pump.parked.load(Ordering::SeqCst) {
-            std::thread::sleep(PARK_TICK);
+            std::thread::sleep(if self.quiet { PARK_TICK * 10 } else { PARK_TICK });
             let epoch = pump.leader_epoch.load(Ordering::SeqCst);
             let idle = epoch == self.epoch && !pump.leader.load(Ordering::SeqCst);
+            self.quiet = epoch == self.epoch;
             self.epoch = epoch;
             if idle || pump.relays.load(Ordering::SeqCst) != 1 {
                 pump.unpark();
                 self.lively_since = Instant::now();
+                self.quiet = false;
             }
             return;
         }
