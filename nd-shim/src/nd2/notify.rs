@@ -55,9 +55,7 @@ pub(crate) struct NotifyChannel {
     registration: Mutex<Option<Registration>>,
     /// What ends another thread's blocking read of the channel; without one the channel is never
     /// blocking. Taken (destroyed) before the channel is.
-    doorbell: Mutex<Option<Arc<Doorbell>>>,
-    /// The doorbell's verbs CQ (0 if none): looked at for every event, without the lock.
-    doorbell_cq: usize,
+    doorbell: Option<Doorbell>,
     /// The channel is in blocking mode (the pump's relay is parked).
     blocking: AtomicBool,
     /// Held by every read that must not block (the drains, which then look first whether an
@@ -76,13 +74,12 @@ impl NotifyChannel {
         if raw.is_null() {
             return Err(code(last_error()));
         }
-        let doorbell = Doorbell::new(&adapter.inner, raw).map(Arc::new);
+        let doorbell = Doorbell::new(&adapter.inner, raw);
         let channel = Arc::new(NotifyChannel {
             channel: RawChannel(raw),
             cqs: Mutex::new(IntMap::default()),
             registration: Mutex::new(None),
-            doorbell_cq: doorbell.as_ref().map_or(0, |d| d.cq() as usize),
-            doorbell: Mutex::new(doorbell),
+            doorbell,
             blocking: AtomicBool::new(false),
             reader: Mutex::new(()),
             reading: AtomicUsize::new(0),
@@ -153,20 +150,14 @@ impl NotifyChannel {
         }
     }
 
-    fn doorbell(&self) -> Option<Arc<Doorbell>> {
-        self.doorbell.lock().clone()
-    }
-
     /// An event read from the channel for verbs CQ `cq`: the doorbell's is answered; another is
     /// counted for acknowledgement and told to its CQ.
     fn handle(&self, cq: *mut ffi::ibv_cq) {
-        if self.doorbell_cq != 0 && cq as usize == self.doorbell_cq {
+        if let Some(doorbell) = self.doorbell.as_ref().filter(|d| d.cq() == cq) {
             // SAFETY: the doorbell's CQ is live while the doorbell is, and the doorbell lives
             // until the channel's drop, which no reader outlives.
             unsafe { ffi::ibv_ack_cq_events(cq, 1) };
-            if let Some(doorbell) = self.doorbell() {
-                doorbell.answer();
-            }
+            doorbell.answer();
             return;
         }
         // Counted on the CQ's route and acknowledged ACK_BATCH at a time (unregister acknowledges
@@ -242,32 +233,28 @@ impl Drain for NotifyChannel {
     }
 
     fn ring(&self) {
-        if let Some(doorbell) = self.doorbell() {
+        if let Some(doorbell) = &self.doorbell {
             doorbell.ring();
         }
     }
 
+    /// Off: the flag is cleared first (a direct read that still sees it set gets EAGAIN at
+    /// worst). On: under the reader lock, the flag set last (a drain that saw it clear has read).
     fn set_blocking(&self, blocking: bool) -> bool {
-        if blocking && self.doorbell.lock().is_none() {
+        if blocking && self.doorbell.is_none() {
             return false;
         }
+        let _reader = blocking.then(|| self.reader.lock());
         if !blocking {
-            // Cleared first: a direct read that still sees it set gets EAGAIN at worst.
             self.blocking.store(false, Ordering::SeqCst);
-            return match set_nonblocking_to(self.fd(), true) {
-                Ok(()) => true,
-                Err(error) => {
-                    log::error!("nd2: fcntl on the completion channel: {}", error.0);
-                    false
-                }
-            };
         }
-        let _reader = self.reader.lock();
-        if let Err(error) = set_nonblocking_to(self.fd(), false) {
+        if let Err(error) = set_nonblocking_to(self.fd(), !blocking) {
             log::error!("nd2: fcntl on the completion channel: {}", error.0);
             return false;
         }
-        self.blocking.store(true, Ordering::SeqCst);
+        if blocking {
+            self.blocking.store(true, Ordering::SeqCst);
+        }
         true
     }
 }
@@ -290,7 +277,7 @@ impl Drop for NotifyChannel {
         }
         // No thread is in a direct read now (a reader holds the channel while it reads): the
         // doorbell goes before the channel.
-        drop(self.doorbell.lock().take());
+        drop(self.doorbell.take());
         // SAFETY: every CQ on the channel holds it (through its verbs CQ), so none is left.
         if unsafe { ffi::ibv_destroy_comp_channel(self.channel.0) } != 0 {
             log::error!("ibv_destroy_comp_channel: {}", last_error());

@@ -241,10 +241,14 @@ impl Pump {
 
     /// Rings every source (a direct leader reads the one there was when it blocked).
     fn ring_all(&self) {
-        let sources: Vec<Arc<dyn Drain>> = self.sources.lock().values().filter_map(Weak::upgrade).collect();
-        for source in sources {
+        for source in self.live_sources() {
             source.ring();
         }
+    }
+
+    /// The sources still alive, out of the lock (what is done with them may take it again).
+    fn live_sources(&self) -> Vec<Arc<dyn Drain>> {
+        self.sources.lock().values().filter_map(Weak::upgrade).collect()
     }
 
     /// The one source, if there is exactly one.
@@ -262,7 +266,7 @@ impl Pump {
         if !self.parked.swap(false, Ordering::SeqCst) {
             return;
         }
-        let sources: Vec<Arc<dyn Drain>> = self.sources.lock().values().filter_map(Weak::upgrade).collect();
+        let sources = self.live_sources();
         for source in &sources {
             source.set_blocking(false);
         }
