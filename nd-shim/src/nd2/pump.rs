@@ -13,7 +13,8 @@
 //!   the channels when no leader does: for waiters that are not the leader, and for programs
 //!   that never wait in the shim (they poll GetOverlappedResult(FALSE) or Internal).
 //!
-//! Every channel is in both sets, EPOLLEXCLUSIVE, added to the leader's set first. An exclusive
+//! Every channel is in both sets (but while the relay is parked: below), EPOLLEXCLUSIVE, added
+//! to the leader's set first. An exclusive
 //! entry on the channel's wait queue wakes its set's sleeper and stops the wake-up there only if
 //! the set has a sleeper; the kernel walks the entries in the order they were added. So an event
 //! wakes the leader if one is asleep, else a relay, never both: a strict priority, whatever order
@@ -35,11 +36,13 @@
 //! third of the ND2 ping-pong's cost over verbs: docs/nd2-performance.md, session 12). A kick
 //! then rings the channel's doorbell ([`Drain::ring`]: the channel becomes readable), since an
 //! eventfd cannot end a read of another descriptor. The channel is then blocking, so only one
-//! thread may read it: the relay parks (sleeps in PARK_TICK steps, out of its set) while
-//! leaders keep coming, and reads again as soon as a tick passes with no leader, so programs
-//! that never wait in the shim still see their Notify complete within about two ticks. Parking
-//! needs one channel and one relay thread (an adapter's relay outlives its adapter by up to a
-//! turn); a second channel unparks it at once.
+//! thread may read it: the leader parks the relay when it comes to wait with no deadline (the
+//! relay sleeps in PARK_TICK steps), and the relay reads again as soon as a tick passes with no
+//! leader, so programs that never wait in the shim still see their Notify complete within
+//! about two ticks. Parking needs one channel and one relay thread (an adapter's relay outlives
+//! its adapter by up to a turn); a second channel unparks it at once. While parked the channel
+//! is out of both sets: an entry costs the kernel a callback at every event, and nothing waits
+//! in them for it (a leader with a deadline polls the channel and the wake eventfd instead).
 
 use parking_lot::Mutex;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -80,9 +83,6 @@ const DIRECT: u8 = 2;
 /// leader stays asleep (a program idle in GetQueuedCompletionStatus is not woken 100 times a
 /// second for it).
 const PARK_TICK: std::time::Duration = std::time::Duration::from_millis(10);
-/// A watching relay looks this often whether it may park, while leaders come (it sleeps no
-/// longer than that then; else as long as its caller asks).
-const PARK_LOOK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The epoll token of the wake eventfd; sources get tokens from 1 on.
 const WAKE: u64 = 0;
@@ -105,8 +105,49 @@ struct Pump {
     parked: AtomicBool,
     /// Relay threads running (parking needs exactly one).
     relays: AtomicUsize,
-    sources: Mutex<IntMap<u64, Weak<dyn Drain>>>,
+    sources: Mutex<Sources>,
+    /// Held while parking or unparking (the leader parks; the relay, or a second source's
+    /// registration, unparks).
+    switching: Mutex<()>,
     next: AtomicU64,
+}
+
+/// A registered source: its descriptor (in the sets unless the relay is parked) and itself.
+#[derive(Clone)]
+struct Source {
+    fd: i32,
+    drain: Weak<dyn Drain>,
+}
+
+/// The registered sources by token, and the one source while there is exactly one (the direct
+/// wait's, kept so that a wait finds it without walking the map).
+#[derive(Default)]
+struct Sources {
+    by_token: IntMap<u64, Source>,
+    single: Option<Source>,
+}
+
+impl Sources {
+    fn insert(&mut self, token: u64, source: Source) {
+        self.by_token.insert(token, source);
+        self.single_again();
+    }
+
+    fn remove(&mut self, token: u64) {
+        self.by_token.remove(&token);
+        self.single_again();
+    }
+
+    fn single_again(&mut self) {
+        self.single = match self.by_token.len() {
+            1 => self.by_token.values().next().cloned(),
+            _ => None,
+        };
+    }
+
+    fn len(&self) -> usize {
+        self.by_token.len()
+    }
 }
 
 static PUMP: OnceLock<Option<Pump>> = OnceLock::new();
@@ -152,7 +193,8 @@ fn create() -> Option<Pump> {
             waiting: AtomicU8::new(NOT_WAITING),
             parked: AtomicBool::new(false),
             relays: AtomicUsize::new(0),
-            sources: Mutex::new(IntMap::default()),
+            sources: Mutex::new(Sources::default()),
+            switching: Mutex::new(()),
             next: AtomicU64::new(WAKE + 1),
         })
     }
@@ -169,32 +211,17 @@ pub(crate) struct Registration {
     fd: i32,
 }
 
-/// Adds `fd` (non-blocking, readable when `source` has events) to the set.
+/// Adds `fd` (non-blocking, readable when `source` has events) to the sets.
 pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration, NdStatus> {
     let pump = PUMP
         .get_or_init(create)
         .as_ref()
         .ok_or(NdStatus::ND_INSUFFICIENT_RESOURCES)?;
     let token = pump.next.fetch_add(1, Ordering::Relaxed);
-    pump.sources.lock().insert(token, source);
-    // The leader's set first: its entry comes first on the channel's wait queue (module doc).
-    let mut added = Vec::with_capacity(2);
-    for set in [pump.epoll, pump.relay_epoll] {
-        let mut event = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32,
-            u64: token,
-        };
-        // SAFETY: both descriptors are open; the event is a live local.
-        if unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_ADD, fd, &mut event) } != 0 {
-            let error = last_error();
-            for set in added {
-                // SAFETY: as above; undoes this function's own add.
-                unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
-            }
-            pump.sources.lock().remove(&token);
-            return Err(error);
-        }
-        added.push(set);
+    pump.sources.lock().insert(token, Source { fd, drain: source });
+    if let Err(error) = pump.attach(token, fd) {
+        pump.sources.lock().remove(token);
+        return Err(error);
     }
     if pump.sources.lock().len() > 1 {
         pump.unpark();
@@ -202,14 +229,19 @@ pub(crate) fn register(fd: i32, source: Weak<dyn Drain>) -> Result<Registration,
     Ok(Registration { token, fd })
 }
 
-/// Takes the source out of the set; its descriptor may be closed after this returns.
+/// Takes the source out of the sets; its descriptor may be closed after this returns.
 pub(crate) fn unregister(registration: &Registration) {
     let Some(pump) = pump() else { return };
-    for set in [pump.epoll, pump.relay_epoll] {
-        // SAFETY: both descriptors are open (the caller closes its own after this).
-        unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, registration.fd, std::ptr::null_mut()) };
+    pump.detach(registration.fd);
+    let left = {
+        let mut sources = pump.sources.lock();
+        sources.remove(registration.token);
+        sources.len()
+    };
+    // Parked for a source that is gone: a later one starts unparked, in the sets.
+    if left != 1 {
+        pump.unpark();
     }
-    pump.sources.lock().remove(&registration.token);
 }
 
 /// Something a blocked leader may be waiting for has happened (a packet posted, an event set, a
@@ -224,6 +256,7 @@ pub(crate) fn kick() {
 
 /// [`kick`] for a caller that made a SeqCst fence after its changes (Request::complete, which
 /// shares its fence with the GetOverlappedResult sleepers' check).
+#[inline]
 pub(crate) fn kick_fenced() {
     let Some(pump) = pump() else { return };
     pump.wake_leader();
@@ -231,6 +264,7 @@ pub(crate) fn kick_fenced() {
 
 impl Pump {
     /// Wakes a blocked leader the way it is blocked.
+    #[inline]
     fn wake_leader(&self) {
         match self.waiting.load(Ordering::Relaxed) {
             IN_SET => self.write_wake(),
@@ -248,43 +282,155 @@ impl Pump {
 
     /// The sources still alive, out of the lock (what is done with them may take it again).
     fn live_sources(&self) -> Vec<Arc<dyn Drain>> {
-        self.sources.lock().values().filter_map(Weak::upgrade).collect()
+        self.live_sources_with_tokens()
+            .into_iter()
+            .map(|(_, _, source)| source)
+            .collect()
+    }
+
+    /// As live_sources, with each one's token and descriptor.
+    fn live_sources_with_tokens(&self) -> Vec<(u64, i32, Arc<dyn Drain>)> {
+        self.sources
+            .lock()
+            .by_token
+            .iter()
+            .filter_map(|(&token, source)| Some((token, source.fd, source.drain.upgrade()?)))
+            .collect()
     }
 
     /// The one source, if there is exactly one.
     fn single_source(&self) -> Option<Arc<dyn Drain>> {
-        let sources = self.sources.lock();
-        if sources.len() != 1 {
-            return None;
-        }
-        sources.values().next().and_then(Weak::upgrade)
+        self.sources
+            .lock()
+            .single
+            .as_ref()
+            .and_then(|single| single.drain.upgrade())
     }
 
-    /// The relay reads the sources again: non-blocking first, then not parked; a direct leader
-    /// still in its read is rung out of it.
+    /// Adds a source's descriptor to the leader's set, then to the relays' (the order of their
+    /// entries on its wait queue: module doc). Already there is no error.
+    fn attach(&self, token: u64, fd: i32) -> Result<(), NdStatus> {
+        let mut added = None;
+        for set in [self.epoll, self.relay_epoll] {
+            let mut event = libc::epoll_event {
+                events: (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32,
+                u64: token,
+            };
+            // SAFETY: both descriptors are open; the event is a live local.
+            if unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_ADD, fd, &mut event) } != 0
+                && crate::sys::errno() != libc::EEXIST
+            {
+                let error = last_error();
+                if let Some(set) = added {
+                    // SAFETY: as above; undoes this call's own add.
+                    unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+                }
+                return Err(error);
+            }
+            added = Some(set);
+        }
+        Ok(())
+    }
+
+    /// Takes a source's descriptor out of both sets (not in them is no error).
+    fn detach(&self, fd: i32) {
+        for set in [self.epoll, self.relay_epoll] {
+            // SAFETY: both descriptors are open (a source's is closed only after unregister).
+            unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+        }
+    }
+
+    /// The source a leader with no deadline reads directly: the one source, once the relay is
+    /// parked (parked here if it can be).
+    fn direct_source(&self) -> Option<Arc<dyn Drain>> {
+        if !self.parked.load(Ordering::SeqCst) {
+            self.park();
+            if !self.parked.load(Ordering::SeqCst) {
+                return None;
+            }
+        }
+        self.single_source()
+    }
+
+    /// The relay reads the sources again: back in the sets, non-blocking, then not parked; a
+    /// direct leader still in its read is rung out of it.
     fn unpark(&self) {
-        if !self.parked.swap(false, Ordering::SeqCst) {
+        let _switching = self.switching.lock();
+        if !self.parked.load(Ordering::SeqCst) {
             return;
         }
-        let sources = self.live_sources();
-        for source in &sources {
+        let sources = self.live_sources_with_tokens();
+        for (token, fd, _) in &sources {
+            if let Err(error) = self.attach(*token, *fd) {
+                log::error!("nd2: epoll_ctl(add) of a completion channel: {}", error.0);
+            }
+        }
+        for (_, _, source) in &sources {
             source.set_blocking(false);
         }
-        for source in &sources {
+        self.parked.store(false, Ordering::SeqCst);
+        for (_, _, source) in &sources {
             source.ring();
         }
     }
 
     /// Parks the relay if there is one relay and one source that can block: blocking mode
-    /// first, then parked (a leader that saw `parked` finds the source blocking).
+    /// first, then out of both sets (while parked nothing waits in the relays' set, and the
+    /// leader reads the source directly, or polls it with a deadline: an entry in a set costs
+    /// a callback at every event), then parked (a leader that saw `parked` finds the source
+    /// blocking). A second source registered meanwhile unparks it after this (`switching`).
     fn park(&self) {
-        if self.relays.load(Ordering::SeqCst) != 1 {
+        let _switching = self.switching.lock();
+        if self.parked.load(Ordering::SeqCst) || self.relays.load(Ordering::SeqCst) != 1 {
             return;
         }
-        let Some(source) = self.single_source() else { return };
+        let Some(single) = self.sources.lock().single.clone() else {
+            return;
+        };
+        let Some(source) = single.drain.upgrade() else { return };
         if source.set_blocking(true) {
+            self.detach(single.fd);
             self.parked.store(true, Ordering::SeqCst);
         }
+    }
+
+    /// A leader's wait with a deadline while parked: the one source is in no set, so it polls
+    /// the source and the wake eventfd. As wait_once otherwise.
+    fn wait_parked(&self, ms: i32) -> bool {
+        let single = self.sources.lock().single.clone();
+        let Some(single) = single else {
+            return self.wait_once(ms, true);
+        };
+        let mut fds = [
+            libc::pollfd {
+                fd: single.fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.wake,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two live pollfds. The source's descriptor is closed only after the source is
+        // unregistered (its drop); if that happened meanwhile, poll reports POLLNVAL or a new
+        // descriptor's readiness, and the upgrade below finds the source gone: one turn more.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        self.waiting.store(NOT_WAITING, Ordering::Relaxed);
+        if n < 0 {
+            if crate::sys::errno() != libc::EINTR {
+                log::error!("nd2: poll: {}", last_error());
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            return false;
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            if let Some(source) = single.drain.upgrade() {
+                source.drain();
+            }
+        }
+        fds[1].revents & libc::POLLIN != 0
     }
 
     fn write_wake(&self) {
@@ -335,7 +481,7 @@ impl Pump {
                 woken = true;
                 continue;
             }
-            let source = self.sources.lock().get(&token).and_then(Weak::upgrade);
+            let source = self.sources.lock().by_token.get(&token).and_then(|s| s.drain.upgrade());
             if let Some(source) = source {
                 source.drain();
             }
@@ -351,21 +497,15 @@ impl Pump {
 }
 
 /// A relay thread: [`Relay::turn`] in a loop; counted while it lives (parking needs one).
-/// Parking is safe whatever the leader is doing: its drains never block (they look first on a
-/// blocking source), and its direct read starts only once the source is blocking.
+/// The leader may park it whatever it is doing: its drains never block (they look first on a
+/// blocking source), a wait in its set that ends parked reads nothing, and the leader's direct
+/// read starts only once the source is blocking.
 pub(crate) struct Relay {
-    /// leader_epoch when the relay last looked.
+    /// leader_epoch at the last tick while parked.
     epoch: u64,
-    looked: Instant,
-    /// When the relay last saw leaders come (or unparked): for LIVELY after it, it looks every
-    /// PARK_LOOK, since a leader's arrival does not wake it.
-    lively_since: Instant,
     /// Parked, and no new leader came at the last tick: the next tick is ten times longer.
     quiet: bool,
 }
-
-/// How long after leaders last came a watching relay keeps looking every PARK_LOOK.
-const LIVELY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Relay {
     pub(crate) fn new() -> Relay {
@@ -373,52 +513,33 @@ impl Relay {
             pump.relays.fetch_add(1, Ordering::SeqCst);
         }
         Relay {
-            // Never a real epoch: the first turns look every PARK_LOOK, so a program that waits
-            // in the shim from its start parks the relay within a few looks.
+            // Never a real epoch: the first tick after a park never unparks.
             epoch: u64::MAX,
-            looked: Instant::now(),
-            lively_since: Instant::now(),
             quiet: false,
         }
     }
 
     /// One turn, at most about `ms`: parked, a PARK_TICK's sleep, then unparks if no leader
-    /// came meanwhile and none waits now; else the relays' set for at most `ms` and what fires,
-    /// then, every PARK_LOOK, parks if leaders came since the last look.
+    /// came meanwhile and none waits now; else the relays' set for at most `ms` and what fires.
     pub(crate) fn turn(&mut self, ms: i32) {
         let Some(pump) = pump() else {
             std::thread::sleep(std::time::Duration::from_millis(ms.max(0) as u64));
             return;
         };
-        if pump.parked.load(Ordering::SeqCst) {
-            std::thread::sleep(if self.quiet { PARK_TICK * 10 } else { PARK_TICK });
-            let epoch = pump.leader_epoch.load(Ordering::SeqCst);
-            let idle = epoch == self.epoch && !pump.leader.load(Ordering::SeqCst);
-            self.quiet = epoch == self.epoch;
-            self.epoch = epoch;
-            if idle || pump.relays.load(Ordering::SeqCst) != 1 {
-                pump.unpark();
-                self.lively_since = Instant::now();
-                self.quiet = false;
-            }
+        if !pump.parked.load(Ordering::SeqCst) {
+            self.epoch = u64::MAX;
+            self.quiet = false;
+            pump.wait_once(ms, false);
             return;
         }
-        let leaders_came = pump.leader_epoch.load(Ordering::SeqCst) != self.epoch;
-        let ms = if leaders_came || self.lively_since.elapsed() < LIVELY {
-            ms.min(PARK_LOOK.as_millis() as i32)
-        } else {
-            ms
-        };
-        pump.wait_once(ms, false);
-        if self.looked.elapsed() >= PARK_LOOK {
-            self.looked = Instant::now();
-            let epoch = pump.leader_epoch.load(Ordering::SeqCst);
-            let active = epoch != self.epoch;
-            self.epoch = epoch;
-            if active {
-                self.lively_since = self.looked;
-                pump.park();
-            }
+        std::thread::sleep(if self.quiet { PARK_TICK * 10 } else { PARK_TICK });
+        let epoch = pump.leader_epoch.load(Ordering::SeqCst);
+        let idle = epoch == self.epoch && !pump.leader.load(Ordering::SeqCst);
+        self.quiet = epoch == self.epoch;
+        self.epoch = epoch;
+        if idle || pump.relays.load(Ordering::SeqCst) != 1 {
+            pump.unpark();
+            self.quiet = false;
         }
     }
 }
@@ -452,16 +573,10 @@ impl Leader {
     /// [`kick`] after it is visible.
     pub(crate) fn wait_until(&self, deadline: Option<Instant>, mut ready: impl FnMut() -> bool) -> bool {
         let pump = self.pump;
-        // The source refused a direct wait (not blocking any more): this turn waits in the set.
-        let mut refused = false;
+        // The direct wait's source (module doc): looked up once, and again after a turn in the
+        // set; None with a deadline, or while the source refuses (it is not blocking any more).
+        let mut direct = if deadline.is_none() { pump.direct_source() } else { None };
         loop {
-            // The direct wait: no deadline, the relay parked, one source (module doc).
-            let direct = if deadline.is_none() && !refused && pump.parked.load(Ordering::SeqCst) {
-                pump.single_source()
-            } else {
-                None
-            };
-            refused = false;
             pump.waiting
                 .store(if direct.is_some() { DIRECT } else { IN_SET }, Ordering::Relaxed);
             // Pairs with the fence in kick: the check below sees what a poster did, or the
@@ -471,10 +586,14 @@ impl Leader {
                 pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
                 return true;
             }
-            if let Some(source) = direct {
+            if let Some(source) = &direct {
                 let awake = || pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
-                refused = source.drain_blocking(&awake).is_err();
+                let refused = source.drain_blocking(&awake).is_err();
                 awake();
+                if refused {
+                    // This turn waits in the set.
+                    direct = None;
+                }
                 continue;
             }
             let ms = match deadline {
@@ -489,9 +608,16 @@ impl Leader {
                     i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
                 }
             };
-            let woken = pump.wait_once(ms, true);
+            let woken = if pump.parked.load(Ordering::SeqCst) {
+                pump.wait_parked(ms)
+            } else {
+                pump.wait_once(ms, true)
+            };
             if woken {
                 pump.read_wake();
+            }
+            if deadline.is_none() {
+                direct = pump.direct_source();
             }
         }
     }
@@ -611,18 +737,11 @@ mod tests {
         assert!(!leader.wait_until(deadline, || false));
         drop(leader);
 
-        // The relay parks once leaders came and none waits: the source turns blocking.
+        // With a relay, a leader with no deadline parks it (the source turns blocking) and
+        // waits in the source's read; another thread's kick rings the source, which ends that
+        // read.
         let pump = pump().unwrap();
         let mut relay = Relay::new();
-        let give_up = Instant::now() + std::time::Duration::from_secs(5);
-        while !pump.parked.load(Ordering::SeqCst) && Instant::now() < give_up {
-            relay.turn(10);
-        }
-        assert!(pump.parked.load(Ordering::SeqCst), "the relay parked");
-        assert!(counter.blocking.load(Ordering::SeqCst));
-
-        // A leader with no deadline then waits in the source's read; another thread's kick
-        // rings the source, which ends that read.
         let leader = loop {
             if let Some(leader) = lead() {
                 break leader;
@@ -640,6 +759,8 @@ mod tests {
         };
         assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
         setter.join().unwrap();
+        assert!(pump.parked.load(Ordering::SeqCst), "the leader parked the relay");
+        assert!(counter.blocking.load(Ordering::SeqCst));
         assert!(counter.direct.load(Ordering::SeqCst) >= 1, "woken in the direct read");
 
         // The source's own event ends it too.
@@ -650,6 +771,34 @@ mod tests {
         });
         assert!(leader.wait_until(None, || counter.direct.load(Ordering::SeqCst) > before));
         writer.join().unwrap();
+
+        // While parked the source is in no set: its event is reported by neither.
+        signal(fd);
+        for set in [pump.epoll, pump.relay_epoll] {
+            let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+            // SAFETY: an open epoll descriptor; room for EVENTS entries; no wait.
+            let n = unsafe { libc::epoll_wait(set, events.as_mut_ptr(), EVENTS as i32, 0) };
+            assert!(n >= 0);
+            assert!(
+                events[..n as usize].iter().all(|e| e.u64 == WAKE),
+                "the source is out of the sets"
+            );
+        }
+        assert!(counter.read_once());
+
+        // With a deadline, while parked, it polls the source: the source's event ends that
+        // wait, and with none the deadline does.
+        let before = counter.drained.load(Ordering::SeqCst);
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            signal(fd);
+        });
+        let deadline = Some(Instant::now() + std::time::Duration::from_secs(5));
+        assert!(leader.wait_until(deadline, || counter.drained.load(Ordering::SeqCst) > before));
+        writer.join().unwrap();
+        let deadline = Some(Instant::now() + std::time::Duration::from_millis(5));
+        assert!(!leader.wait_until(deadline, || false));
+        assert!(pump.parked.load(Ordering::SeqCst), "still parked");
         drop(leader);
 
         // A tick with no leader unparks it: the source is non-blocking again.
