@@ -71,8 +71,10 @@ pub fn last_error() -> NdStatus {
     from_errno(errno())
 }
 
+/// The calling thread's errno (read in place: no io::Error to make and drop, on the wait path).
 pub fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    // SAFETY: glibc's errno location is the calling thread's, valid for its life.
+    unsafe { *libc::__errno_location() }
 }
 
 fn check(ret: i32) -> Result<(), NdStatus> {

@@ -59,13 +59,20 @@ impl CqBody {
 impl Notified for CqBody {
     fn notified(&self) {
         // The requests armed before this event, one at a time (no list to allocate per event);
-        // one armed while they complete waits for the next event.
-        let armed = self.notifies.lock().len();
-        for _ in 0..armed {
-            let Some(request) = self.notifies.lock().pop_front() else {
-                break;
-            };
+        // one armed while they complete waits for the next event. The first and the count of
+        // the others come under one lock.
+        let (mut next, mut others) = {
+            let mut notifies = self.notifies.lock();
+            let first = notifies.pop_front();
+            (first, notifies.len())
+        };
+        while let Some(request) = next {
             request.complete(NdStatus::ND_SUCCESS, 0);
+            if others == 0 {
+                break;
+            }
+            others -= 1;
+            next = self.notifies.lock().pop_front();
         }
     }
 }
@@ -258,6 +265,17 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
     let got = unsafe { poll_batch(raw, &mut wcs, asked) };
     if got == 0 {
         return 0;
+    }
+    if got == 1 {
+        // One completion ends the call: it was a short batch (the CQ is empty) or `max` is 1.
+        // The common one, a direct request, is translated here, without translate's frame.
+        // SAFETY: ibv_poll_cq filled the first entry.
+        let wc = unsafe { wcs[0].assume_init_ref() };
+        if let Some(found) = cq.adapter.requests.completed_direct(wc.qp_num, wc.wr_id) {
+            // SAFETY: the caller's array has room for `max` >= 1 results.
+            unsafe { results.write(result_of(wc, found)) };
+            return 1;
+        }
     }
     // SAFETY: as above; the caller's array has room for `max` results.
     unsafe { translate(cq, results, max, &mut wcs, asked, got) }

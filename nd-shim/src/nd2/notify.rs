@@ -216,7 +216,7 @@ impl Drain for NotifyChannel {
         let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
         // libibverbs' read: a cancellation point, as ibv_get_cq_event is in a verbs program.
         let read = self.read_event(&mut cq);
-        let error = crate::sys::errno();
+        let error = if read { 0 } else { crate::sys::errno() };
         self.reading.fetch_sub(1, Ordering::SeqCst);
         awake();
         if read {

@@ -118,7 +118,7 @@ impl Request {
             if let Some((port, key)) = self.file.port() {
                 port.post_unkicked(Packet {
                     bytes,
-                    key,
+                    key: *key,
                     overlapped: self.ov as usize,
                     status,
                 });

@@ -6,7 +6,8 @@
 //!
 //! A HANDLE is a number in one process-wide table, a multiple of 4: as on Windows, the low two
 //! bits of a handle are ignored, so `hEvent | 1` (ND's "signal the event, post nothing to the
-//! port") names the same event.
+//! port") names the same event, and a closed handle's value comes back later for a new object
+//! (here only after REUSE_AFTER other handles were closed).
 //!
 //! Their locks and condition variables are parking_lot's: a completion signals an event or posts
 //! a packet whether or not a thread waits for it, and parking_lot's notify is a load when none
@@ -19,7 +20,6 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::int_map::IntMap;
 use super::{boundary, pump};
 use crate::status::NdStatus;
 
@@ -145,10 +145,8 @@ impl Port {
     pub(crate) fn get(&self, ms: u32) -> Option<Packet> {
         let deadline = timeout(ms).map(|t| Instant::now() + t);
         if ms != 0 {
-            if let Some(packet) = self.packets.lock().pop_front() {
-                return Some(packet);
-            }
             // The leader reads the completion channels itself (pump.rs): one wake-up per event.
+            // Its first look at the queue comes before any wait.
             if let Some(leader) = pump::lead() {
                 let mut got = None;
                 leader.wait_until(deadline, || {
@@ -165,15 +163,15 @@ impl Port {
 }
 
 /// The file an ND2 object's overlapped requests complete on: bound to at most one port, with the
-/// key CreateIoCompletionPort gave.
+/// key CreateIoCompletionPort gave (once: read without a lock or a count at every completion).
 #[derive(Default)]
 pub(crate) struct OverlappedFile {
-    port: Mutex<Option<(Arc<Port>, usize)>>,
+    port: OnceLock<(Arc<Port>, usize)>,
 }
 
 impl OverlappedFile {
-    pub(crate) fn port(&self) -> Option<(Arc<Port>, usize)> {
-        self.port.lock().clone()
+    pub(crate) fn port(&self) -> Option<&(Arc<Port>, usize)> {
+        self.port.get()
     }
 }
 
@@ -184,33 +182,70 @@ pub(crate) enum Object {
     File(Arc<OverlappedFile>),
 }
 
+/// The handle table: a slot per handle, found by the handle's value (no hashing on the wait
+/// path). A closed handle's slot is reused, as Windows reuses handle values, but only once
+/// REUSE_AFTER other handles were closed after it, so that a handle used just after its close
+/// still names nothing.
 #[derive(Default)]
 struct Table {
-    next: usize,
-    objects: IntMap<usize, Object>,
+    slots: Vec<Option<Object>>,
+    /// Closed slots, oldest first.
+    free: VecDeque<usize>,
 }
+
+const REUSE_AFTER: usize = 64;
+/// The first handle's slot number: handles are multiples of 4 from 0x104 on (never NULL, never
+/// INVALID_HANDLE_VALUE).
+const FIRST_SLOT: usize = 0x41;
 
 fn table() -> MutexGuard<'static, Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
     TABLE.get_or_init(Mutex::default).lock()
 }
 
-/// The table's key for a handle value: the low two bits are the caller's.
-fn key(handle: Handle) -> usize {
-    handle as usize & !3
+/// The slot a handle value names, if it can name one: the low two bits are the caller's.
+fn slot(handle: Handle) -> Option<usize> {
+    (handle as usize >> 2).checked_sub(FIRST_SLOT)
+}
+
+impl Table {
+    fn insert(&mut self, object: Object) -> Handle {
+        let slot = if self.free.len() > REUSE_AFTER {
+            self.free.pop_front()
+        } else {
+            None
+        };
+        let slot = match slot {
+            Some(slot) => {
+                self.slots[slot] = Some(object);
+                slot
+            }
+            None => {
+                self.slots.push(Some(object));
+                self.slots.len() - 1
+            }
+        };
+        ((slot + FIRST_SLOT) << 2) as Handle
+    }
+
+    fn get(&self, handle: Handle) -> Option<&Object> {
+        self.slots.get(slot(handle)?)?.as_ref()
+    }
+
+    fn remove(&mut self, handle: Handle) -> Option<Object> {
+        let slot = slot(handle)?;
+        let object = self.slots.get_mut(slot)?.take()?;
+        self.free.push_back(slot);
+        Some(object)
+    }
 }
 
 pub(crate) fn insert(object: Object) -> Handle {
-    let mut table = table();
-    // Multiples of 4 from 0x100 on: never NULL, never INVALID_HANDLE_VALUE.
-    table.next = table.next.max(0x40) + 1;
-    let value = table.next << 2;
-    table.objects.insert(value, object);
-    value as Handle
+    table().insert(object)
 }
 
 pub(crate) fn lookup(handle: Handle) -> Option<Object> {
-    table().objects.get(&key(handle)).cloned()
+    table().get(handle).cloned()
 }
 
 pub(crate) fn event(handle: Handle) -> Option<Arc<Event>> {
@@ -342,7 +377,7 @@ pub extern "C" fn WaitForSingleObject(handle: Handle, ms: u32) -> u32 {
 #[no_mangle]
 pub extern "C" fn CloseHandle(handle: Handle) -> Bool {
     boundary("CloseHandle", 0, || {
-        let removed = table().objects.remove(&key(handle)).is_some();
+        let removed = table().remove(handle).is_some();
         bool_result(removed, ERROR_INVALID_HANDLE)
     })
 }
@@ -366,6 +401,9 @@ pub extern "C" fn CreateIoCompletionPort(file: Handle, existing: Handle, key: us
         let Some(file) = overlapped_file(file) else {
             return fail(ERROR_INVALID_HANDLE);
         };
+        if file.port().is_some() {
+            return fail(ERROR_INVALID_PARAMETER);
+        }
         let (port, handle) = if existing.is_null() {
             let port: Arc<Port> = Arc::default();
             (Arc::clone(&port), insert(Object::Port(port)))
@@ -375,11 +413,13 @@ pub extern "C" fn CreateIoCompletionPort(file: Handle, existing: Handle, key: us
                 _ => return fail(ERROR_INVALID_HANDLE),
             }
         };
-        let mut bound = file.port.lock();
-        if bound.is_some() {
+        if file.port.set((port, key)).is_err() {
+            // Another thread bound it meanwhile: the port made for this call goes.
+            if existing.is_null() {
+                table().remove(handle);
+            }
             return fail(ERROR_INVALID_PARAMETER);
         }
-        *bound = Some((port, key));
         handle
     })
 }
@@ -417,7 +457,10 @@ pub unsafe extern "C" fn GetQueuedCompletionStatus(
                 overlapped.write(packet.overlapped as *mut c_void);
             }
         }
-        bool_result(packet.status.0 >= 0, win32_error(packet.status))
+        if packet.status.0 < 0 {
+            return bool_result(false, win32_error(packet.status));
+        }
+        1
     })
 }
 
@@ -465,6 +508,23 @@ mod tests {
     }
 
     #[test]
+    fn a_closed_handle_is_not_reused_at_once() {
+        let closed = create_event(std::ptr::null_mut(), 1, 0, true);
+        assert_eq!(CloseHandle(closed), 1);
+        let created: Vec<Handle> = (0..8).map(|_| create_event(std::ptr::null_mut(), 1, 0, true)).collect();
+        assert!(created.iter().all(|&h| h != closed && !h.is_null()));
+        assert_eq!(SetEvent(closed), 0);
+        assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
+        for h in created {
+            assert_eq!(CloseHandle(h), 1);
+        }
+        // Values that name no slot at all.
+        for h in [0usize, 4, 0x100, usize::MAX & !3] {
+            assert_eq!(CloseHandle(h as Handle), 0);
+        }
+    }
+
+    #[test]
     fn auto_reset_event_releases_one_wait() {
         let event = create_event(std::ptr::null_mut(), 0, 1, true);
         assert_eq!(WaitForSingleObject(event, 0), WAIT_OBJECT_0);
@@ -497,6 +557,10 @@ mod tests {
         let got = unsafe { GetQueuedCompletionStatus(port, &mut bytes, &mut key, &mut ov, INFINITE) };
         assert_eq!((got, bytes, key), (1, 3, 9));
         assert_eq!(CloseHandle(port), 1);
+        // A closed handle names nothing.
+        // SAFETY: live locals.
+        let got = unsafe { GetQueuedCompletionStatus(port, &mut bytes, &mut key, &mut ov, 0) };
+        assert_eq!((got, GetLastError()), (0, ERROR_INVALID_HANDLE));
     }
 
     #[test]
