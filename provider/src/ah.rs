@@ -20,12 +20,12 @@ use kernel_abi::{
 use log::debug;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
+use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::errno::Errno;
-use crate::ffi;
-use crate::kobject::{self, Creating};
-use crate::libibverbs::objects::{ibv_ah, ibv_ah_attr, ibv_pd};
-use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::control_objects::{ibv_ah, ibv_ah_attr, ibv_pd};
+use crate::libibverbs::device_context::ibv_context;
+use crate::lifecycle::{self, Creating};
 use crate::pd::context_fd;
 
 /// Our AH. `ibv_ah` must stay first: libibverbs hands it back to us.
@@ -193,15 +193,15 @@ fn user_av(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<rxe_av, Errno> {
 
 /// `create_ah`.
 pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-    ffi::guard("create_ah", ptr::null_mut(), || {
+    boundary::guard("create_ah", ptr::null_mut(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd made and the caller's
         // attributes (nulls refused).
         let (Some(p), Some(attr)) = (unsafe { pd.as_ref() }, unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         let fd = match context_fd(p.context) {
             Ok(fd) => fd,
-            Err(e) => return ffi::fail_ptr(e),
+            Err(e) => return boundary::fail_ptr(e),
         };
         let obj = Box::new(RxeAh {
             ibv_ah: ibv_ah {
@@ -223,7 +223,7 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
         };
         let resp = match command::write_cmd(fd, cmd) {
             Ok(r) => r,
-            Err(e) => return ffi::fail_ptr(e),
+            Err(e) => return boundary::fail_ptr(e),
         };
         ah.created(resp.core.ah_handle);
         let a = ah.get_mut();
@@ -234,7 +234,7 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
                 Ok(av) => a.av = av,
                 Err(e) => {
                     debug!("create_ah: no address vector (errno {e}); destroying the kernel AH");
-                    return ffi::fail_ptr(e);
+                    return boundary::fail_ptr(e);
                 }
             }
         }
@@ -244,18 +244,18 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
 
 /// `destroy_ah`: the AH is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    ffi::guard("destroy_ah", Errno::EIO.code(), || {
+    boundary::guard("destroy_ah", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an AH our create_ah made (null refused).
         let (Some(obj), Some(a)) = (NonNull::new(ah.cast::<RxeAh>()), unsafe { ah.as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (a.context, a.handle);
         let destroy = || context_fd(context).and_then(|fd| destroy_kernel_ah(fd, handle));
         // SAFETY: made by Creating::finish in create_ah (RxeAh begins with
         // its ibv_ah), not used after success.
-        match unsafe { kobject::destroy(obj, destroy, |()| ()) } {
+        match unsafe { lifecycle::destroy(obj, destroy, |()| ()) } {
             Ok(()) => 0,
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
@@ -267,7 +267,7 @@ fn destroy_kernel_ah(fd: RawFd, handle: u32) -> Result<(), Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::libibverbs::objects::{ibv_gid, ibv_global_route};
+    use crate::libibverbs::control_objects::{ibv_gid, ibv_global_route};
 
     fn attr(dgid: [u8; 16]) -> ibv_ah_attr {
         ibv_ah_attr {

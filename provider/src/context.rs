@@ -17,12 +17,12 @@ use core::ptr;
 use kernel_abi::{ib_uverbs_get_context, RDMA_DRIVER_RXE};
 use log::{debug, info};
 
+use crate::boundary;
 use crate::command;
 use crate::errno::Errno;
-use crate::ffi;
-use crate::libibverbs::context_v36::verbs_context;
+use crate::libibverbs::device_context::{ibv_context, ibv_device};
 use crate::libibverbs::layout::Layout;
-use crate::libibverbs::public::{ibv_context, ibv_device};
+use crate::libibverbs::private_context::verbs_context;
 use crate::libibverbs::runtime;
 use crate::{device, logger, mr};
 
@@ -78,7 +78,7 @@ pub(crate) unsafe fn open(
         _ => {
             // SAFETY: cmd_fd was handed to us to own; nobody else closes it.
             unsafe { libc::close(cmd_fd) };
-            ffi::set_errno(Errno::EINVAL);
+            boundary::set_errno(Errno::EINVAL);
             return ptr::null_mut();
         }
     };
@@ -105,7 +105,7 @@ pub(crate) unsafe fn open(
             lib.uninit_context(base);
             libc::free(base);
         }
-        ffi::set_errno(errno);
+        boundary::set_errno(errno);
         return ptr::null_mut();
     }
 
@@ -127,7 +127,7 @@ pub(crate) unsafe fn open(
 
 /// `free_context`, from `ibv_close_device`.
 pub(crate) unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
-    ffi::guard("free_context", (), || {
+    boundary::guard("free_context", (), || {
         let Some(lib) = runtime::get() else { return };
         // SAFETY: libibverbs passes a context our alloc_context made.
         let Some(ctx) = (unsafe { RxeContext::from_ibv_context(ibctx) }) else {

@@ -34,15 +34,15 @@ use kernel_abi::{
 use log::{debug, error, warn};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
+use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteCmd, WriteExCmd};
 use crate::errno::Errno;
-use crate::ffi;
-use crate::kobject::{self, Creating};
 use crate::libibverbs::cq::*;
-use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::device_context::ibv_context;
+use crate::lifecycle::{self, Creating};
 use crate::lock::QueueLock;
 use crate::pd::{self, DomainUse};
-use crate::queue::Consumer;
+use crate::ring::Consumer;
 
 pub(crate) mod purge;
 
@@ -426,10 +426,10 @@ pub(crate) unsafe extern "C" fn create_cq(
     channel: *mut ibv_comp_channel,
     comp_vector: c_int,
 ) -> *mut ibv_cq {
-    ffi::guard("create_cq", ptr::null_mut(), || {
+    boundary::guard("create_cq", ptr::null_mut(), || {
         match create(context, cqe, channel, comp_vector, None, QueueLock::new()) {
             Ok(cq) => cq.finish().as_ptr().cast::<ibv_cq>(),
-            Err(errno) => ffi::fail_ptr(errno),
+            Err(errno) => boundary::fail_ptr(errno),
         }
     })
 }
@@ -474,10 +474,10 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
     context: *mut ibv_context,
     attr: *mut ibv_cq_init_attr_ex,
 ) -> *mut ibv_cq_ex {
-    ffi::guard("create_cq_ex", ptr::null_mut(), || {
+    boundary::guard("create_cq_ex", ptr::null_mut(), || {
         // SAFETY: a non-NULL attr is the caller's live ibv_cq_init_attr_ex.
         let Some(attr) = (unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         let created = ex_create_flags(attr).and_then(|flags| {
             // A parent domain with a TD: no lock. Anything else given as
@@ -502,14 +502,14 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
                 set_ex_callbacks(cq.get_mut().vcq.get_mut(), attr.wc_flags);
                 cq.finish().as_ptr().cast::<ibv_cq_ex>()
             }
-            Err(errno) => ffi::fail_ptr(errno),
+            Err(errno) => boundary::fail_ptr(errno),
         }
     })
 }
 
 /// `verbs_context_ops.destroy_cq`
 pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
-    ffi::guard("destroy_cq", Errno::EIO.code(), || {
+    boundary::guard("destroy_cq", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
             return Errno::EINVAL.code();
@@ -524,7 +524,7 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
             // ibv_ack_async_event). The kernel reports no more events for
             // this CQ.
             unsafe {
-                kobject::wait_for_acks(addr_of_mut!((*vcq).mutex), addr_of_mut!((*vcq).cond), || {
+                lifecycle::wait_for_acks(addr_of_mut!((*vcq).mutex), addr_of_mut!((*vcq).cond), || {
                     ptr::read_volatile(addr_of_mut!((*vcq).comp_events_completed)) == resp.comp_events_reported
                         && ptr::read_volatile(addr_of_mut!((*vcq).async_events_completed)) == resp.async_events_reported
                 })
@@ -533,7 +533,7 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
         // SAFETY: the CQ came from Creating::finish in create_cq(_ex);
         // libibverbs does not use it after a successful destroy. Freeing
         // it unmaps the ring.
-        match unsafe { kobject::destroy(obj, || destroy_kernel_cq(fd, handle), wait) } {
+        match unsafe { lifecycle::destroy(obj, || destroy_kernel_cq(fd, handle), wait) } {
             Ok(()) => 0,
             Err(errno) => errno.code(),
         }
@@ -543,7 +543,7 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
 /// `verbs_context_ops.poll_cq`: how many completions were written to `wc`,
 /// or a negative errno.
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
-    ffi::guard("poll_cq", Errno::EIO.negative(), || {
+    boundary::guard("poll_cq", Errno::EIO.negative(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
             return Errno::EINVAL.negative();
@@ -570,7 +570,7 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
 /// completion event, with the `REQ_NOTIFY_CQ` write as the stock provider's
 /// `ibv_cmd_req_notify_cq` issues it.
 pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
-    ffi::guard("req_notify_cq", Errno::EIO.code(), || {
+    boundary::guard("req_notify_cq", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
             return Errno::EINVAL.code();
@@ -590,7 +590,7 @@ pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only:
 /// new ring; we map it in place of the old one with the lock held, so no
 /// poller sees the switch half-done.
 pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_int {
-    ffi::guard("resize_cq", Errno::EIO.code(), || {
+    boundary::guard("resize_cq", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a live CQ of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
             return Errno::EINVAL.code();
@@ -635,7 +635,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
 // ---- ibv_cq_ex ----
 
 unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq_attr) -> c_int {
-    ffi::guard("start_poll", Errno::EIO.code(), || {
+    boundary::guard("start_poll", Errno::EIO.code(), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return Errno::EINVAL.code();
@@ -643,11 +643,11 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
         if !cq.lock.hold() {
             // The stock provider deadlocks on its own spin lock here.
             warn!("start_poll again before end_poll on this thread: refused");
-            ffi::set_errno(Errno::EINVAL);
+            boundary::set_errno(Errno::EINVAL);
             return Errno::EINVAL.code();
         }
         // A panic must not leave the lock taken.
-        let r = ffi::guard("start_poll", Err(Errno::EIO), || {
+        let r = boundary::guard("start_poll", Err(Errno::EIO), || {
             // SAFETY: this thread holds the lock now.
             unsafe { cq.state_locked() }.start()
         });
@@ -659,7 +659,7 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
             }
             Err(errno) => {
                 cq.lock.release_held();
-                ffi::set_errno(errno);
+                boundary::set_errno(errno);
                 errno.code()
             }
         }
@@ -667,7 +667,7 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
 }
 
 unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
-    ffi::guard("next_poll", Errno::EIO.code(), || {
+    boundary::guard("next_poll", Errno::EIO.code(), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return Errno::EINVAL.code();
@@ -675,7 +675,7 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
         if !cq.lock.held_here() {
             // The stock provider would read the ring unlocked.
             warn!("next_poll without a successful start_poll on this thread: refused");
-            ffi::set_errno(Errno::EINVAL);
+            boundary::set_errno(Errno::EINVAL);
             return Errno::EINVAL.code();
         }
         // SAFETY: this thread holds the lock (a successful start_poll).
@@ -687,7 +687,7 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
             // The lock stays held: end_poll, which the application must
             // still call, releases it (upstream's double unlock was here).
             Err(errno) => {
-                ffi::set_errno(errno);
+                boundary::set_errno(errno);
                 errno.code()
             }
         }
@@ -695,7 +695,7 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
 }
 
 unsafe extern "C" fn end_poll(current: *mut ibv_cq_ex) {
-    ffi::guard("end_poll", (), || {
+    boundary::guard("end_poll", (), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return;
@@ -706,7 +706,7 @@ unsafe extern "C" fn end_poll(current: *mut ibv_cq_ex) {
             return;
         }
         // The lock is released even if end() panics.
-        ffi::guard("end_poll", (), || {
+        boundary::guard("end_poll", (), || {
             // SAFETY: this thread holds the lock (a successful start_poll).
             unsafe { cq.state_locked() }.end()
         });
@@ -719,7 +719,7 @@ fn read_current<R>(entry: &'static str, current: *mut ibv_cq_ex, on_error: R, f:
 where
     R: Copy,
 {
-    ffi::guard(entry, on_error, || {
+    boundary::guard(entry, on_error, || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return on_error;
@@ -775,13 +775,13 @@ unsafe extern "C" fn read_dlid_path_bits(current: *mut ibv_cq_ex) -> u8 {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
-    use crate::queue::testing::FakeQueue;
+    use crate::ring::testing::FakeRing;
 
     /// A CQ as create_cq leaves it, on a fake ring of 8 slots (the
-    /// `FakeQueue` plays the kernel), with the callbacks for `wc_flags`.
+    /// `FakeRing` plays the kernel), with the callbacks for `wc_flags`.
     /// Free it with `Box::from_raw(cq.cast::<RxeCq>())`.
-    pub(crate) fn fake_rxe_cq(wc_flags: u64) -> (FakeQueue, *mut ibv_cq_ex) {
-        let fq = FakeQueue::new(7, 7, 0);
+    pub(crate) fn fake_rxe_cq(wc_flags: u64) -> (FakeRing, *mut ibv_cq_ex) {
+        let fq = FakeRing::new(7, 7, 0);
         let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, QueueLock::new());
         // SAFETY: the CQ is ours alone.
         unsafe {
@@ -796,7 +796,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::fake_rxe_cq;
     use super::*;
-    use crate::queue::testing::FakeQueue;
+    use crate::ring::testing::FakeRing;
     use kernel_abi::ib_uverbs_wc_ex;
 
     /// IB_UVERBS_WC_* / ibv_wc_opcode values rxe completes with.
@@ -837,8 +837,8 @@ mod tests {
         );
     }
 
-    fn fake_cq(mask: u32) -> (FakeQueue, PollState) {
-        let fq = FakeQueue::new(7, mask, 0);
+    fn fake_cq(mask: u32) -> (FakeRing, PollState) {
+        let fq = FakeRing::new(7, mask, 0);
         let ring = Consumer::map(fq.raw_fd(), &fq.mi, size_of::<ib_uverbs_wc>()).unwrap();
         (fq, PollState::new(Some(ring)))
     }
@@ -934,7 +934,7 @@ mod tests {
         assert_eq!(poll_n(&mut s, 1).len(), 1);
         // The kernel's new ring: 8 slots, the unpolled CQE copied to slot 0,
         // and the consumer index where its resize left it.
-        let bigger = FakeQueue::new(7, 7, 4096);
+        let bigger = FakeRing::new(7, 7, 4096);
         bigger.produce(&cqe(1, 0, 0));
         bigger.produce(&cqe(2, 0, 0));
         bigger.kernel.release_consumer(1);
@@ -951,20 +951,20 @@ mod tests {
         assert_eq!(s.start().err(), Some(Errno::EIO));
         s.end();
         // A ring whose slots cannot hold a CQE is not polled (poll copies whole CQEs).
-        let small = FakeQueue::new(5, 7, 0);
+        let small = FakeRing::new(5, 7, 0);
         s.replace_ring(Some(Consumer::map(small.raw_fd(), &small.mi, 0).unwrap()));
         assert_eq!(s.poll(&mut out), Err(Errno::EIO));
     }
 
     #[test]
     fn create_responses_are_checked() {
-        let fq = FakeQueue::new(7, 7, 0);
+        let fq = FakeRing::new(7, 7, 0);
         assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 5, 7).map(|(_, c)| c).ok(), Some(7));
         // Fewer than asked, more than the ring holds.
         assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 8, 7).err(), Some(Errno::EPROTO));
         assert_eq!(map_cq_ring(fq.raw_fd(), &fq.mi, 1, 8).err(), Some(Errno::EPROTO));
         // Slots too small for a CQE.
-        let small = FakeQueue::new(5, 7, 0);
+        let small = FakeRing::new(5, 7, 0);
         assert_eq!(map_cq_ring(small.raw_fd(), &small.mi, 1, 7).err(), Some(Errno::EPROTO));
     }
 

@@ -8,9 +8,9 @@ use log::info;
 
 use crate::errno::Errno;
 use crate::libibverbs::device_abi::{verbs_device, verbs_sysfs_dev};
-use crate::libibverbs::public::ibv_device;
+use crate::libibverbs::device_context::ibv_device;
 use crate::libibverbs::runtime;
-use crate::{ffi, logger};
+use crate::{boundary, logger};
 
 /// Our device. `verbs_device` must come first: libibverbs hands us
 /// `&vdev.device` and we get back to this struct by a cast.
@@ -35,14 +35,14 @@ impl RxeDevice {
 
 /// `verbs_device_ops.alloc_device`: libibverbs matched a device to us.
 pub(crate) unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) -> *mut verbs_device {
-    ffi::guard("alloc_device", ptr::null_mut(), || {
+    boundary::guard("alloc_device", ptr::null_mut(), || {
         // SAFETY: libibverbs passes its live sysfs record (or we reject null).
         let Some(sysfs) = (unsafe { sysfs_dev.as_ref() }) else {
-            ffi::set_errno(Errno::EINVAL);
+            boundary::set_errno(Errno::EINVAL);
             return ptr::null_mut();
         };
         let Some(lib) = runtime::get() else {
-            ffi::set_errno(Errno::ENODEV);
+            boundary::set_errno(Errno::ENODEV);
             return ptr::null_mut();
         };
         let num_ports = if lib.layout.sysfs_dev_has_num_ports() {
@@ -70,7 +70,7 @@ pub(crate) unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) ->
 
 /// `verbs_device_ops.uninit_device`: the last reference to the device went.
 pub(crate) unsafe extern "C" fn uninit_device(vdev: *mut verbs_device) {
-    ffi::guard("uninit_device", (), || {
+    boundary::guard("uninit_device", (), || {
         if vdev.is_null() {
             return;
         }

@@ -1,5 +1,5 @@
 //! The one errno type: what kernel commands fail with, what every internal
-//! step returns in `Err`, and what the entry helpers in `ffi` turn
+//! step returns in `Err`, and what the entry helpers in `boundary` turn
 //! into a verb's failure (errno set, NULL or the code returned).
 
 use core::ffi::c_int;
@@ -8,7 +8,7 @@ use core::fmt;
 /// A positive errno value, as verbs return them. A type of its own, so that
 /// an errno is never confused with a count or a verb's return code: it
 /// becomes a `c_int` only at an entry ([`Errno::code`], [`Errno::negative`],
-/// or the helpers in `ffi`). `repr(transparent)`: the same register as the
+/// or the helpers in `boundary`). `repr(transparent)`: the same register as the
 /// `i32` it wraps, no instruction more.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]

@@ -10,29 +10,29 @@
 //! - `ops`: the verbs tables (every op we implement) and `alloc_context`;
 //! - `context`: opening a context, and `free_context`;
 //! - `query`: `query_device_ex` and `query_port`;
-//! - `cq`: completion queues and `ibv_cq_ex`; `queue`: the mmap'd rxe rings;
+//! - `cq`: completion queues and `ibv_cq_ex`; `ring`: the mmap'd rxe rings;
 //! - `qp`: queue pairs (create/modify/query/destroy, the legacy data path,
 //!   the `ibv_qp_ex` work-request API); `wqe`: work requests to WQEs;
 //! - `srq`: shared receive queues;
 //! - `work_queue`, `send_queue`, `recv_queue`: the queues QPs and SRQs post
-//!   into, on the rings of `queue`;
+//!   into, on the rings of `ring`;
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
-//! - [`errno`]: the one errno type; `kobject`: create / undo / destroy of
+//! - [`errno`]: the one errno type; `lifecycle`: create / undo / destroy of
 //!   kernel objects and their leak policy;
-//! - `ffi`: the panic boundary every `extern "C"` entry goes through;
+//! - `boundary`: the panic boundary every `extern "C"` entry goes through;
 //! - `logger`: `VERBS_LOG_LEVEL` / `VERBS_LOG_FILE` handling.
 
 mod ah;
+mod boundary;
 pub mod command;
 mod context;
 mod cq;
 mod device;
 pub mod errno;
-mod ffi;
-mod kobject;
 pub mod libibverbs;
+mod lifecycle;
 mod lock;
 mod logger;
 mod mcast;
@@ -42,9 +42,9 @@ mod ops;
 mod pd;
 mod qp;
 mod query;
-pub mod queue;
 mod recv_queue;
 mod registration;
+pub mod ring;
 mod send_queue;
 mod srq;
 mod work_queue;

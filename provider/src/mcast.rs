@@ -6,10 +6,10 @@ use kernel_abi::{
     ib_uverbs_attach_mcast, ib_uverbs_detach_mcast, IB_USER_VERBS_CMD_ATTACH_MCAST, IB_USER_VERBS_CMD_DETACH_MCAST,
 };
 
+use crate::boundary;
 use crate::command::{self, WriteReq};
 use crate::errno::Errno;
-use crate::ffi;
-use crate::libibverbs::objects::{ibv_gid, ibv_qp};
+use crate::libibverbs::control_objects::{ibv_gid, ibv_qp};
 use crate::pd::context_fd;
 
 impl WriteReq for ib_uverbs_attach_mcast {
@@ -32,7 +32,7 @@ fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), Er
 
 /// `attach_mcast`.
 pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    ffi::guard("attach_mcast", Errno::EIO.code(), || {
+    boundary::guard("attach_mcast", Errno::EIO.code(), || {
         let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
             command::write_req(
                 fd,
@@ -45,13 +45,13 @@ pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gi
                 },
             )
         });
-        r.map_or_else(ffi::fail_code, |()| 0)
+        r.map_or_else(boundary::fail_code, |()| 0)
     })
 }
 
 /// `detach_mcast`.
 pub(crate) unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    ffi::guard("detach_mcast", Errno::EIO.code(), || {
+    boundary::guard("detach_mcast", Errno::EIO.code(), || {
         let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
             command::write_req(
                 fd,
@@ -64,7 +64,7 @@ pub(crate) unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gi
                 },
             )
         });
-        r.map_or_else(ffi::fail_code, |()| 0)
+        r.map_or_else(boundary::fail_code, |()| 0)
     })
 }
 

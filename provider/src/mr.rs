@@ -38,14 +38,14 @@ use kernel_abi::{
 };
 use log::debug;
 
+use crate::boundary;
 use crate::command::{self, impl_write_cmd, IoctlCmd, WriteReq};
 use crate::errno::Errno;
-use crate::ffi;
-use crate::kobject::{self, Creating};
+use crate::libibverbs::control_objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
 use crate::libibverbs::device_abi::verbs_device;
-use crate::libibverbs::objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
-use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::ibv_sge;
+use crate::lifecycle::{self, Creating};
 use crate::pd::context_fd;
 
 impl_write_cmd!(ib_uverbs_reg_mr, IB_USER_VERBS_CMD_REG_MR, ib_uverbs_reg_mr_resp);
@@ -134,10 +134,10 @@ pub(crate) unsafe extern "C" fn reg_mr(
     hca_va: u64,
     access: c_int,
 ) -> *mut ibv_mr {
-    ffi::guard("reg_mr", ptr::null_mut(), || {
+    boundary::guard("reg_mr", ptr::null_mut(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
         let Some(p) = (unsafe { pd.as_ref() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         let cmd = reg_length(addr as usize, length, access).map(|len| ib_uverbs_reg_mr {
             response: 0,
@@ -150,7 +150,7 @@ pub(crate) unsafe extern "C" fn reg_mr(
         });
         let (cmd, fd) = match cmd.and_then(|cmd| Ok((cmd, context_fd(p.context)?))) {
             Ok(v) => v,
-            Err(e) => return ffi::fail_ptr(e),
+            Err(e) => return boundary::fail_ptr(e),
         };
         let obj = Box::new(verbs_mr {
             ibv_mr: ibv_mr {
@@ -177,7 +177,7 @@ pub(crate) unsafe extern "C" fn reg_mr(
                 // verbs_mr by a cast.
                 vmr.finish().as_ptr().cast::<ibv_mr>()
             }
-            Err(e) => ffi::fail_ptr(e),
+            Err(e) => boundary::fail_ptr(e),
         }
     })
 }
@@ -193,11 +193,11 @@ pub(crate) unsafe extern "C" fn rereg_mr(
     length: usize,
     access: c_int,
 ) -> c_int {
-    ffi::guard("rereg_mr", Errno::EIO.code(), || {
+    boundary::guard("rereg_mr", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an MR our reg_mr made, which it does not
         // touch during the call (null refused).
         let Some(m) = (unsafe { vmr.as_mut() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         // SAFETY: a PD our alloc_pd made, or null.
         let new_pd = unsafe { pd.as_ref() };
@@ -218,7 +218,7 @@ pub(crate) unsafe extern "C" fn rereg_mr(
                 }
                 0
             }
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
@@ -257,34 +257,34 @@ pub(crate) unsafe extern "C" fn advise_mr(
     sg_list: *mut ibv_sge,
     num_sge: u32,
 ) -> c_int {
-    ffi::guard("advise_mr", Errno::EIO.code(), || {
+    boundary::guard("advise_mr", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a PD (or parent domain, which carries
         // its protection domain's handle) our alloc_pd made; null refused.
         let Some(p) = (unsafe { pd.as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let issued = advise_cmd(p.handle, advice, flags, sg_list, num_sge)
             .and_then(|mut cmd| command::ioctl_cmd(context_fd(p.context)?, &mut cmd));
         match issued {
             Ok(()) => 0,
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
 
 /// `dereg_mr`: the MR is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    ffi::guard("dereg_mr", Errno::EIO.code(), || {
+    boundary::guard("dereg_mr", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an MR our reg_mr made (null refused).
         let (Some(obj), Some(m)) = (NonNull::new(vmr), unsafe { vmr.as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (m.ibv_mr.context, m.ibv_mr.handle);
         let dereg = || context_fd(context).and_then(|fd| dereg_kernel_mr(fd, handle));
         // SAFETY: made by Creating::finish in reg_mr, not used after success.
-        match unsafe { kobject::destroy(obj, dereg, |()| ()) } {
+        match unsafe { lifecycle::destroy(obj, dereg, |()| ()) } {
             Ok(()) => 0,
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }

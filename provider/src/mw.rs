@@ -11,11 +11,11 @@ use kernel_abi::{
     IB_USER_VERBS_CMD_DEALLOC_MW,
 };
 
+use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::errno::Errno;
-use crate::ffi;
-use crate::kobject::{self, Creating};
-use crate::libibverbs::objects::{ibv_mw, ibv_pd};
+use crate::libibverbs::control_objects::{ibv_mw, ibv_pd};
+use crate::lifecycle::{self, Creating};
 use crate::pd::context_fd;
 
 impl_write_cmd!(ib_uverbs_alloc_mw, IB_USER_VERBS_CMD_ALLOC_MW, ib_uverbs_alloc_mw_resp);
@@ -32,14 +32,14 @@ fn wire_mw_type(mw_type: c_int) -> Result<u8, Errno> {
 
 /// `alloc_mw`: fills what `ibv_cmd_alloc_mw` fills.
 pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mut ibv_mw {
-    ffi::guard("alloc_mw", ptr::null_mut(), || {
+    boundary::guard("alloc_mw", ptr::null_mut(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
         let Some(p) = (unsafe { pd.as_ref() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         let (fd, t) = match wire_mw_type(mw_type).and_then(|t| Ok((context_fd(p.context)?, t))) {
             Ok(v) => v,
-            Err(e) => return ffi::fail_ptr(e),
+            Err(e) => return boundary::fail_ptr(e),
         };
         let obj = Box::new(ibv_mw {
             context: p.context,
@@ -64,24 +64,24 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
                 m.rkey = r.rkey;
                 mw.finish().as_ptr()
             }
-            Err(e) => ffi::fail_ptr(e),
+            Err(e) => boundary::fail_ptr(e),
         }
     })
 }
 
 /// `dealloc_mw`: the window is freed only when the kernel let it go.
 pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    ffi::guard("dealloc_mw", Errno::EIO.code(), || {
+    boundary::guard("dealloc_mw", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a window our alloc_mw made (null refused).
         let (Some(obj), Some(m)) = (NonNull::new(mw), unsafe { mw.as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (m.context, m.handle);
         let dealloc = || context_fd(context).and_then(|fd| dealloc_kernel_mw(fd, handle));
         // SAFETY: made by Creating::finish in alloc_mw, not used after success.
-        match unsafe { kobject::destroy(obj, dealloc, |()| ()) } {
+        match unsafe { lifecycle::destroy(obj, dealloc, |()| ()) } {
             Ok(()) => 0,
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }

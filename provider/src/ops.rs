@@ -5,18 +5,18 @@
 use core::ffi::{c_int, c_void};
 use core::ptr;
 
-use crate::ffi;
-use crate::libibverbs::context_layouts::{ops_table_for, ContextLayout};
-use crate::libibverbs::context_v36::{self, verbs_context};
+use crate::boundary;
+use crate::libibverbs::device_context::ibv_device;
 use crate::libibverbs::layout::Layout;
-use crate::libibverbs::public::ibv_device;
+use crate::libibverbs::private_context::{self, verbs_context};
+use crate::libibverbs::private_context_releases::{ops_table_for, ContextLayout};
 use crate::{ah, context, cq, mcast, mr, mw, pd, qp, query, srq};
 
 /// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
 /// running library's own table is built from ours by op name
-/// (`context_layouts`). Everything else stays NULL, so libibverbs keeps its
+/// (`private_context_releases`). Everything else stays NULL, so libibverbs keeps its
 /// dummy op for it (EOPNOTSUPP).
-const OPS_BASE: context_v36::verbs_context_ops = context_v36::verbs_context_ops {
+const OPS_BASE: private_context::verbs_context_ops = private_context::verbs_context_ops {
     free_context: Some(context::free_context),
     query_device_ex: Some(query::query_device_ex),
     query_port: Some(query::query_port),
@@ -54,15 +54,15 @@ const OPS_BASE: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
     query_srq: Some(srq::query_srq),
     destroy_srq: Some(srq::destroy_srq),
     post_srq_recv: Some(srq::post_srq_recv),
-    ..context_v36::verbs_context_ops::EMPTY
+    ..private_context::verbs_context_ops::EMPTY
 };
 
-static OPS_V36: context_v36::verbs_context_ops = OPS_BASE;
+static OPS_V36: private_context::verbs_context_ops = OPS_BASE;
 
 /// From v59.0 the stock rxe provider also offers `advise_mr` (rdma-core
 /// 5e49611e0, "rxe: Enable ibv_advise_mr(3)"); the slot exists since long
 /// before v36, so on v36..v58 we leave it NULL as stock does.
-static OPS_V59: context_v36::verbs_context_ops = context_v36::verbs_context_ops {
+static OPS_V59: private_context::verbs_context_ops = private_context::verbs_context_ops {
     advise_mr: Some(mr::advise_mr),
     ..OPS_BASE
 };
@@ -70,7 +70,7 @@ static OPS_V59: context_v36::verbs_context_ops = context_v36::verbs_context_ops 
 /// Our ops for a library of this layout family. [`ContextLayout::V36`] is
 /// exactly v36..v58, the releases whose stock provider has no `advise_mr`,
 /// and the tables are built once per family, so the choice is keyed on it.
-fn ours_for(context: ContextLayout) -> &'static context_v36::verbs_context_ops {
+fn ours_for(context: ContextLayout) -> &'static private_context::verbs_context_ops {
     match context {
         ContextLayout::V36 => &OPS_V36,
         ContextLayout::V59 | ContextLayout::V62 | ContextLayout::V64 | ContextLayout::V65 => &OPS_V59,
@@ -88,7 +88,7 @@ pub(crate) unsafe extern "C" fn alloc_context(
     _private_data: *mut c_void,
 ) -> *mut verbs_context {
     // SAFETY: libibverbs passes its live device (or we refuse NULL there).
-    ffi::guard("alloc_context", ptr::null_mut(), || unsafe {
+    boundary::guard("alloc_context", ptr::null_mut(), || unsafe {
         context::open(device, cmd_fd, ops_table)
     })
 }
@@ -104,7 +104,7 @@ mod tests {
         assert!(t.free_context.is_some() && t.query_device_ex.is_some() && t.query_port.is_some());
         // SAFETY: verbs_context_ops is 76 pointer-sized Option<fn> slots.
         let slots: &[usize; 76] = unsafe { &*ptr::from_ref(t).cast::<[usize; 76]>() };
-        use context_v36::verbs_context_ops as O;
+        use private_context::verbs_context_ops as O;
         let mut expected: Vec<usize> = [
             offset_of!(O, free_context),
             offset_of!(O, query_device_ex),
@@ -161,11 +161,11 @@ mod tests {
         assert!(OPS_V59.advise_mr.is_some());
         // Otherwise the two tables are the same.
         // SAFETY: as in ops_table_sets_only_what_is_implemented.
-        let slots = |t: &context_v36::verbs_context_ops| unsafe { *ptr::from_ref(t).cast::<[usize; 76]>() };
+        let slots = |t: &private_context::verbs_context_ops| unsafe { *ptr::from_ref(t).cast::<[usize; 76]>() };
         let (v36, v59) = (slots(&OPS_V36), slots(&OPS_V59));
         let differ: Vec<usize> = (0..76).filter(|&i| v36[i] != v59[i]).collect();
-        assert_eq!(differ, [offset_of!(context_v36::verbs_context_ops, advise_mr) / 8]);
-        for layout in crate::libibverbs::context_layouts::ALL {
+        assert_eq!(differ, [offset_of!(private_context::verbs_context_ops, advise_mr) / 8]);
+        for layout in crate::libibverbs::private_context_releases::ALL {
             let table = layout.ops_table(ours_for(layout));
             let at = layout.op_names().iter().position(|n| *n == "advise_mr").unwrap();
             assert_eq!(table[at].is_some(), layout != ContextLayout::V36, "{layout:?}");

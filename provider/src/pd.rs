@@ -21,16 +21,16 @@ use kernel_abi::{
     IB_USER_VERBS_CMD_DEALLOC_PD,
 };
 
+use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::errno::Errno;
-use crate::ffi;
-use crate::kobject::{self, Creating};
-use crate::libibverbs::objects::{
+use crate::libibverbs::control_objects::{
     ibv_parent_domain_init_attr, ibv_pd, ibv_td, ibv_td_init_attr, pd_alloc_fn, pd_free_fn,
     IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS, IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC,
     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
 };
-use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::device_context::ibv_context;
+use crate::lifecycle::{self, Creating};
 use crate::lock::QueueLock;
 
 impl_write_cmd!(ib_uverbs_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, ib_uverbs_alloc_pd_resp);
@@ -183,10 +183,10 @@ pub(crate) fn context_fd(ctx: *const ibv_context) -> Result<RawFd, Errno> {
 
 /// `alloc_pd`.
 pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
-    ffi::guard("alloc_pd", core::ptr::null_mut(), || {
+    boundary::guard("alloc_pd", core::ptr::null_mut(), || {
         let fd = match context_fd(context) {
             Ok(fd) => fd,
-            Err(e) => return ffi::fail_ptr(e),
+            Err(e) => return boundary::fail_ptr(e),
         };
         let obj = Box::new(RxePd::protection(context, 0));
         let mut pd = Creating::new(obj, "PD", fd, dealloc_kernel_pd);
@@ -202,7 +202,7 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
                 pd.get_mut().pd.handle = resp.pd_handle;
                 pd.finish().as_ptr().cast::<ibv_pd>()
             }
-            Err(e) => ffi::fail_ptr(e),
+            Err(e) => boundary::fail_ptr(e),
         }
     })
 }
@@ -210,16 +210,16 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
 /// `dealloc_pd`: the PD is freed only when the kernel let it go; a parent
 /// domain is ours alone.
 pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    ffi::guard("dealloc_pd", Errno::EIO.code(), || {
+    boundary::guard("dealloc_pd", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a PD our alloc_pd or alloc_parent_domain
         // made (null refused).
         let (Some(obj), Some(p)) = (NonNull::new(pd.cast::<RxePd>()), unsafe { pd.cast::<RxePd>().as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         match &p.kind {
             PdKind::Parent(parent) => {
                 if parent.users.load(Ordering::Acquire) != 0 {
-                    return ffi::fail_code(Errno::EBUSY);
+                    return boundary::fail_code(Errno::EBUSY);
                 }
                 // SAFETY: a parent domain holds a count on its PD and TD,
                 // which therefore are alive.
@@ -236,14 +236,14 @@ pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
             }
             PdKind::Protection { parents } => {
                 if parents.load(Ordering::Relaxed) != 0 {
-                    return ffi::fail_code(Errno::EBUSY);
+                    return boundary::fail_code(Errno::EBUSY);
                 }
                 let (context, handle) = (p.pd.context, p.pd.handle);
                 let dealloc = || context_fd(context).and_then(|fd| dealloc_kernel_pd(fd, handle));
                 // SAFETY: made by Creating::finish in alloc_pd, not used after success.
-                match unsafe { kobject::destroy(obj, dealloc, |()| ()) } {
+                match unsafe { lifecycle::destroy(obj, dealloc, |()| ()) } {
                     Ok(()) => 0,
-                    Err(e) => ffi::fail_code(e),
+                    Err(e) => boundary::fail_code(e),
                 }
             }
         }
@@ -261,13 +261,13 @@ impl RxePd {
 /// `alloc_td`: a thread domain, as mlx5's but without a dedicated doorbell
 /// page (rxe's doorbell is a syscall).
 pub(crate) unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut ibv_td_init_attr) -> *mut ibv_td {
-    ffi::guard("alloc_td", core::ptr::null_mut(), || {
+    boundary::guard("alloc_td", core::ptr::null_mut(), || {
         // SAFETY: the caller's attributes (null refused).
         let Some(a) = (unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         if context.is_null() || a.comp_mask != 0 {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         }
         let td = Box::new(RxeTd {
             td: ibv_td { context },
@@ -279,7 +279,7 @@ pub(crate) unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut i
 
 /// `dealloc_td`: `EBUSY` while a parent domain uses it.
 pub(crate) unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
-    ffi::guard("dealloc_td", Errno::EIO.code(), || {
+    boundary::guard("dealloc_td", Errno::EIO.code(), || {
         // SAFETY: a TD our alloc_td made (null refused).
         let Some(t) = (unsafe { td.cast::<RxeTd>().as_ref() }) else {
             return Errno::EINVAL.code();
@@ -301,17 +301,17 @@ pub(crate) unsafe extern "C" fn alloc_parent_domain(
     context: *mut ibv_context,
     attr: *mut ibv_parent_domain_init_attr,
 ) -> *mut ibv_pd {
-    ffi::guard("alloc_parent_domain", core::ptr::null_mut(), || {
+    boundary::guard("alloc_parent_domain", core::ptr::null_mut(), || {
         // SAFETY: the caller's attributes (null refused).
         let Some(a) = (unsafe { attr.as_ref() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         // SAFETY: a PD of ours or null.
         let Some(protection) = (unsafe { a.pd.cast::<RxePd>().as_ref() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         let PdKind::Protection { parents } = &protection.kind else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         // SAFETY: a TD of ours or null.
         let td = unsafe { a.td.cast::<RxeTd>().as_ref() };
@@ -324,14 +324,14 @@ pub(crate) unsafe extern "C" fn alloc_parent_domain(
                     | IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC)
                 != 0
         {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         }
         // Checked after the EINVAL cases so those stay as they were: a CC
         // parent domain (rdma-core 65) is a feature we do not have, which
         // pyverbs (test_buf's cc_pd tests) skips on EOPNOTSUPP, as it does
         // with the stock provider (no alloc_parent_domain at all).
         if a.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC != 0 {
-            return ffi::fail_ptr(Errno::EOPNOTSUPP);
+            return boundary::fail_ptr(Errno::EOPNOTSUPP);
         }
         let with_allocators = a.comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS != 0;
         let parent = ParentDomain {

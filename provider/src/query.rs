@@ -10,12 +10,12 @@ use kernel_abi::{
     ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp, ib_uverbs_query_device, ib_uverbs_query_port,
 };
 
+use crate::boundary;
 use crate::command;
 use crate::context::RxeContext;
 use crate::device::RxeDevice;
 use crate::errno::Errno;
-use crate::ffi;
-use crate::libibverbs::public::{
+use crate::libibverbs::device_context::{
     ibv_context, ibv_device_attr, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input,
 };
 
@@ -195,7 +195,7 @@ pub(crate) unsafe extern "C" fn query_device_ex(
     attr: *mut ibv_device_attr_ex,
     attr_size: usize,
 ) -> c_int {
-    ffi::guard("query_device_ex", Errno::EIO.code(), || {
+    boundary::guard("query_device_ex", Errno::EIO.code(), || {
         // SAFETY: input, when given, points to the caller's input struct.
         if let Some(input) = unsafe { input.as_ref() } {
             if input.comp_mask != 0 {
@@ -237,7 +237,7 @@ pub(crate) unsafe extern "C" fn query_port(
     port_num: u8,
     port_attr: *mut ibv_port_attr,
 ) -> c_int {
-    ffi::guard("query_port", Errno::EIO.code(), || {
+    boundary::guard("query_port", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a context our alloc_context made.
         let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
             return Errno::EINVAL.code();

@@ -6,10 +6,10 @@ use std::os::fd::RawFd;
 
 use kernel_abi::mminfo;
 
+use crate::boundary::c_slice;
 use crate::errno::Errno;
-use crate::ffi::c_slice;
 use crate::libibverbs::qp::ibv_recv_wr;
-use crate::queue::Producer;
+use crate::ring::Producer;
 use crate::work_queue::WorkQueue;
 use crate::wqe::{self, RecvLimits, RECV_WQE_HEADER};
 

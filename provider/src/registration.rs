@@ -12,7 +12,7 @@ use crate::libibverbs::device_abi::{
 };
 use crate::libibverbs::layout::Refusal;
 use crate::libibverbs::runtime::{self, Libibverbs};
-use crate::{device, ffi, logger, ops};
+use crate::{boundary, device, logger, ops};
 
 /// Statics holding raw pointers are not `Sync` by themselves; these point only
 /// at other immutable statics, so sharing them between threads is sound.
@@ -78,7 +78,7 @@ static DEVICE_OPS: Shared<verbs_device_ops> = Shared(verbs_device_ops {
 static CONSTRUCTOR: extern "C" fn() = on_load;
 
 extern "C" fn on_load() {
-    ffi::guard("constructor", (), || {
+    boundary::guard("constructor", (), || {
         logger::init();
         register();
     })

@@ -10,7 +10,7 @@ use kernel_abi::mminfo;
 use crate::ah::RxeAh;
 use crate::errno::Errno;
 use crate::libibverbs::qp::*;
-use crate::queue::Producer;
+use crate::ring::Producer;
 use crate::work_queue::WorkQueue;
 use crate::wqe::{self, MwBind, SendLimits, UdDest, WrObjects, SEND_WQE_HEADER};
 
@@ -121,12 +121,12 @@ unsafe fn post_one_send_with(sq: &mut SendQueue, wr: &ibv_send_wr, objects: &WrO
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::queue::testing::FakeQueue;
+    use crate::ring::testing::FakeRing;
     use crate::wqe::{RecvLimits, RECV_WQE_HEADER};
     use core::ptr;
     use kernel_abi::rxe_send_wqe;
 
-    pub(crate) fn send_queue(fq: &FakeQueue, max_sge: u32) -> WorkQueue<SendLimits> {
+    pub(crate) fn send_queue(fq: &FakeRing, max_sge: u32) -> WorkQueue<SendLimits> {
         let ring = Producer::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
         let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
         WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, max_sge, 0, payload_room)).unwrap()
@@ -145,7 +145,7 @@ pub(crate) mod tests {
     #[test]
     fn the_ring_fills_up_and_a_refused_request_leaves_no_trace() {
         // 4 slots of 256 bytes: capacity 3.
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut sq = send_queue(&fq, 2);
         let mut sges = [ibv_sge {
             addr: 0x1000,
@@ -184,7 +184,7 @@ pub(crate) mod tests {
     fn a_queue_made_for_no_work_requests_maps_and_refuses_every_post() {
         // rxe's answer to max_send_wr = 0 (qperf's rc_bw server, the receive
         // side of its RDMA and atomic tests): one slot, index_mask 0.
-        let fq = FakeQueue::new(8, 0, 0);
+        let fq = FakeRing::new(8, 0, 0);
         let mut sq = send_queue(&fq, 1);
         let mut sges = [ibv_sge {
             addr: 0x1000,
@@ -201,7 +201,7 @@ pub(crate) mod tests {
     #[test]
     fn a_ring_whose_slots_cannot_hold_a_wqe_header_is_refused() {
         // 64-byte slots: smaller than a send WQE header (208) and a receive one (40) fits.
-        let fq = FakeQueue::new(6, 3, 0);
+        let fq = FakeRing::new(6, 3, 0);
         let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
         assert_eq!(
             WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, 1, 0, 0)).err(),
@@ -217,7 +217,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_negative_sge_count_is_einval() {
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut sq = send_queue(&fq, 2);
         let mut w = wr(1, IBV_WR_SEND, &mut []);
         w.num_sge = -1;

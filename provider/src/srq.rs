@@ -34,15 +34,15 @@ use kernel_abi::{
 use log::debug;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
+use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::context::RxeContext;
 use crate::errno::Errno;
-use crate::ffi;
-use crate::kobject::{self, Creating};
-use crate::libibverbs::objects::ibv_pd;
-use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::control_objects::ibv_pd;
+use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::libibverbs::srq::*;
+use crate::lifecycle::{self, Creating};
 use crate::pd::{self, DomainUse};
 use crate::recv_queue::{self, post_recv_list};
 use crate::work_queue::Locked;
@@ -195,10 +195,10 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
 
 /// `create_srq`.
 pub(crate) unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> *mut ibv_srq {
-    ffi::guard("create_srq", ptr::null_mut(), || {
+    boundary::guard("create_srq", ptr::null_mut(), || {
         // SAFETY: the caller's PD (ours) and attributes; nulls refused.
         let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         let args = CreateArgs {
             context: p.context,
@@ -214,7 +214,7 @@ pub(crate) unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_i
                 a.attr.max_sge = granted.max_sge;
                 srq
             }
-            Err(e) => ffi::fail_ptr(e),
+            Err(e) => boundary::fail_ptr(e),
         }
     })
 }
@@ -240,13 +240,13 @@ pub(crate) unsafe extern "C" fn create_srq_ex(
     context: *mut ibv_context,
     attr: *mut ibv_srq_init_attr_ex,
 ) -> *mut ibv_srq {
-    ffi::guard("create_srq_ex", ptr::null_mut(), || {
+    boundary::guard("create_srq_ex", ptr::null_mut(), || {
         // SAFETY: the caller's attributes; null refused.
         let Some(a) = (unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         if let Err(e) = check_create_ex(a) {
-            return ffi::fail_ptr(e);
+            return boundary::fail_ptr(e);
         }
         let cq = if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ != 0 {
             a.cq
@@ -266,7 +266,7 @@ pub(crate) unsafe extern "C" fn create_srq_ex(
                 a.attr.max_sge = granted.max_sge;
                 srq
             }
-            Err(e) => ffi::fail_ptr(e),
+            Err(e) => boundary::fail_ptr(e),
         }
     })
 }
@@ -304,19 +304,19 @@ fn modify(s: &RxeSrq, a: &ibv_srq_attr, mask: c_int) -> Result<mminfo, Errno> {
 /// `modify_srq`: resize (`IBV_SRQ_MAX_WR`, under the SRQ lock as rxe copies
 /// the pending WQEs into the new ring) and/or arm the limit (`IBV_SRQ_LIMIT`).
 pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr, mask: c_int) -> c_int {
-    ffi::guard("modify_srq", Errno::EIO.code(), || {
+    boundary::guard("modify_srq", Errno::EIO.code(), || {
         // SAFETY: an SRQ of ours and the caller's attributes; nulls refused.
         let (Some(s), Some(a)) = (unsafe { RxeSrq::from_ibv_srq(srq) }, unsafe { attr.as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         if mask & IBV_SRQ_MAX_WR == 0 {
             return match modify(s, a, mask) {
                 Ok(_) => 0,
-                Err(e) => ffi::fail_code(e),
+                Err(e) => boundary::fail_code(e),
             };
         }
         let Some(rq) = &s.rq else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let rc = rq.with(|wq| {
             let mi = modify(s, a, mask)?;
@@ -335,17 +335,17 @@ pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq
         });
         match rc {
             Ok(()) => 0,
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
 
 /// `query_srq`.
 pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_attr) -> c_int {
-    ffi::guard("query_srq", Errno::EIO.code(), || {
+    boundary::guard("query_srq", Errno::EIO.code(), || {
         // SAFETY: an SRQ of ours and the caller's output; nulls refused.
         let (Some(s), Some(a)) = (unsafe { RxeSrq::from_ibv_srq(srq) }, unsafe { attr.as_mut() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         match command::write_cmd(
             s.cmd_fd,
@@ -364,7 +364,7 @@ pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_
                 };
                 0
             }
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
@@ -372,20 +372,20 @@ pub(crate) unsafe extern "C" fn query_srq(srq: *mut ibv_srq, attr: *mut ibv_srq_
 /// `destroy_srq`: waits, as `ibv_cmd_destroy_srq` does, until the
 /// application acked every async event reported for it; then unmaps and frees.
 pub(crate) unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
-    ffi::guard("destroy_srq", Errno::EIO.code(), || {
+    boundary::guard("destroy_srq", Errno::EIO.code(), || {
         // SAFETY: an SRQ of ours (null refused).
         let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let Some(obj) = NonNull::new(srq.cast::<RxeSrq>()) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let (fd, handle) = (s.cmd_fd, s.handle());
         let wait = |resp: &ib_uverbs_destroy_srq_resp| {
             // SAFETY: mutex/cond were initialised at create; libibverbs
             // counts acked events under that mutex (ibv_ack_async_event).
             unsafe {
-                kobject::wait_for_async_acks(
+                lifecycle::wait_for_async_acks(
                     addr_of_mut!((*srq).mutex),
                     addr_of_mut!((*srq).cond),
                     addr_of_mut!((*srq).events_completed),
@@ -395,9 +395,9 @@ pub(crate) unsafe extern "C" fn destroy_srq(srq: *mut ibv_srq) -> c_int {
         };
         // SAFETY: made by Creating::finish in create, freed once, after the
         // kernel let the SRQ go; dropping the ring unmaps it.
-        match unsafe { kobject::destroy(obj, || destroy_kernel_srq(fd, handle), wait) } {
+        match unsafe { lifecycle::destroy(obj, || destroy_kernel_srq(fd, handle), wait) } {
             Ok(()) => 0,
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
@@ -423,7 +423,7 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    ffi::guard("post_srq_recv", Errno::EIO.code(), || {
+    boundary::guard("post_srq_recv", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an SRQ of ours.
         let Some(s) = (unsafe { RxeSrq::from_ibv_srq(srq) }) else {
             return Errno::EINVAL.code();
@@ -453,7 +453,7 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
 mod tests {
     use super::*;
     use crate::libibverbs::qp::ibv_sge;
-    use crate::queue::testing::FakeQueue;
+    use crate::ring::testing::FakeRing;
     use kernel_abi::rxe_recv_wqe;
 
     fn recv_wr(wr_id: u64, sges: &mut [ibv_sge]) -> ibv_recv_wr {
@@ -468,7 +468,7 @@ mod tests {
     #[test]
     fn srq_receives_are_built_in_place_and_a_bad_one_stops_the_list() {
         // 4 slots of 128 bytes: capacity 3; 128 - 40 = 88 bytes hold 5 SGEs.
-        let fq = FakeQueue::new(7, 3, 0);
+        let fq = FakeRing::new(7, 3, 0);
         let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 2).unwrap();
         assert_eq!(
             rq.limits,
@@ -571,7 +571,7 @@ mod tests {
         assert_eq!(u64::from_ne_bytes(b[16..24].try_into().unwrap()), 0xabcd_0000);
     }
 
-    fn create_against_a_deaf_kernel(kernel: &crate::kobject::fault::DeafKernel) -> (Errno, u64) {
+    fn create_against_a_deaf_kernel(kernel: &crate::lifecycle::fault::DeafKernel) -> (Errno, u64) {
         use crate::libibverbs::layout::Layout;
         // SAFETY: plain C data, all-zero as calloc leaves it.
         let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
@@ -602,10 +602,10 @@ mod tests {
 
     #[test]
     fn a_failed_create_whose_undo_succeeds_frees_the_srq() {
-        let kernel = crate::kobject::fault::DeafKernel::new();
+        let kernel = crate::lifecycle::fault::DeafKernel::new();
         let (err, _) = create_against_a_deaf_kernel(&kernel);
         assert_eq!(err, Errno::EPROTO);
-        assert!(crate::kobject::fault::take_leaked().is_empty());
+        assert!(crate::lifecycle::fault::take_leaked().is_empty());
         let hdr = size_of::<kernel_abi::ib_uverbs_cmd_hdr>();
         let create_len = hdr + size_of::<ib_uverbs_create_srq>();
         let w = kernel.written();
@@ -621,12 +621,12 @@ mod tests {
     /// valgrind, the read below is clean).
     #[test]
     fn a_failed_undo_leaks_the_srq_the_kernel_may_still_name() {
-        let kernel = crate::kobject::fault::DeafKernel::new();
-        crate::kobject::fault::fail_undo(true);
+        let kernel = crate::lifecycle::fault::DeafKernel::new();
+        crate::lifecycle::fault::fail_undo(true);
         let (err, user_handle) = create_against_a_deaf_kernel(&kernel);
-        crate::kobject::fault::fail_undo(false);
+        crate::lifecycle::fault::fail_undo(false);
         assert_eq!(err, Errno::EPROTO);
-        assert_eq!(crate::kobject::fault::take_leaked(), vec![user_handle as usize]);
+        assert_eq!(crate::lifecycle::fault::take_leaked(), vec![user_handle as usize]);
         let srq = user_handle as usize as *const ibv_srq;
         // SAFETY: leaked, so still allocated; what libibverbs reads of it.
         let events = unsafe { ptr::read(ptr::addr_of!((*srq).events_completed)) };

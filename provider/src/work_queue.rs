@@ -7,7 +7,7 @@ use core::cell::UnsafeCell;
 
 use crate::errno::Errno;
 use crate::lock::QueueLock;
-use crate::queue::Producer;
+use crate::ring::Producer;
 use crate::wqe::QueueLimits;
 
 /// A ring we produce into: the mapping, our producer index (only we write

@@ -18,12 +18,12 @@ use core::mem::{align_of, offset_of, size_of};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use rxe_rs::libibverbs::context_layouts::ContextLayout;
-use rxe_rs::libibverbs::context_v36;
+use rxe_rs::libibverbs::control_objects::*;
 use rxe_rs::libibverbs::cq::*;
+use rxe_rs::libibverbs::device_context::*;
 use rxe_rs::libibverbs::layout::{Layout, KNOWN_PABIS};
-use rxe_rs::libibverbs::objects::*;
-use rxe_rs::libibverbs::public::*;
+use rxe_rs::libibverbs::private_context;
+use rxe_rs::libibverbs::private_context_releases::ContextLayout;
 use rxe_rs::libibverbs::qp::*;
 use rxe_rs::libibverbs::srq::*;
 
@@ -445,7 +445,7 @@ fn compare_suite(s: &Suite) -> (usize, usize, Vec<String>) {
 }
 
 fn v36_verbs_context_fields() -> Vec<(&'static str, Vec<&'static str>, usize)> {
-    use context_v36::verbs_context;
+    use private_context::verbs_context;
     let m = mirror!(struct verbs_context {
         query_port, advise_mr, alloc_null_mr, read_counters, attach_counters_point_flow, create_counters,
         destroy_counters, reg_dm_mr, alloc_dm, free_dm, modify_flow_action_esp, destroy_flow_action,
@@ -648,7 +648,7 @@ fn driver_h_facts() {
     }
     assert_eq!((v36.len(), v59.len(), v62.len(), v64.len()), (76, 79, 81, 83));
     // The typed v36 table is v36.0..v58.2's struct field for field.
-    assert_eq!(context_v36::verbs_context_ops::NAMES, v36.as_slice());
+    assert_eq!(private_context::verbs_context_ops::NAMES, v36.as_slice());
 
     // verbs_qp (v44.0: 352/360/368; v45.0 to v65.0: 360/368/376): comp_mask, xrcd, size.
     for (release, comp_mask, xrcd, size) in [(44, 352, 360, 368), (56, 360, 368, 376), (65, 360, 368, 376)] {

@@ -100,8 +100,8 @@ pub(crate) unsafe fn purge_qp_from_cqs(send_cq: *mut core::ffi::c_void, recv_cq:
 mod tests {
     use super::*;
     use crate::cq::testing::fake_rxe_cq;
-    use crate::queue::testing::FakeQueue;
-    use crate::queue::Consumer;
+    use crate::ring::testing::FakeRing;
+    use crate::ring::Consumer;
     use core::mem::MaybeUninit;
     use zerocopy::FromZeros;
 
@@ -119,8 +119,8 @@ mod tests {
         c
     }
 
-    fn fake(mask: u32) -> (FakeQueue, PollState) {
-        let fq = FakeQueue::new(7, mask, 0);
+    fn fake(mask: u32) -> (FakeRing, PollState) {
+        let fq = FakeRing::new(7, mask, 0);
         let ring = Consumer::map(fq.raw_fd(), &fq.mi, size_of::<ib_uverbs_wc>()).unwrap();
         (fq, PollState::new(Some(ring)))
     }

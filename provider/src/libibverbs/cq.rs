@@ -13,7 +13,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 use core::mem::{offset_of, size_of};
 
-use super::public::{ibv_context, opaque_fn};
+use super::device_context::{ibv_context, opaque_fn};
 
 /// `enum ibv_create_cq_wc_flags`: what `ibv_cq_init_attr_ex.wc_flags` asks
 /// the `read_*` callbacks for.

@@ -11,8 +11,8 @@
 use core::ffi::{c_char, c_int, c_uint, c_void};
 use core::mem::{offset_of, size_of};
 
-use super::context_v36::verbs_context;
-use super::public::{ibv_device, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX};
+use super::device_context::{ibv_device, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX};
+use super::private_context::verbs_context;
 
 /// `VERBS_MATCH_SENTINEL`: ends a match table.
 pub const VERBS_MATCH_SENTINEL: u8 = 0;

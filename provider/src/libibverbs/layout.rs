@@ -9,9 +9,9 @@
 use core::fmt;
 use core::mem::size_of;
 
-use super::public::ibv_context;
+use super::device_context::ibv_context;
 
-pub use super::context_layouts::ContextLayout;
+pub use super::private_context_releases::ContextLayout;
 
 /// The PABIs whose registration symbol we look for, newest first: one per
 /// rdma-core line from v36 to v65. The build leaves `librxe_rs-rdmav<N>.so`

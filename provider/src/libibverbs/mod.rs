@@ -2,25 +2,25 @@
 //! providers, and the runtime glue that finds the libibverbs loaded in this
 //! process and decides which of those layouts it has.
 //!
-//! - [`public`]: public `verbs.h` structs (stable ABI);
+//! - [`device_context`]: the public device and context structs of `verbs.h` (stable ABI);
 //! - [`cq`]: the public CQ structs (`ibv_cq`, `ibv_cq_ex`, `ibv_wc`);
 //! - [`device_abi`]: private device-level structs (same from v35 to v64);
-//! - [`objects`]: the PD, MR, MW, AH and QP objects of the control verbs;
+//! - [`control_objects`]: the PD, MR, MW, AH and QP objects of the control verbs;
 //! - [`qp`]: the public QP structs, work requests, and `verbs_qp`;
 //! - [`srq`]: the public SRQ structs and `verbs_srq`;
-//! - [`context_v36`]: private context structs of rdma-core v36..v58;
-//! - [`context_layouts`]: what v59, v62, v64 and v65 add to them, and the
+//! - [`private_context`]: private context structs of rdma-core v36..v58;
+//! - [`private_context_releases`]: what v59, v62, v64 and v65 add to them, and the
 //!   ops table for the running library;
 //! - [`layout`]: which layout a given libibverbs has (pure logic);
 //! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
 
-pub mod context_layouts;
-pub mod context_v36;
+pub mod control_objects;
 pub mod cq;
 pub mod device_abi;
+pub mod device_context;
 pub mod layout;
-pub mod objects;
-pub mod public;
+pub mod private_context;
+pub mod private_context_releases;
 pub mod qp;
 pub mod runtime;
 pub mod srq;

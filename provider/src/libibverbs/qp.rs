@@ -14,9 +14,9 @@
 use core::ffi::{c_int, c_uint, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::control_objects::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_mw, ibv_pd, ibv_qp};
 use super::cq::ibv_cq;
-use super::objects::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_mw, ibv_pd, ibv_qp};
-use super::public::{ibv_context, opaque_fn};
+use super::device_context::{ibv_context, opaque_fn};
 
 /// `enum ibv_qp_type`
 pub const IBV_QPT_RC: c_int = 2;

@@ -9,8 +9,8 @@ use std::ffi::CString;
 use std::sync::OnceLock;
 
 use super::device_abi::verbs_device_ops;
+use super::device_context::ibv_device;
 use super::layout::{release_from_file_name, Layout, Refusal, KNOWN_PABIS};
-use super::public::ibv_device;
 
 type RegisterDriverFn = unsafe extern "C" fn(*const verbs_device_ops);
 type InitAndAllocContextFn = unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut c_void, u32) -> *mut c_void;

@@ -8,9 +8,9 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::control_objects::ibv_pd;
 use super::cq::ibv_cq;
-use super::objects::ibv_pd;
-use super::public::ibv_context;
+use super::device_context::ibv_context;
 use super::qp::ibv_recv_wr;
 
 /// `enum ibv_srq_type`

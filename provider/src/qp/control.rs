@@ -16,17 +16,17 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 use super::batch::Batch;
 use super::object::RxeQp;
 use super::wr;
+use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::context::RxeContext;
 use crate::cq::purge::purge_qp_from_cqs;
 use crate::errno::Errno;
-use crate::ffi;
-use crate::kobject::{self, Creating};
+use crate::libibverbs::control_objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_pd, ibv_qp};
 use crate::libibverbs::cq::ibv_cq;
-use crate::libibverbs::objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_pd, ibv_qp};
-use crate::libibverbs::public::ibv_context;
+use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::*;
 use crate::libibverbs::srq::ibv_srq;
+use crate::lifecycle::{self, Creating};
 use crate::lock::QueueLock;
 use crate::pd::{self, DomainUse};
 use crate::work_queue::Locked;
@@ -199,10 +199,10 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
 
 /// `create_qp`.
 pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
-    ffi::guard("create_qp", ptr::null_mut(), || {
+    boundary::guard("create_qp", ptr::null_mut(), || {
         // SAFETY: the caller's PD (one of ours) and attributes; nulls refused.
         let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         let args = CreateArgs {
             context: p.context,
@@ -221,7 +221,7 @@ pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_ini
                 a.cap = cap;
                 qp
             }
-            Err(e) => ffi::fail_ptr(e),
+            Err(e) => boundary::fail_ptr(e),
         }
     })
 }
@@ -250,17 +250,17 @@ fn check_create_ex(a: &ibv_qp_init_attr_ex, layout: QpExLayout) -> Result<(), Er
 
 /// `create_qp_ex`.
 pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
-    ffi::guard("create_qp_ex", ptr::null_mut(), || {
+    boundary::guard("create_qp_ex", ptr::null_mut(), || {
         // SAFETY: the caller's attributes; null refused.
         let Some(a) = (unsafe { attr.as_mut() }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         // SAFETY: the caller's context (ours); null refused.
         let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
-            return ffi::fail_ptr(Errno::EINVAL);
+            return boundary::fail_ptr(Errno::EINVAL);
         };
         if let Err(e) = check_create_ex(a, QpExLayout::for_release(ctx.layout.release)) {
-            return ffi::fail_ptr(e);
+            return boundary::fail_ptr(e);
         }
         let args = CreateArgs {
             context,
@@ -280,7 +280,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *m
                 a.cap = cap;
                 qp
             }
-            Err(e) => ffi::fail_ptr(e),
+            Err(e) => boundary::fail_ptr(e),
         }
     })
 }
@@ -446,13 +446,13 @@ fn check_legacy_mask(mask: c_int) -> Result<(), Errno> {
 
 /// `modify_qp`.
 pub(crate) unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
-    ffi::guard("modify_qp", Errno::EIO.code(), || {
+    boundary::guard("modify_qp", Errno::EIO.code(), || {
         // SAFETY: a QP of ours and the caller's attributes; nulls refused.
         let (Some(q), Some(a)) = (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         if let Err(e) = check_legacy_mask(mask) {
-            return ffi::fail_code(e);
+            return boundary::fail_code(e);
         }
         match command::write_req(q.cmd_fd, modify_cmd(q.handle(), a, mask)) {
             Ok(()) => {
@@ -472,7 +472,7 @@ pub(crate) unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_att
                 }
                 0
             }
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
@@ -527,15 +527,15 @@ pub(crate) unsafe extern "C" fn query_qp(
     mask: c_int,
     init_attr: *mut ibv_qp_init_attr,
 ) -> c_int {
-    ffi::guard("query_qp", Errno::EIO.code(), || {
+    boundary::guard("query_qp", Errno::EIO.code(), || {
         // SAFETY: a QP of ours and the caller's output structs; nulls refused.
         let (Some(q), Some(attr), Some(init)) = (unsafe { RxeQp::from_ibv_qp(qp) }, unsafe { attr.as_mut() }, unsafe {
             init_attr.as_mut()
         }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         if let Err(e) = check_legacy_mask(mask) {
-            return ffi::fail_code(e);
+            return boundary::fail_code(e);
         }
         let cmd = ib_uverbs_query_qp {
             response: 0,
@@ -549,7 +549,7 @@ pub(crate) unsafe extern "C" fn query_qp(
                 fill_query(&r, unsafe { &*q.ibv_qp() }, attr, init);
                 0
             }
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
@@ -557,20 +557,20 @@ pub(crate) unsafe extern "C" fn query_qp(
 /// `destroy_qp`: waits, as `ibv_cmd_destroy_qp` does, until the application
 /// acked every async event the kernel reported; then unmaps and frees.
 pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
-    ffi::guard("destroy_qp", Errno::EIO.code(), || {
+    boundary::guard("destroy_qp", Errno::EIO.code(), || {
         // SAFETY: a QP of ours (null refused).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let Some(obj) = NonNull::new(qp.cast::<RxeQp>()) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         let (fd, handle) = (q.cmd_fd, q.handle());
         let wait = |resp: &ib_uverbs_destroy_qp_resp| {
             // SAFETY: mutex/cond were initialised at create; libibverbs
             // counts acked events under that mutex (ibv_ack_async_event).
             unsafe {
-                kobject::wait_for_async_acks(
+                lifecycle::wait_for_async_acks(
                     addr_of_mut!((*qp).mutex),
                     addr_of_mut!((*qp).cond),
                     addr_of_mut!((*qp).events_completed),
@@ -580,9 +580,9 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
         };
         // SAFETY: made by Creating::finish in create, freed once, after the
         // kernel let the QP go; dropping the rings unmaps them.
-        match unsafe { kobject::destroy(obj, || destroy_kernel_qp(fd, handle), wait) } {
+        match unsafe { lifecycle::destroy(obj, || destroy_kernel_qp(fd, handle), wait) } {
             Ok(()) => 0,
-            Err(e) => ffi::fail_code(e),
+            Err(e) => boundary::fail_code(e),
         }
     })
 }
@@ -722,7 +722,7 @@ mod tests {
     /// Creates a QP against a command fd that answers nothing, so the
     /// create fails after the "kernel object" exists and is undone. Returns
     /// the errno and the `user_handle` the kernel was given.
-    fn create_against_a_deaf_kernel(kernel: &crate::kobject::fault::DeafKernel) -> (Errno, u64) {
+    fn create_against_a_deaf_kernel(kernel: &crate::lifecycle::fault::DeafKernel) -> (Errno, u64) {
         use crate::libibverbs::layout::Layout;
         // SAFETY: plain C data, all-zero as calloc leaves it.
         let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
@@ -758,10 +758,10 @@ mod tests {
 
     #[test]
     fn a_failed_create_whose_undo_succeeds_frees_the_qp() {
-        let kernel = crate::kobject::fault::DeafKernel::new();
+        let kernel = crate::lifecycle::fault::DeafKernel::new();
         let (err, _) = create_against_a_deaf_kernel(&kernel);
         assert_eq!(err, Errno::EPROTO);
-        assert!(crate::kobject::fault::take_leaked().is_empty());
+        assert!(crate::lifecycle::fault::take_leaked().is_empty());
         // CREATE_QP, then the undo's DESTROY_QP.
         let w = kernel.written();
         let hdr = size_of::<kernel_abi::ib_uverbs_cmd_hdr>();
@@ -781,12 +781,12 @@ mod tests {
     /// read below is what would be a use-after-free if it were freed.
     #[test]
     fn a_failed_undo_leaks_the_qp_the_kernel_may_still_name() {
-        let kernel = crate::kobject::fault::DeafKernel::new();
-        crate::kobject::fault::fail_undo(true);
+        let kernel = crate::lifecycle::fault::DeafKernel::new();
+        crate::lifecycle::fault::fail_undo(true);
         let (err, user_handle) = create_against_a_deaf_kernel(&kernel);
-        crate::kobject::fault::fail_undo(false);
+        crate::lifecycle::fault::fail_undo(false);
         assert_eq!(err, Errno::EPROTO);
-        assert_eq!(crate::kobject::fault::take_leaked(), vec![user_handle as usize]);
+        assert_eq!(crate::lifecycle::fault::take_leaked(), vec![user_handle as usize]);
         // What libibverbs does with an async event's element: reads the
         // ibv_qp at the user_handle.
         let qp = user_handle as usize as *const ibv_qp;

@@ -13,7 +13,7 @@ use zerocopy::{Immutable, IntoBytes};
 use super::batch::Batch;
 use crate::command::{self, impl_write_cmd};
 use crate::errno::Errno;
-use crate::libibverbs::objects::ibv_qp;
+use crate::libibverbs::control_objects::ibv_qp;
 use crate::libibverbs::qp::*;
 use crate::pd::DomainUse;
 use crate::work_queue::Locked;

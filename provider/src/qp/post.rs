@@ -6,9 +6,9 @@ use core::ptr;
 use log::debug;
 
 use super::object::{ring_doorbell, sq_accepts_posts, RxeQp};
+use crate::boundary;
 use crate::errno::Errno;
-use crate::ffi;
-use crate::libibverbs::objects::{ibv_mw, ibv_qp, IBV_MW_TYPE_1};
+use crate::libibverbs::control_objects::{ibv_mw, ibv_qp, IBV_MW_TYPE_1};
 use crate::libibverbs::qp::*;
 use crate::recv_queue::post_recv_list;
 use crate::send_queue::post_one_send;
@@ -21,7 +21,7 @@ pub(crate) unsafe extern "C" fn post_send(
     wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
-    ffi::guard("post_send", Errno::EIO.code(), || {
+    boundary::guard("post_send", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a QP of ours; bad_wr is the caller's.
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
             return Errno::EINVAL.code();
@@ -81,7 +81,7 @@ pub(crate) unsafe extern "C" fn post_recv(
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    ffi::guard("post_recv", Errno::EIO.code(), || {
+    boundary::guard("post_recv", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a QP of ours.
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
             return Errno::EINVAL.code();
@@ -110,13 +110,13 @@ pub(crate) unsafe extern "C" fn post_recv(
 /// next rkey, which the window takes when the post succeeded (the
 /// application undoes it if the completion reports an error).
 pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: *mut ibv_mw_bind) -> c_int {
-    ffi::guard("bind_mw", Errno::EIO.code(), || {
+    boundary::guard("bind_mw", Errno::EIO.code(), || {
         // SAFETY: the caller's window (ours) and bind description; nulls refused.
         let (Some(m), Some(b)) = (unsafe { mw.as_mut() }, unsafe { bind.as_ref() }) else {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         };
         if m.r#type != IBV_MW_TYPE_1 || b.bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED != 0 {
-            return ffi::fail_code(Errno::EINVAL);
+            return boundary::fail_code(Errno::EINVAL);
         }
         // SAFETY: ibv_send_wr is plain C data; all-zero is its memset state.
         let mut wr: ibv_send_wr = unsafe { core::mem::zeroed() };
@@ -133,7 +133,7 @@ pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: 
         // SAFETY: a complete work request on our stack, a QP of the caller's.
         let rc = unsafe { post_send(qp, &mut wr, &mut bad) };
         if rc != 0 {
-            return ffi::fail_code(Errno::from_raw(rc));
+            return boundary::fail_code(Errno::from_raw(rc));
         }
         m.rkey = new_rkey;
         0
@@ -145,8 +145,8 @@ mod tests {
     use super::*;
     use crate::libibverbs::cq::ibv_cq;
     use crate::qp::batch::Batch;
-    use crate::queue::testing::FakeQueue;
-    use crate::queue::Producer;
+    use crate::ring::testing::FakeRing;
+    use crate::ring::Producer;
     use crate::send_queue::tests::{send_queue, wr};
     use crate::work_queue::{Locked, WorkQueue};
     use crate::wqe::{RecvLimits, SendLimits, RECV_WQE_HEADER};
@@ -154,11 +154,11 @@ mod tests {
     use kernel_abi::rxe_send_wqe;
 
     /// A QP as create_qp and a modify to RTS leave it, on fake rings: the
-    /// `FakeQueue`s play the kernel's side of the send queue (16 slots of
+    /// `FakeRing`s play the kernel's side of the send queue (16 slots of
     /// 512 bytes) and the receive queue, and the doorbell goes to /dev/null.
     struct FakeQp {
-        sq: FakeQueue,
-        _rq: FakeQueue,
+        sq: FakeRing,
+        _rq: FakeRing,
         qp: Box<RxeQp>,
         _doorbell: std::fs::File,
     }
@@ -166,8 +166,8 @@ mod tests {
     impl FakeQp {
         fn new(qp_type: c_int, max_sge: u32, max_inline: u32) -> FakeQp {
             use std::os::fd::AsRawFd;
-            let sq = FakeQueue::new(9, 15, 0);
-            let rq = FakeQueue::new(7, 15, 0);
+            let sq = FakeRing::new(9, 15, 0);
+            let rq = FakeRing::new(7, 15, 0);
             let doorbell = std::fs::File::options().write(true).open("/dev/null").unwrap();
             let mut send = send_queue(&sq, max_sge);
             send.limits = SendLimits::new(qp_type, max_sge, max_inline, send.limits.payload_room);

@@ -31,10 +31,10 @@ use log::warn;
 use super::batch::Batch;
 use super::object::{ring_doorbell, sq_accepts_posts, RxeQp};
 use crate::ah::RxeAh;
+use crate::boundary;
 use crate::errno::Errno;
-use crate::ffi;
-use crate::libibverbs::objects::{ibv_ah, ibv_mw};
-use crate::libibverbs::public::opaque_fn;
+use crate::libibverbs::control_objects::{ibv_ah, ibv_mw};
+use crate::libibverbs::device_context::opaque_fn;
 use crate::libibverbs::qp::*;
 use crate::work_queue::WorkQueue;
 use crate::wqe::{self, MwBind, SendLimits, SendRequest, UdDest};
@@ -132,7 +132,7 @@ fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) 
 }
 
 unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
-    ffi::guard("wr_start", (), || {
+    boundary::guard("wr_start", (), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_start).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
             return;
@@ -149,7 +149,7 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
 }
 
 unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
-    ffi::guard("wr_complete", Errno::EIO.code(), || {
+    boundary::guard("wr_complete", Errno::EIO.code(), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_complete).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
             return Errno::EINVAL.code();
@@ -164,7 +164,7 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
         let accepts = sq_accepts_posts(q);
         // A panic in finish must neither leave the lock held nor a batch
         // half-published: forget the batch, then release.
-        let r = ffi::guard("wr_complete", Err(Errno::EIO), || {
+        let r = boundary::guard("wr_complete", Err(Errno::EIO), || {
             // SAFETY: this thread holds the lock (checked above).
             let wq = unsafe { sq.held() };
             // SAFETY: the batch is guarded by the same lock.
@@ -188,7 +188,7 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
 }
 
 unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
-    ffi::guard("wr_abort", (), || {
+    boundary::guard("wr_abort", (), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_abort).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
             return;
@@ -205,29 +205,29 @@ unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
 }
 
 unsafe extern "C" fn wr_send(ibqp: *mut c_void) {
-    ffi::guard("wr_send", (), || build(ibqp, IBV_WR_SEND, |_| {}))
+    boundary::guard("wr_send", (), || build(ibqp, IBV_WR_SEND, |_| {}))
 }
 
 unsafe extern "C" fn wr_send_imm(ibqp: *mut c_void, imm_data: u32) {
-    ffi::guard("wr_send_imm", (), || {
+    boundary::guard("wr_send_imm", (), || {
         build(ibqp, IBV_WR_SEND_WITH_IMM, |r| r.imm_data = imm_data)
     })
 }
 
 unsafe extern "C" fn wr_send_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
-    ffi::guard("wr_send_inv", (), || {
+    boundary::guard("wr_send_inv", (), || {
         build(ibqp, IBV_WR_SEND_WITH_INV, |r| r.imm_data = invalidate_rkey)
     })
 }
 
 unsafe extern "C" fn wr_local_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
-    ffi::guard("wr_local_inv", (), || {
+    boundary::guard("wr_local_inv", (), || {
         build(ibqp, IBV_WR_LOCAL_INV, |r| r.imm_data = invalidate_rkey)
     })
 }
 
 unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
-    ffi::guard("wr_rdma_write", (), || {
+    boundary::guard("wr_rdma_write", (), || {
         build(ibqp, IBV_WR_RDMA_WRITE, |r| {
             (r.rkey, r.remote_addr) = (rkey, remote_addr)
         })
@@ -235,7 +235,7 @@ unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u6
 }
 
 unsafe extern "C" fn wr_rdma_write_imm(ibqp: *mut c_void, rkey: u32, remote_addr: u64, imm_data: u32) {
-    ffi::guard("wr_rdma_write_imm", (), || {
+    boundary::guard("wr_rdma_write_imm", (), || {
         build(ibqp, IBV_WR_RDMA_WRITE_WITH_IMM, |r| {
             (r.rkey, r.remote_addr, r.imm_data) = (rkey, remote_addr, imm_data)
         })
@@ -243,7 +243,7 @@ unsafe extern "C" fn wr_rdma_write_imm(ibqp: *mut c_void, rkey: u32, remote_addr
 }
 
 unsafe extern "C" fn wr_rdma_read(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
-    ffi::guard("wr_rdma_read", (), || {
+    boundary::guard("wr_rdma_read", (), || {
         build(ibqp, IBV_WR_RDMA_READ, |r| {
             (r.rkey, r.remote_addr) = (rkey, remote_addr)
         })
@@ -251,7 +251,7 @@ unsafe extern "C" fn wr_rdma_read(ibqp: *mut c_void, rkey: u32, remote_addr: u64
 }
 
 unsafe extern "C" fn wr_atomic_cmp_swp(ibqp: *mut c_void, rkey: u32, remote_addr: u64, compare: u64, swap: u64) {
-    ffi::guard("wr_atomic_cmp_swp", (), || {
+    boundary::guard("wr_atomic_cmp_swp", (), || {
         build(ibqp, IBV_WR_ATOMIC_CMP_AND_SWP, |r| {
             (r.rkey, r.remote_addr, r.compare_add, r.swap) = (rkey, remote_addr, compare, swap)
         })
@@ -259,7 +259,7 @@ unsafe extern "C" fn wr_atomic_cmp_swp(ibqp: *mut c_void, rkey: u32, remote_addr
 }
 
 unsafe extern "C" fn wr_atomic_fetch_add(ibqp: *mut c_void, rkey: u32, remote_addr: u64, add: u64) {
-    ffi::guard("wr_atomic_fetch_add", (), || {
+    boundary::guard("wr_atomic_fetch_add", (), || {
         build(ibqp, IBV_WR_ATOMIC_FETCH_AND_ADD, |r| {
             (r.rkey, r.remote_addr, r.compare_add) = (rkey, remote_addr, add)
         })
@@ -268,7 +268,7 @@ unsafe extern "C" fn wr_atomic_fetch_add(ibqp: *mut c_void, rkey: u32, remote_ad
 
 /// The 8 bytes to write travel in the WQE, where the SGEs would be.
 unsafe extern "C" fn wr_atomic_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64, atomic_wr: *const c_void) {
-    ffi::guard("wr_atomic_write", (), || {
+    boundary::guard("wr_atomic_write", (), || {
         build(ibqp, IBV_WR_ATOMIC_WRITE, |r| {
             (r.rkey, r.remote_addr) = (rkey, remote_addr)
         });
@@ -291,7 +291,7 @@ unsafe extern "C" fn wr_atomic_write(ibqp: *mut c_void, rkey: u32, remote_addr: 
 /// `ibv_wr_flush`: the range (or the whole MR, by `level`) made durable at
 /// the responder; no data travels.
 unsafe extern "C" fn wr_flush(ibqp: *mut c_void, rkey: u32, remote_addr: u64, length: usize, placement: u8, level: u8) {
-    ffi::guard("wr_flush", (), || {
+    boundary::guard("wr_flush", (), || {
         build(ibqp, IBV_WR_FLUSH, |r| (r.rkey, r.remote_addr) = (rkey, remote_addr));
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, _, _| {
@@ -311,7 +311,7 @@ unsafe extern "C" fn wr_flush(ibqp: *mut c_void, rkey: u32, remote_addr: u64, le
 }
 
 unsafe extern "C" fn wr_bind_mw(ibqp: *mut c_void, mw: *mut ibv_mw, rkey: u32, info: *const ibv_mw_bind_info) {
-    ffi::guard("wr_bind_mw", (), || {
+    boundary::guard("wr_bind_mw", (), || {
         // SAFETY: the caller's window (ours) and bind description, or null.
         let bind = unsafe {
             match (mw.as_ref(), info.as_ref()) {
@@ -335,7 +335,7 @@ unsafe extern "C" fn wr_bind_mw(ibqp: *mut c_void, mw: *mut ibv_mw, rkey: u32, i
 }
 
 unsafe extern "C" fn wr_set_ud_addr(ibqp: *mut c_void, ah: *mut ibv_ah, remote_qpn: u32, remote_qkey: u32) {
-    ffi::guard("wr_set_ud_addr", (), || {
+    boundary::guard("wr_set_ud_addr", (), || {
         // SAFETY: an AH our create_ah made (RxeAh begins with its ibv_ah), or null.
         let ud = unsafe { ah.cast::<RxeAh>().as_ref() }.map(|a| UdDest {
             remote_qpn,
@@ -348,7 +348,7 @@ unsafe extern "C" fn wr_set_ud_addr(ibqp: *mut c_void, ah: *mut ibv_ah, remote_q
 }
 
 unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length: u32) {
-    ffi::guard("wr_set_sge", (), || {
+    boundary::guard("wr_set_sge", (), || {
         // A zero-length SGE is no data at all, as for the stock provider.
         let sge = [ibv_sge { addr, length, lkey }];
         let sges: &[ibv_sge] = if length == 0 { &[] } else { &sge };
@@ -359,7 +359,7 @@ unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length:
 }
 
 unsafe extern "C" fn wr_set_sge_list(ibqp: *mut c_void, num_sge: usize, sg_list: *const ibv_sge) {
-    ffi::guard("wr_set_sge_list", (), || {
+    boundary::guard("wr_set_sge_list", (), || {
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, lim| {
                 if num_sge > lim.max_sge as usize {
@@ -381,7 +381,7 @@ unsafe extern "C" fn wr_set_sge_list(ibqp: *mut c_void, num_sge: usize, sg_list:
 }
 
 unsafe extern "C" fn wr_set_inline_data(ibqp: *mut c_void, addr: *mut c_void, length: usize) {
-    ffi::guard("wr_set_inline_data", (), || {
+    boundary::guard("wr_set_inline_data", (), || {
         let buf = [ibv_data_buf { addr, length }];
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, lim| {
@@ -396,7 +396,7 @@ unsafe extern "C" fn wr_set_inline_data(ibqp: *mut c_void, addr: *mut c_void, le
 }
 
 unsafe extern "C" fn wr_set_inline_data_list(ibqp: *mut c_void, num_buf: usize, buf_list: *const ibv_data_buf) {
-    ffi::guard("wr_set_inline_data_list", (), || {
+    boundary::guard("wr_set_inline_data_list", (), || {
         with_batch(ibqp, (), |_, wq, batch| {
             batch.set(wq, |hdr, payload, lim| {
                 if num_buf != 0 && buf_list.is_null() {
@@ -481,13 +481,13 @@ pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::testing::FakeQueue;
-    use crate::queue::Producer;
+    use crate::ring::testing::FakeRing;
+    use crate::ring::Producer;
     use crate::wqe::SEND_WQE_HEADER;
     use kernel_abi::rxe_send_wqe;
 
     /// A send queue of 4 slots of 256 bytes (capacity 3) on a fake ring.
-    fn queue(fq: &FakeQueue, qp_type: c_int, max_sge: u32, max_inline: u32) -> WorkQueue<SendLimits> {
+    fn queue(fq: &FakeRing, qp_type: c_int, max_sge: u32, max_inline: u32) -> WorkQueue<SendLimits> {
         let ring = Producer::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
         let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
         WorkQueue::new(ring, SendLimits::new(qp_type, max_sge, max_inline, payload_room)).unwrap()
@@ -521,7 +521,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_published_only_by_complete() {
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
         let mut b = Batch::default();
         b.start(&mut wq);
@@ -550,7 +550,7 @@ mod tests {
 
     #[test]
     fn abort_restores_the_producer_index() {
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
         let mut b = Batch::default();
         b.start(&mut wq);
@@ -570,7 +570,7 @@ mod tests {
 
     #[test]
     fn an_error_in_the_middle_refuses_the_whole_batch() {
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
         let mut b = Batch::default();
         b.start(&mut wq);
@@ -601,7 +601,7 @@ mod tests {
 
     #[test]
     fn ud_wqes_need_their_address() {
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_UD, 1, 64);
         let mut b = Batch::default();
         let av = <kernel_abi::rxe_av as zerocopy::FromZeros>::new_zeroed();
@@ -634,7 +634,7 @@ mod tests {
         assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
         assert_eq!(fq.kernel.produced(), 1);
         // On an RC QP the setter is an error, not a write into the rdma arm.
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 1, 64);
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_RDMA_WRITE));
@@ -644,7 +644,7 @@ mod tests {
 
     #[test]
     fn inline_data_never_crosses_into_the_next_slot() {
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         // max_inline larger than the slot: the slot is the limit.
         let mut wq = queue(&fq, IBV_QPT_RC, 1, 4096);
         let room = wq.limits.payload_room;
@@ -704,7 +704,7 @@ mod tests {
             (room as u32, 0, IBV_SEND_INLINE)
         );
         // The QP's max_inline_data is a limit of its own.
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 1, 16);
         let small = [ibv_data_buf {
             addr: data.as_ptr() as *mut c_void,
@@ -719,7 +719,7 @@ mod tests {
 
     #[test]
     fn sge_list_length_is_the_sum_in_range() {
-        let fq = FakeQueue::new(8, 3, 0);
+        let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 3, 0);
         let mut b = Batch::default();
         b.start(&mut wq);

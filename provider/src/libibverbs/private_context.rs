@@ -12,7 +12,7 @@
 //!   it as they are.
 //! - v59 (PABI 59) added 3 ops and grew `verbs_context`; v62 inserted 2 more
 //!   ops and more `verbs_context` fields *without* a PABI bump; v64 (PABI 64)
-//!   2 more ops, v65 (PABI 65) 10. [`super::context_layouts`] describes those
+//!   2 more ops, v65 (PABI 65) 10. [`super::private_context_releases`] describes those
 //!   as additions to these structs.
 
 #![allow(non_camel_case_types, non_snake_case)]
@@ -20,12 +20,12 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
-use super::cq;
-use super::objects::{
+use super::control_objects::{
     ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_parent_domain_init_attr, ibv_pd, ibv_qp, ibv_td,
     ibv_td_init_attr, verbs_mr,
 };
-use super::public::{ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn};
+use super::cq;
+use super::device_context::{ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input, opaque_fn};
 use super::qp::{self, ibv_sge};
 use super::srq;
 

@@ -1,5 +1,5 @@
 //! The context layouts of every rdma-core line, as what each adds to the
-//! v36..v58 layout of [`context_v36`](super::context_v36), and the ops table for the running one.
+//! v36..v58 layout of [`private_context`](super::private_context), and the ops table for the running one.
 //!
 //! Checked against `libibverbs/driver.h` and `verbs.h` of each tag:
 //! - `struct verbs_context_ops` is kept alphabetical (C `strcmp` order) and
@@ -23,13 +23,13 @@
 use core::mem::size_of;
 use std::sync::OnceLock;
 
-use super::context_v36::{verbs_context, verbs_context_ops};
-use super::public::opaque_fn;
+use super::device_context::opaque_fn;
+use super::private_context::{verbs_context, verbs_context_ops};
 
 /// The context-level layout family a library uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContextLayout {
-    /// rdma-core v36..v58 (PABI 34 from v36, PABI 57): [`context_v36`](super::context_v36) itself.
+    /// rdma-core v36..v58 (PABI 34 from v36, PABI 57): [`private_context`](super::private_context) itself.
     V36,
     /// v59..v61 (PABI 59).
     V59,

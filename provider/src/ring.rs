@@ -438,7 +438,7 @@ pub(crate) mod testing {
     use super::*;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-    pub struct FakeQueue {
+    pub struct FakeRing {
         pub fd: OwnedFd,
         pub mi: mminfo,
         /// The kernel's view: our own mapping of the same pages.
@@ -486,10 +486,10 @@ pub(crate) mod testing {
         }
     }
 
-    impl FakeQueue {
+    impl FakeRing {
         /// A queue of `mask + 1` slots of `1 << log2` bytes, mapped `extra`
         /// bytes longer than needed.
-        pub fn new(log2: u32, mask: u32, extra: usize) -> FakeQueue {
+        pub fn new(log2: u32, mask: u32, extra: usize) -> FakeRing {
             // SAFETY: memfd_create with a NUL-terminated name.
             let raw = unsafe { libc::memfd_create(c"rxe-queue".as_ptr(), 0) };
             assert!(raw >= 0);
@@ -514,7 +514,7 @@ pub(crate) mod testing {
                 geometry: Geometry::check(log2, mask, size, 0).unwrap(),
                 map,
             });
-            FakeQueue { fd, mi, kernel }
+            FakeRing { fd, mi, kernel }
         }
 
         /// Produces `value` as the kernel does: write the slot, then release
@@ -550,7 +550,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::FakeQueue;
+    use super::testing::FakeRing;
     use super::*;
 
     #[test]
@@ -629,7 +629,7 @@ mod tests {
 
     #[test]
     fn map_checks_the_header_against_the_size() {
-        let fq = FakeQueue::new(7, 7, 0);
+        let fq = FakeRing::new(7, 7, 0);
         let ring = Ring::map(fq.raw_fd(), &fq.mi, 48).unwrap();
         assert_eq!(
             ring.geometry,
@@ -655,7 +655,7 @@ mod tests {
 
     #[test]
     fn consumer_side_sees_what_the_producer_published_across_the_wrap() {
-        let fq = FakeQueue::new(6, 3, 0);
+        let fq = FakeRing::new(6, 3, 0);
         let ring = Consumer::map(fq.raw_fd(), &fq.mi, 8).unwrap();
         let q = ring.indices();
         let mut cons = ring.consumer_index();
@@ -681,7 +681,7 @@ mod tests {
 
     #[test]
     fn producer_side_publishes_in_place() {
-        let fq = FakeQueue::new(6, 3, 0);
+        let fq = FakeRing::new(6, 3, 0);
         let ring = Producer::map(fq.raw_fd(), &fq.mi, 8).unwrap();
         let q = ring.indices();
         let mut prod = ring.producer_index();

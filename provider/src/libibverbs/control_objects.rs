@@ -10,7 +10,7 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
-use super::public::ibv_context;
+use super::device_context::ibv_context;
 
 #[repr(C)]
 pub struct ibv_pd {
