@@ -20,7 +20,8 @@
 use kernel_abi::ib_uverbs_wc;
 use log::debug;
 
-use super::{PollState, RxeCq};
+use super::object::RxeCq;
+use super::poll_state::PollState;
 
 impl PollState {
     /// Drops the completions of `qp_num` between our consumer index and the

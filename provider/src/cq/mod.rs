@@ -1,0 +1,94 @@
+//! Completion queues: [`object`] (our CQ, `RxeCq`), [`control`] (`create_cq`,
+//! `create_cq_ex`, `destroy_cq`, `req_notify_cq`, `resize_cq`), and apart
+//! the poll paths: [`poll`] (`poll_cq` and the `ibv_cq_ex` API) over
+//! [`poll_state`] (the ring consumer the CQ lock protects); [`purge`] drops a
+//! QP's completions.
+//!
+//! The kernel writes completions (`ib_uverbs_wc` at the start of each slot)
+//! into the CQ's ring, our [`Consumer`](crate::ring::Consumer); we copy each
+//! one out once and advance our consumer index. As in the stock provider one
+//! lock per CQ ([`QueueLock`](crate::lock::QueueLock)) serializes pollers.
+//!
+//! What libibverbs expects of the `ibv_cq` we return: `context`, `handle`
+//! and `cqe` filled as `ibv_cmd_create_cq` fills them; `verbs_init_cq` then
+//! sets `channel` (and its refcount), `cq_context`, the event counters and
+//! `mutex`/`cond`, which we also give valid initial values. `destroy_cq`
+//! waits, as `ibv_cmd_destroy_cq` does, until the application acked every
+//! event the kernel reported. Completion events need no `cq_event` hook (the
+//! stock provider has none either).
+
+mod control;
+mod object;
+mod poll;
+mod poll_state;
+pub(crate) mod purge;
+
+pub(crate) use control::{create_cq, create_cq_ex, destroy_cq, req_notify_cq, resize_cq};
+#[cfg(test)]
+pub(crate) use object::RxeCq;
+pub(crate) use poll::poll_cq;
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use core::ptr;
+
+    use super::object::RxeCq;
+    use super::poll::set_ex_callbacks;
+    use super::poll_state::PollState;
+    use crate::libibverbs::cq::*;
+    use crate::lock::QueueLock;
+    use crate::ring::testing::FakeRing;
+    use crate::ring::Consumer;
+    use kernel_abi::ib_uverbs_wc;
+    use kernel_abi::ib_uverbs_wc_ex;
+    use zerocopy::FromZeros;
+
+    /// A CQ as create_cq leaves it, on a fake ring of 8 slots (the
+    /// `FakeRing` plays the kernel), with the callbacks for `wc_flags`.
+    /// Free it with `Box::from_raw(cq.cast::<RxeCq>())`.
+    pub(crate) fn fake_rxe_cq(wc_flags: u64) -> (FakeRing, *mut ibv_cq_ex) {
+        let fq = FakeRing::new(7, 7, 0);
+        let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, QueueLock::new());
+        // SAFETY: the CQ is ours alone.
+        unsafe {
+            *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
+            set_ex_callbacks(&mut *cq.vcq.get(), wc_flags);
+        }
+        (fq, Box::into_raw(cq).cast::<ibv_cq_ex>())
+    }
+
+    pub(crate) fn cqe(i: u32, opcode: u32, status: u32) -> ib_uverbs_wc {
+        let mut c = ib_uverbs_wc::new_zeroed();
+        c.wr_id = 0x1000_0000_0000 + u64::from(i);
+        c.status = status;
+        c.opcode = opcode;
+        c.vendor_err = 0x100 + i;
+        c.byte_len = 0x2000 + i;
+        c.ex = ib_uverbs_wc_ex {
+            imm_data: 0xdead_0000 + i,
+        };
+        c.qp_num = 0x11 + i;
+        c.src_qp = 0x22 + i;
+        c.wc_flags = i % 16;
+        c.pkey_index = 3;
+        c.slid = 0x4400 + i as u16;
+        c.sl = (i % 16) as u8;
+        c.dlid_path_bits = (i % 7) as u8;
+        c
+    }
+
+    pub(crate) fn assert_wc_is(w: &ibv_wc, c: &ib_uverbs_wc) {
+        assert_eq!(w.wr_id, c.wr_id);
+        assert_eq!(w.status as u32, c.status);
+        assert_eq!(w.opcode as u32, c.opcode);
+        assert_eq!(w.vendor_err, c.vendor_err);
+        assert_eq!(w.byte_len, c.byte_len);
+        // SAFETY: both unions are two u32 arms.
+        assert_eq!(unsafe { w.ex.imm_data }, unsafe { c.ex.imm_data });
+        assert_eq!((w.qp_num, w.src_qp, w.wc_flags), (c.qp_num, c.src_qp, c.wc_flags));
+        assert_eq!(
+            (w.pkey_index, w.slid, w.sl, w.dlid_path_bits),
+            (c.pkey_index, c.slid, c.sl, c.dlid_path_bits)
+        );
+    }
+}
