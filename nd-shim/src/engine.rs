@@ -42,6 +42,9 @@ pub struct AdapterInfo {
     pub max_receive_queue_depth: u32,
     pub max_initiator_queue_depth: u32,
     pub max_completion_queue_depth: u32,
+    /// A shared receive queue's depth and SGEs (`max_srq_wr`, `max_srq_sge`).
+    pub max_srq_depth: u32,
+    pub max_srq_sge: u32,
     /// Reads the adapter serves per QP (`max_qp_rd_atom`).
     pub max_inbound_read_limit: u32,
     /// Reads the adapter issues per QP (`max_qp_init_rd_atom`).
@@ -393,6 +396,8 @@ impl Adapter {
             max_receive_sge: positive(attr.max_sge),
             max_read_sge: positive(attr.max_sge_rd),
             max_receive_queue_depth: positive(attr.max_qp_wr),
+            max_srq_depth: positive(attr.max_srq_wr),
+            max_srq_sge: positive(attr.max_srq_sge),
             max_initiator_queue_depth: positive(attr.max_qp_wr),
             max_completion_queue_depth: positive(attr.max_cqe),
             max_inbound_read_limit: positive(attr.max_qp_rd_atom),

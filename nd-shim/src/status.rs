@@ -86,6 +86,7 @@ nd_codes! {
     STATUS_BUFFER_TOO_SMALL = 0xC000_0023;
     STATUS_ADDRESS_ALREADY_ASSOCIATED = 0xC000_0238;
     STATUS_CONNECTION_DISCONNECTED = 0xC000_020C;
+    STATUS_DATA_ERROR = 0xC000_003E;
 }
 
 impl NdStatus {
@@ -230,23 +231,97 @@ pub fn from_cm_event(side: Side, kind: CmEventKind, status: i32) -> NdStatus {
     }
 }
 
-/// The code of a work completion, from `ibv_wc.status` (`enum ibv_wc_status` of `<infiniband/verbs.h>`).
-///
-/// A flushed request (the QP went to ERR: Disconnect, release) is ND_CANCELED
-/// (`docs/nd-semantics.md`, "Disconnect"); the others are the nearest ND meaning.
+/// ND2_REQUEST_TYPE: which request a work completion ends. The ND2 face knows it from its
+/// records; the Rust API (whose failed completions carry no valid opcode) does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    Receive,
+    Send,
+    Bind,
+    Invalidate,
+    Read,
+    Write,
+    /// Not known: the nearest code that fits every request type.
+    Unknown,
+}
+
+impl RequestKind {
+    /// ND2_REQUEST_TYPE's values (Nd2RequestTypeReceive = 0 .. Nd2RequestTypeWrite = 5).
+    pub const fn from_nd2(request_type: u32) -> RequestKind {
+        match request_type {
+            0 => RequestKind::Receive,
+            1 => RequestKind::Send,
+            2 => RequestKind::Bind,
+            3 => RequestKind::Invalidate,
+            4 => RequestKind::Read,
+            5 => RequestKind::Write,
+            _ => RequestKind::Unknown,
+        }
+    }
+}
+
+/// The code of a work completion, from `ibv_wc.status` (`enum ibv_wc_status` of
+/// `<infiniband/verbs.h>`), for a request whose type is not known (the Rust API).
 pub fn from_wc_status(status: u32) -> NdStatus {
+    from_wc_status_for(status, RequestKind::Unknown)
+}
+
+/// The code of a work completion of a request of type `kind`.
+///
+/// Microsoft's IND2CompletionQueue.md ("ND2_RESULT", Remarks) lists which codes each request type
+/// can complete with; every row here gives a code its column allows:
+/// - Send, Read, Write: SUCCESS, DATA_OVERRUN, ACCESS_VIOLATION, CANCELED, INVALID_DEVICE_REQUEST,
+///   INTERNAL_ERROR, IO_TIMEOUT, REMOTE_ERROR;
+/// - Receive: as Send with BUFFER_OVERFLOW in place of DATA_OVERRUN;
+/// - Bind, Invalidate: SUCCESS, CANCELED, INVALID_DEVICE_REQUEST, INTERNAL_ERROR.
+///
+/// One exception, which Microsoft's ndmval test fixes: a Send that the receiver could not take
+/// (its receive buffer too small: the responder's NAK, IBV_WC_REM_INV_REQ_ERR or
+/// IBV_WC_REM_OP_ERR) completes with STATUS_DATA_ERROR, as Windows' IB providers report it
+/// (ndmval fails on ND_REMOTE_ERROR).
+/// A flushed request (the QP went to ERR: Disconnect, release) is ND_CANCELED
+/// (`docs/nd-semantics.md`, "Disconnect").
+pub fn from_wc_status_for(status: u32, kind: RequestKind) -> NdStatus {
+    use RequestKind as K;
+    // Bind and Invalidate: malformed or refused is INVALID_DEVICE_REQUEST, the only failure
+    // their column has besides CANCELED and INTERNAL_ERROR.
+    if matches!(kind, K::Bind | K::Invalidate) {
+        return match status {
+            0 => NdStatus::ND_SUCCESS,
+            5 => NdStatus::ND_CANCELED,
+            // LOC_LEN, LOC_QP_OP, LOC_PROT, MW_BIND, LOC_ACCESS
+            1 | 2 | 4 | 6 | 8 => NdStatus::ND_INVALID_DEVICE_REQUEST,
+            _ => NdStatus::ND_INTERNAL_ERROR,
+        };
+    }
     match status {
         0 => NdStatus::ND_SUCCESS,
-        // IBV_WC_LOC_LEN_ERR: the receive buffer was too small.
-        1 => NdStatus::ND_BUFFER_OVERFLOW,
-        // IBV_WC_LOC_PROT_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_REM_ACCESS_ERR
-        4 | 6 | 10 => NdStatus::ND_ACCESS_VIOLATION,
+        // IBV_WC_LOC_LEN_ERR: a Receive's buffers were too small for the incoming Send; a
+        // Send/Read/Write's SGEs referenced more than the adapter can send.
+        1 => match kind {
+            K::Receive | K::Unknown => NdStatus::ND_BUFFER_OVERFLOW,
+            _ => NdStatus::ND_DATA_OVERRUN,
+        },
+        // IBV_WC_LOC_QP_OP_ERR on a Receive: the kernel's rxe (6.1) completes a receive whose
+        // buffers cannot take the incoming Send so (copy_data's "length > resid" is EINVAL, a
+        // "malformed WQE", not ENOSPC): ndmval's case, ND_BUFFER_OVERFLOW as documented.
+        2 if kind == K::Receive => NdStatus::ND_BUFFER_OVERFLOW,
+        // IBV_WC_LOC_QP_OP_ERR: the WQE could not be processed (malformed).
+        2 => NdStatus::ND_INVALID_DEVICE_REQUEST,
+        // IBV_WC_LOC_PROT_ERR (an SGE outside its region), IBV_WC_MW_BIND_ERR,
+        // IBV_WC_LOC_ACCESS_ERR (a Read's sink refused), IBV_WC_REM_ACCESS_ERR (the remote token)
+        4 | 6 | 8 | 10 => NdStatus::ND_ACCESS_VIOLATION,
         // IBV_WC_WR_FLUSH_ERR
         5 => NdStatus::ND_CANCELED,
-        // IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR
-        9 | 11 => NdStatus::ND_REMOTE_ERROR,
-        // IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR
-        12 | 13 => NdStatus::ND_IO_TIMEOUT,
+        // IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR on a Send: the receiver could not place
+        // the data (its buffer too small: the responder's NAK; rxe 6.1 answers REM_OP_ERR).
+        9 | 11 if kind == K::Send => NdStatus::STATUS_DATA_ERROR,
+        // IBV_WC_BAD_RESP_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_OP_ERR,
+        // IBV_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_ABORT_ERR: the remote QP failed the request.
+        7 | 9 | 11 | 15 | 16 => NdStatus::ND_REMOTE_ERROR,
+        // IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_RESP_TIMEOUT_ERR
+        12 | 13 | 19 => NdStatus::ND_IO_TIMEOUT,
+        // LOC_EEC_OP, LOC_RDD_VIOL, INV_EECN, INV_EEC_STATE, FATAL, GENERAL, TM_*: the QP failed.
         _ => NdStatus::ND_INTERNAL_ERROR,
     }
 }
@@ -256,21 +331,93 @@ mod tests {
 
     #[test]
     fn work_completion_statuses() {
-        let rows = [
-            (0, NdStatus::ND_SUCCESS),
-            (1, NdStatus::ND_BUFFER_OVERFLOW),
-            (2, NdStatus::ND_INTERNAL_ERROR),
-            (4, NdStatus::ND_ACCESS_VIOLATION),
-            (5, NdStatus::ND_CANCELED),
-            (10, NdStatus::ND_ACCESS_VIOLATION),
-            (11, NdStatus::ND_REMOTE_ERROR),
-            (12, NdStatus::ND_IO_TIMEOUT),
-            (13, NdStatus::ND_IO_TIMEOUT),
-            (21, NdStatus::ND_INTERNAL_ERROR),
+        use NdStatus as S;
+        use RequestKind as K;
+        // Every ibv_wc_status (0..=23, and one past) for every request type: one row per
+        // status, one column per type, in ND2_REQUEST_TYPE's order, then the type-less column.
+        let columns = [
+            K::Receive,
+            K::Send,
+            K::Bind,
+            K::Invalidate,
+            K::Read,
+            K::Write,
+            K::Unknown,
         ];
-        for (wc, want) in rows {
-            assert_eq!(from_wc_status(wc), want, "wc status {wc}");
+        let (ok, bo, dov, av, can, idr, ie, tmo, rem, de) = (
+            S::ND_SUCCESS,
+            S::ND_BUFFER_OVERFLOW,
+            S::ND_DATA_OVERRUN,
+            S::ND_ACCESS_VIOLATION,
+            S::ND_CANCELED,
+            S::ND_INVALID_DEVICE_REQUEST,
+            S::ND_INTERNAL_ERROR,
+            S::ND_IO_TIMEOUT,
+            S::ND_REMOTE_ERROR,
+            S::STATUS_DATA_ERROR,
+        );
+        #[rustfmt::skip]
+        let rows: [[NdStatus; 7]; 25] = [
+            //    Receive Send Bind Inval Read Write Unknown
+            /*  0 SUCCESS            */ [ok,  ok,  ok,  ok,  ok,  ok,  ok],
+            /*  1 LOC_LEN_ERR        */ [bo,  dov, idr, idr, dov, dov, bo],
+            /*  2 LOC_QP_OP_ERR      */ [bo,  idr, idr, idr, idr, idr, idr],
+            /*  3 LOC_EEC_OP_ERR     */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /*  4 LOC_PROT_ERR       */ [av,  av,  idr, idr, av,  av,  av],
+            /*  5 WR_FLUSH_ERR       */ [can, can, can, can, can, can, can],
+            /*  6 MW_BIND_ERR        */ [av,  av,  idr, idr, av,  av,  av],
+            /*  7 BAD_RESP_ERR       */ [rem, rem, ie,  ie,  rem, rem, rem],
+            /*  8 LOC_ACCESS_ERR     */ [av,  av,  idr, idr, av,  av,  av],
+            /*  9 REM_INV_REQ_ERR    */ [rem, de,  ie,  ie,  rem, rem, rem],
+            /* 10 REM_ACCESS_ERR     */ [av,  av,  ie,  ie,  av,  av,  av],
+            /* 11 REM_OP_ERR         */ [rem, de,  ie,  ie,  rem, rem, rem],
+            /* 12 RETRY_EXC_ERR      */ [tmo, tmo, ie,  ie,  tmo, tmo, tmo],
+            /* 13 RNR_RETRY_EXC_ERR  */ [tmo, tmo, ie,  ie,  tmo, tmo, tmo],
+            /* 14 LOC_RDD_VIOL_ERR   */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /* 15 REM_INV_RD_REQ_ERR */ [rem, rem, ie,  ie,  rem, rem, rem],
+            /* 16 REM_ABORT_ERR      */ [rem, rem, ie,  ie,  rem, rem, rem],
+            /* 17 INV_EECN_ERR       */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /* 18 INV_EEC_STATE_ERR  */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /* 19 RESP_TIMEOUT_ERR   */ [tmo, tmo, ie,  ie,  tmo, tmo, tmo],
+            /* 20 FATAL_ERR          */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /* 21 GENERAL_ERR        */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /* 22 TM_ERR             */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /* 23 TM_RNDV_INCOMPLETE */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+            /* 24 (not a status)     */ [ie,  ie,  ie,  ie,  ie,  ie,  ie],
+        ];
+        for (status, row) in rows.iter().enumerate() {
+            for (kind, want) in columns.iter().zip(row) {
+                assert_eq!(
+                    from_wc_status_for(status as u32, *kind),
+                    *want,
+                    "wc status {status}, {kind:?}"
+                );
+            }
+            assert_eq!(from_wc_status(status as u32), row[6], "wc status {status}");
         }
+        assert_eq!(from_wc_status(u32::MAX), ie);
+        // Each column stays within IND2CompletionQueue.md's table for its request type.
+        let allowed = |kind: K| -> Vec<NdStatus> {
+            match kind {
+                K::Receive => vec![ok, bo, av, can, idr, ie, tmo, rem],
+                K::Send => vec![ok, dov, av, can, idr, ie, tmo, rem, de],
+                K::Read | K::Write => vec![ok, dov, av, can, idr, ie, tmo, rem],
+                K::Bind | K::Invalidate => vec![ok, can, idr, ie],
+                K::Unknown => vec![ok, bo, dov, av, can, idr, ie, tmo, rem],
+            }
+        };
+        for status in 0..64 {
+            for kind in columns {
+                assert!(
+                    allowed(kind).contains(&from_wc_status_for(status, kind)),
+                    "{status} {kind:?}"
+                );
+            }
+        }
+        for t in 0..6 {
+            assert_eq!(RequestKind::from_nd2(t), columns[t as usize]);
+        }
+        assert_eq!(RequestKind::from_nd2(6), K::Unknown);
     }
     use super::*;
 
@@ -324,6 +471,7 @@ mod tests {
             ("STATUS_BUFFER_TOO_SMALL", 0xC000_0023),
             ("STATUS_ADDRESS_ALREADY_ASSOCIATED", 0xC000_0238),
             ("STATUS_CONNECTION_DISCONNECTED", 0xC000_020C),
+            ("STATUS_DATA_ERROR", 0xC000_003E),
         ];
         assert_eq!(ALL_CODES.len(), expected.len());
         for ((code, name), (want_name, want_value)) in ALL_CODES.iter().zip(expected) {

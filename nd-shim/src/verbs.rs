@@ -219,6 +219,8 @@ pub(crate) struct QpInner {
     _recv_cq: Arc<CompletionQueue>,
     /// What else must outlive the QP (ND2: its shared receive queue).
     _keep: Option<Arc<dyn Send + Sync>>,
+    /// The capabilities the provider granted (ibv_create_qp's answer: at least what was asked).
+    pub(crate) granted: ffi::ibv_qp_cap,
     _adapter: Arc<AdapterInner>,
 }
 
@@ -349,6 +351,7 @@ impl QueuePair {
             _send_cq: Arc::clone(send_cq),
             _recv_cq: Arc::clone(recv_cq),
             _keep: keep,
+            granted: init.cap,
             _adapter: Arc::clone(&adapter.inner),
         });
         // RESET -> INIT now, so receives can be posted before the handshake. rxe has one port.

@@ -49,6 +49,19 @@ nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Liste
     expect_provider "$served" "$1"
 }
 
+# nd2-queue-pair's token-order case starts a plain verbs peer, built here (a C program, not ND2).
+nd2_verbs_peer=$RIG_OUT/nd2-verbs-peer
+gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$nd2_verbs_peer" "$RIG_ROOT/tests/nd2/nd2-verbs-peer.c" -lrdmacm -libverbs ||
+    rig_log "gcc nd2-verbs-peer.c failed"
+
+nd2_queue_pair() { # nd2_queue_pair PROVIDER CASE: one queue-pair case (limits, inline, tokens, codes)
+    local served=$RIG_OUT/nd2-queue-pair.$2.$1.served
+    with_provider "$1" "$served" env ND_SHIM_LOG=debug ND2_VERBS_PEER="$nd2_verbs_peer" \
+        "$nd2_bin/nd2-queue-pair" "$2" "$RIG_SERVER_IP" "$RIG_CLIENT_IP" || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
 # io-timeout: 198.18.0.52 resolves (on rxe1's veth1) to a MAC that no interface has, so its REQ
 # goes out and nobody answers.
 ip neigh replace 198.18.0.52 lladdr 02:00:00:00:00:52 dev veth1 nud permanent
@@ -66,6 +79,9 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     for name in $("$nd2_bin/nd2-conformance" --list); do
         [[ $name == io-timeout ]] && continue
         run_test "conformance-$name.$provider" nd2_conformance "$provider" "$name"
+    done
+    for name in $("$nd2_bin/nd2-queue-pair" --list); do
+        run_test "queue-pair-$name.$provider" nd2_queue_pair "$provider" "$name"
     done
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"
     run_test "pingpong-event.$provider" nd2_pair nd2-pingpong "$provider" 7401 --iters 500

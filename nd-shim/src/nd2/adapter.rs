@@ -20,6 +20,17 @@ pub(crate) const ND_VERSION_2: u32 = 0x20000;
 const ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED: u32 = 0x1;
 const ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED: u32 = 0x100;
 
+/// The deepest queue (QP initiator and receive queues, SRQ) Query reports. rxe advertises
+/// max_qp_wr 1,048,576, but a ring that deep is 2^21 slots of up to 1 KiB per queue: creating it
+/// fails with ENOMEM (ND_NO_MEMORY) on any ordinary machine, Microsoft's NdQpMax among the
+/// programs it fails. 16,384 at 32 SGEs is 32 MiB per queue, which the rig's 2 GiB guest creates
+/// with both providers (tests/nd2/nd2-queue-pair.cpp, max-limits).
+const QUEUE_DEPTH_CAP: u32 = 16_384;
+
+/// LargeRequestThreshold: a hint (no limit). On rxe, Send and Write both copy on the receiver;
+/// above one 4 KiB packet a Write saves the receiver's posted buffer and its completion.
+const LARGE_REQUEST_THRESHOLD: u32 = 4096;
+
 /// ND2_ADAPTER_INFO, in the documented field order (96 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,6 +71,9 @@ pub(crate) struct AdapterBody {
     /// The QPs by number with their requests posted and not completed (ND2_RESULT's
     /// QueuePairContext, RequestContext and RequestType).
     pub(super) requests: Requests,
+    /// The device's own SGE maximum (max_sge), which a QP is created with up to, where its
+    /// slots have room anyway ([`super::qp::fitted_caps`]).
+    pub(super) device_max_sge: u32,
 }
 
 impl Drop for AdapterBody {
@@ -92,6 +106,7 @@ impl AdapterBody {
             _ => u32::try_from(limits.max_registration_size).unwrap_or(u32::MAX),
         };
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        let max_inline = max_inline_data(&adapter, limits.max_initiator_sge);
         let info = AdapterInfo2 {
             info_version: ND_VERSION_2,
             vendor_id: limits.vendor_id as u16,
@@ -100,19 +115,20 @@ impl AdapterBody {
             max_registration_size: size(limits.max_registration_size),
             max_window_size: size(limits.max_registration_size),
             max_initiator_sge: limits.max_initiator_sge,
-            max_receive_sge: limits.max_receive_sge,
+            // One maximum for a QP's receives and an SRQ's: the smaller (rxe: 32 and 27).
+            max_receive_sge: limits.max_receive_sge.min(limits.max_srq_sge),
             max_read_sge: limits.max_read_sge,
             max_transfer_length: max_transfer,
-            // ND_OP_FLAG_INLINE is accepted and ignored: nothing is promised inline.
-            max_inline_data_size: 0,
+            max_inline_data_size: max_inline,
             max_inbound_read_limit: limits.max_inbound_read_limit,
             max_outbound_read_limit: limits.max_outbound_read_limit,
-            max_receive_queue_depth: limits.max_receive_queue_depth,
-            max_initiator_queue_depth: limits.max_initiator_queue_depth,
-            max_shared_receive_queue_depth: limits.max_receive_queue_depth,
+            max_receive_queue_depth: limits.max_receive_queue_depth.min(QUEUE_DEPTH_CAP),
+            max_initiator_queue_depth: limits.max_initiator_queue_depth.min(QUEUE_DEPTH_CAP),
+            max_shared_receive_queue_depth: limits.max_srq_depth.min(QUEUE_DEPTH_CAP),
             max_completion_queue_depth: limits.max_completion_queue_depth,
-            inline_request_threshold: 0,
-            large_request_threshold: 0,
+            // Inline costs nothing more on rxe (the payload goes in the slot the SGEs use).
+            inline_request_threshold: max_inline,
+            large_request_threshold: LARGE_REQUEST_THRESHOLD,
             max_caller_data: limits.max_caller_data,
             max_callee_data: limits.max_callee_data,
             adapter_flags: ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED,
@@ -122,11 +138,33 @@ impl AdapterBody {
             notify,
             info,
             requests: Requests::default(),
+            device_max_sge: limits.max_initiator_sge,
         })
     }
 
     pub(super) fn local_ip(&self) -> IpAddr {
         self.adapter.local_address()
+    }
+}
+
+/// The device's inline limit: ibv_query_device does not say it, so a QP of one slot with every
+/// SGE asks for none and reads what the provider granted (rxe: its 512, the room of 32 SGEs).
+/// 0 when the probe fails (ND_OP_FLAG_INLINE then sends from the SGEs).
+fn max_inline_data(adapter: &Adapter, max_sge: u32) -> u32 {
+    let Ok(cq) = crate::CompletionQueue::new(adapter, 1) else {
+        return 0;
+    };
+    let cq = Arc::new(cq);
+    let cap = ffi::ibv_qp_cap {
+        max_send_wr: 1,
+        max_recv_wr: 1,
+        max_send_sge: max_sge,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    match crate::QueuePair::with_caps(adapter, &cq, &cq, None, cap) {
+        Ok(qp) => qp.inner.granted.max_inline_data,
+        Err(_) => 0,
     }
 }
 

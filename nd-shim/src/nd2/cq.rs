@@ -20,7 +20,7 @@ use super::{
     code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
     ND_PENDING, ND_SUCCESS,
 };
-use crate::status::{from_wc_status, NdStatus};
+use crate::status::{from_wc_status_for, NdStatus, RequestKind};
 use crate::CompletionQueue;
 
 const ND_CQ_NOTIFY_ERRORS: u32 = 0;
@@ -233,7 +233,7 @@ unsafe fn poll_batch(cq: *mut ffi::ibv_cq, wcs: &mut [MaybeUninit<ffi::ibv_wc>; 
 #[inline]
 fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usize, u64, u32)) -> Nd2Result {
     Nd2Result {
-        status: from_wc_status(wc.status).0,
+        status: from_wc_status_for(wc.status, RequestKind::from_nd2(request_type)).0,
         bytes_transferred: wc.byte_len,
         queue_pair_context: qp_context as *mut c_void,
         request_context: request_context as *mut c_void,

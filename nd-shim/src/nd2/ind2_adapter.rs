@@ -20,6 +20,23 @@ use super::{
     arg, give, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_BUFFER_OVERFLOW, ND_INVALID_PARAMETER,
     ND_SUCCESS,
 };
+use crate::status::NdStatus;
+
+/// ND_INVALID_PARAMETER_n: IND2Adapter.md's code for a Create argument beyond what Query reports.
+const fn param(n: u32) -> HResult {
+    NdStatus::ND_INVALID_PARAMETER_1.0 + (n as i32 - 1)
+}
+
+/// The limits a Create checks, each with the code its argument gets beyond the limit: a value
+/// within every reported maximum is one CreateQueuePair and the others then accept.
+fn within(checks: &[(u32, u32, u32)]) -> Result<(), HResult> {
+    for &(value, max, n) in checks {
+        if value > max {
+            return Err(param(n));
+        }
+    }
+    Ok(())
+}
 
 #[repr(C)]
 pub(crate) struct AdapterVtbl {
@@ -148,6 +165,7 @@ unsafe extern "C" fn create_completion_queue(
     hr_boundary("IND2Adapter::CreateCompletionQueue", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        within(&[(depth, adapter.info.max_completion_queue_depth, 3)])?;
         let file = self::file(file)?;
         // SAFETY: the caller's IID and out pointer.
         unsafe { give(iid, out, || CqBody::new(adapter, file, depth)) }
@@ -193,6 +211,11 @@ unsafe extern "C" fn create_shared_receive_queue(
     hr_boundary("IND2Adapter::CreateSharedReceiveQueue", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        let info = &adapter.info;
+        within(&[
+            (depth, info.max_shared_receive_queue_depth, 3),
+            (max_sge, info.max_receive_sge, 4),
+        ])?;
         let file = self::file(file)?;
         // SAFETY: the caller's IID and out pointer.
         unsafe { give(iid, out, || SrqBody::new(adapter, file, depth, max_sge, threshold)) }
@@ -218,6 +241,14 @@ unsafe extern "C" fn create_queue_pair(
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
         // SAFETY: the caller's objects, checked by kind.
         let (rcq, icq) = unsafe { (arg::<CqBody>(receive_cq)?, arg::<CqBody>(initiator_cq)?) };
+        let info = &adapter.info;
+        within(&[
+            (receive_depth, info.max_receive_queue_depth, 5),
+            (initiator_depth, info.max_initiator_queue_depth, 6),
+            (max_receive_sge, info.max_receive_sge, 7),
+            (max_initiator_sge, info.max_initiator_sge, 8),
+            (inline_size, info.max_inline_data_size, 9),
+        ])?;
         let cap = ffi::ibv_qp_cap {
             max_send_wr: initiator_depth,
             max_recv_wr: receive_depth,
@@ -254,6 +285,12 @@ unsafe extern "C" fn create_queue_pair_with_srq(
                 arg::<SrqBody>(srq)?,
             )
         };
+        let info = &adapter.info;
+        within(&[
+            (initiator_depth, info.max_initiator_queue_depth, 6),
+            (max_initiator_sge, info.max_initiator_sge, 7),
+            (inline_size, info.max_inline_data_size, 8),
+        ])?;
         let cap = ffi::ibv_qp_cap {
             max_send_wr: initiator_depth,
             max_recv_wr: 0,
@@ -304,4 +341,17 @@ unsafe extern "C" fn create_listener(
 pub(super) fn new_object(iid: *const Guid, ip: IpAddr, out: *mut *mut c_void) -> Result<HResult, HResult> {
     // SAFETY: the caller's IID and out pointer (NdOpenAdapter's promise).
     unsafe { give(iid, out, || AdapterBody::open(ip)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_codes_by_position() {
+        assert_eq!(param(3), NdStatus::ND_INVALID_PARAMETER_3.0);
+        assert_eq!(param(9), NdStatus::ND_INVALID_PARAMETER_9.0);
+        assert_eq!(within(&[(4, 4, 5), (9, 8, 6)]), Err(NdStatus::ND_INVALID_PARAMETER_6.0));
+        assert_eq!(within(&[(4, 4, 5), (8, 8, 6)]), Ok(()));
+    }
 }

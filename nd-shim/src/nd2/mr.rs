@@ -211,9 +211,11 @@ unsafe extern "C" fn get_local_token(this: *mut c_void) -> u32 {
     unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().0)
 }
 
+/// The rkey in network byte order, as IND2MemoryRegion.md asks (the peer's Read and Write take it
+/// back so: IND2QueuePair's Read/Write turn it into the host-order rkey).
 unsafe extern "C" fn get_remote_token(this: *mut c_void) -> u32 {
     // SAFETY: the caller's object.
-    unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().1)
+    unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().1.to_be())
 }
 
 #[cfg(test)]

@@ -200,10 +200,11 @@ impl Class for MwBody {
     const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2MemoryWindow];
 }
 
+/// The rkey in network byte order, as the MR's ([`super::mr`]).
 unsafe extern "C" fn get_remote_token(this: *mut c_void) -> u32 {
     super::boundary("IND2MemoryWindow::GetRemoteToken", 0, || {
         // SAFETY: the caller's object.
-        unsafe { super::this::<MwBody>(this) }.map_or(0, MwBody::rkey)
+        unsafe { super::this::<MwBody>(this) }.map_or(0, |mw| mw.rkey().to_be())
     })
 }
 

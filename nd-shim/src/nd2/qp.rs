@@ -61,12 +61,52 @@ const SEND_FLAGS: [u32; 64] = {
 const _: () = assert!(KNOWN_OP_FLAGS == 63);
 
 /// Verbs send flags for ND2 operation flags; an unknown flag is ND_INVALID_PARAMETER.
-/// ND_OP_FLAG_INLINE is accepted and ignored (the adapter reports MaxInlineDataSize 0).
+/// ND_OP_FLAG_INLINE is not in the table: [`QpBody::inline_flag`] adds IBV_SEND_INLINE where the
+/// request fits the QP's granted inline size.
 #[inline]
 pub(crate) fn send_flags(flags: u32) -> Result<u32, HResult> {
     match SEND_FLAGS.get(flags as usize) {
         Some(&out) => Ok(out),
         None => Err(ND_INVALID_PARAMETER),
+    }
+}
+
+/// rxe's work queue entry headers (`<rdma/rdma_user_rxe.h>`, the kernel ABI):
+/// sizeof(struct rxe_send_wqe) and sizeof(struct rxe_recv_wqe); an SGE is 16 bytes.
+const RXE_SEND_WQE_HEADER: u32 = 208;
+const RXE_RECV_WQE_HEADER: u32 = 40;
+const SGE_BYTES: u32 = 16;
+
+/// The payload room of an rxe queue slot that must hold `payload` bytes after `header`: rxe's
+/// queues round a slot up to a power of two, at least a cache line (64 bytes).
+const fn slot_room(header: u32, payload: u32) -> u32 {
+    let slot = (header + payload).next_power_of_two();
+    (if slot < 64 { 64 } else { slot }) - header
+}
+
+/// ND2's QP limits are minimums that a provider may round up: the verbs QP is asked for what
+/// the slots rxe allocates for the request hold anyway (the same memory): as many SGEs and as
+/// much inline data as fit, up to the device's maxima. rxe grants a send queue
+/// max(SGEs x 16, inline) bytes of payload (its slot is that plus the header, rounded), so
+/// asking more than the request within the same slot changes nothing but the limits.
+/// `cap` is already within the adapter's limits (small numbers: no overflow).
+pub(super) fn fitted_caps(cap: ffi::ibv_qp_cap, max_sge: u32, max_inline: u32) -> ffi::ibv_qp_cap {
+    let send_room = slot_room(
+        RXE_SEND_WQE_HEADER,
+        (cap.max_send_sge * SGE_BYTES).max(cap.max_inline_data),
+    );
+    let max_recv_sge = if cap.max_recv_sge == 0 {
+        0 // receives come from an SRQ
+    } else {
+        let recv_room = slot_room(RXE_RECV_WQE_HEADER, cap.max_recv_sge * SGE_BYTES);
+        cap.max_recv_sge.max((recv_room / SGE_BYTES).min(max_sge))
+    };
+    ffi::ibv_qp_cap {
+        max_send_wr: cap.max_send_wr,
+        max_recv_wr: cap.max_recv_wr,
+        max_send_sge: cap.max_send_sge.max((send_room / SGE_BYTES).min(max_sge)),
+        max_recv_sge,
+        max_inline_data: cap.max_inline_data.max(send_room.min(max_inline)),
     }
 }
 
@@ -95,8 +135,28 @@ impl QpBody {
             let keep: Arc<dyn Send + Sync> = s.srq.clone();
             (s.srq.0, keep)
         });
-        let qp =
-            QueuePair::with_caps(&adapter.adapter, &receive_cq.cq, &initiator_cq.cq, raw_srq, cap).map_err(code)?;
+        // The fitted request first; a device whose slots are not rxe's may refuse it, then the
+        // caller's own.
+        let fitted = fitted_caps(cap, adapter.device_max_sge, adapter.info.max_inline_data_size);
+        let qp = QueuePair::with_caps(
+            &adapter.adapter,
+            &receive_cq.cq,
+            &initiator_cq.cq,
+            raw_srq.clone(),
+            fitted,
+        )
+        .or_else(|_| QueuePair::with_caps(&adapter.adapter, &receive_cq.cq, &initiator_cq.cq, raw_srq, cap))
+        .map_err(code)?;
+        let granted = qp.inner.granted;
+        log::debug!(
+            "CreateQueuePair: asked SGEs {}/{} inline {}, granted SGEs {}/{} inline {}",
+            cap.max_send_sge,
+            cap.max_recv_sge,
+            cap.max_inline_data,
+            granted.max_send_sge,
+            granted.max_recv_sge,
+            granted.max_inline_data
+        );
         let srq_requests = srq.as_ref().map(|s| Arc::clone(&s.requests));
         let requests = adapter.requests.open_qp(qp.qp_num(), context, srq_requests);
         Ok(QpBody {
@@ -108,6 +168,23 @@ impl QpBody {
             _srq: srq,
             windows: BoundWindows::default(),
         })
+    }
+
+    /// IBV_SEND_INLINE for a Send or Write with ND_OP_FLAG_INLINE whose bytes fit the inline
+    /// size the QP was granted (at least what Query reports and CreateQueuePair asked): its data
+    /// is copied at the post, from registered memory or not (an inline SGE's token "may be
+    /// invalid"). A larger one goes from its SGEs, whose tokens then count.
+    #[inline]
+    fn inline_flag(&self, flags: u32, sges: &[ffi::ibv_sge]) -> u32 {
+        if flags & ND_OP_FLAG_INLINE == 0 {
+            return 0;
+        }
+        let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+        if total <= u64::from(self.qp.inner.granted.max_inline_data) {
+            ffi::ibv_send_flags::IBV_SEND_INLINE.0
+        } else {
+            0
+        }
     }
 
     fn raw(&self) -> *mut ffi::ibv_qp {
@@ -220,7 +297,9 @@ unsafe fn send_recorded(this: *mut c_void, context: *mut c_void, sge: *const Nd2
     hr_boundary("IND2QueuePair::Send", || {
         // SAFETY: the caller's object and SGE array.
         let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-        qp.post(QpBody::request(context, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, flags)?)
+        let mut wr = QpBody::request(context, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, flags)?;
+        wr.send_flags |= qp.inline_flag(flags, sges);
+        qp.post(wr)
     })
 }
 
@@ -241,7 +320,7 @@ unsafe fn send_direct(
 ) -> Result<HResult, HResult> {
     // SAFETY: the caller's object and SGE array.
     let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-    let send_flags = send_flags(flags)?;
+    let send_flags = send_flags(flags)? | qp.inline_flag(flags, sges);
     let silent = send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 == 0;
     qp.requests
         .post_send(context, requests::SEND, silent, |wr_id| {
@@ -326,10 +405,14 @@ unsafe fn rdma(
         // SAFETY: the caller's object and SGE array.
         let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
         let mut wr = QpBody::request(context, sges, opcode, flags)?;
+        if opcode == ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE {
+            wr.send_flags |= qp.inline_flag(flags, sges);
+        }
         wr.wr = ffi::wr_t {
             rdma: ffi::rdma_t {
                 remote_addr: remote_address,
-                rkey: remote_token,
+                // The token as GetRemoteToken gives it: the rkey in network byte order.
+                rkey: u32::from_be(remote_token),
             },
         };
         qp.post(wr)
@@ -456,6 +539,42 @@ unsafe extern "C" fn invalidate(this: *mut c_void, context: *mut c_void, window:
 mod tests {
     use super::*;
     use ffi::ibv_send_flags as F;
+
+    fn cap(send_sge: u32, recv_sge: u32, inline: u32) -> ffi::ibv_qp_cap {
+        ffi::ibv_qp_cap {
+            max_send_wr: 8,
+            max_recv_wr: 8,
+            max_send_sge: send_sge,
+            max_recv_sge: recv_sge,
+            max_inline_data: inline,
+        }
+    }
+
+    #[test]
+    fn caps_fill_the_slot_rxe_allocates() {
+        let fit = |s, r, i| {
+            let c = fitted_caps(cap(s, r, i), 32, 512);
+            assert_eq!((c.max_send_wr, c.max_recv_wr), (8, 8));
+            (c.max_send_sge, c.max_recv_sge, c.max_inline_data)
+        };
+        // 208 + 16 -> a 256-byte slot: 48 bytes of room, 3 SGEs; a receive slot of 40 + 16 -> 64.
+        assert_eq!(fit(1, 1, 0), (3, 1, 48));
+        assert_eq!(fit(0, 1, 0), (3, 1, 48));
+        assert_eq!(fit(2, 2, 0), (3, 5, 48));
+        assert_eq!(fit(3, 5, 48), (3, 5, 48));
+        // 208 + 64 -> 512: 304 bytes, 19 SGEs.
+        assert_eq!(fit(4, 4, 0), (19, 5, 304));
+        assert_eq!(fit(1, 1, 100), (19, 1, 304));
+        // The device's maxima bound the rounding up.
+        assert_eq!(fit(32, 27, 0), (32, 29, 512));
+        assert_eq!(fit(32, 32, 0), (32, 32, 512));
+        assert_eq!(fit(1, 1, 512), (32, 1, 512));
+        // With an SRQ: no receive SGEs.
+        assert_eq!(fit(1, 0, 0), (3, 0, 48));
+        // Never less than asked, whatever the device says.
+        let c = fitted_caps(cap(4, 4, 64), 2, 16);
+        assert_eq!((c.max_send_sge, c.max_recv_sge, c.max_inline_data), (4, 4, 64));
+    }
 
     #[test]
     fn operation_flags() {
