@@ -241,11 +241,17 @@ impl ConnectorState {
     }
 
     /// IND2Connector::GetPeerAddress: "the queue pair must be connected": from CompleteConnect
-    /// (active) or Accept's completion (passive) until the application disconnects.
+    /// (active) or Accept's completion (passive) until the application disconnects. The passive
+    /// side also answers from GetConnectionRequest on (the address the request carries):
+    /// Microsoft's ndmpic reads it before Accept to decide which of two crossing connections
+    /// wins, and Windows providers answer it there.
     pub fn has_peer_address(self) -> bool {
         matches!(
             self,
-            ConnectorState::Connected { .. } | ConnectorState::PeerDisconnected
+            ConnectorState::RequestReceived
+                | ConnectorState::Accepting
+                | ConnectorState::Connected { .. }
+                | ConnectorState::PeerDisconnected
         )
     }
 }
@@ -1588,8 +1594,8 @@ mod tests {
             (S::Bound, false, false),
             (S::Connecting, true, false),
             (S::AwaitingCompleteConnect, true, false),
-            (S::RequestReceived, true, false),
-            (S::Accepting, true, false),
+            (S::RequestReceived, true, true),
+            (S::Accepting, true, true),
             (S::Connected { notify_pending: false }, true, true),
             (S::PeerDisconnected, true, true),
             (S::Disconnecting { notify_pending: false }, false, false),

@@ -696,8 +696,9 @@ impl Connector {
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
 
-    /// ND2 GetPeerAddress into an encoded sockaddr buffer: only while connected
-    /// ([`ConnectorState::has_peer_address`]), else ND_CONNECTION_INVALID.
+    /// ND2 GetPeerAddress into an encoded sockaddr buffer: while connected, and on the passive
+    /// side from the request on ([`ConnectorState::has_peer_address`]), else
+    /// ND_CONNECTION_INVALID.
     pub fn get_peer_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
         if !self.state().has_peer_address() {
             return Err(NdStatus::ND_CONNECTION_INVALID);

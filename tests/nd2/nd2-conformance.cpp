@@ -912,8 +912,11 @@ int getters(Pair &s)
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
     len = sizeof addr;
+    /* The request carries the peer's address: Microsoft's ndmpic reads it before Accept. */
     Returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
-            ND_CONNECTION_INVALID);
+            ND_SUCCESS);
+    EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr);
+    unsigned short requestPort = addr.sin_port;
     Issued("Accept", p->Accept(pqp, 8, 8, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     Returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
@@ -923,6 +926,7 @@ int getters(Pair &s)
             ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
     unsigned short activePort = addr.sin_port;
+    EXPECT(activePort == requestPort);
     Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
     Done(s.passive, "Accept", p, &acc, ND_SUCCESS);
 

@@ -695,9 +695,11 @@ static int cad_server(struct server *srv)
     memcpy(&client_token, pd + 8, 4);
     struct sockaddr_in peer;
     ULONG plen = sizeof peer;
-    /* The peer's address is the connection's: not before NdkAccept completes. */
-    EXPECT("server NdkGetPeerAddress before NdkAccept", d->NdkGetPeerAddress(c, SA(peer), &plen),
-           STATUS_CONNECTION_INVALID);
+    /* The request carries the peer's address: readable before NdkAccept (Microsoft's ndmpic
+     * relies on it through IND2Connector::GetPeerAddress). */
+    OK("server NdkGetPeerAddress before NdkAccept", d->NdkGetPeerAddress(c, SA(peer), &plen));
+    if (check_ipv4("server's peer before NdkAccept", &peer, plen, CLIENT_IP, 1) < 0)
+        return -1;
     if (post_receive(s, 100, 0) < 0)
         return -1;
     uint8_t rep[196];
