@@ -41,8 +41,8 @@ pub enum ConnectorState {
     Accepting,
     /// Established. `notify_pending`: an ND2 NotifyDisconnect is waiting.
     Connected { notify_pending: bool },
-    /// The peer disconnected (DISCONNECTED while connected); the QP is untouched until the
-    /// application calls Disconnect or releases the connector.
+    /// The peer disconnected (DISCONNECTED while connected); the QP is in error (flushed), and
+    /// the application's Disconnect or Release sends the DREP.
     PeerDisconnected,
     /// Local Disconnect pending until DISCONNECTED (DREP or DREQ timeout); the QP is in error.
     Disconnecting { notify_pending: bool },
@@ -542,12 +542,15 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
             ],
         ),
 
-        // docs/nd-semantics.md "Disconnect": DISCONNECTED completes NotifyDisconnect and flushes
-        // nothing. A REJ (the passive side gave up before our RTU reached it) or any other end
-        // of the connection after CompleteConnect succeeded is a disconnect too, never dropped.
+        // docs/nd-semantics.md "Disconnect": DISCONNECTED moves the QP to ERR, so outstanding
+        // requests complete with ND_CANCELED once the disconnect is seen (Windows providers do;
+        // Microsoft's ndmemorytest NdReceiveConnClosed), and completes NotifyDisconnect. A REJ
+        // (the passive side gave up before our RTU reached it) or any other end of the
+        // connection after CompleteConnect succeeded is a disconnect too, never dropped.
         (S::Connected { notify_pending }, K::Disconnected | K::Rejected | K::ConnectError | K::Unreachable) => event(
             S::PeerDisconnected,
-            std::iter::once(Effect::PeerDisconnected)
+            [Do(Action::FlushQp), Effect::PeerDisconnected]
+                .into_iter()
                 .chain(notify(notify_pending, St::ND_SUCCESS))
                 .collect(),
         ),
@@ -1086,7 +1089,7 @@ mod tests {
     }
 
     #[test]
-    fn peer_disconnect_completes_notify_and_flushes_nothing() {
+    fn peer_disconnect_flushes_the_qp_and_completes_notify() {
         let state = walk(
             S::Connected { notify_pending: false },
             &[
@@ -1100,6 +1103,7 @@ mod tests {
                         S::PeerDisconnected,
                         None,
                         &[
+                            Do(Action::FlushQp),
                             Effect::PeerDisconnected,
                             Effect::Complete {
                                 request: Request::NotifyDisconnect,
@@ -1122,7 +1126,11 @@ mod tests {
         // Without a pending NotifyDisconnect only the NDK DisconnectEvent fires.
         assert_eq!(
             step(S::Connected { notify_pending: false }, ev(CmEventKind::Disconnected, 0)),
-            t(S::PeerDisconnected, None, &[Effect::PeerDisconnected])
+            t(
+                S::PeerDisconnected,
+                None,
+                &[Do(Action::FlushQp), Effect::PeerDisconnected]
+            )
         );
     }
 
@@ -1535,6 +1543,7 @@ mod tests {
                     S::PeerDisconnected,
                     None,
                     &[
+                        Do(Action::FlushQp),
                         Effect::PeerDisconnected,
                         Effect::Complete {
                             request: Request::NotifyDisconnect,

@@ -957,8 +957,8 @@ int getters(Pair &s)
 
 /* NotifyDisconnect and Disconnect: ND_CONNECTION_INVALID inline when never connected;
  * NotifyDisconnect ND_CANCELED by CancelOverlappedRequests, then ND_SUCCESS on the peer's
- * Disconnect, which flushes nothing here; Disconnect ND_SUCCESS, outstanding receives
- * ND_CANCELED. */
+ * Disconnect, which flushes the QP (the outstanding receive ND_CANCELED); Disconnect
+ * ND_SUCCESS. */
 int disconnect_codes(Pair &s)
 {
     const unsigned short PORT = 7432;
@@ -980,18 +980,15 @@ int disconnect_codes(Pair &s)
     Issued("NotifyDisconnect again", c.p->NotifyDisconnect(&nd2));
     Issued("active Disconnect", c.a->Disconnect(&ad));
     Done(s.passive, "NotifyDisconnect again", c.p, &nd2, ND_SUCCESS);
+    /* The peer's disconnect flushes the QP (Microsoft's ndmemorytest NdReceiveConnClosed). */
     ND2_RESULT r;
-    usleep(200 * 1000);
-    EXPECT(s.passive.cq->GetResults(&r, 1) == 0); /* the peer's disconnect flushes nothing */
+    Results(s.passive, &r, 1);
+    EXPECT(r.Status == ND_CANCELED && r.RequestContext == s.passive.buf);
+    printf("  outstanding receive after the peer's Disconnect: ND_CANCELED\n");
     /* The active Disconnect waits for the passive side's (its DREP). */
     EXPECT(c.a->GetOverlappedResult(&ad, FALSE) == ND_PENDING);
     Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
     Done(s.active, "active Disconnect", c.a, &ad, ND_SUCCESS);
-    double until = now_ms() + 5000;
-    while (s.passive.cq->GetResults(&r, 1) == 0)
-        EXPECT(now_ms() < until);
-    EXPECT(r.Status == ND_CANCELED && r.RequestContext == s.passive.buf);
-    printf("  outstanding receive after Disconnect: ND_CANCELED\n");
     EXPECT(c.a->Release() == 0);
     EXPECT(c.p->Release() == 0);
     EXPECT(l->Release() == 0);
@@ -1034,6 +1031,32 @@ int listener_codes(Pair &s)
     return 0;
 }
 
+/* A receive posted before Accept, and the peer releases its connector right after
+ * CompleteConnect (Microsoft's ndmemorytest NdReceiveConnClosed): the receive completes
+ * ND_CANCELED once the disconnect arrives; the passive Disconnect then succeeds. */
+int receive_peer_closed(Pair &s)
+{
+    const unsigned short PORT = 7437;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    CHECK_HR(pqp->Receive(Context(1), &rs, 1));
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    EXPECT(c.a->Release() == 0);
+    ND2_RESULT r;
+    Results(s.passive, &r, 1);
+    Expect("Receive after the peer released its connector", &r, 1, Context(1), ND_CANCELED, Nd2RequestTypeReceive,
+           &s.passive);
+    Ov pd;
+    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    EXPECT(c.p->Release() == 0);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Pair &);
@@ -1056,6 +1079,7 @@ struct Case {
     {"listener-codes", listener_codes},
     {"failed-request-types", failed_request_types},
     {"srq-request-types", srq_request_types},
+    {"receive-peer-closed", receive_peer_closed},
 };
 
 } // namespace
