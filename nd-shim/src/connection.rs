@@ -1345,6 +1345,16 @@ mod tests {
                 fail(Action::BindAddress, St::ND_SHARING_VIOLATION),
                 t(S::Failed(St::ND_SHARING_VIOLATION), Some(St::ND_SHARING_VIOLATION), &[]),
             ),
+            // Connect to the unspecified address (Microsoft's ndmemorytest NdInvalidIP).
+            (
+                S::Connecting,
+                fail(Action::StartConnect, St::STATUS_BAD_NETWORK_NAME),
+                t(
+                    S::Failed(St::STATUS_BAD_NETWORK_NAME),
+                    Some(St::STATUS_BAD_NETWORK_NAME),
+                    &[],
+                ),
+            ),
             // docs/nd-semantics.md: no route makes rdma_resolve_addr fail inline with ENETUNREACH.
             (
                 S::Connecting,

@@ -86,6 +86,7 @@ nd_codes! {
     STATUS_BUFFER_TOO_SMALL = 0xC000_0023;
     STATUS_ADDRESS_ALREADY_ASSOCIATED = 0xC000_0238;
     STATUS_CONNECTION_DISCONNECTED = 0xC000_020C;
+    STATUS_BAD_NETWORK_NAME = 0xC000_00CC;
 }
 
 impl NdStatus {
@@ -324,6 +325,7 @@ mod tests {
             ("STATUS_BUFFER_TOO_SMALL", 0xC000_0023),
             ("STATUS_ADDRESS_ALREADY_ASSOCIATED", 0xC000_0238),
             ("STATUS_CONNECTION_DISCONNECTED", 0xC000_020C),
+            ("STATUS_BAD_NETWORK_NAME", 0xC000_00CC),
         ];
         assert_eq!(ALL_CODES.len(), expected.len());
         for ((code, name), (want_name, want_value)) in ALL_CODES.iter().zip(expected) {

@@ -383,6 +383,12 @@ impl CmId {
     }
 
     fn conn_param(p: &ConnParam<'_>) -> ffi::rdma_conn_param {
+        // RNR retries, finite: 7 would retry for ever, and a Send to a peer that never posts a
+        // receive must fail with ND_IO_TIMEOUT (IBV_WC_RNR_RETRY_EXC_ERR), as Microsoft's
+        // ndmemorytest NdSendNoReceive expects. 6 is the largest finite count; with the
+        // responder's RNR timer as the IB CM programs it that is a few seconds of waiting for
+        // a late receive. The REQ carries the passive side's count, the REP the active side's.
+        const RNR_RETRY_COUNT: u8 = 6;
         ffi::rdma_conn_param {
             private_data: if p.private_data.is_empty() {
                 ptr::null()
@@ -394,7 +400,7 @@ impl CmId {
             initiator_depth: p.initiator_depth,
             flow_control: 1,
             retry_count: 7,
-            rnr_retry_count: 7,
+            rnr_retry_count: RNR_RETRY_COUNT,
             srq: 0,
             qp_num: p.qp_num,
         }

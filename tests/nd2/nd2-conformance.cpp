@@ -19,6 +19,9 @@
 #ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
 #define STATUS_ADDRESS_ALREADY_ASSOCIATED ((HRESULT)0xC0000238L)
 #endif
+#ifndef STATUS_BAD_NETWORK_NAME
+#define STATUS_BAD_NETWORK_NAME ((HRESULT)0xC00000CCL)
+#endif
 
 namespace {
 
@@ -48,6 +51,7 @@ const char *name(HRESULT hr)
         NAME(ND_ACCESS_VIOLATION)
         NAME(ND_REMOTE_ERROR)
         NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
+        NAME(STATUS_BAD_NETWORK_NAME)
 #undef NAME
     default:
         return "another code";
@@ -1031,6 +1035,53 @@ int listener_codes(Pair &s)
     return 0;
 }
 
+/* Connect to 0.0.0.0 (Microsoft's ndmemorytest NdInvalidIP zeroes the server's address and
+ * expects STATUS_BAD_NETWORK_NAME): inline, at once. */
+int invalid_ip(Pair &s)
+{
+    IND2QueuePair *aqp = s.active.Qp();
+    IND2Connector *a = s.active.Connector();
+    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    sockaddr_in none = nd2_ipv4("0.0.0.0", 7435);
+    Ov conn;
+    double started = now_ms();
+    Inline(s.active, "Connect to 0.0.0.0", a->Connect(aqp, SA(none), sizeof none, 0, 0, NULL, 0, &conn), &conn,
+           STATUS_BAD_NETWORK_NAME);
+    EXPECT(now_ms() - started < 1000);
+    EXPECT(a->Release() == 0);
+    return 0;
+}
+
+/* A Send to a peer that posted no receive (Microsoft's ndmemorytest NdSendNoReceive): the RNR
+ * retries are finite, so the Send completes ND_IO_TIMEOUT instead of waiting for ever; the
+ * passive side sees no completion. */
+int send_no_receive(Pair &s)
+{
+    const unsigned short PORT = 7436;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    ND2_SGE message = {s.active.buf, 64, s.active.mr->GetLocalToken()};
+    double started = now_ms();
+    CHECK_HR(aqp->Send(Context(1), &message, 1, 0));
+    ND2_RESULT r;
+    double until = now_ms() + 60000;
+    while (s.active.cq->GetResults(&r, 1) == 0) {
+        if (now_ms() > until)
+            FAIL("no completion for the Send after 60 s");
+        usleep(1000);
+    }
+    Expect("Send with no receive posted", &r, 1, Context(1), ND_IO_TIMEOUT, Nd2RequestTypeSend, &s.active);
+    printf("  completed after %.1f s\n", (now_ms() - started) / 1e3);
+    EXPECT(s.passive.cq->GetResults(&r, 1) == 0);
+    Hangup(s, c);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
 /* A receive posted before Accept, and the peer releases its connector right after
  * CompleteConnect (Microsoft's ndmemorytest NdReceiveConnClosed): the receive completes
  * ND_CANCELED once the disconnect arrives; the passive Disconnect then succeeds. */
@@ -1079,6 +1130,8 @@ struct Case {
     {"listener-codes", listener_codes},
     {"failed-request-types", failed_request_types},
     {"srq-request-types", srq_request_types},
+    {"invalid-ip", invalid_ip},
+    {"send-no-receive", send_no_receive},
     {"receive-peer-closed", receive_peer_closed},
 };
 
