@@ -330,6 +330,12 @@ impl CmId {
         unsafe { (*self.0).context = context as usize as *mut c_void }
     }
 
+    /// The port of its device the id is bound to (0 before a bind to a device's address).
+    pub fn port_num(&self) -> u8 {
+        // SAFETY: self.0 is live.
+        unsafe { (*self.0).port_num }
+    }
+
     /// The device context the id is bound to, null if none (wildcard bind).
     pub fn verbs(&self) -> *mut ffi::ibv_context {
         // SAFETY: self.0 is live.

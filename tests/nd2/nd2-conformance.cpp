@@ -1108,6 +1108,52 @@ int receive_peer_closed(Pair &s)
     return 0;
 }
 
+/* True if the SOCKET_ADDRESS_LIST holds IPv4 `ip`. */
+bool Lists(const SOCKET_ADDRESS_LIST *list, const sockaddr_in &ip)
+{
+    for (INT i = 0; i < list->iAddressCount; i++) {
+        const sockaddr *a = list->Address[i].lpSockaddr;
+        if (a->sa_family == AF_INET && reinterpret_cast<const sockaddr_in *>(a)->sin_addr.s_addr == ip.sin_addr.s_addr)
+            return true;
+    }
+    return false;
+}
+
+/* NdQueryAddressList honours its flags (ndsupport.h; Microsoft's ndutil framework): the shim is
+ * an NDv2 provider, so ND_QUERY_EXCLUDE_NDv2_ADDRESSES leaves no address (size 0, ND_SUCCESS)
+ * and the emulator and NDv1 flags leave every one. IND2Adapter::QueryAddressList lists the
+ * addresses of its own adapter: rxe0's, not rxe1's. */
+int address_list(Pair &s)
+{
+    SIZE_T all = 0;
+    Returns("NdQueryAddressList(0) size probe", NdQueryAddressList(0, NULL, &all), ND_BUFFER_OVERFLOW);
+    std::vector<char> buf(all);
+    SOCKET_ADDRESS_LIST *list = reinterpret_cast<SOCKET_ADDRESS_LIST *>(buf.data());
+    Returns("NdQueryAddressList(0)", NdQueryAddressList(0, list, &all), ND_SUCCESS);
+    EXPECT(Lists(list, s.passive.address) && Lists(list, s.active.address));
+    SIZE_T size = 0;
+    Returns("NdQueryAddressList(EXCLUDE_EMULATOR | EXCLUDE_NDv1) size probe",
+            NdQueryAddressList(ND_QUERY_EXCLUDE_EMULATOR_ADDRESSES | ND_QUERY_EXCLUDE_NDv1_ADDRESSES, NULL, &size),
+            ND_BUFFER_OVERFLOW);
+    EXPECT(size == all);
+    size = 123;
+    Returns("NdQueryAddressList(EXCLUDE_NDv2)", NdQueryAddressList(ND_QUERY_EXCLUDE_NDv2_ADDRESSES, NULL, &size),
+            ND_SUCCESS);
+    EXPECT(size == 0);
+    printf("  NdQueryAddressList(EXCLUDE_NDv2): no address, size 0\n");
+
+    ULONG mine = 0;
+    Returns("passive IND2Adapter::QueryAddressList size probe", s.passive.adapter->QueryAddressList(NULL, &mine),
+            ND_BUFFER_OVERFLOW);
+    std::vector<char> own(mine);
+    SOCKET_ADDRESS_LIST *ownList = reinterpret_cast<SOCKET_ADDRESS_LIST *>(own.data());
+    Returns("passive IND2Adapter::QueryAddressList",
+            s.passive.adapter->QueryAddressList(ownList, &mine), ND_SUCCESS);
+    EXPECT(Lists(ownList, s.passive.address) && !Lists(ownList, s.active.address));
+    printf("  passive adapter lists %d address(es), its own and not the active side's\n", ownList->iAddressCount);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Pair &);
@@ -1133,6 +1179,7 @@ struct Case {
     {"invalid-ip", invalid_ip},
     {"send-no-receive", send_no_receive},
     {"receive-peer-closed", receive_peer_closed},
+    {"address-list", address_list},
 };
 
 } // namespace
