@@ -1154,6 +1154,62 @@ int address_list(Pair &s)
     return 0;
 }
 
+/* Connection churn in the pattern of Microsoft's ndconn (our own code): 100 connections one
+ * after the other on one listener, each with new connectors and new QPs (QP numbers are
+ * reused quickly), a receive posted on both sides before the handshake, one message each way,
+ * and both sides disconnecting at once (crossing DREQs), then everything released. Every call
+ * must succeed; the case prints the rate. */
+int churn(Pair &s)
+{
+    const unsigned short PORT = 7438;
+    const unsigned ROUNDS = 100;
+    IND2Listener *l = s.passive.Listen(PORT);
+    double started = now_ms();
+    for (unsigned k = 0; k < ROUNDS; k++) {
+        IND2QueuePair *pqp = NULL, *aqp = NULL;
+        CHECK_HR(s.passive.adapter->CreateQueuePair(IID_IND2QueuePair, s.passive.cq, s.passive.cq, &s.passive, 8, 8,
+                                                    1, 1, 0, reinterpret_cast<void **>(&pqp)));
+        CHECK_HR(s.active.adapter->CreateQueuePair(IID_IND2QueuePair, s.active.cq, s.active.cq, &s.active, 8, 8, 1,
+                                                   1, 0, reinterpret_cast<void **>(&aqp)));
+        ND2_SGE prs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+        ND2_SGE ars = {s.active.buf, 64, s.active.mr->GetLocalToken()};
+        CHECK_HR(pqp->Receive(Context(1), &prs, 1));
+        CHECK_HR(aqp->Receive(Context(1), &ars, 1));
+        Connection c = Connect(s, l, PORT, pqp, aqp);
+        ND2_SGE pss = {s.passive.buf + 64, 16, s.passive.mr->GetLocalToken()};
+        ND2_SGE ass = {s.active.buf + 64, 16, s.active.mr->GetLocalToken()};
+        CHECK_HR(aqp->Send(Context(2), &ass, 1, 0));
+        CHECK_HR(pqp->Send(Context(2), &pss, 1, 0));
+        ND2_RESULT r[2];
+        Results(s.passive, r, 2);
+        for (ND2_RESULT &one : r)
+            if (one.Status != ND_SUCCESS)
+                FAIL("round %u: passive completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
+        Results(s.active, r, 2);
+        for (ND2_RESULT &one : r)
+            if (one.Status != ND_SUCCESS)
+                FAIL("round %u: active completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
+        Ov ad, pd;
+        HRESULT a = c.a->Disconnect(&ad), p = c.p->Disconnect(&pd);
+        if (a != ND_PENDING || p != ND_PENDING)
+            FAIL("round %u: Disconnect returned 0x%08X / 0x%08X", k, (unsigned)a, (unsigned)p);
+        if (Wait(c.a, &ad, 15000) != ND_SUCCESS || Wait(c.p, &pd, 15000) != ND_SUCCESS)
+            FAIL("round %u: a Disconnect did not complete ND_SUCCESS", k);
+        s.active.Packet(&ad, true);
+        s.passive.Packet(&pd, true);
+        EXPECT(c.a->Release() == 0);
+        EXPECT(c.p->Release() == 0);
+        EXPECT(aqp->Release() == 0);
+        EXPECT(pqp->Release() == 0);
+    }
+    double secs = (now_ms() - started) / 1e3;
+    printf("  %u connections in %.1f s (%.1f per second)\n", ROUNDS, secs, ROUNDS / secs);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Pair &);
@@ -1180,6 +1236,7 @@ struct Case {
     {"send-no-receive", send_no_receive},
     {"receive-peer-closed", receive_peer_closed},
     {"address-list", address_list},
+    {"churn", churn},
 };
 
 } // namespace
