@@ -41,8 +41,8 @@ pub enum ConnectorState {
     Accepting,
     /// Established. `notify_pending`: an ND2 NotifyDisconnect is waiting.
     Connected { notify_pending: bool },
-    /// The peer disconnected (DISCONNECTED while connected); the QP is untouched until the
-    /// application calls Disconnect or releases the connector.
+    /// The peer disconnected (DISCONNECTED while connected); the QP is in error (flushed), and
+    /// the application's Disconnect or Release sends the DREP.
     PeerDisconnected,
     /// Local Disconnect pending until DISCONNECTED (DREP or DREQ timeout); the QP is in error.
     Disconnecting { notify_pending: bool },
@@ -241,11 +241,17 @@ impl ConnectorState {
     }
 
     /// IND2Connector::GetPeerAddress: "the queue pair must be connected": from CompleteConnect
-    /// (active) or Accept's completion (passive) until the application disconnects.
+    /// (active) or Accept's completion (passive) until the application disconnects. The passive
+    /// side also answers from GetConnectionRequest on (the address the request carries):
+    /// Microsoft's ndmpic reads it before Accept to decide which of two crossing connections
+    /// wins, and Windows providers answer it there.
     pub fn has_peer_address(self) -> bool {
         matches!(
             self,
-            ConnectorState::Connected { .. } | ConnectorState::PeerDisconnected
+            ConnectorState::RequestReceived
+                | ConnectorState::Accepting
+                | ConnectorState::Connected { .. }
+                | ConnectorState::PeerDisconnected
         )
     }
 }
@@ -536,12 +542,15 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
             ],
         ),
 
-        // docs/nd-semantics.md "Disconnect": DISCONNECTED completes NotifyDisconnect and flushes
-        // nothing. A REJ (the passive side gave up before our RTU reached it) or any other end
-        // of the connection after CompleteConnect succeeded is a disconnect too, never dropped.
+        // docs/nd-semantics.md "Disconnect": DISCONNECTED moves the QP to ERR, so outstanding
+        // requests complete with ND_CANCELED once the disconnect is seen (Windows providers do;
+        // Microsoft's ndmemorytest NdReceiveConnClosed), and completes NotifyDisconnect. A REJ
+        // (the passive side gave up before our RTU reached it) or any other end of the
+        // connection after CompleteConnect succeeded is a disconnect too, never dropped.
         (S::Connected { notify_pending }, K::Disconnected | K::Rejected | K::ConnectError | K::Unreachable) => event(
             S::PeerDisconnected,
-            std::iter::once(Effect::PeerDisconnected)
+            [Do(Action::FlushQp), Effect::PeerDisconnected]
+                .into_iter()
                 .chain(notify(notify_pending, St::ND_SUCCESS))
                 .collect(),
         ),
@@ -1080,7 +1089,7 @@ mod tests {
     }
 
     #[test]
-    fn peer_disconnect_completes_notify_and_flushes_nothing() {
+    fn peer_disconnect_flushes_the_qp_and_completes_notify() {
         let state = walk(
             S::Connected { notify_pending: false },
             &[
@@ -1094,6 +1103,7 @@ mod tests {
                         S::PeerDisconnected,
                         None,
                         &[
+                            Do(Action::FlushQp),
                             Effect::PeerDisconnected,
                             Effect::Complete {
                                 request: Request::NotifyDisconnect,
@@ -1116,7 +1126,11 @@ mod tests {
         // Without a pending NotifyDisconnect only the NDK DisconnectEvent fires.
         assert_eq!(
             step(S::Connected { notify_pending: false }, ev(CmEventKind::Disconnected, 0)),
-            t(S::PeerDisconnected, None, &[Effect::PeerDisconnected])
+            t(
+                S::PeerDisconnected,
+                None,
+                &[Do(Action::FlushQp), Effect::PeerDisconnected]
+            )
         );
     }
 
@@ -1331,6 +1345,16 @@ mod tests {
                 fail(Action::BindAddress, St::ND_SHARING_VIOLATION),
                 t(S::Failed(St::ND_SHARING_VIOLATION), Some(St::ND_SHARING_VIOLATION), &[]),
             ),
+            // Connect to the unspecified address (Microsoft's ndmemorytest NdInvalidIP).
+            (
+                S::Connecting,
+                fail(Action::StartConnect, St::STATUS_BAD_NETWORK_NAME),
+                t(
+                    S::Failed(St::STATUS_BAD_NETWORK_NAME),
+                    Some(St::STATUS_BAD_NETWORK_NAME),
+                    &[],
+                ),
+            ),
             // docs/nd-semantics.md: no route makes rdma_resolve_addr fail inline with ENETUNREACH.
             (
                 S::Connecting,
@@ -1529,6 +1553,7 @@ mod tests {
                     S::PeerDisconnected,
                     None,
                     &[
+                        Do(Action::FlushQp),
                         Effect::PeerDisconnected,
                         Effect::Complete {
                             request: Request::NotifyDisconnect,
@@ -1588,8 +1613,8 @@ mod tests {
             (S::Bound, false, false),
             (S::Connecting, true, false),
             (S::AwaitingCompleteConnect, true, false),
-            (S::RequestReceived, true, false),
-            (S::Accepting, true, false),
+            (S::RequestReceived, true, true),
+            (S::Accepting, true, true),
             (S::Connected { notify_pending: false }, true, true),
             (S::PeerDisconnected, true, true),
             (S::Disconnecting { notify_pending: false }, false, false),

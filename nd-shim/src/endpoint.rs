@@ -215,6 +215,13 @@ impl ConnInner {
             }
             Action::StartConnect => {
                 let remote = core.remote.ok_or(NdStatus::ND_INVALID_PARAMETER)?;
+                // The unspecified address names no peer: STATUS_BAD_NETWORK_NAME inline, as
+                // Microsoft's ndmemorytest NdInvalidIP expects for a destination of 0.0.0.0
+                // (rdma_resolve_addr would take it for loopback and the REQ would go
+                // unanswered for about 100 s). docs/nd-semantics.md failure table.
+                if remote.ip().is_unspecified() {
+                    return Err(NdStatus::STATUS_BAD_NETWORK_NAME);
+                }
                 // No route: ND_NETWORK_UNREACHABLE inline (docs/nd-semantics.md failure table).
                 self.adapter.routes.check(remote)?;
                 if let Some(endpoint) = core.shared.clone() {
@@ -696,8 +703,9 @@ impl Connector {
         Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
     }
 
-    /// ND2 GetPeerAddress into an encoded sockaddr buffer: only while connected
-    /// ([`ConnectorState::has_peer_address`]), else ND_CONNECTION_INVALID.
+    /// ND2 GetPeerAddress into an encoded sockaddr buffer: while connected, and on the passive
+    /// side from the request on ([`ConnectorState::has_peer_address`]), else
+    /// ND_CONNECTION_INVALID.
     pub fn get_peer_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
         if !self.state().has_peer_address() {
             return Err(NdStatus::ND_CONNECTION_INVALID);

@@ -136,6 +136,8 @@ pub struct AdapterInner {
     pub(crate) ctx: *mut ffi::ibv_context,
     pub(crate) pd: Pd,
     pub(crate) local_ip: IpAddr,
+    /// The device port that has `local_ip` (rdma_cm's bind finds it): QPs start on it.
+    pub(crate) port_num: u8,
     pub(crate) info: AdapterInfo,
     pub(crate) ports: PortSpace,
     pub(crate) routes: sys::RouteCheck,
@@ -361,10 +363,10 @@ impl Adapter {
         let devices = DeviceList::new()?;
         let channel = EventChannel::new()?;
         // A throwaway id finds the device that has the address.
-        let ctx = {
+        let (ctx, port_num) = {
             let probe = channel.create_id(u64::MAX)?;
             probe.bind(SocketAddr::new(local, 0))?;
-            probe.verbs()
+            (probe.verbs(), probe.port_num().max(1))
         };
         if ctx.is_null() || !devices.contains(ctx) {
             return Err(NdStatus::ND_INVALID_ADDRESS);
@@ -410,6 +412,7 @@ impl Adapter {
             ctx,
             pd: Pd(pd),
             local_ip: local,
+            port_num,
             info,
             ports,
             routes: sys::RouteCheck::new(local),
@@ -444,6 +447,11 @@ impl Adapter {
 
     pub fn local_address(&self) -> IpAddr {
         self.inner.local_ip
+    }
+
+    /// Whether `ctx` (an rdma_cm id's device context) is this adapter's device.
+    pub(crate) fn is_device(&self, ctx: *mut ffi::ibv_context) -> bool {
+        std::ptr::eq(ctx, self.inner.ctx)
     }
 
     /// A file descriptor that becomes readable when [`Adapter::process_events`] has work.

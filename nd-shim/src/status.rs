@@ -87,6 +87,7 @@ nd_codes! {
     STATUS_ADDRESS_ALREADY_ASSOCIATED = 0xC000_0238;
     STATUS_CONNECTION_DISCONNECTED = 0xC000_020C;
     STATUS_DATA_ERROR = 0xC000_003E;
+    STATUS_BAD_NETWORK_NAME = 0xC000_00CC;
 }
 
 impl NdStatus {
@@ -472,6 +473,7 @@ mod tests {
             ("STATUS_ADDRESS_ALREADY_ASSOCIATED", 0xC000_0238),
             ("STATUS_CONNECTION_DISCONNECTED", 0xC000_020C),
             ("STATUS_DATA_ERROR", 0xC000_003E),
+            ("STATUS_BAD_NETWORK_NAME", 0xC000_00CC),
         ];
         assert_eq!(ALL_CODES.len(), expected.len());
         for ((code, name), (want_name, want_value)) in ALL_CODES.iter().zip(expected) {

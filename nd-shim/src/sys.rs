@@ -330,6 +330,12 @@ impl CmId {
         unsafe { (*self.0).context = context as usize as *mut c_void }
     }
 
+    /// The port of its device the id is bound to (0 before a bind to a device's address).
+    pub fn port_num(&self) -> u8 {
+        // SAFETY: self.0 is live.
+        unsafe { (*self.0).port_num }
+    }
+
     /// The device context the id is bound to, null if none (wildcard bind).
     pub fn verbs(&self) -> *mut ffi::ibv_context {
         // SAFETY: self.0 is live.
@@ -383,6 +389,12 @@ impl CmId {
     }
 
     fn conn_param(p: &ConnParam<'_>) -> ffi::rdma_conn_param {
+        // RNR retries, finite: 7 would retry for ever, and a Send to a peer that never posts a
+        // receive must fail with ND_IO_TIMEOUT (IBV_WC_RNR_RETRY_EXC_ERR), as Microsoft's
+        // ndmemorytest NdSendNoReceive expects. 6 is the largest finite count; with the
+        // responder's RNR timer as the IB CM programs it that is a few seconds of waiting for
+        // a late receive. The REQ carries the passive side's count, the REP the active side's.
+        const RNR_RETRY_COUNT: u8 = 6;
         ffi::rdma_conn_param {
             private_data: if p.private_data.is_empty() {
                 ptr::null()
@@ -394,7 +406,7 @@ impl CmId {
             initiator_depth: p.initiator_depth,
             flow_control: 1,
             retry_count: 7,
-            rnr_retry_count: 7,
+            rnr_retry_count: RNR_RETRY_COUNT,
             srq: 0,
             qp_num: p.qp_num,
         }

@@ -354,12 +354,13 @@ impl QueuePair {
             granted: init.cap,
             _adapter: Arc::clone(&adapter.inner),
         });
-        // RESET -> INIT now, so receives can be posted before the handshake. rxe has one port.
+        // RESET -> INIT now, so receives can be posted before the handshake, on the port that
+        // has the adapter's address (rdma_cm's bind found it; rxe has one port).
         // SAFETY: plain old data.
         let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
         attr.qp_state = ffi::ibv_qp_state::IBV_QPS_INIT;
         attr.pkey_index = 0;
-        attr.port_num = 1;
+        attr.port_num = adapter.inner.port_num;
         attr.qp_access_flags = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0;

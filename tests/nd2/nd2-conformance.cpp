@@ -19,6 +19,9 @@
 #ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
 #define STATUS_ADDRESS_ALREADY_ASSOCIATED ((HRESULT)0xC0000238L)
 #endif
+#ifndef STATUS_BAD_NETWORK_NAME
+#define STATUS_BAD_NETWORK_NAME ((HRESULT)0xC00000CCL)
+#endif
 
 namespace {
 
@@ -48,6 +51,7 @@ const char *name(HRESULT hr)
         NAME(ND_ACCESS_VIOLATION)
         NAME(ND_REMOTE_ERROR)
         NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
+        NAME(STATUS_BAD_NETWORK_NAME)
 #undef NAME
     default:
         return "another code";
@@ -912,8 +916,11 @@ int getters(Pair &s)
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
     len = sizeof addr;
+    /* The request carries the peer's address: Microsoft's ndmpic reads it before Accept. */
     Returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
-            ND_CONNECTION_INVALID);
+            ND_SUCCESS);
+    EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr);
+    unsigned short requestPort = addr.sin_port;
     Issued("Accept", p->Accept(pqp, 8, 8, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     Returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
@@ -923,6 +930,7 @@ int getters(Pair &s)
             ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
     unsigned short activePort = addr.sin_port;
+    EXPECT(activePort == requestPort);
     Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
     Done(s.passive, "Accept", p, &acc, ND_SUCCESS);
 
@@ -953,8 +961,8 @@ int getters(Pair &s)
 
 /* NotifyDisconnect and Disconnect: ND_CONNECTION_INVALID inline when never connected;
  * NotifyDisconnect ND_CANCELED by CancelOverlappedRequests, then ND_SUCCESS on the peer's
- * Disconnect, which flushes nothing here; Disconnect ND_SUCCESS, outstanding receives
- * ND_CANCELED. */
+ * Disconnect, which flushes the QP (the outstanding receive ND_CANCELED); Disconnect
+ * ND_SUCCESS. */
 int disconnect_codes(Pair &s)
 {
     const unsigned short PORT = 7432;
@@ -976,18 +984,15 @@ int disconnect_codes(Pair &s)
     Issued("NotifyDisconnect again", c.p->NotifyDisconnect(&nd2));
     Issued("active Disconnect", c.a->Disconnect(&ad));
     Done(s.passive, "NotifyDisconnect again", c.p, &nd2, ND_SUCCESS);
+    /* The peer's disconnect flushes the QP (Microsoft's ndmemorytest NdReceiveConnClosed). */
     ND2_RESULT r;
-    usleep(200 * 1000);
-    EXPECT(s.passive.cq->GetResults(&r, 1) == 0); /* the peer's disconnect flushes nothing */
+    Results(s.passive, &r, 1);
+    EXPECT(r.Status == ND_CANCELED && r.RequestContext == s.passive.buf);
+    printf("  outstanding receive after the peer's Disconnect: ND_CANCELED\n");
     /* The active Disconnect waits for the passive side's (its DREP). */
     EXPECT(c.a->GetOverlappedResult(&ad, FALSE) == ND_PENDING);
     Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
     Done(s.active, "active Disconnect", c.a, &ad, ND_SUCCESS);
-    double until = now_ms() + 5000;
-    while (s.passive.cq->GetResults(&r, 1) == 0)
-        EXPECT(now_ms() < until);
-    EXPECT(r.Status == ND_CANCELED && r.RequestContext == s.passive.buf);
-    printf("  outstanding receive after Disconnect: ND_CANCELED\n");
     EXPECT(c.a->Release() == 0);
     EXPECT(c.p->Release() == 0);
     EXPECT(l->Release() == 0);
@@ -1030,6 +1035,181 @@ int listener_codes(Pair &s)
     return 0;
 }
 
+/* Connect to 0.0.0.0 (Microsoft's ndmemorytest NdInvalidIP zeroes the server's address and
+ * expects STATUS_BAD_NETWORK_NAME): inline, at once. */
+int invalid_ip(Pair &s)
+{
+    IND2QueuePair *aqp = s.active.Qp();
+    IND2Connector *a = s.active.Connector();
+    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    sockaddr_in none = nd2_ipv4("0.0.0.0", 7435);
+    Ov conn;
+    double started = now_ms();
+    Inline(s.active, "Connect to 0.0.0.0", a->Connect(aqp, SA(none), sizeof none, 0, 0, NULL, 0, &conn), &conn,
+           STATUS_BAD_NETWORK_NAME);
+    EXPECT(now_ms() - started < 1000);
+    EXPECT(a->Release() == 0);
+    return 0;
+}
+
+/* A Send to a peer that posted no receive (Microsoft's ndmemorytest NdSendNoReceive): the RNR
+ * retries are finite, so the Send completes ND_IO_TIMEOUT instead of waiting for ever; the
+ * passive side sees no completion. */
+int send_no_receive(Pair &s)
+{
+    const unsigned short PORT = 7436;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    ND2_SGE message = {s.active.buf, 64, s.active.mr->GetLocalToken()};
+    double started = now_ms();
+    CHECK_HR(aqp->Send(Context(1), &message, 1, 0));
+    ND2_RESULT r;
+    double until = now_ms() + 60000;
+    while (s.active.cq->GetResults(&r, 1) == 0) {
+        if (now_ms() > until)
+            FAIL("no completion for the Send after 60 s");
+        usleep(1000);
+    }
+    Expect("Send with no receive posted", &r, 1, Context(1), ND_IO_TIMEOUT, Nd2RequestTypeSend, &s.active);
+    printf("  completed after %.1f s\n", (now_ms() - started) / 1e3);
+    EXPECT(s.passive.cq->GetResults(&r, 1) == 0);
+    Hangup(s, c);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* A receive posted before Accept, and the peer releases its connector right after
+ * CompleteConnect (Microsoft's ndmemorytest NdReceiveConnClosed): the receive completes
+ * ND_CANCELED once the disconnect arrives; the passive Disconnect then succeeds. */
+int receive_peer_closed(Pair &s)
+{
+    const unsigned short PORT = 7437;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    CHECK_HR(pqp->Receive(Context(1), &rs, 1));
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    EXPECT(c.a->Release() == 0);
+    ND2_RESULT r;
+    Results(s.passive, &r, 1);
+    Expect("Receive after the peer released its connector", &r, 1, Context(1), ND_CANCELED, Nd2RequestTypeReceive,
+           &s.passive);
+    Ov pd;
+    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    EXPECT(c.p->Release() == 0);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* True if the SOCKET_ADDRESS_LIST holds IPv4 `ip`. */
+bool Lists(const SOCKET_ADDRESS_LIST *list, const sockaddr_in &ip)
+{
+    for (INT i = 0; i < list->iAddressCount; i++) {
+        const sockaddr *a = list->Address[i].lpSockaddr;
+        if (a->sa_family == AF_INET && reinterpret_cast<const sockaddr_in *>(a)->sin_addr.s_addr == ip.sin_addr.s_addr)
+            return true;
+    }
+    return false;
+}
+
+/* NdQueryAddressList honours its flags (ndsupport.h; Microsoft's ndutil framework): the shim is
+ * an NDv2 provider, so ND_QUERY_EXCLUDE_NDv2_ADDRESSES leaves no address (size 0, ND_SUCCESS)
+ * and the emulator and NDv1 flags leave every one. IND2Adapter::QueryAddressList lists the
+ * addresses of its own adapter: rxe0's, not rxe1's. */
+int address_list(Pair &s)
+{
+    SIZE_T all = 0;
+    Returns("NdQueryAddressList(0) size probe", NdQueryAddressList(0, NULL, &all), ND_BUFFER_OVERFLOW);
+    std::vector<char> buf(all);
+    SOCKET_ADDRESS_LIST *list = reinterpret_cast<SOCKET_ADDRESS_LIST *>(buf.data());
+    Returns("NdQueryAddressList(0)", NdQueryAddressList(0, list, &all), ND_SUCCESS);
+    EXPECT(Lists(list, s.passive.address) && Lists(list, s.active.address));
+    SIZE_T size = 0;
+    Returns("NdQueryAddressList(EXCLUDE_EMULATOR | EXCLUDE_NDv1) size probe",
+            NdQueryAddressList(ND_QUERY_EXCLUDE_EMULATOR_ADDRESSES | ND_QUERY_EXCLUDE_NDv1_ADDRESSES, NULL, &size),
+            ND_BUFFER_OVERFLOW);
+    EXPECT(size == all);
+    size = 123;
+    Returns("NdQueryAddressList(EXCLUDE_NDv2)", NdQueryAddressList(ND_QUERY_EXCLUDE_NDv2_ADDRESSES, NULL, &size),
+            ND_SUCCESS);
+    EXPECT(size == 0);
+    printf("  NdQueryAddressList(EXCLUDE_NDv2): no address, size 0\n");
+
+    ULONG mine = 0;
+    Returns("passive IND2Adapter::QueryAddressList size probe", s.passive.adapter->QueryAddressList(NULL, &mine),
+            ND_BUFFER_OVERFLOW);
+    std::vector<char> own(mine);
+    SOCKET_ADDRESS_LIST *ownList = reinterpret_cast<SOCKET_ADDRESS_LIST *>(own.data());
+    Returns("passive IND2Adapter::QueryAddressList",
+            s.passive.adapter->QueryAddressList(ownList, &mine), ND_SUCCESS);
+    EXPECT(Lists(ownList, s.passive.address) && !Lists(ownList, s.active.address));
+    printf("  passive adapter lists %d address(es), its own and not the active side's\n", ownList->iAddressCount);
+    return 0;
+}
+
+/* Connection churn in the pattern of Microsoft's ndconn (our own code): 100 connections one
+ * after the other on one listener, each with new connectors and new QPs (QP numbers are
+ * reused quickly), a receive posted on both sides before the handshake, one message each way,
+ * and both sides disconnecting at once (crossing DREQs), then everything released. Every call
+ * must succeed; the case prints the rate. */
+int churn(Pair &s)
+{
+    const unsigned short PORT = 7438;
+    const unsigned ROUNDS = 100;
+    IND2Listener *l = s.passive.Listen(PORT);
+    double started = now_ms();
+    for (unsigned k = 0; k < ROUNDS; k++) {
+        IND2QueuePair *pqp = NULL, *aqp = NULL;
+        CHECK_HR(s.passive.adapter->CreateQueuePair(IID_IND2QueuePair, s.passive.cq, s.passive.cq, &s.passive, 8, 8,
+                                                    1, 1, 0, reinterpret_cast<void **>(&pqp)));
+        CHECK_HR(s.active.adapter->CreateQueuePair(IID_IND2QueuePair, s.active.cq, s.active.cq, &s.active, 8, 8, 1,
+                                                   1, 0, reinterpret_cast<void **>(&aqp)));
+        ND2_SGE prs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+        ND2_SGE ars = {s.active.buf, 64, s.active.mr->GetLocalToken()};
+        CHECK_HR(pqp->Receive(Context(1), &prs, 1));
+        CHECK_HR(aqp->Receive(Context(1), &ars, 1));
+        Connection c = Connect(s, l, PORT, pqp, aqp);
+        ND2_SGE pss = {s.passive.buf + 64, 16, s.passive.mr->GetLocalToken()};
+        ND2_SGE ass = {s.active.buf + 64, 16, s.active.mr->GetLocalToken()};
+        CHECK_HR(aqp->Send(Context(2), &ass, 1, 0));
+        CHECK_HR(pqp->Send(Context(2), &pss, 1, 0));
+        ND2_RESULT r[2];
+        Results(s.passive, r, 2);
+        for (ND2_RESULT &one : r)
+            if (one.Status != ND_SUCCESS)
+                FAIL("round %u: passive completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
+        Results(s.active, r, 2);
+        for (ND2_RESULT &one : r)
+            if (one.Status != ND_SUCCESS)
+                FAIL("round %u: active completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
+        Ov ad, pd;
+        HRESULT a = c.a->Disconnect(&ad), p = c.p->Disconnect(&pd);
+        if (a != ND_PENDING || p != ND_PENDING)
+            FAIL("round %u: Disconnect returned 0x%08X / 0x%08X", k, (unsigned)a, (unsigned)p);
+        if (Wait(c.a, &ad, 15000) != ND_SUCCESS || Wait(c.p, &pd, 15000) != ND_SUCCESS)
+            FAIL("round %u: a Disconnect did not complete ND_SUCCESS", k);
+        s.active.Packet(&ad, true);
+        s.passive.Packet(&pd, true);
+        EXPECT(c.a->Release() == 0);
+        EXPECT(c.p->Release() == 0);
+        EXPECT(aqp->Release() == 0);
+        EXPECT(pqp->Release() == 0);
+    }
+    double secs = (now_ms() - started) / 1e3;
+    printf("  %u connections in %.1f s (%.1f per second)\n", ROUNDS, secs, ROUNDS / secs);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Pair &);
@@ -1052,6 +1232,11 @@ struct Case {
     {"listener-codes", listener_codes},
     {"failed-request-types", failed_request_types},
     {"srq-request-types", srq_request_types},
+    {"invalid-ip", invalid_ip},
+    {"send-no-receive", send_no_receive},
+    {"receive-peer-closed", receive_peer_closed},
+    {"address-list", address_list},
+    {"churn", churn},
 };
 
 } // namespace

@@ -144,9 +144,13 @@ unsafe extern "C" fn query_address_list(this: *mut c_void, list: *mut c_void, le
         }
         // SAFETY: non-NULL (the caller's promise).
         let mut size = unsafe { len.read() } as usize;
-        let addr = SocketAddr::new(adapter.local_ip(), 0);
+        // Every address of the adapter's device, not only the one it was opened with.
+        let mut addrs = super::adapter::rdma_addresses_where(|ctx| adapter.adapter.is_device(ctx));
+        if addrs.is_empty() {
+            addrs.push(SocketAddr::new(adapter.local_ip(), 0));
+        }
         // SAFETY: `list` is writable for `size` bytes (the caller's promise).
-        let hr = unsafe { write_address_list(&[addr], list, &mut size) };
+        let hr = unsafe { write_address_list(&addrs, list, &mut size) };
         // SAFETY: as above.
         unsafe { len.write(u32::try_from(size).unwrap_or(u32::MAX)) };
         Ok(hr)

@@ -10,66 +10,20 @@ use super::adapter::write_address_list;
 use super::ind2_adapter;
 use super::{hr_boundary, read_sockaddr, Guid, HResult, ND_INVALID_ADDRESS, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::status::NdStatus;
-use crate::sys::{self, EventChannel};
+use crate::sys;
 
 /// NdStartup calls not yet matched by NdCleanup.
 static STARTED: AtomicU32 = AtomicU32::new(0);
 
+/// `ndsupport.h`'s NdQueryAddressList flag ND_QUERY_EXCLUDE_NDv2_ADDRESSES. The shim is one
+/// NDv2 provider and no emulator: this flag leaves nothing; the other two
+/// (ND_QUERY_EXCLUDE_EMULATOR_ADDRESSES 0x1, ND_QUERY_EXCLUDE_NDv1_ADDRESSES 0x2) leave
+/// everything.
+const ND_QUERY_EXCLUDE_NDV2_ADDRESSES: u32 = 0x4;
+
 /// The local addresses of RDMA devices, in interface order.
 fn rdma_addresses() -> Vec<SocketAddr> {
-    let Ok(channel) = EventChannel::new() else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    let mut ifaddrs: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: a live out pointer; the list is freed below.
-    if unsafe { libc::getifaddrs(&mut ifaddrs) } != 0 {
-        return found;
-    }
-    let mut at = ifaddrs;
-    while !at.is_null() {
-        // SAFETY: a node of the list getifaddrs returned, live until freeifaddrs.
-        let node = unsafe { &*at };
-        at = node.ifa_next;
-        if node.ifa_addr.is_null() {
-            continue;
-        }
-        // SAFETY: all zeroes is a valid sockaddr_storage.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        // SAFETY: ifa_addr points to a sockaddr of its family's size.
-        let family = i32::from(unsafe { (*node.ifa_addr).sa_family });
-        let size = match family {
-            libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
-            libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
-            _ => continue,
-        };
-        // SAFETY: `size` bytes are readable at ifa_addr (its family's size) and fit the storage.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                node.ifa_addr.cast::<u8>(),
-                std::ptr::addr_of_mut!(storage).cast::<u8>(),
-                size,
-            )
-        };
-        let Some(addr) = sys::from_sockaddr(&storage) else {
-            continue;
-        };
-        let ip = addr.ip();
-        let link_local = matches!(ip, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80);
-        if sys::is_loopback(ip) || link_local || found.iter().any(|a: &SocketAddr| a.ip() == ip) {
-            continue;
-        }
-        let on_rdma = channel
-            .create_id(u64::MAX)
-            .and_then(|id| id.bind(SocketAddr::new(ip, 0)).map(|()| !id.verbs().is_null()))
-            .unwrap_or(false);
-        if on_rdma {
-            found.push(SocketAddr::new(ip, 0));
-        }
-    }
-    // SAFETY: the list from getifaddrs, freed once.
-    unsafe { libc::freeifaddrs(ifaddrs) };
-    found
+    super::adapter::rdma_addresses_where(|_| true)
 }
 
 /// The local address the routing table picks for `remote` (a UDP socket's connect sends nothing).
@@ -113,9 +67,19 @@ pub extern "C" fn NdFlushProviders() {
 /// # Safety
 /// `len` is NULL or valid for a SIZE_T; `list` is NULL or writable for `*len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn NdQueryAddressList(_flags: u32, list: *mut c_void, len: *mut usize) -> HResult {
+pub unsafe extern "C" fn NdQueryAddressList(flags: u32, list: *mut c_void, len: *mut usize) -> HResult {
     hr_boundary("NdQueryAddressList", || {
         crate::stderr_log::init_from_env();
+        if flags & ND_QUERY_EXCLUDE_NDV2_ADDRESSES != 0 {
+            if len.is_null() {
+                return Err(ND_INVALID_PARAMETER);
+            }
+            // No address left: Microsoft's framework (ndutil's Framework::QueryAddressList)
+            // then sets the size to 0 and succeeds, the buffer untouched.
+            // SAFETY: non-NULL and writable (the caller's promise).
+            unsafe { len.write(0) };
+            return Ok(ND_SUCCESS);
+        }
         // SAFETY: the caller's buffer and size.
         Ok(unsafe { write_address_list(&rdma_addresses(), list, len) })
     })
