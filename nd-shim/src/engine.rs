@@ -131,6 +131,12 @@ unsafe impl Send for Pd {}
 // SAFETY: as above.
 unsafe impl Sync for Pd {}
 
+/// What hears a device's async events about its CQs, SRQs and itself (read on the adapter's
+/// event thread; `element` is the handle the event names, as an address, or 0).
+pub(crate) trait DeviceEvents: Send + Sync {
+    fn device_event(&self, event_type: u32, element: usize);
+}
+
 pub struct AdapterInner {
     pub(crate) channel: EventChannel,
     pub(crate) ctx: *mut ffi::ibv_context,
@@ -149,6 +155,9 @@ pub struct AdapterInner {
     processing: Mutex<()>,
     thread: AtomicBool,
     epoll: i32,
+    /// Who hears the device's async events that are not COMM_EST (the ND2 adapter: CQ errors,
+    /// SRQ limits, device failures).
+    device_events: Mutex<Option<Weak<dyn DeviceEvents>>>,
     // Dropped last: keeps librdmacm's device contexts open.
     _devices: DeviceList,
 }
@@ -307,12 +316,25 @@ impl AdapterInner {
             };
             handled += 1;
             log::debug!("async event {}", event.event_type);
-            let Some(qp_num) = event.comm_est_qp_num else { continue };
+            let Some(qp_num) = event.comm_est_qp_num else {
+                let sink = lock(&self.device_events).as_ref().and_then(Weak::upgrade);
+                if let Some(sink) = sink {
+                    sink.device_event(event.event_type, event.element);
+                }
+                continue;
+            };
             let token = lock(&self.qps).get(&qp_num).copied();
             if let Some(owner) = token.and_then(|t| self.owner(t)) {
                 deliver("a COMM_EST event", owner.as_ref(), |o| o.on_comm_established());
             }
         }
+    }
+}
+
+impl AdapterInner {
+    /// From now on the device's async events other than COMM_EST go to `sink` (while it lives).
+    pub(crate) fn set_device_events(&self, sink: Weak<dyn DeviceEvents>) {
+        *lock(&self.device_events) = Some(sink);
     }
 }
 
@@ -422,6 +444,7 @@ impl Adapter {
             processing: Mutex::new(()),
             thread: AtomicBool::new(false),
             epoll,
+            device_events: Mutex::new(None),
             _devices: devices,
         });
         // SAFETY: ctx is live; its async fd belongs to the context, which the shim alone reads.

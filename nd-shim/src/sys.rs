@@ -37,6 +37,9 @@ pub struct AsyncEvent {
     pub event_type: u32,
     /// For `IBV_EVENT_COMM_EST`: the QP it is about.
     pub comm_est_qp_num: Option<u32>,
+    /// The CQ, QP, SRQ or WQ handle the event names (the port number for a port event), as an
+    /// address to recognise it by: the event is acknowledged, nothing may dereference it.
+    pub element: usize,
 }
 
 /// The next async event of `ctx`, already acknowledged, or `None` when there is none (the
@@ -63,6 +66,7 @@ pub unsafe fn next_async_event(ctx: *mut ffi::ibv_context) -> Option<AsyncEvent>
     Some(AsyncEvent {
         event_type: raw.event_type,
         comm_est_qp_num,
+        element: raw.element as usize,
     })
 }
 

@@ -141,8 +141,10 @@ private:
     }
 
     /*
-     * The next completion: polled, or else through Notify, which stays armed across GetResults
-     * that find something (verbs signals only completions that arrive after arming).
+     * The next completion: polled, or else as Windows programs wait (ndtestutil's
+     * WaitForCompletion): GetResults until it returns fewer than asked, then Notify and the wait.
+     * A completion that came between the empty GetResults and the Notify completes the Notify at
+     * once (IND2CompletionQueue.md, Implementation Note), so nothing is polled between them.
      */
     ND2_RESULT NextResult()
     {
@@ -153,29 +155,8 @@ private:
                 return result;
             if (m_opt.poll)
                 continue;
-            if (!m_armed) {
-                EXPECT(m_cq->Notify(ND_CQ_NOTIFY_ANY, m_waiter->CqOv()) == ND_PENDING);
-                m_armed = true;
-                continue; /* what completed before arming is found by GetResults */
-            }
-            CHECK_HR(m_waiter->Wait(m_cq, ND_PENDING, m_waiter->CqOv()));
-            m_armed = false;
+            CHECK_HR(m_waiter->Wait(m_cq, m_cq->Notify(ND_CQ_NOTIFY_ANY, m_waiter->CqOv()), m_waiter->CqOv()));
         }
-    }
-
-    /*
-     * A notification still armed when no completion can come any more completes exactly once:
-     * cancelled, or ND_SUCCESS if the last completion's event fired it (it stays armed across the
-     * GetResults that found that completion) before CancelOverlappedRequests ran.
-     */
-    void Disarm()
-    {
-        if (!m_armed)
-            return;
-        CHECK_HR(m_cq->CancelOverlappedRequests());
-        HRESULT hr = m_waiter->Wait(m_cq, ND_PENDING, m_waiter->CqOv());
-        EXPECT(hr == ND_CANCELED || hr == ND_SUCCESS);
-        m_armed = false;
     }
 
     /*
@@ -240,7 +221,6 @@ private:
             PostSend(i);
             Complete(i, false, true);
         }
-        Disarm();
         if (m_opt.serverDisconnects) {
             /* Completes once the client has disconnected too (its DREP). */
             CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
@@ -314,7 +294,6 @@ private:
         round_trips_stamp(&trips, m_opt.iters);
         double elapsed = nd2_now_us() - start, cpu = nd2_cpu_us() - cpuStart;
         CALLGRIND_TOGGLE_COLLECT;
-        Disarm();
         printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
                "%.1f GetResults per exchange, %.1f us of CPU per exchange\n",
                m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
@@ -337,7 +316,6 @@ private:
     IND2Adapter *m_adapter = NULL;
     HANDLE m_file = NULL;
     Nd2Waiter *m_waiter = NULL;
-    bool m_armed = false;
     bool m_earlyReceive = false;
     unsigned long m_polls = 0;
     IND2CompletionQueue *m_cq = NULL;

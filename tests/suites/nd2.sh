@@ -38,6 +38,14 @@ nd2_overlapped() { # nd2_overlapped PROVIDER CASE PORT: one OVERLAPPED-rule case
     expect_provider "$served" "$1"
 }
 
+nd2_cq_notify() { # nd2_cq_notify PROVIDER CASE [--count N]: one Notify case, passive on rxe0, active on rxe1
+    local served=$RIG_OUT/nd2-cq-notify.$2.$1.served
+    with_provider "$1" "$served" env ND_SHIM_LOG=debug "$nd2_bin/nd2-cq-notify" "$2" "$RIG_SERVER_IP" \
+        "$RIG_CLIENT_IP" "${@:3}" || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
 nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Listener code case
     local served=$RIG_OUT/nd2-conformance.$2.$1.served range=()
     # ports-exhausted needs a narrow ND port range to use up
@@ -82,6 +90,9 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     done
     for name in $("$nd2_bin/nd2-queue-pair" --list); do
         run_test "queue-pair-$name.$provider" nd2_queue_pair "$provider" "$name"
+    done
+    for name in $("$nd2_bin/nd2-cq-notify" --list); do
+        run_test "cq-notify-$name.$provider" nd2_cq_notify "$provider" "$name"
     done
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"
     run_test "pingpong-event.$provider" nd2_pair nd2-pingpong "$provider" 7401 --iters 500

@@ -1,13 +1,27 @@
 //! IND2CompletionQueue over a verbs CQ on the adapter's completion channel
 //! ([`NotifyChannel`](super::notify::NotifyChannel)).
-//! Notify is overlapped: it arms the CQ (ibv_req_notify_cq) and completes when the channel
-//! reports it.
+//!
+//! Notify is overlapped and, as Windows providers do (IND2CompletionQueue.md, Implementation
+//! Note), never misses a completion already in the CQ: verbs signals only completions that
+//! arrive after ibv_req_notify_cq, so Notify polls once, arms, and polls once more; a completion
+//! it finds goes to the CQ's [`Stash`], which GetResults returns first, and the Notify completes
+//! at once (it still returns ND_PENDING, then completes: the doc's Case 1 split in two steps,
+//! which every waiting style sees the same way). The types:
+//!
+//! - ND_CQ_NOTIFY_ANY and ND_CQ_NOTIFY_SOLICITED arm the verbs CQ (for any completion, or for
+//!   solicited ones and errors, unless an ANY request is also waiting: ANY takes precedence) and
+//!   complete together at the CQ's next event. A completion found by the Notify itself completes
+//!   a SOLICITED request too: a work completion does not say whether its Send was solicited.
+//! - ND_CQ_NOTIFY_ERRORS does not arm: it completes on the CQ's error (the device's
+//!   IBV_EVENT_CQ_ERR, an overrun: ND_BUFFER_OVERFLOW) or the device's failure
+//!   (IBV_EVENT_DEVICE_FATAL: ND_DEVICE_REMOVED), which also fail the other waiting requests; a
+//!   Notify on a CQ so failed fails inline with that code.
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ffi;
@@ -27,12 +41,70 @@ const ND_CQ_NOTIFY_ERRORS: u32 = 0;
 const ND_CQ_NOTIFY_ANY: u32 = 1;
 const ND_CQ_NOTIFY_SOLICITED: u32 = 2;
 
+/// Completions taken out of the CQ by Notify and not yet returned by GetResults, oldest first.
+/// The empty stash costs GetResults one relaxed load: `held` is only a hint, the queue under its
+/// lock is the truth. A thread that finds a Notify complete sees what that Notify stashed (the
+/// request's completion orders the push before it).
+pub(crate) struct Stash<T> {
+    held: AtomicBool,
+    queue: Mutex<VecDeque<T>>,
+}
+
+impl<T> Default for Stash<T> {
+    fn default() -> Self {
+        Stash {
+            held: AtomicBool::new(false),
+            queue: Mutex::new(VecDeque::new()),
+        }
+    }
+}
+
+impl<T> Stash<T> {
+    /// Perhaps something is stashed (false: certainly nothing was when the caller last
+    /// synchronised with a push).
+    #[inline]
+    pub(crate) fn maybe_held(&self) -> bool {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn push(&self, item: T) {
+        let mut queue = self.queue.lock();
+        queue.push_back(item);
+        self.held.store(true, Ordering::Relaxed);
+    }
+
+    /// Moves the oldest entries, as many as `out` holds, into `out`: how many.
+    pub(crate) fn take(&self, out: &mut [MaybeUninit<T>]) -> usize {
+        let mut queue = self.queue.lock();
+        let n = queue.len().min(out.len());
+        for (slot, item) in out.iter_mut().zip(queue.drain(..n)) {
+            slot.write(item);
+        }
+        if queue.is_empty() {
+            self.held.store(false, Ordering::Relaxed);
+        }
+        n
+    }
+
+    /// Something is stashed now.
+    pub(crate) fn is_held(&self) -> bool {
+        self.maybe_held() && !self.queue.lock().is_empty()
+    }
+}
+
 pub(crate) struct CqBody {
     adapter: Arc<AdapterBody>,
     pub(super) cq: Arc<CompletionQueue>,
     file: Arc<OverlappedFile>,
-    /// The armed Notify requests (parking_lot's: taken on every CQ event and every Notify).
-    notifies: Mutex<VecDeque<Request>>,
+    /// The waiting ANY and SOLICITED requests, with whether each is ANY (parking_lot's: taken on
+    /// every CQ event and every Notify that waits).
+    notifies: Mutex<VecDeque<(Request, bool)>>,
+    /// The waiting ERRORS requests.
+    errors: Mutex<Vec<Request>>,
+    /// Completions Notify polled out of the CQ.
+    stash: Stash<ffi::ibv_wc>,
+    /// The CQ's failure as an HRESULT (0: none): the device reported it unusable.
+    failure: AtomicI32,
     /// The CQ's events are routed to this body (done at the first Notify, not at every one).
     routed: AtomicBool,
 }
@@ -51,8 +123,23 @@ impl CqBody {
             cq: Arc::new(cq),
             file,
             notifies: Mutex::new(VecDeque::new()),
+            errors: Mutex::new(Vec::new()),
+            stash: Stash::default(),
+            failure: AtomicI32::new(0),
             routed: AtomicBool::new(false),
         })
+    }
+
+    /// One completion polled out of the CQ into the stash: whether there was one.
+    fn stash_one(&self) -> bool {
+        let mut wc = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
+        // SAFETY: the CQ is live while self is.
+        if unsafe { poll_batch(self.cq.as_raw(), &mut wc, 1) } == 0 {
+            return false;
+        }
+        // SAFETY: ibv_poll_cq filled the first entry.
+        self.stash.push(unsafe { wc[0].assume_init() });
+        true
     }
 }
 
@@ -66,13 +153,25 @@ impl Notified for CqBody {
             let first = notifies.pop_front();
             (first, notifies.len())
         };
-        while let Some(request) = next {
+        while let Some((request, _)) = next {
             request.complete(NdStatus::ND_SUCCESS, 0);
             if others == 0 {
                 break;
             }
             others -= 1;
             next = self.notifies.lock().pop_front();
+        }
+    }
+
+    fn failed(&self, status: NdStatus) {
+        // The first failure stays: the CQ is unusable from then on.
+        let _ = self
+            .failure
+            .compare_exchange(0, status.0, Ordering::AcqRel, Ordering::Acquire);
+        let errors: Vec<Request> = std::mem::take(&mut *self.errors.lock());
+        let waiting: Vec<(Request, bool)> = self.notifies.lock().drain(..).collect();
+        for request in errors.into_iter().chain(waiting.into_iter().map(|(r, _)| r)) {
+            request.complete(status, 0);
         }
     }
 }
@@ -85,8 +184,9 @@ impl Drop for CqBody {
 
 impl Overlapped for CqBody {
     fn cancel(&self) {
-        let waiting: Vec<Request> = self.notifies.lock().drain(..).collect();
-        for request in waiting {
+        let errors: Vec<Request> = std::mem::take(&mut *self.errors.lock());
+        let waiting: Vec<(Request, bool)> = self.notifies.lock().drain(..).collect();
+        for request in errors.into_iter().chain(waiting.into_iter().map(|(r, _)| r)) {
             request.complete(NdStatus::ND_CANCELED, 0);
         }
     }
@@ -174,31 +274,61 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
     hr_boundary("IND2CompletionQueue::Notify", || {
         // SAFETY: the caller's object.
         let cq = unsafe { self::this::<CqBody>(this)? };
-        let solicited_only = match kind {
-            // Verbs cannot arm for errors alone: ND_CQ_NOTIFY_ERRORS wakes on any completion.
-            ND_CQ_NOTIFY_ERRORS | ND_CQ_NOTIFY_ANY => 0,
-            ND_CQ_NOTIFY_SOLICITED => 1,
+        let any = match kind {
+            ND_CQ_NOTIFY_ERRORS => false,
+            ND_CQ_NOTIFY_ANY => true,
+            ND_CQ_NOTIFY_SOLICITED => false,
             _ => return Err(ND_INVALID_PARAMETER),
         };
+        match cq.failure.load(Ordering::Acquire) {
+            0 => {}
+            failed => return Err(failed),
+        }
         // Two first Notify calls at once may both route it: the same entry, written twice.
+        // ERRORS needs the route too: the device's CQ error finds the CQ by it.
         if !cq.routed.load(Ordering::Acquire) {
             cq.adapter.notify.register(cq.cq.as_raw(), weak_self(this));
             cq.routed.store(true, Ordering::Release);
         }
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &cq.file)? };
-        cq.notifies.lock().push_back(request);
+        if kind == ND_CQ_NOTIFY_ERRORS {
+            cq.errors.lock().push(request);
+            // A failure reported meanwhile may have missed the request: fail it now.
+            let failed = cq.failure.load(Ordering::Acquire);
+            if failed != 0 {
+                cq.failed(NdStatus(failed));
+            }
+            return Ok(ND_PENDING);
+        }
+        // A completion not yet returned (stashed, or in the CQ now): the request completes at
+        // once, the CQ unarmed (no system call).
+        if cq.stash.is_held() || cq.stash_one() {
+            request.complete(NdStatus::ND_SUCCESS, 0);
+            return Ok(ND_PENDING);
+        }
+        let solicited_only = {
+            let mut notifies = cq.notifies.lock();
+            notifies.push_back((request, any));
+            i32::from(!notifies.iter().any(|&(_, any)| any))
+        };
         // SAFETY: the CQ is live.
         let armed = unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) };
         if armed != 0 {
             let failed = code(crate::status::from_errno(armed.abs()));
             let mut notifies = cq.notifies.lock();
-            if let Some(at) = notifies.iter().rposition(|r| r.address() == ov as usize) {
-                if let Some(request) = notifies.remove(at) {
+            if let Some(at) = notifies.iter().rposition(|(r, _)| r.address() == ov as usize) {
+                if let Some((request, _)) = notifies.remove(at) {
                     request.fail(failed);
                 }
             }
             return Err(failed);
+        }
+        // A completion that came between the poll and the arm raised no event: found now, it
+        // completes the waiting requests as an event would (its event, if the arm saw it, later
+        // completes the next ones early: a wake-up that finds nothing, never a lost one).
+        if cq.stash_one() {
+            cq.notified();
         }
         Ok(ND_PENDING)
     })
@@ -257,6 +387,10 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
         return 0;
     }
     let max = max as usize;
+    if cq.stash.maybe_held() {
+        // SAFETY: as below.
+        return unsafe { get_stashed(cq, results, max) };
+    }
     let raw = cq.cq.as_raw();
     // Not zeroed: ibv_poll_cq writes the entries it returns, and only those are read.
     let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
@@ -279,6 +413,30 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
     }
     // SAFETY: as above; the caller's array has room for `max` results.
     unsafe { translate(cq, results, max, &mut wcs, asked, got) }
+}
+
+/// GetResults when Notify may have stashed completions: those first, oldest first, then the CQ's.
+///
+/// # Safety
+/// `cq`'s verbs CQ is live; `results` is writable for `max` (at least 1) entries.
+#[inline(never)]
+unsafe fn get_stashed(cq: &CqBody, results: *mut Nd2Result, max: usize) -> u32 {
+    let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
+    let asked = max.min(BATCH);
+    let got = cq.stash.take(&mut wcs[..asked]);
+    if got == 0 {
+        // Taken meanwhile by another thread: the CQ itself.
+        // SAFETY: the CQ is live while the caller's object is.
+        let got = unsafe { poll_batch(cq.cq.as_raw(), &mut wcs, asked) };
+        // SAFETY: as translate's; `got` entries filled by ibv_poll_cq.
+        return unsafe { translate(cq, results, max, &mut wcs, asked, got) };
+    }
+    // The stash emptied: a full batch, so that translate goes on to the CQ's own completions.
+    // Else only these (fewer than asked, perhaps: the caller then asks again, or Notifies, which
+    // finds the rest stashed and completes at once).
+    let max = if cq.stash.maybe_held() { got } else { max };
+    // SAFETY: `got` entries filled by the stash; got <= max, BATCH.
+    unsafe { translate(cq, results, max, &mut wcs, got, got) }
 }
 
 /// GetResults once a poll found `got` completions of the `asked`: translates them into the
@@ -353,4 +511,69 @@ unsafe fn translate(
         }
         done as u32
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stash;
+    use std::mem::MaybeUninit;
+    use std::sync::Arc;
+
+    fn take(stash: &Stash<u32>, room: usize) -> Vec<u32> {
+        let mut out = vec![MaybeUninit::<u32>::uninit(); room];
+        let n = stash.take(&mut out);
+        // SAFETY: take wrote the first n.
+        out[..n].iter().map(|v| unsafe { v.assume_init() }).collect()
+    }
+
+    #[test]
+    fn empty_stash_is_one_flag() {
+        let stash = Stash::<u32>::default();
+        assert!(!stash.maybe_held());
+        assert!(!stash.is_held());
+        assert!(take(&stash, 4).is_empty());
+    }
+
+    #[test]
+    fn stash_returns_oldest_first_and_clears_when_emptied() {
+        let stash = Stash::default();
+        for v in 1..=5 {
+            stash.push(v);
+        }
+        assert!(stash.maybe_held() && stash.is_held());
+        assert_eq!(take(&stash, 2), [1, 2]);
+        assert!(stash.maybe_held(), "three left");
+        stash.push(6);
+        assert_eq!(take(&stash, 8), [3, 4, 5, 6]);
+        assert!(!stash.maybe_held() && !stash.is_held());
+    }
+
+    #[test]
+    fn concurrent_pushes_and_takes_lose_nothing() {
+        let stash = Arc::new(Stash::default());
+        let pushers: Vec<_> = (0..4u32)
+            .map(|t| {
+                let stash = Arc::clone(&stash);
+                std::thread::spawn(move || {
+                    for i in 0..10_000 {
+                        stash.push(t * 10_000 + i);
+                    }
+                })
+            })
+            .collect();
+        let mut seen = Vec::new();
+        while pushers.iter().any(|p| !p.is_finished()) {
+            seen.extend(take(&stash, 3));
+        }
+        for p in pushers {
+            p.join().unwrap();
+        }
+        seen.extend(take(&stash, 100_000));
+        assert!(!stash.maybe_held());
+        // Each pusher's items come out in its order, and all of them.
+        for t in 0..4u32 {
+            let own: Vec<u32> = seen.iter().copied().filter(|v| v / 10_000 == t).collect();
+            assert_eq!(own, (t * 10_000..(t + 1) * 10_000).collect::<Vec<_>>());
+        }
+    }
 }

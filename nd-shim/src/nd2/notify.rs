@@ -18,13 +18,18 @@ use super::doorbell::Doorbell;
 use super::int_map::IntMap;
 use super::pump::{self, Drain, Registration};
 use super::{code, HResult};
+use crate::engine::DeviceEvents;
 use crate::status::NdStatus;
 use crate::sys::{last_error, set_nonblocking, set_nonblocking_to};
 use crate::Adapter;
 
-/// What the channel's thread calls when the channel reports a CQ's event.
+/// What the channel's thread calls when the channel reports a CQ's event (or, for an SRQ, the
+/// device reports its limit event).
 pub(crate) trait Notified: Send + Sync {
     fn notified(&self);
+    /// The device reported the object unusable (a CQ overrun, the device's failure): `status`
+    /// says which. Read on the adapter's event thread.
+    fn failed(&self, _status: NdStatus) {}
 }
 
 struct RawChannel(*mut ffi::ibv_comp_channel);
@@ -64,6 +69,8 @@ pub(crate) struct NotifyChannel {
     reader: Mutex<()>,
     /// Threads in a blocking read of the channel (release_readers rings them out).
     reading: AtomicUsize,
+    /// SRQ handle -> the SRQ that waits for its limit event (IBV_EVENT_SRQ_LIMIT_REACHED).
+    srqs: Mutex<IntMap<usize, Weak<dyn Notified>>>,
 }
 
 impl NotifyChannel {
@@ -83,7 +90,10 @@ impl NotifyChannel {
             blocking: AtomicBool::new(false),
             reader: Mutex::new(()),
             reading: AtomicUsize::new(0),
+            srqs: Mutex::new(IntMap::default()),
         });
+        let events: Weak<dyn DeviceEvents> = Arc::downgrade(&channel) as Weak<NotifyChannel>;
+        adapter.inner.set_device_events(events);
         // SAFETY: the channel was just created and is open.
         set_nonblocking(unsafe { (*raw).fd }).map_err(code)?;
         let weak = Arc::downgrade(&channel);
@@ -135,6 +145,16 @@ impl NotifyChannel {
             // SAFETY: the caller's CQ is live; these events were read from it and not acknowledged.
             unsafe { ffi::ibv_ack_cq_events(cq, unacked) };
         }
+    }
+
+    /// From now on the limit event of verbs SRQ `srq` goes to `target` (while it lives).
+    pub(crate) fn register_srq(&self, srq: *mut ffi::ibv_srq, target: Weak<dyn Notified>) {
+        self.srqs.lock().insert(srq as usize, target);
+    }
+
+    /// The limit event of verbs SRQ `srq` goes nowhere.
+    pub(crate) fn unregister_srq(&self, srq: *mut ffi::ibv_srq) {
+        self.srqs.lock().remove(&(srq as usize));
     }
 
     fn fd(&self) -> i32 {
@@ -189,6 +209,31 @@ impl NotifyChannel {
         let mut context: *mut c_void = std::ptr::null_mut();
         // SAFETY: the channel is open; the out pointers are live locals.
         unsafe { ffi::ibv_get_cq_event(self.channel.0, cq, &mut context) == 0 }
+    }
+}
+
+impl DeviceEvents for NotifyChannel {
+    /// A CQ's error (rxe reports a CQ overrun so) fails that CQ's waiting Notify requests; the
+    /// device's failure (rxe reports its removal so), every CQ's; an SRQ's limit event completes
+    /// its Notify requests. The others are not an ND2 object's business.
+    fn device_event(&self, event_type: u32, element: usize) {
+        use ffi::ibv_event_type as E;
+        if event_type == E::IBV_EVENT_CQ_ERR as u32 {
+            let target = self.cqs.lock().get(&element).and_then(|route| route.target.upgrade());
+            if let Some(target) = target {
+                target.failed(NdStatus::ND_BUFFER_OVERFLOW);
+            }
+        } else if event_type == E::IBV_EVENT_DEVICE_FATAL as u32 {
+            let targets: Vec<_> = self.cqs.lock().values().filter_map(|r| r.target.upgrade()).collect();
+            for target in targets {
+                target.failed(NdStatus::ND_DEVICE_REMOVED);
+            }
+        } else if event_type == E::IBV_EVENT_SRQ_LIMIT_REACHED as u32 {
+            let target = self.srqs.lock().get(&element).and_then(Weak::upgrade);
+            if let Some(target) = target {
+                target.notified();
+            }
+        }
     }
 }
 

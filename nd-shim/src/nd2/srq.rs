@@ -1,15 +1,21 @@
-//! IND2SharedReceiveQueue over a verbs SRQ. Notify is overlapped: it completes when the SRQ's
-//! limit event (IBV_EVENT_SRQ_LIMIT_REACHED, armed by Modify's threshold) arrives; the shim does
-//! not read that event yet, so Notify requests complete only by cancellation (ND_CANCELED).
+//! IND2SharedReceiveQueue over a verbs SRQ. Notify is overlapped: it arms the SRQ's limit with
+//! the threshold of creation or of the last Modify that set one (verbs ignores a limit given at
+//! creation, and the device disarms the limit as it reports it), and completes when the limit
+//! event (IBV_EVENT_SRQ_LIMIT_REACHED) comes on the device's async events, which the adapter's
+//! event thread reads and its completion channel routes here; or by cancellation (ND_CANCELED).
+//! The device looks at the limit as it takes a receive: a Notify issued while the SRQ is
+//! already below the threshold completes when the next receive is taken.
 
 use crate::sync::lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
+use super::notify::Notified;
 use super::overlapped::Request;
 use super::requests::SrqRequests;
 use super::sge::{post_result, sge_list, Nd2Sge};
@@ -37,12 +43,16 @@ impl Drop for RawSrq {
 }
 
 pub(crate) struct SrqBody {
-    _adapter: Arc<AdapterBody>,
+    adapter: Arc<AdapterBody>,
     pub(super) srq: Arc<RawSrq>,
     /// The receives posted and not completed (ND2_RESULT's RequestContext).
     pub(super) requests: Arc<SrqRequests>,
     file: Arc<OverlappedFile>,
     notifies: Mutex<VecDeque<Request>>,
+    /// The SRQ's limit event is routed to this body (done at the first Notify).
+    routed: AtomicBool,
+    /// The notify threshold (0: none), armed as the SRQ's limit at every Notify.
+    threshold: AtomicU32,
 }
 
 impl SrqBody {
@@ -70,12 +80,32 @@ impl SrqBody {
             return Err(code(last_error()));
         }
         Ok(SrqBody {
-            _adapter: adapter,
+            adapter,
             srq: Arc::new(RawSrq(srq)),
             requests: Arc::default(),
             file,
             notifies: Mutex::new(VecDeque::new()),
+            routed: AtomicBool::new(false),
+            threshold: AtomicU32::new(threshold),
         })
+    }
+}
+
+impl Notified for SrqBody {
+    /// The limit event: every waiting request completes.
+    fn notified(&self) {
+        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
+        for request in waiting {
+            request.complete(NdStatus::ND_SUCCESS, 0);
+        }
+    }
+}
+
+impl Drop for SrqBody {
+    fn drop(&mut self) {
+        if self.routed.load(Ordering::Acquire) {
+            self.adapter.notify.unregister_srq(self.srq.0);
+        }
     }
 }
 
@@ -147,13 +177,25 @@ unsafe extern "C" fn modify(this: *mut c_void, depth: u32, threshold: u32) -> HR
             srq_limit: threshold,
         };
         use ffi::ibv_srq_attr_mask as M;
-        let mut mask = M::IBV_SRQ_LIMIT.0;
+        // A threshold of zero leaves the threshold as it is (IND2SharedReceiveQueue.md).
+        let mut mask = 0;
+        if threshold != 0 {
+            mask |= M::IBV_SRQ_LIMIT.0;
+        }
         if depth != 0 {
             mask |= M::IBV_SRQ_MAX_WR.0;
         }
+        if mask == 0 {
+            return Ok(ND_SUCCESS);
+        }
         // SAFETY: the SRQ is live; attr is valid for mask.
         match unsafe { ffi::ibv_modify_srq(srq.srq.0, &mut attr, mask as i32) } {
-            0 => Ok(ND_SUCCESS),
+            0 => {
+                if threshold != 0 {
+                    srq.threshold.store(threshold, Ordering::Release);
+                }
+                Ok(ND_SUCCESS)
+            }
             e => Err(code(crate::status::from_errno(e.abs()))),
         }
     })
@@ -163,11 +205,45 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
     hr_boundary("IND2SharedReceiveQueue::Notify", || {
         // SAFETY: the caller's object.
         let srq = unsafe { self::this::<SrqBody>(this)? };
+        if !srq.routed.load(Ordering::Acquire) {
+            srq.adapter.notify.register_srq(srq.srq.0, weak_self(this));
+            srq.routed.store(true, Ordering::Release);
+        }
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &srq.file)? };
         lock(&srq.notifies).push_back(request);
+        let threshold = srq.threshold.load(Ordering::Acquire);
+        if threshold != 0 {
+            let mut attr = ffi::ibv_srq_attr {
+                max_wr: 0,
+                max_sge: 0,
+                srq_limit: threshold,
+            };
+            let mask = ffi::ibv_srq_attr_mask::IBV_SRQ_LIMIT.0 as i32;
+            // SAFETY: the SRQ is live; attr is valid for the mask.
+            let armed = unsafe { ffi::ibv_modify_srq(srq.srq.0, &mut attr, mask) };
+            if armed != 0 {
+                let failed = code(crate::status::from_errno(armed.abs()));
+                let mut notifies = lock(&srq.notifies);
+                if let Some(at) = notifies.iter().rposition(|r| r.address() == ov as usize) {
+                    if let Some(request) = notifies.remove(at) {
+                        request.fail(failed);
+                    }
+                }
+                return Err(failed);
+            }
+        }
         Ok(ND_PENDING)
     })
+}
+
+/// A weak reference to the body of a live SRQ object.
+fn weak_self(this: *mut c_void) -> Weak<SrqBody> {
+    // SAFETY: checked live by the caller (Notify's `this`).
+    match unsafe { super::object::<SrqBody>(this) }.and_then(|o| o.arc()) {
+        Ok(body) => Arc::downgrade(&body),
+        Err(_) => Weak::new(),
+    }
 }
 
 unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
