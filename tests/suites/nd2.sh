@@ -46,6 +46,13 @@ nd2_cq_notify() { # nd2_cq_notify PROVIDER CASE [--count N]: one Notify case, pa
     expect_provider "$served" "$1"
 }
 
+nd2_memory() { # nd2_memory PROVIDER CASE: one IND2MemoryRegion/IND2MemoryWindow/lifetime case
+    local served=$RIG_OUT/nd2-memory.$2.$1.served
+    with_provider "$1" "$served" "$nd2_bin/nd2-memory" "$2" "$RIG_SERVER_IP" "$RIG_CLIENT_IP" || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
 nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Listener code case
     local served=$RIG_OUT/nd2-conformance.$2.$1.served range=()
     # ports-exhausted needs a narrow ND port range to use up
@@ -93,6 +100,9 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     done
     for name in $("$nd2_bin/nd2-cq-notify" --list); do
         run_test "cq-notify-$name.$provider" nd2_cq_notify "$provider" "$name"
+    done
+    for name in $("$nd2_bin/nd2-memory" --list); do
+        run_test "memory-$name.$provider" nd2_memory "$provider" "$name"
     done
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"
     run_test "pingpong-event.$provider" nd2_pair nd2-pingpong "$provider" 7401 --iters 500

@@ -12,10 +12,7 @@ use rdma_mummy_sys as ffi;
 use super::adapter::AdapterBody;
 use super::overlapped::Request;
 use super::win32::OverlappedFile;
-use super::{
-    code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
-    ND_PENDING,
-};
+use super::{code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_PENDING};
 use crate::status::NdStatus;
 use crate::sys::last_error;
 
@@ -56,9 +53,10 @@ pub(crate) struct MrBody {
     adapter: Arc<AdapterBody>,
     file: Arc<OverlappedFile>,
     mr: Mutex<Option<RawMr>>,
-    /// The registered MR's keys, rkey << 32 | lkey (0 while unregistered): set under `mr`'s lock
-    /// by Register and Deregister, read without it by GetLocalToken and GetRemoteToken, which a
-    /// program calls on every Send and Receive (a token does not change while registered).
+    /// The registered MR's keys, rkey << 32 | lkey (0 while unregistered): set under `mr`'s
+    /// lock by Register and Deregister, read without it by GetLocalToken and GetRemoteToken,
+    /// which a program calls on every Send and Receive (a token does not change while
+    /// registered).
     tokens: AtomicU64,
 }
 
@@ -77,6 +75,13 @@ impl MrBody {
     }
 
     /// The registered MR, for binding a window to it.
+    ///
+    /// The pointer stays valid while the caller holds a strong reference to this body (Bind
+    /// holds one for the length of its call, from `arg`, taken before this): Deregister
+    /// deregisters only when no reference but its object's own and its own is held, under the
+    /// lock this takes (see [`deregister_entry`]). So a Bind racing a Deregister either posts
+    /// on a live MR (the Deregister is then ND_DEVICE_BUSY, as with the window bound) or comes
+    /// after it and finds none (ND_INVALID_PARAMETER); it never reads a freed MR.
     pub(super) fn raw(&self) -> Option<*mut ffi::ibv_mr> {
         lock(&self.mr).as_ref().map(|mr| mr.0)
     }
@@ -89,19 +94,32 @@ impl MrBody {
     }
 }
 
-fn deregister(mr: RawMr) -> Result<(), NdStatus> {
-    // SAFETY: the MR is live and deregistered once (taken out of its slot).
+fn deregister(mr: &RawMr) -> Result<(), NdStatus> {
+    // SAFETY: the MR is live; on success the caller forgets it (on failure the provider keeps
+    // it, as libibverbs' ibv_dereg_mr does).
     match unsafe { ffi::ibv_dereg_mr(mr.0) } {
         0 => Ok(()),
-        e => Err(crate::status::from_errno(e.abs())),
+        e => Err(deregister_status(e.abs())),
+    }
+}
+
+/// Deregister's code for an errno of ibv_dereg_mr. The kernel refuses to deregister an MR that
+/// memory windows are bound to (IBA 10.6.7.2.6): rxe answers EINVAL (`rxe_dereg_mr`: "mr has
+/// mw's bound"), other drivers EBUSY; the MR is live and the call well-formed, so either is
+/// ND_DEVICE_BUSY, the code IND2MemoryRegion.md gives for "still has memory windows bound"
+/// (and Microsoft's ndmrderegister test expects).
+fn deregister_status(errno: i32) -> NdStatus {
+    match errno {
+        libc::EINVAL | libc::EBUSY => NdStatus::ND_DEVICE_BUSY,
+        e => crate::status::from_errno(e),
     }
 }
 
 impl Drop for MrBody {
     fn drop(&mut self) {
         if let Some(mr) = lock(&self.mr).take() {
-            if let Err(status) = deregister(mr) {
-                log::error!("ibv_dereg_mr: {status}");
+            if let Err(status) = deregister(&mr) {
+                log::error!("ibv_dereg_mr at the region's release: {status}");
             }
         }
     }
@@ -141,6 +159,38 @@ impl Class for MrBody {
     ];
 }
 
+/// Register's argument checks, in the order Microsoft's ndmrinvalidbuffer test fixes: a NULL
+/// buffer is ND_INVALID_PARAMETER (even with length 0), then a length of 0
+/// ND_INVALID_BUFFER_SIZE; unknown flags and a length over MaxRegistrationSize are
+/// ND_INVALID_PARAMETER (IND2MemoryRegion.md).
+fn check_register(buffer: *const c_void, len: usize, flags: u32, max_len: usize) -> Result<(), NdStatus> {
+    if buffer.is_null() || flags & !KNOWN_FLAGS != 0 {
+        return Err(NdStatus::ND_INVALID_PARAMETER);
+    }
+    if len == 0 {
+        return Err(NdStatus::ND_INVALID_BUFFER_SIZE);
+    }
+    if len > max_len {
+        return Err(NdStatus::ND_INVALID_PARAMETER);
+    }
+    Ok(())
+}
+
+/// Runs an MR call whose request is started: its failure is left in the OVERLAPPED's Internal
+/// and returned inline; success completes the request (ND_PENDING, already complete).
+fn finish(request: Request, result: Result<(), NdStatus>) -> Result<HResult, HResult> {
+    match result {
+        Ok(()) => {
+            request.complete(NdStatus::ND_SUCCESS, 0);
+            Ok(ND_PENDING)
+        }
+        Err(status) => {
+            request.fail(code(status));
+            Err(code(status))
+        }
+    }
+}
+
 unsafe extern "C" fn register(
     this: *mut c_void,
     buffer: *const c_void,
@@ -151,57 +201,79 @@ unsafe extern "C" fn register(
     hr_boundary("IND2MemoryRegion::Register", || {
         // SAFETY: the caller's object.
         let mr = unsafe { self::this::<MrBody>(this)? };
-        if buffer.is_null() || len == 0 || flags & !KNOWN_FLAGS != 0 || ov.is_null() {
-            return Err(ND_INVALID_PARAMETER);
-        }
-        let mut slot = lock(&mr.mr);
-        if slot.is_some() {
-            return Err(NdStatus::ND_INVALID_DEVICE_STATE.0);
-        }
-        // SAFETY: the PD is live; the caller's buffer stays valid while registered (ND's rule).
-        let raw = unsafe {
-            ffi::ibv_reg_mr(
-                mr.adapter.adapter.inner.pd.0,
-                buffer.cast_mut(),
-                len,
-                access_flags(flags) as i32,
-            )
-        };
-        if raw.is_null() {
-            return Err(code(last_error()));
-        }
-        // SAFETY: just registered, live while in the slot.
-        let (lkey, rkey) = unsafe { ((*raw).lkey, (*raw).rkey) };
-        *slot = Some(RawMr(raw));
-        mr.tokens.store(pack_tokens(lkey, rkey), Ordering::Release);
-        drop(slot);
-        // SAFETY: the caller's OVERLAPPED (checked non-NULL).
+        // SAFETY: the caller's OVERLAPPED (NULL is ND_INVALID_PARAMETER).
         let request = unsafe { Request::start(ov, &mr.file)? };
-        request.complete(NdStatus::ND_SUCCESS, 0);
-        Ok(ND_PENDING)
+        let result = check_register(buffer, len, flags, mr.adapter.info.max_registration_size).and_then(|()| {
+            let mut slot = lock(&mr.mr);
+            if slot.is_some() {
+                return Err(NdStatus::ND_INVALID_DEVICE_STATE);
+            }
+            // SAFETY: the PD is live; the caller's buffer stays valid while registered (ND's
+            // rule); unmapped memory is refused by the kernel (EFAULT: ND_ACCESS_VIOLATION).
+            let raw = unsafe {
+                ffi::ibv_reg_mr(
+                    mr.adapter.adapter.inner.pd.0,
+                    buffer.cast_mut(),
+                    len,
+                    access_flags(flags) as i32,
+                )
+            };
+            if raw.is_null() {
+                return Err(last_error());
+            }
+            // SAFETY: just registered, live while in the slot.
+            let (lkey, rkey) = unsafe { ((*raw).lkey, (*raw).rkey) };
+            *slot = Some(RawMr(raw));
+            mr.tokens.store(pack_tokens(lkey, rkey), Ordering::Release);
+            Ok(())
+        });
+        finish(request, result)
     })
 }
 
+/// How many times Deregister looks again for a Bind of the region to finish posting before it
+/// answers ND_DEVICE_BUSY.
+const BIND_WAIT_TRIES: u32 = 64;
+
+/// IND2MemoryRegion::Deregister. ND_DEVICE_BUSY while windows are bound to the region, or while
+/// a Bind of a window to it is being posted on another thread; then the region stays
+/// registered and usable (same tokens), and a later Deregister (after the windows are
+/// invalidated or released) succeeds.
 unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HResult {
     hr_boundary("IND2MemoryRegion::Deregister", || {
         // SAFETY: the caller's object.
-        let mr = unsafe { self::this::<MrBody>(this)? };
-        if ov.is_null() {
-            return Err(ND_INVALID_PARAMETER);
+        let mr = unsafe { super::object::<MrBody>(this)? }.arc()?;
+        // SAFETY: the caller's OVERLAPPED (NULL is ND_INVALID_PARAMETER).
+        let request = unsafe { Request::start(ov, &mr.file)? };
+        let mut slot = lock(&mr.mr);
+        let Some(raw) = slot.as_ref() else {
+            drop(slot);
+            return finish(request, Err(NdStatus::ND_INVALID_DEVICE_STATE));
+        };
+        // Every Bind of a window to this region holds a strong reference to the body from
+        // before it reads the MR (`raw`, under this lock) until its post returns; the object
+        // holds one, and this call one. A Bind that read the MR finishes posting without the
+        // lock, so a short wait lets it go; a Bind still waiting for the lock would read the
+        // MR after this, so it is refused with ND_DEVICE_BUSY (as the window it binds would be).
+        let mut tries = 0;
+        while Arc::strong_count(&mr) > 2 {
+            if tries == BIND_WAIT_TRIES {
+                drop(slot);
+                return finish(request, Err(NdStatus::ND_DEVICE_BUSY));
+            }
+            tries += 1;
+            std::thread::yield_now();
         }
-        let taken = {
-            let mut slot = lock(&mr.mr);
-            let taken = slot.take().ok_or(NdStatus::ND_INVALID_DEVICE_STATE.0)?;
+        // strong_count reads Relaxed: this pairs with the Release of the Binds' decrements, so
+        // their posts happen before the MR is freed.
+        std::sync::atomic::fence(Ordering::Acquire);
+        let result = deregister(raw);
+        if result.is_ok() {
+            *slot = None;
             mr.tokens.store(0, Ordering::Release);
-            taken
-        };
-        let status = match deregister(taken) {
-            Ok(()) => NdStatus::ND_SUCCESS,
-            Err(status) => return Err(code(status)),
-        };
-        // SAFETY: the caller's OVERLAPPED (checked non-NULL).
-        unsafe { Request::start(ov, &mr.file)? }.complete(status, 0);
-        Ok(ND_PENDING)
+        }
+        drop(slot);
+        finish(request, result)
     })
 }
 
@@ -240,5 +312,37 @@ mod tests {
         assert_eq!(access_flags(ND_MR_FLAG_ALLOW_REMOTE_READ), bind | read);
         assert_eq!(access_flags(ND_MR_FLAG_ALLOW_REMOTE_WRITE), bind | local | write);
         assert_eq!(access_flags(ND_MR_FLAG_RDMA_READ_SINK), bind | local);
+    }
+
+    #[test]
+    fn register_argument_codes_in_microsofts_order() {
+        let buffer = [0u8; 16];
+        let p = buffer.as_ptr().cast::<c_void>();
+        let null = std::ptr::null::<c_void>();
+        let max = 1 << 20;
+        let flags = ND_MR_FLAG_ALLOW_LOCAL_WRITE;
+        // ndmrinvalidbuffer: NULL with length 0 is ND_INVALID_PARAMETER, a buffer with length 0
+        // ND_INVALID_BUFFER_SIZE.
+        assert_eq!(check_register(null, 0, flags, max), Err(NdStatus::ND_INVALID_PARAMETER));
+        assert_eq!(
+            check_register(null, 16, flags, max),
+            Err(NdStatus::ND_INVALID_PARAMETER)
+        );
+        assert_eq!(check_register(p, 0, flags, max), Err(NdStatus::ND_INVALID_BUFFER_SIZE));
+        assert_eq!(check_register(p, 16, 0x10, max), Err(NdStatus::ND_INVALID_PARAMETER));
+        assert_eq!(
+            check_register(p, max + 1, flags, max),
+            Err(NdStatus::ND_INVALID_PARAMETER)
+        );
+        assert_eq!(check_register(p, 16, KNOWN_FLAGS, max), Ok(()));
+        assert_eq!(check_register(p, 16, 0, max), Ok(()));
+        assert_eq!(check_register(p, max, flags, max), Ok(()));
+    }
+
+    #[test]
+    fn a_region_with_windows_bound_is_device_busy() {
+        assert_eq!(deregister_status(libc::EINVAL), NdStatus::ND_DEVICE_BUSY);
+        assert_eq!(deregister_status(libc::EBUSY), NdStatus::ND_DEVICE_BUSY);
+        assert_eq!(deregister_status(libc::EIO), crate::status::from_errno(libc::EIO));
     }
 }

@@ -132,11 +132,8 @@ impl MwBody {
     }
 
     /// The rkey for a new bind: the key's low byte advanced, as ibv_inc_rkey does.
-    fn next_rkey(&self) -> u32 {
-        let current = self.rkey.load(Ordering::Acquire);
-        let next = (current & 0xFFFF_FF00) | (current.wrapping_add(1) & 0xFF);
-        self.rkey.store(next, Ordering::Release);
-        next
+    fn next_rkey(current: u32) -> u32 {
+        (current & 0xFFFF_FF00) | (current.wrapping_add(1) & 0xFF)
     }
 
     pub(super) fn rkey(&self) -> u32 {
@@ -158,7 +155,21 @@ impl MwBody {
             self.rkey.store(unsafe { (*mw).rkey }, Ordering::Release);
             window.mw = mw;
         }
-        let posted = post(window.mw, self.next_rkey())?;
+        // The provider's BIND_MW request names the window by the key it has now (`mw_rkey`,
+        // from the ibv_mw), which the kernel checks against its own: after a bind that is the
+        // key that bind gave out, not the one ibv_alloc_mw returned. For a type-2 window bound
+        // by a work request, keeping the ibv_mw's key current is the program's job (for type 1,
+        // ibv_bind_mw does it).
+        // The window's token changes only once the bind is posted (a Bind refused inline leaves
+        // the kernel's key as it was). A bind that completes in error leaves it too, but the
+        // shim does not see that completion: the next Bind of that window then fails
+        // (docs/porting-nd2.md).
+        let current = self.rkey();
+        // SAFETY: the window is live and ours; the lock is held.
+        unsafe { (*window.mw).rkey = current };
+        let next = Self::next_rkey(current);
+        let posted = post(window.mw, next)?;
+        self.rkey.store(next, Ordering::Release);
         window.binding.bound_through(qp_num);
         Ok(posted)
     }
@@ -224,6 +235,12 @@ mod tests {
         binding.bound_through(9);
         assert!(!binding.release_from(7), "bound through QP 9 since");
         assert!(binding.release_from(9));
+    }
+
+    #[test]
+    fn a_bind_advances_the_keys_low_byte_only() {
+        assert_eq!(MwBody::next_rkey(0x1234_5600), 0x1234_5601);
+        assert_eq!(MwBody::next_rkey(0x1234_56FF), 0x1234_5600);
     }
 
     #[test]
