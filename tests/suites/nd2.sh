@@ -53,6 +53,14 @@ nd2_memory() { # nd2_memory PROVIDER CASE: one IND2MemoryRegion/IND2MemoryWindow
     expect_provider "$served" "$1"
 }
 
+nd2_win32() { # nd2_win32 PROVIDER CASE: one Win32-surface case, both ends in one process
+    local served=$RIG_OUT/nd2-win32.$2.$1.served
+    with_provider "$1" "$served" env ND_SHIM_LOG=debug "$nd2_bin/nd2-win32" "$2" "$RIG_SERVER_IP" "$RIG_CLIENT_IP" ||
+        return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
 nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Listener code case
     local served=$RIG_OUT/nd2-conformance.$2.$1.served range=()
     # ports-exhausted needs a narrow ND port range to use up
@@ -90,6 +98,9 @@ done
 for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     for name in $("$nd2_bin/nd2-overlapped" --list); do
         run_test "overlapped-$name.$provider" nd2_overlapped "$provider" "$name" 7410
+    done
+    for name in $("$nd2_bin/nd2-win32" --list); do
+        run_test "win32-$name.$provider" nd2_win32 "$provider" "$name"
     done
     for name in $("$nd2_bin/nd2-conformance" --list); do
         [[ $name == io-timeout ]] && continue

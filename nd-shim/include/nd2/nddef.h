@@ -67,6 +67,32 @@ typedef struct _ND2_ADAPTER_INFO {
     ULONG AdapterFlags;
 } ND2_ADAPTER_INFO;
 
+/* The 32-bit form (a 32-bit process on a 64-bit system): the SIZE_T fields as ULONG; 88 bytes. */
+typedef struct _ND2_ADAPTER_INFO32 {
+    ULONG InfoVersion;
+    UINT16 VendorId;
+    UINT16 DeviceId;
+    UINT64 AdapterId;
+    ULONG MaxRegistrationSize;
+    ULONG MaxWindowSize;
+    ULONG MaxInitiatorSge;
+    ULONG MaxReceiveSge;
+    ULONG MaxReadSge;
+    ULONG MaxTransferLength;
+    ULONG MaxInlineDataSize;
+    ULONG MaxInboundReadLimit;
+    ULONG MaxOutboundReadLimit;
+    ULONG MaxReceiveQueueDepth;
+    ULONG MaxInitiatorQueueDepth;
+    ULONG MaxSharedReceiveQueueDepth;
+    ULONG MaxCompletionQueueDepth;
+    ULONG InlineRequestThreshold;
+    ULONG LargeRequestThreshold;
+    ULONG MaxCallerData;
+    ULONG MaxCalleeData;
+    ULONG AdapterFlags;
+} ND2_ADAPTER_INFO32;
+
 typedef enum _ND2_REQUEST_TYPE {
     Nd2RequestTypeReceive,
     Nd2RequestTypeSend,

@@ -16,6 +16,17 @@
  * `p->lpVtbl->Method(p, ...)`.
  *
  * The functions (events, completion ports, GetLastError) are exported by libnd_shim.
+ *
+ * ND_SHIM_NO_WIN32 (defined before the first ND header): for a program that brings its own
+ * Win32 layer. This header then declares only what ndspi.h needs (scalar types, GUID, IUnknown,
+ * IClassFactory, OVERLAPPED, SOCKET_ADDRESS_LIST, the COM macros, HRESULT and SAL macros): no
+ * Win32 functions, no OVERLAPPED_ENTRY, no WAIT_ / ERROR_ constants, no CreateEvent or
+ * HasOverlappedIoCompleted. libnd_shim still exports its functions (a program's own definitions
+ * of the same names take precedence in its own calls); see docs/porting-nd2.md.
+ *
+ * GUIDs: DEFINE_GUID declares (extern) unless INITGUID is defined when this header is first
+ * read, or initguid.h was included first: then it defines (weak, as Windows' selectany), so a
+ * program that defines INITGUID gets its own definitions of the IIDs, as on Windows.
  */
 #ifndef ND_SHIM_NDWINBASE_H
 #define ND_SHIM_NDWINBASE_H
@@ -60,6 +71,44 @@ typedef ULONG *PULONG;
 typedef DWORD *LPDWORD;
 typedef ULONG_PTR *PULONG_PTR;
 typedef SIZE_T *PSIZE_T;
+typedef int32_t NTSTATUS;
+typedef uint64_t ULONG64;
+typedef int64_t LONG64;
+typedef uint64_t DWORD64;
+typedef int64_t SSIZE_T;
+typedef const void *LPCVOID;
+typedef char *LPSTR;
+typedef WCHAR *LPWSTR;
+typedef BOOL *PBOOL;
+typedef BYTE *PBYTE;
+typedef LONG *PLONG;
+typedef USHORT *PUSHORT;
+typedef UCHAR *PUCHAR;
+#ifndef _LARGE_INTEGER_DEFINED
+#define _LARGE_INTEGER_DEFINED
+typedef union _LARGE_INTEGER {
+    struct {
+        DWORD LowPart;
+        LONG HighPart;
+    };
+    struct {
+        DWORD LowPart;
+        LONG HighPart;
+    } u;
+    LONGLONG QuadPart;
+} LARGE_INTEGER, *PLARGE_INTEGER;
+typedef union _ULARGE_INTEGER {
+    struct {
+        DWORD LowPart;
+        DWORD HighPart;
+    };
+    struct {
+        DWORD LowPart;
+        DWORD HighPart;
+    } u;
+    ULONGLONG QuadPart;
+} ULARGE_INTEGER, *PULARGE_INTEGER;
+#endif
 #ifndef VOID
 #define VOID void
 #endif
@@ -76,34 +125,6 @@ typedef SIZE_T *PSIZE_T;
 #ifndef INVALID_HANDLE_VALUE
 #define INVALID_HANDLE_VALUE ((HANDLE)(LONG_PTR)-1)
 #endif
-#ifndef WAIT_OBJECT_0
-#define WAIT_OBJECT_0 0x00000000u
-#endif
-#ifndef WAIT_TIMEOUT
-#define WAIT_TIMEOUT 258u
-#endif
-#ifndef WAIT_FAILED
-#define WAIT_FAILED 0xFFFFFFFFu
-#endif
-#ifndef ERROR_SUCCESS
-#define ERROR_SUCCESS 0u
-#endif
-#ifndef ERROR_INVALID_HANDLE
-#define ERROR_INVALID_HANDLE 6u
-#endif
-#ifndef ERROR_NOT_ENOUGH_MEMORY
-#define ERROR_NOT_ENOUGH_MEMORY 8u
-#endif
-#ifndef ERROR_INVALID_PARAMETER
-#define ERROR_INVALID_PARAMETER 87u
-#endif
-#ifndef ERROR_OPERATION_ABORTED
-#define ERROR_OPERATION_ABORTED 995u
-#endif
-#ifndef ERROR_IO_PENDING
-#define ERROR_IO_PENDING 997u
-#endif
-
 /* ---- HRESULT helpers ---- */
 #ifndef S_OK
 #define S_OK ((HRESULT)0)
@@ -126,6 +147,39 @@ typedef SIZE_T *PSIZE_T;
 #ifndef E_INVALIDARG
 #define E_INVALIDARG ((HRESULT)0x80070057)
 #endif
+#ifndef E_NOTIMPL
+#define E_NOTIMPL ((HRESULT)0x80004001)
+#endif
+#ifndef E_UNEXPECTED
+#define E_UNEXPECTED ((HRESULT)0x8000FFFF)
+#endif
+#ifndef CLASS_E_NOAGGREGATION
+#define CLASS_E_NOAGGREGATION ((HRESULT)0x80040110)
+#endif
+#ifndef CLASS_E_CLASSNOTAVAILABLE
+#define CLASS_E_CLASSNOTAVAILABLE ((HRESULT)0x80040111)
+#endif
+#ifndef FACILITY_WIN32
+#define FACILITY_WIN32 7
+#endif
+/* winerror.h's inline function, as a macro: 0 and values that are already HRESULTs (<= 0 as a
+   LONG) pass unchanged; other Win32 errors become 0x8007xxxx. */
+#ifndef HRESULT_FROM_WIN32
+#define HRESULT_FROM_WIN32(x) \
+    ((HRESULT)(x) <= 0 ? (HRESULT)(x) : (HRESULT)((((ULONG)(x)) & 0x0000FFFFu) | (FACILITY_WIN32 << 16) | 0x80000000u))
+#endif
+#ifndef HRESULT_FROM_NT
+#define HRESULT_FROM_NT(x) ((HRESULT)((x) | 0x10000000))
+#endif
+#ifndef HRESULT_CODE
+#define HRESULT_CODE(hr) ((hr) & 0xFFFF)
+#endif
+#ifndef HRESULT_FACILITY
+#define HRESULT_FACILITY(hr) (((hr) >> 16) & 0x1FFF)
+#endif
+#ifndef NT_SUCCESS
+#define NT_SUCCESS(status) (((NTSTATUS)(status)) >= 0)
+#endif
 #ifndef SUCCEEDED
 #define SUCCEEDED(hr) (((HRESULT)(hr)) >= 0)
 #endif
@@ -146,6 +200,50 @@ typedef SIZE_T *PSIZE_T;
 #ifndef __RPC_FAR
 #define __RPC_FAR
 #endif
+#ifndef CALLBACK
+#define CALLBACK
+#endif
+#ifndef APIENTRY
+#define APIENTRY
+#endif
+#ifndef __forceinline
+#define __forceinline inline __attribute__((always_inline))
+#endif
+#ifndef IN
+#define IN
+#endif
+#ifndef OUT
+#define OUT
+#endif
+#ifndef OPTIONAL
+#define OPTIONAL
+#endif
+#ifndef UNREFERENCED_PARAMETER
+#define UNREFERENCED_PARAMETER(p) ((void)(p))
+#endif
+#ifndef FIELD_OFFSET
+#define FIELD_OFFSET(type, field) ((LONG)offsetof(type, field))
+#endif
+#ifndef CONTAINING_RECORD
+#define CONTAINING_RECORD(address, type, field) ((type *)((char *)(address) - offsetof(type, field)))
+#endif
+#ifndef DECLARE_HANDLE
+#define DECLARE_HANDLE(name) \
+    struct name##__ {          \
+        int unused;            \
+    };                         \
+    typedef struct name##__ *name
+#endif
+#ifndef EXTERN_C
+#ifdef __cplusplus
+#define EXTERN_C extern "C"
+#else
+#define EXTERN_C extern
+#endif
+#endif
+
+/* ---- SAL annotations (sal.h, specstrings.h): no meaning to gcc, all empty ---- */
+#include "ndsal.h"
 
 /* ---- GUID / IID ---- */
 #ifndef GUID_DEFINED
@@ -170,6 +268,23 @@ typedef GUID IID;
 #define REFGUID const GUID *
 #endif
 #endif
+#ifndef CLSID_DEFINED
+#define CLSID_DEFINED
+typedef GUID CLSID;
+#endif
+#ifndef REFCLSID
+#ifdef __cplusplus
+#define REFCLSID const CLSID &
+#else
+#define REFCLSID const CLSID *
+#endif
+#endif
+#ifndef InlineIsEqualGUID
+#define InlineIsEqualGUID(a, b) IsEqualGUID(a, b)
+#endif
+#ifndef IsEqualCLSID
+#define IsEqualCLSID(a, b) IsEqualGUID(a, b)
+#endif
 #ifndef IsEqualGUID
 #ifdef __cplusplus
 #define IsEqualGUID(a, b) (memcmp(&(a), &(b), sizeof(GUID)) == 0)
@@ -180,7 +295,25 @@ typedef GUID IID;
 #ifndef IsEqualIID
 #define IsEqualIID(a, b) IsEqualGUID(a, b)
 #endif
-/* The IID_ constants are defined once, in libnd_shim; headers only declare them. */
+/* DEFINE_GUID: a declaration; a (weak) definition when INITGUID is defined (initguid.h). The
+   IIDs are also defined once in libnd_shim, so a program need not define them. */
+#ifndef DEFINE_GUID
+#ifdef INITGUID
+#define DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) ND_SHIM_DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8)
+#else
+#define DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) EXTERN_C const GUID name
+#endif
+#endif
+#ifndef ND_SHIM_DEFINE_GUID
+#ifdef __cplusplus
+#define ND_SHIM_DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) \
+    extern "C" __attribute__((weak)) const GUID name = {l, w1, w2, {b1, b2, b3, b4, b5, b6, b7, b8}}
+#else
+#define ND_SHIM_DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) \
+    __attribute__((weak)) const GUID name = {l, w1, w2, {b1, b2, b3, b4, b5, b6, b7, b8}}
+#endif
+#endif
+/* Older nd-shim headers' form of a declaration. */
 #ifndef ND_SHIM_DECLARE_IID
 #ifdef __cplusplus
 #define ND_SHIM_DECLARE_IID(name) extern "C" const IID name
@@ -280,6 +413,30 @@ struct IUnknown {
 #endif
 ND_SHIM_DECLARE_IID(IID_IUnknown);
 
+/* ---- IClassFactory (what DllGetClassObject gives) ---- */
+#ifndef __IClassFactory_INTERFACE_DEFINED__
+#define __IClassFactory_INTERFACE_DEFINED__
+#ifdef __cplusplus
+struct IClassFactory : public IUnknown {
+    virtual HRESULT STDMETHODCALLTYPE CreateInstance(IUnknown *pUnkOuter, REFIID riid, void **ppvObject) = 0;
+    virtual HRESULT STDMETHODCALLTYPE LockServer(BOOL fLock) = 0;
+};
+#else
+typedef struct IClassFactory IClassFactory;
+typedef struct IClassFactoryVtbl {
+    HRESULT(STDMETHODCALLTYPE *QueryInterface)(IClassFactory *This, REFIID riid, void **ppvObject);
+    ULONG(STDMETHODCALLTYPE *AddRef)(IClassFactory *This);
+    ULONG(STDMETHODCALLTYPE *Release)(IClassFactory *This);
+    HRESULT(STDMETHODCALLTYPE *CreateInstance)(IClassFactory *This, IUnknown *pUnkOuter, REFIID riid, void **ppvObject);
+    HRESULT(STDMETHODCALLTYPE *LockServer)(IClassFactory *This, BOOL fLock);
+} IClassFactoryVtbl;
+struct IClassFactory {
+    const IClassFactoryVtbl *lpVtbl;
+};
+#endif
+#endif
+ND_SHIM_DECLARE_IID(IID_IClassFactory);
+
 /* ---- OVERLAPPED ---- */
 #ifndef _OVERLAPPED_DEFINED
 #define _OVERLAPPED_DEFINED
@@ -318,7 +475,79 @@ typedef union _SOCKADDR_INET {
 } SOCKADDR_INET;
 #endif
 
-/* ---- the handle functions libnd_shim exports ---- */
+/* ---- the Win32 part: constants, OVERLAPPED_ENTRY and the functions libnd_shim exports ---- */
+#ifndef ND_SHIM_NO_WIN32
+#ifndef WAIT_OBJECT_0
+#define WAIT_OBJECT_0 0x00000000u
+#endif
+#ifndef WAIT_TIMEOUT
+#define WAIT_TIMEOUT 258u
+#endif
+#ifndef WAIT_FAILED
+#define WAIT_FAILED 0xFFFFFFFFu
+#endif
+#ifndef ERROR_SUCCESS
+#define ERROR_SUCCESS 0u
+#endif
+#ifndef ERROR_INVALID_HANDLE
+#define ERROR_INVALID_HANDLE 6u
+#endif
+#ifndef ERROR_NOT_ENOUGH_MEMORY
+#define ERROR_NOT_ENOUGH_MEMORY 8u
+#endif
+#ifndef ERROR_INVALID_PARAMETER
+#define ERROR_INVALID_PARAMETER 87u
+#endif
+#ifndef ERROR_OPERATION_ABORTED
+#define ERROR_OPERATION_ABORTED 995u
+#endif
+#ifndef ERROR_IO_PENDING
+#define ERROR_IO_PENDING 997u
+#endif
+
+#ifndef WAIT_ABANDONED_0
+#define WAIT_ABANDONED_0 0x00000080u
+#endif
+#ifndef WAIT_IO_COMPLETION
+#define WAIT_IO_COMPLETION 0x000000C0u
+#endif
+#ifndef MAXIMUM_WAIT_OBJECTS
+#define MAXIMUM_WAIT_OBJECTS 64
+#endif
+#ifndef ERROR_NOT_SUPPORTED
+#define ERROR_NOT_SUPPORTED 50u
+#endif
+#ifndef ERROR_ABANDONED_WAIT_0
+#define ERROR_ABANDONED_WAIT_0 735u
+#endif
+#ifndef ERROR_IO_INCOMPLETE
+#define ERROR_IO_INCOMPLETE 996u
+#endif
+#ifndef STATUS_WAIT_0
+#define STATUS_WAIT_0 ((NTSTATUS)0x00000000L)
+#endif
+#ifndef STATUS_TIMEOUT
+#define STATUS_TIMEOUT ((NTSTATUS)0x00000102L)
+#endif
+#ifndef STATUS_PENDING
+#define STATUS_PENDING ((NTSTATUS)0x00000103L)
+#endif
+
+/* Internal holds the operation's status, STATUS_PENDING (ND_PENDING) while it is pending. */
+#ifndef HasOverlappedIoCompleted
+#define HasOverlappedIoCompleted(lpOverlapped) (((DWORD)(lpOverlapped)->Internal) != STATUS_PENDING)
+#endif
+
+#ifndef _OVERLAPPED_ENTRY_DEFINED
+#define _OVERLAPPED_ENTRY_DEFINED
+typedef struct _OVERLAPPED_ENTRY {
+    ULONG_PTR lpCompletionKey;
+    LPOVERLAPPED lpOverlapped;
+    ULONG_PTR Internal; /* the packet's status */
+    DWORD dwNumberOfBytesTransferred;
+} OVERLAPPED_ENTRY, *LPOVERLAPPED_ENTRY;
+#endif
+
 #ifndef ND_SHIM_WIN32_FUNCTIONS
 #define ND_SHIM_WIN32_FUNCTIONS
 #ifdef __cplusplus
@@ -330,11 +559,18 @@ HANDLE WINAPI CreateEventW(void *lpEventAttributes, BOOL bManualReset, BOOL bIni
 BOOL WINAPI SetEvent(HANDLE hEvent);
 BOOL WINAPI ResetEvent(HANDLE hEvent);
 DWORD WINAPI WaitForSingleObject(HANDLE hHandle, DWORD dwMilliseconds);
+/* No APCs: bAlertable changes nothing, WAIT_IO_COMPLETION never comes. Events only. */
+DWORD WINAPI WaitForSingleObjectEx(HANDLE hHandle, DWORD dwMilliseconds, BOOL bAlertable);
+DWORD WINAPI WaitForMultipleObjects(DWORD nCount, const HANDLE *lpHandles, BOOL bWaitAll, DWORD dwMilliseconds);
+DWORD WINAPI WaitForMultipleObjectsEx(DWORD nCount, const HANDLE *lpHandles, BOOL bWaitAll, DWORD dwMilliseconds,
+                                      BOOL bAlertable);
 BOOL WINAPI CloseHandle(HANDLE hObject);
 HANDLE WINAPI CreateIoCompletionPort(HANDLE FileHandle, HANDLE ExistingCompletionPort, ULONG_PTR CompletionKey,
                                      DWORD NumberOfConcurrentThreads);
 BOOL WINAPI GetQueuedCompletionStatus(HANDLE CompletionPort, LPDWORD lpNumberOfBytesTransferred,
                                       PULONG_PTR lpCompletionKey, LPOVERLAPPED *lpOverlapped, DWORD dwMilliseconds);
+BOOL WINAPI GetQueuedCompletionStatusEx(HANDLE CompletionPort, LPOVERLAPPED_ENTRY lpCompletionPortEntries, ULONG ulCount,
+                                        PULONG ulNumEntriesRemoved, DWORD dwMilliseconds, BOOL fAlertable);
 BOOL WINAPI PostQueuedCompletionStatus(HANDLE CompletionPort, DWORD dwNumberOfBytesTransferred,
                                        ULONG_PTR dwCompletionKey, LPOVERLAPPED lpOverlapped);
 DWORD WINAPI GetLastError(void);
@@ -346,5 +582,6 @@ void WINAPI SetLastError(DWORD dwErrCode);
 #ifndef CreateEvent
 #define CreateEvent CreateEventA
 #endif
+#endif /* ND_SHIM_NO_WIN32 */
 
 #endif /* ND_SHIM_NDWINBASE_H */

@@ -58,6 +58,7 @@ mod mr;
 mod mw;
 mod notify;
 mod overlapped;
+mod provider;
 mod pump;
 mod qp;
 mod requests;

@@ -22,7 +22,7 @@ static STARTED: AtomicU32 = AtomicU32::new(0);
 const ND_QUERY_EXCLUDE_NDV2_ADDRESSES: u32 = 0x4;
 
 /// The local addresses of RDMA devices, in interface order.
-fn rdma_addresses() -> Vec<SocketAddr> {
+pub(super) fn rdma_addresses() -> Vec<SocketAddr> {
     super::adapter::rdma_addresses_where(|_| true)
 }
 
@@ -147,6 +147,29 @@ pub unsafe extern "C" fn NdOpenAdapter(
         crate::stderr_log::init_from_env();
         // SAFETY: the caller's address.
         let ip = unsafe { read_sockaddr(addr, len)? }.ip();
+        // SAFETY: NULL or a GUID (the caller's promise).
+        if !iid.is_null() && unsafe { iid.read_unaligned() } == super::iids::IID_INDAdapter {
+            // ND1: no ND1 provider owns the address (ndutil's answer).
+            return Err(ND_INVALID_ADDRESS);
+        }
         ind2_adapter::new_object(iid, ip, out)
+    })
+}
+
+/// ND1's open: there is no ND1 provider, so a valid address is ND_INVALID_ADDRESS, as Microsoft's
+/// ndutil answers when no ND1 provider owns it; `*out` is NULL.
+///
+/// # Safety
+/// `addr` is NULL or readable for `len` bytes; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn NdOpenV1Adapter(addr: *const libc::sockaddr, len: usize, out: *mut *mut c_void) -> HResult {
+    hr_boundary("NdOpenV1Adapter", || {
+        if !out.is_null() {
+            // SAFETY: non-NULL, writable (the caller's promise).
+            unsafe { out.write(std::ptr::null_mut()) };
+        }
+        // SAFETY: the caller's address.
+        unsafe { read_sockaddr(addr, len)? };
+        Err(ND_INVALID_ADDRESS)
     })
 }

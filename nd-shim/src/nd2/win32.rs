@@ -1,6 +1,8 @@
 //! The Win32 handles that ND2 completions drive, exported by libnd_shim with Win32 semantics:
-//! events (CreateEventA/W, SetEvent, ResetEvent, WaitForSingleObject), I/O completion ports
-//! (CreateIoCompletionPort, GetQueuedCompletionStatus, PostQueuedCompletionStatus), the adapter's
+//! events (CreateEventA/W, SetEvent, ResetEvent, WaitForSingleObject(Ex),
+//! WaitForMultipleObjects(Ex)), I/O completion ports (CreateIoCompletionPort,
+//! GetQueuedCompletionStatus(Ex), PostQueuedCompletionStatus; closing a port wakes its waiters
+//! with ERROR_ABANDONED_WAIT_0), the adapter's
 //! overlapped files (IND2Adapter::CreateOverlappedFile, bound to a port with
 //! CreateIoCompletionPort), CloseHandle, and the thread's GetLastError/SetLastError.
 //!
@@ -17,6 +19,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -33,6 +36,10 @@ pub const WAIT_FAILED: u32 = u32::MAX;
 pub const ERROR_INVALID_HANDLE: u32 = 6;
 pub const ERROR_INVALID_PARAMETER: u32 = 87;
 pub const ERROR_NOT_SUPPORTED: u32 = 50;
+/// A wait on a completion port that was closed meanwhile.
+pub const ERROR_ABANDONED_WAIT_0: u32 = 735;
+/// WaitForMultipleObjects' largest count.
+pub const MAXIMUM_WAIT_OBJECTS: u32 = 64;
 /// `INVALID_HANDLE_VALUE`, `(HANDLE)-1`.
 const INVALID_HANDLE_VALUE: usize = usize::MAX;
 
@@ -86,10 +93,21 @@ impl Event {
         } else {
             self.cv.notify_one();
         }
+        multi().wake();
     }
 
     fn reset(&self) {
         *self.signalled.lock() = false;
+    }
+
+    /// Takes the event if it is signalled (an auto-reset event is reset): a wait's success.
+    fn take(&self) -> bool {
+        let mut signalled = self.signalled.lock();
+        let was = *signalled;
+        if was && !self.manual {
+            *signalled = false;
+        }
+        was
     }
 
     fn wait(&self, ms: u32) -> bool {
@@ -112,6 +130,79 @@ impl Event {
     }
 }
 
+/// The sleepers of WaitForMultipleObjects that are not the leader: they sleep on one process-wide
+/// condition variable, which every SetEvent notifies while one of them waits (a load otherwise).
+///
+/// No lost wake-up: a sleeper counts itself, then checks its events under each one's lock,
+/// holding `lock` from before the check until it sleeps; a setter sets under the event's lock,
+/// then reads the count and, if non-zero, notifies under `lock`. The event's lock orders the
+/// two: either the check sees the set, or the setter sees the count (and its notify, under
+/// `lock`, comes after the sleeper sleeps).
+#[derive(Default)]
+struct MultiWait {
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+fn multi() -> &'static MultiWait {
+    static MULTI: OnceLock<MultiWait> = OnceLock::new();
+    MULTI.get_or_init(MultiWait::default)
+}
+
+impl MultiWait {
+    fn wake(&self) {
+        if self.sleepers.load(Ordering::SeqCst) != 0 {
+            let _held = self.lock.lock();
+            self.cv.notify_all();
+        }
+    }
+}
+
+/// WaitForMultipleObjects' check: wait-any takes the first signalled event (lowest index);
+/// wait-all takes all of them at once or none (their locks held together, in address order).
+fn try_take(events: &[Arc<Event>], all: bool) -> Option<u32> {
+    if !all {
+        return events.iter().position(|e| e.take()).map(|i| i as u32);
+    }
+    let mut order: Vec<&Arc<Event>> = events.iter().collect();
+    order.sort_by_key(|e| Arc::as_ptr(e) as usize);
+    let mut guards: Vec<(bool, MutexGuard<'_, bool>)> = order.iter().map(|e| (e.manual, e.signalled.lock())).collect();
+    if !guards.iter().all(|(_, signalled)| **signalled) {
+        return None;
+    }
+    for (manual, signalled) in &mut guards {
+        if !*manual {
+            **signalled = false;
+        }
+    }
+    Some(0)
+}
+
+/// Waits until [`try_take`] succeeds or the deadline passes.
+fn wait_multiple(events: &[Arc<Event>], all: bool, ms: u32) -> Option<u32> {
+    let deadline = timeout(ms).map(|t| Instant::now() + t);
+    if ms != 0 {
+        if let Some(leader) = pump::lead() {
+            let mut got = None;
+            leader.wait_until(deadline, || {
+                got = try_take(events, all);
+                got.is_some()
+            });
+            return got;
+        }
+    }
+    let multi = multi();
+    multi.sleepers.fetch_add(1, Ordering::SeqCst);
+    let mut got = None;
+    wait_until(&multi.cv, &mut multi.lock.lock(), deadline, |_| {
+        got = try_take(events, all);
+        got.is_some()
+    });
+    multi.sleepers.fetch_sub(1, Ordering::SeqCst);
+    got
+}
+
 /// One completion packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Packet {
@@ -128,6 +219,17 @@ pub(crate) struct Packet {
 pub(crate) struct Port {
     packets: Mutex<VecDeque<Packet>>,
     cv: Condvar,
+    /// Its handle was closed: its waiters return ERROR_ABANDONED_WAIT_0.
+    closed: AtomicBool,
+}
+
+/// What a wait on a port got.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Got {
+    Packet(Packet),
+    Timeout,
+    /// The port's handle was closed while the thread waited.
+    Abandoned,
 }
 
 impl Port {
@@ -142,23 +244,65 @@ impl Port {
         self.cv.notify_one();
     }
 
+    /// A packet, waiting up to `ms` (tests).
+    #[cfg(test)]
     pub(crate) fn get(&self, ms: u32) -> Option<Packet> {
+        match self.wait(ms) {
+            Got::Packet(packet) => Some(packet),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn wait(&self, ms: u32) -> Got {
         let deadline = timeout(ms).map(|t| Instant::now() + t);
+        let closed = || self.closed.load(Ordering::SeqCst);
         if ms != 0 {
             // The leader reads the completion channels itself (pump.rs): one wake-up per event.
             // Its first look at the queue comes before any wait.
             if let Some(leader) = pump::lead() {
                 let mut got = None;
-                leader.wait_until(deadline, || {
+                let ready = leader.wait_until(deadline, || {
                     got = self.packets.lock().pop_front();
-                    got.is_some()
+                    got.is_some() || closed()
                 });
-                return got;
+                return match got {
+                    _ if ready && closed() => self.abandon(got),
+                    Some(packet) => Got::Packet(packet),
+                    None => Got::Timeout,
+                };
             }
         }
         let mut packets = self.packets.lock();
-        wait_until(&self.cv, &mut packets, deadline, |p| !p.is_empty());
-        packets.pop_front()
+        wait_until(&self.cv, &mut packets, deadline, |p| !p.is_empty() || closed());
+        if closed() {
+            drop(packets);
+            return self.abandon(None);
+        }
+        packets.pop_front().map_or(Got::Timeout, Got::Packet)
+    }
+
+    /// A waiter of a closed port leaves with nothing; a packet it took goes back.
+    fn abandon(&self, taken: Option<Packet>) -> Got {
+        if let Some(packet) = taken {
+            self.packets.lock().push_front(packet);
+        }
+        Got::Abandoned
+    }
+
+    /// Up to `max` more packets that are already queued, no wait.
+    fn take_more(&self, max: usize) -> Vec<Packet> {
+        let mut packets = self.packets.lock();
+        let n = max.min(packets.len());
+        packets.drain(..n).collect()
+    }
+
+    /// CloseHandle of the port: every thread waiting on it returns (ERROR_ABANDONED_WAIT_0).
+    fn close(&self) {
+        let _packets = self.packets.lock();
+        self.closed.store(true, Ordering::SeqCst);
+        self.cv.notify_all();
+        drop(_packets);
+        pump::kick();
     }
 }
 
@@ -374,11 +518,80 @@ pub extern "C" fn WaitForSingleObject(handle: Handle, ms: u32) -> u32 {
     })
 }
 
+/// As WaitForSingleObject: there are no APCs, so an alertable wait never returns
+/// WAIT_IO_COMPLETION.
+#[no_mangle]
+pub extern "C" fn WaitForSingleObjectEx(handle: Handle, ms: u32, _alertable: Bool) -> u32 {
+    WaitForSingleObject(handle, ms)
+}
+
+/// Events only, as WaitForSingleObject. Wait-any returns WAIT_OBJECT_0 + the lowest index
+/// signalled (an auto-reset event is taken); wait-all returns WAIT_OBJECT_0 once all are
+/// signalled together, taking them at once. `count` 0 or above MAXIMUM_WAIT_OBJECTS, a NULL
+/// array, or the same event twice in a wait-all is WAIT_FAILED with ERROR_INVALID_PARAMETER; a
+/// handle that names no event is WAIT_FAILED with ERROR_INVALID_HANDLE.
+///
+/// # Safety
+/// `handles` is NULL or readable for `count` handles.
+#[no_mangle]
+pub unsafe extern "C" fn WaitForMultipleObjects(count: u32, handles: *const Handle, wait_all: Bool, ms: u32) -> u32 {
+    boundary("WaitForMultipleObjects", WAIT_FAILED, || {
+        let failed = |error| {
+            set_last_error(error);
+            WAIT_FAILED
+        };
+        if count == 0 || count > MAXIMUM_WAIT_OBJECTS || handles.is_null() {
+            return failed(ERROR_INVALID_PARAMETER);
+        }
+        // SAFETY: non-NULL and readable for `count` handles (the caller's promise).
+        let handles = unsafe { std::slice::from_raw_parts(handles, count as usize) };
+        let mut events = Vec::with_capacity(handles.len());
+        for &handle in handles {
+            match event(handle) {
+                Some(event) => events.push(event),
+                None => return failed(ERROR_INVALID_HANDLE),
+            }
+        }
+        let all = wait_all != 0;
+        if all {
+            let mut seen: Vec<usize> = events.iter().map(|e| Arc::as_ptr(e) as usize).collect();
+            seen.sort_unstable();
+            if seen.windows(2).any(|w| w[0] == w[1]) {
+                return failed(ERROR_INVALID_PARAMETER);
+            }
+        }
+        match wait_multiple(&events, all, ms) {
+            Some(index) => WAIT_OBJECT_0 + index,
+            None => WAIT_TIMEOUT,
+        }
+    })
+}
+
+/// As WaitForMultipleObjects (no APCs: never WAIT_IO_COMPLETION).
+///
+/// # Safety
+/// As WaitForMultipleObjects.
+#[no_mangle]
+pub unsafe extern "C" fn WaitForMultipleObjectsEx(
+    count: u32,
+    handles: *const Handle,
+    wait_all: Bool,
+    ms: u32,
+    _alertable: Bool,
+) -> u32 {
+    // SAFETY: forwarded.
+    unsafe { WaitForMultipleObjects(count, handles, wait_all, ms) }
+}
+
+/// Closing a port wakes the threads that wait on it (ERROR_ABANDONED_WAIT_0).
 #[no_mangle]
 pub extern "C" fn CloseHandle(handle: Handle) -> Bool {
     boundary("CloseHandle", 0, || {
-        let removed = table().remove(handle).is_some();
-        bool_result(removed, ERROR_INVALID_HANDLE)
+        let removed = table().remove(handle);
+        if let Some(Object::Port(port)) = &removed {
+            port.close();
+        }
+        bool_result(removed.is_some(), ERROR_INVALID_HANDLE)
     })
 }
 
@@ -442,8 +655,10 @@ pub unsafe extern "C" fn GetQueuedCompletionStatus(
         let Some(Object::Port(port)) = lookup(port) else {
             return bool_result(false, ERROR_INVALID_HANDLE);
         };
-        let Some(packet) = port.get(ms) else {
-            return bool_result(false, WAIT_TIMEOUT);
+        let packet = match port.wait(ms) {
+            Got::Packet(packet) => packet,
+            Got::Timeout => return bool_result(false, WAIT_TIMEOUT),
+            Got::Abandoned => return bool_result(false, ERROR_ABANDONED_WAIT_0),
         };
         // SAFETY: each out pointer is NULL or writable (the caller's promise).
         unsafe {
@@ -459,6 +674,67 @@ pub unsafe extern "C" fn GetQueuedCompletionStatus(
         }
         if packet.status.0 < 0 {
             return bool_result(false, win32_error(packet.status));
+        }
+        1
+    })
+}
+
+/// OVERLAPPED_ENTRY of minwinbase.h.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OverlappedEntry {
+    pub completion_key: usize,
+    pub overlapped: *mut c_void,
+    /// The packet's status (sign-extended, as OVERLAPPED.Internal).
+    pub internal: usize,
+    pub bytes: u32,
+}
+
+/// Removes up to `count` packets, waiting (up to `ms`) for the first: TRUE with `*removed` >= 1.
+/// A failed operation's packet is returned like any other (its status in the entry's Internal
+/// and in its OVERLAPPED's); FALSE only for a timeout (WAIT_TIMEOUT), a port closed meanwhile
+/// (ERROR_ABANDONED_WAIT_0), a bad handle or bad arguments. No APCs: `alertable` changes nothing.
+///
+/// # Safety
+/// `entries` is NULL or writable for `count` entries; `removed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn GetQueuedCompletionStatusEx(
+    port: Handle,
+    entries: *mut OverlappedEntry,
+    count: u32,
+    removed: *mut u32,
+    ms: u32,
+    _alertable: Bool,
+) -> Bool {
+    boundary("GetQueuedCompletionStatusEx", 0, || {
+        if !removed.is_null() {
+            // SAFETY: non-NULL, writable (the caller's promise).
+            unsafe { removed.write(0) };
+        }
+        if entries.is_null() || count == 0 || removed.is_null() {
+            return bool_result(false, ERROR_INVALID_PARAMETER);
+        }
+        let Some(Object::Port(port)) = lookup(port) else {
+            return bool_result(false, ERROR_INVALID_HANDLE);
+        };
+        let first = match port.wait(ms) {
+            Got::Packet(packet) => packet,
+            Got::Timeout => return bool_result(false, WAIT_TIMEOUT),
+            Got::Abandoned => return bool_result(false, ERROR_ABANDONED_WAIT_0),
+        };
+        let more = port.take_more(count as usize - 1);
+        for (i, packet) in std::iter::once(first).chain(more).enumerate() {
+            let entry = OverlappedEntry {
+                completion_key: packet.key,
+                overlapped: packet.overlapped as *mut c_void,
+                internal: packet.status.0 as isize as usize,
+                bytes: packet.bytes,
+            };
+            // SAFETY: i < count, and `entries` is writable for `count` entries; `removed` as above.
+            unsafe {
+                entries.add(i).write(entry);
+                removed.write(i as u32 + 1);
+            }
         }
         1
     })
@@ -575,6 +851,197 @@ mod tests {
         assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
         for h in [file, port, event] {
             assert_eq!(CloseHandle(h), 1);
+        }
+    }
+
+    fn new_event(manual: bool, initial: bool) -> Handle {
+        create_event(std::ptr::null_mut(), Bool::from(manual), Bool::from(initial), true)
+    }
+
+    fn wait_many(handles: &[Handle], all: bool, ms: u32) -> u32 {
+        // SAFETY: a live slice.
+        unsafe { WaitForMultipleObjects(handles.len() as u32, handles.as_ptr(), Bool::from(all), ms) }
+    }
+
+    #[test]
+    fn wait_any_takes_the_lowest_signalled_index() {
+        let h = [new_event(false, false), new_event(true, true), new_event(false, true)];
+        assert_eq!(wait_many(&h, false, 0), WAIT_OBJECT_0 + 1);
+        // Manual-reset: still signalled.
+        assert_eq!(wait_many(&h, false, 0), WAIT_OBJECT_0 + 1);
+        assert_eq!(ResetEvent(h[1]), 1);
+        assert_eq!(wait_many(&h, false, 0), WAIT_OBJECT_0 + 2);
+        // Auto-reset: taken by the wait.
+        assert_eq!(wait_many(&h, false, 0), WAIT_TIMEOUT);
+        let started = Instant::now();
+        assert_eq!(wait_many(&h, false, 30), WAIT_TIMEOUT);
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        // The Ex form, alertable or not, is the same wait.
+        assert_eq!(SetEvent(h[0]), 1);
+        // SAFETY: a live array.
+        let got = unsafe { WaitForMultipleObjectsEx(3, h.as_ptr(), 0, 0, 1) };
+        assert_eq!(got, WAIT_OBJECT_0);
+        assert_eq!(SetEvent(h[2]), 1);
+        assert_eq!(WaitForSingleObjectEx(h[2], 0, 1), WAIT_OBJECT_0);
+        assert_eq!(WaitForSingleObjectEx(h[2], 0, 0), WAIT_TIMEOUT);
+        for h in h {
+            assert_eq!(CloseHandle(h), 1);
+        }
+    }
+
+    #[test]
+    fn wait_all_takes_all_at_once_or_none() {
+        let h = [new_event(false, true), new_event(true, false), new_event(false, true)];
+        assert_eq!(wait_many(&h, true, 0), WAIT_TIMEOUT);
+        // Nothing was taken by the failed wait-all.
+        assert_eq!(WaitForSingleObject(h[0], 0), WAIT_OBJECT_0);
+        assert_eq!(SetEvent(h[0]), 1);
+        assert_eq!(SetEvent(h[1]), 1);
+        assert_eq!(wait_many(&h, true, 0), WAIT_OBJECT_0);
+        // The auto-reset ones were taken, the manual one stays.
+        assert_eq!(WaitForSingleObject(h[0], 0), WAIT_TIMEOUT);
+        assert_eq!(WaitForSingleObject(h[2], 0), WAIT_TIMEOUT);
+        assert_eq!(WaitForSingleObject(h[1], 0), WAIT_OBJECT_0);
+        for h in h {
+            assert_eq!(CloseHandle(h), 1);
+        }
+    }
+
+    #[test]
+    fn wait_multiple_bad_arguments() {
+        let e = new_event(true, true);
+        assert_eq!(wait_many(&[], false, 0), WAIT_FAILED);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        // SAFETY: NULL is checked.
+        let got = unsafe { WaitForMultipleObjects(1, std::ptr::null(), 0, 0) };
+        assert_eq!(got, WAIT_FAILED);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        assert_eq!(wait_many(&[e; 65], false, 0), WAIT_FAILED);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        // The same event twice: fine for wait-any, not for wait-all.
+        assert_eq!(wait_many(&[e, e], false, 0), WAIT_OBJECT_0);
+        assert_eq!(wait_many(&[e, (e as usize | 1) as Handle], true, 0), WAIT_FAILED);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        let port = CreateIoCompletionPort(INVALID_HANDLE_VALUE as Handle, std::ptr::null_mut(), 0, 0);
+        assert_eq!(wait_many(&[e, port], false, 0), WAIT_FAILED);
+        assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
+        assert_eq!(CloseHandle(port), 1);
+        assert_eq!(CloseHandle(e), 1);
+        assert_eq!(wait_many(&[e], false, 0), WAIT_FAILED);
+        assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
+    }
+
+    #[test]
+    fn wait_multiple_wakes_on_another_threads_set() {
+        let h = [new_event(false, false), new_event(false, false)];
+        let (a, b) = (h[0] as usize, h[1] as usize);
+        let waiter = std::thread::spawn(move || {
+            let any = wait_many(&[a as Handle, b as Handle], false, INFINITE);
+            let all = wait_many(&[a as Handle, b as Handle], true, 5000);
+            (any, all)
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(SetEvent(h[1]), 1);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(SetEvent(h[0]), 1);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(SetEvent(h[1]), 1);
+        assert_eq!(waiter.join().unwrap(), (WAIT_OBJECT_0 + 1, WAIT_OBJECT_0));
+        for h in h {
+            assert_eq!(WaitForSingleObject(h, 0), WAIT_TIMEOUT);
+            assert_eq!(CloseHandle(h), 1);
+        }
+    }
+
+    fn new_port() -> Handle {
+        CreateIoCompletionPort(INVALID_HANDLE_VALUE as Handle, std::ptr::null_mut(), 0, 0)
+    }
+
+    fn get_ex(port: Handle, entries: &mut [OverlappedEntry], ms: u32) -> (Bool, u32, u32) {
+        let mut removed = 99;
+        // SAFETY: live locals.
+        let ok = unsafe {
+            GetQueuedCompletionStatusEx(port, entries.as_mut_ptr(), entries.len() as u32, &mut removed, ms, 0)
+        };
+        (ok, removed, if ok == 0 { GetLastError() } else { 0 })
+    }
+
+    #[test]
+    fn get_queued_completion_status_ex_takes_what_is_queued() {
+        let port = new_port();
+        let blank = OverlappedEntry {
+            completion_key: 0,
+            overlapped: std::ptr::null_mut(),
+            internal: 7,
+            bytes: 7,
+        };
+        let mut entries = [blank; 4];
+        assert_eq!(get_ex(port, &mut entries, 0), (0, 0, WAIT_TIMEOUT));
+        for i in 0..6u32 {
+            assert_eq!(
+                PostQueuedCompletionStatus(port, i, 10 + i as usize, (0x1000 * i as usize) as *mut c_void),
+                1
+            );
+        }
+        let Some(Object::Port(p)) = lookup(port) else {
+            panic!("not a port")
+        };
+        p.post(Packet {
+            bytes: 0,
+            key: 77,
+            overlapped: 0x7000,
+            status: NdStatus::ND_CANCELED,
+        });
+        assert_eq!(get_ex(port, &mut entries, INFINITE), (1, 4, 0));
+        let keys: Vec<usize> = entries.iter().map(|e| e.completion_key).collect();
+        assert_eq!(keys, [10, 11, 12, 13]);
+        assert_eq!(
+            (entries[3].bytes, entries[3].overlapped as usize, entries[3].internal),
+            (3, 0x3000, 0)
+        );
+        // The rest, a failed operation's packet included: TRUE, its status in Internal.
+        assert_eq!(get_ex(port, &mut entries, INFINITE), (1, 3, 0));
+        assert_eq!(entries[2].completion_key, 77);
+        assert_eq!(entries[2].internal, 0xFFFF_FFFF_C000_0120);
+        // Bad arguments.
+        assert_eq!(get_ex(port, &mut [], 0), (0, 0, ERROR_INVALID_PARAMETER));
+        // SAFETY: NULL is checked.
+        let ok = unsafe { GetQueuedCompletionStatusEx(port, entries.as_mut_ptr(), 1, std::ptr::null_mut(), 0, 0) };
+        assert_eq!((ok, GetLastError()), (0, ERROR_INVALID_PARAMETER));
+        assert_eq!(CloseHandle(port), 1);
+        assert_eq!(get_ex(port, &mut entries, 0), (0, 0, ERROR_INVALID_HANDLE));
+    }
+
+    #[test]
+    fn closing_a_port_wakes_its_waiters() {
+        let port = new_port();
+        let raw = port as usize;
+        let waiters: Vec<_> = (0..2)
+            .map(|i| {
+                std::thread::spawn(move || {
+                    let port = raw as Handle;
+                    if i == 0 {
+                        let (mut bytes, mut key, mut ov) = (0u32, 0usize, 1 as *mut c_void);
+                        // SAFETY: live locals.
+                        let ok = unsafe { GetQueuedCompletionStatus(port, &mut bytes, &mut key, &mut ov, INFINITE) };
+                        (ok, GetLastError(), ov as usize)
+                    } else {
+                        let mut entries = [OverlappedEntry {
+                            completion_key: 0,
+                            overlapped: std::ptr::null_mut(),
+                            internal: 0,
+                            bytes: 0,
+                        }];
+                        let (ok, removed, error) = get_ex(port, &mut entries, INFINITE);
+                        (ok, error, removed as usize)
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(CloseHandle(port), 1);
+        for waiter in waiters {
+            assert_eq!(waiter.join().unwrap(), (0, ERROR_ABANDONED_WAIT_0, 0));
         }
     }
 }
