@@ -333,7 +333,7 @@ pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq
                 }
             }
         });
-        match rc {
+        match rc.and_then(|modified| modified) {
             Ok(()) => 0,
             Err(e) => boundary::fail_code(e),
         }
@@ -445,6 +445,11 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
             }
             // SAFETY: forwarded from the ibv_post_srq_recv contract.
             unsafe { post_recv_list(rq, wr, bad_wr) }
+        })
+        .unwrap_or_else(|e| {
+            // SAFETY: as above.
+            unsafe { *bad_wr = wr };
+            e.code()
         })
     })
 }

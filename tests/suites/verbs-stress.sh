@@ -44,3 +44,17 @@ else
     echo "  control (stock provider): FAILED, not counted (log: logs/$RIG_SUITE.stress.stock-control.log)"
 fi
 show_counts "$control_log"
+
+# verbs-split-pairs (tests/verbs/split-pairs.c): ibv_wr_start on one thread and ibv_wr_complete on
+# another, ibv_start_poll on one and ibv_end_poll on another, RIG_SPLIT_ROUNDS (200) rounds; over
+# both providers, and on a thread domain over rxe_rs (the stock provider has no thread domains).
+split_run() { # split_run PROVIDER [td]
+    local served=$RIG_OUT/verbs-split-pairs.$1${2:+.$2}.served RIG_TIMEOUT=120
+    with_provider "$1" "$served" "$stress_dir/verbs-split-pairs" "${RIG_SPLIT_ROUNDS:-200}" ${2:+"$2"} || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+for provider in stock rxe_rs; do
+    run_test "split-pairs.$provider" split_run "$provider"
+done
+run_test split-pairs-td.rxe_rs split_run rxe_rs td

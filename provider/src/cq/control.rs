@@ -335,6 +335,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
                 }
             }
         })
+        .unwrap_or_else(Errno::code)
     })
 }
 
