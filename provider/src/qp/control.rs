@@ -111,6 +111,12 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     // SAFETY: a non-null PD is one of ours (refused when null).
     let pd = unsafe { args.pd.as_ref() }.ok_or(Errno::EINVAL)?;
     let fd = ctx.ibv_ctx.cmd_fd;
+    // The types rxe serves, checked before anything else: an XRC QP comes
+    // without a receive CQ (rdma_create_qp_ex), and programs that probe for
+    // XRC take their branch on the kernel's EOPNOTSUPP, which stock reports.
+    if !matches!(args.qp_type, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) {
+        return Err(Errno::EOPNOTSUPP);
+    }
     let send_cq = cq_handle(args.send_cq)?;
     let recv_cq = cq_handle(args.recv_cq)?;
     let layout = QpExLayout::for_release(ctx.layout.release);
@@ -754,6 +760,47 @@ mod tests {
         };
         let err = create(&args, false, None).err().unwrap();
         (err, kernel.first_body_u64(offset_of!(ib_uverbs_create_qp, user_handle)))
+    }
+
+    #[test]
+    fn a_type_rxe_does_not_serve_is_eopnotsupp_before_its_cqs_are_looked_at() {
+        use crate::libibverbs::layout::Layout;
+        let kernel = crate::lifecycle::fault::DeafKernel::new();
+        // SAFETY: plain C data, all-zero as calloc leaves it.
+        let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
+        ibv_ctx.cmd_fd = kernel.fd();
+        let mut ctx = RxeContext {
+            ibv_ctx,
+            layout: Layout::select(34, 44).unwrap(),
+        };
+        let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
+        let mut pd = crate::pd::RxePd::protection(context, 1);
+        // XRC_SEND (9) and XRC_RECV (10), as rdma_create_qp_ex makes them: no receive CQ.
+        for qp_type in [9, 10, 8] {
+            let args = CreateArgs {
+                context,
+                pd: &mut pd.pd,
+                qp_context: ptr::null_mut(),
+                send_cq: ptr::null_mut(),
+                recv_cq: ptr::null_mut(),
+                srq: ptr::null_mut(),
+                cap: ibv_qp_cap {
+                    max_send_wr: 4,
+                    max_recv_wr: 0,
+                    max_send_sge: 1,
+                    max_recv_sge: 0,
+                    max_inline_data: 0,
+                },
+                qp_type,
+                sq_sig_all: 0,
+            };
+            assert_eq!(
+                create(&args, true, None).err(),
+                Some(Errno::EOPNOTSUPP),
+                "type {qp_type}"
+            );
+        }
+        assert!(kernel.written().is_empty(), "refused without a command");
     }
 
     #[test]
