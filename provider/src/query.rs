@@ -210,9 +210,9 @@ pub(crate) unsafe extern "C" fn query_device_ex(
             return Errno::EINVAL.code();
         };
         // SAFETY: a context's device is the one our alloc_device made.
-        let num_ports = unsafe { RxeDevice::from_ibv_device(ctx.ibv_ctx.device) }.map_or(0, |d| d.num_ports);
+        let num_ports = unsafe { RxeDevice::from_ibv_device(ctx.device()) }.map_or(0, |d| d.num_ports);
 
-        let (resp, resp_len) = match query_device(ctx.ibv_ctx.cmd_fd, attr_size > size_of::<ibv_device_attr>()) {
+        let (resp, resp_len) = match query_device(ctx.cmd_fd(), attr_size > size_of::<ibv_device_attr>()) {
             Ok(r) => r,
             Err(e) => return e.code(),
         };
@@ -252,7 +252,7 @@ pub(crate) unsafe extern "C" fn query_port(
             reserved: [0; 7],
             driver_data: [],
         };
-        let r = match command::write_cmd(ctx.ibv_ctx.cmd_fd, cmd) {
+        let r = match command::write_cmd(ctx.cmd_fd(), cmd) {
             Ok(r) => r,
             Err(e) => return e.code(),
         };

@@ -110,7 +110,7 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(Errno::EINVAL)?;
     // SAFETY: a non-null PD is one of ours (refused when null).
     let pd = unsafe { args.pd.as_ref() }.ok_or(Errno::EINVAL)?;
-    let fd = ctx.ibv_ctx.cmd_fd;
+    let fd = ctx.cmd_fd();
     // The types rxe serves, checked before anything else: an XRC QP comes
     // without a receive CQ (rdma_create_qp_ex), and programs that probe for
     // XRC take their branch on the kernel's EOPNOTSUPP, which stock reports.
@@ -734,7 +734,7 @@ mod tests {
         let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
         ibv_ctx.cmd_fd = kernel.fd();
         let mut ctx = RxeContext {
-            ibv_ctx,
+            ibv_ctx: core::cell::UnsafeCell::new(ibv_ctx),
             layout: Layout::select(34, 44).unwrap(),
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
@@ -770,7 +770,7 @@ mod tests {
         let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
         ibv_ctx.cmd_fd = kernel.fd();
         let mut ctx = RxeContext {
-            ibv_ctx,
+            ibv_ctx: core::cell::UnsafeCell::new(ibv_ctx),
             layout: Layout::select(34, 44).unwrap(),
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
