@@ -263,6 +263,30 @@ impl QueueLock {
         Ok(())
     }
 
+    /// Takes the lock for one call if it comes free within a short spin;
+    /// `false` (nothing taken) otherwise, and while any pair is open on it.
+    /// For work that may be skipped (the RESET purge) and must never wait:
+    /// a thread inside another CQ's poll must not block on this one (two
+    /// such threads, each resetting a QP of the other's CQ, would deadlock).
+    /// Released with [`release`](Self::release).
+    pub(crate) fn try_acquire_briefly(&self) -> bool {
+        if self.pair_open() {
+            return false;
+        }
+        if !self.locks() {
+            return true;
+        }
+        let mut spin = parking_lot_core::SpinWait::new();
+        loop {
+            if self.raw.try_lock() {
+                return true;
+            }
+            if !spin.spin() {
+                return false;
+            }
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn acquire_contended(&self) -> Result<(), Errno> {

@@ -14,6 +14,11 @@
  *
  *   verbs-split-pairs N [td]   td: the client's QP and CQ on a parent domain with a thread
  *                              domain (no lock); exit 2 if the provider has no thread domains
+ *   verbs-split-pairs N abba   N times: two threads each inside an ibv_start_poll of one CQ
+ *                              move to RESET a QP of the CQ the other polls; both must return
+ *                              (the stock provider takes no CQ lock there; a provider that
+ *                              purges a reset QP's completions under the CQ lock would
+ *                              deadlock, each waiting for the other's poll)
  */
 #define _GNU_SOURCE
 #include "loopback.h"
@@ -97,16 +102,99 @@ static void reap_server(long i)
 		    (unsigned long long)wc.wr_id);
 }
 
+/* abba: a client QP on each of two CQs, each with one completion waiting. */
+static struct ibv_cq_ex *abba_cq[2];
+static struct ibv_qp *abba_qp[2], *abba_peer[2];
+static pthread_barrier_t abba_barrier;
+
+static void *abba_thread(void *arg)
+{
+	long me = (long)arg, other = 1 - me;
+	struct ibv_poll_cq_attr pa = { 0 };
+	int rc;
+
+	while ((rc = ibv_start_poll(abba_cq[me], &pa)) == ENOENT)
+		;
+	if (rc)
+		die("abba: ibv_start_poll: %s", strerror(rc));
+	pthread_barrier_wait(&abba_barrier);
+	/* Inside our poll of CQ me: reset the QP whose CQ the other thread is polling. */
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	if (ibv_modify_qp(abba_qp[other], &reset, IBV_QP_STATE))
+		die("abba: ibv_modify_qp RESET: %s", strerror(errno));
+	pthread_barrier_wait(&abba_barrier);
+	ibv_end_poll(abba_cq[me]);
+	return NULL;
+}
+
+static void abba_round(long i)
+{
+	struct ibv_cq_init_attr_ex cq_attr = { .cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN };
+	for (int k = 0; k < 2; k++) {
+		abba_cq[k] = ibv_create_cq_ex(client.ctx, &cq_attr);
+		if (!abba_cq[k])
+			die("abba: ibv_create_cq_ex: %s", strerror(errno));
+		struct ibv_qp_init_attr a = {
+			.send_cq = ibv_cq_ex_to_cq(abba_cq[k]),
+			.recv_cq = ibv_cq_ex_to_cq(abba_cq[k]),
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+			.qp_type = IBV_QPT_RC,
+			.sq_sig_all = 1,
+		};
+		abba_qp[k] = ibv_create_qp(client.pd, &a);
+		a.send_cq = a.recv_cq = server_cq;
+		abba_peer[k] = ibv_create_qp(server.pd, &a);
+		if (!abba_qp[k] || !abba_peer[k])
+			die("abba: ibv_create_qp: %s", strerror(errno));
+		loopback_connect(&client, abba_qp[k], &server, abba_peer[k]);
+		struct ibv_sge sge = { .addr = (uintptr_t)server_buf, .length = MSG, .lkey = server_mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *rbad;
+		if (ibv_post_recv(abba_peer[k], &rwr, &rbad))
+			die("abba: ibv_post_recv: %s", strerror(errno));
+		struct ibv_sge ssge = { .addr = (uintptr_t)client_buf, .length = MSG, .lkey = client_mr->lkey };
+		struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &ssge, .num_sge = 1, .opcode = IBV_WR_SEND }, *sbad;
+		if (ibv_post_send(abba_qp[k], &swr, &sbad))
+			die("abba: ibv_post_send: %s", strerror(errno));
+		reap_server(1);
+	}
+	pthread_t t[2];
+	for (long k = 0; k < 2; k++)
+		if (pthread_create(&t[k], NULL, abba_thread, (void *)k))
+			die("pthread_create");
+	for (int k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	for (int k = 0; k < 2; k++) {
+		if (ibv_destroy_qp(abba_qp[k]) || ibv_destroy_qp(abba_peer[k]) ||
+		    ibv_destroy_cq(ibv_cq_ex_to_cq(abba_cq[k])))
+			die("abba round %ld: destroy: %s", i, strerror(errno));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3 || (rounds = strtol(argv[1], NULL, 10)) <= 0 ||
-	    (argc == 3 && strcmp(argv[2], "td")))
-		die("usage: verbs-split-pairs N [td]");
-	int use_td = argc == 3;
+	    (argc == 3 && strcmp(argv[2], "td") && strcmp(argv[2], "abba")))
+		die("usage: verbs-split-pairs N [td|abba]");
+	int use_td = argc == 3 && !strcmp(argv[2], "td");
+	int abba = argc == 3 && !strcmp(argv[2], "abba");
 
 	loopback_open(&client, "rxe1");
 	loopback_open(&server, "rxe0");
 	printf("provider %s\n", loopback_provider_path(&client));
+
+	if (abba) {
+		server_cq = ibv_create_cq(server.ctx, 64, NULL, NULL, 0);
+		client_mr = ibv_reg_mr(client.pd, client_buf, MSG, IBV_ACCESS_LOCAL_WRITE);
+		server_mr = ibv_reg_mr(server.pd, server_buf, MSG, IBV_ACCESS_LOCAL_WRITE);
+		if (!server_cq || !client_mr || !server_mr)
+			die("abba: set-up: %s", strerror(errno));
+		pthread_barrier_init(&abba_barrier, NULL, 2);
+		for (long i = 0; i < rounds; i++)
+			abba_round(i);
+		printf("%ld rounds: two threads, each inside a poll of one CQ, reset a QP of the other's CQ; "
+		       "both returned\n", rounds);
+		return 0;
+	}
 
 	struct ibv_pd *qp_pd = client.pd;
 	struct ibv_td *td = NULL;

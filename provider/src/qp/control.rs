@@ -3,6 +3,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
 use core::ptr::{self, addr_of_mut, NonNull};
+use core::sync::atomic::{AtomicI32, Ordering};
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -465,14 +466,15 @@ pub(crate) unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_att
                 if mask & IBV_QP_STATE != 0 {
                     // SAFETY: the state field of our live QP; libibverbs
                     // writes the same value right after we return.
-                    unsafe { ptr::write_volatile(addr_of_mut!((*q.ibv_qp()).state), a.qp_state) };
+                    unsafe { AtomicI32::from_ptr(addr_of_mut!((*q.ibv_qp()).state)) }
+                        .store(a.qp_state, Ordering::Relaxed);
                     if a.qp_state == IBV_QPS_RESET {
                         // SAFETY: the CQs of our live QP (libibverbs does
                         // not destroy a CQ a QP still uses); qp_num and
                         // the CQ pointers are written once, at creation.
                         unsafe {
                             let v = &*q.ibv_qp();
-                            purge_qp_from_cqs(v.send_cq, v.recv_cq, v.qp_num);
+                            purge_qp_from_cqs(v.send_cq, v.recv_cq, v.qp_num, !v.srq.is_null());
                         }
                     }
                 }
@@ -572,6 +574,11 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
             return boundary::fail_code(Errno::EINVAL);
         };
         let (fd, handle) = (q.cmd_fd, q.handle());
+        // SAFETY: the QP is live; its CQ pointers, SRQ and qp_num were written at creation.
+        let (send_cq, recv_cq, qp_num, has_srq) = unsafe {
+            let v = &*q.ibv_qp();
+            (v.send_cq, v.recv_cq, v.qp_num, !v.srq.is_null())
+        };
         let wait = |resp: &ib_uverbs_destroy_qp_resp| {
             // SAFETY: mutex/cond were initialised at create; libibverbs
             // counts acked events under that mutex (ibv_ack_async_event).
@@ -587,7 +594,13 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
         // SAFETY: made by Creating::finish in create, freed once, after the
         // kernel let the QP go; dropping the rings unmaps them.
         match unsafe { lifecycle::destroy(obj, || destroy_kernel_qp(fd, handle), wait) } {
-            Ok(()) => 0,
+            Ok(()) => {
+                // As at RESET: the destroyed QP's completions leave its CQs,
+                // which libibverbs keeps alive while the QP used them.
+                // SAFETY: the QP's CQs, live (the QP was using them until now).
+                unsafe { purge_qp_from_cqs(send_cq.cast(), recv_cq.cast(), qp_num, has_srq) };
+                0
+            }
             Err(e) => boundary::fail_code(e),
         }
     })
