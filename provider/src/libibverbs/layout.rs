@@ -190,6 +190,13 @@ impl Layout {
     pub fn sysfs_dev_has_num_ports(self) -> bool {
         self.release >= 35
     }
+
+    /// Whether this release's `struct ibv_port_attr` ends with
+    /// `active_speed_ex` (v49 on, 56 bytes; 52 before), which libibverbs'
+    /// own buffer for `query_port` then has room for.
+    pub fn port_attr_has_active_speed_ex(self) -> bool {
+        self.release >= 49
+    }
 }
 
 #[cfg(test)]
