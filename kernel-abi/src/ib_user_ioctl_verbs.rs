@@ -208,7 +208,9 @@ abi! {
     pub struct ib_uverbs_query_port_resp_ex [size 48] {
         0 => pub legacy_resp: ib_uverbs_query_port_resp,
         40 => pub port_cap_flags2: u16,
-        42 => pub reserved: [u8; 6],
+        42 => pub reserved: [u8; 2],
+        /// Linux 6.6+ (XDR speeds); reserved bytes, left zero, before.
+        44 => pub active_speed_ex: u32,
     }
 
     #[derive(IntoBytes, Debug)]

@@ -26,7 +26,7 @@ use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_ah, ibv_ah_attr, ibv_pd};
 use crate::libibverbs::device_context::ibv_context;
 use crate::lifecycle::{self, Creating};
-use crate::pd::context_fd;
+use crate::pd::{context_fd, DomainUse};
 
 /// Our AH. `ibv_ah` must stay first: libibverbs hands it back to us.
 #[repr(C)]
@@ -36,6 +36,8 @@ pub(crate) struct RxeAh {
     pub ah_num: u32,
     /// The address vector UD sends carry when `ah_num` is 0.
     pub av: rxe_av,
+    /// The parent domain it was created on, if any (a user of it).
+    domain: DomainUse,
 }
 
 /// CREATE_AH's response: the core part, then rxe's driver part.
@@ -211,6 +213,8 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
             },
             ah_num: 0,
             av: rxe_av::new_zeroed(),
+            // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
+            domain: unsafe { DomainUse::of(pd) },
         });
         let mut ah = Creating::new(obj, "AH", fd, destroy_kernel_ah);
         let cmd = ib_uverbs_create_ah {

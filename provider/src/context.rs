@@ -10,6 +10,7 @@
 //! ^ allocation start = verbs_context                     ^ RxeContext
 //! ```
 
+use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
 use core::mem::size_of;
 use core::ptr;
@@ -26,10 +27,14 @@ use crate::libibverbs::private_context::verbs_context;
 use crate::libibverbs::runtime;
 use crate::{device, logger, mr};
 
-/// Our context, from `ibv_context` on. `ibv_ctx` must stay first.
+/// Our context, from `ibv_context` on. `ibv_ctx` must stay first. Shared by
+/// every thread of the application (`&RxeContext`); the `ibv_context` is in
+/// an `UnsafeCell` because libibverbs writes some of its fields (its mutex,
+/// the async event state) while we hold that reference. Ours read only what
+/// is written before the context is handed out.
 #[repr(C)]
 pub(crate) struct RxeContext {
-    pub ibv_ctx: ibv_context,
+    pub ibv_ctx: UnsafeCell<ibv_context>,
     /// The layout of the libibverbs that made this context.
     pub layout: Layout,
 }
@@ -38,9 +43,21 @@ impl RxeContext {
     /// # Safety
     /// `ctx` is an `ibv_context` our `alloc_context` returned and that has not
     /// been freed (true for every context libibverbs passes to our ops).
-    pub(crate) unsafe fn from_ibv_context<'a>(ctx: *mut ibv_context) -> Option<&'a mut RxeContext> {
+    pub(crate) unsafe fn from_ibv_context<'a>(ctx: *mut ibv_context) -> Option<&'a RxeContext> {
         // SAFETY: per the contract, ctx is the first field of a live RxeContext.
-        unsafe { ctx.cast::<RxeContext>().as_mut() }
+        unsafe { ctx.cast::<RxeContext>().as_ref() }
+    }
+
+    /// The uverbs command fd.
+    pub(crate) fn cmd_fd(&self) -> c_int {
+        // SAFETY: written by libibverbs before the context was handed out, never after.
+        unsafe { (*self.ibv_ctx.get()).cmd_fd }
+    }
+
+    /// The device the context was opened on.
+    pub(crate) fn device(&self) -> *mut ibv_device {
+        // SAFETY: as for cmd_fd.
+        unsafe { (*self.ibv_ctx.get()).device }
     }
 }
 
@@ -97,7 +114,9 @@ pub(crate) unsafe fn open(
     let ctx = unsafe { &mut *base.cast::<u8>().add(prefix).cast::<RxeContext>() };
     ctx.layout = layout;
 
-    if let Err(errno) = get_context(&mut ctx.ibv_ctx) {
+    // Not shared yet: ours alone until open returns.
+    let ibv_ctx = ctx.ibv_ctx.get_mut();
+    if let Err(errno) = get_context(ibv_ctx) {
         debug!("GET_CONTEXT failed: errno {errno}");
         // SAFETY: base came from init_and_alloc_context and is not shared
         // yet; uninit closes cmd_fd/async_fd, then the calloc'd block goes.
@@ -109,7 +128,7 @@ pub(crate) unsafe fn open(
         return ptr::null_mut();
     }
 
-    mr::probe_core_support(&ctx.ibv_ctx);
+    mr::probe_core_support(ibv_ctx);
 
     // SAFETY: base is a live verbs_context of this library; the table
     // matches its layout.
@@ -119,7 +138,7 @@ pub(crate) unsafe fn open(
     logger::for_device(&device_name, || {
         info!(
             "opened context: cmd_fd {}, async_fd {}, {} completion vector(s)",
-            ctx.ibv_ctx.cmd_fd, ctx.ibv_ctx.async_fd, ctx.ibv_ctx.num_comp_vectors
+            ibv_ctx.cmd_fd, ibv_ctx.async_fd, ibv_ctx.num_comp_vectors
         )
     });
     base.cast::<verbs_context>()

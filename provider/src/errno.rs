@@ -22,7 +22,24 @@ macro_rules! errnos {
     };
 }
 
-errnos!(EBADF, EBUSY, EINVAL, EIO, ENODEV, ENOENT, ENOMEM, ENOSPC, ENOSYS, EOPNOTSUPP, EPROTO, EAGAIN, EFAULT);
+errnos!(
+    EBADF,
+    EBUSY,
+    EINVAL,
+    EIO,
+    ENODEV,
+    ENOENT,
+    ENOMEM,
+    ENOSPC,
+    ENOSYS,
+    EOPNOTSUPP,
+    EPROTO,
+    EAGAIN,
+    EFAULT,
+    EDEADLK,
+    ENOTTY,
+    EPROTONOSUPPORT
+);
 
 impl Errno {
     /// An errno from the system (a failed syscall's `errno`), or `EIO`

@@ -15,7 +15,11 @@
 //! [`destroy`] is the other end: the kernel's destroy first (on failure the
 //! object stays alive and usable, as libibverbs expects), then the wait until
 //! the application acknowledged every event the kernel reported
-//! ([`wait_for_acks`]), then the free.
+//! ([`wait_for_acks`]), then the free. A device that was removed
+//! (disassociated) answers every destroy with EIO; with
+//! `RDMAV_ALLOW_DISASSOC_DESTROY` set, libibverbs' `ibv_cmd_destroy_*` take
+//! that as success without the wait (`verbs_is_destroy_err`), and so do we, so
+//! a program can free everything after `IBV_EVENT_DEVICE_FATAL`.
 //!
 //! Tests can force the failed-undo path with `fault::fail_undo` (test
 //! builds only: the switch does not exist in the shipped library).
@@ -24,6 +28,7 @@ use core::ptr::NonNull;
 use std::os::fd::RawFd;
 
 use crate::errno::Errno;
+use crate::libibverbs::runtime;
 
 /// How to undo a kernel object of one kind: its destroy command.
 pub(crate) type DestroyFn = fn(RawFd, u32) -> Result<(), Errno>;
@@ -108,10 +113,32 @@ pub(crate) unsafe fn destroy<T, R>(
     destroy: impl FnOnce() -> Result<R, Errno>,
     wait: impl FnOnce(&R),
 ) -> Result<(), Errno> {
-    let gone = destroy()?;
-    wait(&gone);
+    let gone_device_frees = runtime::get().is_some_and(|l| l.allow_disassociate_destroy);
+    // SAFETY: forwarded.
+    unsafe { destroy_with(obj, destroy, wait, gone_device_frees) }
+}
+
+/// [`destroy`], with libibverbs' `RDMAV_ALLOW_DISASSOC_DESTROY` switch given:
+/// `gone_device_frees` makes an EIO from the kernel a success without `wait`.
+///
+/// # Safety
+/// As for [`destroy`].
+unsafe fn destroy_with<T, R>(
+    obj: NonNull<T>,
+    destroy: impl FnOnce() -> Result<R, Errno>,
+    wait: impl FnOnce(&R),
+    gone_device_frees: bool,
+) -> Result<(), Errno> {
+    match destroy() {
+        Ok(gone) => wait(&gone),
+        Err(Errno::EIO) if gone_device_frees => {
+            log::debug!("destroy: the device is gone (EIO); freed, as RDMAV_ALLOW_DISASSOC_DESTROY asks");
+        }
+        Err(e) => return Err(e),
+    }
     // SAFETY: a Box leaked by Creating::finish (contract), freed once, after
-    // the kernel let the object go and every event naming it was acked.
+    // the kernel let the object go (or the device went) and every event
+    // naming it was acked.
     drop(unsafe { Box::from_raw(obj.as_ptr()) });
     Ok(())
 }
@@ -263,6 +290,40 @@ mod tests {
 
     fn destroy_fails(_fd: RawFd, _handle: u32) -> Result<(), Errno> {
         Err(Errno::EBUSY)
+    }
+
+    #[test]
+    fn a_removed_device_s_eio_frees_only_when_libibverbs_allows_it() {
+        struct Counted<'a>(&'a AtomicUsize);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let freed = AtomicUsize::new(0);
+        let obj = NonNull::from(Box::leak(Box::new(Counted(&freed))));
+        let waited = core::cell::Cell::new(false);
+        // SAFETY: obj is a leaked Box; on the failure below it stays ours.
+        let r = unsafe { destroy_with(obj, || Err::<(), _>(Errno::EIO), |()| waited.set(true), false) };
+        assert_eq!(
+            r,
+            Err(Errno::EIO),
+            "without RDMAV_ALLOW_DISASSOC_DESTROY the object stays"
+        );
+        assert_eq!(freed.load(Ordering::Relaxed), 0);
+        // SAFETY: still live (the failed destroy kept it).
+        let r = unsafe { destroy_with(obj, || Err::<(), _>(Errno::EIO), |()| waited.set(true), true) };
+        assert_eq!(r, Ok(()), "with it, EIO is the device gone: success");
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+        assert!(!waited.get(), "no wait for event acks from a gone device");
+        // Another error is never taken for a gone device.
+        let obj = NonNull::from(Box::leak(Box::new(Counted(&freed))));
+        // SAFETY: as above.
+        let r = unsafe { destroy_with(obj, || Err::<(), _>(Errno::EBUSY), |()| (), true) };
+        assert_eq!(r, Err(Errno::EBUSY));
+        // SAFETY: the failed destroy left it ours.
+        drop(unsafe { Box::from_raw(obj.as_ptr()) });
+        assert_eq!(freed.load(Ordering::Relaxed), 2);
     }
 
     #[test]

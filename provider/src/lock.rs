@@ -18,12 +18,19 @@
 //!   domain with a thread domain) takes no lock: the callers branch once per
 //!   call on [`QueueLock::locks`]; the holder is still recorded for the pairs.
 //! - [`QueueLock::hold`] / [`QueueLock::release_held`] are the two halves
-//!   of the verbs pairs. The holding thread is recorded, so a stray
-//!   `end_poll`/`wr_complete`/`wr_abort` (without the matching start, twice,
-//!   or from a thread that does not hold it) is recognised and refused
-//!   instead of unlocking a lock another thread holds.
+//!   of the verbs pairs. The verbs contract is "one thread at a time", not
+//!   "the same thread": a pair opened on one thread may be continued and
+//!   closed on another (a goroutine or a virtual thread that migrated, an
+//!   async task moved between workers), as with the stock provider's spin
+//!   lock. The opener is recorded, so that what would deadlock is refused
+//!   with EDEADLK instead (a second `start_poll`, or a `poll_cq`/`resize_cq`,
+//!   on the thread whose pair is open), and a stray close (no pair open,
+//!   or closed twice) is recognised and refused instead of unlocking a lock
+//!   another thread holds.
 
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use crate::errno::Errno;
 
 /// A mutex of one byte that is not a guard object: Drepper's third futex
 /// mutex ("Futexes Are Tricky", 2011), with parking_lot_core's parking lot
@@ -48,18 +55,22 @@ impl RawLock {
     /// Takes the lock: one compare-and-swap when it is free.
     #[inline(always)]
     pub(crate) fn lock(&self) {
-        if self
-            .state
-            .compare_exchange(FREE, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        if !self.try_lock() {
             self.lock_contended();
         }
     }
 
+    /// Takes the lock if it is free (one compare-and-swap); `false` if not.
+    #[inline(always)]
+    pub(crate) fn try_lock(&self) -> bool {
+        self.state
+            .compare_exchange(FREE, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
     #[cold]
     #[inline(never)]
-    fn lock_contended(&self) {
+    pub(crate) fn lock_contended(&self) {
         let mut spin = parking_lot_core::SpinWait::new();
         // While nobody is parked, spin on the plain state a little: the
         // holder of a data-path lock keeps it for a few hundred instructions.
@@ -142,9 +153,11 @@ pub(crate) struct QueueLock {
     raw: RawLock,
     /// Created on a thread domain: no locking at all.
     single_thread: bool,
-    /// The thread between `hold` and `release_held`, or 0. Written only by
-    /// that thread (with the lock held, or alone on a thread domain), so a
-    /// thread that reads its own id here knows it holds the lock.
+    /// The thread that opened the pair (`hold`) while it is open, or 0.
+    /// Stored by the opener with the lock held; cleared by whichever thread
+    /// closes the pair (`release_held`), with a swap, so that of two racing
+    /// closes one releases the lock and the other is refused. The opener
+    /// reading its own id here knows it would deadlock on the lock.
     holder: AtomicUsize,
 }
 
@@ -232,50 +245,103 @@ impl QueueLock {
         }
     }
 
-    /// Runs `f` with the lock held; released when `f` returns or unwinds.
-    /// On a thread domain, just runs `f`.
+    /// Takes the lock for one call, or EDEADLK when the calling thread has a
+    /// pair open on it (it would wait for itself; the stock provider hangs).
+    /// On a thread domain nothing is taken, but an open pair is refused all
+    /// the same: the call would interleave with it.
     #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub(crate) fn acquire_for_call(&self) -> Result<(), Errno> {
         if !self.locks() {
-            return f();
+            if self.holder.load(Ordering::Relaxed) != 0 {
+                return Err(Errno::EDEADLK);
+            }
+            return Ok(());
         }
-        self.acquire_mutex();
+        if !self.raw.try_lock() {
+            self.acquire_contended()?;
+        }
+        Ok(())
+    }
+
+    /// Takes the lock for one call if it comes free within a short spin;
+    /// `false` (nothing taken) otherwise, and while any pair is open on it.
+    /// For work that may be skipped (the RESET purge) and must never wait:
+    /// a thread inside another CQ's poll must not block on this one (two
+    /// such threads, each resetting a QP of the other's CQ, would deadlock).
+    /// Released with [`release`](Self::release).
+    pub(crate) fn try_acquire_briefly(&self) -> bool {
+        if self.pair_open() {
+            return false;
+        }
+        if !self.locks() {
+            return true;
+        }
+        let mut spin = parking_lot_core::SpinWait::new();
+        loop {
+            if self.raw.try_lock() {
+                return true;
+            }
+            if !spin.spin() {
+                return false;
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn acquire_contended(&self) -> Result<(), Errno> {
+        if self.holder.load(Ordering::Relaxed) == this_thread() {
+            return Err(Errno::EDEADLK);
+        }
+        self.raw.lock_contended();
+        Ok(())
+    }
+
+    /// Runs `f` with the lock held; released when `f` returns or unwinds.
+    /// On a thread domain, just runs `f`. EDEADLK as
+    /// [`acquire_for_call`](Self::acquire_for_call).
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce() -> R) -> Result<R, Errno> {
+        self.acquire_for_call()?;
         let guard = UnlockOnUnwind(self);
         let r = f();
         // The normal path unlocks here; the guard's drop is the unwind path.
         core::mem::forget(guard);
         // SAFETY: taken above.
-        unsafe { self.release_mutex() };
-        r
+        unsafe { self.release() };
+        Ok(r)
     }
 
-    /// Takes the lock for a later [`release_held`](Self::release_held) in
-    /// another C call, recording this thread as the holder. `false` (and
-    /// nothing taken) when this thread holds it already: the stock provider
-    /// would deadlock on its own spin lock.
-    pub(crate) fn hold(&self) -> bool {
+    /// Opens a pair: takes the lock for a later
+    /// [`release_held`](Self::release_held) in another C call (waiting while
+    /// another thread's pair is open), recording this thread as the opener.
+    /// EDEADLK (nothing taken) when this thread's pair is open already: the
+    /// stock provider would deadlock on its own spin lock.
+    pub(crate) fn hold(&self) -> Result<(), Errno> {
         let me = this_thread();
         if self.holder.load(Ordering::Relaxed) == me {
-            return false;
+            return Err(Errno::EDEADLK);
         }
         self.acquire();
         self.holder.store(me, Ordering::Relaxed);
-        true
+        Ok(())
     }
 
-    /// Whether the calling thread is between `hold` and `release_held`.
-    pub(crate) fn held_here(&self) -> bool {
-        self.holder.load(Ordering::Relaxed) == this_thread()
+    /// Whether a pair is open, on whichever thread: the state the lock
+    /// protects may then be used by the thread continuing the pair.
+    #[inline]
+    pub(crate) fn pair_open(&self) -> bool {
+        self.holder.load(Ordering::Relaxed) != 0
     }
 
-    /// Releases what [`hold`](Self::hold) took on this thread; `false`
-    /// (nothing released) when this thread does not hold it.
+    /// Closes the open pair, from any thread; `false` (nothing released)
+    /// when no pair is open.
     pub(crate) fn release_held(&self) -> bool {
-        if !self.held_here() {
+        if self.holder.swap(0, Ordering::AcqRel) == 0 {
             return false;
         }
-        self.holder.store(0, Ordering::Relaxed);
-        // SAFETY: this thread took it in hold() (the holder says so).
+        // SAFETY: a pair was open, so hold() took the lock, and the swap
+        // made this call the one that closes it.
         unsafe { self.release() };
         true
     }
@@ -297,31 +363,53 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn held_in_one_call_released_in_another_by_its_holder_only() {
+    fn a_pair_opened_on_one_thread_may_be_closed_on_another() {
         let l = Arc::new(QueueLock::new());
         assert!(!l.release_held(), "nothing to release");
-        assert!(l.hold());
-        assert!(l.is_locked() && l.held_here());
-        assert!(
-            !l.hold(),
-            "a second hold on the holding thread is refused, not a deadlock"
-        );
+        assert_eq!(l.hold(), Ok(()));
+        assert!(l.is_locked() && l.pair_open());
+        assert_eq!(l.hold(), Err(Errno::EDEADLK), "a second open on the opener is refused");
+        assert_eq!(l.with(|| ()), Err(Errno::EDEADLK), "so is a call on the opener");
         let other = Arc::clone(&l);
-        let stray = std::thread::spawn(move || other.release_held()).join().unwrap();
-        assert!(!stray, "another thread cannot release it");
-        assert!(l.is_locked());
+        let closed = std::thread::spawn(move || other.release_held()).join().unwrap();
+        assert!(
+            closed,
+            "any thread may close the pair (one thread at a time, not the same one)"
+        );
+        assert!(!l.is_locked() && !l.pair_open());
+        assert!(!l.release_held(), "a second close is refused");
+        // Opened elsewhere, closed here; meanwhile this thread is not the opener: it waits, not EDEADLK.
+        let other = Arc::clone(&l);
+        std::thread::spawn(move || other.hold()).join().unwrap().unwrap();
+        assert!(l.pair_open());
         assert!(l.release_held());
-        assert!(!l.is_locked());
-        assert!(!l.release_held(), "a second release is refused");
+        assert_eq!(l.with(|| 5), Ok(5));
+    }
+
+    #[test]
+    fn of_two_racing_closes_one_releases() {
+        for _ in 0..200 {
+            let l = Arc::new(QueueLock::new());
+            l.hold().unwrap();
+            let closers: Vec<_> = (0..2)
+                .map(|_| {
+                    let l = Arc::clone(&l);
+                    std::thread::spawn(move || l.release_held())
+                })
+                .collect();
+            let released = closers.into_iter().map(|c| c.join().unwrap()).filter(|&r| r).count();
+            assert_eq!(released, 1);
+            assert!(!l.is_locked());
+        }
     }
 
     #[test]
     fn with_unlocks_on_return_and_on_panic() {
         let l = QueueLock::new();
-        assert_eq!(l.with(|| 7), 7);
+        assert_eq!(l.with(|| 7), Ok(7));
         assert!(!l.is_locked());
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            l.with(|| panic!("mid-poll"));
+            let _ = l.with(|| panic!("mid-poll"));
         }));
         assert!(r.is_err());
         assert!(!l.is_locked());
@@ -331,22 +419,28 @@ mod tests {
     fn an_unlocked_lock_takes_nothing_but_still_knows_its_holder() {
         let l = QueueLock::unlocked();
         assert!(!l.locks());
-        l.with(|| assert!(!l.is_locked()));
-        assert!(l.hold());
-        assert!(l.is_locked() && l.held_here());
-        assert!(!l.hold());
+        l.with(|| assert!(!l.is_locked())).unwrap();
+        assert_eq!(l.hold(), Ok(()));
+        assert!(l.is_locked() && l.pair_open());
+        assert_eq!(l.hold(), Err(Errno::EDEADLK));
+        assert_eq!(
+            l.with(|| ()),
+            Err(Errno::EDEADLK),
+            "a call inside the open pair is refused"
+        );
         assert!(l.release_held());
         assert!(!l.release_held());
+        assert_eq!(l.with(|| 1), Ok(1));
     }
 
     #[test]
     fn a_waiter_that_parked_is_woken_by_the_unlock() {
         let l = Arc::new(QueueLock::new());
-        assert!(l.hold());
+        l.hold().unwrap();
         let waiters: Vec<_> = (0..3)
             .map(|_| {
                 let l = Arc::clone(&l);
-                std::thread::spawn(move || l.with(|| ()))
+                std::thread::spawn(move || l.with(|| ()).unwrap())
             })
             .collect();
         // Long enough for the waiters to finish spinning and park (the
@@ -378,9 +472,9 @@ mod tests {
                     for _ in 0..10_000 {
                         if i % 2 == 0 {
                             // SAFETY: the lock is held.
-                            s.lock.with(|| unsafe { *s.count.get() += 1 });
+                            s.lock.with(|| unsafe { *s.count.get() += 1 }).unwrap();
                         } else {
-                            assert!(s.lock.hold());
+                            s.lock.hold().unwrap();
                             // SAFETY: the lock is held.
                             unsafe { *s.count.get() += 1 };
                             assert!(s.lock.release_held());

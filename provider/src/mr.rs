@@ -46,7 +46,15 @@ use crate::libibverbs::device_abi::verbs_device;
 use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::ibv_sge;
 use crate::lifecycle::{self, Creating};
-use crate::pd::context_fd;
+use crate::pd::{context_fd, DomainUse};
+
+/// Our MR. `verbs_mr` must stay first: libibverbs hands it back to us.
+#[repr(C)]
+pub(crate) struct RxeMr {
+    vmr: verbs_mr,
+    /// The parent domain it is registered on, if any (a user of it).
+    domain: DomainUse,
+}
 
 impl_write_cmd!(ib_uverbs_reg_mr, IB_USER_VERBS_CMD_REG_MR, ib_uverbs_reg_mr_resp);
 
@@ -152,24 +160,28 @@ pub(crate) unsafe extern "C" fn reg_mr(
             Ok(v) => v,
             Err(e) => return boundary::fail_ptr(e),
         };
-        let obj = Box::new(verbs_mr {
-            ibv_mr: ibv_mr {
-                context: p.context,
-                pd,
-                addr,
-                length,
-                handle: 0,
-                lkey: 0,
-                rkey: 0,
+        let obj = Box::new(RxeMr {
+            vmr: verbs_mr {
+                ibv_mr: ibv_mr {
+                    context: p.context,
+                    pd,
+                    addr,
+                    length,
+                    handle: 0,
+                    lkey: 0,
+                    rkey: 0,
+                },
+                mr_type: IBV_MR_TYPE_MR,
+                access,
             },
-            mr_type: IBV_MR_TYPE_MR,
-            access,
+            // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
+            domain: unsafe { DomainUse::of(pd) },
         });
         let mut vmr = Creating::new(obj, "MR", fd, dereg_kernel_mr);
         match command::write_cmd(fd, cmd) {
             Ok(resp) => {
                 vmr.created(resp.mr_handle);
-                let m = &mut vmr.get_mut().ibv_mr;
+                let m = &mut vmr.get_mut().vmr.ibv_mr;
                 m.handle = resp.mr_handle;
                 m.lkey = resp.lkey;
                 m.rkey = resp.rkey;
@@ -195,12 +207,13 @@ pub(crate) unsafe extern "C" fn rereg_mr(
 ) -> c_int {
     boundary::guard("rereg_mr", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an MR our reg_mr made, which it does not
-        // touch during the call (null refused).
-        let Some(m) = (unsafe { vmr.as_mut() }) else {
+        // touch during the call (null refused); verbs_mr begins our RxeMr.
+        let Some(mr) = (unsafe { vmr.cast::<RxeMr>().as_mut() }) else {
             return boundary::fail_code(Errno::EINVAL);
         };
         // SAFETY: a PD our alloc_pd made, or null.
         let new_pd = unsafe { pd.as_ref() };
+        let m = &mut mr.vmr;
         let cmd = rereg_cmd(
             m.ibv_mr.handle,
             flags,
@@ -215,6 +228,9 @@ pub(crate) unsafe extern "C" fn rereg_mr(
                 m.ibv_mr.rkey = resp.rkey;
                 if let (true, Some(p)) = (flags & IBV_REREG_MR_CHANGE_PD != 0, new_pd) {
                     m.ibv_mr.context = p.context;
+                    // The MR now uses the new PD (a parent domain, perhaps) and not the old.
+                    // SAFETY: a PD or parent domain our alloc_pd made (non-null).
+                    mr.domain = unsafe { DomainUse::of(pd) };
                 }
                 0
             }
@@ -276,7 +292,7 @@ pub(crate) unsafe extern "C" fn advise_mr(
 pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
     boundary::guard("dereg_mr", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes an MR our reg_mr made (null refused).
-        let (Some(obj), Some(m)) = (NonNull::new(vmr), unsafe { vmr.as_ref() }) else {
+        let (Some(obj), Some(m)) = (NonNull::new(vmr.cast::<RxeMr>()), unsafe { vmr.as_ref() }) else {
             return boundary::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (m.ibv_mr.context, m.ibv_mr.handle);

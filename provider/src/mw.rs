@@ -16,7 +16,15 @@ use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_mw, ibv_pd};
 use crate::lifecycle::{self, Creating};
-use crate::pd::context_fd;
+use crate::pd::{context_fd, DomainUse};
+
+/// Our window. `ibv_mw` must stay first: libibverbs hands it back to us.
+#[repr(C)]
+pub(crate) struct RxeMw {
+    mw: ibv_mw,
+    /// The parent domain it was created on, if any (a user of it).
+    domain: DomainUse,
+}
 
 impl_write_cmd!(ib_uverbs_alloc_mw, IB_USER_VERBS_CMD_ALLOC_MW, ib_uverbs_alloc_mw_resp);
 
@@ -41,12 +49,16 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
             Ok(v) => v,
             Err(e) => return boundary::fail_ptr(e),
         };
-        let obj = Box::new(ibv_mw {
-            context: p.context,
-            pd,
-            rkey: 0,
-            handle: 0,
-            r#type: mw_type,
+        let obj = Box::new(RxeMw {
+            mw: ibv_mw {
+                context: p.context,
+                pd,
+                rkey: 0,
+                handle: 0,
+                r#type: mw_type,
+            },
+            // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
+            domain: unsafe { DomainUse::of(pd) },
         });
         let mut mw = Creating::new(obj, "MW", fd, dealloc_kernel_mw);
         let cmd = ib_uverbs_alloc_mw {
@@ -59,10 +71,11 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
         match command::write_cmd(fd, cmd) {
             Ok(r) => {
                 mw.created(r.mw_handle);
-                let m = mw.get_mut();
+                let m = &mut mw.get_mut().mw;
                 m.handle = r.mw_handle;
                 m.rkey = r.rkey;
-                mw.finish().as_ptr()
+                // ibv_mw is the first member: libibverbs hands it back.
+                mw.finish().as_ptr().cast::<ibv_mw>()
             }
             Err(e) => boundary::fail_ptr(e),
         }
@@ -73,7 +86,7 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
 pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
     boundary::guard("dealloc_mw", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a window our alloc_mw made (null refused).
-        let (Some(obj), Some(m)) = (NonNull::new(mw), unsafe { mw.as_ref() }) else {
+        let (Some(obj), Some(m)) = (NonNull::new(mw.cast::<RxeMw>()), unsafe { mw.as_ref() }) else {
             return boundary::fail_code(Errno::EINVAL);
         };
         let (context, handle) = (m.context, m.handle);

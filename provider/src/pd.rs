@@ -58,9 +58,9 @@ enum PdKind {
 
 /// What `ibv_alloc_parent_domain` was given, and its users.
 struct ParentDomain {
-    /// The QPs, SRQs and CQs created on it ([`DomainUse`]): it cannot be
-    /// freed under them (`EBUSY`, as mlx5), since libibverbs keeps pointing
-    /// at it (`qp->pd`, `srq->pd`).
+    /// The QPs, SRQs, CQs, MRs, MWs and AHs created on it ([`DomainUse`]):
+    /// it cannot be freed under them (`EBUSY`, as mlx5), since libibverbs
+    /// and the application keep pointing at it (`qp->pd`, `mr->pd`, ...).
     users: AtomicU32,
     protection: NonNull<RxePd>,
     td: Option<NonNull<RxeTd>>,
@@ -108,7 +108,7 @@ pub(crate) unsafe fn lock_for(pd: *const ibv_pd) -> QueueLock {
     }
 }
 
-/// A QP's, SRQ's or CQ's hold on the parent domain it was created on (none
+/// An object's hold on the parent domain it was created on (none
 /// for a plain PD), released when the object is dropped; an object leaked
 /// because the kernel may still use it keeps its hold.
 pub(crate) struct DomainUse(Option<NonNull<RxePd>>);
@@ -426,7 +426,7 @@ mod tests {
             // In use: EBUSY, before anything reaches the kernel.
             assert_eq!(dealloc_td(td), Errno::EBUSY.code());
             assert_eq!(dealloc_pd(pd), Errno::EBUSY.code());
-            // A QP, SRQ or CQ on the parent domain holds it until dropped;
+            // An object on the parent domain holds it until dropped;
             // one on the plain PD holds nothing.
             let (on_parent, on_plain) = (DomainUse::of(parent), DomainUse::of(pd));
             assert_eq!(dealloc_pd(parent), Errno::EBUSY.code());

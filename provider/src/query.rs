@@ -8,10 +8,13 @@ use core::ptr;
 
 use kernel_abi::{
     ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp, ib_uverbs_query_device, ib_uverbs_query_port,
+    ib_uverbs_query_port_resp_ex, RDMA_DRIVER_RXE, UVERBS_ATTR_QUERY_PORT_PORT_NUM, UVERBS_ATTR_QUERY_PORT_RESP,
+    UVERBS_METHOD_QUERY_PORT, UVERBS_OBJECT_DEVICE,
 };
+use zerocopy::FromZeros;
 
 use crate::boundary;
-use crate::command;
+use crate::command::{self, IoctlCmd};
 use crate::context::RxeContext;
 use crate::device::RxeDevice;
 use crate::errno::Errno;
@@ -210,9 +213,9 @@ pub(crate) unsafe extern "C" fn query_device_ex(
             return Errno::EINVAL.code();
         };
         // SAFETY: a context's device is the one our alloc_device made.
-        let num_ports = unsafe { RxeDevice::from_ibv_device(ctx.ibv_ctx.device) }.map_or(0, |d| d.num_ports);
+        let num_ports = unsafe { RxeDevice::from_ibv_device(ctx.device()) }.map_or(0, |d| d.num_ports);
 
-        let (resp, resp_len) = match query_device(ctx.ibv_ctx.cmd_fd, attr_size > size_of::<ibv_device_attr>()) {
+        let (resp, resp_len) = match query_device(ctx.cmd_fd(), attr_size > size_of::<ibv_device_attr>()) {
             Ok(r) => r,
             Err(e) => return e.code(),
         };
@@ -228,6 +231,37 @@ pub(crate) unsafe extern "C" fn query_device_ex(
         }
         0
     })
+}
+
+/// Where rdma-core v49+ puts `active_speed_ex` in `struct ibv_port_attr`:
+/// right after the 52 bytes every release has.
+const ACTIVE_SPEED_EX_OFFSET: usize = size_of::<ibv_port_attr>();
+
+/// The QUERY_PORT method of the ioctl interface, as libibverbs'
+/// `ibv_cmd_query_port` asks it first: the legacy answer plus
+/// `port_cap_flags2` and (Linux 6.6+) `active_speed_ex`. The kernel writes
+/// what its struct has; the rest stays zero.
+fn query_port_ioctl(fd: c_int, port_num: u8) -> Result<ib_uverbs_query_port_resp_ex, Errno> {
+    let mut resp = ib_uverbs_query_port_resp_ex::new_zeroed();
+    let attrs = [
+        command::attr_in_const(UVERBS_ATTR_QUERY_PORT_PORT_NUM as u16, u64::from(port_num)),
+        command::attr_out(
+            UVERBS_ATTR_QUERY_PORT_RESP as u16,
+            core::ptr::from_mut(&mut resp) as usize as u64,
+            size_of::<ib_uverbs_query_port_resp_ex>() as u16,
+        ),
+    ];
+    let mut cmd = IoctlCmd::new(
+        UVERBS_OBJECT_DEVICE as u16,
+        UVERBS_METHOD_QUERY_PORT as u16,
+        RDMA_DRIVER_RXE,
+        attrs,
+    )?;
+    command::ioctl_cmd(fd, &mut cmd)?;
+    if !command::output_valid(&cmd.attrs[1]) {
+        return Err(Errno::EPROTO);
+    }
+    Ok(resp)
 }
 
 /// `verbs_context_ops.query_port`. libibverbs always passes a buffer of its
@@ -246,14 +280,22 @@ pub(crate) unsafe extern "C" fn query_port(
         let Some(attr) = (unsafe { port_attr.as_mut() }) else {
             return Errno::EINVAL.code();
         };
-        let cmd = ib_uverbs_query_port {
-            response: 0,
-            port_num,
-            reserved: [0; 7],
-            driver_data: [],
-        };
-        let r = match command::write_cmd(ctx.ibv_ctx.cmd_fd, cmd) {
-            Ok(r) => r,
+        let (r, ex) = match query_port_ioctl(ctx.cmd_fd(), port_num) {
+            Ok(ex) => (ex.legacy_resp, Some(ex)),
+            // A kernel without the method (before the ioctl interface had
+            // it): the write() command, as libibverbs' ibv_cmd_query_port.
+            Err(Errno::ENOTTY | Errno::EOPNOTSUPP | Errno::EPROTONOSUPPORT) => {
+                let cmd = ib_uverbs_query_port {
+                    response: 0,
+                    port_num,
+                    reserved: [0; 7],
+                    driver_data: [],
+                };
+                match command::write_cmd(ctx.cmd_fd(), cmd) {
+                    Ok(r) => (r, None),
+                    Err(e) => return e.code(),
+                }
+            }
             Err(e) => return e.code(),
         };
         let Ok(gid_tbl_len) = c_int::try_from(r.gid_tbl_len) else {
@@ -280,8 +322,22 @@ pub(crate) unsafe extern "C" fn query_port(
         attr.phys_state = r.phys_state;
         attr.link_layer = r.link_layer;
         attr.flags = r.flags;
-        // port_cap_flags2 (and v49's active_speed_ex) come only from the
-        // ioctl QUERY_PORT method; the write command has no field for them.
+        // What only the ioctl method answers (the write command has no room).
+        if let Some(ex) = ex {
+            attr.port_cap_flags2 = ex.port_cap_flags2;
+            if ctx.layout.port_attr_has_active_speed_ex() {
+                // SAFETY: libibverbs hands us a buffer of its own
+                // sizeof(struct ibv_port_attr) (`__lib_query_port`), which
+                // from v49 on ends with the u32 active_speed_ex at offset 52.
+                unsafe {
+                    port_attr
+                        .cast::<u8>()
+                        .add(ACTIVE_SPEED_EX_OFFSET)
+                        .cast::<u32>()
+                        .write_unaligned(ex.active_speed_ex)
+                };
+            }
+        }
         0
     })
 }

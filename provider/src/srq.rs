@@ -137,7 +137,7 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(Errno::EINVAL)?;
     // SAFETY: a non-null PD is one of ours.
     let pd = unsafe { args.pd.as_ref() }.ok_or(Errno::EINVAL)?;
-    let fd = ctx.ibv_ctx.cmd_fd;
+    let fd = ctx.cmd_fd();
     // SAFETY: verbs_srq is plain C data (pointers, integers, pthread objects
     // initialised below); all-zero is its calloc'd state.
     let mut vsrq: verbs_srq = unsafe { core::mem::zeroed() };
@@ -333,7 +333,7 @@ pub(crate) unsafe extern "C" fn modify_srq(srq: *mut ibv_srq, attr: *mut ibv_srq
                 }
             }
         });
-        match rc {
+        match rc.and_then(|modified| modified) {
             Ok(()) => 0,
             Err(e) => boundary::fail_code(e),
         }
@@ -445,6 +445,11 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
             }
             // SAFETY: forwarded from the ibv_post_srq_recv contract.
             unsafe { post_recv_list(rq, wr, bad_wr) }
+        })
+        .unwrap_or_else(|e| {
+            // SAFETY: as above.
+            unsafe { *bad_wr = wr };
+            e.code()
         })
     })
 }
@@ -577,7 +582,7 @@ mod tests {
         let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
         ibv_ctx.cmd_fd = kernel.fd();
         let mut ctx = RxeContext {
-            ibv_ctx,
+            ibv_ctx: core::cell::UnsafeCell::new(ibv_ctx),
             layout: Layout::select(34, 44).unwrap(),
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();

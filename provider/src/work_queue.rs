@@ -105,9 +105,10 @@ impl<L> Locked<L> {
     /// Runs `f` on the queue with the lock held. If `f` panics, what it
     /// built but did not publish is forgotten (our producer index goes back
     /// to the published one, so no half-posted list is published by a later
-    /// call) and the lock is released.
+    /// call) and the lock is released. EDEADLK inside this thread's own
+    /// `wr_start` batch (the call would wait for itself).
     #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut WorkQueue<L>) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut WorkQueue<L>) -> R) -> Result<R, Errno> {
         /// Dropped only on unwind: rewinds, then unlocks.
         struct RewindOnUnwind<'a, L>(&'a Locked<L>);
         impl<L> Drop for RewindOnUnwind<'_, L> {
@@ -121,7 +122,7 @@ impl<L> Locked<L> {
                 unsafe { self.0.lock.release() };
             }
         }
-        self.lock.acquire();
+        self.lock.acquire_for_call()?;
         let guard = RewindOnUnwind(self);
         // SAFETY: the lock is held for as long as f runs (or the object is
         // on a thread domain, used by one thread at a time), so this is the
@@ -131,14 +132,14 @@ impl<L> Locked<L> {
         core::mem::forget(guard);
         // SAFETY: taken above.
         unsafe { self.lock.release() };
-        r
+        Ok(r)
     }
 
     /// The queue, for a thread between `self.lock.hold()` and
     /// `release_held()` (the `ibv_wr_*` batch).
     ///
     /// # Safety
-    /// The caller holds the lock (`self.lock.held_here()`) and makes no
+    /// A batch is open on the lock (`self.lock.pair_open()`) and the caller makes no
     /// other reference to the queue while this one lives.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn held(&self) -> &mut WorkQueue<L> {

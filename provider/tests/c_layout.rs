@@ -215,8 +215,8 @@ fn mirrors() -> Vec<Mirror> {
 /// first rdma-core release with it, its size). The provider leaves them as libibverbs zeroed
 /// them.
 const APPENDED: &[(&str, &str, u32, usize)] = &[
-    // v49.0 (XDR speeds). Filled only from the ioctl QUERY_PORT, which the provider does not
-    // use (query.rs): zero, so applications read active_speed.
+    // v49.0 (XDR speeds). query_port writes it past the mirror (query.rs,
+    // ACTIVE_SPEED_EX_OFFSET) from the ioctl QUERY_PORT answer, on v49+ only.
     ("ibv_port_attr", "active_speed_ex", 49, 4),
 ];
 

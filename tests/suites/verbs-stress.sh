@@ -44,3 +44,63 @@ else
     echo "  control (stock provider): FAILED, not counted (log: logs/$RIG_SUITE.stress.stock-control.log)"
 fi
 show_counts "$control_log"
+
+# verbs-split-pairs (tests/verbs/split-pairs.c): ibv_wr_start on one thread and ibv_wr_complete on
+# another, ibv_start_poll on one and ibv_end_poll on another, RIG_SPLIT_ROUNDS (200) rounds; over
+# both providers, and on a thread domain over rxe_rs (the stock provider has no thread domains).
+split_run() { # split_run PROVIDER [td]
+    local served=$RIG_OUT/verbs-split-pairs.$1${2:+.$2}.served RIG_TIMEOUT=120
+    with_provider "$1" "$served" "$stress_dir/verbs-split-pairs" "${RIG_SPLIT_ROUNDS:-200}" ${2:+"$2"} || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+for provider in stock rxe_rs; do
+    run_test "split-pairs.$provider" split_run "$provider"
+done
+run_test split-pairs-td.rxe_rs split_run rxe_rs td
+# The RESET purge never waits for a CQ lock: two threads, each inside an ibv_start_poll of one
+# CQ, move to RESET a QP of the CQ the other polls (RIG_ABBA_ROUNDS, 20); both must return.
+abba_run() { # abba_run PROVIDER
+    local served=$RIG_OUT/verbs-split-pairs.$1.abba.served RIG_TIMEOUT=120
+    with_provider "$1" "$served" "$stress_dir/verbs-split-pairs" "${RIG_ABBA_ROUNDS:-20}" abba || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+for provider in stock rxe_rs; do
+    run_test "purge-abba.$provider" abba_run "$provider"
+done
+
+# verbs-disassociate (tests/verbs/disassociate.c): the device is removed (`rdma link delete
+# rxe0`) under a program holding a PD, MR, MW, CQ, SRQ, QP and AH. A kernel whose rxe
+# disassociates sends IBV_EVENT_DEVICE_FATAL, after which every destroy must return 0
+# (RDMAV_ALLOW_DISASSOC_DESTROY, libibverbs' switch: the kernel answers EIO); Linux 6.1's rxe
+# cannot disassociate (no disassociate_ucontext), so the removal waits for the program to close
+# the device, and its destroys must succeed all the same. Either way rxe0 is then added again
+# and must answer. Last in this suite, the last of the boot, since it takes rxe0 away for a
+# moment.
+disassociate_run() { # disassociate_run PROVIDER
+    local out=$stress_dir/disassociate.$1.out served=$RIG_OUT/verbs-disassociate.$1.served status=0
+    with_provider "$1" "$served" env RDMAV_ALLOW_DISASSOC_DESTROY=1 "$stress_dir/verbs-disassociate" rxe0 10 \
+        > "$out" 2>&1 &
+    local program=$!
+    local waited=0
+    until grep -q '^ready' "$out" 2>/dev/null; do
+        ((waited++ < 120)) || { echo "not ready in 60 s"; cat "$out"; stop_background "$program"; return 1; }
+        kill -0 "$program" 2>/dev/null || { cat "$out"; return 1; }
+        sleep 0.5
+    done
+    # The kernel finishes the removal once the program closed the device: in the background.
+    timeout 120 rdma link delete rxe0 &
+    local removal=$!
+    wait "$program" || status=1
+    wait "$removal" || { echo "rdma link delete rxe0 failed or hung"; status=1; }
+    cat "$out"
+    rdma link add rxe0 type rxe netdev veth0 || { echo "rdma link add rxe0 failed"; return 1; }
+    ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE || { echo "rxe0 is not back"; return 1; }
+    ((status == 0)) || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+for provider in stock rxe_rs; do
+    run_test "disassociate.$provider" disassociate_run "$provider"
+done

@@ -201,6 +201,13 @@ fn ex_create_flags(attr: &ibv_cq_init_attr_ex) -> Result<u32, Errno> {
     Ok(flags)
 }
 
+/// Whether the application asked for a CQ it uses from one thread at a time
+/// (`IBV_CREATE_CQ_ATTR_SINGLE_THREADED`): the stock provider locks anyway;
+/// mlx5 takes no lock, and neither do we.
+fn single_threaded(attr: &ibv_cq_init_attr_ex) -> bool {
+    attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && attr.flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED != 0
+}
+
 /// `verbs_context_ops.create_cq_ex`
 pub(crate) unsafe extern "C" fn create_cq_ex(
     context: *mut ibv_context,
@@ -216,7 +223,11 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
             // the PD is ignored, as the stock provider ignores it (mlx5
             // refuses what is not a parent domain; verbs-diff compares
             // with stock).
-            let lock = if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
+            let lock = if single_threaded(attr) {
+                // The application promised one thread at a time (man
+                // ibv_create_cq_ex): no lock, as on a thread domain.
+                QueueLock::unlocked()
+            } else if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
                 // SAFETY: a PD of ours or null (lock_for takes null).
                 unsafe { pd::lock_for(attr.parent_domain.cast()) }
             } else {
@@ -335,6 +346,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
                 }
             }
         })
+        .unwrap_or_else(Errno::code)
     })
 }
 
@@ -388,6 +400,14 @@ mod tests {
         );
         // Flags count only with their comp_mask bit.
         assert_eq!(ex_create_flags(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_PD, overrun)), Ok(0));
+        // SINGLE_THREADED is ours to honour (no lock), with its comp_mask bit only.
+        assert!(single_threaded(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_FLAGS, overrun)));
+        assert!(!single_threaded(&init_attr(0, IBV_CQ_INIT_ATTR_MASK_PD, overrun)));
+        assert!(!single_threaded(&init_attr(
+            0,
+            IBV_CQ_INIT_ATTR_MASK_FLAGS,
+            IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+        )));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::os::fd::RawFd;
 use kernel_abi::ib_uverbs_wc;
 
 use super::poll_state::PollState;
+use crate::errno::Errno;
 use crate::libibverbs::cq::*;
 use crate::libibverbs::device_context::ibv_context;
 use crate::lock::QueueLock;
@@ -94,16 +95,17 @@ impl RxeCq {
     }
 
     /// Runs `f` on the poll state with the lock held (released on return
-    /// and on unwind).
+    /// and on unwind); EDEADLK inside this thread's `start_poll`.
     #[inline(always)]
-    pub(super) fn locked<R>(&self, f: impl FnOnce(&mut PollState) -> R) -> R {
+    pub(super) fn locked<R>(&self, f: impl FnOnce(&mut PollState) -> R) -> Result<R, Errno> {
         // SAFETY: the lock is held while f runs, so this is the only reference.
         self.lock.with(|| f(unsafe { &mut *self.state.get() }))
     }
 
     /// # Safety
-    /// The caller holds the lock (between a successful `start_poll` and
-    /// `end_poll`, as the `ibv_cq_ex` API requires).
+    /// A pair is open on the lock (between a successful `start_poll` and
+    /// `end_poll`, on whichever thread continues it, one at a time, as the
+    /// `ibv_cq_ex` API requires).
     #[allow(clippy::mut_from_ref)]
     pub(super) unsafe fn state_locked(&self) -> &mut PollState {
         // SAFETY: per the contract, the lock makes this the only reference.

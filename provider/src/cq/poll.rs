@@ -63,7 +63,7 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
         // SAFETY: the caller provides room for `ne` ibv_wc at wc; we only
         // write whole entries through MaybeUninit.
         let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<ibv_wc>>(), ne) };
-        match cq.locked(|s| s.poll(out)) {
+        match cq.locked(|s| s.poll(out)).and_then(|polled| polled) {
             // n <= ne, which came from a c_int.
             Ok(n) => n as c_int,
             Err(errno) => errno.negative(),
@@ -77,11 +77,11 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return Errno::EINVAL.code();
         };
-        if !cq.lock.hold() {
+        if let Err(errno) = cq.lock.hold() {
             // The stock provider deadlocks on its own spin lock here.
             warn!("start_poll again before end_poll on this thread: refused");
-            boundary::set_errno(Errno::EINVAL);
-            return Errno::EINVAL.code();
+            boundary::set_errno(errno);
+            return errno.code();
         }
         // A panic must not leave the lock taken.
         let r = boundary::guard("start_poll", Err(Errno::EIO), || {
@@ -109,13 +109,13 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return Errno::EINVAL.code();
         };
-        if !cq.lock.held_here() {
+        if !cq.lock.pair_open() {
             // The stock provider would read the ring unlocked.
-            warn!("next_poll without a successful start_poll on this thread: refused");
+            warn!("next_poll without a successful start_poll: refused");
             boundary::set_errno(Errno::EINVAL);
             return Errno::EINVAL.code();
         }
-        // SAFETY: this thread holds the lock (a successful start_poll).
+        // SAFETY: the pair is open (a successful start_poll holds the lock).
         match unsafe { cq.state_locked() }.next() {
             Ok(wc) => {
                 cq.set_current(&wc);
@@ -137,14 +137,14 @@ unsafe extern "C" fn end_poll(current: *mut ibv_cq_ex) {
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return;
         };
-        if !cq.lock.held_here() {
+        if !cq.lock.pair_open() {
             // The stock provider would unlock whoever holds the lock.
-            warn!("end_poll without a successful start_poll on this thread: ignored");
+            warn!("end_poll without a successful start_poll: refused");
             return;
         }
         // The lock is released even if end() panics.
         boundary::guard("end_poll", (), || {
-            // SAFETY: this thread holds the lock (a successful start_poll).
+            // SAFETY: the pair is open (a successful start_poll holds the lock).
             unsafe { cq.state_locked() }.end()
         });
         cq.lock.release_held();
@@ -161,8 +161,12 @@ where
         let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
             return on_error;
         };
-        // SAFETY: read_* is only valid between a successful start_poll and
-        // end_poll, with the lock held.
+        if !cq.lock.pair_open() {
+            warn!("{entry} outside start_poll/end_poll: refused");
+            return on_error;
+        }
+        // SAFETY: a pair is open: read_* is only valid between a successful
+        // start_poll and end_poll, with the lock held.
         f(&unsafe { cq.state_locked() }.current)
     })
 }
@@ -285,6 +289,42 @@ mod tests {
                 Errno::EINVAL.negative()
             );
             assert!(!cq.lock.is_locked());
+            drop(Box::from_raw(p.cast::<RxeCq>()));
+        }
+    }
+
+    #[test]
+    fn a_poll_opened_on_one_thread_is_continued_and_closed_on_another() {
+        let (fq, p) = fake_rxe_cq(SUPPORTED_WC_FLAGS);
+        let (a, b) = (cqe(1, 0, 0), cqe(2, 0, 0));
+        fq.produce(&a);
+        fq.produce(&b);
+        let mut attr = ibv_poll_cq_attr { comp_mask: 0 };
+        // SAFETY: p is a live CQ of ours, freed at the end; the threads take
+        // turns (join), as the ibv_cq_ex contract asks: one at a time.
+        unsafe {
+            let cq = RxeCq::from_ptr(p).unwrap();
+            assert_eq!(start_poll(p, &mut attr), 0);
+            // What would deadlock on the opening thread is refused.
+            assert_eq!(start_poll(p, &mut attr), Errno::EDEADLK.code());
+            let mut wc = [MaybeUninit::<ibv_wc>::uninit(); 1];
+            assert_eq!(poll_cq(p.cast(), 1, wc.as_mut_ptr().cast()), Errno::EDEADLK.negative());
+            assert_eq!((*p).wr_id, a.wr_id);
+            let addr = p as usize;
+            std::thread::spawn(move || {
+                let p = addr as *mut ibv_cq_ex;
+                assert_eq!(next_poll(p), 0);
+                assert_eq!((*p).wr_id, b.wr_id);
+                assert_eq!(read_qp_num(p), b.qp_num);
+                end_poll(p);
+            })
+            .join()
+            .unwrap();
+            assert!(!cq.lock.is_locked(), "the other thread's end_poll closed the poll");
+            // Both were consumed once: not delivered again.
+            assert_eq!(start_poll(p, &mut attr), Errno::ENOENT.code());
+            // Outside a poll, the readers refuse (the poll state is not theirs).
+            assert_eq!(read_qp_num(p), 0);
             drop(Box::from_raw(p.cast::<RxeCq>()));
         }
     }

@@ -225,9 +225,9 @@ pub struct ibv_query_device_ex_input {
 }
 
 /// `struct ibv_port_attr` as in rdma-core v34..v48 (52 bytes). v49 appended
-/// `uint32_t active_speed_ex` (56 bytes); we write only this common prefix,
-/// which fits every version because libibverbs always hands the provider a
-/// buffer of its own `sizeof(struct ibv_port_attr)` (`__lib_query_port`).
+/// `uint32_t active_speed_ex` (56 bytes), which `query_port` writes past this
+/// mirror when the running release has it: libibverbs always hands the
+/// provider a buffer of its own `sizeof(struct ibv_port_attr)` (`__lib_query_port`).
 #[repr(C)]
 pub struct ibv_port_attr {
     /// `enum ibv_port_state`

@@ -41,6 +41,8 @@ pub enum Refusal {
     UnknownRelease(String),
     /// Known PABI, but a release whose layout we do not have.
     UnsupportedRelease { pabi: u32, release: u32 },
+    /// The library's exports name no known layout, or one its private ABI never had.
+    UnknownExports { pabi: u32, release: u32, found: String },
 }
 
 impl fmt::Display for Refusal {
@@ -59,6 +61,12 @@ impl fmt::Display for Refusal {
             Refusal::UnknownRelease(p) => {
                 write!(f, "cannot tell the rdma-core release of {p}")
             }
+            Refusal::UnknownExports { pabi, release, found } => write!(
+                f,
+                "libibverbs (rdma-core v{release}, private ABI {pabi}) exports {found}: no \
+                 rdma-core layout this rxe_rs knows has that set of verbs (a build between two \
+                 releases?), so its ops table cannot be told"
+            ),
             Refusal::UnsupportedRelease { pabi, release } => write!(
                 f,
                 "no struct layout for rdma-core v{release} (private ABI {pabi}); \
@@ -77,8 +85,86 @@ pub fn release_from_file_name(name: &str) -> Option<u32> {
     release.parse().ok()
 }
 
+/// The public verbs whose versioned symbols tell the layouts apart: each came
+/// with ops of `verbs_context_ops` (and some with `verbs_context` members), so
+/// a library exports it exactly when its tables have them. The release number
+/// cannot tell: master builds between a version bump and the tag report the
+/// new release with the old tables, or part of the new ones (recorded per
+/// build in the tests below).
+pub const PROBED_EXPORTS: [(&str, &str); 5] = [
+    ("ibv_alloc_dmah", "IBVERBS_1.15"),
+    ("ibv_dm_export_dmabuf_fd", "IBVERBS_1.16"),
+    ("ibv_query_port_speed", "IBVERBS_1.16"),
+    ("ibv_alloc_buf", "IBVERBS_1.17"),
+    ("ibv_create_comp_cntr", "IBVERBS_1.18"),
+];
+
+/// Which of [`PROBED_EXPORTS`] a library has, in that order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exports(pub [bool; PROBED_EXPORTS.len()]);
+
+impl Exports {
+    /// Asks `has(name, version)` for each probed symbol.
+    pub fn probe(mut has: impl FnMut(&str, &str) -> bool) -> Exports {
+        Exports(PROBED_EXPORTS.map(|(name, version)| has(name, version)))
+    }
+
+    /// The layout whose tables go with exactly these verbs.
+    fn layout(self) -> Option<ContextLayout> {
+        Some(match self.0 {
+            [false, false, false, false, false] => ContextLayout::V36,
+            [true, false, false, false, false] => ContextLayout::V59,
+            [true, true, true, false, false] => ContextLayout::V62,
+            [true, true, true, true, false] => ContextLayout::V64,
+            [true, true, true, true, true] => ContextLayout::V65,
+            _ => return None,
+        })
+    }
+
+    /// The probed symbols found, for messages: `ibv_alloc_dmah@IBVERBS_1.15, ...`.
+    pub fn describe(self) -> String {
+        let found: Vec<String> = PROBED_EXPORTS
+            .iter()
+            .zip(self.0)
+            .filter(|&(_, has)| has)
+            .map(|((name, version), _)| format!("{name}@{version}"))
+            .collect();
+        if found.is_empty() {
+            "none of the verbs added since rdma-core v59".into()
+        } else {
+            found.join(", ")
+        }
+    }
+}
+
 impl Layout {
-    /// The layout for a library with this PABI and release, if we have it.
+    /// The layout of a library from what it exports, cross-checked with its
+    /// private ABI (each layout's tables belong to the PABIs listed in
+    /// [`select`](Self::select)) and its release (v36 on).
+    pub fn from_exports(pabi: u32, release: u32, exports: Exports) -> Result<Layout, Refusal> {
+        let unknown = || Refusal::UnknownExports {
+            pabi,
+            release,
+            found: exports.describe(),
+        };
+        let context = exports.layout().ok_or_else(unknown)?;
+        let pabi_had_it = match context {
+            ContextLayout::V36 => matches!(pabi, 34 | 57),
+            ContextLayout::V59 | ContextLayout::V62 => pabi == 59,
+            ContextLayout::V64 => pabi == 64,
+            ContextLayout::V65 => pabi == 65,
+        };
+        if !pabi_had_it {
+            return Err(unknown());
+        }
+        if release < 36 {
+            return Err(Refusal::UnsupportedRelease { pabi, release });
+        }
+        Ok(Layout { context, pabi, release })
+    }
+
+    /// The layout a tagged release with this PABI has, if we have it: the
+    /// cross-check of [`from_exports`](Self::from_exports), and its facts.
     pub fn select(pabi: u32, release: u32) -> Result<Layout, Refusal> {
         // Each PABI only with the releases that carried it, and only those
         // whose tables we have: v34 and v35 are PABI 34 with shorter tables.
@@ -103,6 +189,13 @@ impl Layout {
     /// Whether `verbs_sysfs_dev` has `num_ports` (v35 and later).
     pub fn sysfs_dev_has_num_ports(self) -> bool {
         self.release >= 35
+    }
+
+    /// Whether this release's `struct ibv_port_attr` ends with
+    /// `active_speed_ex` (v49 on, 56 bytes; 52 before), which libibverbs'
+    /// own buffer for `query_port` then has room for.
+    pub fn port_attr_has_active_speed_ex(self) -> bool {
+        self.release >= 49
     }
 }
 
@@ -200,5 +293,66 @@ mod tests {
             "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.19.66.0 (rdma-core v66) has none of the \
              private ABIs [65, 64, 59, 57, 34] this rxe_rs knows (rdma-core v36 to v65)"
         );
+    }
+
+    /// The rdma-core builds that tell layouts apart, as recorded from the
+    /// repository (`libibverbs.map.in` and `CMakeLists.txt` at each tag, and
+    /// at each first-parent commit where the set changed between tags):
+    /// (what, PABI, release, exports, the layout or None for a refusal).
+    #[test]
+    fn every_tag_and_in_between_build_gets_the_layout_its_exports_say() {
+        const NONE: [bool; 5] = [false; 5];
+        const V59: [bool; 5] = [true, false, false, false, false];
+        const V62: [bool; 5] = [true, true, true, false, false];
+        const V64: [bool; 5] = [true, true, true, true, false];
+        const V65: [bool; 5] = [true; 5];
+        let mut builds = vec![];
+        for release in 36..=56 {
+            builds.push(("tag", 34, release, NONE, Some(ContextLayout::V36)));
+        }
+        builds.extend([
+            ("v57.0", 57, 57, NONE, Some(ContextLayout::V36)),
+            ("v58.0", 57, 58, NONE, Some(ContextLayout::V36)),
+            ("v59.0", 59, 59, V59, Some(ContextLayout::V59)),
+            ("v61.0", 59, 61, V59, Some(ContextLayout::V59)),
+            // ed0476488 (2025-12-21): the version says 62, the tables are v59's.
+            ("62.0 bump", 59, 62, V59, Some(ContextLayout::V59)),
+            // c7cc0c8ef (2026-01-07): query_port_speed alone, 80 ops: no known layout.
+            ("62.0 half", 59, 62, [true, false, true, false, false], None),
+            ("v62.0", 59, 62, V62, Some(ContextLayout::V62)),
+            ("v63.0", 59, 63, V62, Some(ContextLayout::V62)),
+            // 6fe804e75 (2026-05-06): 64 before its PABI bump and alloc_buf.
+            ("64.0 bump", 59, 64, V62, Some(ContextLayout::V62)),
+            ("v64.0", 64, 64, V64, Some(ContextLayout::V64)),
+            // 5a8b66556 (2026-07-08): 65 before its PABI bump and the counters.
+            ("65.0 bump", 64, 65, V64, Some(ContextLayout::V64)),
+            ("v65.0", 65, 65, V65, Some(ContextLayout::V65)),
+            // Exports a PABI never had with them: refused.
+            ("odd", 34, 56, V59, None),
+            ("odd", 59, 63, V64, None),
+            ("odd", 65, 65, V64, None),
+        ]);
+        for (what, pabi, release, exports, want) in builds {
+            let got = Layout::from_exports(pabi, release, Exports(exports));
+            match want {
+                Some(context) => assert_eq!(got, Ok(Layout { context, pabi, release }), "{what} v{release}"),
+                None => {
+                    let Err(Refusal::UnknownExports { found, .. }) = got else {
+                        panic!("{what} v{release}: {got:?}, expected a refusal");
+                    };
+                    assert_eq!(found, Exports(exports).describe());
+                }
+            }
+        }
+        // Before v36 the layout is refused whatever the exports.
+        assert_eq!(
+            Layout::from_exports(34, 35, Exports(NONE)),
+            Err(Refusal::UnsupportedRelease { pabi: 34, release: 35 })
+        );
+        // The message names what was found.
+        let half = Layout::from_exports(59, 62, Exports([true, false, true, false, false])).unwrap_err();
+        assert!(half
+            .to_string()
+            .contains("ibv_alloc_dmah@IBVERBS_1.15, ibv_query_port_speed@IBVERBS_1.16"));
     }
 }

@@ -1,5 +1,6 @@
 //! Finds the libibverbs already loaded in this process and resolves, by
-//! symbol version, the four private entry points a provider needs. Nothing
+//! symbol version, the four private entry points a provider needs and the
+//! `RDMAV_ALLOW_DISASSOC_DESTROY` switch libibverbs read from the environment. Nothing
 //! here is bound at link time: the cdylib has no `IBVERBS_PRIVATE_*` import,
 //! so it loads into any libibverbs and refuses (does not register) when the
 //! layout is unknown.
@@ -10,7 +11,7 @@ use std::sync::OnceLock;
 
 use super::device_abi::verbs_device_ops;
 use super::device_context::ibv_device;
-use super::layout::{release_from_file_name, Layout, Refusal, KNOWN_PABIS};
+use super::layout::{release_from_file_name, Exports, Layout, Refusal, KNOWN_PABIS};
 
 type RegisterDriverFn = unsafe extern "C" fn(*const verbs_device_ops);
 type InitAndAllocContextFn = unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut c_void, u32) -> *mut c_void;
@@ -26,6 +27,12 @@ pub struct Libibverbs {
     init_and_alloc_context: InitAndAllocContextFn,
     set_ops: SetOpsFn,
     uninit_context: UninitContextFn,
+    /// libibverbs' `verbs_allow_disassociate_destroy`: with
+    /// `RDMAV_ALLOW_DISASSOC_DESTROY` set, a destroy whose kernel command
+    /// fails with EIO (the device was removed) succeeds and frees the object
+    /// (`verbs_is_destroy_err`). Read at load time: libibverbs sets it in its
+    /// own initialisation, before it loads providers.
+    pub allow_disassociate_destroy: bool,
 }
 
 static LIBIBVERBS: OnceLock<Libibverbs> = OnceLock::new();
@@ -95,12 +102,32 @@ impl Libibverbs {
 
         let path = object_path(register).ok_or(Refusal::UnknownRelease("libibverbs.so.1".into()))?;
         let release = release_from_file_name(&path).ok_or_else(|| Refusal::UnknownRelease(path.clone()))?;
-        let layout = Layout::select(pabi, release)?;
+        // The tables are told by the verbs the library exports; the release
+        // in its file name only cross-checks (a build between a version bump
+        // and the tag reports the new release with the old tables).
+        let exports = Exports::probe(|name, version| {
+            CString::new(version).is_ok_and(|version| symbol(handle, name, &version).is_ok())
+        });
+        let layout = Layout::from_exports(pabi, release, exports)?;
+        match Layout::select(pabi, release) {
+            Ok(tagged) if tagged == layout => {}
+            _ => log::info!(
+                "{path}: rdma-core v{release} with the exports of the {:?} layout ({}): taking the exports' layout",
+                layout.context,
+                exports.describe()
+            ),
+        }
 
         let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).expect("no NUL in a version name");
         let init = symbol(handle, "_verbs_init_and_alloc_context", &version)?;
         let set_ops = symbol(handle, "verbs_set_ops", &version)?;
         let uninit = symbol(handle, "verbs_uninit_context", &version)?;
+        // A data symbol of every PABI since rdma-core v20; absent, the switch is off.
+        let allow_disassociate_destroy = symbol(handle, "verbs_allow_disassociate_destroy", &version)
+            // SAFETY: libibverbs' `bool verbs_allow_disassociate_destroy`, written
+            // once in its initialisation (done: it is loading us); a C bool is
+            // one byte, 0 or 1.
+            .is_ok_and(|p| unsafe { p.cast::<u8>().read() } != 0);
 
         // SAFETY: each pointer is the address of the libibverbs function of
         // that name under IBVERBS_PRIVATE_<pabi>, whose C prototype (driver.h
@@ -113,6 +140,7 @@ impl Libibverbs {
                 init_and_alloc_context: core::mem::transmute::<*mut c_void, InitAndAllocContextFn>(init),
                 set_ops: core::mem::transmute::<*mut c_void, SetOpsFn>(set_ops),
                 uninit_context: core::mem::transmute::<*mut c_void, UninitContextFn>(uninit),
+                allow_disassociate_destroy,
             })
         }
     }

@@ -3,6 +3,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
 use core::ptr::{self, addr_of_mut, NonNull};
+use core::sync::atomic::{AtomicI32, Ordering};
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -110,7 +111,13 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(Errno::EINVAL)?;
     // SAFETY: a non-null PD is one of ours (refused when null).
     let pd = unsafe { args.pd.as_ref() }.ok_or(Errno::EINVAL)?;
-    let fd = ctx.ibv_ctx.cmd_fd;
+    let fd = ctx.cmd_fd();
+    // The types rxe serves, checked before anything else: an XRC QP comes
+    // without a receive CQ (rdma_create_qp_ex), and programs that probe for
+    // XRC take their branch on the kernel's EOPNOTSUPP, which stock reports.
+    if !matches!(args.qp_type, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) {
+        return Err(Errno::EOPNOTSUPP);
+    }
     let send_cq = cq_handle(args.send_cq)?;
     let recv_cq = cq_handle(args.recv_cq)?;
     let layout = QpExLayout::for_release(ctx.layout.release);
@@ -459,14 +466,15 @@ pub(crate) unsafe extern "C" fn modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_att
                 if mask & IBV_QP_STATE != 0 {
                     // SAFETY: the state field of our live QP; libibverbs
                     // writes the same value right after we return.
-                    unsafe { ptr::write_volatile(addr_of_mut!((*q.ibv_qp()).state), a.qp_state) };
+                    unsafe { AtomicI32::from_ptr(addr_of_mut!((*q.ibv_qp()).state)) }
+                        .store(a.qp_state, Ordering::Relaxed);
                     if a.qp_state == IBV_QPS_RESET {
                         // SAFETY: the CQs of our live QP (libibverbs does
                         // not destroy a CQ a QP still uses); qp_num and
                         // the CQ pointers are written once, at creation.
                         unsafe {
                             let v = &*q.ibv_qp();
-                            purge_qp_from_cqs(v.send_cq, v.recv_cq, v.qp_num);
+                            purge_qp_from_cqs(v.send_cq, v.recv_cq, v.qp_num, !v.srq.is_null());
                         }
                     }
                 }
@@ -566,6 +574,11 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
             return boundary::fail_code(Errno::EINVAL);
         };
         let (fd, handle) = (q.cmd_fd, q.handle());
+        // SAFETY: the QP is live; its CQ pointers, SRQ and qp_num were written at creation.
+        let (send_cq, recv_cq, qp_num, has_srq) = unsafe {
+            let v = &*q.ibv_qp();
+            (v.send_cq, v.recv_cq, v.qp_num, !v.srq.is_null())
+        };
         let wait = |resp: &ib_uverbs_destroy_qp_resp| {
             // SAFETY: mutex/cond were initialised at create; libibverbs
             // counts acked events under that mutex (ibv_ack_async_event).
@@ -581,7 +594,13 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
         // SAFETY: made by Creating::finish in create, freed once, after the
         // kernel let the QP go; dropping the rings unmaps them.
         match unsafe { lifecycle::destroy(obj, || destroy_kernel_qp(fd, handle), wait) } {
-            Ok(()) => 0,
+            Ok(()) => {
+                // As at RESET: the destroyed QP's completions leave its CQs,
+                // which libibverbs keeps alive while the QP used them.
+                // SAFETY: the QP's CQs, live (the QP was using them until now).
+                unsafe { purge_qp_from_cqs(send_cq.cast(), recv_cq.cast(), qp_num, has_srq) };
+                0
+            }
             Err(e) => boundary::fail_code(e),
         }
     })
@@ -728,7 +747,7 @@ mod tests {
         let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
         ibv_ctx.cmd_fd = kernel.fd();
         let mut ctx = RxeContext {
-            ibv_ctx,
+            ibv_ctx: core::cell::UnsafeCell::new(ibv_ctx),
             layout: Layout::select(34, 44).unwrap(),
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
@@ -754,6 +773,47 @@ mod tests {
         };
         let err = create(&args, false, None).err().unwrap();
         (err, kernel.first_body_u64(offset_of!(ib_uverbs_create_qp, user_handle)))
+    }
+
+    #[test]
+    fn a_type_rxe_does_not_serve_is_eopnotsupp_before_its_cqs_are_looked_at() {
+        use crate::libibverbs::layout::Layout;
+        let kernel = crate::lifecycle::fault::DeafKernel::new();
+        // SAFETY: plain C data, all-zero as calloc leaves it.
+        let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
+        ibv_ctx.cmd_fd = kernel.fd();
+        let mut ctx = RxeContext {
+            ibv_ctx: core::cell::UnsafeCell::new(ibv_ctx),
+            layout: Layout::select(34, 44).unwrap(),
+        };
+        let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
+        let mut pd = crate::pd::RxePd::protection(context, 1);
+        // XRC_SEND (9) and XRC_RECV (10), as rdma_create_qp_ex makes them: no receive CQ.
+        for qp_type in [9, 10, 8] {
+            let args = CreateArgs {
+                context,
+                pd: &mut pd.pd,
+                qp_context: ptr::null_mut(),
+                send_cq: ptr::null_mut(),
+                recv_cq: ptr::null_mut(),
+                srq: ptr::null_mut(),
+                cap: ibv_qp_cap {
+                    max_send_wr: 4,
+                    max_recv_wr: 0,
+                    max_send_sge: 1,
+                    max_recv_sge: 0,
+                    max_inline_data: 0,
+                },
+                qp_type,
+                sq_sig_all: 0,
+            };
+            assert_eq!(
+                create(&args, true, None).err(),
+                Some(Errno::EOPNOTSUPP),
+                "type {qp_type}"
+            );
+        }
+        assert!(kernel.written().is_empty(), "refused without a command");
     }
 
     #[test]

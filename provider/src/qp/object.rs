@@ -5,6 +5,7 @@ use core::cell::UnsafeCell;
 use core::ffi::c_int;
 use core::mem::offset_of;
 use core::ptr::{self, addr_of_mut};
+use core::sync::atomic::{AtomicI32, Ordering};
 use std::os::fd::RawFd;
 
 use kernel_abi::{ib_uverbs_post_send, ib_uverbs_post_send_resp, IB_USER_VERBS_CMD_POST_SEND};
@@ -74,10 +75,14 @@ impl RxeQp {
         unsafe { ptr::read(addr_of_mut!((*self.ibv_qp()).handle)) }
     }
 
+    /// The QP's state as libibverbs last recorded it (`ibv_modify_qp` stores
+    /// it after our `modify_qp` returns, from whichever thread). An atomic
+    /// load: posting threads read it while another thread may be storing it.
     pub(crate) fn state(&self) -> c_int {
-        // SAFETY: libibverbs and modify_qp write the state; a racy read of a
-        // plain int is what the stock provider does too (C10-97.2.1 check).
-        unsafe { ptr::read_volatile(addr_of_mut!((*self.ibv_qp()).state)) }
+        // SAFETY: `state` is a live, 4-aligned C int of our QP (an enum
+        // ibv_qp_state); libibverbs' store to it is a plain aligned int
+        // store, which no reader can see torn, and the load is atomic.
+        unsafe { AtomicI32::from_ptr(addr_of_mut!((*self.ibv_qp()).state)) }.load(Ordering::Relaxed)
     }
 }
 

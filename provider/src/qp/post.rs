@@ -42,7 +42,7 @@ pub(crate) unsafe extern "C" fn post_send(
             unsafe { *bad_wr = wr };
             return Errno::EINVAL.code();
         }
-        let (rc, posted) = sq.with(|sq| {
+        let posting = sq.with(|sq| {
             let mut cur = wr;
             let mut posted = 0u32;
             let mut rc = 0;
@@ -66,6 +66,14 @@ pub(crate) unsafe extern "C" fn post_send(
             }
             (rc, posted)
         });
+        let (rc, posted) = match posting {
+            Ok(done) => done,
+            Err(e) => {
+                // SAFETY: non-null, the caller's out pointer.
+                unsafe { *bad_wr = wr };
+                return e.code();
+            }
+        };
         if posted > 0 {
             if let Err(e) = ring_doorbell(q) {
                 return e.code();
@@ -103,6 +111,11 @@ pub(crate) unsafe extern "C" fn post_recv(
         }
         // SAFETY: forwarded from the ibv_post_recv contract.
         rq.with(|rq| unsafe { post_recv_list(rq, wr, bad_wr) })
+            .unwrap_or_else(|e| {
+                // SAFETY: non-null, the caller's out pointer.
+                unsafe { *bad_wr = wr };
+                e.code()
+            })
     })
 }
 

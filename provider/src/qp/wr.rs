@@ -79,7 +79,7 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
 }
 
 /// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
-/// `wr_complete`/`wr_abort` on the thread that called `wr_start` (the
+/// `wr_complete`/`wr_abort`, on whichever thread continues the batch (the
 /// `ibv_wr_*` contract: one thread builds a batch at a time); a builder
 /// called outside a batch is ignored (the stock provider would write into
 /// the ring unlocked).
@@ -90,13 +90,13 @@ fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQue
         return dflt;
     };
     let Some(sq) = &q.sq else { return dflt };
-    if !sq.lock.held_here() {
-        warn!("ibv_wr_* builder outside wr_start/wr_complete on this thread: ignored");
+    if !sq.lock.pair_open() {
+        warn!("ibv_wr_* builder outside wr_start/wr_complete: ignored");
         return dflt;
     }
-    // SAFETY: this thread holds sq.lock (wr_start took it, wr_complete or
-    // wr_abort release it): until then it is the only one touching the
-    // queue and the batch.
+    // SAFETY: the batch is open (wr_start took sq.lock, wr_complete or
+    // wr_abort release it): until then its builder, one thread at a time,
+    // is the only one touching the queue and the batch.
     let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
     f(q, wq, batch)
 }
@@ -138,7 +138,7 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
             return;
         };
         let Some(sq) = &q.sq else { return };
-        if !sq.lock.hold() {
+        if sq.lock.hold().is_err() {
             // The stock provider deadlocks on its own spin lock here.
             warn!("wr_start while this thread's batch is open: the batch goes on");
             return;
@@ -155,17 +155,17 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
             return Errno::EINVAL.code();
         };
         let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
-        if !sq.lock.held_here() {
+        if !sq.lock.pair_open() {
             // The stock provider would unlock whoever holds the lock and
             // publish its stale index (nothing new): report the misuse.
-            warn!("wr_complete without wr_start on this thread: nothing posted");
+            warn!("wr_complete without wr_start: nothing posted");
             return Errno::EINVAL.code();
         }
         let accepts = sq_accepts_posts(q);
         // A panic in finish must neither leave the lock held nor a batch
         // half-published: forget the batch, then release.
         let r = boundary::guard("wr_complete", Err(Errno::EIO), || {
-            // SAFETY: this thread holds the lock (checked above).
+            // SAFETY: the batch is open: its lock is held (checked above).
             let wq = unsafe { sq.held() };
             // SAFETY: the batch is guarded by the same lock.
             let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
@@ -194,11 +194,11 @@ unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
             return;
         };
         let Some(sq) = &q.sq else { return };
-        if !sq.lock.held_here() {
-            warn!("wr_abort without wr_start on this thread: ignored");
+        if !sq.lock.pair_open() {
+            warn!("wr_abort without wr_start: refused");
             return;
         }
-        // SAFETY: this thread holds the lock (checked above).
+        // SAFETY: the batch is open: its lock is held (checked above).
         unsafe { (*q.batch.get()).abort(sq.held()) };
         sq.lock.release_held();
     })

@@ -31,6 +31,10 @@ step "rping over rdma_cm: rxe_rs server, stock client"
 pair rxe_rs stock cm:7174 rping -s -a "$RIG_SERVER_IP" -p 7174 -C 3 -- \
     rping -c -a "$RIG_SERVER_IP" -I "$RIG_CLIENT_IP" -p 7174 -C 3 -v 2>&1 | sed 's/^/    /'
 
+step "nd-shim's ND2 COM face over rxe_rs: an ND2 C++ program (tests/nd2/nd2-pingpong.cpp, written against ndspi.h's IND2Adapter, IND2Connector, IND2QueuePair and IND2CompletionQueue, built with g++ and -lnd_shim) between rxe0 and rxe1, rxe_rs serving both ends"
+RIG_PAIR_SERVER_GRACE=10 pair rxe_rs rxe_rs cm:7401 "$RIG_ROOT/target/nd2/nd2-pingpong" server "$RIG_SERVER_IP" 7401 --iters 200 -- \
+    "$RIG_ROOT/target/nd2/nd2-pingpong" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7401 --iters 200 2>&1 | sed 's/^/    /'
+
 step "nd-shim: an ND2 connector handshake (Connect, Accept, CompleteConnect) with private data and read limits, then data both ways, over rdma_cm"
 show_served stock "$RIG_ROOT/target/release/nd-conformance" connect-accept-data
 
