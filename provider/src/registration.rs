@@ -95,19 +95,61 @@ fn register() {
             );
         }
         Err(Refusal::NotLoaded) => debug!("not registering: {}", Refusal::NotLoaded),
-        Err(why) => say_refusal(&why),
+        Err(why) => {
+            let handed = hand_to_stock();
+            say_refusal(&format!("not registering: {why}{handed}"));
+        }
     }
+}
+
+/// A refused libibverbs (an rdma-core upgrade this rxe_rs does not know) must not leave rxe
+/// devices with no provider: when we were loaded under the stock provider's name, whose
+/// library the package diverted, that library is loaded in our place; its constructor
+/// registers it with libibverbs as it would have without us. Says what happened, for the
+/// refusal's message.
+fn hand_to_stock() -> String {
+    let Some(stock) = runtime::provider_loaded_name().and_then(|name| diverted_stock_name(&name)) else {
+        return String::new();
+    };
+    if !stock.exists() {
+        return String::new();
+    }
+    let Ok(path) = std::ffi::CString::new(stock.as_os_str().as_encoded_bytes()) else {
+        return String::new();
+    };
+    // SAFETY: `path` is NUL-terminated; the library is rdma-core's own rxe provider, whose
+    // constructor only registers its driver with the libibverbs loading us (loading from a
+    // constructor is allowed: the loader's lock is recursive). The handle is kept for the
+    // life of the process, as libibverbs keeps its providers'.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW) };
+    if handle.is_null() {
+        return format!("; loading the stock provider {} failed too", stock.display());
+    }
+    format!("; rxe devices are served by the stock provider {}", stock.display())
+}
+
+/// The stock provider's library the package diverted, from the name libibverbs opened us
+/// by: `<dir>/librxe-rdmav<PABI>.so` -> `<dir>/librxe-stock-rdmav<PABI>.so` (the names of
+/// packaging/debian/rxe-rs.preinst). None when we were loaded by another name (a build
+/// tree, `RDMAV_DRIVERS`, our own `.driver` file): then nothing of stock's was moved aside.
+fn diverted_stock_name(loaded_as: &std::path::Path) -> Option<std::path::PathBuf> {
+    let name = loaded_as.file_name()?.to_str()?;
+    let pabi = name.strip_prefix("librxe-rdmav")?.strip_suffix(".so")?;
+    if pabi.is_empty() || !pabi.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(loaded_as.with_file_name(format!("librxe-stock-rdmav{pabi}.so")))
 }
 
 /// A libibverbs we cannot serve is said at any log level: otherwise the
 /// user gets the stock provider (or none) without a word. Like libibverbs'
 /// own load warnings, it goes to stderr when our log is off.
-fn say_refusal(why: &Refusal) {
+fn say_refusal(line: &str) {
     if log::log_enabled!(log::Level::Warn) {
-        warn!("not registering: {why}");
+        warn!("{line}");
     } else {
         use std::io::Write as _;
-        let line = format!("{}: not registering: {why}\n", crate::PROVIDER_NAME);
+        let line = format!("{}: {line}\n", crate::PROVIDER_NAME);
         // Nothing to do if stderr is gone.
         let _ = std::io::stderr().write_all(line.as_bytes());
     }
@@ -167,6 +209,28 @@ mod tests {
         assert!(ops.alloc_device.is_some() && ops.uninit_device.is_some());
         assert!(ops.alloc_context.is_some());
         assert!(ops.import_context.is_none() && ops.match_device.is_none());
+    }
+
+    #[test]
+    fn the_diverted_stock_provider_is_named_after_the_name_we_were_loaded_by() {
+        use std::path::{Path, PathBuf};
+        let dir = "/usr/lib/x86_64-linux-gnu/libibverbs";
+        assert_eq!(
+            diverted_stock_name(Path::new(&format!("{dir}/librxe-rdmav34.so"))),
+            Some(PathBuf::from(format!("{dir}/librxe-stock-rdmav34.so")))
+        );
+        for other in [
+            "librxe_rs-rdmav34.so",
+            "librxe-rdmav.so",
+            "librxe-rdmav3x.so",
+            "librxe-rdmav34.so.1",
+        ] {
+            assert_eq!(
+                diverted_stock_name(Path::new(&format!("{dir}/{other}"))),
+                None,
+                "{other}"
+            );
+        }
     }
 
     /// A test binary has no libibverbs loaded: the constructor must refuse.

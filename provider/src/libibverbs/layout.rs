@@ -13,6 +13,10 @@ use super::device_context::ibv_context;
 
 pub use super::private_context_releases::ContextLayout;
 
+/// The rdma-core releases whose layouts this provider has. A later release may have grown the
+/// private structs under a PABI it kept, so it is refused (the stock provider then serves).
+pub const RELEASES: core::ops::RangeInclusive<u32> = 36..=65;
+
 /// The PABIs whose registration symbol we look for, newest first: one per
 /// rdma-core line from v36 to v65. The build leaves `librxe_rs-rdmav<N>.so`
 /// for each (provider/build.rs keeps the same list).
@@ -54,7 +58,9 @@ impl fmt::Display for Refusal {
                 write!(
                     f,
                     "{library} (rdma-core {release}) has none of the private ABIs {KNOWN_PABIS:?} \
-                     this rxe_rs knows (rdma-core v36 to v65)"
+                     this rxe_rs knows (rdma-core v{} to v{})",
+                    RELEASES.start(),
+                    RELEASES.end()
                 )
             }
             Refusal::MissingSymbol(s) => write!(f, "libibverbs lacks {s}"),
@@ -70,7 +76,9 @@ impl fmt::Display for Refusal {
             Refusal::UnsupportedRelease { pabi, release } => write!(
                 f,
                 "no struct layout for rdma-core v{release} (private ABI {pabi}); \
-                 this rxe_rs knows v36 to v65"
+                 this rxe_rs knows v{} to v{}",
+                RELEASES.start(),
+                RELEASES.end()
             ),
         }
     }
@@ -157,7 +165,7 @@ impl Layout {
         if !pabi_had_it {
             return Err(unknown());
         }
-        if release < 36 {
+        if !RELEASES.contains(&release) {
             return Err(Refusal::UnsupportedRelease { pabi, release });
         }
         Ok(Layout { context, pabi, release })
@@ -344,10 +352,19 @@ mod tests {
                 }
             }
         }
-        // Before v36 the layout is refused whatever the exports.
+        // Outside the known releases the layout is refused whatever the exports: before v36,
+        // and after the newest (a 66.0 bump that kept PABI 65 may already have grown the tables).
         assert_eq!(
             Layout::from_exports(34, 35, Exports(NONE)),
             Err(Refusal::UnsupportedRelease { pabi: 34, release: 35 })
+        );
+        assert_eq!(
+            Layout::from_exports(65, 66, Exports(V65)),
+            Err(Refusal::UnsupportedRelease { pabi: 65, release: 66 })
+        );
+        assert_eq!(
+            Layout::from_exports(34, 99, Exports(NONE)),
+            Err(Refusal::UnsupportedRelease { pabi: 34, release: 99 })
         );
         // The message names what was found.
         let half = Layout::from_exports(59, 62, Exports([true, false, true, false, false])).unwrap_err();

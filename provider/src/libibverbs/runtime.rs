@@ -60,8 +60,14 @@ fn symbol(handle: *mut c_void, name: &str, version: &CStr) -> Result<*mut c_void
     }
 }
 
-/// The real file behind the object that contains `addr`.
-fn object_path(addr: *const c_void) -> Option<String> {
+/// The name the dynamic loader opened this provider by (symbolic links not followed: the name
+/// libibverbs built from a `.driver` file, or that `RDMAV_DRIVERS` gave).
+pub fn provider_loaded_name() -> Option<std::path::PathBuf> {
+    loaded_name(provider_loaded_name as fn() -> Option<std::path::PathBuf> as *const c_void)
+}
+
+/// The name the dynamic loader opened the object that contains `addr` by.
+fn loaded_name(addr: *const c_void) -> Option<std::path::PathBuf> {
     let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     // SAFETY: dladdr only writes into `info`, a valid Dl_info.
     let found = unsafe { libc::dladdr(addr, info.as_mut_ptr()) };
@@ -73,7 +79,12 @@ fn object_path(addr: *const c_void) -> Option<String> {
     // SAFETY: dli_fname is a NUL-terminated string owned by the dynamic
     // loader, valid while the object stays loaded (we hold a reference).
     let loaded_as = unsafe { CStr::from_ptr(info.dli_fname as *const c_char) };
-    let loaded_as = std::path::PathBuf::from(loaded_as.to_string_lossy().into_owned());
+    Some(loaded_as.to_string_lossy().into_owned().into())
+}
+
+/// The real file behind the object that contains `addr`.
+fn object_path(addr: *const c_void) -> Option<String> {
+    let loaded_as = loaded_name(addr)?;
     let real = std::fs::canonicalize(&loaded_as).unwrap_or(loaded_as);
     Some(real.to_string_lossy().into_owned())
 }
