@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The documents' cheap checks, on the host: every relative link of README.md and docs/*.md names
 # a file or directory of the tree (and, for a link into a Markdown file with #anchor, a heading
-# of that file), and every tests/ or packaging/ script README's sh blocks run exists and is
-# executable.
+# of that file), every tests/ or packaging/ script README's sh blocks run exists and is
+# executable, and the supported rdma-core range agrees between the provider, the packages and
+# the documents.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 status=0
@@ -45,5 +46,32 @@ for script in "${scripts[@]}"; do
     fi
 done
 
-((status == 0)) && echo "docs-check: $links relative links resolve; README's ${#scripts[@]} scripts exist (${scripts[*]})"
+# The rdma-core releases rxe_rs serves, as the provider states them when it refuses a libibverbs
+# (provider/src/libibverbs/layout.rs). The packages' dependency on libibverbs (libibverbs_upper
+# in packaging/build.sh, per private ABI) stops just above the newest; every "v<oldest> to v<N>"
+# in the README, the docs and the man pages ends at the newest release or at the last release
+# of a private ABI (v36 to v56: ABI 34), never anywhere else.
+mapfile -t ranges < <(grep -ohE 'v[0-9]+ to v[0-9]+' provider/src/libibverbs/layout.rs | sort -u)
+if ((${#ranges[@]} != 1)); then
+    fail "provider/src/libibverbs/layout.rs states ${#ranges[@]} release ranges (${ranges[*]:-none}), not one"
+else
+    range=${ranges[0]}
+    oldest=${range%% *}
+    newest=${range##* v}
+    mapfile -t pabis < <(sed -n 's/^const PABIS: &\[u32\] = &\[\(.*\)\];/\1/p' provider/build.rs | tr -d ' ' | tr ',' '\n')
+    ends=()
+    for pabi in "${pabis[@]}"; do
+        below=$(sed -n "s/.*[ (]$pabi) echo \([0-9]*\) ;;.*/\1/p" packaging/build.sh)
+        [[ -n $below ]] || fail "packaging/build.sh: libibverbs_upper does not know private ABI $pabi"
+        ends+=($((below - 1)))
+    done
+    [[ ${ends[-1]:-} == "$newest" ]] ||
+        fail "packaging/build.sh: the newest private ABI's releases end at v${ends[-1]:-?}; the provider serves $range"
+    while IFS= read -r hit; do
+        end=${hit##*v}
+        [[ " ${ends[*]} " == *" $end "* ]] || fail "${hit%:*}: '${hit#*:*:}' ends at no private ABI's last release (${ends[*]}); the provider serves $range"
+    done < <(grep -onE "$oldest to v[0-9]+" README.md docs/*.md man/man*/*)
+fi
+
+((status == 0)) && echo "docs-check: $links relative links resolve; README's ${#scripts[@]} scripts exist (${scripts[*]}); the release range $range agrees"
 exit "$status"
