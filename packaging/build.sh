@@ -2,7 +2,9 @@
 # Builds the Debian and RPM packages from the release build into target/packages/:
 #   rxe-rs          the provider (every target/release/librxe_rs-rdmav<PABI>.so the build left)
 #   libnd-shim0     libnd_shim.so.0, the NDK face of nd-shim      (rpm: nd-shim)
-#   libnd-shim-dev  its headers, the .so link and nd-shim.pc      (rpm: nd-shim-devel)
+#   libnd-shim-dev  its headers, the .so link, nd-shim.pc and the man pages nd-shim(7) and the
+#                   section-3 pages of its C entry points       (rpm: nd-shim-devel)
+# The provider's package holds rxe_rs(7). The pages' sources are man/man3 and man/man7.
 #
 #   packaging/build.sh             a snapshot: <workspace version>+git<date>.<commit>
 #   packaging/build.sh --release   HEAD must carry the tag v<workspace version>: exactly that version
@@ -91,6 +93,28 @@ stage_nd_dev() {
     chmod 0644 "$dir$libdir/pkgconfig/nd-shim.pc"
 }
 
+# stage_man DIR PAGE...: man pages (man/manS/NAME.S) into DIR/usr/share/man, gzipped as both
+# distributions ship them; a page that is only ".so manS/OTHER.S" (rdma-core's way of giving one
+# page several names) becomes a link to OTHER's file, as dh_installman makes it.
+stage_man() {
+    local dir=$1 page section name target
+    shift
+    for page in "$@"; do
+        section=${page##*.}
+        name=$(basename "$page")
+        install -d -m 0755 "$dir/usr/share/man/man$section"
+        target=$(sed -n '1s|^\.so man[0-9]/\(.*\)$|\1|p' "$root/man/$page")
+        if [[ -n $target ]]; then
+            ln -s "$target.gz" "$dir/usr/share/man/man$section/$name.gz"
+        else
+            gzip -9n < "$root/man/$page" > "$dir/usr/share/man/man$section/$name.gz"
+            chmod 0644 "$dir/usr/share/man/man$section/$name.gz"
+        fi
+    done
+}
+provider_pages=(man7/rxe_rs.7)
+mapfile -t nd_pages < <(cd "$root/man" && ls man7/nd-shim.7 man3/*.3)
+
 ################################################################################ Debian
 multiarch=/usr/lib/x86_64-linux-gnu
 deb_version=$version-$revision
@@ -136,6 +160,7 @@ echo "libnd_shim 0 libnd-shim0 (>= $version)" > "$work/shlibs.local"
 # librxe-rdmav<PABI>.so (see packaging/debian/rxe-rs.preinst).
 deb=$work/rxe-rs
 stage_provider "$deb" "$multiarch"
+stage_man "$deb" "${provider_pages[@]}"
 deb_docs "$deb" rxe-rs rxe-rs-provider
 install -d -m 0755 "$deb/DEBIAN"
 for script in preinst postinst prerm postrm; do
@@ -201,6 +226,7 @@ deb_build "$deb"
 
 deb=$work/libnd-shim-dev
 stage_nd_dev "$deb" "$multiarch"
+stage_man "$deb" "${nd_pages[@]}"
 deb_docs "$deb" libnd-shim-dev nd-shim "$root/packaging/debian/nd-shim-copyright.extra"
 install -d -m 0755 "$deb/DEBIAN"
 cat > "$deb/DEBIAN/control" << CONTROL
@@ -234,6 +260,7 @@ stage_provider "$rpm_root" /usr/lib64
 chmod 0755 "$rpm_root/usr/lib64/libibverbs/${provider_links[0]}"
 stage_nd_runtime "$rpm_root" /usr/lib64
 stage_nd_dev "$rpm_root" /usr/lib64
+stage_man "$rpm_root" "${provider_pages[@]}" "${nd_pages[@]}"
 for package in rxe-rs nd-shim nd-shim-devel; do
     install -D -m 0644 "$root/README.md" "$rpm_root/usr/share/doc/$package/README.md"
 done

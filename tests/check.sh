@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what the machine lacks, checks the formatting, clippy (with the workspace lints) and the
-# API docs' links, runs the host-side tests of the workspace,
-# builds once (and the .deb/.rpm from that build), then runs every rig suite (tests/suites/*.sh) in one
+# The test command: installs what the machine lacks, checks the formatting, the man pages and the
+# documents' links, clippy (with the workspace lints) and the API docs' links, runs the host-side
+# tests of the workspace, builds once (and the .deb/.rpm from that build), then runs every rig suite (tests/suites/*.sh) in one
 # Debian 12 boot, then the other Debian lines in their own userlands and the two-machine run
 # (tests/lines.sh: Debian 13 and sid, one boot each, then two guests). Each boot prints its time;
 # the last line sums them up.
@@ -22,6 +22,10 @@ done
 
 echo "== host: cargo fmt --check"
 cargo fmt --check
+
+echo "== host: man pages render without a warning, docs' links resolve (tests/man-check.sh, tests/docs-check.sh)"
+tests/man-check.sh
+tests/docs-check.sh
 
 echo "== host: cargo clippy --workspace --all-targets (workspace lints, warnings denied)"
 cargo clippy --workspace --all-targets --release -- -D warnings

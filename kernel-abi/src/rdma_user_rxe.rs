@@ -230,7 +230,8 @@ abi! {
     /// The header at the start of every mmap'd rxe queue (SQ, RQ, SRQ, CQ), then the slots.
     ///
     /// Producer and consumer indices sit in separate 128-byte blocks so that the two sides do
-    /// not share a cache line; indices are free-running and masked with `index_mask`.
+    /// not share a cache line; indices are kept masked, in `[0, index_mask]`: each side advances
+    /// its own as `(i + 1) & index_mask`.
     #[derive(IntoBytes, Debug)]
     pub struct rxe_queue_buf [size 384] {
         0 => pub log2_elem_size: u32,

@@ -52,6 +52,9 @@
  *
  * Every entry is behind a panic boundary: an internal failure returns STATUS_INTERNAL_ERROR.
  * ND_SHIM_LOG=error|warn|info|debug|trace in the environment logs to stderr.
+ * Ports: a bind to port 0 picks from ND's ephemeral range, 49152-65535, or from
+ * ND_SHIM_PORT_RANGE=lo-hi when it is set (read once per process; a malformed range makes every
+ * NdkOpenAdapter fail with STATUS_INVALID_PARAMETER). See nd-shim(7).
  */
 #ifndef NDK_SHIM_H
 #define NDK_SHIM_H
@@ -172,8 +175,9 @@ typedef struct NDK_ADAPTER_DISPATCH {
     NTSTATUS (*NdkCreateListener)(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEventHandler,
                                   PVOID ConnectEventContext, NDK_FN_CREATE_COMPLETION CreateCompletion,
                                   PVOID RequestContext, NDK_LISTENER **ppNdkListener);
-    /* Port 0 picks a free port of 49152-65535. Address in use: STATUS_SHARING_VIOLATION; not
-     * this adapter's: STATUS_INVALID_ADDRESS; range exhausted: STATUS_TOO_MANY_ADDRESSES. */
+    /* Port 0 picks a free port of the ephemeral range (the opening comment's "Ports"). Address
+     * in use: STATUS_SHARING_VIOLATION; not this adapter's: STATUS_INVALID_ADDRESS; range
+     * exhausted: STATUS_TOO_MANY_ADDRESSES. */
     NTSTATUS (*NdkCreateSharedEndpoint)(NDK_ADAPTER *pNdkAdapter, const PSOCKADDR pAddress, ULONG AddressLength,
                                         NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
                                         NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint);
@@ -217,8 +221,9 @@ typedef struct NDK_CONNECTOR_DISPATCH {
     /* Releases the connector; a connected one is disconnected implicitly (QP flushed), a
      * pending connect or accept is abandoned. */
     NTSTATUS (*NdkCloseConnector)(NDK_CONNECTOR *pNdkConnector);
-    /* Binds pSrcAddress (port 0: 49152-65535) and sends the REQ. Completes at the peer's accept
-     * (then NdkGetConnectionData, and NdkCompleteConnect or NdkReject) or with the failure. */
+    /* Binds pSrcAddress (port 0: the ephemeral range) and sends the REQ. Completes at the peer's
+     * accept (then NdkGetConnectionData, and NdkCompleteConnect or NdkReject) or with the
+     * failure. */
     NTSTATUS (*NdkConnect)(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
                            const PSOCKADDR pSrcAddress, ULONG SrcAddressLength,
                            const PSOCKADDR pDestAddress, ULONG DestAddressLength,
@@ -264,8 +269,8 @@ struct NDK_CONNECTOR { const NDK_CONNECTOR_DISPATCH *Dispatch; };
 typedef struct NDK_LISTENER_DISPATCH {
     /* Pending requests not yet handed over are rejected. */
     NTSTATUS (*NdkCloseListener)(NDK_LISTENER *pNdkListener);
-    /* Binds (exclusively; port 0: 49152-65535) and listens. Finishes inline; RequestCompletion
-     * is never called. */
+    /* Binds (exclusively; port 0: the ephemeral range) and listens. Finishes inline;
+     * RequestCompletion is never called. */
     NTSTATUS (*NdkListen)(NDK_LISTENER *pNdkListener, const PSOCKADDR pAddress, ULONG AddressLength,
                           NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext);
     NTSTATUS (*NdkGetListenerLocalAddress)(NDK_LISTENER *pNdkListener, PSOCKADDR pAddress, ULONG *pAddressLength);

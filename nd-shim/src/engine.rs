@@ -63,8 +63,8 @@ impl AdapterInfo {
 }
 
 /// A hasher for the registry's integer keys (tokens, QP numbers): they come from the shim and
-/// the device, not from a peer, so SipHash's flood resistance buys nothing; it cost about 600
-/// instructions per connection across register, lookup and unregister.
+/// the device, not from a peer, so SipHash's flood resistance buys nothing and costs on every
+/// register, lookup and unregister (docs/nd-shim-performance.md has the figure).
 #[derive(Default)]
 struct IntHasher(u64);
 

@@ -1,11 +1,12 @@
 //! ND2 / NDK connector semantics over rdma_cm.
 //!
 //! The pure core is testable on a host without an RDMA device; the rdma_cm event engine and the
-//! Rust API sit on it, and the NDK-shaped C interface and ND2's COM interfaces will share both.
+//! Rust API sit on it, and the NDK-shaped C interface and ND2's COM interfaces share both.
 //! The rules come from `docs/nd-semantics.md`; each module says which section.
 //!
 //! - [`status`]: the ND2 HRESULT / NTSTATUS codes ([`NdStatus`]), and one mapping table per
-//!   source of failure: errno, and rdma_cm events per side.
+//!   source of failure: errno, rdma_cm events per side, and work-completion status per request
+//!   type.
 //! - [`cm_event`]: the rdma_cm event kinds the machines consume.
 //! - [`ports`]: the shim's port space: ephemeral allocation, exclusive and shared holders,
 //!   the shared-endpoint 4-tuple check, addresses busy until their last holder drops.
@@ -25,8 +26,9 @@
 //!   [`Pending`] (wait, poll, cancel, callback) for what completes later; which codes come inline
 //!   and which through the completion is in [`connection`]'s module docs.
 //!
-//! Logging goes through the `log` crate and is silent unless the application installs a logger;
-//! the conformance program's logger takes its level from `ND_SHIM_LOG`.
+//! Logging goes through the `log` crate and is silent unless a logger is installed: a Rust
+//! application installs its own; for C and C++ programs the first NDK or ND2 entry that opens
+//! something installs one on stderr at `ND_SHIM_LOG`'s level (`stderr_log`).
 //!
 //! [`nd2`] is ND2's COM face: the interfaces of `include/nd2/ndspi.h` and the helpers of
 //! `ndsupport.h` over the API above, with the Win32 events and completion ports they drive.

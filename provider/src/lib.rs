@@ -17,11 +17,13 @@
 //! - `work_queue`, `send_queue`, `recv_queue`: the queues QPs and SRQs post
 //!   into, on the rings of `ring`;
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
-//! - [`command`]: the kernel command channel (write() commands on `cmd_fd`);
+//! - [`command`]: the kernel command channel (write() commands and ioctl()
+//!   methods on `cmd_fd`);
 //! - [`libibverbs`]: mirrors of libibverbs' structs and the runtime glue;
 //! - [`errno`]: the one errno type; `lifecycle`: create / undo / destroy of
 //!   kernel objects and their leak policy;
 //! - `boundary`: the panic boundary every `extern "C"` entry goes through;
+//! - `lock`: the lock of a CQ and of each work queue;
 //! - `logger`: `VERBS_LOG_LEVEL` / `VERBS_LOG_FILE` handling.
 
 mod ah;

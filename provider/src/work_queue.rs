@@ -64,8 +64,9 @@ impl<L: QueueLimits> WorkQueue<L> {
         let base = self.ring.slot_ptr(index).as_ptr();
         // SAFETY: the slot lies inside the mapping (Producer guarantees it) and
         // is elem >= size_of::<L::Header>() bytes long (checked in new);
-        // slots start at multiples of 128 bytes in a page-aligned mapping,
-        // enough for the header's alignment. The slot is ours until we
+        // slots start at the 384-byte queue header plus a multiple of the
+        // element size (a power of two, at least the header's size) in a
+        // page-aligned mapping, enough for the header's alignment. The slot is ours until we
         // publish the producer past it: the kernel reads only published
         // slots (callers pass only unpublished ones), and the queue lock
         // excludes other posters. Any bytes are a valid header (FromBytes).

@@ -13,15 +13,15 @@ set -euo pipefail
 # in its initramfs, the real rdma-core userspace and its peers, and the build's needs (cmake and
 # libclang for rdma-mummy-sys' bindgen, gcc and clang for the C layout probes and the rig's
 # provider probe), rpm and dpkg-dev (dpkg-shlibdeps) for packaging/build.sh, lintian and rpmlint
-# for the packages suite, python3-venv for virtme-ng's environment, debootstrap for
-# tests/rig/fresh-machine.sh.
+# for the packages suite, man-db and groff-base for tests/man-check.sh (lintian needs them too),
+# python3-venv for virtme-ng's environment, debootstrap for tests/rig/fresh-machine.sh.
 APT_PACKAGES=(
     linux-image-amd64 qemu-system-x86 busybox-static udev iproute2 kmod procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
     libibverbs-dev librdmacm-dev
     gcc g++ clang libclang-dev cmake pkg-config valgrind rpm
     qperf
-    dpkg-dev lintian rpmlint
+    dpkg-dev lintian rpmlint man-db groff-base
     python3-venv debootstrap
 )
 VIRTME_NG_VERSION=1.42

@@ -4,7 +4,7 @@
 # libibverbs reads /etc/libibverbs.d in, also after ibverbs-providers is reinstalled under it;
 # update-alternatives hands rxe back to the stock provider; remove and purge give stock rxe back
 # with no warning from libibverbs. The shim's -dev package builds a C NDK program and a C++ ND2
-# program with pkg-config.
+# program with pkg-config; man finds the pages both install.
 # The .rpms install with rpm --root into a scratch root, scriptlets included.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
@@ -346,6 +346,22 @@ leave_as_found() {
 }
 trap leave_as_found EXIT
 
+# The man pages the packages install: man(1) finds each by name, the .so pages' links included,
+# and renders rxe_rs(7) and a section-3 page.
+man_pages_installed() {
+    local page
+    for page in "7 rxe_rs" "7 nd-shim" "3 NdkOpenAdapter" "3 NdStartup" "3 NdCleanup" "3 NdOpenV1Adapter" \
+        "3 DllCanUnloadNow"; do
+        # shellcheck disable=SC2086 # section and name
+        man -w $page || { echo "man -w $page: not found"; return 1; }
+    done
+    local text
+    text=$(MANWIDTH=80 man 7 rxe_rs 2> /dev/null)
+    [[ $text == *"HOW IT IS CHOSEN"* ]] || { echo "man 7 rxe_rs: not rendered"; return 1; }
+    text=$(MANWIDTH=80 man 3 NdCleanup 2> /dev/null)
+    [[ $text == *NdFlushProviders* ]] || { echo "man 3 NdCleanup: not NdStartup(3)"; return 1; }
+}
+
 # The checks that need the host's tools (lintian, rpmlint, rpm, gcc, pkg-config) run where the
 # root has them: Debian 12's, the host's own. Another line's root has only what its packages
 # pulled in; there the checks of installing and serving run.
@@ -372,6 +388,7 @@ run_test logging-silent-by-default-level-4-names-devices logging_like_rdma_core
 run_test ibverbs-providers-reinstall-keeps-rxe_rs providers_reinstall_keeps_rxe_rs
 run_test update-alternatives-hands-rxe-back switch_hands_rxe_back
 run_test unknown-rdma-core-hands-rxe-to-stock unknown_rdma_core_hands_rxe_to_stock
+with_tool man man-pages-installed man_pages_installed
 with_tool pkg-config nd-shim-dev-builds-with-pkg-config nd_shim_builds_with_pkg_config
 with_tool g++ nd-shim-dev-builds-nd2-cpp-with-pkg-config nd2_cpp_builds_with_pkg_config
 run_test remove-stock-serves-no-warning stock_serves_after remove

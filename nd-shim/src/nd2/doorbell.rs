@@ -3,10 +3,9 @@
 //!
 //! A small CQ on the channel, kept armed, and a QP in the error state whose sends go to it: a send
 //! posted to a QP in the error state completes at once, flushed, and the armed CQ's event is
-//! queued on the channel. Checked on Debian 12's kernel (6.1) and sid's (7.2), over the stock
-//! provider and rxe_rs, before this was written: the event came 40-700 us after the post under
-//! the emulator. A kick is then one post (a system call) instead of an eventfd write, and only
-//! while a thread is blocked in the read.
+//! queued on the channel (so on Debian 12's kernel, 6.1, and sid's, 7.2, over the stock provider
+//! and rxe_rs; the delay is in docs/nd2-performance.md). A kick is one post (a system call)
+//! instead of an eventfd write, and only while a thread is blocked in the read.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

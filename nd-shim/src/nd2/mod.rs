@@ -14,15 +14,15 @@
 //! pointer) and its body's share (the body itself goes when no other object still holds it: a QP
 //! holds its CQs, every object its adapter, and a call in progress the objects it was passed).
 //! As on Windows, calling a method through a pointer one holds no reference on is the caller's
-//! bug: COM's contract, which Microsoft's providers and programs follow. nd-shim used to keep
-//! every shell (about 24 bytes) for ever so that such a call found an emptied body and returned
-//! ND_INVALID_HANDLE, but then a program that creates a memory region per transfer grows without
-//! bound. A freelist of shells was the other way: it bounds the memory by the peak of live
-//! objects, but a stale pointer then reaches whichever object of the same kind reuses its shell
-//! and acts on it silently (not ND_INVALID_HANDLE), and a call racing the final Release on
-//! another thread would still need every entry, hot paths included (Send, Receive, GetResults,
-//! the token getters), to take and drop a count on the object to be safe: costs paid by correct
-//! programs for a guarantee that still does not hold. So the shim keeps COM's rule. What stays
+//! bug: COM's contract, which Microsoft's providers and programs follow. Why the shim does not
+//! try to catch it: keeping every shell for ever, so that such a call found an emptied body and
+//! returned ND_INVALID_HANDLE, makes a program that creates a memory region per transfer grow
+//! without bound; a freelist of shells bounds the memory by the peak of live objects, but a stale
+//! pointer then reaches whichever object of the same kind reuses its shell and acts on it
+//! silently (not ND_INVALID_HANDLE); and a call racing the final Release on another thread would
+//! still need every entry, hot paths included (Send, Receive, GetResults, the token getters), to
+//! take and drop a count on the object to be safe: costs paid by correct programs for a guarantee
+//! that still does not hold. So the shim keeps COM's rule. What stays
 //! checked: NULL, and a pointer whose first word is not the expected kind's vtable (another kind
 //! of object, or one of a foreign library), are ND_INVALID_HANDLE for `this` and
 //! ND_INVALID_PARAMETER for an argument.

@@ -50,10 +50,10 @@
 //! record completes. The records of a queue are under its own mutex; the locks are
 //! parking_lot's (one atomic each way, no poison checks).
 //!
-//! Cost per ping-pong exchange (a receive and a send posted, both completed), counted on the
-//! host by callgrind over the unit tests `common_path_exchanges` and `record_path_exchanges`
-//! (docs/nd2-performance.md): the direct path 43 instructions, the record path 536 (480 before
-//! the direct path existed, when every request took it).
+//! The direct path is the cheap one by design: its cost per ping-pong exchange (a receive and a
+//! send posted, both completed) and the record path's are counted on the host by callgrind over
+//! the unit tests `common_path_exchanges` and `record_path_exchanges`; the figures are in
+//! docs/nd2-performance.md.
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
