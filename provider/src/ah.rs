@@ -49,7 +49,7 @@ pub struct CreateAhResp {
 }
 const _: () = assert!(offset_of!(CreateAhResp, drv) == 4 && size_of::<CreateAhResp>() == 12);
 
-impl_write_cmd!(ib_uverbs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, CreateAhResp);
+impl_write_cmd!(ib_uverbs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, CreateAhResp, core: ib_uverbs_create_ah_resp);
 
 impl WriteReq for ib_uverbs_destroy_ah {
     const ID: u32 = IB_USER_VERBS_CMD_DESTROY_AH;

@@ -56,7 +56,7 @@ pub struct CreateSrqResp {
     pub drv: rxe_create_srq_resp,
 }
 
-impl_write_cmd!(ib_uverbs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, CreateSrqResp);
+impl_write_cmd!(ib_uverbs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, CreateSrqResp, core: ib_uverbs_create_srq_resp);
 
 /// Legacy `MODIFY_SRQ`: the core body, then rxe's driver part with the
 /// address the kernel writes the resized ring's mmap info to.
@@ -69,6 +69,7 @@ struct ModifySrqCmd {
 
 impl WriteReq for ModifySrqCmd {
     const ID: u32 = IB_USER_VERBS_CMD_MODIFY_SRQ;
+    const CORE_REQ: usize = core::mem::size_of::<ib_uverbs_modify_srq>();
 }
 
 impl_write_cmd!(

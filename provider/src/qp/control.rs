@@ -42,7 +42,7 @@ pub struct CreateQpResp {
     pub drv: rxe_create_qp_resp,
 }
 
-impl_write_cmd!(ib_uverbs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, CreateQpResp);
+impl_write_cmd!(ib_uverbs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, CreateQpResp, core: ib_uverbs_create_qp_resp);
 
 impl_write_cmd!(ib_uverbs_query_qp, IB_USER_VERBS_CMD_QUERY_QP, ib_uverbs_query_qp_resp);
 
