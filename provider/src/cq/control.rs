@@ -119,7 +119,7 @@ fn create(
     };
     let mut cq = Creating::new(RxeCq::new(ibctx, channel, fd, lock), "CQ", fd, |fd, handle| {
         destroy_kernel_cq(fd, handle).map(|_| ())
-    });
+    })?;
     // The kernel hands this back in completion events (ibv_get_cq_event).
     let user_handle = cq.get_mut().vcq() as u64;
     // The C library passes these ints through as u32; so do we, and the
