@@ -49,7 +49,7 @@ pub struct CreateAhResp {
 }
 const _: () = assert!(offset_of!(CreateAhResp, drv) == 4 && size_of::<CreateAhResp>() == 12);
 
-impl_write_cmd!(ib_uverbs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, CreateAhResp);
+impl_write_cmd!(ib_uverbs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, CreateAhResp, core: ib_uverbs_create_ah_resp);
 
 impl WriteReq for ib_uverbs_destroy_ah {
     const ID: u32 = IB_USER_VERBS_CMD_DESTROY_AH;
@@ -205,7 +205,7 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
             Ok(fd) => fd,
             Err(e) => return boundary::fail_ptr(e),
         };
-        let obj = Box::new(RxeAh {
+        let obj = RxeAh {
             ibv_ah: ibv_ah {
                 context: p.context,
                 pd,
@@ -215,8 +215,11 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
             av: rxe_av::new_zeroed(),
             // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
             domain: unsafe { DomainUse::of(pd) },
-        });
-        let mut ah = Creating::new(obj, "AH", fd, destroy_kernel_ah);
+        };
+        let mut ah = match Creating::new(obj, "AH", fd, destroy_kernel_ah) {
+            Ok(c) => c,
+            Err(e) => return boundary::fail_ptr(e),
+        };
         let cmd = ib_uverbs_create_ah {
             response: 0,
             user_handle: ah.as_ptr() as usize as u64,

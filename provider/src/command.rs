@@ -1,5 +1,17 @@
-//! The kernel command channel: uverbs write() commands on a context's
-//! `cmd_fd`, built from `kernel-abi` types.
+//! The kernel command channel: uverbs commands on a context's `cmd_fd`,
+//! built from `kernel-abi` types.
+//!
+//! Every command goes through the ioctl interface when the kernel has it
+//! (Linux 4.20+): the write() command's body, response and rxe's driver
+//! parts as the attributes of the device's INVOKE_WRITE method, as
+//! libibverbs sends the commands it has no native method for
+//! (`ioctl_write` in its `cmd_fallback.c`). The kernel refuses a write()
+//! from a process whose credentials changed since it opened the device
+//! (`uverbs_write`: "changed security contexts"), an ioctl it does not;
+//! so a program that drops a capability after opening keeps the device, as
+//! with the stock provider. write() is the fallback for a kernel without
+//! the method, and stays the post_send doorbell's path, as in the stock
+//! provider.
 //!
 //! A legacy command is `ib_uverbs_cmd_hdr` + body in one write(); sizes are in
 //! 4-byte words and include the header; the body's `response` field carries
@@ -10,11 +22,13 @@
 //! writev() would split a command into several writes.
 
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicU8, Ordering};
 use std::os::fd::RawFd;
 
 use kernel_abi::{
-    ib_uverbs_attr, ib_uverbs_attr_attr_data, ib_uverbs_attr_value, ib_uverbs_ioctl_hdr, RDMA_VERBS_IOCTL,
-    UVERBS_ATTR_F_MANDATORY, UVERBS_ATTR_F_VALID_OUTPUT,
+    ib_uverbs_attr, ib_uverbs_attr_attr_data, ib_uverbs_attr_value, ib_uverbs_ioctl_hdr, RDMA_DRIVER_RXE,
+    RDMA_VERBS_IOCTL, UVERBS_ATTR_CORE_IN, UVERBS_ATTR_CORE_OUT, UVERBS_ATTR_F_MANDATORY, UVERBS_ATTR_F_VALID_OUTPUT,
+    UVERBS_ATTR_UHW_IN, UVERBS_ATTR_UHW_OUT, UVERBS_ATTR_WRITE_CMD, UVERBS_METHOD_INVOKE_WRITE, UVERBS_OBJECT_DEVICE,
 };
 use kernel_abi::{
     ib_uverbs_cmd_hdr, ib_uverbs_ex_cmd_hdr, ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp,
@@ -34,16 +48,34 @@ const CMD_BUF_MAX: usize = 512;
 pub trait WriteCmd: IntoBytes + Immutable {
     const ID: u32;
     type Resp: FromBytes + IntoBytes;
+    /// How much of the response is the kernel's core part; the rest is the
+    /// driver's (rxe's mmap info), UHW_OUT when sent by ioctl.
+    const CORE_RESP: usize = core::mem::size_of::<Self::Resp>();
     fn set_response(&mut self, addr: u64);
 }
 
 /// The common [`WriteCmd`]: a kernel command struct whose `response` field
 /// carries the response address. `impl_write_cmd!(Cmd, ID, Resp);`
+/// `impl_write_cmd!(Cmd, ID, Resp, core: CoreResp);` for a response whose
+/// first part is `CoreResp` and the rest the driver's.
 macro_rules! impl_write_cmd {
     ($cmd:ty, $id:expr, $resp:ty) => {
         impl $crate::command::WriteCmd for $cmd {
             const ID: u32 = $id;
             type Resp = $resp;
+            fn set_response(&mut self, addr: u64) {
+                self.response = addr;
+            }
+        }
+    };
+    ($cmd:ty, $id:expr, $resp:ty, core: $core:ty) => {
+        impl $crate::command::WriteCmd for $cmd {
+            const ID: u32 = $id;
+            type Resp = $resp;
+            const CORE_RESP: usize = {
+                assert!(core::mem::size_of::<$core>() <= core::mem::size_of::<$resp>());
+                core::mem::size_of::<$core>()
+            };
             fn set_response(&mut self, addr: u64) {
                 self.response = addr;
             }
@@ -189,10 +221,32 @@ impl<C: IntoBytes + Immutable> Framed<C> {
     }
 }
 
-/// Issues a legacy command and returns the kernel's response. The kernel
+/// Issues a legacy command and returns the kernel's response: by ioctl
+/// when the kernel has INVOKE_WRITE, by write() otherwise. The kernel
 /// fills the whole response buffer (zeroing what it has no value for);
 /// callers still validate every value before use.
 pub fn write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
+    let mut resp = C::Resp::new_zeroed();
+    cmd.set_response(response_addr(&mut resp));
+    if has_ioctl_write(fd) {
+        invoke_write(
+            fd,
+            C::ID,
+            cmd.as_bytes(),
+            cmd.as_bytes().len(),
+            resp.as_mut_bytes(),
+            C::CORE_RESP,
+        )?;
+        return Ok(resp);
+    }
+    let framed = Framed::new(C::ID, cmd, core::mem::size_of::<C::Resp>())?;
+    write_all(fd, framed.as_bytes())?;
+    Ok(resp)
+}
+
+/// Issues a legacy command by write() only: the post_send doorbell, a
+/// write() in the stock provider too (and the cheaper call).
+pub fn write_cmd_raw<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
     cmd.set_response(response_addr(&mut resp));
     let framed = Framed::new(C::ID, cmd, core::mem::size_of::<C::Resp>())?;
@@ -202,13 +256,149 @@ pub fn write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
 
 /// A legacy write() command without a response (destroy, attach, detach):
 /// `out_words` is 0 and the body has no `response` field.
-pub trait WriteReq: IntoBytes + Immutable {
+pub trait WriteReq: IntoBytes + Immutable + Sized {
     const ID: u32;
+    /// How much of the body is the kernel's core part; the rest is the
+    /// driver's (UHW_IN when sent by ioctl).
+    const CORE_REQ: usize = core::mem::size_of::<Self>();
 }
 
-/// Issues a legacy command that has no response.
+/// Issues a legacy command that has no response (ioctl first, as
+/// [`write_cmd`]).
 pub fn write_req<C: WriteReq>(fd: RawFd, cmd: C) -> Result<(), Errno> {
+    if has_ioctl_write(fd) {
+        return invoke_write(fd, C::ID, cmd.as_bytes(), C::CORE_REQ, &mut [], 0);
+    }
     write_all(fd, Framed::new(C::ID, cmd, 0)?.as_bytes())
+}
+
+/// Whether this process's kernel has the INVOKE_WRITE method: unknown, yes, no.
+static INVOKE_WRITE: AtomicU8 = AtomicU8::new(PROBE_UNKNOWN);
+const PROBE_UNKNOWN: u8 = 0;
+const PROBE_YES: u8 = 1;
+const PROBE_NO: u8 = 2;
+
+/// libibverbs' `has_ioctl_write` probe, once a process: INVOKE_WRITE of
+/// QUERY_DEVICE without its body, which a kernel with the method refuses
+/// for the missing request (ENOSPC); ENOTTY (no ioctl interface) and
+/// EPROTONOSUPPORT (no such method) say write() it is. Any other answer
+/// (a bad fd) decides nothing and is asked again next time.
+fn has_ioctl_write(fd: RawFd) -> bool {
+    match INVOKE_WRITE.load(Ordering::Relaxed) {
+        PROBE_YES => return true,
+        PROBE_NO => return false,
+        _ => {}
+    }
+    let probe = IoctlCmd::new(
+        UVERBS_OBJECT_DEVICE as u16,
+        UVERBS_METHOD_INVOKE_WRITE as u16,
+        RDMA_DRIVER_RXE,
+        [attr_in_const(
+            UVERBS_ATTR_WRITE_CMD as u16,
+            u64::from(kernel_abi::IB_USER_VERBS_CMD_QUERY_DEVICE),
+        )],
+    );
+    let answer = probe.and_then(|mut cmd| ioctl_cmd(fd, &mut cmd));
+    match probe_says(answer) {
+        Some(yes) => {
+            INVOKE_WRITE.store(if yes { PROBE_YES } else { PROBE_NO }, Ordering::Relaxed);
+            yes
+        }
+        None => true,
+    }
+}
+
+/// What the probe's answer says: `Some(true)` the method exists,
+/// `Some(false)` it does not, `None` nothing learned.
+fn probe_says(answer: Result<(), Errno>) -> Option<bool> {
+    match answer {
+        Ok(()) | Err(Errno::ENOSPC) => Some(true),
+        Err(Errno::ENOTTY | Errno::EPROTONOSUPPORT) => Some(false),
+        Err(_) => None,
+    }
+}
+
+/// A byte input attribute as libibverbs' `fill_attr_in`: up to 8 bytes
+/// inline in `data`, longer by address; mandatory.
+fn attr_in_bytes(attr_id: u16, bytes: &[u8]) -> Result<ib_uverbs_attr, Errno> {
+    let len = u16::try_from(bytes.len()).map_err(|_| Errno::EINVAL)?;
+    let data = if bytes.len() <= 8 {
+        let mut inline = [0u8; 8];
+        inline[..bytes.len()].copy_from_slice(bytes);
+        u64::from_ne_bytes(inline)
+    } else {
+        bytes.as_ptr() as usize as u64
+    };
+    Ok(attr_in(attr_id, len, data))
+}
+
+/// A byte output attribute as libibverbs' `fill_attr_out`: by address,
+/// mandatory.
+fn attr_out_bytes(attr_id: u16, bytes: &mut [u8]) -> Result<ib_uverbs_attr, Errno> {
+    let len = u16::try_from(bytes.len()).map_err(|_| Errno::EINVAL)?;
+    Ok(ib_uverbs_attr {
+        flags: UVERBS_ATTR_F_MANDATORY as u16,
+        ..attr_out(attr_id, bytes.as_mut_ptr() as usize as u64, len)
+    })
+}
+
+/// The attributes of an INVOKE_WRITE call of write() command `id` (the
+/// extended flag included): its number, the core request and response, and
+/// the driver's parts past them, each only when it has bytes, as
+/// libibverbs' `ioctl_write` fills them. Returns the attributes and how
+/// many are used.
+fn invoke_write_attrs(
+    id: u32,
+    req: &[u8],
+    core_req: usize,
+    resp: &mut [u8],
+    core_resp: usize,
+) -> Result<([ib_uverbs_attr; 5], usize), Errno> {
+    let (core_in, uhw_in) = req.split_at_checked(core_req).ok_or(Errno::EINVAL)?;
+    let (core_out, uhw_out) = resp.split_at_mut_checked(core_resp).ok_or(Errno::EINVAL)?;
+    let mut attrs = [attr_in_const(UVERBS_ATTR_WRITE_CMD as u16, u64::from(id)); 5];
+    let mut n = 1;
+    if !core_in.is_empty() {
+        attrs[n] = attr_in_bytes(UVERBS_ATTR_CORE_IN as u16, core_in)?;
+        n += 1;
+    }
+    if !core_out.is_empty() {
+        attrs[n] = attr_out_bytes(UVERBS_ATTR_CORE_OUT as u16, core_out)?;
+        n += 1;
+    }
+    if !uhw_in.is_empty() {
+        attrs[n] = attr_in_bytes(UVERBS_ATTR_UHW_IN as u16, uhw_in)?;
+        n += 1;
+    }
+    if !uhw_out.is_empty() {
+        attrs[n] = attr_out_bytes(UVERBS_ATTR_UHW_OUT as u16, uhw_out)?;
+        n += 1;
+    }
+    Ok((attrs, n))
+}
+
+/// Issues write() command `id` through the ioctl interface (INVOKE_WRITE):
+/// `req` is the body after the write() header(s), its first `core_req`
+/// bytes the kernel's struct and the rest the driver's; `resp` likewise
+/// with `core_resp`. The kernel writes the response where the attributes
+/// point, not at the body's `response` field.
+fn invoke_write(
+    fd: RawFd,
+    id: u32,
+    req: &[u8],
+    core_req: usize,
+    resp: &mut [u8],
+    core_resp: usize,
+) -> Result<(), Errno> {
+    let (attrs, n) = invoke_write_attrs(id, req, core_req, resp, core_resp)?;
+    let mut cmd = IoctlCmd::new(
+        UVERBS_OBJECT_DEVICE as u16,
+        UVERBS_METHOD_INVOKE_WRITE as u16,
+        RDMA_DRIVER_RXE,
+        attrs,
+    )?;
+    cmd.use_first(n)?;
+    ioctl_cmd(fd, &mut cmd)
 }
 
 /// An ioctl() method call: the header and its attributes in one buffer, as
@@ -233,6 +423,18 @@ impl<const N: usize> IoctlCmd<N> {
             attrs: [],
         };
         Ok(IoctlCmd { hdr, attrs })
+    }
+
+    /// Sends only the first `n` attributes: the header's count and length
+    /// say so, and the kernel reads no further.
+    pub fn use_first(&mut self, n: usize) -> Result<(), Errno> {
+        if n > N {
+            return Err(Errno::EINVAL);
+        }
+        let len = core::mem::size_of::<ib_uverbs_ioctl_hdr>() + n * core::mem::size_of::<ib_uverbs_attr>();
+        self.hdr.num_attrs = u16::try_from(n).map_err(|_| Errno::EINVAL)?;
+        self.hdr.length = u16::try_from(len).map_err(|_| Errno::EINVAL)?;
+        Ok(())
     }
 }
 
@@ -308,9 +510,22 @@ pub fn ioctl_cmd<const N: usize>(fd: RawFd, cmd: &mut IoctlCmd<N>) -> Result<(),
     Ok(())
 }
 
-/// Issues an extended command and returns the kernel's response.
+/// Issues an extended command and returns the kernel's response (ioctl
+/// first, as [`write_cmd`]).
 pub fn write_ex_cmd<C: WriteExCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
+    if has_ioctl_write(fd) {
+        let body = cmd.as_bytes();
+        invoke_write(
+            fd,
+            IB_USER_VERBS_CMD_FLAG_EXTENDED | C::ID,
+            body,
+            body.len(),
+            resp.as_mut_bytes(),
+            core::mem::size_of::<C::Resp>(),
+        )?;
+        return Ok(resp);
+    }
     let addr = response_addr(&mut resp);
     let mut buf = [0u8; CMD_BUF_MAX];
     let len = frame_write_ex(&mut buf, C::ID, cmd.as_bytes(), addr, core::mem::size_of::<C::Resp>())?;
@@ -331,10 +546,22 @@ pub fn write_ex_cmd_drv<C: WriteExCmd, D: FromBytes>(fd: RawFd, cmd: C) -> Resul
         return Err(Errno::EINVAL);
     }
     let mut resp = RespBuf([0; CMD_BUF_MAX]);
-    let addr = response_addr(&mut resp);
-    let mut buf = [0u8; CMD_BUF_MAX];
-    let len = frame_write_ex_drv(&mut buf, C::ID, cmd.as_bytes(), addr, core_len, drv_len)?;
-    write_all(fd, &buf[..len])?;
+    if has_ioctl_write(fd) {
+        let body = cmd.as_bytes();
+        invoke_write(
+            fd,
+            IB_USER_VERBS_CMD_FLAG_EXTENDED | C::ID,
+            body,
+            body.len(),
+            &mut resp.0[..core_len + drv_len],
+            core_len,
+        )?;
+    } else {
+        let addr = response_addr(&mut resp);
+        let mut buf = [0u8; CMD_BUF_MAX];
+        let len = frame_write_ex_drv(&mut buf, C::ID, cmd.as_bytes(), addr, core_len, drv_len)?;
+        write_all(fd, &buf[..len])?;
+    }
     let core = C::Resp::read_from_bytes(&resp.0[..core_len]).map_err(|_| Errno::EINVAL)?;
     let drv = D::read_from_bytes(&resp.0[core_len..core_len + drv_len]).map_err(|_| Errno::EINVAL)?;
     Ok((core, drv))
@@ -523,6 +750,77 @@ mod tests {
         assert_eq!((empty.len, data(&empty)), (0, 0));
         assert_eq!(attr_in_array::<Twelve>(3, 0x1000, 5462).err(), Some(Errno::EINVAL));
         assert_eq!(attr_in_array::<Twelve>(3, 0x1000, 5461).unwrap().len, 65532);
+    }
+
+    fn attr_data(attr: &ib_uverbs_attr) -> u64 {
+        // SAFETY: every helper writes the `data` arm.
+        unsafe { attr.value.data }
+    }
+
+    #[test]
+    fn invoke_write_carries_the_command_its_parts_and_the_driver_parts() {
+        // A create_cq as libibverbs' ioctl_write sends it: the command
+        // number, the 32-byte core body by address, the 16-byte core
+        // response and rxe's 32-byte mmap info past it.
+        let req = [1u8; 32];
+        let mut resp = [0u8; 48];
+        let resp_at = resp.as_ptr() as usize as u64;
+        let (attrs, n) = invoke_write_attrs(18, &req, 32, &mut resp, 16).unwrap();
+        assert_eq!(n, 4);
+        let ids: Vec<u16> = attrs[..n].iter().map(|a| a.attr_id).collect();
+        assert_eq!(
+            ids,
+            [
+                UVERBS_ATTR_WRITE_CMD as u16,
+                UVERBS_ATTR_CORE_IN as u16,
+                UVERBS_ATTR_CORE_OUT as u16,
+                UVERBS_ATTR_UHW_OUT as u16
+            ]
+        );
+        assert_eq!((attrs[0].len, attr_data(&attrs[0])), (8, 18));
+        assert_eq!((attrs[1].len, attr_data(&attrs[1])), (32, req.as_ptr() as usize as u64));
+        assert_eq!((attrs[2].len, attr_data(&attrs[2])), (16, resp_at));
+        assert_eq!((attrs[3].len, attr_data(&attrs[3])), (32, resp_at + 16));
+        assert!(attrs[..n].iter().all(|a| a.flags == UVERBS_ATTR_F_MANDATORY as u16));
+    }
+
+    #[test]
+    fn invoke_write_puts_short_inputs_inline_and_skips_empty_parts() {
+        // dealloc_pd: a 4-byte body, no response: inline, as the kernel
+        // reads an input of up to 8 bytes from the attribute itself.
+        let body = 0x0102_0304u32.to_ne_bytes();
+        let (attrs, n) = invoke_write_attrs(4, &body, 4, &mut [], 0).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(attrs[1].len, 4);
+        assert_eq!(&attr_data(&attrs[1]).to_ne_bytes()[..4], &body);
+        // modify_srq: the core body, then rxe's 8-byte driver part as UHW_IN.
+        let mut req = [0u8; 32];
+        req[24..].copy_from_slice(&0xabcd_u64.to_ne_bytes());
+        let (attrs, n) = invoke_write_attrs(38, &req, 24, &mut [], 0).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            (attrs[2].attr_id, attrs[2].len, attr_data(&attrs[2])),
+            (UVERBS_ATTR_UHW_IN as u16, 8, 0xabcd)
+        );
+        // A split past the end is refused before any ioctl.
+        assert_eq!(invoke_write_attrs(1, &req, 40, &mut [], 0).err(), Some(Errno::EINVAL));
+    }
+
+    #[test]
+    fn an_ioctl_call_can_send_fewer_attributes_than_it_has_room_for() {
+        let mut cmd = IoctlCmd::new(0, 0, 14, [attr_in_const(2, 1); 5]).unwrap();
+        cmd.use_first(2).unwrap();
+        assert_eq!((cmd.hdr.num_attrs, cmd.hdr.length), (2, 24 + 2 * 16));
+        assert_eq!(cmd.use_first(6), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn the_probe_learns_only_from_the_answers_libibverbs_reads() {
+        assert_eq!(probe_says(Err(Errno::ENOSPC)), Some(true));
+        assert_eq!(probe_says(Ok(())), Some(true));
+        assert_eq!(probe_says(Err(Errno::ENOTTY)), Some(false));
+        assert_eq!(probe_says(Err(Errno::EPROTONOSUPPORT)), Some(false));
+        assert_eq!(probe_says(Err(Errno::EBADF)), None);
     }
 
     #[test]

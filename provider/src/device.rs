@@ -10,6 +10,7 @@ use crate::errno::Errno;
 use crate::libibverbs::device_abi::{verbs_device, verbs_sysfs_dev};
 use crate::libibverbs::device_context::ibv_device;
 use crate::libibverbs::runtime;
+use crate::lifecycle::try_box;
 use crate::{boundary, logger};
 
 /// Our device. `verbs_device` must come first: libibverbs hands us
@@ -53,11 +54,17 @@ pub(crate) unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) ->
         // SAFETY: an all-zero verbs_device is what C's calloc gives the stock
         // provider: null pointers, zero counters, no ops.
         let vdev = unsafe { MaybeUninit::<verbs_device>::zeroed().assume_init() };
-        let dev = Box::new(RxeDevice {
+        let dev = match try_box(RxeDevice {
             vdev,
             abi_version: sysfs.abi_ver,
             num_ports,
-        });
+        }) {
+            Ok(dev) => dev,
+            Err(e) => {
+                boundary::set_errno(e);
+                return ptr::null_mut();
+            }
+        };
         logger::for_device(&c_name(&sysfs.ibdev_name), || {
             info!(
                 "claimed the device (driver id {}, uverbs ABI {}, {} port(s))",

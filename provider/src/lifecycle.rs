@@ -21,14 +21,51 @@
 //! that as success without the wait (`verbs_is_destroy_err`), and so do we, so
 //! a program can free everything after `IBV_EVENT_DEVICE_FATAL`.
 //!
+//! The box is allocated fallibly ([`try_box`]): without memory a create
+//! fails with `ENOMEM`, as the stock provider's `calloc` failing does, where
+//! `Box::new` would abort the process.
+//!
 //! Tests can force the failed-undo path with `fault::fail_undo` (test
 //! builds only: the switch does not exist in the shipped library).
 
 use core::ptr::NonNull;
+use std::alloc::Layout;
 use std::os::fd::RawFd;
 
 use crate::errno::Errno;
 use crate::libibverbs::runtime;
+
+/// `Box::new(value)` that fails with `ENOMEM` when the allocator has no
+/// memory, where `Box::new` aborts the process. Every create path boxes
+/// through here (the stable stand-in for `Box::try_new`).
+pub(crate) fn try_box<T>(value: T) -> Result<Box<T>, Errno> {
+    // SAFETY: the global allocator's alloc, with the layout it is given.
+    unsafe { try_box_with(value, |layout| std::alloc::alloc(layout)) }
+}
+
+/// [`try_box`] with the allocation made by `alloc`.
+///
+/// # Safety
+/// `alloc` returns null or memory of the global allocator for the layout it
+/// is given (what `Box` frees).
+unsafe fn try_box_with<T>(value: T, alloc: impl FnOnce(Layout) -> *mut u8) -> Result<Box<T>, Errno> {
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        // Nothing to allocate.
+        return Ok(Box::new(value));
+    }
+    let ptr = alloc(layout).cast::<T>();
+    if ptr.is_null() {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: ptr is a fresh allocation of T's layout (non-null, aligned, of
+    // the global allocator, by the caller's word): written once, then owned
+    // by the Box, which frees it with that layout.
+    unsafe {
+        ptr.write(value);
+        Ok(Box::from_raw(ptr))
+    }
+}
 
 /// How to undo a kernel object of one kind: its destroy command.
 pub(crate) type DestroyFn = fn(RawFd, u32) -> Result<(), Errno>;
@@ -45,16 +82,17 @@ pub(crate) struct Creating<T> {
 }
 
 impl<T> Creating<T> {
-    /// `kind` names the object in logs; `destroy` undoes the kernel object
-    /// on `fd` by its handle.
-    pub(crate) fn new(obj: Box<T>, kind: &'static str, fd: RawFd, destroy: DestroyFn) -> Creating<T> {
-        Creating {
-            obj: Some(obj),
+    /// Boxes `obj` ([`try_box`]: `ENOMEM` without memory); `kind` names the
+    /// object in logs; `destroy` undoes the kernel object on `fd` by its
+    /// handle.
+    pub(crate) fn new(obj: T, kind: &'static str, fd: RawFd, destroy: DestroyFn) -> Result<Creating<T>, Errno> {
+        Ok(Creating {
+            obj: Some(try_box(obj)?),
             kind,
             fd,
             destroy,
             handle: None,
-        }
+        })
     }
 
     /// The object's final address, for `user_handle`.
@@ -293,6 +331,27 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_allocation_is_enomem_not_an_abort() {
+        struct Dropped<'a>(&'a AtomicUsize);
+        impl Drop for Dropped<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let dropped = AtomicUsize::new(0);
+        // SAFETY: the allocator returns null: no memory.
+        let r = unsafe { try_box_with(Dropped(&dropped), |_| core::ptr::null_mut()) };
+        assert_eq!(r.err(), Some(Errno::ENOMEM));
+        // The value was dropped, not leaked.
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+        // SAFETY: the global allocator's alloc.
+        let b = unsafe { try_box_with([7u64; 64], |l| std::alloc::alloc(l)) }.unwrap();
+        assert_eq!(b[63], 7);
+        assert_eq!(*try_box(()).unwrap(), ());
+        assert_eq!(*try_box(5u8).unwrap(), 5);
+    }
+
+    #[test]
     fn a_removed_device_s_eio_frees_only_when_libibverbs_allows_it() {
         struct Counted<'a>(&'a AtomicUsize);
         impl Drop for Counted<'_> {
@@ -329,7 +388,7 @@ mod tests {
     #[test]
     fn a_create_that_fails_before_the_kernel_object_exists_just_frees() {
         let before = DESTROYS.load(Ordering::Relaxed);
-        drop(Creating::new(Box::new(7u64), "test", -1, destroy_ok));
+        drop(Creating::new(7u64, "test", -1, destroy_ok).unwrap());
         assert_eq!(DESTROYS.load(Ordering::Relaxed), before);
         assert!(fault::take_leaked().is_empty());
     }
@@ -337,7 +396,7 @@ mod tests {
     #[test]
     fn a_failed_create_undoes_the_kernel_object_and_frees() {
         let before = DESTROYS.load(Ordering::Relaxed);
-        let mut c = Creating::new(Box::new(7u64), "test", -1, destroy_ok);
+        let mut c = Creating::new(7u64, "test", -1, destroy_ok).unwrap();
         c.created(3);
         drop(c);
         assert!(DESTROYS.load(Ordering::Relaxed) > before);
@@ -346,7 +405,7 @@ mod tests {
 
     #[test]
     fn a_failed_undo_leaks_and_the_memory_stays_readable() {
-        let mut c = Creating::new(Box::new(0x5eed_u64), "test", -1, destroy_fails);
+        let mut c = Creating::new(0x5eed_u64, "test", -1, destroy_fails).unwrap();
         let addr = c.as_ptr();
         c.created(3);
         drop(c);
@@ -357,7 +416,7 @@ mod tests {
 
     #[test]
     fn the_switch_forces_the_failed_undo() {
-        let mut c = Creating::new(Box::new(1u32), "test", -1, destroy_ok);
+        let mut c = Creating::new(1u32, "test", -1, destroy_ok).unwrap();
         let addr = c.as_ptr();
         c.created(1);
         fault::fail_undo(true);
@@ -368,7 +427,7 @@ mod tests {
 
     #[test]
     fn finish_hands_the_object_out_and_destroy_frees_it_after_the_wait() {
-        let mut c = Creating::new(Box::new(5u32), "test", -1, destroy_fails);
+        let mut c = Creating::new(5u32, "test", -1, destroy_fails).unwrap();
         c.created(2);
         let obj = c.finish();
         assert!(fault::take_leaked().is_empty());

@@ -160,7 +160,7 @@ pub(crate) unsafe extern "C" fn reg_mr(
             Ok(v) => v,
             Err(e) => return boundary::fail_ptr(e),
         };
-        let obj = Box::new(RxeMr {
+        let obj = RxeMr {
             vmr: verbs_mr {
                 ibv_mr: ibv_mr {
                     context: p.context,
@@ -176,8 +176,11 @@ pub(crate) unsafe extern "C" fn reg_mr(
             },
             // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
             domain: unsafe { DomainUse::of(pd) },
-        });
-        let mut vmr = Creating::new(obj, "MR", fd, dereg_kernel_mr);
+        };
+        let mut vmr = match Creating::new(obj, "MR", fd, dereg_kernel_mr) {
+            Ok(c) => c,
+            Err(e) => return boundary::fail_ptr(e),
+        };
         match command::write_cmd(fd, cmd) {
             Ok(resp) => {
                 vmr.created(resp.mr_handle);

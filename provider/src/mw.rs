@@ -49,7 +49,7 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
             Ok(v) => v,
             Err(e) => return boundary::fail_ptr(e),
         };
-        let obj = Box::new(RxeMw {
+        let obj = RxeMw {
             mw: ibv_mw {
                 context: p.context,
                 pd,
@@ -59,8 +59,11 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
             },
             // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
             domain: unsafe { DomainUse::of(pd) },
-        });
-        let mut mw = Creating::new(obj, "MW", fd, dealloc_kernel_mw);
+        };
+        let mut mw = match Creating::new(obj, "MW", fd, dealloc_kernel_mw) {
+            Ok(c) => c,
+            Err(e) => return boundary::fail_ptr(e),
+        };
         let cmd = ib_uverbs_alloc_mw {
             response: 0,
             pd_handle: p.handle,

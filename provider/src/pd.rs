@@ -30,7 +30,7 @@ use crate::libibverbs::control_objects::{
     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
 };
 use crate::libibverbs::device_context::ibv_context;
-use crate::lifecycle::{self, Creating};
+use crate::lifecycle::{self, try_box, Creating};
 use crate::lock::QueueLock;
 
 impl_write_cmd!(ib_uverbs_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, ib_uverbs_alloc_pd_resp);
@@ -188,8 +188,11 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
             Ok(fd) => fd,
             Err(e) => return boundary::fail_ptr(e),
         };
-        let obj = Box::new(RxePd::protection(context, 0));
-        let mut pd = Creating::new(obj, "PD", fd, dealloc_kernel_pd);
+        let obj = RxePd::protection(context, 0);
+        let mut pd = match Creating::new(obj, "PD", fd, dealloc_kernel_pd) {
+            Ok(c) => c,
+            Err(e) => return boundary::fail_ptr(e),
+        };
         match command::write_cmd(
             fd,
             ib_uverbs_alloc_pd {
@@ -269,10 +272,13 @@ pub(crate) unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut i
         if context.is_null() || a.comp_mask != 0 {
             return boundary::fail_ptr(Errno::EINVAL);
         }
-        let td = Box::new(RxeTd {
+        let td = match try_box(RxeTd {
             td: ibv_td { context },
             parents: AtomicU32::new(0),
-        });
+        }) {
+            Ok(td) => td,
+            Err(e) => return boundary::fail_ptr(e),
+        };
         Box::into_raw(td).cast::<ibv_td>()
     })
 }
@@ -351,13 +357,16 @@ pub(crate) unsafe extern "C" fn alloc_parent_domain(
             t.parents.fetch_add(1, Ordering::Relaxed);
         }
         // As ibv_initialize_parent_domain: the PD's context and handle.
-        let obj = Box::new(RxePd {
+        let obj = match try_box(RxePd {
             pd: ibv_pd {
                 context,
                 handle: protection.pd.handle,
             },
             kind: PdKind::Parent(parent),
-        });
+        }) {
+            Ok(obj) => obj,
+            Err(e) => return boundary::fail_ptr(e),
+        };
         Box::into_raw(obj).cast::<ibv_pd>()
     })
 }

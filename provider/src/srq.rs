@@ -56,7 +56,7 @@ pub struct CreateSrqResp {
     pub drv: rxe_create_srq_resp,
 }
 
-impl_write_cmd!(ib_uverbs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, CreateSrqResp);
+impl_write_cmd!(ib_uverbs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, CreateSrqResp, core: ib_uverbs_create_srq_resp);
 
 /// Legacy `MODIFY_SRQ`: the core body, then rxe's driver part with the
 /// address the kernel writes the resized ring's mmap info to.
@@ -69,6 +69,7 @@ struct ModifySrqCmd {
 
 impl WriteReq for ModifySrqCmd {
     const ID: u32 = IB_USER_VERBS_CMD_MODIFY_SRQ;
+    const CORE_REQ: usize = core::mem::size_of::<ib_uverbs_modify_srq>();
 }
 
 impl_write_cmd!(
@@ -145,15 +146,15 @@ fn create(args: &CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr), Errno> {
     vsrq.cq = args.cq;
     // The ring is filled in once the kernel answered; the box gives the
     // ibv_srq its final address first, for user_handle.
-    let obj = Box::new(RxeSrq {
+    let obj = RxeSrq {
         vsrq: UnsafeCell::new(vsrq),
         cmd_fd: fd,
         rq: None,
         lost: AtomicBool::new(false),
         // SAFETY: args.pd is a live PD of ours (checked non-null above).
         domain: unsafe { DomainUse::of(args.pd) },
-    });
-    let mut srq = Creating::new(obj, "SRQ", fd, |fd, handle| destroy_kernel_srq(fd, handle).map(|_| ()));
+    };
+    let mut srq = Creating::new(obj, "SRQ", fd, |fd, handle| destroy_kernel_srq(fd, handle).map(|_| ()))?;
     let ibsrq = srq.get_mut().ibv_srq();
     let cmd = ib_uverbs_create_srq {
         response: 0,

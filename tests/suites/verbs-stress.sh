@@ -70,6 +70,22 @@ for provider in stock rxe_rs; do
     run_test "purge-abba.$provider" abba_run "$provider"
 done
 
+# verbs-privdrop (tests/verbs/privdrop.c): a program drops CAP_IPC_LOCK after opening rxe0 (the
+# kernel then refuses its write() commands: "changed security contexts"), then exhausts MRs (the
+# 17th 64 KiB MR under a 1 MiB RLIMIT_MEMLOCK: ENOMEM), CQs and QPs (under an RLIMIT_AS: ENOMEM),
+# each kind created again after freeing one; never EACCES. Over both providers: the commands go
+# through the ioctl interface, which has no such check.
+privdrop_run() { # privdrop_run PROVIDER
+    local served=$RIG_OUT/verbs-privdrop.$1.served RIG_TIMEOUT=300
+    with_provider "$1" "$served" "$stress_dir/verbs-privdrop" rxe0 || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+for provider in stock rxe_rs; do
+    run_test "privdrop.$provider" privdrop_run "$provider"
+    grep -E '^(control|MR|CQ|QP|CAP)' "$RIG_OUT/logs/$RIG_SUITE.privdrop.$provider.log" | sed 's/^/    /'
+done
+
 # verbs-disassociate (tests/verbs/disassociate.c): the device is removed (`rdma link delete
 # rxe0`) under a program holding a PD, MR, MW, CQ, SRQ, QP and AH. A kernel whose rxe
 # disassociates sends IBV_EVENT_DEVICE_FATAL, after which every destroy must return 0

@@ -46,14 +46,14 @@ pub struct ResizeCqResp {
     pub drv: rxe_resize_cq_resp,
 }
 
-impl_write_cmd!(ib_uverbs_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, CreateCqResp);
+impl_write_cmd!(ib_uverbs_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, CreateCqResp, core: ib_uverbs_create_cq_resp);
 
 impl WriteExCmd for ib_uverbs_ex_create_cq {
     const ID: u32 = IB_USER_VERBS_EX_CMD_CREATE_CQ;
     type Resp = ib_uverbs_ex_create_cq_resp;
 }
 
-impl_write_cmd!(ib_uverbs_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, ResizeCqResp);
+impl_write_cmd!(ib_uverbs_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, ResizeCqResp, core: ib_uverbs_resize_cq_resp);
 
 impl_write_cmd!(
     ib_uverbs_destroy_cq,
@@ -119,7 +119,7 @@ fn create(
     };
     let mut cq = Creating::new(RxeCq::new(ibctx, channel, fd, lock), "CQ", fd, |fd, handle| {
         destroy_kernel_cq(fd, handle).map(|_| ())
-    });
+    })?;
     // The kernel hands this back in completion events (ibv_get_cq_event).
     let user_handle = cq.get_mut().vcq() as u64;
     // The C library passes these ints through as u32; so do we, and the

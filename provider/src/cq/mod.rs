@@ -48,7 +48,7 @@ pub(crate) mod testing {
     /// Free it with `Box::from_raw(cq.cast::<RxeCq>())`.
     pub(crate) fn fake_rxe_cq(wc_flags: u64) -> (FakeRing, *mut ibv_cq_ex) {
         let fq = FakeRing::new(7, 7, 0);
-        let cq = RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, QueueLock::new());
+        let cq = Box::new(RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, QueueLock::new()));
         // SAFETY: the CQ is ours alone.
         unsafe {
             *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));

@@ -36,8 +36,8 @@ impl RxeCq {
         channel: *mut ibv_comp_channel,
         cmd_fd: RawFd,
         lock: QueueLock,
-    ) -> Box<RxeCq> {
-        Box::new(RxeCq {
+    ) -> RxeCq {
+        RxeCq {
             vcq: UnsafeCell::new(ibv_cq_ex {
                 context,
                 channel,
@@ -74,7 +74,7 @@ impl RxeCq {
             lock,
             state: UnsafeCell::new(PollState::new(None)),
             domain: DomainUse::none(),
-        })
+        }
     }
 
     /// # Safety

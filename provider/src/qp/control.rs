@@ -42,7 +42,7 @@ pub struct CreateQpResp {
     pub drv: rxe_create_qp_resp,
 }
 
-impl_write_cmd!(ib_uverbs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, CreateQpResp);
+impl_write_cmd!(ib_uverbs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, CreateQpResp, core: ib_uverbs_create_qp_resp);
 
 impl_write_cmd!(ib_uverbs_query_qp, IB_USER_VERBS_CMD_QUERY_QP, ib_uverbs_query_qp_resp);
 
@@ -126,7 +126,7 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     // SAFETY: VerbsQp is plain C data (pointers, integers, pthread objects
     // that are initialised below); all-zero is its calloc'd state.
     let vqp = unsafe { core::mem::zeroed() };
-    let obj = Box::new(RxeQp {
+    let obj = RxeQp {
         vqp: UnsafeCell::new(vqp),
         qp_type: args.qp_type,
         cmd_fd: fd,
@@ -136,8 +136,8 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
         batch: UnsafeCell::new(Batch::default()),
         // SAFETY: args.pd is a live PD of ours (checked non-null above).
         domain: unsafe { DomainUse::of(args.pd) },
-    });
-    let mut qp = Creating::new(obj, "QP", fd, |fd, handle| destroy_kernel_qp(fd, handle).map(|_| ()));
+    };
+    let mut qp = Creating::new(obj, "QP", fd, |fd, handle| destroy_kernel_qp(fd, handle).map(|_| ()))?;
     let ibqp = qp.get_mut().ibv_qp();
     let srq = srq_handle(args.srq);
     let cmd = ib_uverbs_create_qp {

@@ -103,5 +103,5 @@ pub(crate) fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
         sge_count: 0,
         wqe_size: size_of::<ibv_send_wr>() as u32,
     };
-    command::write_cmd(q.cmd_fd, cmd).map(|_| ())
+    command::write_cmd_raw(q.cmd_fd, cmd).map(|_| ())
 }
