@@ -5,7 +5,10 @@
 # Notify; verbs: ibv_req_notify_cq and the completion channel), both polling with
 # RIG_BENCH_POLL=1, one mode after the other with RIG_BENCH_POLL=both (under software emulation
 # two spinning processes starve the kernel's rxe work on 2 CPUs, so polled figures there measure
-# the scheduler more than the stack). The two programs alternate which goes first in each round.
+# the scheduler more than the stack); RIG_BENCH_POLL=mixed adds a mixed mode after the
+# event-driven one (both programs --mixed 1: every other exchange polled, sched_yield between
+# empty polls, so it runs on one CPU too; ND2's polled exchange polls its CQ's Notify with
+# GetOverlappedResult(FALSE), nobody waiting in the shim), RIG_BENCH_POLL=all all three. The two programs alternate which goes first in each round.
 # Prints each run's mean round trip, exchanges per second, CQ polls, CPU time per exchange and
 # typical round trip (the median of the run's exchanges, each timed: tests/bench/round-trips.h)
 # side by side, with the clients' context switches and system calls per exchange, per thread
@@ -42,6 +45,8 @@ rounds=${RIG_BENCH_ROUNDS:-3}
 case ${RIG_BENCH_POLL:-} in
     '') modes=(event-driven) ;;
     both) modes=(event-driven polling) ;;
+    mixed) modes=(event-driven mixed) ;;
+    all) modes=(event-driven polling mixed) ;;
     *) modes=(polling) ;;
 esac
 if (($(nproc) == 1)) && [[ ${modes[*]} == *polling* ]]; then
@@ -167,6 +172,7 @@ status=0
 for mode_name in "${modes[@]}"; do
     mode=()
     [[ $mode_name == polling ]] && mode=(--poll)
+    [[ $mode_name == mixed ]] && mode=(--mixed 1)
     echo "send/receive ping-pong, $iterations exchanges of $size bytes, $mode_name; server rxe0, client rxe1"
     printf '%-8s %-6s %51s %51s\n' provider round "ND2: round trip us, /s, polls, cpu us, typical us" \
         "verbs: round trip us, /s, polls, cpu us, typical us"

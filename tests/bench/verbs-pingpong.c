@@ -2,14 +2,16 @@
  * verbs-pingpong: the exchange of tests/nd2/nd2-pingpong --poll written directly on librdmacm and
  * libibverbs, the yardstick of tests/bench/nd2.sh.
  *
- *   verbs-pingpong server LOCAL_IP PORT [--iters N] [--size B] [--poll]
- *   verbs-pingpong client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll]
+ *   verbs-pingpong server LOCAL_IP PORT [--iters N] [--size B] [--poll | --mixed N]
+ *   verbs-pingpong client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll | --mixed N]
  *
  * The same as nd2-pingpong: an RC connection over rdma_cm; the client sends message i filled with
  * pattern(i), the server checks it and answers with pattern(i + 1), the client checks the answer;
  * one receive posted ahead on each side; every completion's status, opcode and wr_id checked.
  * Event-driven by default, as nd2-pingpong: the CQ armed (ibv_req_notify_cq) when empty and its
- * completion channel waited on; with --poll the CQ is polled; with --epoll the wait is
+ * completion channel waited on; with --poll the CQ is polled; with --mixed N the exchanges are
+ * polled in every other run of N (sched_yield between empty polls) and waited in the others, as
+ * nd2-pingpong --mixed N; with --epoll the wait is
  * epoll_wait on the (non-blocking) channel, then the read, as nd-shim's waiting thread does, where
  * the default blocks in the read alone; --touch-pages N reads one byte of each of N pages after
  * every completion, a program with a bigger working set (tests/bench/nd2.sh's experiment on what a
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <time.h>
 
@@ -63,6 +66,8 @@ struct ctx {
     unsigned char *buf; /* receive half, then send half */
     int early_receive;
     int poll;
+    unsigned mixed; /* --mixed N: exchanges polled in every other run of N, the others waited */
+    int polled;     /* this exchange is polled (--mixed) */
     struct ibv_comp_channel *channel;
     int armed;
     unsigned long polls;
@@ -211,6 +216,11 @@ static void complete(struct ctx *c, unsigned i, int want_receive, int want_send)
         if (n == 0) {
             if (c->poll)
                 continue;
+            if (c->polled) {
+                /* --mixed: as nd2-pingpong's polled exchange, yielding between polls. */
+                sched_yield();
+                continue;
+            }
             if (!c->armed) {
                 /* What completes before arming is found by the next poll. */
                 if (ibv_req_notify_cq(c->cq, 0))
@@ -270,6 +280,7 @@ static int serve(struct ctx *c, const char *ip, unsigned port)
         DIE("rdma_accept: %m");
     expect_event(c, RDMA_CM_EVENT_ESTABLISHED);
     for (unsigned i = 0; i < c->iters; i++) {
+        c->polled = c->mixed && (i / c->mixed) % 2 == 1;
         complete(c, i, 1, 0);
         if (!matches(c->buf, c->size, i))
             DIE("message %u differs", i);
@@ -313,6 +324,7 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
     double start = now_us(), cpu_start = cpu_us();
     for (unsigned i = 0; i < c->iters; i++) {
         round_trips_stamp(&trips, i);
+        c->polled = c->mixed && (i / c->mixed) % 2 == 1;
         post_receive(c, i);
         fill(c->buf + c->size, c->size, i);
         post_send(c, i);
@@ -325,7 +337,7 @@ static int ping(struct ctx *c, const char *ip, const char *server_ip, unsigned p
     CALLGRIND_TOGGLE_COLLECT;
     printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
            "%.1f ibv_poll_cq per exchange, %.1f us of CPU per exchange\n",
-           c->iters, c->size, c->poll ? "polling" : "event-driven", elapsed / c->iters, c->iters / (elapsed / 1e6),
+           c->iters, c->size, c->poll ? "polling" : c->mixed ? "mixed" : "event-driven", elapsed / c->iters, c->iters / (elapsed / 1e6),
            (double)c->polls / c->iters, cpu / c->iters);
     thread_counts_print(&counts, "client", c->iters);
     round_trips_print(&trips, "client");
@@ -363,6 +375,8 @@ int main(int argc, char **argv)
             c.size = parse_count("--size", argv[++at], 1, MAX_SIZE);
         else if (strcmp(argv[at], "--poll") == 0)
             c.poll = 1;
+        else if (strcmp(argv[at], "--mixed") == 0 && at + 1 < argc)
+            c.mixed = parse_count("--mixed", argv[++at], 1, MAX_ITERS);
         else if (strcmp(argv[at], "--epoll") == 0)
             c.epoll = epoll_create1(EPOLL_CLOEXEC);
         else if (strcmp(argv[at], "--touch-pages") == 0 && at + 1 < argc)

@@ -15,6 +15,18 @@
  *     --server-disconnects  (both ends) the server disconnects after the last answer and the
  *                  client sees it through NotifyDisconnect; by default the client disconnects
  *                  and the server sees it.
+ *     --mixed N    (both ends) waits and polls mixed, N exchanges of each in turn (N = 1: every
+ *                  other exchange): a waited exchange arms the CQ with Notify and waits for its
+ *                  event (WaitForSingleObject, then GetOverlappedResult); a polled one arms it with
+ *                  Notify on an OVERLAPPED with no event and polls GetOverlappedResult(FALSE)
+ *                  (sched_yield between polls) until the Notify completes. The client prints the
+ *                  typical and max round trip of each kind.
+ *     --stall-check  (both ends, with --mixed N) the server sleeps 150 ms before its answer to
+ *                  the last exchange of each waited run (the client's waiter then sleeps through
+ *                  ticks of nd-shim's relay); the client fails if a polled exchange takes more
+ *                  than 50 ms while the waited ones typically take under 5 ms: a functional
+ *                  check that no completion waits for a parked relay's tick (100 ms) once the
+ *                  program stops waiting, not a timing benchmark.
  *     --context-base X  request contexts are X + 2i (receive i) and X + 2i + 1 (send i) instead
  *                  of 2i and 2i + 1: with the top bits set (0xfc00000000000000), every request
  *                  takes nd-shim's record path instead of the direct one (nd-shim/src/nd2/requests.rs).
@@ -47,6 +59,9 @@
 #ifndef CALLGRIND_TOGGLE_COLLECT
 #define CALLGRIND_TOGGLE_COLLECT
 #endif
+#include <algorithm>
+#include <sched.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -62,7 +77,13 @@ struct Options {
     bool reject = false;
     bool serverDisconnects = false;
     uintptr_t contextBase = 0;
+    unsigned mixed = 0;
+    bool stallCheck = false;
 };
+
+/* The server's pause at the end of each waited run (--stall-check), and the client's limits. */
+const unsigned STALL_PAUSE_MS = 150;
+const double STALL_LIMIT_MS = 50, STALL_WAITED_MS = 5;
 
 /* The REJ's private data: as much as it carries. */
 const ULONG REJECT_DATA = 148;
@@ -95,7 +116,8 @@ public:
         double began = nd2_now_us();
         sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
         nd2_open_adapter(local, &m_adapter, &m_file);
-        Nd2Waiter waiter(m_file, !m_opt.poll);
+        Nd2Waiter waiter(m_file, !m_opt.poll && !m_opt.mixed);
+        memset(&m_pollOv, 0, sizeof m_pollOv);
         m_waiter = &waiter;
 
         CHECK_HR(m_adapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_file, 16, 0, 0,
@@ -155,8 +177,75 @@ private:
                 return result;
             if (m_opt.poll)
                 continue;
+            if (m_polledExchange) {
+                /* --mixed: the Notify polled, nobody waiting in the shim. */
+                HRESULT hr = m_cq->Notify(ND_CQ_NOTIFY_ANY, &m_pollOv);
+                while (hr == ND_PENDING) {
+                    sched_yield();
+                    hr = m_cq->GetOverlappedResult(&m_pollOv, FALSE);
+                }
+                CHECK_HR(hr);
+                continue;
+            }
             CHECK_HR(m_waiter->Wait(m_cq, m_cq->Notify(ND_CQ_NOTIFY_ANY, m_waiter->CqOv()), m_waiter->CqOv()));
         }
+    }
+
+    /* --mixed N: exchange i is polled in every other run of N. */
+    bool Polled(unsigned i) const { return m_opt.mixed && (i / m_opt.mixed) % 2 == 1; }
+
+    /* --stall-check: exchange i ends a waited run (the server pauses before answering it). */
+    bool EndsWaitedRun(unsigned i) const
+    {
+        return m_opt.mixed && !Polled(i) && ((i + 1) % m_opt.mixed == 0) && i + 1 < m_opt.iters;
+    }
+
+    /*
+     * --mixed: the typical and max round trip of the waited and of the polled exchanges (the
+     * stamps as round_trips_stats reads them, before it sorts them); with --stall-check, false
+     * if a polled exchange took more than STALL_LIMIT_MS while the waited ones typically took
+     * under STALL_WAITED_MS (the server's pauses left out of the waited ones).
+     */
+    bool MixedReport(const round_trips &trips)
+    {
+        const int64_t *d = trips.stamps;
+        unsigned n = trips.n;
+        double ticks = (double)(d[n] - d[0]);
+        double unit = ticks > 0 ? (double)(trips.clock1 - trips.clock0) / ticks : 1;
+        std::vector<double> waited, polled;
+        for (unsigned i = 0; i < n; i++) {
+            double ms = unit * (double)(d[i + 1] - d[i]) / 1e6;
+            if (Polled(i))
+                polled.push_back(ms);
+            else if (!(m_opt.stallCheck && EndsWaitedRun(i)))
+                waited.push_back(ms);
+        }
+        std::sort(waited.begin(), waited.end());
+        std::sort(polled.begin(), polled.end());
+        double waitedTypical = waited.empty() ? 0 : waited[waited.size() / 2];
+        double polledTypical = polled.empty() ? 0 : polled[polled.size() / 2];
+        double polledMax = polled.empty() ? 0 : polled.back();
+        printf("client: mixed, %zu waited exchanges: typical %.3f ms, max %.3f ms; %zu polled: typical %.3f ms, "
+               "max %.3f ms\n",
+               waited.size(), waitedTypical, waited.empty() ? 0 : waited.back(), polled.size(), polledTypical,
+               polledMax);
+        if (!m_opt.stallCheck)
+            return true;
+        if (waitedTypical >= STALL_WAITED_MS) {
+            printf("client: stall check: the waited exchanges typically took %.3f ms (>= %.0f ms): too slow to "
+                   "judge, not failed\n",
+                   waitedTypical, STALL_WAITED_MS);
+            return true;
+        }
+        if (polledMax > STALL_LIMIT_MS) {
+            fprintf(stderr,
+                    "client: stall check FAILED: a polled exchange took %.3f ms (> %.0f ms) while the waited ones "
+                    "typically take %.3f ms: a completion waited for a parked relay's tick\n",
+                    polledMax, STALL_LIMIT_MS, waitedTypical);
+            return false;
+        }
+        printf("client: stall check passed: no polled exchange over %.0f ms\n", STALL_LIMIT_MS);
+        return true;
     }
 
     /*
@@ -213,8 +302,11 @@ private:
         nd2_accept(*m_waiter, listener, m_connector, m_qp, 0, 0, "pong", 5);
 
         for (unsigned i = 0; i < m_opt.iters; i++) {
+            m_polledExchange = Polled(i);
             Complete(i, true, false);
             EXPECT(matches(RecvBuf(), m_opt.size, i));
+            if (m_opt.stallCheck && EndsWaitedRun(i))
+                usleep(STALL_PAUSE_MS * 1000);
             if (i + 1 < m_opt.iters)
                 PostReceive(i + 1);
             fill(SendBuf(), m_opt.size, i + 1);
@@ -285,6 +377,7 @@ private:
         double start = nd2_now_us(), cpuStart = nd2_cpu_us();
         for (unsigned i = 0; i < m_opt.iters; i++) {
             round_trips_stamp(&trips, i);
+            m_polledExchange = Polled(i);
             PostReceive(i);
             fill(SendBuf(), m_opt.size, i);
             PostSend(i);
@@ -294,9 +387,11 @@ private:
         round_trips_stamp(&trips, m_opt.iters);
         double elapsed = nd2_now_us() - start, cpu = nd2_cpu_us() - cpuStart;
         CALLGRIND_TOGGLE_COLLECT;
+        bool mixedOk = !m_opt.mixed || MixedReport(trips);
         printf("client: %u exchanges of %u bytes checked (%s), mean round trip %.1f us, %.0f exchanges/s, "
                "%.1f GetResults per exchange, %.1f us of CPU per exchange\n",
-               m_opt.iters, m_opt.size, m_opt.poll ? "polling" : "event-driven", elapsed / m_opt.iters,
+               m_opt.iters, m_opt.size, m_opt.poll ? "polling" : m_opt.mixed ? "mixed" : "event-driven",
+               elapsed / m_opt.iters,
                m_opt.iters / (elapsed / 1e6), static_cast<double>(m_polls) / m_opt.iters, cpu / m_opt.iters);
         thread_counts_print(&counts, "client", m_opt.iters);
         round_trips_print(&trips, "client");
@@ -308,7 +403,7 @@ private:
         }
         CHECK_HR(m_waiter->Wait(m_connector, m_connector->Disconnect(m_waiter->Ov())));
         printf("client: Disconnect completed in %.1f ms\n", (nd2_now_us() - phase) / 1e3);
-        return 0;
+        return mixedOk ? 0 : 1;
     }
 
     Options m_opt;
@@ -317,6 +412,9 @@ private:
     HANDLE m_file = NULL;
     Nd2Waiter *m_waiter = NULL;
     bool m_earlyReceive = false;
+    /* --mixed: this exchange's Notify is polled, on m_pollOv (no event). */
+    bool m_polledExchange = false;
+    OVERLAPPED m_pollOv;
     unsigned long m_polls = 0;
     IND2CompletionQueue *m_cq = NULL;
     IND2MemoryRegion *m_mr = NULL;
@@ -328,9 +426,9 @@ int usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll] [--reject] [--server-disconnects]\n"
-            "         [--context-base X]\n"
+            "         [--context-base X] [--mixed N [--stall-check]]\n"
             "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll] [--reject] "
-            "[--server-disconnects] [--context-base X]\n",
+            "[--server-disconnects] [--context-base X] [--mixed N [--stall-check]]\n",
             argv0, argv0);
     return 2;
 }
@@ -350,6 +448,10 @@ int main(int argc, char **argv)
             opt.size = static_cast<ULONG>(atoi(argv[++at]));
         else if (strcmp(argv[at], "--poll") == 0)
             opt.poll = true;
+        else if (strcmp(argv[at], "--mixed") == 0 && at + 1 < argc)
+            opt.mixed = static_cast<unsigned>(strtoul(argv[++at], NULL, 0));
+        else if (strcmp(argv[at], "--stall-check") == 0)
+            opt.stallCheck = true;
         else if (strcmp(argv[at], "--reject") == 0)
             opt.reject = true;
         else if (strcmp(argv[at], "--server-disconnects") == 0)
@@ -359,7 +461,7 @@ int main(int argc, char **argv)
         else
             return usage(argv[0]);
     }
-    if (opt.port == 0 || opt.iters == 0 || opt.size == 0)
+    if (opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) || (opt.mixed && opt.poll))
         return usage(argv[0]);
     PingPong pingPong(opt);
     return pingPong.Run();

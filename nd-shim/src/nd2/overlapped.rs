@@ -148,12 +148,18 @@ pub(crate) unsafe fn result(ov: *mut c_void, wait: bool) -> HResult {
     let internal = unsafe { internal(ov) };
     let status = || internal.load(Ordering::Acquire) as HResult;
     if !wait || status() != ND_PENDING {
-        return status();
+        let status = status();
+        if status == ND_PENDING {
+            // A poll: if nobody reads the completion channels, the relay does (pump.rs).
+            pump::polled();
+        }
+        return status;
     }
     if let Some(leader) = pump::lead() {
         leader.wait_until(None, || status() != ND_PENDING);
         return status();
     }
+    let _follower = pump::follow();
     let (count, cv) = &COMPLETIONS;
     let mut guard = count.lock();
     SLEEPERS.fetch_add(1, Ordering::Relaxed);

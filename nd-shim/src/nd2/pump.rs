@@ -36,16 +36,44 @@
 //! third of the ND2 ping-pong's cost over verbs: docs/nd2-performance.md, session 12). A kick
 //! then rings the channel's doorbell ([`Drain::ring`]: the channel becomes readable), since an
 //! eventfd cannot end a read of another descriptor. The channel is then blocking, so only one
-//! thread may read it: the leader parks the relay when it comes to wait with no deadline (the
-//! relay sleeps in PARK_TICK steps), and the relay reads again as soon as a tick passes with no
-//! leader, so programs that never wait in the shim still see their Notify complete within
-//! about two ticks. Parking needs one channel and one relay thread (an adapter's relay outlives
-//! its adapter by up to a turn); a second channel unparks it at once. While parked the channel
-//! is out of both sets: an entry costs the kernel a callback at every event, and nothing waits
-//! in them for it (a leader with a deadline polls the channel and the wake eventfd instead).
+//! thread may read it: the leader parks the relay when it comes to wait with no deadline.
+//! Parking needs one channel and one relay thread (an adapter's relay outlives its adapter by
+//! up to a turn); a second channel unparks it at once. While parked the channel is out of both
+//! sets: an entry costs the kernel a callback at every event, and nothing waits in them for it
+//! (a leader with a deadline polls the channel and the wake eventfd instead).
+//!
+//! Who reads a parked channel. While the relay is parked, the channel is read by the leader
+//! and by nobody else; a thread that needs its events while no leader is present makes the
+//! relay read it again (unparks it, which also rings the relay's sleep: `relay_bell`). The
+//! rules, each a check of `parked` and `leader` ordered SeqCst against the leader's departure:
+//!
+//! 1. A thread that comes to wait takes the leader role (it reads), or finds it taken and is
+//!    counted as a *follower* while it sleeps on its condition variable ([`follow`]); if the
+//!    leader left between the two, the follower unparks.
+//! 2. A leader that leaves while followers sleep unparks ([`Leader`]'s drop): the followers'
+//!    events are read by the relay from then on, not at its next tick.
+//! 3. A poll in the shim that finds its request or object not ready (GetOverlappedResult(FALSE),
+//!    a wait with a zero timeout) while no leader is present reads the channel itself, without
+//!    blocking, as the leader for that moment ([`polled`]): a program that stops waiting and
+//!    polls has its Notify completed at its first poll after the CQ's event, as before any
+//!    thread waited, with no relay woken and no unpark. Two loads when there is a leader or
+//!    the relay reads anyway.
+//! 4. A program that polls only memory (OVERLAPPED.Internal, HasOverlappedIoCompleted) calls
+//!    nothing: the parked relay looks every PARK_TICK and unparks at a look that finds no
+//!    leader and none since the last look (at most two ticks, 20 ms, after the last leader
+//!    left). While one leader stays asleep a whole tick the relay stops ticking and sleeps
+//!    until that leader leaves, which rings it (`relay_quiet`): no tick for an idle waiter, and
+//!    no tick's delay after a long wait either.
+//!
+//! A leader that leaves with no follower and no quiet relay costs nothing more than before (a
+//! SeqCst store and two loads): the ping-pong that waits at every completion never unparks. A
+//! poll while parked with no leader costs a poll(2) (and the read of an event that is there);
+//! a program that keeps polling so stays parked, each poll its own reader. Two threads that
+//! keep waiting at once unpark at every departure of the leader. These cost time; none delays
+//! an event.
 
 use parking_lot::Mutex;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
@@ -79,9 +107,9 @@ const NOT_WAITING: u8 = 0;
 const IN_SET: u8 = 1;
 /// The leader is blocked (or about to be) in the one source's read: a kick rings the source.
 const DIRECT: u8 = 2;
-/// A parked relay looks this often whether leaders still come; ten times less often while one
-/// leader stays asleep (a program idle in GetQueuedCompletionStatus is not woken 100 times a
-/// second for it).
+/// A parked relay looks this often whether leaders still come (rule 4 of the module doc); while
+/// one leader stays asleep, ten times less often, and the leader's departure rings it (a
+/// program idle in GetQueuedCompletionStatus is not woken 100 times a second for it).
 const PARK_TICK: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The epoll token of the wake eventfd; sources get tokens from 1 on.
@@ -105,6 +133,13 @@ struct Pump {
     parked: AtomicBool,
     /// Relay threads running (parking needs exactly one).
     relays: AtomicUsize,
+    /// Application threads asleep in a wait of the shim that are not the leader (module doc).
+    followers: AtomicUsize,
+    /// The parked relay's doorbell: a futex word it sleeps on between ticks; every unpark and
+    /// every departure of a leader the relay waits for bumps it and wakes the relay.
+    relay_bell: AtomicU32,
+    /// The parked relay sleeps until a leader leaves (not a tick): that leader rings it.
+    relay_quiet: AtomicBool,
     sources: Mutex<Sources>,
     /// Held while parking or unparking (the leader parks; the relay, or a second source's
     /// registration, unparks).
@@ -193,6 +228,9 @@ fn create() -> Option<Pump> {
             waiting: AtomicU8::new(NOT_WAITING),
             parked: AtomicBool::new(false),
             relays: AtomicUsize::new(0),
+            followers: AtomicUsize::new(0),
+            relay_bell: AtomicU32::new(0),
+            relay_quiet: AtomicBool::new(false),
             sources: Mutex::new(Sources::default()),
             switching: Mutex::new(()),
             next: AtomicU64::new(WAKE + 1),
@@ -372,6 +410,49 @@ impl Pump {
         for (_, _, source) in &sources {
             source.ring();
         }
+        // The relay may sleep between ticks: it reads from now on.
+        self.ring_relay();
+    }
+
+    /// Wakes the relay out of its parked sleep (a tick's, or a quiet one's).
+    fn ring_relay(&self) {
+        self.relay_bell.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: a futex wake on a live word of the process-lived pump; no memory is written.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.relay_bell.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            )
+        };
+    }
+
+    /// The parked relay's sleep: until `ring_relay` bumps the bell past `seen` (at once if it
+    /// already has), or `limit` passes.
+    fn relay_sleep(&self, seen: u32, limit: std::time::Duration) {
+        let limit = libc::timespec {
+            tv_sec: limit.as_secs() as libc::time_t,
+            tv_nsec: libc::c_long::from(limit.subsec_nanos() as i32),
+        };
+        // SAFETY: a futex wait on a live word of the process-lived pump, with a live timespec;
+        // the kernel compares the word with `seen` before it sleeps (no lost ring).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.relay_bell.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                seen,
+                std::ptr::addr_of!(limit),
+            )
+        };
+    }
+
+    /// While parked with no leader, the relay reads again (rules 1 and 2 of the module doc).
+    fn unpark_if_unread(&self) {
+        if self.parked.load(Ordering::SeqCst) && !self.leader.load(Ordering::SeqCst) {
+            self.unpark();
+        }
     }
 
     /// Parks the relay if there is one relay and one source that can block: blocking mode
@@ -519,20 +600,33 @@ impl Relay {
         }
     }
 
-    /// One turn, at most about `ms`: parked, a PARK_TICK's sleep, then unparks if no leader
-    /// came meanwhile and none waits now; else the relays' set for at most `ms` and what fires.
+    /// One turn, at most about `ms`: parked, a PARK_TICK's sleep (or, while one leader stays
+    /// asleep, a sleep until it leaves: it rings the relay), then unparks if no leader came
+    /// meanwhile and none waits now; else the relays' set for at most `ms` and what fires.
     pub(crate) fn turn(&mut self, ms: i32) {
         let Some(pump) = pump() else {
             std::thread::sleep(std::time::Duration::from_millis(ms.max(0) as u64));
             return;
         };
+        // Before `parked` is read: an unpark after this load wakes the sleep below at once.
+        let seen = pump.relay_bell.load(Ordering::SeqCst);
         if !pump.parked.load(Ordering::SeqCst) {
             self.epoch = u64::MAX;
             self.quiet = false;
             pump.wait_once(ms, false);
             return;
         }
-        std::thread::sleep(if self.quiet { PARK_TICK * 10 } else { PARK_TICK });
+        if self.quiet {
+            // Pairs with Leader::drop: either the leader sees relay_quiet and rings the bell
+            // (after `seen` was read: the sleep returns at once), or this sees it gone.
+            pump.relay_quiet.store(true, Ordering::SeqCst);
+            if pump.leader.load(Ordering::SeqCst) {
+                pump.relay_sleep(seen, PARK_TICK * 10);
+            }
+            pump.relay_quiet.store(false, Ordering::SeqCst);
+        } else {
+            pump.relay_sleep(seen, PARK_TICK);
+        }
         let epoch = pump.leader_epoch.load(Ordering::SeqCst);
         let idle = epoch == self.epoch && !pump.leader.load(Ordering::SeqCst);
         self.quiet = epoch == self.epoch;
@@ -624,10 +718,59 @@ impl Leader {
 }
 
 impl Drop for Leader {
+    /// Leaves the role. Pairs with `follow`, `polled` and the quiet relay (SeqCst on both
+    /// sides): a follower asleep now, or a relay asleep for this leader's departure, is seen
+    /// here; one that comes later sees no leader itself.
     fn drop(&mut self) {
-        self.pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
-        self.pump.leader.store(false, Ordering::Release);
+        let pump = self.pump;
+        pump.waiting.store(NOT_WAITING, Ordering::Relaxed);
+        pump.leader.store(false, Ordering::SeqCst);
+        if pump.followers.load(Ordering::SeqCst) != 0 {
+            pump.unpark_if_unread();
+        } else if pump.relay_quiet.load(Ordering::SeqCst) {
+            pump.ring_relay();
+        }
     }
+}
+
+/// A thread asleep in a wait of the shim without the leader role (another thread holds it):
+/// counted while it lives, so that the leader's departure lets the relay read for it.
+pub(crate) struct Follower {
+    pump: &'static Pump,
+}
+
+/// Counts the calling thread as a follower until the guard drops; if the leader left since
+/// this thread found the role taken, the relay reads from now on.
+pub(crate) fn follow() -> Option<Follower> {
+    let pump = pump()?;
+    pump.followers.fetch_add(1, Ordering::SeqCst);
+    pump.unpark_if_unread();
+    Some(Follower { pump })
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.pump.followers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A poll in the shim (GetOverlappedResult(FALSE), a wait with a zero timeout) found its
+/// request or object not ready: if nobody reads the channel (parked, no leader), the poller
+/// reads it itself without blocking, holding the leader role for that moment (the one reader
+/// of a parked channel): a poll(2) and, if an event is there, its read. Two loads otherwise.
+pub(crate) fn polled() {
+    let Some(pump) = pump() else { return };
+    if !pump.parked.load(Ordering::SeqCst) || pump.leader.load(Ordering::SeqCst) {
+        return;
+    }
+    // None: another thread took the role meanwhile, and it reads.
+    let Some(leader) = lead() else { return };
+    match pump.single_source() {
+        Some(source) if pump.parked.load(Ordering::SeqCst) => source.drain(),
+        // Parked for a source that is gone: the relay reads what is left.
+        _ => pump.unpark(),
+    }
+    drop(leader);
 }
 
 #[cfg(test)]
@@ -799,7 +942,60 @@ mod tests {
         let deadline = Some(Instant::now() + std::time::Duration::from_millis(5));
         assert!(!leader.wait_until(deadline, || false));
         assert!(pump.parked.load(Ordering::SeqCst), "still parked");
+        // A poll while a leader is present changes nothing: the leader reads.
+        polled();
+        assert!(pump.parked.load(Ordering::SeqCst), "a leader reads: still parked");
         drop(leader);
+
+        // Parks the relay again: a leader with no deadline, ended by a kick.
+        let park_again = || {
+            let leader = loop {
+                if let Some(leader) = lead() {
+                    break leader;
+                }
+                std::thread::yield_now();
+            };
+            let flag = Arc::new(AtomicBool::new(false));
+            let setter = {
+                let flag = Arc::clone(&flag);
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    flag.store(true, Ordering::SeqCst);
+                    kick();
+                })
+            };
+            assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
+            setter.join().unwrap();
+            assert!(pump.parked.load(Ordering::SeqCst), "parked again");
+            leader
+        };
+
+        // Rule 3: a poll while no leader reads reads the source itself, and it stays parked.
+        drop(park_again());
+        let before = counter.drained.load(Ordering::SeqCst);
+        signal(fd);
+        let give_up = Instant::now() + std::time::Duration::from_secs(5);
+        // Other tests' waits may hold the leader role for a moment (they read then).
+        while counter.drained.load(Ordering::SeqCst) == before && Instant::now() < give_up {
+            polled();
+            std::thread::yield_now();
+        }
+        assert!(
+            counter.drained.load(Ordering::SeqCst) > before,
+            "the poll read the source"
+        );
+        assert!(pump.parked.load(Ordering::SeqCst), "still parked");
+
+        // Rule 2: a leader that leaves while a follower sleeps unparks.
+        let leader = park_again();
+        let follower = follow().unwrap();
+        assert!(pump.parked.load(Ordering::SeqCst), "a leader reads for the follower");
+        drop(leader);
+        assert!(!pump.parked.load(Ordering::SeqCst), "the leader's departure unparked");
+        drop(follower);
+
+        // Rule 4 follows: parked again, then left with no follower and no poll.
+        drop(park_again());
 
         // A tick with no leader unparks it: the source is non-blocking again.
         let give_up = Instant::now() + std::time::Duration::from_secs(5);

@@ -126,7 +126,12 @@ impl Event {
                 return leader.wait_until(deadline, || take(&mut self.signalled.lock()));
             }
         }
-        wait_until(&self.cv, &mut self.signalled.lock(), deadline, take)
+        let _follower = (ms != 0).then(pump::follow);
+        let taken = wait_until(&self.cv, &mut self.signalled.lock(), deadline, take);
+        if !taken && ms == 0 {
+            pump::polled();
+        }
+        taken
     }
 }
 
@@ -192,6 +197,7 @@ fn wait_multiple(events: &[Arc<Event>], all: bool, ms: u32) -> Option<u32> {
             return got;
         }
     }
+    let _follower = (ms != 0).then(pump::follow);
     let multi = multi();
     multi.sleepers.fetch_add(1, Ordering::SeqCst);
     let mut got = None;
@@ -200,6 +206,9 @@ fn wait_multiple(events: &[Arc<Event>], all: bool, ms: u32) -> Option<u32> {
         got.is_some()
     });
     multi.sleepers.fetch_sub(1, Ordering::SeqCst);
+    if got.is_none() && ms == 0 {
+        pump::polled();
+    }
     got
 }
 
@@ -272,13 +281,19 @@ impl Port {
                 };
             }
         }
+        let _follower = (ms != 0).then(pump::follow);
         let mut packets = self.packets.lock();
         wait_until(&self.cv, &mut packets, deadline, |p| !p.is_empty() || closed());
         if closed() {
             drop(packets);
             return self.abandon(None);
         }
-        packets.pop_front().map_or(Got::Timeout, Got::Packet)
+        let got = packets.pop_front();
+        drop(packets);
+        if got.is_none() && ms == 0 {
+            pump::polled();
+        }
+        got.map_or(Got::Timeout, Got::Packet)
     }
 
     /// A waiter of a closed port leaves with nothing; a packet it took goes back.
