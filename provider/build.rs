@@ -22,10 +22,14 @@ fn main() {
     let list: Vec<String> = PABIS.iter().map(u32::to_string).collect();
     println!("cargo:rustc-env=RXE_RS_PABIS={}", list.join(","));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // OUT_DIR is target/[<triple>/]<profile>/build/<pkg>-<hash>/out (stable cargo) or
+    // .../build/<pkg>/<hash>/out (newer cargo's build-dir layout): the profile directory is the
+    // parent of the nearest `build`.
     let profile_dir = out_dir
         .ancestors()
-        .nth(3)
-        .expect("OUT_DIR is target/<profile>/build/<pkg>-<hash>/out")
+        .find(|dir| dir.file_name().is_some_and(|name| name == "build"))
+        .and_then(|build| build.parent())
+        .expect("OUT_DIR is under target/<profile>/build")
         .to_path_buf();
     for pabi in PABIS {
         let link = profile_dir.join(format!("librxe_rs-rdmav{pabi}.so"));
