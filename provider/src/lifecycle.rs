@@ -255,13 +255,38 @@ pub(crate) mod fault {
     #[cfg(test)]
     impl DeafKernel {
         pub(crate) fn new() -> DeafKernel {
+            DeafKernel { fd: Self::file() }
+        }
+
+        #[cfg(not(miri))]
+        fn file() -> std::os::fd::OwnedFd {
             use std::os::fd::FromRawFd;
             // SAFETY: memfd_create with a NUL-terminated name.
             let raw = unsafe { libc::memfd_create(c"rxe-cmd".as_ptr(), 0) };
             assert!(raw >= 0);
             // SAFETY: raw is a fresh fd we own.
-            let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
-            DeafKernel { fd }
+            unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) }
+        }
+
+        /// Under Miri (which has no memfd): an unlinked temporary file, which
+        /// needs `-Zmiri-disable-isolation`.
+        #[cfg(miri)]
+        fn file() -> std::os::fd::OwnedFd {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "rxe-cmd-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .unwrap();
+            std::fs::remove_file(&path).unwrap();
+            f.into()
         }
 
         pub(crate) fn fd(&self) -> std::os::fd::RawFd {

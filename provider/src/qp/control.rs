@@ -754,12 +754,14 @@ mod tests {
         let mut pd = crate::pd::RxePd::protection(context, 1);
         // SAFETY: plain C data.
         let mut cq: ibv_cq = unsafe { core::mem::zeroed() };
+        // One pointer for both: a second `&mut cq` would invalidate the first.
+        let cq = ptr::from_mut(&mut cq);
         let args = CreateArgs {
             context,
-            pd: &mut pd.pd,
+            pd: ptr::from_mut(&mut pd).cast(), // the whole RxePd: the provider reads past ibv_pd
             qp_context: ptr::null_mut(),
-            send_cq: &mut cq,
-            recv_cq: &mut cq,
+            send_cq: cq,
+            recv_cq: cq,
             srq: ptr::null_mut(),
             cap: ibv_qp_cap {
                 max_send_wr: 4,
@@ -792,7 +794,7 @@ mod tests {
         for qp_type in [9, 10, 8] {
             let args = CreateArgs {
                 context,
-                pd: &mut pd.pd,
+                pd: ptr::from_mut(&mut pd).cast(), // the whole RxePd: the provider reads past ibv_pd
                 qp_context: ptr::null_mut(),
                 send_cq: ptr::null_mut(),
                 recv_cq: ptr::null_mut(),
