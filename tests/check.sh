@@ -36,6 +36,24 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release
 echo "== host: cargo test --workspace"
 cargo test --workspace --release
 
+# Miri and loom (docs/safety.md): each prints its time.
+step_started=$SECONDS
+echo "== host: Miri (the selected host unit tests of rxe_rs and nd-shim under Stacked Borrows; docs/safety.md)"
+# The selection and what is left out, with the reasons: docs/safety.md.
+MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-ignore-leaks" cargo +nightly miri test -p rxe-rs-provider --lib -- \
+    --test-threads=1 ah:: boundary:: command:: context:: cq:: device:: libibverbs::layout:: libibverbs::qp:: lifecycle:: \
+    lock::tests::a_pair lock::tests::an_unlocked lock::tests::with_unlocks mr:: mw:: pd:: qp::control:: wqe::
+MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection_data:: listen::
+echo "miri: $((SECONDS - step_started)) s"
+
+step_started=$SECONDS
+echo "== host: loom models (rxe_rs's lock, nd-shim's request completion; docs/safety.md)"
+# LOOM_MAX_PREEMPTIONS: nd-shim's waiting model reads the real clock (Pending::wait_for), which
+# an unbounded exploration outlasts (docs/safety.md); the lock's models exhaust unbounded as well.
+LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    cargo test --release --target x86_64-unknown-linux-gnu -p rxe-rs-provider -p nd-shim --lib loom_
+echo "loom: $((SECONDS - step_started)) s"
+
 echo "== host: cargo build --release --workspace, packaging/build.sh"
 cargo build --release --workspace
 tests/nd2/build.sh # the ND2 C++ programs the rig suite nd2 runs (the guest sees the tree read-only)

@@ -1,11 +1,12 @@
 //! A call that returned ND_PENDING: wait for it, poll it, cancel it, or have a callback run when
 //! it completes (on the thread that processes the adapter's events).
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::engine::AdapterInner;
 use crate::status::NdStatus;
+use crate::sync::model::{Condvar, Mutex, MutexGuard};
 
 type Callback = Box<dyn FnOnce(NdStatus) + Send>;
 
@@ -23,7 +24,7 @@ pub(crate) struct Slot {
 }
 
 fn lock(slot: &Slot) -> MutexGuard<'_, SlotState> {
-    crate::sync::lock(&slot.state)
+    crate::sync::model::lock(&slot.state)
 }
 
 impl Slot {
@@ -135,7 +136,7 @@ impl Pending {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -148,5 +149,85 @@ mod tests {
         // Completing again changes nothing.
         slot.complete(NdStatus::ND_SUCCESS);
         assert_eq!(slot.status(), Some(NdStatus::ND_CONNECTION_REFUSED));
+    }
+}
+
+/// A request's completion under loom (`RUSTFLAGS="--cfg loom" cargo test --release -p nd-shim
+/// --lib loom_`): the real [`Slot`] and [`Pending`] over loom's mutex and condition variable
+/// (crate::sync::model), every interleaving of the engine's completion, the owner's cancel, the
+/// application's wait and callback, and the release of the request.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use loom::thread;
+
+    /// A pending request whose cancel completes it with ND_CANCELED, as the owners' cancels
+    /// do (CancelOverlappedRequests).
+    fn pending(slot: &Arc<Slot>) -> Pending {
+        let canceled = Arc::clone(slot);
+        Pending {
+            slot: Arc::clone(slot),
+            adapter: Weak::new(),
+            cancel: Box::new(move || canceled.complete(NdStatus::ND_CANCELED)),
+        }
+    }
+
+    /// Complete vs cancel vs callback: the engine completes the request while the application
+    /// cancels it and registers a callback; whatever the order, it completes exactly once: one
+    /// status, which the callback gets once and every later look sees.
+    #[test]
+    fn loom_complete_vs_cancel_completes_once() {
+        loom::model(|| {
+            let slot = Slot::new();
+            let p = pending(&slot);
+            let engine = {
+                let slot = Arc::clone(&slot);
+                thread::spawn(move || slot.complete(NdStatus::ND_SUCCESS))
+            };
+            let calls = loom::sync::Arc::new(AtomicUsize::new(0));
+            let seen = Arc::new(std::sync::Mutex::new(None));
+            {
+                let (calls, seen) = (loom::sync::Arc::clone(&calls), Arc::clone(&seen));
+                p.on_complete(move |status| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    *seen.lock().unwrap() = Some(status);
+                });
+            }
+            p.cancel();
+            engine.join().unwrap();
+            let status = p.poll().expect("completed");
+            assert!(status == NdStatus::ND_SUCCESS || status == NdStatus::ND_CANCELED);
+            assert_eq!(calls.load(Ordering::Relaxed), 1, "the callback runs exactly once");
+            assert_eq!(*seen.lock().unwrap(), Some(status), "with the status that stays");
+        });
+    }
+
+    /// Complete vs wait vs Release: the application waits on the request while the engine
+    /// completes it and a third thread cancels it; the waiter is woken (no lost wake-up: loom
+    /// reports a deadlock otherwise) with the status that stays; the request's release (its
+    /// last handle dropped) meanwhile leaves the engine's completion harmless.
+    #[test]
+    fn loom_wait_is_woken_and_release_is_harmless() {
+        loom::model(|| {
+            let slot = Slot::new();
+            let p = pending(&slot);
+            let engine = {
+                let slot = Arc::clone(&slot);
+                thread::spawn(move || slot.complete(NdStatus::ND_SUCCESS))
+            };
+            let canceler = {
+                let p = pending(&slot);
+                thread::spawn(move || {
+                    p.cancel();
+                    // The released handle: the slot outlives it while the engine holds it.
+                    drop(p);
+                })
+            };
+            let status = p.wait();
+            engine.join().unwrap();
+            canceler.join().unwrap();
+            assert_eq!(p.poll(), Some(status));
+        });
     }
 }

@@ -1,6 +1,7 @@
 //! The two guards every object of the shim uses on the edges where its own threads meet
 //! foreign code: one lock that survives a panic elsewhere, and one panic boundary for callbacks
-//! and event handlers run on the event thread.
+//! and event handlers run on the event thread; and [`model`], the primitives of a request's
+//! completion, which a `--cfg loom` build swaps for loom's (docs/safety.md).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -11,6 +12,21 @@ use std::sync::{Mutex, MutexGuard};
 /// thread is contained by [`contain`], so the data behind a poisoned lock is still consistent.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The mutex and condition variable of a request's completion ([`crate::request::Slot`]):
+/// std's, or in a `--cfg loom` build loom's models of them, so that the loom models in
+/// `request.rs` explore every interleaving of the real completion code.
+pub(crate) mod model {
+    #[cfg(loom)]
+    pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+    /// Locks `m`, ignoring poison (as [`super::lock`]).
+    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// Runs `f` behind a panic boundary: a panic is logged with `what` and becomes `None`, so the

@@ -49,6 +49,7 @@ mod registration;
 pub mod ring;
 mod send_queue;
 mod srq;
+mod sync;
 mod work_queue;
 mod wqe;
 

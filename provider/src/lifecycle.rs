@@ -72,8 +72,13 @@ pub(crate) type DestroyFn = fn(RawFd, u32) -> Result<(), Errno>;
 
 /// An object under construction; see the module documentation.
 pub(crate) struct Creating<T> {
-    /// `None` once handed out.
-    obj: Option<Box<T>>,
+    /// The object, from `Box::into_raw`; `None` once handed out. A raw
+    /// pointer, not a `Box`: every pointer handed out ([`as_ptr`](Self::as_ptr),
+    /// the kernel's `user_handle`; [`get_mut`](Self::get_mut);
+    /// [`finish`](Self::finish)) derives from it, so none is invalidated
+    /// when another is made (moving or leaking a `Box` asserts unique
+    /// access and invalidates the pointers taken before: Stacked Borrows).
+    obj: Option<NonNull<T>>,
     kind: &'static str,
     fd: RawFd,
     destroy: DestroyFn,
@@ -87,7 +92,7 @@ impl<T> Creating<T> {
     /// handle.
     pub(crate) fn new(obj: T, kind: &'static str, fd: RawFd, destroy: DestroyFn) -> Result<Creating<T>, Errno> {
         Ok(Creating {
-            obj: Some(try_box(obj)?),
+            obj: Some(NonNull::from(Box::leak(try_box(obj)?))),
             kind,
             fd,
             destroy,
@@ -97,12 +102,18 @@ impl<T> Creating<T> {
 
     /// The object's final address, for `user_handle`.
     pub(crate) fn as_ptr(&mut self) -> *mut T {
-        self.get_mut()
+        self.raw().as_ptr()
     }
 
     pub(crate) fn get_mut(&mut self) -> &mut T {
+        // SAFETY: from Box::leak, owned by this guard until finish() or drop
+        // (both consume it); &mut self makes this the only access.
+        unsafe { self.raw().as_mut() }
+    }
+
+    fn raw(&self) -> NonNull<T> {
         // Some until finish() or drop, both of which consume the guard.
-        self.obj.as_deref_mut().unwrap_or_else(|| unreachable!())
+        self.obj.unwrap_or_else(|| unreachable!())
     }
 
     /// The kernel object exists: from now on dropping the guard undoes it.
@@ -113,30 +124,41 @@ impl<T> Creating<T> {
     /// The object is complete; the caller hands it to libibverbs, which
     /// gives it back to the destroy entry.
     pub(crate) fn finish(mut self) -> NonNull<T> {
-        let obj = self.obj.take().unwrap_or_else(|| unreachable!());
-        NonNull::from(Box::leak(obj))
+        self.obj.take().unwrap_or_else(|| unreachable!())
     }
 }
 
 impl<T> Drop for Creating<T> {
     fn drop(&mut self) {
         let Some(obj) = self.obj.take() else { return };
-        let Some(handle) = self.handle else { return };
-        let undone = if fault::undo_fails() {
-            Err(Errno::EIO)
-        } else {
-            (self.destroy)(self.fd, handle)
+        let undone = match self.handle {
+            None => Ok(()),
+            Some(_) if fault::undo_fails() => Err(Errno::EIO),
+            Some(handle) => (self.destroy)(self.fd, handle),
         };
-        if let Err(e) = undone {
-            let addr = Box::leak(obj) as *mut T;
-            log::error!(
-                "{}: undoing a failed create: destroying handle {handle} failed with errno {e}; \
-                 leaking the object at {addr:p} ({} bytes), which the kernel may still name in events",
-                self.kind,
-                size_of::<T>()
-            );
-            fault::record_leak(addr.cast());
+        match undone {
+            // SAFETY: from Box::leak in new(), never handed out (finish()
+            // took no part), freed once.
+            Ok(()) => drop(unsafe { Box::from_raw(obj.as_ptr()) }),
+            Err(e) => self.leak(obj, e),
         }
+    }
+}
+
+impl<T> Creating<T> {
+    /// The undo failed: the object stays allocated, as the kernel may still
+    /// name it in events.
+    #[cold]
+    fn leak(&self, obj: NonNull<T>, e: Errno) {
+        let handle = self.handle.unwrap_or_default();
+        let addr = obj.as_ptr();
+        log::error!(
+            "{}: undoing a failed create: destroying handle {handle} failed with errno {e}; \
+             leaking the object at {addr:p} ({} bytes), which the kernel may still name in events",
+            self.kind,
+            size_of::<T>()
+        );
+        fault::record_leak(addr.cast());
     }
 }
 
@@ -271,13 +293,38 @@ pub(crate) mod fault {
     #[cfg(test)]
     impl DeafKernel {
         pub(crate) fn new() -> DeafKernel {
+            DeafKernel { fd: Self::file() }
+        }
+
+        #[cfg(not(miri))]
+        fn file() -> std::os::fd::OwnedFd {
             use std::os::fd::FromRawFd;
             // SAFETY: memfd_create with a NUL-terminated name.
             let raw = unsafe { libc::memfd_create(c"rxe-cmd".as_ptr(), 0) };
             assert!(raw >= 0);
             // SAFETY: raw is a fresh fd we own.
-            let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
-            DeafKernel { fd }
+            unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) }
+        }
+
+        /// Under Miri (which has no memfd): an unlinked temporary file, which
+        /// needs `-Zmiri-disable-isolation`.
+        #[cfg(miri)]
+        fn file() -> std::os::fd::OwnedFd {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "rxe-cmd-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .unwrap();
+            std::fs::remove_file(&path).unwrap();
+            f.into()
         }
 
         pub(crate) fn fd(&self) -> std::os::fd::RawFd {

@@ -28,9 +28,8 @@
 //!   or closed twice) is recognised and refused instead of unlocking a lock
 //!   another thread holds.
 
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-
 use crate::errno::Errno;
+use crate::sync::{store_release, this_thread, AtomicU8, AtomicUsize, Ordering, Parker, SpinWait};
 
 /// A mutex of one byte that is not a guard object: Drepper's third futex
 /// mutex ("Futexes Are Tricky", 2011), with parking_lot_core's parking lot
@@ -39,6 +38,8 @@ use crate::errno::Errno;
 /// [`CONTENDED`] (locked, and a thread may be parked on it).
 pub(crate) struct RawLock {
     state: AtomicU8,
+    /// Where waiters sleep (zero bytes: the parking lot is keyed by `state`'s address).
+    parker: Parker,
 }
 
 const FREE: u8 = 0;
@@ -46,9 +47,10 @@ const LOCKED: u8 = 1;
 const CONTENDED: u8 = 2;
 
 impl RawLock {
-    pub(crate) const fn new() -> RawLock {
+    pub(crate) fn new() -> RawLock {
         RawLock {
             state: AtomicU8::new(FREE),
+            parker: Parker::new(),
         }
     }
 
@@ -71,7 +73,7 @@ impl RawLock {
     #[cold]
     #[inline(never)]
     pub(crate) fn lock_contended(&self) {
-        let mut spin = parking_lot_core::SpinWait::new();
+        let mut spin = SpinWait::new();
         // While nobody is parked, spin on the plain state a little: the
         // holder of a data-path lock keeps it for a few hundred instructions.
         loop {
@@ -94,18 +96,10 @@ impl RawLock {
         // that follows ours must look (at worst, one unpark finds nobody).
         while self.state.swap(CONTENDED, Ordering::Acquire) != FREE {
             // SAFETY: the key is the address of our own state byte, which
-            // no other primitive parks on; validate only loads, and
-            // before_sleep / timed_out do nothing (they may not panic, and
-            // do not).
+            // no other primitive parks on; validate only loads.
             unsafe {
-                parking_lot_core::park(
-                    self.key(),
-                    || self.state.load(Ordering::Relaxed) == CONTENDED,
-                    || {},
-                    |_, _| {},
-                    parking_lot_core::DEFAULT_PARK_TOKEN,
-                    None,
-                );
+                self.parker
+                    .park(self.key(), || self.state.load(Ordering::Relaxed) == CONTENDED);
             }
         }
     }
@@ -130,16 +124,13 @@ impl RawLock {
         // parks only if it still reads CONTENDED under the parking lot's
         // queue lock, which unpark_one takes too: it either sees FREE and
         // retries, or is queued before we look.
-        self.state.store(FREE, Ordering::Release);
-        // SAFETY: our own key (see lock_contended); the callback does not
-        // panic or call into parking_lot.
-        unsafe {
-            parking_lot_core::unpark_one(self.key(), |_| parking_lot_core::DEFAULT_UNPARK_TOKEN);
-        }
+        store_release(&self.state, FREE);
+        // SAFETY: our own key (see lock_contended).
+        unsafe { self.parker.unpark_one(self.key()) };
     }
 
     fn key(&self) -> usize {
-        self.state.as_ptr() as usize
+        core::ptr::from_ref(&self.state) as usize
     }
 
     /// Whether some thread holds it (tests and assertions).
@@ -161,16 +152,6 @@ pub(crate) struct QueueLock {
     holder: AtomicUsize,
 }
 
-/// An id of the calling thread that is never 0: the address of a
-/// thread-local byte.
-#[inline]
-fn this_thread() -> usize {
-    thread_local! {
-        static MARK: u8 = const { 0 };
-    }
-    MARK.with(|m| core::ptr::from_ref(m) as usize)
-}
-
 /// Unlocks when dropped, which in [`QueueLock::with`] happens only on unwind.
 struct UnlockOnUnwind<'a>(&'a QueueLock);
 
@@ -185,7 +166,7 @@ impl Drop for UnlockOnUnwind<'_> {
 
 impl QueueLock {
     /// A lock for an object any thread may use.
-    pub(crate) const fn new() -> QueueLock {
+    pub(crate) fn new() -> QueueLock {
         QueueLock {
             raw: RawLock::new(),
             single_thread: false,
@@ -196,7 +177,7 @@ impl QueueLock {
     /// No lock: for an object created on a parent domain with a thread
     /// domain, whose application promised to use it from one thread at a
     /// time (`man ibv_alloc_td`).
-    pub(crate) const fn unlocked() -> QueueLock {
+    pub(crate) fn unlocked() -> QueueLock {
         QueueLock {
             single_thread: true,
             ..QueueLock::new()
@@ -276,7 +257,7 @@ impl QueueLock {
         if !self.locks() {
             return true;
         }
-        let mut spin = parking_lot_core::SpinWait::new();
+        let mut spin = SpinWait::new();
         loop {
             if self.raw.try_lock() {
                 return true;
@@ -357,7 +338,7 @@ impl QueueLock {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;
@@ -388,7 +369,9 @@ mod tests {
 
     #[test]
     fn of_two_racing_closes_one_releases() {
-        for _ in 0..200 {
+        // Miri runs a few rounds (each of its threads is interpreted); the loom model
+        // `loom_two_racing_closes` explores every interleaving of one.
+        for _ in 0..if cfg!(miri) { 5 } else { 200 } {
             let l = Arc::new(QueueLock::new());
             l.hold().unwrap();
             let closers: Vec<_> = (0..2)
@@ -434,6 +417,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "sleeps 50 ms for the waiters to park in parking_lot_core: minutes under Miri; loom_park_and_wake models it"
+    )]
     fn a_waiter_that_parked_is_woken_by_the_unlock() {
         let l = Arc::new(QueueLock::new());
         l.hold().unwrap();
@@ -455,6 +442,8 @@ mod tests {
 
     #[test]
     fn excludes_other_threads() {
+        // Fewer under Miri, which interprets every thread (and checks the count for races).
+        const ROUNDS: u64 = if cfg!(miri) { 50 } else { 10_000 };
         struct Shared {
             lock: QueueLock,
             count: core::cell::UnsafeCell<u64>,
@@ -469,7 +458,7 @@ mod tests {
             .map(|i| {
                 let s = Arc::clone(&s);
                 std::thread::spawn(move || {
-                    for _ in 0..10_000 {
+                    for _ in 0..ROUNDS {
                         if i % 2 == 0 {
                             // SAFETY: the lock is held.
                             s.lock.with(|| unsafe { *s.count.get() += 1 }).unwrap();
@@ -487,6 +476,142 @@ mod tests {
             t.join().unwrap();
         }
         // SAFETY: every thread is done.
-        assert_eq!(unsafe { *s.count.get() }, 40_000);
+        assert_eq!(unsafe { *s.count.get() }, 4 * ROUNDS);
+    }
+}
+
+/// The lock under loom (`RUSTFLAGS="--cfg loom" cargo test --release -p rxe-rs-provider --lib
+/// loom_`): each model runs the real lock code over loom's atomics and its model of the parking
+/// lot (crate::sync) and explores every interleaving of its threads; a lost wake-up is a
+/// deadlock loom reports, a second holder a data race on the shared cell.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    struct Shared {
+        lock: QueueLock,
+        count: UnsafeCell<u32>,
+    }
+
+    // SAFETY: count is only touched with the lock held (which is what the models check).
+    unsafe impl Sync for Shared {}
+
+    impl Shared {
+        fn new() -> Arc<Shared> {
+            Arc::new(Shared {
+                lock: QueueLock::new(),
+                count: UnsafeCell::new(0),
+            })
+        }
+
+        /// Adds one with the lock held; loom reports a race if another thread is in too.
+        fn bump(&self) {
+            // SAFETY: the caller holds the lock.
+            self.count.with_mut(|c| unsafe { *c += 1 });
+        }
+
+        fn count(&self) -> u32 {
+            // SAFETY: every other thread is joined.
+            self.count.with(|c| unsafe { *c })
+        }
+    }
+
+    /// lock/unlock: one thread takes the lock for a call (`with`) while another opens and
+    /// closes a pair (`hold` ... `release_held`): each gets in alone (spinning or parking) and
+    /// neither is left asleep.
+    #[test]
+    fn loom_lock_excludes_and_wakes() {
+        loom::model(|| {
+            let s = Shared::new();
+            let caller = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || s.lock.with(|| s.bump()).unwrap())
+            };
+            s.lock.hold().unwrap();
+            s.bump();
+            assert!(s.lock.release_held());
+            caller.join().unwrap();
+            assert_eq!(s.count(), 2);
+            assert!(!s.lock.is_locked());
+        });
+    }
+
+    /// park/wake: the holder releases while a waiter goes from spinning to CONTENDED to
+    /// parked; whatever the order, the waiter is woken (no lost wake-up) and the state ends
+    /// FREE.
+    #[test]
+    fn loom_park_and_wake() {
+        loom::model(|| {
+            let s = Shared::new();
+            s.lock.acquire();
+            let waiter = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    s.lock.acquire();
+                    s.bump();
+                    // SAFETY: taken just above.
+                    unsafe { s.lock.release() };
+                })
+            };
+            s.bump();
+            // SAFETY: taken above.
+            unsafe { s.lock.release() };
+            waiter.join().unwrap();
+            assert_eq!(s.count(), 2);
+            assert!(!s.lock.is_locked());
+        });
+    }
+
+    /// The cross-thread end and the recorded opener: a pair opened on one thread, closed by
+    /// two racing threads: exactly one closes it; the opener's own call meanwhile is EDEADLK
+    /// while its pair is open, and a call after the close gets the lock.
+    #[test]
+    fn loom_two_racing_closes() {
+        loom::model(|| {
+            let s = Shared::new();
+            s.lock.hold().unwrap();
+            assert_eq!(s.lock.with(|| ()), Err(Errno::EDEADLK));
+            let closers: Vec<_> = (0..2)
+                .map(|_| {
+                    let s = Arc::clone(&s);
+                    thread::spawn(move || s.lock.release_held())
+                })
+                .collect();
+            let closed = closers.into_iter().map(|c| c.join().unwrap()).filter(|&c| c).count();
+            assert_eq!(closed, 1);
+            assert!(!s.lock.pair_open() && !s.lock.is_locked());
+            assert_eq!(s.lock.with(|| s.bump()), Ok(()));
+        });
+    }
+
+    /// A pair opened on one thread and closed on another while a third thread calls: the
+    /// caller is never refused (it is not the opener: it waits), never in with the pair, and
+    /// the pair's state is handed over with the lock.
+    #[test]
+    fn loom_pair_handed_across_threads() {
+        loom::model(|| {
+            let s = Shared::new();
+            s.lock.hold().unwrap();
+            s.bump();
+            let closer = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    // The thread continuing the pair uses its state, then closes it.
+                    s.bump();
+                    assert!(s.lock.release_held());
+                })
+            };
+            let caller = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || s.lock.with(|| s.bump()))
+            };
+            closer.join().unwrap();
+            assert_eq!(caller.join().unwrap(), Ok(()));
+            assert_eq!(s.count(), 3);
+            assert!(!s.lock.is_locked());
+        });
     }
 }

@@ -30,6 +30,7 @@
 //! Threads of one process that share a queue serialize on the object's lock
 //! (CQ, QP, SRQ); the orderings here are only about us and the kernel.
 
+#[cfg_attr(miri, allow(unused_imports))] // only the mmap path uses it
 use core::ffi::c_void;
 use core::mem::{offset_of, size_of};
 use core::ptr::NonNull;
@@ -153,6 +154,19 @@ struct Mapping {
 }
 
 impl Mapping {
+    /// Under Miri (unit tests only), the queue comes from the fake
+    /// kernel's memory ([`testing::FakeRing`]): Miri cannot map a file.
+    #[cfg(miri)]
+    fn new(fd: RawFd, mi: &mminfo) -> Result<Mapping, Errno> {
+        let len = usize::try_from(mi.size).map_err(|_| Errno::EPROTO)?;
+        if len < HEADER_LEN {
+            return Err(Errno::EPROTO);
+        }
+        let base = testing::shared_memory(fd, mi.offset, len).ok_or(Errno::EINVAL)?;
+        Ok(Mapping { base, len })
+    }
+
+    #[cfg(not(miri))]
     fn new(fd: RawFd, mi: &mminfo) -> Result<Mapping, Errno> {
         let len = usize::try_from(mi.size).map_err(|_| Errno::EPROTO)?;
         let offset = libc::off_t::try_from(mi.offset).map_err(|_| Errno::EPROTO)?;
@@ -181,6 +195,7 @@ impl Mapping {
     }
 }
 
+#[cfg(not(miri))]
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: base/len are exactly what mmap returned and nothing refers
@@ -490,14 +505,8 @@ pub(crate) mod testing {
         /// A queue of `mask + 1` slots of `1 << log2` bytes, mapped `extra`
         /// bytes longer than needed.
         pub fn new(log2: u32, mask: u32, extra: usize) -> FakeRing {
-            // SAFETY: memfd_create with a NUL-terminated name.
-            let raw = unsafe { libc::memfd_create(c"rxe-queue".as_ptr(), 0) };
-            assert!(raw >= 0);
-            // SAFETY: raw is a fresh fd we own.
-            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
             let size = HEADER_LEN + ((mask as usize + 1) << log2) + extra;
-            // SAFETY: plain syscall on our fd.
-            assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) }, 0);
+            let fd = shared_file(size);
             let mi = mminfo {
                 offset: 0,
                 size: size as u32,
@@ -544,6 +553,78 @@ pub(crate) mod testing {
 
         pub fn raw_fd(&self) -> RawFd {
             self.fd.as_raw_fd()
+        }
+    }
+
+    /// A file of `size` zero bytes that [`Mapping::new`] can map: a memfd.
+    #[cfg(not(miri))]
+    fn shared_file(size: usize) -> OwnedFd {
+        // SAFETY: memfd_create with a NUL-terminated name.
+        let raw = unsafe { libc::memfd_create(c"rxe-queue".as_ptr(), 0) };
+        assert!(raw >= 0);
+        // SAFETY: raw is a fresh fd we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: plain syscall on our fd.
+        assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) }, 0);
+        fd
+    }
+
+    /// Under Miri, which can neither make a memfd nor map a file: an
+    /// eventfd names the queue, whose pages are zeroed memory of ours, kept
+    /// by fd number; every [`Mapping::new`] of that fd (ours and the code
+    /// under test's) gets the same bytes, as mappings of one memfd share
+    /// them. They are freed with the fd's [`FakeRing`].
+    #[cfg(miri)]
+    fn shared_file(size: usize) -> OwnedFd {
+        // SAFETY: plain syscall.
+        let raw = unsafe { libc::eventfd(0, 0) };
+        assert!(raw >= 0);
+        // SAFETY: raw is a fresh fd we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let layout = std::alloc::Layout::from_size_align(size, 4096).unwrap();
+        // SAFETY: a non-zero size (HEADER_LEN at least).
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!base.is_null());
+        MIRI_FILES.lock().unwrap().push(MiriFile { fd: raw, base, size });
+        fd
+    }
+
+    /// A fake queue's memory under Miri.
+    #[cfg(miri)]
+    struct MiriFile {
+        fd: RawFd,
+        base: *mut u8,
+        size: usize,
+    }
+
+    // SAFETY: the memory is only reached through the queues' own accessors.
+    #[cfg(miri)]
+    unsafe impl Send for MiriFile {}
+
+    #[cfg(miri)]
+    static MIRI_FILES: std::sync::Mutex<Vec<MiriFile>> = std::sync::Mutex::new(Vec::new());
+
+    /// The memory of the fake queue `fd` from `offset`, if `len` bytes fit it.
+    #[cfg(miri)]
+    pub(super) fn shared_memory(fd: RawFd, offset: u64, len: usize) -> Option<NonNull<u8>> {
+        let files = MIRI_FILES.lock().unwrap();
+        let file = files.iter().find(|f| f.fd == fd)?;
+        let offset = usize::try_from(offset).ok()?;
+        if offset.checked_add(len)? > file.size {
+            return None;
+        }
+        NonNull::new(file.base.wrapping_add(offset))
+    }
+
+    #[cfg(miri)]
+    impl Drop for FakeRing {
+        fn drop(&mut self) {
+            let mut files = MIRI_FILES.lock().unwrap();
+            let at = files.iter().position(|f| f.fd == self.fd.as_raw_fd()).unwrap();
+            let file = files.swap_remove(at);
+            let layout = std::alloc::Layout::from_size_align(file.size, 4096).unwrap();
+            // SAFETY: allocated in shared_file with this layout, freed once.
+            unsafe { std::alloc::dealloc(file.base, layout) };
         }
     }
 }

@@ -590,7 +590,7 @@ mod tests {
         let mut pd = crate::pd::RxePd::protection(context, 1);
         let args = CreateArgs {
             context,
-            pd: &mut pd.pd,
+            pd: ptr::from_mut(&mut pd).cast(), // the whole RxePd: the provider reads past ibv_pd
             srq_context: ptr::null_mut(),
             attr: ibv_srq_attr {
                 max_wr: 4,

@@ -6,7 +6,9 @@
 # What it puts on the host: the Debian packages below (apt); virtme-ng from PyPI in its own
 # virtual environment, $RIG_VENV (Debian's python3 -m venv: the system Python stays untouched, as
 # PEP 668 asks), whose vng the rig scripts put on PATH themselves; and, under $RIG_CACHE/debs,
-# ibverbs-providers' .deb for the packages suite's reinstall (apt-get download). Nothing else.
+# ibverbs-providers' .deb for the packages suite's reinstall (apt-get download); and, with rustup,
+# a nightly toolchain with miri and rust-src (tests/check.sh's Miri step, docs/safety.md) and its
+# Miri sysroot (`cargo +nightly miri setup`). Nothing else.
 set -euo pipefail
 
 # Debian packages: the kernel the rig boots (with rdma_rxe.ko), QEMU and the busybox virtme-ng puts
@@ -92,4 +94,19 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup-host: no Rust toolchain (cargo) on PATH; install one with rustup" >&2
     exit 1
+fi
+
+# Miri (tests/check.sh, docs/safety.md): the current nightly with miri and rust-src, whichever
+# day's it is (nothing pinned: a fresh machine gets today's), and Miri's sysroot, built once.
+have_miri() { rustup run nightly cargo miri --version > /dev/null 2>&1; }
+if ! have_miri; then
+    if $check_only; then
+        echo "setup-host: missing: the nightly toolchain with miri (rustup toolchain install nightly --profile minimal --component miri,rust-src)" >&2
+        exit 1
+    fi
+    command -v rustup > /dev/null 2>&1 || { echo "setup-host: Miri needs rustup" >&2; exit 1; }
+    rustup toolchain install nightly --profile minimal --component miri,rust-src
+fi
+if ! $check_only; then
+    cargo +nightly miri setup > /dev/null
 fi

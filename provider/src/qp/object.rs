@@ -66,7 +66,11 @@ impl RxeQp {
     }
 
     pub(crate) fn ibv_qp(&self) -> *mut ibv_qp {
-        self.vqp.get().cast::<ibv_qp>()
+        // From the whole object, not from the `vqp` field: the pointer comes
+        // back as the whole RxeQp (from_ibv_qp), so it must be allowed to
+        // reach all of it (Stacked Borrows, Miri). vqp, an UnsafeCell, is at
+        // offset 0, so writes through it to the ibv_qp stay allowed.
+        core::ptr::from_ref(self).cast_mut().cast::<ibv_qp>()
     }
 
     /// The handle the kernel gave the QP (written once, before publication).

@@ -241,11 +241,19 @@ mod tests {
     }
 
     /// Links `wrs` into a list as an application would.
+    /// Every link derives from one pointer to the list: a `&mut` to one
+    /// request, or to the list, would invalidate the links made before it.
     fn link(wrs: &mut [ibv_send_wr]) -> *mut ibv_send_wr {
-        for i in (0..wrs.len().saturating_sub(1)).rev() {
-            wrs[i].next = &mut wrs[i + 1];
+        let base = wrs.as_mut_ptr();
+        for i in 0..wrs.len().saturating_sub(1) {
+            // SAFETY: i + 1 < len: both inside the list.
+            unsafe { (*base.add(i)).next = base.add(i + 1) };
         }
-        wrs.first_mut().map_or(ptr::null_mut(), |w| w as *mut ibv_send_wr)
+        if wrs.is_empty() {
+            ptr::null_mut()
+        } else {
+            base
+        }
     }
 
     #[test]

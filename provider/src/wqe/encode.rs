@@ -1,0 +1,267 @@
+//! The writers of a WQE's header and data, for checked requests.
+
+use core::ffi::c_int;
+
+use kernel_abi::{
+    rxe_recv_wqe, rxe_send_wqe, rxe_send_wr_wr_atomic, rxe_send_wr_wr_flush, rxe_send_wr_wr_mw, rxe_send_wr_wr_rdma,
+};
+use zerocopy::FromZeros;
+
+use crate::errno::Errno;
+use crate::libibverbs::qp::*;
+
+use super::limits::{SendLimits, SGE_SIZE};
+use super::payload::{copy_inline, write_sges};
+use super::request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
+use super::validate::sge_total;
+
+/// Writes a checked legacy send request into a slot: `wqe` is the slot's
+/// header, `payload` the rest of the slot.
+///
+/// # Safety
+/// The request passed [`check_send`](super::validate::check_send) with `sges` and `objects` for the
+/// queue `payload` belongs to; with `IBV_SEND_INLINE`, every SGE describes
+/// `length` readable bytes at `addr` (the caller's promise to
+/// `ibv_post_send`).
+#[inline]
+pub(crate) unsafe fn encode_send(
+    wr: &ibv_send_wr,
+    sges: &[ibv_sge],
+    length: u32,
+    objects: &WrObjects<'_>,
+    wqe: &mut rxe_send_wqe,
+    payload: &mut [u8],
+) {
+    write_header(wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_data);
+    // SAFETY: the unions are plain data; each arm is read for its opcodes.
+    unsafe {
+        match wr.opcode {
+            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
+                set_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
+            }
+            IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
+                let a = &wr.wr.atomic;
+                set_atomic(wqe, a.remote_addr, a.rkey, a.compare_add, a.swap);
+            }
+            _ => {}
+        }
+    }
+    match objects {
+        WrObjects::Ud(ud) => set_ud(wqe, ud),
+        WrObjects::Bind(b) => set_mw(wqe, b),
+        WrObjects::None | WrObjects::Missing => {}
+    }
+    if wr.send_flags & IBV_SEND_INLINE != 0 {
+        // SAFETY: forwarded from this function's contract; check_send
+        // proved the bytes fit the payload.
+        unsafe { copy_inline(sges, payload) };
+    } else {
+        write_sges(sges, payload);
+    }
+    set_data(wqe, length, sges.len() as u32);
+}
+
+/// Writes every field of a send WQE's header but the opcode's operands and
+/// the data ([`set_data`]): the progress fields the kernel keeps in the
+/// slot reset, the operand arm zeroed. Field by field rather than a zeroed
+/// copy of the 208-byte header: only what the kernel reads is written.
+#[inline]
+pub(crate) fn write_header(wqe: &mut rxe_send_wqe, wr_id: u64, opcode: c_int, send_flags: u32, imm_data: u32) {
+    let wr = &mut wqe.wr;
+    wr.wr_id = wr_id;
+    wr.reserved = 0;
+    wr.opcode = opcode as u32;
+    wr.send_flags = send_flags;
+    wr.ex.imm_data = imm_data;
+    // The largest arm but ud (whose writer sets what it uses).
+    wr.wr.atomic = rxe_send_wr_wr_atomic {
+        remote_addr: 0,
+        compare_add: 0,
+        swap: 0,
+        rkey: 0,
+        reserved: 0,
+    };
+    wqe.status = 0;
+    wqe.state = 0;
+    wqe.iova = 0;
+    wqe.mask = 0;
+    wqe.first_psn = 0;
+    wqe.last_psn = 0;
+    wqe.ack_length = 0;
+    wqe.ssn = 0;
+    wqe.has_rd_atomic = 0;
+    wqe.dma.reserved = 0;
+}
+
+/// The data part of a send WQE's header: `num_sge` SGEs (or, inline,
+/// `length` bytes) after the header, none of them consumed yet.
+#[inline]
+fn set_data(wqe: &mut rxe_send_wqe, length: u32, num_sge: u32) {
+    let dma = &mut wqe.dma;
+    dma.length = length;
+    dma.resid = length;
+    dma.cur_sge = 0;
+    dma.num_sge = num_sge;
+    dma.sge_offset = 0;
+}
+
+/// The operands of RDMA WRITE/READ (and ATOMIC_WRITE).
+#[inline]
+pub(crate) fn set_rdma(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32) {
+    wqe.wr.wr.rdma = rxe_send_wr_wr_rdma {
+        remote_addr,
+        rkey,
+        reserved: 0,
+    };
+    wqe.iova = remote_addr;
+}
+
+/// The operands of a FLUSH (`ibv_wr_flush`, rdma-core v45+, Linux 6.2+), as
+/// the stock provider writes them: the range's length travels as the WQE's
+/// data length, not in `wr.flush.length`.
+pub(crate) fn set_flush(wqe: &mut rxe_send_wqe, f: &Flush) {
+    wqe.wr.wr.flush = rxe_send_wr_wr_flush {
+        remote_addr: f.remote_addr,
+        length: 0,
+        rkey: f.rkey,
+        r#type: f.placement,
+        level: f.level,
+    };
+    set_data(wqe, f.length, 0);
+    wqe.iova = f.remote_addr;
+}
+
+/// The operands of the two atomics.
+#[inline]
+pub(crate) fn set_atomic(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32, compare_add: u64, swap: u64) {
+    wqe.wr.wr.atomic = rxe_send_wr_wr_atomic {
+        remote_addr,
+        compare_add,
+        swap,
+        rkey,
+        reserved: 0,
+    };
+    wqe.iova = remote_addr;
+}
+
+/// The operands of a window bind.
+pub(crate) fn set_mw(wqe: &mut rxe_send_wqe, b: &MwBind) {
+    wqe.wr.wr.mw = rxe_send_wr_wr_mw {
+        addr: b.addr,
+        length: b.length,
+        mr_lkey: b.mr_lkey,
+        mw_rkey: b.mw_rkey,
+        rkey: b.new_rkey,
+        access: b.access,
+    };
+}
+
+/// Writes the header of a send WQE built through the `ibv_wr_*` API: the
+/// operation and its operands, no data. The data setters add it with
+/// [`set_sges`] or [`set_inline`], [`set_ud`] the UD destination.
+pub(crate) fn encode_header(req: &SendRequest, wqe: &mut rxe_send_wqe) {
+    write_header(wqe, req.wr_id, req.opcode, req.send_flags, req.imm_data);
+    set_data(wqe, 0, 0);
+    match req.opcode {
+        IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ | IBV_WR_ATOMIC_WRITE => {
+            set_rdma(wqe, req.remote_addr, req.rkey);
+        }
+        IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
+            set_atomic(wqe, req.remote_addr, req.rkey, req.compare_add, req.swap);
+        }
+        IBV_WR_BIND_MW => {
+            if let Some(b) = &req.bind {
+                set_mw(wqe, b);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Writes a UD destination into a send WQE.
+pub(crate) fn set_ud(wqe: &mut rxe_send_wqe, ud: &UdDest<'_>) {
+    // SAFETY: the ud arm is plain data; its other fields were zeroed with
+    // the header or are written here.
+    let u = unsafe { &mut wqe.wr.wr.ud };
+    u.remote_qpn = ud.remote_qpn;
+    u.remote_qkey = ud.remote_qkey;
+    u.pkey_index = 0;
+    u.reserved = 0;
+    u.ah_num = ud.ah_num;
+    u.pad = [0; 4];
+    if ud.ah_num == 0 {
+        // Kernels without AH indices take the address vector whole.
+        u.av = *ud.av;
+    }
+}
+
+/// Gives a built send WQE its scatter/gather list (`ibv_wr_set_sge`,
+/// `ibv_wr_set_sge_list`). More SGEs than the QP has, or than the slot
+/// holds, is `ENOSPC` (the stock provider's errno for it); a total over
+/// 4 GiB is `EINVAL`. The data is then not inline.
+pub(crate) fn set_sges(
+    wqe: &mut rxe_send_wqe,
+    payload: &mut [u8],
+    sges: &[ibv_sge],
+    lim: &SendLimits,
+) -> Result<(), Errno> {
+    if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room.min(payload.len()) {
+        return Err(Errno::ENOSPC);
+    }
+    let length = u32::try_from(sge_total(sges)).map_err(|_| Errno::EINVAL)?;
+    write_sges(sges, payload);
+    wqe.wr.send_flags &= !IBV_SEND_INLINE;
+    set_data(wqe, length, sges.len() as u32);
+    Ok(())
+}
+
+/// Copies inline data into a built send WQE (`ibv_wr_set_inline_data`,
+/// `ibv_wr_set_inline_data_list`): the whole list is measured first, in
+/// 64 bits, and refused with `ENOSPC` when it exceeds the QP's
+/// `max_inline_data` or the slot, so nothing is written past the slot.
+/// The WQE is marked inline: that is how rxe knows where its data is.
+///
+/// # Safety
+/// Every buffer describes `length` readable bytes at `addr`.
+pub(crate) unsafe fn set_inline(
+    wqe: &mut rxe_send_wqe,
+    payload: &mut [u8],
+    bufs: &[ibv_data_buf],
+    lim: &SendLimits,
+) -> Result<(), Errno> {
+    let room = u64::from(lim.max_inline).min(lim.payload_room.min(payload.len()) as u64);
+    let mut total = 0u64;
+    for b in bufs {
+        total = total.checked_add(b.length as u64).ok_or(Errno::ENOSPC)?;
+        if total > room {
+            return Err(Errno::ENOSPC);
+        }
+    }
+    let mut at = 0usize;
+    for b in bufs.iter().filter(|b| b.length != 0) {
+        // SAFETY: per the contract; the caller's buffer, never the ring.
+        let src = unsafe { core::slice::from_raw_parts(b.addr.cast::<u8>(), b.length) };
+        payload[at..at + b.length].copy_from_slice(src);
+        at += b.length;
+    }
+    wqe.wr.send_flags |= IBV_SEND_INLINE;
+    // total <= room, which came from a u32.
+    set_data(wqe, total as u32, 0);
+    Ok(())
+}
+
+/// Writes a validated receive request into a slot.
+pub(crate) fn encode_recv(wr_id: u64, sges: &[ibv_sge], length: u32, wqe: &mut rxe_recv_wqe, payload: &mut [u8]) {
+    *wqe = rxe_recv_wqe::new_zeroed();
+    wqe.wr_id = wr_id;
+    write_sges(sges, payload);
+    wqe.dma.length = length;
+    wqe.dma.resid = length;
+    wqe.dma.num_sge = sges.len() as u32;
+}
+
+/// The rkey a type 1 window gets from `ibv_bind_mw`: the same index, the
+/// next 8-bit key (libibverbs' `ibv_inc_rkey`).
+pub(crate) fn next_rkey(rkey: u32) -> u32 {
+    (rkey & 0xffff_ff00) | (rkey.wrapping_add(1) & 0xff)
+}

@@ -1,0 +1,33 @@
+//! Work requests to rxe WQEs: validation and encoding, as pure functions.
+//!
+//! A send WQE is a `rxe_send_wqe` header at the start of a send-queue slot,
+//! followed in the same slot by its payload: the scatter/gather list, or the
+//! inline data itself. A receive WQE is `rxe_recv_wqe` followed by its SGEs.
+//! The slot size is the kernel's (`log2_elem_size` of the ring), so every
+//! payload is checked against it as well as against the QP's capabilities:
+//! nothing is ever written past the slot into the next WQE.
+//!
+//! A request is checked whole ([`check_send`], [`validate_recv`]) before its
+//! slot is touched, so a rejected request leaves the ring as it was. Legacy
+//! sends are checked and encoded straight from the caller's `ibv_send_wr`
+//! (the data path: no intermediate copy); the `ibv_wr_*` builders describe
+//! their operation as a [`SendRequest`] and share the field writers.
+//!
+//! [`limits`]: the slot layout and what a queue accepts; [`request`]: what a
+//! request names beyond its SGEs; [`validate`]: the checks; [`encode`]: the
+//! header and data writers; [`payload`]: the SGE list and inline bytes after
+//! the header.
+
+mod encode;
+mod limits;
+mod payload;
+mod request;
+mod validate;
+
+pub(crate) use encode::{encode_header, encode_recv, encode_send, next_rkey, set_flush, set_inline, set_sges, set_ud};
+pub(crate) use limits::{QueueLimits, RecvLimits, SendLimits, RECV_WQE_HEADER, SEND_WQE_HEADER};
+pub(crate) use request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
+pub(crate) use validate::{check_send, send_sges, validate_recv};
+
+#[cfg(test)]
+pub(crate) mod tests;

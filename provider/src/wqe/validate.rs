@@ -1,0 +1,95 @@
+//! The checks a request passes whole before its slot is touched.
+
+use crate::errno::Errno;
+use crate::libibverbs::qp::*;
+
+use super::limits::{RecvLimits, SendLimits, SGE_SIZE};
+use super::request::WrObjects;
+
+/// The total length of a list of SGEs, without 32-bit overflow.
+#[inline]
+pub(crate) fn sge_total(sges: &[ibv_sge]) -> u64 {
+    match sges {
+        // The common case, without the set-up of the (unrolled) loop.
+        [one] => u64::from(one.length),
+        _ => sges.iter().map(|s| u64::from(s.length)).sum(),
+    }
+}
+
+/// The SGE list of a legacy send request. More entries than the QP's
+/// `max_sge` (a negative count included) is `EINVAL`, as is a null list
+/// with entries.
+///
+/// # Safety
+/// With a count up to `max_sge`, `sg_list` points at that many entries
+/// (the `ibv_post_send` contract).
+#[inline]
+pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
+    // A negative count is a huge u32.
+    let n = wr.num_sge as u32;
+    if n > lim.max_sge {
+        return Err(Errno::EINVAL);
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if wr.sg_list.is_null() {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: per the contract; n <= max_sge, a u32.
+    Ok(unsafe { core::slice::from_raw_parts(wr.sg_list, n as usize) })
+}
+
+/// The opcodes with operand rules beyond the common ones.
+const ATOMICS_AND_BIND: u32 = 1 << IBV_WR_ATOMIC_CMP_AND_SWP | 1 << IBV_WR_ATOMIC_FETCH_AND_ADD | 1 << IBV_WR_BIND_MW;
+
+/// Checks a legacy send request against the queue; returns its message
+/// length. `sges` is the request's list from [`send_sges`] (which bounds
+/// it by `max_sge`), `objects` what its pointers name. Every rejection is
+/// `EINVAL`, as `ibv_post_send(3)` and the stock provider give it (a full
+/// queue is `ENOMEM`, checked by the caller).
+#[inline]
+pub(crate) fn check_send(
+    wr: &ibv_send_wr,
+    sges: &[ibv_sge],
+    objects: &WrObjects<'_>,
+    lim: &SendLimits,
+) -> Result<u32, Errno> {
+    let opcode = wr.opcode;
+    if !lim.allows(opcode) || matches!(objects, WrObjects::Missing) {
+        return Err(Errno::EINVAL);
+    }
+    let length = sge_total(sges);
+    if wr.send_flags & IBV_SEND_INLINE != 0 {
+        // Inline bytes are read here, from addr: a NULL one with a length
+        // would crash us (ibv_wr_set_inline_data* refuse it the same way).
+        if length > u64::from(lim.inline_room) || sges.iter().any(|s| s.addr == 0 && s.length != 0) {
+            return Err(Errno::EINVAL);
+        }
+    } else if sges.len() > lim.sge_room as usize {
+        return Err(Errno::EINVAL);
+    }
+    let length = u32::try_from(length).map_err(|_| Errno::EINVAL)?;
+    // allows() proved 0 <= opcode < 32.
+    if (ATOMICS_AND_BIND >> opcode) & 1 != 0 {
+        let refused = if opcode == IBV_WR_BIND_MW {
+            length != 0 || !sges.is_empty() || wr.imm_data != 0
+        } else {
+            // SAFETY: the atomic arm for an atomic opcode; plain data.
+            length < 8 || unsafe { wr.wr.atomic.remote_addr } & 7 != 0
+        };
+        if refused {
+            return Err(Errno::EINVAL);
+        }
+    }
+    Ok(length)
+}
+
+/// Checks a receive request; returns its total length. Too many SGEs (for
+/// the QP, or for the slot) is `EINVAL`, as for the stock provider.
+pub(crate) fn validate_recv(sges: &[ibv_sge], lim: &RecvLimits) -> Result<u32, Errno> {
+    if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room {
+        return Err(Errno::EINVAL);
+    }
+    u32::try_from(sge_total(sges)).map_err(|_| Errno::EINVAL)
+}
