@@ -101,7 +101,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 for target in "${RUST_TARGETS[@]}"; do
-    rustup target list --installed 2>/dev/null | grep -qx "$target" && continue
+    rustup target list --installed 2>/dev/null | grep -x "$target" > /dev/null && continue
     if $check_only; then
         echo "setup-host: missing the Rust target $target (rustup target add $target)" >&2
         exit 1
