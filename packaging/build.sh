@@ -9,13 +9,29 @@
 #   packaging/build.sh             a snapshot: <workspace version>+git<date>.<commit>
 #   packaging/build.sh --release   HEAD must carry the tag v<workspace version>: exactly that version
 #
+# The architecture: amd64 (x86_64) from target/release into target/packages/, or with
+# PACKAGE_ARCH=arm64 the aarch64 cross build (cargo build --release --target
+# aarch64-unknown-linux-gnu) from target/aarch64-unknown-linux-gnu/release into
+# target/packages-arm64/ (Architecture: arm64, rpm aarch64).
+#
 # Environment: PACKAGE_REVISION (the Debian revision / RPM release, default 1), DEBFULLNAME and
 # DEBEMAIL (the maintainer; default: the author of HEAD).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=$root/target/packages
-release_dir=$root/target/release
 die() { echo "packaging: $*" >&2; exit 1; }
+# deb_arch: Debian's name; rpm_arch: rpm's; triplet: the multiarch directory; strip: one that
+# reads the architecture's ELF (binutils-aarch64-linux-gnu's for arm64).
+case ${PACKAGE_ARCH:-amd64} in
+    amd64)
+        deb_arch=amd64 rpm_arch=x86_64 triplet=x86_64-linux-gnu strip=strip
+        out=$root/target/packages release_dir=$root/target/release
+        ;;
+    arm64)
+        deb_arch=arm64 rpm_arch=aarch64 triplet=aarch64-linux-gnu strip=aarch64-linux-gnu-strip
+        out=$root/target/packages-arm64 release_dir=$root/target/aarch64-unknown-linux-gnu/release
+        ;;
+    *) die "PACKAGE_ARCH is amd64 or arm64, not '$PACKAGE_ARCH'" ;;
+esac
 
 upstream=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$root/Cargo.toml")
 [[ -n $upstream ]] || die "no [workspace.package] version in Cargo.toml"
@@ -38,14 +54,14 @@ maintainer="${DEBFULLNAME:-$(git -C "$root" log -1 --format=%an)} <${DEBEMAIL:-$
 # The provider libraries, one per private ABI. The build leaves them as links to one cdylib: the
 # package holds that file once, under the first name, and links for the others.
 mapfile -t provider_links < <(find "$release_dir" -maxdepth 1 -name 'librxe_rs-rdmav*.so' -printf '%f\n' | sort -V)
-((${#provider_links[@]})) || die "no $release_dir/librxe_rs-rdmav*.so; run cargo build --release"
+((${#provider_links[@]})) || die "no $release_dir/librxe_rs-rdmav*.so; run cargo build --release (--target)"
 pabis=()
 for f in "${provider_links[@]}"; do
     p=${f#librxe_rs-rdmav}
     pabis+=("${p%.so}")
 done
 nd_library=$release_dir/libnd_shim.so
-[[ -f $nd_library ]] || die "$nd_library is missing; run cargo build --release"
+[[ -f $nd_library ]] || die "$nd_library is missing; run cargo build --release (--target)"
 [[ $(readelf -d "$nd_library") == *"Library soname: [libnd_shim.so.0]"* ]] || die "$nd_library has no SONAME libnd_shim.so.0"
 
 # The libibverbs releases whose layouts the shipped private ABIs cover (provider/src/libibverbs/
@@ -59,7 +75,7 @@ libibverbs_upper() {
 libibverbs_min=36
 libibverbs_below=$(libibverbs_upper "${pabis[-1]}")
 
-for tool in dpkg-deb dpkg-shlibdeps rpmbuild readelf python3 cargo; do
+for tool in dpkg-deb dpkg-shlibdeps rpmbuild readelf python3 cargo "$strip"; do
     command -v "$tool" > /dev/null || die "$tool is missing (tests/rig/setup-host.sh installs it)"
 done
 
@@ -71,14 +87,14 @@ work=$out/work
 stage_provider() {
     local dir=$1 libdir=$2 first=${provider_links[0]} f
     install -D -m 0644 "$release_dir/$first" "$dir$libdir/libibverbs/$first"
-    strip --strip-unneeded --remove-section=.comment "$dir$libdir/libibverbs/$first"
+    "$strip" --strip-unneeded --remove-section=.comment "$dir$libdir/libibverbs/$first"
     for f in "${provider_links[@]:1}"; do ln -s "$first" "$dir$libdir/libibverbs/$f"; done
 }
 
 stage_nd_runtime() {
     local dir=$1 libdir=$2
     install -D -m 0644 "$nd_library" "$dir$libdir/libnd_shim.so.0"
-    strip --strip-unneeded --remove-section=.comment "$dir$libdir/libnd_shim.so.0"
+    "$strip" --strip-unneeded --remove-section=.comment "$dir$libdir/libnd_shim.so.0"
 }
 
 # stage_nd_dev DIR LIBDIR: headers under include/nd-shim/, the link-time .so and the pkg-config file.
@@ -116,7 +132,7 @@ provider_pages=(man7/rxe_rs.7)
 mapfile -t nd_pages < <(cd "$root/man" && ls man7/nd-shim.7 man3/*.3)
 
 ################################################################################ Debian
-multiarch=/usr/lib/x86_64-linux-gnu
+multiarch=/usr/lib/$triplet
 deb_version=$version-$revision
 changelog_date=$(date -u -R -d "@$commit_time")
 
@@ -143,13 +159,19 @@ deb_build() {
     mkdir -p "$work/shlibdeps/debian"
     printf 'Source: rxe-rs\n\nPackage: %s\nArchitecture: any\n' "$package" > "$work/shlibdeps/debian/control"
     mapfile -t elves < <(find "$dir" -type f -name '*.so*')
-    shlibs=$(cd "$work/shlibdeps" && dpkg-shlibdeps -O -e"${elves[@]}" -L"$work/shlibs.local" 2> /dev/null |
-        sed -n 's/^shlibs:Depends=//p')
+    # For arm64, dpkg-shlibdeps cross-builds: it finds libc and libgcc_s in /usr/aarch64-linux-gnu/lib
+    # (libc6-arm64-cross, libgcc-s1-arm64-cross), whose shlibs and symbols name the arm64 packages
+    # "libc6:arm64" and "libgcc-s1-arm64-cross": inside an arm64 package they are libc6 and libgcc-s1.
+    shlibs=$(cd "$work/shlibdeps" && DEB_HOST_ARCH=$deb_arch DEB_HOST_MULTIARCH=$triplet \
+        DEB_HOST_GNU_TYPE=$triplet dpkg-shlibdeps -O -l"/usr/$triplet/lib" -e"${elves[@]}" \
+        -L"$work/shlibs.local" 2> /dev/null |
+        sed -n -e "s/:$deb_arch\b//g" -e "s/-$deb_arch-cross\b//g" -e 's/^shlibs:Depends=//p')
+    ((${#elves[@]} == 0)) || [[ $shlibs == *libc6* ]] || die "dpkg-shlibdeps found no libc6 dependency for $package ($deb_arch)"
     sed -i -e "s|@shlibs@|$shlibs|" -e "s|@installed_size@|$(du -sk --exclude=DEBIAN "$dir" | cut -f1)|" \
         "$dir/DEBIAN/control"
     find "$dir" -path "$dir/DEBIAN" -prune -o -type d -exec chmod 0755 {} +
     find "$dir" -newermt "@$commit_time" -exec touch -h -d "@$commit_time" {} +
-    dpkg-deb --root-owner-group -Zxz --build "$dir" "$out/${package}_${deb_version}_amd64.deb" > /dev/null
+    dpkg-deb --root-owner-group -Zxz --build "$dir" "$out/${package}_${deb_version}_$deb_arch.deb" > /dev/null
 }
 
 # The shim's own library as dpkg-shlibdeps should see it (it is not installed on the build host).
@@ -174,7 +196,7 @@ cat > "$deb/DEBIAN/control" << CONTROL
 Package: rxe-rs
 Source: rxe-rs
 Version: $deb_version
-Architecture: amd64
+Architecture: $deb_arch
 Maintainer: $maintainer
 Installed-Size: @installed_size@
 Depends: @shlibs@, libibverbs1 (>= $libibverbs_min), libibverbs1 (<< $libibverbs_below)
@@ -206,7 +228,7 @@ cat > "$deb/DEBIAN/control" << CONTROL
 Package: libnd-shim0
 Source: rxe-rs
 Version: $deb_version
-Architecture: amd64
+Architecture: $deb_arch
 Multi-Arch: same
 Maintainer: $maintainer
 Installed-Size: @installed_size@
@@ -233,7 +255,7 @@ cat > "$deb/DEBIAN/control" << CONTROL
 Package: libnd-shim-dev
 Source: rxe-rs
 Version: $deb_version
-Architecture: amd64
+Architecture: $deb_arch
 Multi-Arch: same
 Maintainer: $maintainer
 Installed-Size: @installed_size@
@@ -269,7 +291,7 @@ install -D -m 0644 "$root/LICENSE-APACHE" "$rpm_root/usr/share/licenses/rxe-rs/L
 for f in LICENSE-MIT LICENSE-APACHE; do
     install -D -m 0644 "$root/$f" "$rpm_root/usr/share/licenses/nd-shim/$f"
 done
-rpmbuild -bb --quiet \
+rpmbuild -bb --quiet --target "$rpm_arch-linux" --define "__strip $strip" \
     --define "_topdir $work/rpmbuild" --define "_rpmdir $out" \
     --define "rxe_rs_version ${version//-/_}" --define "rxe_rs_release $revision" \
     --define "staged_root $rpm_root" --define "pabis ${pabis[*]}" \
@@ -280,6 +302,6 @@ rpmbuild -bb --quiet \
     --define "_build_id_links none" --define "source_date_epoch_from_changelog 0" \
     --define "use_source_date_epoch_as_buildtime 1" --define "clamp_mtime_to_source_date_epoch 1" \
     "$root/packaging/rxe-rs.spec"
-mv "$out"/x86_64/*.rpm "$out/"
-rm -rf "$out/x86_64" "$work"
+mv "$out/$rpm_arch"/*.rpm "$out/"
+rm -rf "${out:?}/$rpm_arch" "$work"
 ls "$out"

@@ -136,7 +136,7 @@ fn query_sgid(ctx: &ibv_context, port: u8, index: u8) -> Result<[u8; 16], Errno>
     // SAFETY: a context's device is the live ibv_device it was opened on.
     let dev = unsafe { ctx.device.as_ref() }.ok_or(Errno::EINVAL)?;
     // SAFETY: c_char and u8 have the same size and alignment.
-    let path = unsafe { &*(ptr::from_ref(&dev.ibdev_path) as *const [u8; 256]) };
+    let path = unsafe { &*ptr::from_ref(&dev.ibdev_path).cast::<[u8; 256]>() };
     let base = CStr::from_bytes_until_nul(path)
         .map_err(|_| Errno::EINVAL)?
         .to_str()

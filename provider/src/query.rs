@@ -368,7 +368,11 @@ mod tests {
         assert_eq!(&buf[..6], &[b'1', b'.', b'2', b'.', b'3', 0].map(|b| b as c_char));
         assert!(buf[6..].iter().all(|&c| c == 0));
         format_fw_ver(u64::MAX, &mut buf);
-        let s: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let s: Vec<u8> = buf
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| u8::from_ne_bytes(c.to_ne_bytes()))
+            .collect();
         assert_eq!(s, b"65535.65535.65535");
     }
 

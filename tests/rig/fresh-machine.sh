@@ -58,6 +58,13 @@ bind() { # bind SOURCE TARGET [ro]
     [[ ${3:-} != ro ]] || mount -o remount,bind,ro "$2"
 }
 
+# The toolchain is the host's, read-only in the chroot: the Rust targets setup-host.sh adds to it
+# (RUST_TARGETS there) are added here first, as setup-host.sh would on the host.
+mapfile -t rust_targets < <(sed -n 's/^RUST_TARGETS=(\(.*\))$/\1/p' "$root/tests/rig/setup-host.sh" | tr ' ' '\n')
+for target in "${rust_targets[@]}"; do
+    rustup target list --installed | grep -x "$target" > /dev/null || rustup target add "$target"
+done
+
 rm -rf "$chroot_dir"
 cp -a "$pristine" "$chroot_dir"
 cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"

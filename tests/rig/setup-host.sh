@@ -16,7 +16,11 @@ set -euo pipefail
 # libclang for rdma-mummy-sys' bindgen, gcc and clang for the C layout probes and the rig's
 # provider probe), rpm and dpkg-dev (dpkg-shlibdeps) for packaging/build.sh, lintian and rpmlint
 # for the packages suite, man-db and groff-base for tests/man-check.sh (lintian needs them too),
-# python3-venv for virtme-ng's environment, debootstrap for tests/rig/fresh-machine.sh.
+# python3-venv for virtme-ng's environment, debootstrap for tests/rig/fresh-machine.sh; for the
+# aarch64 build, Debian's cross toolchain (gcc-aarch64-linux-gnu, whose binutils strip the arm64
+# packages) and arm64 libc (libc6-dev-arm64-cross: the linker's and the aarch64 layout test's),
+# qemu-user, whose qemu-aarch64 runs that test (.cargo/config.toml), and qemu-system-arm for
+# tests/rig/arm64's guest.
 APT_PACKAGES=(
     linux-image-amd64 qemu-system-x86 busybox-static udev iproute2 kmod procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
@@ -25,7 +29,10 @@ APT_PACKAGES=(
     qperf
     dpkg-dev lintian rpmlint man-db groff-base
     python3-venv debootstrap
+    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-system-arm
 )
+# The Rust targets beside the host's (rustup, with the toolchain's own components).
+RUST_TARGETS=(aarch64-unknown-linux-gnu)
 VIRTME_NG_VERSION=1.42
 RIG_VENV=${RIG_VENV:-/opt/rxe-rs-rig/venv}
 RIG_CACHE=${RIG_CACHE:-/var/cache/rxe-rs-rig}
@@ -95,6 +102,16 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup-host: no Rust toolchain (cargo) on PATH; install one with rustup" >&2
     exit 1
 fi
+
+for target in "${RUST_TARGETS[@]}"; do
+    rustup target list --installed 2>/dev/null | grep -x "$target" > /dev/null && continue
+    if $check_only; then
+        echo "setup-host: missing the Rust target $target (rustup target add $target)" >&2
+        exit 1
+    fi
+    echo "setup-host: rustup target add $target"
+    rustup target add "$target"
+done
 
 # Miri (tests/check.sh, docs/safety.md): the current nightly with miri and rust-src, whichever
 # day's it is (nothing pinned: a fresh machine gets today's), and Miri's sysroot, built once.

@@ -2,8 +2,15 @@
 //! where the Debian headers of each line are, and clang's record layouts of them.
 //!
 //! `tests/rig/fetch-headers.sh` (run by `tests/rig/setup-host.sh`) unpacks libibverbs-dev and
-//! linux-libc-dev of each suite into `$RIG_CACHE/headers/<suite>/` (default
-//! `/var/cache/rxe-rs-rig`); the tests only read that folder and need no network.
+//! linux-libc-dev of each suite into `$RIG_CACHE/headers/<suite>/` (amd64) and
+//! `<suite>.arm64/` (default `/var/cache/rxe-rs-rig`); the tests only read that folder and need
+//! no network.
+//!
+//! The headers and clang's target are those of the architecture the test is built for: built
+//! for aarch64 (`cargo test --target aarch64-unknown-linux-gnu`, run under qemu-aarch64 as
+//! `.cargo/config.toml` says), the test compares the aarch64 layout of the mirrors with clang's
+//! `--target=aarch64-linux-gnu` layout of the arm64 headers, over the arm64 libc headers of
+//! libc6-dev-arm64-cross.
 
 #![allow(dead_code)] // each including test uses its own part
 
@@ -19,7 +26,12 @@ pub const SUITES: [&str; 3] = ["bookworm", "trixie", "sid"];
 /// checking they were fetched.
 pub fn suite_include(suite: &str) -> Vec<PathBuf> {
     let cache = std::env::var_os("RIG_CACHE").map_or_else(|| PathBuf::from("/var/cache/rxe-rs-rig"), PathBuf::from);
-    let root = cache.join("headers").join(suite);
+    let folder = match std::env::consts::ARCH {
+        "x86_64" => suite.to_string(),
+        "aarch64" => format!("{suite}.arm64"),
+        other => panic!("no Debian headers fetched for {other}"),
+    };
+    let root = cache.join("headers").join(folder);
     assert!(
         root.join("VERSIONS").exists(),
         "no Debian {suite} headers in {}: run tests/rig/fetch-headers.sh (tests/rig/setup-host.sh does)",
@@ -87,6 +99,9 @@ pub fn c_records(
 
     let mut clang = Command::new("clang");
     clang.args(["-fsyntax-only", "-Xclang", "-fdump-record-layouts"]);
+    // The architecture this test is built for (the host's clang runs natively even when the test
+    // runs under qemu-aarch64).
+    clang.arg(format!("--target={}-linux-gnu", std::env::consts::ARCH));
     for dir in include {
         clang.arg("-I").arg(dir);
     }

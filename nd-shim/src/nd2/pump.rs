@@ -531,14 +531,19 @@ impl Pump {
         // The system call itself, not glibc's wrapper: that one is a cancellation point, which
         // in a threaded process costs two calls around every wait (about 40 instructions), and
         // a thread cancelled here would unwind through the shim's frames, which must not be.
-        // SAFETY: the epoll descriptor is open; `events` has room for EVENTS entries.
+        // epoll_pwait with no signal mask is epoll_wait, and every architecture has it (aarch64
+        // has no epoll_wait system call).
+        // SAFETY: the epoll descriptor is open; `events` has room for EVENTS entries; a null
+        // signal mask is not read.
         let n = unsafe {
             libc::syscall(
-                libc::SYS_epoll_wait,
+                libc::SYS_epoll_pwait,
                 set,
                 events.as_mut_ptr(),
                 EVENTS as libc::c_int,
                 ms,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
             )
         };
         if as_leader {

@@ -10,6 +10,8 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::MUTEX_GROWTH;
+
 use super::device_context::ibv_context;
 
 #[repr(C)]
@@ -178,8 +180,8 @@ pub struct ibv_qp {
     pub cond: libc::pthread_cond_t,
     pub events_completed: u32,
 }
-const _: () = assert!(size_of::<ibv_qp>() == 160);
+const _: () = assert!(size_of::<ibv_qp>() == 160 + MUTEX_GROWTH);
 const _: () = assert!(offset_of!(ibv_qp, handle) == 48);
 const _: () = assert!(offset_of!(ibv_qp, mutex) == 64);
-const _: () = assert!(offset_of!(ibv_qp, cond) == 104);
-const _: () = assert!(offset_of!(ibv_qp, events_completed) == 152);
+const _: () = assert!(offset_of!(ibv_qp, cond) == 104 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_qp, events_completed) == 152 + MUTEX_GROWTH);

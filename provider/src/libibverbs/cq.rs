@@ -13,6 +13,8 @@
 use core::ffi::{c_int, c_uint, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::MUTEX_GROWTH;
+
 use super::device_context::{ibv_context, opaque_fn};
 
 /// `enum ibv_create_cq_wc_flags`: what `ibv_cq_init_attr_ex.wc_flags` asks
@@ -56,13 +58,13 @@ pub struct ibv_cq {
     pub comp_events_completed: u32,
     pub async_events_completed: u32,
 }
-const _: () = assert!(size_of::<ibv_cq>() == 128);
+const _: () = assert!(size_of::<ibv_cq>() == 128 + MUTEX_GROWTH);
 const _: () = assert!(offset_of!(ibv_cq, handle) == 24);
 const _: () = assert!(offset_of!(ibv_cq, cqe) == 28);
 const _: () = assert!(offset_of!(ibv_cq, mutex) == 32);
-const _: () = assert!(offset_of!(ibv_cq, cond) == 72);
-const _: () = assert!(offset_of!(ibv_cq, comp_events_completed) == 120);
-const _: () = assert!(offset_of!(ibv_cq, async_events_completed) == 124);
+const _: () = assert!(offset_of!(ibv_cq, cond) == 72 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq, comp_events_completed) == 120 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq, async_events_completed) == 124 + MUTEX_GROWTH);
 
 #[repr(C)]
 pub struct ibv_poll_cq_attr {
@@ -161,30 +163,30 @@ pub struct ibv_cq_ex {
     pub read_tm_info: opaque_fn,
     pub read_completion_wallclock_ns: opaque_fn,
 }
-const _: () = assert!(size_of::<ibv_cq_ex>() == 288);
+const _: () = assert!(size_of::<ibv_cq_ex>() == 288 + MUTEX_GROWTH);
 const _: () = assert!(offset_of!(ibv_cq_ex, handle) == offset_of!(ibv_cq, handle));
 const _: () = assert!(offset_of!(ibv_cq_ex, cqe) == offset_of!(ibv_cq, cqe));
 const _: () = assert!(offset_of!(ibv_cq_ex, mutex) == offset_of!(ibv_cq, mutex));
 const _: () = assert!(offset_of!(ibv_cq_ex, cond) == offset_of!(ibv_cq, cond));
 const _: () = assert!(offset_of!(ibv_cq_ex, async_events_completed) == offset_of!(ibv_cq, async_events_completed));
-const _: () = assert!(offset_of!(ibv_cq_ex, comp_mask) == 128);
-const _: () = assert!(offset_of!(ibv_cq_ex, status) == 132);
-const _: () = assert!(offset_of!(ibv_cq_ex, wr_id) == 136);
-const _: () = assert!(offset_of!(ibv_cq_ex, start_poll) == 144);
-const _: () = assert!(offset_of!(ibv_cq_ex, next_poll) == 152);
-const _: () = assert!(offset_of!(ibv_cq_ex, end_poll) == 160);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_opcode) == 168);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_vendor_err) == 176);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_byte_len) == 184);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_imm_data) == 192);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_qp_num) == 200);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_src_qp) == 208);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_wc_flags) == 216);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_slid) == 224);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_sl) == 232);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_dlid_path_bits) == 240);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_completion_ts) == 248);
-const _: () = assert!(offset_of!(ibv_cq_ex, read_completion_wallclock_ns) == 280);
+const _: () = assert!(offset_of!(ibv_cq_ex, comp_mask) == 128 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, status) == 132 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, wr_id) == 136 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, start_poll) == 144 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, next_poll) == 152 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, end_poll) == 160 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_opcode) == 168 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_vendor_err) == 176 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_byte_len) == 184 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_imm_data) == 192 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_qp_num) == 200 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_src_qp) == 208 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_wc_flags) == 216 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_slid) == 224 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_sl) == 232 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_dlid_path_bits) == 240 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_completion_ts) == 248 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_cq_ex, read_completion_wallclock_ns) == 280 + MUTEX_GROWTH);
 
 #[repr(C)]
 pub struct ibv_cq_init_attr_ex {

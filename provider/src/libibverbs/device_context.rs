@@ -8,6 +8,8 @@
 use core::ffi::{c_char, c_int, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::MUTEX_GROWTH;
+
 /// `IBV_SYSFS_NAME_MAX`
 pub const IBV_SYSFS_NAME_MAX: usize = 64;
 /// `IBV_SYSFS_PATH_MAX`
@@ -57,13 +59,13 @@ pub struct ibv_context {
     pub mutex: libc::pthread_mutex_t,
     pub abi_compat: *mut c_void,
 }
-const _: () = assert!(size_of::<ibv_context>() == 328);
+const _: () = assert!(size_of::<ibv_context>() == 328 + MUTEX_GROWTH);
 const _: () = assert!(offset_of!(ibv_context, ops) == 8);
 const _: () = assert!(offset_of!(ibv_context, cmd_fd) == 264);
 const _: () = assert!(offset_of!(ibv_context, async_fd) == 268);
 const _: () = assert!(offset_of!(ibv_context, num_comp_vectors) == 272);
 const _: () = assert!(offset_of!(ibv_context, mutex) == 280);
-const _: () = assert!(offset_of!(ibv_context, abi_compat) == 320);
+const _: () = assert!(offset_of!(ibv_context, abi_compat) == 320 + MUTEX_GROWTH);
 
 #[repr(C)]
 pub struct ibv_device_attr {

@@ -14,6 +14,8 @@
 use core::ffi::{c_int, c_uint, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::MUTEX_GROWTH;
+
 use super::control_objects::{ibv_ah, ibv_ah_attr, ibv_mr, ibv_mw, ibv_pd, ibv_qp};
 use super::cq::ibv_cq;
 use super::device_context::{ibv_context, opaque_fn};
@@ -350,10 +352,10 @@ pub struct ibv_qp_ex_base {
     /// order, filled by the `ibv_qp_ex` step.
     pub wr_ops: [opaque_fn; 20],
 }
-const _: () = assert!(size_of::<ibv_qp_ex_base>() == 344);
-const _: () = assert!(offset_of!(ibv_qp_ex_base, comp_mask) == 160);
-const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_flags) == 176);
-const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) == 184);
+const _: () = assert!(size_of::<ibv_qp_ex_base>() == 344 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, comp_mask) == 160 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_flags) == 176 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) == 184 + MUTEX_GROWTH);
 
 /// Indices into [`ibv_qp_ex_base::wr_ops`], in `struct ibv_qp_ex` order.
 pub mod wr_op {
@@ -378,19 +380,19 @@ pub mod wr_op {
     pub const COMPLETE: usize = 18;
     pub const ABORT: usize = 19;
 }
-const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::SET_UD_ADDR * 8 == 272);
-const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::SET_SGE_LIST * 8 == 312);
-const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::ABORT * 8 == 336);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::SET_UD_ADDR * 8 == 272 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::SET_SGE_LIST * 8 == 312 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_qp_ex_base, wr_ops) + wr_op::ABORT * 8 == 336 + MUTEX_GROWTH);
 
 /// Room for `struct verbs_qp` of any release: `ibv_qp_ex` (at most 360
-/// bytes, v45+), then `comp_mask` and `xrcd`. Which words of `tail` are
+/// bytes on x86_64, 368 on aarch64, v45+), then `comp_mask` and `xrcd`. Which words of `tail` are
 /// what depends on the release ([`QpExLayout`]).
 #[repr(C)]
 pub struct VerbsQp {
     pub qp_ex: ibv_qp_ex_base,
     pub tail: [u64; 4],
 }
-const _: () = assert!(size_of::<VerbsQp>() == 376);
+const _: () = assert!(size_of::<VerbsQp>() == 376 + MUTEX_GROWTH);
 
 pub type create_qp_fn = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp;
 pub type create_qp_ex_fn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_qp_init_attr_ex) -> *mut ibv_qp;
@@ -404,28 +406,30 @@ pub type bind_mw_fn = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_mw, *mut ibv_mw
 /// Where the release-dependent fields of `verbs_qp` are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpExLayout {
-    /// `sizeof(struct ibv_qp_ex)`: 344 before v44, 352 in v44, 360 from v45.
+    /// `sizeof(struct ibv_qp_ex)`: 344 before v44, 352 in v44, 360 from v45 (x86_64; 8 more
+    /// on aarch64, [`MUTEX_GROWTH`]): [`ibv_qp_ex_base`], then no, one or two callbacks.
     pub qp_ex_size: usize,
 }
 
 impl QpExLayout {
     pub fn for_release(release: u32) -> QpExLayout {
-        let qp_ex_size = match release {
-            ..=43 => 344,
-            44 => 352,
-            _ => 360,
+        let callbacks = match release {
+            ..=43 => 0,
+            44 => 1,
+            _ => 2,
         };
+        let qp_ex_size = size_of::<ibv_qp_ex_base>() + callbacks * size_of::<opaque_fn>();
         QpExLayout { qp_ex_size }
     }
 
     /// Whether `ibv_qp_ex` has `wr_atomic_write` (v44+), in `VerbsQp::tail[0]`.
     pub fn has_atomic_write(self) -> bool {
-        self.qp_ex_size >= 352
+        self.qp_ex_size > size_of::<ibv_qp_ex_base>()
     }
 
     /// Whether `ibv_qp_ex` has `wr_flush` (v45+), in `VerbsQp::tail[1]`.
     pub fn has_flush(self) -> bool {
-        self.qp_ex_size >= 360
+        self.qp_ex_size > size_of::<ibv_qp_ex_base>() + size_of::<opaque_fn>()
     }
 
     /// Offset of `verbs_qp.comp_mask` (a u32).
@@ -444,7 +448,7 @@ impl VerbsQp {
     /// slot is `comp_mask` there).
     pub fn set_wr_atomic_write(&mut self, layout: QpExLayout, f: opaque_fn) {
         if layout.has_atomic_write() {
-            // The word right after wr_abort (offset 344).
+            // The word right after wr_abort (offset 344 on x86_64).
             self.tail[0] = f.map_or(0, |f| f as usize as u64);
         }
     }
@@ -452,7 +456,7 @@ impl VerbsQp {
     /// Sets `wr_flush` where this release has it (else nothing).
     pub fn set_wr_flush(&mut self, layout: QpExLayout, f: opaque_fn) {
         if layout.has_flush() {
-            // The word after wr_atomic_write (offset 352).
+            // The word after wr_atomic_write (offset 352 on x86_64).
             self.tail[1] = f.map_or(0, |f| f as usize as u64);
         }
     }
@@ -460,7 +464,7 @@ impl VerbsQp {
     /// Sets `verbs_qp.comp_mask` where this release has it.
     pub fn set_comp_mask(&mut self, layout: QpExLayout, value: u32) {
         let word = (layout.comp_mask_offset() - size_of::<ibv_qp_ex_base>()) / 8;
-        // comp_mask is the low-addressed u32 of its 8-byte word (x86_64 and
+        // comp_mask is the low-addressed u32 of its 8-byte word (x86_64, aarch64 and
         // every other little-endian target; the upper half is padding).
         self.tail[word] = u64::from(value.to_le());
     }
@@ -473,7 +477,7 @@ impl VerbsQp {
 }
 
 // The two tail fields fit the reserved room for every release.
-const _: () = assert!(360 + 16 == size_of::<VerbsQp>());
+const _: () = assert!(360 + MUTEX_GROWTH + 16 == size_of::<VerbsQp>());
 const _: () = assert!(size_of::<*mut ibv_cq>() == 8);
 
 #[cfg(test)]
@@ -482,12 +486,14 @@ mod tests {
 
     #[test]
     fn verbs_qp_comp_mask_moves_with_the_release() {
-        assert_eq!(QpExLayout::for_release(36).comp_mask_offset(), 344);
-        assert_eq!(QpExLayout::for_release(43).comp_mask_offset(), 344);
-        assert_eq!(QpExLayout::for_release(44).comp_mask_offset(), 352);
-        assert_eq!(QpExLayout::for_release(44).xrcd_offset(), 360);
-        assert_eq!(QpExLayout::for_release(45).comp_mask_offset(), 360);
-        assert_eq!(QpExLayout::for_release(56).xrcd_offset(), 368);
+        // x86_64's offsets; aarch64's are MUTEX_GROWTH further.
+        let m = MUTEX_GROWTH;
+        assert_eq!(QpExLayout::for_release(36).comp_mask_offset(), 344 + m);
+        assert_eq!(QpExLayout::for_release(43).comp_mask_offset(), 344 + m);
+        assert_eq!(QpExLayout::for_release(44).comp_mask_offset(), 352 + m);
+        assert_eq!(QpExLayout::for_release(44).xrcd_offset(), 360 + m);
+        assert_eq!(QpExLayout::for_release(45).comp_mask_offset(), 360 + m);
+        assert_eq!(QpExLayout::for_release(56).xrcd_offset(), 368 + m);
         for release in [36, 44, 45, 56] {
             let l = QpExLayout::for_release(release);
             assert!(l.xrcd_offset() + 8 <= size_of::<VerbsQp>());
@@ -501,7 +507,13 @@ mod tests {
         let l = QpExLayout::for_release(44);
         v.set_comp_mask(l, VERBS_QP_EX);
         // SAFETY: reading the u32 at the computed offset inside v.
-        let raw = unsafe { core::ptr::from_ref(&v).cast::<u8>().add(352).cast::<u32>().read() };
+        let raw = unsafe {
+            core::ptr::from_ref(&v)
+                .cast::<u8>()
+                .add(352 + MUTEX_GROWTH)
+                .cast::<u32>()
+                .read()
+        };
         assert_eq!(raw, VERBS_QP_EX);
         assert_eq!(v.comp_mask(l), VERBS_QP_EX);
         assert_eq!(v.comp_mask(QpExLayout::for_release(45)), 0);

@@ -8,6 +8,8 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
+use super::MUTEX_GROWTH;
+
 use super::control_objects::ibv_pd;
 use super::cq::ibv_cq;
 use super::device_context::ibv_context;
@@ -38,11 +40,11 @@ pub struct ibv_srq {
     pub cond: libc::pthread_cond_t,
     pub events_completed: u32,
 }
-const _: () = assert!(size_of::<ibv_srq>() == 128);
+const _: () = assert!(size_of::<ibv_srq>() == 128 + MUTEX_GROWTH);
 const _: () = assert!(offset_of!(ibv_srq, handle) == 24);
 const _: () = assert!(offset_of!(ibv_srq, mutex) == 32);
-const _: () = assert!(offset_of!(ibv_srq, cond) == 72);
-const _: () = assert!(offset_of!(ibv_srq, events_completed) == 120);
+const _: () = assert!(offset_of!(ibv_srq, cond) == 72 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(ibv_srq, events_completed) == 120 + MUTEX_GROWTH);
 
 /// `struct verbs_srq` (driver.h): `ibv_cmd_create_srq_ex` fills the fields
 /// after `srq`, and libibverbs' `ibv_get_srq_num` path reads them.
@@ -55,10 +57,10 @@ pub struct verbs_srq {
     pub cq: *mut ibv_cq,
     pub srq_num: u32,
 }
-const _: () = assert!(size_of::<verbs_srq>() == 160);
-const _: () = assert!(offset_of!(verbs_srq, srq_type) == 128);
-const _: () = assert!(offset_of!(verbs_srq, cq) == 144);
-const _: () = assert!(offset_of!(verbs_srq, srq_num) == 152);
+const _: () = assert!(size_of::<verbs_srq>() == 160 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(verbs_srq, srq_type) == 128 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(verbs_srq, cq) == 144 + MUTEX_GROWTH);
+const _: () = assert!(offset_of!(verbs_srq, srq_num) == 152 + MUTEX_GROWTH);
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -481,9 +481,11 @@ pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::libibverbs::qp::ibv_qp_ex_base;
     use crate::ring::testing::FakeRing;
     use crate::ring::Producer;
     use crate::wqe::SEND_WQE_HEADER;
+    use core::mem::size_of;
     use kernel_abi::rxe_send_wqe;
 
     /// A send queue of 4 slots of 256 bytes (capacity 3) on a fake ring.
@@ -751,10 +753,17 @@ mod tests {
                     && ops[wr_op::SEND_TSO].is_none()
                     && ops[wr_op::SET_XRC_SRQN].is_none()
             );
-            // SAFETY: reading the word at offset 344 inside v.
-            let at_344 = unsafe { ptr::from_ref(&v).cast::<u8>().add(344).cast::<u64>().read() };
+            // SAFETY: reading the word right after wr_abort inside v (offset 344 on x86_64,
+            // 352 on aarch64).
+            let after_abort = unsafe {
+                ptr::from_ref(&v)
+                    .cast::<u8>()
+                    .add(size_of::<ibv_qp_ex_base>())
+                    .cast::<u64>()
+                    .read()
+            };
             assert_eq!(
-                at_344 == wr_atomic_write as *const () as usize as u64,
+                after_abort == wr_atomic_write as *const () as usize as u64,
                 aw,
                 "release {release}"
             );
