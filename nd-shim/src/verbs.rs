@@ -288,8 +288,8 @@ impl QpInner {
     }
 
     /// After a receive was posted: a QP already in the error state flushes it too (ND_CANCELED),
-    /// as every posted request of a QP in error completes with a flush error (IB spec 10.3.1;
-    /// Windows providers). rxe (the kernel's responder) drains the receive queue of a QP in error
+    /// as the IB specification's Error state has every posted request complete with a flush
+    /// error. rxe (the kernel's responder) drains the receive queue of a QP in error
     /// only when it runs, and a receive posted from user space does not wake it: the receive
     /// would stay posted for ever, and a program that keeps posting after the peer's disconnect
     /// (Microsoft's ndpingpong) fills the queue (ND_NO_MEMORY). Moving the QP to ERR again (ERR
