@@ -5,7 +5,7 @@
 //! the handshake) and the connector moves it to RTR/RTS from `rdma_init_qp_attr`, and to ERR on
 //! Disconnect.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
@@ -221,6 +221,8 @@ pub(crate) struct QpInner {
     _keep: Option<Arc<dyn Send + Sync>>,
     /// The capabilities the provider granted (ibv_create_qp's answer: at least what was asked).
     pub(crate) granted: ffi::ibv_qp_cap,
+    /// Set when the QP is moved to the error state ([`QpInner::flush`]); it never leaves it.
+    flushed: AtomicBool,
     _adapter: Arc<AdapterInner>,
 }
 
@@ -276,10 +278,33 @@ impl QpInner {
 
     /// QP to ERR: every outstanding request completes, flushed (ND_CANCELED).
     pub(crate) fn flush(&self) -> Result<(), NdStatus> {
+        // Before the transition (SeqCst, with the load in `after_receive`): a receive posted
+        // concurrently either sees the flag or was posted before the transition drains the queue.
+        self.flushed.store(true, Ordering::SeqCst);
         // SAFETY: plain old data.
         let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
         attr.qp_state = ffi::ibv_qp_state::IBV_QPS_ERR;
         self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32)
+    }
+
+    /// After a receive was posted: a QP already in the error state flushes it too (ND_CANCELED),
+    /// as the IB specification's Error state has every posted request complete with a flush
+    /// error. rxe (the kernel's responder) drains the receive queue of a QP in error
+    /// only when it runs, and a receive posted from user space does not wake it: the receive
+    /// would stay posted for ever, and a program that keeps posting after the peer's disconnect
+    /// (Microsoft's ndpingpong) fills the queue (ND_NO_MEMORY). Moving the QP to ERR again (ERR
+    /// to ERR is a valid transition) runs the responder, which completes the receive. One load
+    /// on the common path.
+    #[inline]
+    pub(crate) fn after_receive(&self) {
+        if self.flushed.load(Ordering::SeqCst) {
+            // SAFETY: plain old data.
+            let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+            attr.qp_state = ffi::ibv_qp_state::IBV_QPS_ERR;
+            if let Err(status) = self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32) {
+                log::debug!("receive after the flush: ERR again: {status}");
+            }
+        }
     }
 }
 
@@ -352,6 +377,7 @@ impl QueuePair {
             _recv_cq: Arc::clone(recv_cq),
             _keep: keep,
             granted: init.cap,
+            flushed: AtomicBool::new(false),
             _adapter: Arc::clone(&adapter.inner),
         });
         // RESET -> INIT now, so receives can be posted before the handshake, on the port that
@@ -395,7 +421,9 @@ impl QueuePair {
         // SAFETY: the QP is live; wr and its SGE list are valid for the call (the provider
         // copies them); the SGEs point into registered regions (checked by MemoryRegion::sge).
         let ret = unsafe { ffi::ibv_post_recv(self.inner.qp.0, &mut wr, &mut bad) };
-        post_result(ret)
+        post_result(ret)?;
+        self.inner.after_receive();
+        Ok(())
     }
 
     /// ND2 Send.

@@ -1108,6 +1108,58 @@ int receive_peer_closed(Pair &s)
     return 0;
 }
 
+/* Receives posted after the QP is in the error state complete ND_CANCELED too, instead of
+ * staying posted: first after the peer released its connector (the peer's disconnect flushed
+ * the QP), then after IND2QueuePair::Flush of a QP never connected. Microsoft's ndpingpong
+ * (src/examples/ndpingpong/ndpingpong.cpp:136-153) keeps posting a receive per iteration once
+ * a completion was ND_CANCELED; on rxe such receives stayed posted until the queue was full
+ * (ND_NO_MEMORY). Every one posted here must complete within 10 s (Results). */
+int receive_after_flush(Pair &s)
+{
+    const unsigned short PORT = 7439;
+    const unsigned N = 8; /* Side::Qp's receive depth: three rounds post three times as many */
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    CHECK_HR(pqp->Receive(Context(1), &rs, 1));
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    EXPECT(c.a->Release() == 0);
+    ND2_RESULT r[N];
+    Results(s.passive, r, 1);
+    Expect("Receive before the peer released its connector", r, 1, Context(1), ND_CANCELED, Nd2RequestTypeReceive,
+           &s.passive);
+    /* The QP is in error now: a queue's worth of receives, three times over. */
+    for (unsigned round = 0; round < 3; round++) {
+        for (unsigned k = 0; k < N; k++)
+            Returns("Receive after the peer's disconnect", pqp->Receive(Context(100 + k), &rs, 1), ND_SUCCESS);
+        Results(s.passive, r, N);
+        for (unsigned k = 0; k < N; k++)
+            if (r[k].Status != ND_CANCELED || r[k].RequestType != Nd2RequestTypeReceive)
+                FAIL("receive %u after the peer's disconnect: %s (0x%08x)", k, name(r[k].Status),
+                     (unsigned)r[k].Status);
+    }
+    printf("  %u receives posted after the peer's disconnect: all ND_CANCELED\n", 3 * N);
+    Ov pd;
+    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    EXPECT(c.p->Release() == 0);
+    EXPECT(l->Release() == 0);
+
+    /* A QP never connected, flushed by the caller. */
+    IND2QueuePair *fqp = s.passive.Qp();
+    CHECK_HR(fqp->Flush());
+    for (unsigned k = 0; k < N; k++)
+        Returns("Receive after Flush", fqp->Receive(Context(200 + k), &rs, 1), ND_SUCCESS);
+    Results(s.passive, r, N);
+    for (unsigned k = 0; k < N; k++)
+        if (r[k].Status != ND_CANCELED)
+            FAIL("receive %u after Flush: %s (0x%08x)", k, name(r[k].Status), (unsigned)r[k].Status);
+    printf("  %u receives posted after Flush: all ND_CANCELED\n", N);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    return 0;
+}
+
 /* True if the SOCKET_ADDRESS_LIST holds IPv4 `ip`. */
 bool Lists(const SOCKET_ADDRESS_LIST *list, const sockaddr_in &ip)
 {
@@ -1235,6 +1287,7 @@ struct Case {
     {"invalid-ip", invalid_ip},
     {"send-no-receive", send_no_receive},
     {"receive-peer-closed", receive_peer_closed},
+    {"receive-after-flush", receive_after_flush},
     {"address-list", address_list},
     {"churn", churn},
 };

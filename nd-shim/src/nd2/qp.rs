@@ -386,7 +386,10 @@ unsafe fn post_receive(this: *mut c_void, context: u64, sge: *const Nd2Sge, n: u
             // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
             post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) }).map(|_| ())
         })
-        .map(|()| ND_SUCCESS)
+        .map(|()| {
+            qp.qp.inner.after_receive();
+            ND_SUCCESS
+        })
 }
 
 #[allow(clippy::too_many_arguments)] // the interface's
