@@ -32,6 +32,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release
 echo "== host: cargo test --workspace"
 cargo test --workspace --release
 
+echo "== host: fuzz smoke (fuzz/smoke.sh: each cargo-fuzz target ${FUZZ_SECONDS:-20} s from its corpus)"
+fuzz_started=$SECONDS
+fuzz/smoke.sh
+echo "fuzz smoke: $((SECONDS - fuzz_started)) s"
+
 echo "== host: cargo build --release --workspace, packaging/build.sh"
 cargo build --release --workspace
 tests/nd2/build.sh # the ND2 C++ programs the rig suite nd2 runs (the guest sees the tree read-only)

@@ -50,5 +50,9 @@ mod srq;
 mod work_queue;
 mod wqe;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 /// The name under which the provider registers with libibverbs.
 pub const PROVIDER_NAME: &str = "rxe_rs";

@@ -93,3 +93,16 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup-host: no Rust toolchain (cargo) on PATH; install one with rustup" >&2
     exit 1
 fi
+
+# The fuzz smoke of tests/check.sh (fuzz/, docs/safety.md "Fuzzing"): a nightly toolchain (cargo
+# fuzz builds with -Zsanitizer; Miri shares it) and cargo-fuzz, each installed only when absent.
+if $check_only; then
+    rustup run nightly rustc --version > /dev/null 2>&1 || { echo "setup-host: missing the nightly toolchain" >&2; exit 1; }
+    cargo fuzz --version > /dev/null 2>&1 || { echo "setup-host: missing cargo-fuzz" >&2; exit 1; }
+else
+    nightly=$(rustup component list --toolchain nightly --installed 2>/dev/null || true)
+    if [[ $nightly != *miri* || $nightly != *rust-src* ]]; then
+        rustup toolchain install nightly --profile minimal --component miri,rust-src
+    fi
+    cargo fuzz --version > /dev/null 2>&1 || cargo install --locked cargo-fuzz
+fi
