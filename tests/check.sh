@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what the machine lacks, checks the formatting, the man pages and the
 # documents' links, clippy (with the workspace lints) and the API docs' links, runs the host-side
-# tests of the workspace, builds once (and the .deb/.rpm from that build), then runs every rig suite (tests/suites/*.sh) in one
-# Debian 12 boot, then the other Debian lines in their own userlands and the two-machine run
-# (tests/lines.sh: Debian 13 and sid, one boot each, then two guests). Each boot prints its time;
-# the last line sums them up.
+# tests of the workspace, builds once (the .deb/.rpm from that build, and an AddressSanitizer
+# build), then starts every rig suite (tests/suites/*.sh) in one Debian 12 boot and, beside it,
+# runs the host's analyses (Miri, loom, the fuzz smoke, the aarch64 build and tests: docs/safety.md)
+# and then the other Debian lines in their own userlands and the two-machine run (tests/lines.sh:
+# Debian 13 and sid, one boot each, then two guests). Each boot prints its time and the CPU it
+# used; the last line sums them up.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 started=$SECONDS
@@ -36,23 +38,6 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release
 echo "== host: cargo test --workspace"
 cargo test --workspace --release
 
-# Miri and loom (docs/safety.md): each prints its time.
-step_started=$SECONDS
-echo "== host: Miri (the selected host unit tests of rxe_rs and nd-shim under Stacked Borrows; docs/safety.md)"
-# The selection and what is left out, with the reasons: docs/safety.md.
-MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-ignore-leaks" cargo +nightly miri test -p rxe-rs-provider --lib -- \
-    --test-threads=1 ah:: boundary:: command:: context:: cq:: device:: libibverbs::layout:: libibverbs::qp:: lifecycle:: \
-    lock::tests::a_pair lock::tests::an_unlocked lock::tests::with_unlocks mr:: mw:: pd:: qp::control:: wqe::
-MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection_data:: listen::
-echo "miri: $((SECONDS - step_started)) s"
-
-step_started=$SECONDS
-echo "== host: loom models (rxe_rs's lock, nd-shim's request completion; docs/safety.md)"
-# LOOM_MAX_PREEMPTIONS: nd-shim's waiting model reads the real clock (Pending::wait_for), which
-# an unbounded exploration outlasts (docs/safety.md); the lock's models exhaust unbounded as well.
-LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-    cargo test --release --target x86_64-unknown-linux-gnu -p rxe-rs-provider -p nd-shim --lib loom_
-echo "loom: $((SECONDS - step_started)) s"
 
 echo "== host: cargo build --release --workspace, packaging/build.sh"
 cargo build --release --workspace
@@ -63,27 +48,67 @@ echo "== host: lintian and rpmlint of the packages (packaging/lint.sh)"
 packaging/lint.sh
 export RIG_PACKAGES_LINTED=host # the packages suite need not lint them again under emulation
 
-# aarch64, cross-built (Debian's gcc-aarch64-linux-gnu links; .cargo/config.toml): the workspace,
-# the layout tests (the mirrors against clang's aarch64 layout of the arm64 headers) and the
-# provider's unit tests under qemu-aarch64, and the arm64 .deb and aarch64 .rpm, linted.
-echo "== host: aarch64: cargo clippy and build --release --target aarch64-unknown-linux-gnu --workspace, layout and unit tests under qemu-aarch64, packages"
-aarch64_started=$SECONDS
-# c_char is u8 there: what clippy says of a cast differs.
-cargo clippy --target aarch64-unknown-linux-gnu --workspace --all-targets --release -- -D warnings
-cargo build --release --target aarch64-unknown-linux-gnu --workspace
-cargo test --release --target aarch64-unknown-linux-gnu -p kernel-abi -p rxe-rs-provider --lib --test c_layout
-PACKAGE_ARCH=arm64 packaging/build.sh
-PACKAGE_ARCH=arm64 packaging/lint.sh
-echo "aarch64: $((SECONDS - aarch64_started)) s"
+echo "== host: rxe_rs and nd-shim with AddressSanitizer for the rig suite sanitized (tests/sanitize-build.sh)"
+step_started=$SECONDS
+tests/sanitize-build.sh
+echo "asan build: $((SECONDS - step_started)) s"
 
 host_seconds=$((SECONDS - started))
 
 status=0
 mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | sort)
-echo "== rig: Debian 12: ${suites[*]}"
+
+# From here the Debian 12 boot runs beside the host's analyses and then the other lines: a
+# guest waits on timers much of the time (each boot prints the share of a core it used), so
+# side by side they take less than one after the other. The boot's lines are marked [debian12].
+echo "== rig: Debian 12, in the background: ${suites[*]}"
 debian12_started=$SECONDS
-tests/rig/vm suites "${suites[@]}" || status=1
-debian12_seconds=$((SECONDS - debian12_started))
+(
+    code=0
+    tests/rig/vm suites "${suites[@]}" 2>&1 | sed -u 's/^/[debian12] /' || code=$?
+    echo "[debian12] the boot and its suites: $((SECONDS - debian12_started)) s, exit $code"
+    exit "$code"
+) &
+debian12_pid=$!
+
+# The analyses run while the boot does: a failing one is recorded, and the rest still run.
+miri() {
+    # The selection and what is left out, with the reasons: docs/safety.md.
+    MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-ignore-leaks" cargo +nightly miri test -p rxe-rs-provider --lib -- \
+        --test-threads=1 ah:: boundary:: command:: context:: cq:: device:: libibverbs::layout:: libibverbs::qp:: \
+        lifecycle:: lock::tests::a_pair lock::tests::an_unlocked lock::tests::with_unlocks mr:: mw:: pd:: \
+        qp::control:: wqe:: &&
+        MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection_data:: listen::
+}
+loom_models() {
+    # LOOM_MAX_PREEMPTIONS: nd-shim's waiting model reads the real clock (Pending::wait_for), which
+    # an unbounded exploration outlasts (docs/safety.md); the lock's models exhaust unbounded as well.
+    LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+        cargo test --release --target x86_64-unknown-linux-gnu -p rxe-rs-provider -p nd-shim --lib loom_
+}
+# aarch64, cross-built (Debian's gcc-aarch64-linux-gnu links; .cargo/config.toml): clippy (c_char
+# is u8 there: what clippy says of a cast differs), the workspace, the layout tests (the mirrors
+# against clang's aarch64 layout of the arm64 headers) and the provider's unit tests under
+# qemu-aarch64, and the arm64 .deb and aarch64 .rpm, linted.
+aarch64() {
+    cargo clippy --target aarch64-unknown-linux-gnu --workspace --all-targets --release -- -D warnings &&
+        cargo build --release --target aarch64-unknown-linux-gnu --workspace &&
+        cargo test --release --target aarch64-unknown-linux-gnu -p kernel-abi -p rxe-rs-provider --lib --test c_layout &&
+        PACKAGE_ARCH=arm64 packaging/build.sh &&
+        PACKAGE_ARCH=arm64 packaging/lint.sh
+}
+analysis() { # analysis NAME FUNCTION TITLE
+    echo "== host: $3"
+    local step_started=$SECONDS
+    "$2" || { echo "check: $1 FAILED"; status=1; }
+    echo "$1: $((SECONDS - step_started)) s"
+}
+analyses_started=$SECONDS
+analysis miri miri "Miri (the selected host unit tests of rxe_rs and nd-shim under Stacked Borrows; docs/safety.md)"
+analysis loom loom_models "loom models (rxe_rs's lock, nd-shim's request completion; docs/safety.md)"
+analysis "fuzz smoke" fuzz/smoke.sh "fuzz smoke (fuzz/smoke.sh: each cargo-fuzz target ${FUZZ_SECONDS:-20} s from its corpus)"
+analysis aarch64 aarch64 "aarch64: clippy, cargo build --release --target aarch64-unknown-linux-gnu --workspace, layout and unit tests under qemu-aarch64, packages"
+analyses_seconds=$((SECONDS - analyses_started))
 
 roots_started=$SECONDS
 for line in "${!root_pid[@]}"; do
@@ -92,11 +117,16 @@ for line in "${!root_pid[@]}"; do
 done
 roots_waited=$((SECONDS - roots_started))
 
-echo "== rig: the other lines and two machines (tests/lines.sh)"
+echo "== rig: the other lines and two machines (tests/lines.sh), beside the Debian 12 boot"
 lines_started=$SECONDS
 tests/lines.sh || status=1
 lines_seconds=$((SECONDS - lines_started))
 
-echo "check: host $host_seconds s, Debian 12 boot $debian12_seconds s, waited $roots_waited s for the roots," \
-    "lines and two guests $lines_seconds s; $((SECONDS - started)) s in all, $([[ $status == 0 ]] && echo passed || echo FAILED)"
+echo "== rig: waiting for the Debian 12 boot"
+wait "$debian12_pid" || status=1
+debian12_seconds=$((SECONDS - debian12_started))
+
+echo "check: host $host_seconds s; then side by side: Debian 12 boot $debian12_seconds s," \
+    "host analyses $analyses_seconds s, waited $roots_waited s for the roots, lines and two guests $lines_seconds s;" \
+    "$((SECONDS - started)) s in all, $([[ $status == 0 ]] && echo passed || echo FAILED)"
 exit "$status"

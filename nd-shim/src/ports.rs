@@ -90,11 +90,18 @@ impl PortRange {
         Ok(PortRange { first, last })
     }
 
-    /// Parses `lo-hi`, surrounding whitespace allowed.
+    /// Parses `lo-hi`, surrounding whitespace allowed. The ports are decimal digits only
+    /// (`str::parse` alone would take a sign: `+1-+2`).
     pub fn parse(value: &str) -> Result<Self, PortRangeError> {
         let syntax = || PortRangeError::Syntax(value.to_owned());
         let (lo, hi) = value.trim().split_once('-').ok_or_else(syntax)?;
-        let port = |s: &str| s.trim().parse::<u16>().map_err(|_| syntax());
+        let port = |s: &str| {
+            let s = s.trim();
+            if !s.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(syntax());
+            }
+            s.parse::<u16>().map_err(|_| syntax())
+        };
         PortRange::new(port(lo)?, port(hi)?)
     }
 
@@ -514,7 +521,12 @@ mod tests {
         assert_eq!(PortRange::parse(" 1 - 1 ").unwrap().port_count(), 1);
         assert_eq!(PortRange::parse("49152-65535"), Ok(PortRange::ND_EPHEMERAL));
         assert_eq!(PortRange::ND_EPHEMERAL.port_count(), 16384);
-        for bad in ["", "50000", "50000-", "-5", "a-b", "1-65536", "50000:50002", "1-2-3"] {
+        // A sign is not a digit: "6-+6" found by the fuzz target nd_connection_data.
+        let signed = ["+1-2", "6-+6", " +1 - 2 "];
+        for bad in ["", "50000", "50000-", "-5", "a-b", "1-65536", "50000:50002", "1-2-3"]
+            .into_iter()
+            .chain(signed)
+        {
             assert_eq!(
                 PortRange::parse(bad),
                 Err(PortRangeError::Syntax(bad.into())),

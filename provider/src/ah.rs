@@ -125,7 +125,10 @@ pub(crate) fn parse_sysfs_gid(text: &str) -> Option<[u8; 16]> {
     let mut gid = [0u8; 16];
     let mut groups = text.trim().split(':');
     for pair in gid.chunks_exact_mut(2) {
-        let g = groups.next().filter(|g| g.len() == 4)?;
+        // Four hex digits: from_str_radix alone would also take a sign ("+fff").
+        let g = groups
+            .next()
+            .filter(|g| g.len() == 4 && g.bytes().all(|b| b.is_ascii_hexdigit()))?;
         pair.copy_from_slice(&u16::from_str_radix(g, 16).ok()?.to_be_bytes());
     }
     groups.next().is_none().then_some(gid)
@@ -379,6 +382,9 @@ mod tests {
         assert_eq!(parse_sysfs_gid("fe80:0000:0000:0000:5054:00ff:fe12:3456:0000"), None);
         assert_eq!(parse_sysfs_gid("fe80::5054:00ff:fe12:3456"), None);
         assert_eq!(parse_sysfs_gid("zz80:0000:0000:0000:5054:00ff:fe12:3456"), None);
+        // A sign is not a hex digit (found by the fuzz target kernel_resp).
+        assert_eq!(parse_sysfs_gid("fe80:0000:0000:0000:5054:00ff:fe12:+456"), None);
+        assert_eq!(parse_sysfs_gid("+e80:0000:0000:0000:5054:00ff:fe12:3456"), None);
     }
 
     #[test]

@@ -53,5 +53,9 @@ mod sync;
 mod work_queue;
 mod wqe;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 /// The name under which the provider registers with libibverbs.
 pub const PROVIDER_NAME: &str = "rxe_rs";

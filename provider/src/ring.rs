@@ -446,7 +446,8 @@ impl Consumer {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod testing {
     //! A queue in a memfd, so host tests can play the kernel's side.
 

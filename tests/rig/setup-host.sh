@@ -113,17 +113,18 @@ for target in "${RUST_TARGETS[@]}"; do
     rustup target add "$target"
 done
 
-# Miri (tests/check.sh, docs/safety.md): the current nightly with miri and rust-src, whichever
-# day's it is (nothing pinned: a fresh machine gets today's), and Miri's sysroot, built once.
+# Miri, the sanitized build and the fuzz smoke of tests/check.sh (docs/safety.md): the current
+# nightly with miri and rust-src, whichever day's it is (nothing pinned: a fresh machine gets
+# today's), Miri's sysroot, built once, and cargo-fuzz; each installed only when absent.
 have_miri() { rustup run nightly cargo miri --version > /dev/null 2>&1; }
-if ! have_miri; then
-    if $check_only; then
-        echo "setup-host: missing: the nightly toolchain with miri (rustup toolchain install nightly --profile minimal --component miri,rust-src)" >&2
-        exit 1
+if $check_only; then
+    have_miri || { echo "setup-host: missing: the nightly toolchain with miri (rustup toolchain install nightly --profile minimal --component miri,rust-src)" >&2; exit 1; }
+    cargo fuzz --version > /dev/null 2>&1 || { echo "setup-host: missing cargo-fuzz (cargo install --locked cargo-fuzz)" >&2; exit 1; }
+else
+    if ! have_miri; then
+        command -v rustup > /dev/null 2>&1 || { echo "setup-host: Miri needs rustup" >&2; exit 1; }
+        rustup toolchain install nightly --profile minimal --component miri,rust-src
     fi
-    command -v rustup > /dev/null 2>&1 || { echo "setup-host: Miri needs rustup" >&2; exit 1; }
-    rustup toolchain install nightly --profile minimal --component miri,rust-src
-fi
-if ! $check_only; then
     cargo +nightly miri setup > /dev/null
+    cargo fuzz --version > /dev/null 2>&1 || cargo install --locked cargo-fuzz
 fi

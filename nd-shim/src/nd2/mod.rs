@@ -49,6 +49,9 @@ use crate::sys;
 mod adapter;
 mod cq;
 mod doorbell;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod iids;
 mod ind2_adapter;
 mod ind2_connector;

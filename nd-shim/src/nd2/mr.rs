@@ -163,7 +163,7 @@ impl Class for MrBody {
 /// buffer is ND_INVALID_PARAMETER (even with length 0), then a length of 0
 /// ND_INVALID_BUFFER_SIZE; unknown flags and a length over MaxRegistrationSize are
 /// ND_INVALID_PARAMETER (IND2MemoryRegion.md).
-fn check_register(buffer: *const c_void, len: usize, flags: u32, max_len: usize) -> Result<(), NdStatus> {
+pub(super) fn check_register(buffer: *const c_void, len: usize, flags: u32, max_len: usize) -> Result<(), NdStatus> {
     if buffer.is_null() || flags & !KNOWN_FLAGS != 0 {
         return Err(NdStatus::ND_INVALID_PARAMETER);
     }

@@ -19,6 +19,9 @@
 //! `docs/nd-conformance.md`.
 
 mod boundary;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod ndk_adapter;
 mod ndk_connector;
 mod ndk_listener;

@@ -20,7 +20,7 @@
 mod control;
 mod object;
 mod poll;
-mod poll_state;
+pub(crate) mod poll_state;
 pub(crate) mod purge;
 
 pub(crate) use control::{create_cq, create_cq_ex, destroy_cq, req_notify_cq, resize_cq};

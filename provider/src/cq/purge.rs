@@ -41,7 +41,7 @@ impl PollState {
     /// receive completions too when `keep_receives` (it receives through an
     /// SRQ). Returns how many were dropped. Not during an `ibv_cq_ex` poll
     /// (the caller checks: `cur` is reset to the new consumer index).
-    pub(super) fn drop_qp_completions(&mut self, qp_num: u32, keep_receives: bool) -> u32 {
+    pub(crate) fn drop_qp_completions(&mut self, qp_num: u32, keep_receives: bool) -> u32 {
         let Some(ring) = &self.ring else {
             return 0;
         };
