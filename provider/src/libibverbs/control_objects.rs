@@ -1,7 +1,7 @@
 //! The public verbs objects the control-path verbs allocate or read:
 //! `ibv_pd`, `ibv_mr` (inside the private `verbs_mr`), `ibv_mw`, `ibv_ah` and
 //! its attributes, `ibv_gid`, and `ibv_qp` (multicast reads its handle).
-//! Public `verbs.h` ABI, the same from rdma-core v34 to v64; `verbs_mr` is
+//! Public `verbs.h` ABI, the same from rdma-core v34 to v65; `verbs_mr` is
 //! `driver.h`'s, unchanged since v20. Offsets checked against the installed
 //! v44 headers with a C probe and asserted below.
 

@@ -1,7 +1,7 @@
 //! The public completion-queue structs of `<infiniband/verbs.h>`: `ibv_cq`,
 //! `ibv_cq_ex` (with its poll and read callbacks), `ibv_wc`,
 //! `ibv_cq_init_attr_ex`, `ibv_comp_channel`. All of them are identical from
-//! rdma-core v36 to v64 (checked against the tags); offsets were taken from
+//! rdma-core v36 to v65 (checked against the tags); offsets were taken from
 //! the v44 header and are asserted below.
 //!
 //! `struct verbs_cq` (driver.h) is `union { struct ibv_cq cq; struct

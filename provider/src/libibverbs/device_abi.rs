@@ -2,7 +2,7 @@
 //! `verbs_match_ent`, `verbs_sysfs_dev`, `verbs_device_ops`, `verbs_device`.
 //!
 //! Checked against rdma-core's history: these four are byte-for-byte the same
-//! from v35 to v64 (PABI 34, 57, 59 and 64). v34 lacked
+//! from v35 to v65 (PABI 34, 57, 59, 64 and 65). v34 lacked
 //! `verbs_sysfs_dev.num_ports` (added in v35, before `abi_ver`), one reason
 //! the runtime refuses rdma-core older than v36 (see [`super::layout`]).
 

@@ -1,6 +1,6 @@
 //! The public libibverbs structs (`<infiniband/verbs.h>`) the provider reads or
 //! fills. These are the stable, public ABI: unchanged from rdma-core v34 to
-//! v64 except where noted. Offsets were taken from the installed v44 headers
+//! v65 except where noted. Offsets were taken from the installed v44 headers
 //! with a C probe and are asserted below.
 
 #![allow(non_camel_case_types)]

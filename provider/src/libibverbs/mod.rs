@@ -4,7 +4,7 @@
 //!
 //! - [`device_context`]: the public device and context structs of `verbs.h` (stable ABI);
 //! - [`cq`]: the public CQ structs (`ibv_cq`, `ibv_cq_ex`, `ibv_wc`);
-//! - [`device_abi`]: private device-level structs (same from v35 to v64);
+//! - [`device_abi`]: private device-level structs (same from v35 to v65);
 //! - [`control_objects`]: the PD, MR, MW, AH and QP objects of the control verbs;
 //! - [`qp`]: the public QP structs, work requests, and `verbs_qp`;
 //! - [`srq`]: the public SRQ structs and `verbs_srq`;

@@ -2,7 +2,7 @@
 //! and `_ex`, `ibv_qp_attr`, `ibv_send_wr`, `ibv_recv_wr`, `ibv_sge`,
 //! `ibv_mw_bind`) and the release-dependent `verbs_qp` of `driver.h`.
 //!
-//! Everything but `ibv_qp_ex` is the same from rdma-core v34 to v64; offsets
+//! Everything but `ibv_qp_ex` is the same from rdma-core v34 to v65; offsets
 //! were taken from the installed v44 headers with a C probe and are asserted
 //! below. `ibv_qp_ex` grew `wr_atomic_write` in v44 and `wr_flush` in v45,
 //! which moves `verbs_qp.comp_mask` (read by libibverbs' `ibv_qp_to_qp_ex`)

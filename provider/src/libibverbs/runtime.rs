@@ -159,7 +159,7 @@ impl Libibverbs {
     /// `verbs_register_driver_<PABI>(ops)`: libibverbs keeps the pointer.
     pub fn register_driver(&self, ops: &'static verbs_device_ops) {
         // SAFETY: ops is 'static and laid out as this library's
-        // verbs_device_ops (identical v35..v64).
+        // verbs_device_ops (identical v35..v65).
         unsafe { (self.register_driver)(ops) }
     }
 

@@ -1,6 +1,6 @@
 //! The public SRQ structs of `<infiniband/verbs.h>` (`ibv_srq`,
 //! `ibv_srq_attr`, `ibv_srq_init_attr` and `_ex`) and `driver.h`'s
-//! `verbs_srq`. The same from rdma-core v34 to v64; offsets taken from the
+//! `verbs_srq`. The same from rdma-core v34 to v65; offsets taken from the
 //! installed v44 headers with a C probe and asserted below.
 
 #![allow(non_camel_case_types)]
