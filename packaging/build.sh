@@ -23,11 +23,11 @@ die() { echo "packaging: $*" >&2; exit 1; }
 # reads the architecture's ELF (binutils-aarch64-linux-gnu's for arm64).
 case ${PACKAGE_ARCH:-amd64} in
     amd64)
-        deb_arch=amd64 rpm_arch=x86_64 triplet=x86_64-linux-gnu strip=strip
+        deb_arch=amd64 rpm_arch=x86_64 triplet=x86_64-linux-gnu strip=strip rust_target=x86_64-unknown-linux-gnu
         out=$root/target/packages release_dir=$root/target/release
         ;;
     arm64)
-        deb_arch=arm64 rpm_arch=aarch64 triplet=aarch64-linux-gnu strip=aarch64-linux-gnu-strip
+        deb_arch=arm64 rpm_arch=aarch64 triplet=aarch64-linux-gnu strip=aarch64-linux-gnu-strip rust_target=aarch64-unknown-linux-gnu
         out=$root/target/packages-arm64 release_dir=$root/target/aarch64-unknown-linux-gnu/release
         ;;
     *) die "PACKAGE_ARCH is amd64 or arm64, not '$PACKAGE_ARCH'" ;;
@@ -140,7 +140,7 @@ changelog_date=$(date -u -R -d "@$commit_time")
 deb_docs() {
     local dir=$1 package=$2 docdir=$1/usr/share/doc/$2
     install -d -m 0755 "$docdir"
-    python3 "$root/packaging/copyright.py" "$3" ${4:+"$4"} > "$docdir/copyright"
+    RUST_TARGET=$rust_target python3 "$root/packaging/copyright.py" "$3" ${4:+"$4"} > "$docdir/copyright"
     local bullet
     bullet=$(fold -s -w 74 <<< "$changes" | sed -e 's/ *$//' -e '1s/^/  * /' -e '1!s/^/    /')
     printf '%s (%s) unstable; urgency=medium\n\n%s\n\n -- %s  %s\n' \

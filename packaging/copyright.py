@@ -4,7 +4,9 @@
     packaging/copyright.py CARGO_PACKAGE [EXTRA_STANZAS_FILE]
 
 Lists every crate compiled into CARGO_PACKAGE's library: the normal (not build or dev) dependency
-graph from `cargo metadata`, without proc-macro crates, which run in the compiler and leave no
+graph from `cargo metadata` for the package's target (RUST_TARGET, default the host's: so
+dependencies under a cfg that target does not set, as loom's under cfg(loom), are left out),
+without proc-macro crates, which run in the compiler and leave no
 code in the binary. Each crate gets a Files stanza under its registry path with its authors and
 its licence; every licence named gets its paragraph from packaging/licenses/.
 """
@@ -49,8 +51,13 @@ def licence_names(expression):
 def main():
     cargo_package = sys.argv[1]
     extra = open(sys.argv[2]).read() if len(sys.argv) > 2 else ""
+    target = os.environ.get("RUST_TARGET") or re.search(
+        r"^host: (\S+)$", subprocess.check_output(["rustc", "-vV"], text=True), re.M
+    ).group(1)
     metadata = json.loads(
-        subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--locked"], cwd=ROOT)
+        subprocess.check_output(
+            ["cargo", "metadata", "--format-version", "1", "--locked", "--filter-platform", target], cwd=ROOT
+        )
     )
     crates = compiled_in(metadata, cargo_package)
     ours = [c for c in crates if c["source"] is None]
