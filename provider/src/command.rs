@@ -281,8 +281,10 @@ const PROBE_NO: u8 = 2;
 /// libibverbs' `has_ioctl_write` probe, once a process: INVOKE_WRITE of
 /// QUERY_DEVICE without its body, which a kernel with the method refuses
 /// for the missing request (ENOSPC); ENOTTY (no ioctl interface) and
-/// EPROTONOSUPPORT (no such method) say write() it is. Any other answer
-/// (a bad fd) decides nothing and is asked again next time.
+/// EPROTONOSUPPORT (no such method) say write() it is, and so does ENOSYS
+/// (the ioctl never reached the kernel: a seccomp filter, or qemu-user, which
+/// refuses ioctls it does not know). Any other answer (a bad fd) decides
+/// nothing and is asked again next time.
 fn has_ioctl_write(fd: RawFd) -> bool {
     match INVOKE_WRITE.load(Ordering::Relaxed) {
         PROBE_YES => return true,
@@ -313,7 +315,7 @@ fn has_ioctl_write(fd: RawFd) -> bool {
 fn probe_says(answer: Result<(), Errno>) -> Option<bool> {
     match answer {
         Ok(()) | Err(Errno::ENOSPC) => Some(true),
-        Err(Errno::ENOTTY | Errno::EPROTONOSUPPORT) => Some(false),
+        Err(Errno::ENOTTY | Errno::EPROTONOSUPPORT | Errno::ENOSYS) => Some(false),
         Err(_) => None,
     }
 }
@@ -820,6 +822,7 @@ mod tests {
         assert_eq!(probe_says(Ok(())), Some(true));
         assert_eq!(probe_says(Err(Errno::ENOTTY)), Some(false));
         assert_eq!(probe_says(Err(Errno::EPROTONOSUPPORT)), Some(false));
+        assert_eq!(probe_says(Err(Errno::ENOSYS)), Some(false));
         assert_eq!(probe_says(Err(Errno::EBADF)), None);
     }
 
