@@ -26,7 +26,8 @@
  *                  ticks of nd-shim's relay); the client fails if a polled exchange takes more
  *                  than 50 ms while the waited ones typically take under 5 ms: a functional
  *                  check that no completion waits for a parked relay's tick (100 ms) once the
- *                  program stops waiting, not a timing benchmark.
+ *                  program stops waiting, for a quiet machine by hand (a loaded one can delay
+ *                  an exchange as long, so the rig suite runs --mixed without it).
  *     --context-base X  request contexts are X + 2i (receive i) and X + 2i + 1 (send i) instead
  *                  of 2i and 2i + 1: with the top bits set (0xfc00000000000000), every request
  *                  takes nd-shim's record path instead of the direct one (nd-shim/src/nd2/requests.rs).
