@@ -245,7 +245,8 @@ pub fn write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
 }
 
 /// Issues a legacy command by write() only: the post_send doorbell, a
-/// write() in the stock provider too (and the cheaper call).
+/// write() in the stock provider too (and the cheaper call), and GET_CONTEXT,
+/// which libibverbs also writes.
 pub fn write_cmd_raw<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
     cmd.set_response(response_addr(&mut resp));

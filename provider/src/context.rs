@@ -62,9 +62,12 @@ impl RxeContext {
 }
 
 /// `GET_CONTEXT`: the kernel creates the ucontext and, on the write path, the
-/// async event file. Fills what `ibv_cmd_get_context` fills.
+/// async event file. Fills what `ibv_cmd_get_context` fills. By write(), as
+/// libibverbs sends it (its INVOKE_WRITE probe comes only once a context
+/// exists): Linux 7.2 refuses it by INVOKE_WRITE (every open failed on sid),
+/// where 6.1 and 6.12 took it.
 fn get_context(ctx: &mut ibv_context) -> Result<(), Errno> {
-    let resp = command::write_cmd(
+    let resp = command::write_cmd_raw(
         ctx.cmd_fd,
         ib_uverbs_get_context {
             response: 0,
