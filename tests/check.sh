@@ -65,7 +65,9 @@ echo "== rig: Debian 12, in the background: ${suites[*]}"
 debian12_started=$SECONDS
 (
     code=0
-    tests/rig/vm suites "${suites[@]}" 2>&1 | sed -u 's/^/[debian12] /' || code=$?
+    # It shares the host with the analyses and the other lines: a longer limit than a lone boot's.
+    RIG_BOOT_TIMEOUT=${RIG_BOOT_TIMEOUT:-3600} tests/rig/vm suites "${suites[@]}" 2>&1 |
+        sed -u 's/^/[debian12] /' || code=$?
     echo "[debian12] the boot and its suites: $((SECONDS - debian12_started)) s, exit $code"
     exit "$code"
 ) &

@@ -9,6 +9,11 @@
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 PACKAGES=$RIG_ROOT/target/packages
+# The packages carry man pages, so every dpkg run would trigger man-db's index update, which
+# reads the whole of /usr/share/man over 9p under emulation (Debian 12's root is the host's: a
+# dpkg -i then outlasted the boot's limit). man-db skips it without this file (its
+# man-db/auto-update setting); the guest's /var is an overlay, so the host keeps its own.
+rm -f /var/lib/man-db/auto-update
 PROVIDER_DIR=/usr/lib/x86_64-linux-gnu/libibverbs
 # The guest's line decides the private ABI: rdma-core's own provider file is named after it (34 on
 # Debian 12 and 13, 65 on sid).
