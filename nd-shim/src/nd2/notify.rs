@@ -242,7 +242,19 @@ impl Drain for NotifyChannel {
     /// sets are level-triggered and report a channel with more again.
     /// Never blocks: on a blocking channel (the relay parked: a leader with a deadline reads it
     /// here) it reads only an event it saw there, under the reader lock.
+    ///
+    /// While a thread is in the direct read (`reading`), a drain reads nothing: the kernel
+    /// wakes that reader for the same event, and the event may be the doorbell's ring that is
+    /// there to end its read (an unpark rings it out while the relay, back in its set, is woken
+    /// too). A drain that took the ring left the reader blocked for good, its own completion
+    /// already handled: a ping-pong whose both ends then waited for ever (seen across two
+    /// guests and on Debian 13's kernel). The set reports the event again until the reader has
+    /// it: the yield lets it run.
     fn drain(&self) {
+        if self.reading.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
+            return;
+        }
         let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
         let read = {
             let _reader = self.reader.lock();

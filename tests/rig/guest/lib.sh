@@ -166,15 +166,17 @@ record() { # record pass|fail NAME [DETAIL]
     if [[ $1 == pass ]]; then printf '  PASS %s%s\n' "$2" "${3:+ ($3)}"; else printf '  FAIL %s%s\n' "$2" "${3:+ ($3)}"; fi
 }
 
-# run_test NAME COMMAND...: records pass when COMMAND succeeds.
+# run_test NAME COMMAND...: records pass when COMMAND succeeds, with the case's time (what a
+# suite spends where: the test command's time is a budget).
 run_test() {
     local name=$1
     shift
     local log=$RIG_OUT/logs/$RIG_SUITE.${name//[^A-Za-z0-9_.-]/_}.log
+    local case_started=$SECONDS
     if "$@" > "$log" 2>&1; then
-        record pass "$name"
+        record pass "$name" "$((SECONDS - case_started)) s"
     else
-        record fail "$name" "exit $?, log: ${log#"$RIG_OUT"/}"
+        record fail "$name" "exit $?, $((SECONDS - case_started)) s, log: ${log#"$RIG_OUT"/}"
         sed 's/^/    | /' "$log" | tail -n 30
     fi
 }
