@@ -7,7 +7,7 @@
 //! and rxe_rs; the delay is in docs/nd2-performance.md). A kick is one post (a system call)
 //! instead of an eventfd write, and only while a thread is blocked in the read.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
@@ -23,6 +23,11 @@ pub(crate) struct Doorbell {
     qp: *mut ffi::ibv_qp,
     /// A ring is outstanding (posted, not answered yet): further rings post nothing.
     rung: AtomicBool,
+    /// Rings asked for so far, and how many of them the outstanding post answers: a ring asked
+    /// for while one was outstanding but after its event was read would be lost (the reader it
+    /// was for then blocks for good), so the answer posts again when the counts differ.
+    requested: AtomicU64,
+    covered: AtomicU64,
     /// The PD and context the QP and CQ belong to.
     _adapter: Arc<AdapterInner>,
 }
@@ -69,6 +74,8 @@ impl Doorbell {
             cq,
             qp,
             rung: AtomicBool::new(false),
+            requested: AtomicU64::new(0),
+            covered: AtomicU64::new(0),
             _adapter: Arc::clone(adapter),
         };
         if !doorbell.to_error() || !doorbell.arm() {
@@ -112,9 +119,14 @@ impl Doorbell {
 
     /// Makes the channel readable, unless a ring is already on its way.
     pub(crate) fn ring(&self) {
-        if self.rung.swap(true, Ordering::AcqRel) {
+        // SeqCst with `answer`: a ring that finds one outstanding has its count seen by the
+        // answer, which posts again for it.
+        self.requested.fetch_add(1, Ordering::SeqCst);
+        if self.rung.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.covered
+            .store(self.requested.load(Ordering::SeqCst), Ordering::SeqCst);
         let mut wr = ffi::ibv_send_wr {
             wr_id: 0,
             next: std::ptr::null_mut(),
@@ -135,7 +147,9 @@ impl Doorbell {
     }
 
     /// The channel's event for this doorbell was read (and acknowledged): arms it again and takes
-    /// the flushed sends, then lets the next ring post. Armed first: a ring after `rung` clears
+    /// the flushed sends, then lets the next ring post, and posts again at once if rings were
+    /// asked for since the outstanding one (they found it outstanding and posted nothing; its
+    /// event may have been read before they came). Armed first: a ring after `rung` clears
     /// must find the CQ armed.
     pub(crate) fn answer(&self) {
         if !self.arm() {
@@ -148,7 +162,10 @@ impl Doorbell {
         let mut wcs: [ffi::ibv_wc; DEPTH as usize] = unsafe { std::mem::zeroed() };
         // SAFETY: the CQ is live; wcs has room for DEPTH entries.
         while unsafe { ffi::ibv_poll_cq(self.cq, DEPTH, wcs.as_mut_ptr()) } > 0 {}
-        self.rung.store(false, Ordering::Release);
+        self.rung.store(false, Ordering::SeqCst);
+        if self.requested.load(Ordering::SeqCst) != self.covered.load(Ordering::SeqCst) {
+            self.ring();
+        }
     }
 }
 
