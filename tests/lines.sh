@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The other Debian lines, each in its own userland and kernel, and two machines: the second half of
-# tests/check.sh, after its Debian 12 boot (docs/lines.md has the times). Builds nothing: run by
+# The other Debian lines, each in its own userland and kernel, and two machines: tests/check.sh runs
+# the lines beside its Debian 12 boot and the two machines after it (docs/lines.md has the
+# times). Builds nothing: run by
 # tests/check.sh, or alone after `cargo build --release --workspace && tests/nd2/build.sh &&
 # packaging/build.sh`.
 #
 #   tests/lines.sh [--lines-only] [LINE...]    LINE: trixie, sid (default: both), then the
 #                                              two-guest run (not with --lines-only)
+#   tests/lines.sh --two-guests-only           the two-guest run alone (tests/check.sh starts it
+#                                              once no other guest runs: two guests are two
+#                                              cores' work, and a third guest beside them slows
+#                                              all three past their peers' timeouts)
 #
 # Per line, one boot: provider-load, packages, pyverbs (stock and rxe_rs, compared test by test)
 # and peers-rxe_rs; results in target/rig/LINE/. Then tests/rig/two-guests (Debian 12 server,
@@ -16,11 +21,16 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 two_guests=true
-[[ ${1:-} == --lines-only ]] && { two_guests=false; shift; }
-lines=("$@")
+lines=()
+case ${1:-} in
+--lines-only) two_guests=false; shift ;;
+--two-guests-only) lines=(none); shift ;;
+esac
+((${#lines[@]})) || lines=("$@")
 ((${#lines[@]})) || lines=(trixie sid)
+[[ ${lines[*]} == none ]] && lines=()
 status=0
-for line in "${lines[@]}"; do
+for line in ${lines[@]+"${lines[@]}"}; do
     echo "== $line: provider-load packages pyverbs peers-rxe_rs"
     started=$SECONDS
     RIG_DEBIAN=$line RIG_OUT=$PWD/target/rig/$line tests/rig/vm suites provider-load packages pyverbs peers-rxe_rs ||
