@@ -37,8 +37,9 @@
 //! then rings the channel's doorbell ([`Drain::ring`]: the channel becomes readable), since an
 //! eventfd cannot end a read of another descriptor; while that read lasts no drain reads the
 //! channel (a relay woken by the same ring would take it and leave the reader blocked), and a
-//! ring asked for while another is outstanding is posted again when that one is answered. The channel is then blocking, so only one
-//! thread may read it: the leader parks the relay when it comes to wait with no deadline.
+//! ring asked for while another is outstanding is posted again when that one is answered. The
+//! channel is then blocking, so only one thread may read it: the leader parks the relay when it
+//! comes to wait with no deadline.
 //! Parking needs one channel and one relay thread (an adapter's relay outlives its adapter by
 //! up to a turn); a second channel unparks it at once. While parked the channel is out of both
 //! sets: an entry costs the kernel a callback at every event, and nothing waits in them for it
