@@ -4,10 +4,11 @@
 # tests of the workspace, builds once (the .deb/.rpm from that build, and an AddressSanitizer
 # build), then starts every rig suite (tests/suites/*.sh) but sanitized in one Debian 12 boot and,
 # beside it, runs the host's analyses (Miri, loom, the fuzz smoke, the aarch64 build and tests:
-# docs/safety.md), the other Debian lines in their own userlands (tests/lines.sh: Debian 13 and
-# sid, one boot each) and a second Debian 12 boot for the suite sanitized; once no guest runs, the
-# two-machine run. Two guests at a time at most: the machine has two cores. Each boot prints its
-# time and the CPU it used; the last line sums them up.
+# docs/safety.md; the arm64 guest: docs/lines.md), the other Debian lines in their own userlands
+# (tests/lines.sh: Debian 13 and sid, one boot each) and a second Debian 12 boot for the suite
+# sanitized; once no guest runs, the two-machine run. Two guests at a time at most, one vCPU each:
+# the machine has two cores. Each boot prints its time and the CPU it used; the last line sums
+# them up.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 started=$SECONDS
@@ -57,6 +58,11 @@ echo "asan build: $((SECONDS - step_started)) s"
 host_seconds=$((SECONDS - started))
 
 status=0
+# One vCPU per guest: two guests side by side on the machine's two cores, each with two vCPUs,
+# each took about three times as long as alone (nd2 731 s against 236 s, Debian 13's packages 497 s
+# against 139 s); with one vCPU each, 297 s and 133 s (2026-11-26). Under software emulation a
+# guest's vCPU that loses the host core while holding a spinlock leaves its other vCPU spinning.
+export RIG_CPUS=${RIG_CPUS:-1}
 # Every suite in one Debian 12 boot, but for the sanitized one, which gets a Debian 12 boot of its
 # own after the other lines (below): the two halves of the rig's work then take about as long.
 mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | grep -vx sanitized | sort)
@@ -115,6 +121,7 @@ analysis miri miri "Miri (the selected host unit tests of rxe_rs and nd-shim und
 analysis loom loom_models "loom models (rxe_rs's lock, nd-shim's request completion; docs/safety.md)"
 analysis "fuzz smoke" fuzz/smoke.sh "fuzz smoke (fuzz/smoke.sh: each cargo-fuzz target ${FUZZ_SECONDS:-20} s from its corpus)"
 analysis aarch64 aarch64 "aarch64: clippy, cargo build --release --target aarch64-unknown-linux-gnu --workspace, layout and unit tests under qemu-aarch64, packages"
+analysis "arm64 guest" tests/rig/arm64 "the arm64 guest (tests/rig/arm64: Debian 12's arm64 kernel and verbs userland under qemu-system-aarch64; ibv_devinfo and an RC pingpong over rdma-core's provider and over the aarch64 rxe_rs)"
 analyses_seconds=$((SECONDS - analyses_started))
 
 roots_started=$SECONDS
