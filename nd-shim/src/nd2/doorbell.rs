@@ -7,6 +7,9 @@
 //! and rxe_rs; the delay is in docs/nd2-performance.md). A kick is one post (a system call)
 //! instead of an eventfd write, and only while a thread is blocked in the read.
 
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -21,13 +24,7 @@ const DEPTH: i32 = 4;
 pub(crate) struct Doorbell {
     cq: *mut ffi::ibv_cq,
     qp: *mut ffi::ibv_qp,
-    /// A ring is outstanding (posted, not answered yet): further rings post nothing.
-    rung: AtomicBool,
-    /// Rings asked for so far, and how many of them the outstanding post answers: a ring asked
-    /// for while one was outstanding but after its event was read would be lost (the reader it
-    /// was for then blocks for good), so the answer posts again when the counts differ.
-    requested: AtomicU64,
-    covered: AtomicU64,
+    gate: RingGate,
     /// The PD and context the QP and CQ belong to.
     _adapter: Arc<AdapterInner>,
 }
@@ -73,9 +70,7 @@ impl Doorbell {
         let doorbell = Doorbell {
             cq,
             qp,
-            rung: AtomicBool::new(false),
-            requested: AtomicU64::new(0),
-            covered: AtomicU64::new(0),
+            gate: RingGate::new(),
             _adapter: Arc::clone(adapter),
         };
         if !doorbell.to_error() || !doorbell.arm() {
@@ -119,14 +114,9 @@ impl Doorbell {
 
     /// Makes the channel readable, unless a ring is already on its way.
     pub(crate) fn ring(&self) {
-        // SeqCst with `answer`: a ring that finds one outstanding has its count seen by the
-        // answer, which posts again for it.
-        self.requested.fetch_add(1, Ordering::SeqCst);
-        if self.rung.swap(true, Ordering::SeqCst) {
+        if !self.gate.ask() {
             return;
         }
-        self.covered
-            .store(self.requested.load(Ordering::SeqCst), Ordering::SeqCst);
         let mut wr = ffi::ibv_send_wr {
             wr_id: 0,
             next: std::ptr::null_mut(),
@@ -142,7 +132,7 @@ impl Doorbell {
         let posted = unsafe { ffi::ibv_post_send(self.qp, &mut wr, &mut bad) };
         if posted != 0 {
             log::error!("nd2: the doorbell's post failed ({posted}): a waiter may wake late");
-            self.rung.store(false, Ordering::Release);
+            self.gate.post_failed();
         }
     }
 
@@ -162,10 +152,121 @@ impl Doorbell {
         let mut wcs: [ffi::ibv_wc; DEPTH as usize] = unsafe { std::mem::zeroed() };
         // SAFETY: the CQ is live; wcs has room for DEPTH entries.
         while unsafe { ffi::ibv_poll_cq(self.cq, DEPTH, wcs.as_mut_ptr()) } > 0 {}
-        self.rung.store(false, Ordering::SeqCst);
-        if self.requested.load(Ordering::SeqCst) != self.covered.load(Ordering::SeqCst) {
+        if self.gate.answered() {
             self.ring();
         }
+    }
+}
+
+/// The doorbell's ring protocol, apart from its verbs calls: at most one ring outstanding, and
+/// no ring lost. A ring asked for while one is outstanding posts nothing; but if that one's
+/// event was already read when it was asked for, the reader it was for would block for good, so
+/// the answer rings again when rings were asked for since the outstanding post.
+struct RingGate {
+    /// A ring is outstanding (posted, not answered yet).
+    rung: AtomicBool,
+    /// Rings asked for so far, and how many of them the outstanding post answers.
+    requested: AtomicU64,
+    covered: AtomicU64,
+}
+
+impl RingGate {
+    fn new() -> RingGate {
+        RingGate {
+            rung: AtomicBool::new(false),
+            requested: AtomicU64::new(0),
+            covered: AtomicU64::new(0),
+        }
+    }
+
+    /// A ring is asked for: true if the caller must post it (none is outstanding).
+    fn ask(&self) -> bool {
+        // SeqCst with `answered`: a ring that finds one outstanding has its count seen there.
+        self.requested.fetch_add(1, Ordering::SeqCst);
+        if self.rung.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        self.covered
+            .store(self.requested.load(Ordering::SeqCst), Ordering::SeqCst);
+        true
+    }
+
+    /// The post `ask` asked for failed: none is outstanding.
+    fn post_failed(&self) {
+        self.rung.store(false, Ordering::SeqCst);
+    }
+
+    /// The outstanding ring was answered: true if the caller must ring again (rings were asked
+    /// for since its post).
+    fn answered(&self) -> bool {
+        // A swap, not a store: it reads from the swap of a ring that found this one outstanding,
+        // so that ring's count is seen below (by acquire/release alone, as loom checks it).
+        self.rung.swap(false, Ordering::SeqCst);
+        self.requested.load(Ordering::SeqCst) != self.covered.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::RingGate;
+
+    /// The interleaving that lost a ring: the outstanding ring's event is read, then a kicker
+    /// asks before the answer. The answer must ring again.
+    #[test]
+    fn a_ring_asked_after_the_event_was_read_is_posted_at_the_answer() {
+        let gate = RingGate::new();
+        assert!(gate.ask(), "none outstanding: post");
+        // The event is read; a kicker asks before the answer.
+        assert!(!gate.ask(), "one outstanding: nothing posted");
+        assert!(gate.answered(), "asked for since the post: ring again");
+        assert!(gate.ask(), "that ring posts");
+        assert!(!gate.answered(), "nothing asked for since: done");
+        assert!(gate.ask(), "none outstanding again");
+        gate.post_failed();
+        assert!(gate.ask(), "a failed post leaves none outstanding");
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::RingGate;
+    use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// One ring outstanding, its event in the channel. A kicker asks for a ring while the
+    /// reader takes the event and answers it. If the kicker asked after the event was taken,
+    /// an event must be in the channel once both are done (the reader blocks again after its
+    /// answer and must be woken); if before, the taken event was the kicker's too.
+    #[test]
+    fn loom_no_ring_is_lost_between_the_read_and_the_answer() {
+        loom::model(|| {
+            let gate = Arc::new(RingGate::new());
+            let events = Arc::new(AtomicUsize::new(0));
+            let taken = Arc::new(AtomicBool::new(false));
+            assert!(gate.ask());
+            events.fetch_add(1, Ordering::SeqCst);
+            let kicker = {
+                let (gate, events, taken) = (Arc::clone(&gate), Arc::clone(&events), Arc::clone(&taken));
+                thread::spawn(move || {
+                    let after_the_take = taken.load(Ordering::SeqCst);
+                    if gate.ask() {
+                        events.fetch_add(1, Ordering::SeqCst);
+                    }
+                    after_the_take
+                })
+            };
+            // The reader.
+            events.fetch_sub(1, Ordering::SeqCst);
+            taken.store(true, Ordering::SeqCst);
+            if gate.answered() && gate.ask() {
+                events.fetch_add(1, Ordering::SeqCst);
+            }
+            let after_the_take = kicker.join().unwrap();
+            if after_the_take {
+                assert!(events.load(Ordering::SeqCst) > 0, "the kicker's ring was lost");
+            }
+        });
     }
 }
 
