@@ -2,13 +2,12 @@
 # The test command: installs what the machine lacks, checks the formatting, the man pages and the
 # documents' links, clippy (with the workspace lints) and the API docs' links, runs the host-side
 # tests of the workspace, builds once (the .deb/.rpm from that build, and an AddressSanitizer
-# build), then starts every rig suite (tests/suites/*.sh) but sanitized in one Debian 12 boot and,
-# beside it, runs the host's analyses (Miri, loom, the fuzz smoke, the aarch64 build and tests:
-# docs/safety.md; the arm64 guest: docs/lines.md), the other Debian lines in their own userlands
-# (tests/lines.sh: Debian 13 and sid, one boot each) and a second Debian 12 boot for the suite
-# sanitized; once no guest runs, the two-machine run. Two guests at a time at most, one vCPU each:
-# the machine has two cores. Each boot prints its time and the CPU it used; the last line sums
-# them up.
+# build), then starts every rig suite (tests/suites/*.sh) in one Debian 12 boot and, beside it,
+# runs the host's analyses (Miri, loom, the fuzz smoke, the aarch64 build and tests:
+# docs/safety.md; the arm64 guest: docs/lines.md) and the other Debian lines in their own
+# userlands (tests/lines.sh: Debian 13 and sid, one boot each); once no guest runs, the
+# two-machine run. Two guests at a time at most, one vCPU each: the machine has two cores. Each
+# boot prints its time and the CPU it used; the last line sums them up.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 started=$SECONDS
@@ -60,12 +59,13 @@ host_seconds=$((SECONDS - started))
 status=0
 # One vCPU per guest: two guests side by side on the machine's two cores, each with two vCPUs,
 # each took about three times as long as alone (nd2 731 s against 236 s, Debian 13's packages 497 s
-# against 139 s); with one vCPU each, 297 s and 133 s (2026-11-26). Under software emulation a
-# guest's vCPU that loses the host core while holding a spinlock leaves its other vCPU spinning.
+# against 139 s); with one vCPU each, 297 s and 133 s (2026-11-26). Likely cause: under software
+# emulation, a vCPU that loses the host core while holding a guest spinlock leaves the other
+# spinning.
 export RIG_CPUS=${RIG_CPUS:-1}
-# Every suite in one Debian 12 boot, but for the sanitized one, which gets a Debian 12 boot of its
-# own after the other lines (below): the two halves of the rig's work then take about as long.
-mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | grep -vx sanitized | sort)
+# Every suite in one Debian 12 boot: it and what runs beside it (the analyses, the arm64 guest and
+# the lines) take about as long (docs/rig.md has the times).
+mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | sort)
 
 # From here the Debian 12 boot runs beside the host's analyses and then the other lines: a
 # guest waits on timers much of the time (each boot prints the share of a core it used), so
@@ -136,11 +136,6 @@ lines_started=$SECONDS
 tests/lines.sh --lines-only || status=1
 lines_seconds=$((SECONDS - lines_started))
 
-echo "== rig: Debian 12 again, for the suite sanitized, beside the first Debian 12 boot"
-sanitized_started=$SECONDS
-RIG_OUT=$PWD/target/rig/sanitized tests/rig/vm suites sanitized || status=1
-sanitized_seconds=$((SECONDS - sanitized_started))
-
 echo "== rig: waiting for the Debian 12 boot"
 wait "$debian12_pid" || status=1
 debian12_seconds=$(cat target/rig/debian12.seconds 2> /dev/null || echo "?")
@@ -153,7 +148,6 @@ tests/lines.sh --two-guests-only || status=1
 two_seconds=$((SECONDS - two_started))
 
 echo "check: host $host_seconds s; then side by side: Debian 12 boot $debian12_seconds s," \
-    "host analyses $analyses_seconds s, waited $roots_waited s for the roots, the other lines $lines_seconds s," \
-    "the sanitized boot $sanitized_seconds s;" \
+    "host analyses $analyses_seconds s, waited $roots_waited s for the roots, the other lines $lines_seconds s;" \
     "then two guests $two_seconds s; $((SECONDS - started)) s in all, $([[ $status == 0 ]] && echo passed || echo FAILED)"
 exit "$status"
