@@ -13,6 +13,7 @@ MIRROR=http://deb.debian.org/debian
 PACKAGES=(
     linux-image-amd64 kmod udev iproute2 procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
+    libstdc++6 # the ND2 programs of tests/nd2 (C++), which peers-rxe_rs runs on these lines
 )
 
 check_only=false

@@ -1,6 +1,7 @@
 # Our provider against itself and against rdma-core's stock C provider, between rxe0 (server) and
 # rxe1 (client): libibverbs' pingpongs (RC, UC, UD, SRQ), rdma_cm's rping and rdma_server/client,
-# perftest over rdma_cm (-R), latency and bandwidth, and qperf's RC tests over rdma_cm (-cm1).
+# perftest over rdma_cm (-R), latency and bandwidth, and qperf's RC tests over rdma_cm (-cm1); on
+# the other lines (not Debian 12, whose boot runs the nd2 suite), nd-shim's ND2 ping-pong too.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 trap 'unbound_clients_on_rxe1 off' EXIT
@@ -35,6 +36,12 @@ rdma_examples_pair() { # rdma_examples_pair SERVER_PROVIDER CLIENT_PROVIDER
     (($(rxe1_sent_pkts) > before)) || { echo "rxe1 sent nothing: the client was not on rxe1"; return 1; }
 }
 
+nd2_pingpong_pair() { # nd2_pingpong_pair SERVER_PROVIDER CLIENT_PROVIDER
+    local nd2=$RIG_ROOT/target/nd2/nd2-pingpong
+    RIG_PAIR_SERVER_GRACE=10 pair "$1" "$2" cm:7401 "$nd2" server "$RIG_SERVER_IP" 7401 --iters 200 -- \
+        "$nd2" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7401 --iters 200
+}
+
 # The pairings: server provider, client provider.
 PAIRINGS=("rxe_rs rxe_rs" "rxe_rs stock" "stock rxe_rs")
 
@@ -55,6 +62,12 @@ for pairing in "${PAIRINGS[@]}"; do
     run_test "rping.$tag" pair "$sp" "$cp" cm:7174 \
         rping -s -a "$RIG_SERVER_IP" -p 7174 -C 10 -- \
         rping -c -a "$RIG_SERVER_IP" -I "$RIG_CLIENT_IP" -p 7174 -C 10 -v
+
+    # nd-shim's ND2 ping-pong (tests/nd2, built on the host), on the lines whose boot has no nd2
+    # suite: its waits depend on the kernel's timing (a hang showed only on Debian 13's kernel).
+    if [[ $(cut -d. -f1 /etc/debian_version) != 12 ]]; then
+        run_test "nd2-pingpong.$tag" nd2_pingpong_pair "$sp" "$cp"
+    fi
 
     unbound_clients_on_rxe1 on
     # librdmacm's own examples; rdma_client has no option for a source address, so it is on rxe1
