@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The other Debian lines, each in its own userland and kernel, and two machines: tests/check.sh runs
 # the lines beside its Debian 12 boot and the two machines after it (docs/lines.md has the
-# times). Builds nothing: run by
-# tests/check.sh, or alone after `cargo build --release --workspace && tests/nd2/build.sh &&
-# packaging/build.sh`.
+# times). Builds nothing: run by tests/check.sh, or alone after `cargo build --release --workspace
+# && tests/nd2/build.sh && packaging/build.sh`.
 #
 #   tests/lines.sh [--lines-only] [LINE...]    LINE: trixie, sid (default: both), then the
 #                                              two-guest run (not with --lines-only)
