@@ -118,7 +118,7 @@ analysis() { # analysis NAME FUNCTION TITLE
 }
 analyses_started=$SECONDS
 analysis miri miri "Miri (the selected host unit tests of rxe_rs and nd-shim under Stacked Borrows; docs/safety.md)"
-analysis loom loom_models "loom models (rxe_rs's lock, nd-shim's request completion; docs/safety.md)"
+analysis loom loom_models "loom models (rxe_rs's lock, nd-shim's request completion and ND2 doorbell; docs/safety.md)"
 analysis "fuzz smoke" fuzz/smoke.sh "fuzz smoke (fuzz/smoke.sh: each cargo-fuzz target ${FUZZ_SECONDS:-20} s from its corpus)"
 analysis aarch64 aarch64 "aarch64: clippy, cargo build --release --target aarch64-unknown-linux-gnu --workspace, layout and unit tests under qemu-aarch64, packages"
 analysis "arm64 guest" tests/rig/arm64 "the arm64 guest (tests/rig/arm64: Debian 12's arm64 kernel and verbs userland under qemu-system-aarch64; ibv_devinfo and an RC pingpong over rdma-core's provider and over the aarch64 rxe_rs)"
@@ -140,8 +140,8 @@ echo "== rig: waiting for the Debian 12 boot"
 wait "$debian12_pid" || status=1
 debian12_seconds=$(cat target/rig/debian12.seconds 2> /dev/null || echo "?")
 
-# Two guests are two cores' work: they start when no other guest runs (with a third guest beside
-# them, on this machine's two cores, the ND2 ping-pongs outlasted their 120 s limits).
+# Two guests are two cores' work: they start when no other guest runs (more vCPUs than cores slow
+# every guest far more than its share: docs/rig.md).
 echo "== rig: two machines (tests/lines.sh --two-guests-only), alone"
 two_started=$SECONDS
 tests/lines.sh --two-guests-only || status=1
