@@ -19,15 +19,14 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-two_guests=true
-lines=()
+two_guests=true run_lines=true
 case ${1:-} in
 --lines-only) two_guests=false; shift ;;
---two-guests-only) lines=(none); shift ;;
+--two-guests-only) run_lines=false; shift ;;
 esac
-((${#lines[@]})) || lines=("$@")
+lines=("$@")
 ((${#lines[@]})) || lines=(trixie sid)
-[[ ${lines[*]} == none ]] && lines=()
+$run_lines || lines=()
 status=0
 for line in ${lines[@]+"${lines[@]}"}; do
     echo "== $line: provider-load packages pyverbs peers-rxe_rs"

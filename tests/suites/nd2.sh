@@ -113,8 +113,6 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
         run_test "cq-notify-$name.$provider" nd2_cq_notify "$provider" "$name"
     done
     for name in $("$nd2_bin/nd2-memory" --list); do
-        # RIG_ND2_SKIP: cases a caller leaves out, with its reason (the suite sanitized: RSS).
-        [[ " ${RIG_ND2_SKIP:-} " == *" memory-$name "* ]] && { echo "  skipped memory-$name.$provider"; continue; }
         run_test "memory-$name.$provider" nd2_memory "$provider" "$name"
     done
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"

@@ -88,6 +88,8 @@ use crate::sys::last_error;
 pub(crate) trait Drain: Send + Sync {
     /// Reads and handles at least one event ready on the source if it has one (the set is
     /// level-triggered: what is left is reported again); never blocks, in blocking mode too.
+    /// Reads nothing while another thread is in the source's `drain_blocking`: the kernel wakes
+    /// that reader for the same event, which may be the ring meant to end its read.
     fn drain(&self);
     /// The direct wait: blocks until the source has an event and handles it (a ring included),
     /// calling `awake` as soon as the read returns, before the handling (which may complete
