@@ -63,8 +63,8 @@ status=0
 # emulation, a vCPU that loses the host core while holding a guest spinlock leaves the other
 # spinning.
 export RIG_CPUS=${RIG_CPUS:-1}
-# Every suite in one Debian 12 boot: it and what runs beside it (the analyses, the arm64 guest and
-# the lines) take about as long (docs/rig.md has the times).
+# Every suite in one Debian 12 boot: by the times in docs/rig.md, it and what runs beside it (the
+# analyses, the arm64 guest and the lines) take about as long.
 mapfile -t suites < <(find tests/suites -name '*.sh' -printf '%f\n' | sed 's/\.sh$//' | sort)
 
 # From here the Debian 12 boot runs beside the host's analyses and then the other lines: a
