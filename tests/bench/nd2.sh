@@ -5,7 +5,8 @@
 # Notify; verbs: ibv_req_notify_cq and the completion channel), both polling with
 # RIG_BENCH_POLL=1, one mode after the other with RIG_BENCH_POLL=both (under software emulation
 # two spinning processes starve the kernel's rxe work on 2 CPUs, so polled figures there measure
-# the scheduler more than the stack); RIG_BENCH_POLL=mixed adds a mixed mode after the
+# the scheduler more than the stack; on one CPU, the instruction clock's, both programs poll with
+# --yield: sched_yield between empty polls); RIG_BENCH_POLL=mixed adds a mixed mode after the
 # event-driven one (both programs --mixed 1: every other exchange polled, sched_yield between
 # empty polls, so it runs on one CPU too; ND2's polled exchange polls its CQ's Notify with
 # GetOverlappedResult(FALSE), nobody waiting in the shim), RIG_BENCH_POLL=all all three. The two programs alternate which goes first in each round.
@@ -49,9 +50,12 @@ case ${RIG_BENCH_POLL:-} in
     all) modes=(event-driven polling mixed) ;;
     *) modes=(polling) ;;
 esac
-if (($(nproc) == 1)) && [[ ${modes[*]} == *polling* ]]; then
-    echo "one CPU: no polling runs (a spinning end holds the CPU for its whole time slice)"
-    modes=(event-driven)
+# On one CPU a spinning end holds the CPU for its whole time slice: both programs' polling runs
+# then yield between empty polls (--yield), so the other end runs.
+poll_mode=(--poll)
+if (($(nproc) == 1)); then
+    poll_mode=(--poll --yield)
+    [[ ${modes[*]} != *polling* ]] || echo "one CPU: the polling runs yield between empty polls (--poll --yield)"
 fi
 [[ ${RIG_CLOCK:-host} != instructions ]] ||
     echo "the guest's clock counts instructions (RIG_CLOCK=instructions): a microsecond is 1,000 guest instructions"
@@ -171,7 +175,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 status=0
 for mode_name in "${modes[@]}"; do
     mode=()
-    [[ $mode_name == polling ]] && mode=(--poll)
+    [[ $mode_name == polling ]] && mode=("${poll_mode[@]}")
     [[ $mode_name == mixed ]] && mode=(--mixed 1)
     echo "send/receive ping-pong, $iterations exchanges of $size bytes, $mode_name; server rxe0, client rxe1"
     printf '%-8s %-6s %51s %51s\n' provider round "ND2: round trip us, /s, polls, cpu us, typical us" \

@@ -2,14 +2,15 @@
  * verbs-pingpong: the exchange of tests/nd2/nd2-pingpong --poll written directly on librdmacm and
  * libibverbs, the yardstick of tests/bench/nd2.sh.
  *
- *   verbs-pingpong server LOCAL_IP PORT [--iters N] [--size B] [--poll | --mixed N]
- *   verbs-pingpong client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll | --mixed N]
+ *   verbs-pingpong server LOCAL_IP PORT [--iters N] [--size B] [--poll [--yield] | --mixed N]
+ *   verbs-pingpong client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll [--yield] | --mixed N]
  *
  * The same as nd2-pingpong: an RC connection over rdma_cm; the client sends message i filled with
  * pattern(i), the server checks it and answers with pattern(i + 1), the client checks the answer;
  * one receive posted ahead on each side; every completion's status, opcode and wr_id checked.
  * Event-driven by default, as nd2-pingpong: the CQ armed (ibv_req_notify_cq) when empty and its
- * completion channel waited on; with --poll the CQ is polled; with --mixed N the exchanges are
+ * completion channel waited on; with --poll the CQ is polled (--yield: sched_yield between empty
+ * polls, as nd2-pingpong --poll --yield); with --mixed N the exchanges are
  * polled in every other run of N (sched_yield between empty polls) and waited in the others, as
  * nd2-pingpong --mixed N; with --epoll the wait is
  * epoll_wait on the (non-blocking) channel, then the read, as nd-shim's waiting thread does, where
@@ -66,6 +67,7 @@ struct ctx {
     unsigned char *buf; /* receive half, then send half */
     int early_receive;
     int poll;
+    int yield; /* --yield: sched_yield between empty polls (with --poll) */
     unsigned mixed; /* --mixed N: exchanges polled in every other run of N, the others waited */
     int polled;     /* this exchange is polled (--mixed) */
     struct ibv_comp_channel *channel;
@@ -214,8 +216,11 @@ static void complete(struct ctx *c, unsigned i, int want_receive, int want_send)
         if (n < 0)
             DIE("ibv_poll_cq");
         if (n == 0) {
-            if (c->poll)
+            if (c->poll) {
+                if (c->yield)
+                    sched_yield();
                 continue;
+            }
             if (c->polled) {
                 /* --mixed: as nd2-pingpong's polled exchange, yielding between polls. */
                 sched_yield();
@@ -363,7 +368,8 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: %s server LOCAL_IP PORT [OPTION...]\n"
                 "       %s client LOCAL_IP SERVER_IP PORT [OPTION...]\n"
-                "options: --iters N, --size B, --poll (spin on the CQ), --epoll (wait in epoll_wait,\n"
+                "options: --iters N, --size B, --poll (spin on the CQ), --yield (with --poll: sched_yield\n"
+                "         between empty polls), --epoll (wait in epoll_wait,\n"
                 "         then read the channel), --touch-pages N (read a byte of N pages per completion)\n",
                 argv[0], argv[0]);
         return 2;
@@ -375,6 +381,8 @@ int main(int argc, char **argv)
             c.size = parse_count("--size", argv[++at], 1, MAX_SIZE);
         else if (strcmp(argv[at], "--poll") == 0)
             c.poll = 1;
+        else if (strcmp(argv[at], "--yield") == 0)
+            c.yield = 1;
         else if (strcmp(argv[at], "--mixed") == 0 && at + 1 < argc)
             c.mixed = parse_count("--mixed", argv[++at], 1, MAX_ITERS);
         else if (strcmp(argv[at], "--epoll") == 0)

@@ -8,6 +8,8 @@
  *     --poll       overlapped requests waited with events + GetOverlappedResult, the CQ
  *                  polled with GetResults; the default is event-driven: everything through the
  *                  completion port of the adapter's overlapped file, the CQ armed with Notify.
+ *     --yield      (both ends, with --poll) sched_yield between empty polls, so that two
+ *                  polling ends share one CPU (tests/bench/nd2.sh on the instruction clock).
  *     --reject     (both ends) the server rejects the first request with 148 bytes of private
  *                  data (the most a REJ carries); the client's Connect must complete
  *                  ND_CONNECTION_REFUSED with those bytes readable, and the same connector then
@@ -75,6 +77,7 @@ struct Options {
     unsigned iters = 1000;
     ULONG size = 64;
     bool poll = false;
+    bool yield = false; /* --yield */
     bool reject = false;
     bool serverDisconnects = false;
     uintptr_t contextBase = 0;
@@ -176,8 +179,11 @@ private:
             m_polls++;
             if (m_cq->GetResults(&result, 1) == 1)
                 return result;
-            if (m_opt.poll)
+            if (m_opt.poll) {
+                if (m_opt.yield)
+                    sched_yield();
                 continue;
+            }
             if (m_polledExchange) {
                 /* --mixed: the Notify polled, nobody waiting in the shim. */
                 HRESULT hr = m_cq->Notify(ND_CQ_NOTIFY_ANY, &m_pollOv);
@@ -426,9 +432,9 @@ private:
 int usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll] [--reject] [--server-disconnects]\n"
+            "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll [--yield]] [--reject] [--server-disconnects]\n"
             "         [--context-base X] [--mixed N [--stall-check]]\n"
-            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll] [--reject] "
+            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll [--yield]] [--reject] "
             "[--server-disconnects] [--context-base X] [--mixed N [--stall-check]]\n",
             argv0, argv0);
     return 2;
@@ -449,6 +455,8 @@ int main(int argc, char **argv)
             opt.size = static_cast<ULONG>(atoi(argv[++at]));
         else if (strcmp(argv[at], "--poll") == 0)
             opt.poll = true;
+        else if (strcmp(argv[at], "--yield") == 0)
+            opt.yield = true;
         else if (strcmp(argv[at], "--mixed") == 0 && at + 1 < argc)
             opt.mixed = static_cast<unsigned>(strtoul(argv[++at], NULL, 0));
         else if (strcmp(argv[at], "--stall-check") == 0)
@@ -462,7 +470,8 @@ int main(int argc, char **argv)
         else
             return usage(argv[0]);
     }
-    if (opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) || (opt.mixed && opt.poll))
+    if (opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) || (opt.mixed && opt.poll) ||
+        (opt.yield && !opt.poll))
         return usage(argv[0]);
     PingPong pingPong(opt);
     return pingPong.Run();
