@@ -189,6 +189,7 @@ mod tests {
 
     #[test]
     fn pending_then_final_and_posted_once() {
+        let _pump = super::pump::exclusive_for_test();
         let file: Arc<OverlappedFile> = Arc::default();
         let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
         let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
@@ -219,6 +220,7 @@ mod tests {
 
     #[test]
     fn event_tagged_with_one_signals_but_posts_nothing() {
+        let _pump = super::pump::exclusive_for_test();
         let file: Arc<OverlappedFile> = Arc::default();
         let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
         let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
@@ -240,6 +242,7 @@ mod tests {
 
     #[test]
     fn inline_failure_leaves_its_code_and_posts_nothing() {
+        let _pump = super::pump::exclusive_for_test();
         let file: Arc<OverlappedFile> = Arc::default();
         let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
         let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
@@ -262,6 +265,7 @@ mod tests {
     /// interleave (no lost wake-up: the completion takes no lock when nobody sleeps).
     #[test]
     fn waiting_result_is_woken_by_a_completion_on_another_thread() {
+        let _pump = super::pump::exclusive_for_test();
         let file: Arc<OverlappedFile> = Arc::default();
         for round in 0..200 {
             let mut ov = blank();
@@ -284,6 +288,7 @@ mod tests {
 
     #[test]
     fn null_overlapped_fails_inline() {
+        let _pump = super::pump::exclusive_for_test();
         let file: Arc<OverlappedFile> = Arc::default();
         assert_eq!(
             // SAFETY: NULL is allowed.

@@ -783,6 +783,15 @@ pub(crate) fn polled() {
     drop(leader);
 }
 
+/// The pump is process-wide: unit tests that wait or poll in the shim (pump, win32, overlapped)
+/// take this first, so that one test's waits never drain another's sources or take its leader
+/// role.
+#[cfg(test)]
+pub(crate) fn exclusive_for_test() -> std::sync::MutexGuard<'static, ()> {
+    static PUMP_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    PUMP_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,8 +821,21 @@ mod tests {
     }
 
     impl Drain for Counter {
+        /// Never blocks (the Drain contract): a blocking eventfd is read only when it is
+        /// readable. A test of another module may poll in the shim (WaitForSingleObject with a
+        /// zero timeout: `polled`) while this module's test has the pump parked on a Counter;
+        /// a blocking read there hung that test for good.
         fn drain(&self) {
-            self.read_once();
+            let mut poll = libc::pollfd {
+                fd: self.fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one live pollfd; no wait.
+            let readable = unsafe { libc::poll(&mut poll, 1, 0) } == 1;
+            if !self.blocking.load(Ordering::SeqCst) || readable {
+                self.read_once();
+            }
         }
 
         fn drain_blocking(&self, awake: &dyn Fn()) -> Result<(), ()> {
@@ -848,6 +870,7 @@ mod tests {
     // One test: the leader role is process-wide.
     #[test]
     fn leader_reads_sources_and_is_woken_by_kick() {
+        let _pump = exclusive_for_test();
         // SAFETY: a plain system call.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         assert!(fd >= 0);

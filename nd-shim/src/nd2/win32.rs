@@ -787,6 +787,7 @@ mod tests {
 
     #[test]
     fn low_two_bits_of_a_handle_are_ignored() {
+        let _pump = super::pump::exclusive_for_test();
         let event = create_event(std::ptr::null_mut(), 1, 0, true);
         assert!(!event.is_null());
         assert_eq!(event as usize & 3, 0);
@@ -800,6 +801,7 @@ mod tests {
 
     #[test]
     fn a_closed_handle_is_not_reused_at_once() {
+        let _pump = super::pump::exclusive_for_test();
         let closed = create_event(std::ptr::null_mut(), 1, 0, true);
         assert_eq!(CloseHandle(closed), 1);
         let created: Vec<Handle> = (0..8).map(|_| create_event(std::ptr::null_mut(), 1, 0, true)).collect();
@@ -817,6 +819,7 @@ mod tests {
 
     #[test]
     fn auto_reset_event_releases_one_wait() {
+        let _pump = super::pump::exclusive_for_test();
         let event = create_event(std::ptr::null_mut(), 0, 1, true);
         assert_eq!(WaitForSingleObject(event, 0), WAIT_OBJECT_0);
         assert_eq!(WaitForSingleObject(event, 0), WAIT_TIMEOUT);
@@ -825,6 +828,7 @@ mod tests {
 
     #[test]
     fn port_timeout_and_failed_packet() {
+        let _pump = super::pump::exclusive_for_test();
         let port = CreateIoCompletionPort(INVALID_HANDLE_VALUE as Handle, std::ptr::null_mut(), 0, 0);
         assert!(!port.is_null());
         let (mut bytes, mut key, mut ov) = (7u32, 7usize, 1 as *mut c_void);
@@ -856,6 +860,7 @@ mod tests {
 
     #[test]
     fn a_file_binds_to_one_port() {
+        let _pump = super::pump::exclusive_for_test();
         let file = insert(Object::File(Arc::default()));
         let port = CreateIoCompletionPort(file, std::ptr::null_mut(), 1, 0);
         assert!(!port.is_null());
@@ -880,6 +885,7 @@ mod tests {
 
     #[test]
     fn wait_any_takes_the_lowest_signalled_index() {
+        let _pump = super::pump::exclusive_for_test();
         let h = [new_event(false, false), new_event(true, true), new_event(false, true)];
         assert_eq!(wait_many(&h, false, 0), WAIT_OBJECT_0 + 1);
         // Manual-reset: still signalled.
@@ -906,6 +912,7 @@ mod tests {
 
     #[test]
     fn wait_all_takes_all_at_once_or_none() {
+        let _pump = super::pump::exclusive_for_test();
         let h = [new_event(false, true), new_event(true, false), new_event(false, true)];
         assert_eq!(wait_many(&h, true, 0), WAIT_TIMEOUT);
         // Nothing was taken by the failed wait-all.
@@ -924,6 +931,7 @@ mod tests {
 
     #[test]
     fn wait_multiple_bad_arguments() {
+        let _pump = super::pump::exclusive_for_test();
         let e = new_event(true, true);
         assert_eq!(wait_many(&[], false, 0), WAIT_FAILED);
         assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
@@ -948,6 +956,7 @@ mod tests {
 
     #[test]
     fn wait_multiple_wakes_on_another_threads_set() {
+        let _pump = super::pump::exclusive_for_test();
         let h = [new_event(false, false), new_event(false, false)];
         let (a, b) = (h[0] as usize, h[1] as usize);
         let waiter = std::thread::spawn(move || {
@@ -983,6 +992,7 @@ mod tests {
 
     #[test]
     fn get_queued_completion_status_ex_takes_what_is_queued() {
+        let _pump = super::pump::exclusive_for_test();
         let port = new_port();
         let blank = OverlappedEntry {
             completion_key: 0,
@@ -1029,6 +1039,7 @@ mod tests {
 
     #[test]
     fn closing_a_port_wakes_its_waiters() {
+        let _pump = super::pump::exclusive_for_test();
         let port = new_port();
         let raw = port as usize;
         let waiters: Vec<_> = (0..2)
