@@ -229,19 +229,13 @@ pub fn set_nonblocking(fd: i32) -> Result<(), NdStatus> {
 
 /// O_NONBLOCK on (`nonblocking`) or off for the open file of `fd`.
 pub fn set_nonblocking_to(fd: i32, nonblocking: bool) -> Result<(), NdStatus> {
-    // SAFETY: fcntl on an fd the caller owns; failure is reported.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(last_error());
-    }
-    let wanted = if nonblocking {
-        flags | libc::O_NONBLOCK
-    } else {
-        flags & !libc::O_NONBLOCK
-    };
-    // SAFETY: as above.
-    if wanted != flags && unsafe { libc::fcntl(fd, libc::F_SETFL, wanted) } < 0 {
-        return Err(last_error());
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let failed = |e: nix::errno::Errno| from_errno(e as i32);
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL).map_err(failed)?);
+    let mut wanted = flags;
+    wanted.set(OFlag::O_NONBLOCK, nonblocking);
+    if wanted != flags {
+        fcntl(fd, FcntlArg::F_SETFL(wanted)).map_err(failed)?;
     }
     Ok(())
 }

@@ -181,40 +181,20 @@ pub(super) fn rdma_addresses_where(keep: impl Fn(*mut ffi::ibv_context) -> bool)
         return Vec::new();
     };
     let mut found = Vec::new();
-    let mut ifaddrs: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: a live out pointer; the list is freed below.
-    if unsafe { libc::getifaddrs(&mut ifaddrs) } != 0 {
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else {
         return found;
-    }
-    let mut at = ifaddrs;
-    while !at.is_null() {
-        // SAFETY: a node of the list getifaddrs returned, live until freeifaddrs.
-        let node = unsafe { &*at };
-        at = node.ifa_next;
-        if node.ifa_addr.is_null() {
-            continue;
-        }
-        // SAFETY: all zeroes is a valid sockaddr_storage.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        // SAFETY: ifa_addr points to a sockaddr of its family's size.
-        let family = i32::from(unsafe { (*node.ifa_addr).sa_family });
-        let size = match family {
-            libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
-            libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
-            _ => continue,
-        };
-        // SAFETY: `size` bytes are readable at ifa_addr (its family's size) and fit the storage.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                node.ifa_addr.cast::<u8>(),
-                std::ptr::addr_of_mut!(storage).cast::<u8>(),
-                size,
-            )
-        };
-        let Some(addr) = crate::sys::from_sockaddr(&storage) else {
+    };
+    for interface in interfaces {
+        let Some(address) = interface.address else {
             continue;
         };
-        let ip = addr.ip();
+        let ip = if let Some(v4) = address.as_sockaddr_in() {
+            IpAddr::V4(v4.ip())
+        } else if let Some(v6) = address.as_sockaddr_in6() {
+            IpAddr::V6(v6.ip())
+        } else {
+            continue;
+        };
         let link_local = matches!(ip, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80);
         if crate::sys::is_loopback(ip) || link_local || found.iter().any(|a: &SocketAddr| a.ip() == ip) {
             continue;
@@ -230,8 +210,6 @@ pub(super) fn rdma_addresses_where(keep: impl Fn(*mut ffi::ibv_context) -> bool)
             found.push(SocketAddr::new(ip, 0));
         }
     }
-    // SAFETY: the list from getifaddrs, freed once.
-    unsafe { libc::freeifaddrs(ifaddrs) };
     found
 }
 

@@ -51,10 +51,17 @@ pub extern "C" fn NdStartup() -> HResult {
 #[no_mangle]
 pub extern "C" fn NdCleanup() -> HResult {
     hr_boundary("NdCleanup", || {
-        match STARTED.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)) {
-            Ok(_) => Ok(ND_SUCCESS),
+        // A compare-exchange loop, not fetch_update (deprecated on nightly, where Miri runs).
+        let mut started = STARTED.load(Ordering::Acquire);
+        loop {
             // Cleanup without Startup.
-            Err(_) => Err(NdStatus::ND_INVALID_DEVICE_STATE.0),
+            let Some(left) = started.checked_sub(1) else {
+                return Err(NdStatus::ND_INVALID_DEVICE_STATE.0);
+            };
+            match STARTED.compare_exchange_weak(started, left, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(ND_SUCCESS),
+                Err(now) => started = now,
+            }
         }
     })
 }
