@@ -13,6 +13,7 @@
  */
 #include "nd2-common.h"
 
+#include <atomic>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -579,6 +580,73 @@ int lifetime_rss(Side &s, Side &)
     return 0;
 }
 
+/* release-race: calls on one object from several threads while another thread makes its last
+ * Release. Each call either runs on the whole object (ND_SUCCESS) or finds it released
+ * (ND_INVALID_HANDLE, from the first call after the Release on): nothing else, no crash, and
+ * the object released once (the adapter's last Release at the end finds nothing left over). */
+struct ReleaseRace {
+    IND2MemoryRegion *mr;
+    std::atomic<int> calls;
+    int refused;
+    HRESULT other;
+};
+
+void *release_racer(void *arg)
+{
+    ReleaseRace *r = static_cast<ReleaseRace *>(arg);
+    for (;;) {
+        HRESULT hr = r->mr->CancelOverlappedRequests();
+        if (hr == ND_SUCCESS) {
+            r->calls.fetch_add(1);
+            continue;
+        }
+        if (hr == ND_INVALID_HANDLE)
+            r->refused++;
+        else
+            r->other = hr;
+        break;
+    }
+    return NULL;
+}
+
+int release_race(Side &s, Side &)
+{
+    const int rounds = 200, threads = 3;
+    int calls = 0;
+    for (int round = 0; round < rounds; round++) {
+        IND2MemoryRegion *mr = s.Mr();
+        ReleaseRace r[threads];
+        pthread_t tid[threads];
+        for (int t = 0; t < threads; t++) {
+            r[t].mr = mr;
+            r[t].calls = 0;
+            r[t].refused = 0;
+            r[t].other = ND_SUCCESS;
+            EXPECT(pthread_create(&tid[t], NULL, release_racer, &r[t]) == 0);
+        }
+        /* The Release while every thread is calling. */
+        for (int t = 0; t < threads; t++)
+            while (r[t].calls.load() == 0)
+                sched_yield();
+        EXPECT(mr->Release() == 0);
+        for (int t = 0; t < threads; t++) {
+            EXPECT(pthread_join(tid[t], NULL) == 0);
+            if (r[t].other != ND_SUCCESS)
+                FAIL("a call racing the last Release returned 0x%08X (%s)", (unsigned)r[t].other, name(r[t].other));
+            EXPECT(r[t].refused == 1);
+            calls += r[t].calls;
+        }
+        /* Released: refused, and counts stay 0. */
+        EXPECT(mr->CancelOverlappedRequests() == ND_INVALID_HANDLE);
+        EXPECT(mr->AddRef() == 0);
+        EXPECT(mr->Release() == 0);
+    }
+    printf("  %d rounds of %d threads: %d calls ran on the whole object, every thread then refused "
+           "ND_INVALID_HANDLE\n",
+           rounds, threads, calls);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Side &, Side &);
@@ -587,6 +655,7 @@ struct Case {
     {"deregister-bound", deregister_bound},
     {"bind-deregister-race", bind_deregister_race},
     {"lifetime-rss", lifetime_rss},
+    {"release-race", release_race},
 };
 
 } // namespace

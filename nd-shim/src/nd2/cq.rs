@@ -389,7 +389,7 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
     let max = max as usize;
     if cq.stash.maybe_held() {
         // SAFETY: as below.
-        return unsafe { get_stashed(cq, results, max) };
+        return unsafe { get_stashed(&cq, results, max) };
     }
     let raw = cq.cq.as_raw();
     // Not zeroed: ibv_poll_cq writes the entries it returns, and only those are read.
@@ -412,7 +412,7 @@ unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max
         }
     }
     // SAFETY: as above; the caller's array has room for `max` results.
-    unsafe { translate(cq, results, max, &mut wcs, asked, got) }
+    unsafe { translate(&cq, results, max, &mut wcs, asked, got) }
 }
 
 /// GetResults when Notify may have stashed completions: those first, oldest first, then the CQ's.

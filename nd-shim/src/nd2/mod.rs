@@ -10,21 +10,21 @@
 //! argument passed as `IUnknown*` is accepted only if its vtable is the expected kind's
 //! (ND_INVALID_PARAMETER otherwise, never a cast of a foreign object).
 //!
-//! Lifetime. The last Release frees the whole object: its shell (vtable pointer, count, body
-//! pointer) and its body's share (the body itself goes when no other object still holds it: a QP
-//! holds its CQs, every object its adapter, and a call in progress the objects it was passed).
-//! As on Windows, calling a method through a pointer one holds no reference on is the caller's
-//! bug: COM's contract, which Microsoft's providers and programs follow. Why the shim does not
-//! try to catch it: keeping every shell for ever, so that such a call found an emptied body and
-//! returned ND_INVALID_HANDLE, makes a program that creates a memory region per transfer grow
-//! without bound; a freelist of shells bounds the memory by the peak of live objects, but a stale
-//! pointer then reaches whichever object of the same kind reuses its shell and acts on it
-//! silently (not ND_INVALID_HANDLE); and a call racing the final Release on another thread would
-//! still need every entry, hot paths included (Send, Receive, GetResults, the token getters), to
-//! take and drop a count on the object to be safe: costs paid by correct programs for a guarantee
-//! that still does not hold. So the shim keeps COM's rule. What stays
-//! checked: NULL, and a pointer whose first word is not the expected kind's vtable (another kind
-//! of object, or one of a foreign library), are ND_INVALID_HANDLE for `this` and
+//! Lifetime. The last Release releases the object: its body's share goes (the body itself goes
+//! when no other object still holds it: a QP holds its CQs, every object its adapter, and a call
+//! in progress the objects it was passed) and its shell (vtable pointer, counts, body pointer)
+//! returns to its class's pool, reused by a later object of the class: memory is bounded by the
+//! peak of live objects (flat over 10^5 objects created and released). Calls and the last
+//! Release on several threads are safe: every entry holds a count on its object for the call
+//! ([`Held`]), so a Release on another thread meanwhile leaves the object whole until the call
+//! returns (its end is then the last release); a call, AddRef or Release through the pointer of
+//! a released object finds its shell (never freed) with no reference and returns
+//! ND_INVALID_HANDLE (AddRef and Release 0), until the shell is reused, which a pool does only
+//! after [`QUARANTINE`] more objects of the class were released (as Windows reuses handle
+//! values): a pointer that old then reaches the newer object, which COM's rule (no call without
+//! a reference) leaves to the caller. The count costs each call two atomic operations.
+//! What else is checked: NULL, and a pointer whose first word is not the expected kind's vtable
+//! (another kind of object, or one of a foreign library), are ND_INVALID_HANDLE for `this` and
 //! ND_INVALID_PARAMETER for an argument.
 //!
 //! Every entry runs inside `boundary`: no unwinding crosses `extern "C"`; a panic is logged and
@@ -37,10 +37,11 @@
 //! completion ports, the adapter's overlapped files) are [`win32`]; who reads the adapters'
 //! completion channels (the waiting thread itself, or a relay thread) is `pump`.
 
+use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::status::NdStatus;
@@ -118,44 +119,187 @@ pub(crate) trait Class: Send + Sync + Sized + 'static {
     fn on_release(&self) {}
 }
 
-/// A COM object as the caller holds it: vtable pointer first. Allocated by [`Com::create`], freed
-/// by the last Release.
+/// A COM object as the caller holds it: vtable pointer first. Its memory, the *shell*, is never
+/// given back to the allocator: the last Release returns it to its class's pool, and a later
+/// object of the same class reuses it (FIFO, after [`QUARANTINE`] other shells of the class were
+/// released), so a pointer to it always reaches a `Com<T>` of the class its vtable names.
 #[repr(C)]
 pub(crate) struct Com<T: Class> {
+    /// `T::VTBL`, written once when the shell is made.
     vtbl: *const T::Vtbl,
-    refs: AtomicU32,
-    /// `Arc::into_raw` of the body, given back at the last Release.
-    body: *const T,
+    /// The caller's references (bits 0-31), the calls in progress ([`Held`], bits 32-62) and
+    /// [`RELEASED`]: the object is released when the references reach 0 (new calls are refused),
+    /// whole until the calls have too, and then marked RELEASED (pooled) by exactly one thread.
+    refs: AtomicU64,
+    /// `Arc::into_raw` of the body while `refs` is not 0; NULL while pooled.
+    body: AtomicPtr<T>,
 }
+
+/// How many shells of a class wait in its pool before the oldest is reused: a call through a
+/// released object's pointer finds it released (ND_INVALID_HANDLE) until that many more
+/// objects of the class have been released (Windows reuses handle values after a while too).
+const QUARANTINE: usize = 1024;
+
+/// `Com::refs`: one caller reference, the mask of them, one call in progress, and the mark of a
+/// pooled shell (a call's count added to it is taken back at once: the shell stays pooled).
+const ONE_REFERENCE: u64 = 1;
+const REFERENCES: u64 = 0xffff_ffff;
+const ONE_CALL: u64 = 1 << 32;
+const RELEASED: u64 = 1 << 63;
+
+/// The caller's references in a `Com::refs` value, as AddRef and Release return them.
+fn references(refs: u64) -> u32 {
+    (refs & REFERENCES) as u32
+}
+
+/// The pooled shells of each class, keyed by the class's vtable address, oldest first.
+static POOLED_SHELLS: parking_lot::Mutex<Vec<(usize, VecDeque<usize>)>> = parking_lot::Mutex::new(Vec::new());
 
 #[cfg(test)]
 static LIVE_SHELLS: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
 
 impl<T: Class> Com<T> {
+    fn class_key() -> usize {
+        std::ptr::from_ref(T::VTBL) as usize
+    }
+
     /// A new object with one reference, as a raw pointer for the caller.
     fn create(body: Arc<T>) -> *mut Com<T> {
         #[cfg(test)]
         LIVE_SHELLS.fetch_add(1, Ordering::Relaxed);
-        Box::into_raw(Box::new(Com {
-            vtbl: T::VTBL,
-            refs: AtomicU32::new(1),
-            body: Arc::into_raw(body),
-        }))
+        let body = Arc::into_raw(body).cast_mut();
+        let reused = {
+            let mut pools = POOLED_SHELLS.lock();
+            pools
+                .iter_mut()
+                .find(|(key, _)| *key == Self::class_key())
+                .and_then(|(_, pool)| {
+                    if pool.len() > QUARANTINE {
+                        pool.pop_front()
+                    } else {
+                        None
+                    }
+                })
+        };
+        match reused {
+            Some(shell) => {
+                let shell = shell as *mut Com<T>;
+                // SAFETY: a pooled shell of this class (never freed), RELEASED: no reference and
+                // no call on it but the passing counts of calls through stale pointers, which
+                // are taken back at once: the mark is swapped for the reference when none is
+                // there. The body is stored before the reference that publishes it (Release;
+                // `hold` acquires).
+                unsafe {
+                    (*shell).body.store(body, Ordering::Relaxed);
+                    while (*shell)
+                        .refs
+                        .compare_exchange_weak(RELEASED, ONE_REFERENCE, Ordering::Release, Ordering::Relaxed)
+                        .is_err()
+                    {
+                        std::hint::spin_loop();
+                    }
+                }
+                shell
+            }
+            None => Box::into_raw(Box::new(Com {
+                vtbl: T::VTBL,
+                refs: AtomicU64::new(ONE_REFERENCE),
+                body: AtomicPtr::new(body),
+            })),
+        }
     }
 
-    /// The body, shared: the object keeps it alive while the caller holds a reference.
-    fn body(&self) -> &T {
-        // SAFETY: from Arc::into_raw; the object's count is given back only by the last Release,
-        // which frees `self` too (a caller holds a reference while it calls: COM's rule).
-        unsafe { &*self.body }
+    /// A count for the duration of a call: the object stays whole until the returned guard
+    /// drops, even if another thread makes the last Release meanwhile (the guard's drop is
+    /// then the last). A released object is ND_INVALID_HANDLE.
+    #[inline]
+    fn hold(&self) -> Result<Held<'_, T>, HResult> {
+        // One atomic add (the common case: a live object); on a released one the count is
+        // taken back (which may finish the release a racing call began).
+        if self.refs.fetch_add(ONE_CALL, Ordering::Acquire) & REFERENCES == 0 {
+            self.give_back();
+            return Err(ND_INVALID_HANDLE);
+        }
+        // SAFETY: not NULL while the count is not 0 (stored before it was published, taken only
+        // after it reached 0); from Arc::into_raw, and the object's own count keeps it alive
+        // until the last count, ours at the earliest, is given back.
+        let body = unsafe { &*self.body.load(Ordering::Acquire) };
+        Ok(Held { shell: self, body })
+    }
+
+    /// A call's end: the last count of all releases the object.
+    #[inline]
+    fn give_back(&self) {
+        if self.refs.fetch_sub(ONE_CALL, Ordering::Release) == ONE_CALL {
+            self.finish_release();
+        }
+    }
+
+    /// No reference and no call left (the count just reached 0): the one thread that marks
+    /// the shell RELEASED releases the object. Another may have added a call's count meanwhile
+    /// (through a stale pointer): its taking back finds 0 again and comes here.
+    #[cold]
+    fn finish_release(&self) {
+        if self
+            .refs
+            .compare_exchange(0, RELEASED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // Every other use of the object happened before its count was given back (the
+            // acquire pairs with their Release).
+            self.last_release();
+        }
+    }
+
+    /// Marked RELEASED: the body's share is dropped, the shell pooled.
+    fn last_release(&self) {
+        boundary("Release", (), || {
+            let body = self.body.swap(std::ptr::null_mut(), Ordering::Relaxed);
+            #[cfg(test)]
+            LIVE_SHELLS.fetch_sub(1, Ordering::Relaxed);
+            {
+                let mut pools = POOLED_SHELLS.lock();
+                let shell = std::ptr::from_ref(self) as usize;
+                match pools.iter_mut().find(|(key, _)| *key == Self::class_key()) {
+                    Some((_, pool)) => pool.push_back(shell),
+                    None => pools.push((Self::class_key(), VecDeque::from([shell]))),
+                }
+            }
+            // `self` is not touched from here: the shell may be reused.
+            // SAFETY: the object's own count from Arc::into_raw, given back once (the swap).
+            let body = unsafe { Arc::from_raw(body) };
+            body.on_release();
+        });
     }
 
     /// A strong reference to the body, for objects (and calls) that must keep this one alive.
     fn arc(&self) -> Result<Arc<T>, HResult> {
-        // SAFETY: the pointer came from Arc::into_raw and the object still holds that count.
-        unsafe { Arc::increment_strong_count(self.body) };
+        let held = self.hold()?;
+        let body: *const T = held.body;
+        // SAFETY: the pointer came from Arc::into_raw and the object holds that count while held.
+        unsafe { Arc::increment_strong_count(body) };
         // SAFETY: the count just taken is handed to the new Arc.
-        Ok(unsafe { Arc::from_raw(self.body) })
+        Ok(unsafe { Arc::from_raw(body) })
+    }
+}
+
+/// A call's count on an object ([`Com::hold`]): derefs to the body.
+pub(crate) struct Held<'a, T: Class> {
+    shell: &'a Com<T>,
+    body: &'a T,
+}
+
+impl<T: Class> std::ops::Deref for Held<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.body
+    }
+}
+
+impl<T: Class> Drop for Held<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        self.shell.give_back();
     }
 }
 
@@ -164,8 +308,8 @@ impl<T: Class> Com<T> {
 ///
 /// # Safety
 /// `ptr` is NULL or points to at least a pointer's worth of readable memory; if its first word
-/// is `T`'s vtable, it is a live `Com<T>` made by this module, on which the caller holds a
-/// reference for the returned lifetime (COM's rule; see the module's documentation).
+/// is `T`'s vtable, it is a `Com<T>` made by this module (live or released: shells are never
+/// freed).
 unsafe fn object<'a, T: Class>(ptr: *mut c_void) -> Result<&'a Com<T>, HResult> {
     if ptr.is_null() {
         return Err(ND_INVALID_HANDLE);
@@ -175,17 +319,18 @@ unsafe fn object<'a, T: Class>(ptr: *mut c_void) -> Result<&'a Com<T>, HResult> 
     if !std::ptr::eq(vtbl, T::VTBL) {
         return Err(ND_INVALID_HANDLE);
     }
-    // SAFETY: the vtable says it is a Com<T> of ours, live while the caller holds its reference.
+    // SAFETY: the vtable says it is a Com<T> of ours, and its memory is never freed.
     Ok(unsafe { &*ptr.cast::<Com<T>>() })
 }
 
-/// The body behind a `this` pointer.
+/// The body behind a `this` pointer, held for the call: ND_INVALID_HANDLE if the object was
+/// released.
 ///
 /// # Safety
 /// As [`object`].
-unsafe fn this<'a, T: Class>(ptr: *mut c_void) -> Result<&'a T, HResult> {
+unsafe fn this<'a, T: Class>(ptr: *mut c_void) -> Result<Held<'a, T>, HResult> {
     // SAFETY: forwarded.
-    Ok(unsafe { object::<T>(ptr)? }.body())
+    unsafe { object::<T>(ptr)? }.hold()
 }
 
 /// An `IUnknown*` argument that must be a `T` (a QP for Connect, a connector for
@@ -217,7 +362,23 @@ unsafe extern "C" fn query_interface<T: Class>(this: *mut c_void, iid: *const Gu
         if !T::IIDS.iter().any(|known| **known == iid) {
             return Err(E_NOINTERFACE);
         }
-        object.refs.fetch_add(1, Ordering::Relaxed);
+        let held = object.hold()?;
+        // A reference only while one is left (a racing last Release wins).
+        let mut refs = held.shell.refs.load(Ordering::Relaxed);
+        loop {
+            if refs & REFERENCES == 0 {
+                return Err(ND_INVALID_HANDLE);
+            }
+            match held.shell.refs.compare_exchange_weak(
+                refs,
+                refs + ONE_REFERENCE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => refs = now,
+            }
+        }
         // SAFETY: as above.
         unsafe { out.write(this) };
         Ok(ND_SUCCESS)
@@ -227,10 +388,21 @@ unsafe extern "C" fn query_interface<T: Class>(this: *mut c_void, iid: *const Gu
 unsafe extern "C" fn add_ref<T: Class>(this: *mut c_void) -> u32 {
     boundary("AddRef", 0, || {
         // SAFETY: the caller's object.
-        match unsafe { object::<T>(this) } {
-            Ok(object) => object.refs.fetch_add(1, Ordering::Relaxed) + 1,
-            Err(_) => 0,
+        let Ok(object) = (unsafe { object::<T>(this) }) else {
+            return 0;
+        };
+        // A released object stays released (0): a count is taken only on a live one.
+        let mut refs = object.refs.load(Ordering::Relaxed);
+        while refs & REFERENCES != 0 {
+            match object
+                .refs
+                .compare_exchange_weak(refs, refs + ONE_REFERENCE, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return references(refs) + 1,
+                Err(now) => refs = now,
+            }
         }
+        0
     })
 }
 
@@ -240,23 +412,25 @@ unsafe extern "C" fn release<T: Class>(this: *mut c_void) -> u32 {
         let Ok(object) = (unsafe { object::<T>(this) }) else {
             return 0;
         };
-        let before = object.refs.fetch_sub(1, Ordering::Release);
-        if before != 1 {
-            return before.wrapping_sub(1);
+        // A released object is left alone (0): a count is given back only by its holder.
+        let mut refs = object.refs.load(Ordering::Relaxed);
+        loop {
+            if refs & REFERENCES == 0 {
+                return 0;
+            }
+            match object
+                .refs
+                .compare_exchange_weak(refs, refs - ONE_REFERENCE, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => refs = now,
+            }
         }
-        // The last reference: every other thread's use of the object happened before its own
-        // Release (COM's rule), which this acquire pairs with.
-        std::sync::atomic::fence(Ordering::Acquire);
-        // SAFETY: made by Com::create (Box::into_raw) and freed once: the count reached 0 here
-        // and no reference is left to reach the object again.
-        let shell = unsafe { Box::from_raw(this.cast::<Com<T>>()) };
-        #[cfg(test)]
-        LIVE_SHELLS.fetch_sub(1, Ordering::Relaxed);
-        // SAFETY: the object's own count from Arc::into_raw, given back once (the shell goes).
-        let body = unsafe { Arc::from_raw(shell.body) };
-        drop(shell);
-        body.on_release();
-        0
+        if refs == ONE_REFERENCE {
+            // The last reference and no call in progress (a call's end releases it otherwise).
+            object.finish_release();
+        }
+        references(refs) - 1
     })
 }
 
@@ -535,6 +709,129 @@ mod tests {
             assert_eq!(
                 (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
                 (1, 1)
+            );
+        }
+        assert_eq!(live_shells(), before);
+    }
+
+    fn pooled(key: usize) -> usize {
+        POOLED_SHELLS
+            .lock()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(0, |(_, pool)| pool.len())
+    }
+
+    #[test]
+    fn a_released_object_is_refused_until_its_shell_is_reused() {
+        let _serial = SERIAL.lock().unwrap();
+        let (object, _, released) = probe();
+        // SAFETY: the caller's only reference; afterwards the pointer is stale, which the
+        // module answers (shells are never freed).
+        unsafe {
+            assert_eq!(release::<Probe>(object), 0);
+            assert_eq!(released.load(Ordering::SeqCst), 1);
+            assert_eq!(this::<Probe>(object).err(), Some(ND_INVALID_HANDLE));
+            assert_eq!(add_ref::<Probe>(object), 0);
+            assert_eq!(release::<Probe>(object), 0);
+            let mut out = std::ptr::null_mut();
+            assert_eq!(
+                query_interface::<Probe>(object, &iids::IID_IUnknown, &mut out),
+                ND_INVALID_HANDLE
+            );
+            assert_eq!(released.load(Ordering::SeqCst), 1, "released once");
+        }
+        // QUARANTINE more objects created and released one at a time reuse no shell: each
+        // takes a new one, so the released object stays refused all along.
+        for _ in 0..QUARANTINE {
+            let (other, _, _) = probe();
+            assert_ne!(other, object);
+            // SAFETY: its only reference.
+            unsafe { release::<Probe>(other) };
+            // SAFETY: stale, answered (above).
+            assert_eq!(unsafe { this::<Probe>(object) }.err(), Some(ND_INVALID_HANDLE));
+        }
+    }
+
+    #[test]
+    fn the_memory_of_released_objects_is_bounded_by_the_pool() {
+        let _serial = SERIAL.lock().unwrap();
+        let key = Com::<Probe>::class_key();
+        for _ in 0..(4 * QUARANTINE) {
+            let (object, _, _) = probe();
+            // SAFETY: its only reference.
+            unsafe { release::<Probe>(object) };
+        }
+        // One at a time: the pool holds the quarantine and the one just released.
+        assert!(pooled(key) <= QUARANTINE + 1, "{} shells pooled", pooled(key));
+    }
+
+    #[test]
+    fn a_call_in_progress_keeps_the_object_through_the_last_release() {
+        let _serial = SERIAL.lock().unwrap();
+        let (object, dropped, released) = probe();
+        // SAFETY: live: the caller's reference.
+        let call = unsafe { this::<Probe>(object) }.unwrap();
+        // Another thread's last Release, while the call runs.
+        let shared = object as usize;
+        // SAFETY: the caller's only reference, given back on another thread.
+        std::thread::spawn(move || unsafe { release::<Probe>(shared as *mut c_void) })
+            .join()
+            .unwrap();
+        assert_eq!(
+            (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
+            (0, 0),
+            "the body is whole while the call holds it"
+        );
+        // SAFETY: released by the caller: refused to new calls.
+        assert_eq!(unsafe { this::<Probe>(object) }.err(), Some(ND_INVALID_HANDLE));
+        drop(call);
+        assert_eq!(
+            (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
+            (1, 1),
+            "the call's end is the last release"
+        );
+    }
+
+    #[test]
+    fn calls_racing_the_last_release_are_whole_or_refused() {
+        let _serial = SERIAL.lock().unwrap();
+        let before = live_shells();
+        for _ in 0..200 {
+            let (object, dropped, released) = probe();
+            let shared = object as usize;
+            let start = Arc::new(std::sync::Barrier::new(4));
+            let callers: Vec<_> = (0..3)
+                .map(|_| {
+                    let start = Arc::clone(&start);
+                    std::thread::spawn(move || {
+                        start.wait();
+                        let mut refused = 0;
+                        for _ in 0..200 {
+                            // SAFETY: the object may be released meanwhile: answered.
+                            match unsafe { this::<Probe>(shared as *mut c_void) } {
+                                // The body is whole while held.
+                                Ok(body) => assert_eq!(body.released.load(Ordering::SeqCst), 0),
+                                Err(e) => {
+                                    assert_eq!(e, ND_INVALID_HANDLE);
+                                    refused += 1;
+                                }
+                            }
+                        }
+                        refused
+                    })
+                })
+                .collect();
+            start.wait();
+            // SAFETY: the only reference, given back while the calls run.
+            unsafe { release::<Probe>(object) };
+            for caller in callers {
+                caller.join().unwrap();
+            }
+            assert_eq!(
+                (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
+                (1, 1),
+                "released exactly once"
             );
         }
         assert_eq!(live_shells(), before);
