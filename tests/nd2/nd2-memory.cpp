@@ -440,7 +440,7 @@ long pinned_kib()
     return kib;
 }
 
-/* Microsoft's ndrpingpong's teardown (ndrpingpong.cpp:190-191 with ndtestutil.cpp:23-33,
+/* Microsoft's ndrpingpong's teardown (ndrpingpong.cpp:168-169, 206 and 426 with ndtestutil.cpp:23-33,
  * 328-332): Deregister with its window bound (ND_DEVICE_BUSY, unchecked), then the region's
  * last Release before the window's. The region is deregistered once the window is gone, with
  * the adapter still open: by the window's Release (first round; until then the window still
