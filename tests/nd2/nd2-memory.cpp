@@ -425,6 +425,79 @@ int deregister_bound(Side &p, Side &a)
     return 0;
 }
 
+/* VmPin of /proc/self/status, KiB: the pages the kernel holds pinned for this process's
+ * registrations (rxe pins a region's pages until it is deregistered). */
+long pinned_kib()
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    EXPECT(f != NULL);
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmPin: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    EXPECT(kib >= 0);
+    return kib;
+}
+
+/* Microsoft's ndrpingpong's teardown (ndrpingpong.cpp:168-169, 206 and 426 with ndtestutil.cpp:23-33,
+ * 328-332): Deregister with its window bound (ND_DEVICE_BUSY, unchecked), then the region's
+ * last Release before the window's. The region is deregistered once the window is gone, with
+ * the adapter still open: by the window's Release (first round; until then the window still
+ * takes a Write), or by the release of the QP it was bound through (second round). Before, the
+ * region's Release logged "ibv_dereg_mr at the region's release: ND_DEVICE_BUSY" and left it
+ * registered, its pages pinned, until the adapter's close. */
+int release_bound_region(Side &p, Side &a)
+{
+    const size_t len = 1 << 20;
+    unsigned char *big = static_cast<unsigned char *>(aligned_alloc(4096, len));
+    EXPECT(big != NULL);
+    memset(big, 0, len);
+    IND2MemoryRegion *amr = a.Mr();
+    Register(a, amr, a.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE);
+    long base = pinned_kib();
+    for (int round = 0; round < 2; round++) {
+        Link l = Connect(p, a, static_cast<unsigned short>(7522 + round));
+        IND2MemoryRegion *mr = p.Mr();
+        Register(p, mr, big, len, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_WRITE);
+        long registered = pinned_kib();
+        printf("  round %d: VmPin %ld kB, %ld kB with the region registered\n", round, base, registered);
+        EXPECT(registered - base >= static_cast<long>(len / 1024));
+        IND2MemoryWindow *mw = p.Mw();
+        Bind(p, l.pqp, mr, mw, big, len);
+        {
+            Ov ov;
+            Inline(p, "Deregister with the window bound", mr->Deregister(&ov), &ov, ND_DEVICE_BUSY);
+        }
+        EXPECT(mr->Release() == 0);
+        printf("  the region's last Release with the window bound: VmPin %ld kB\n", pinned_kib());
+        if (round == 0) {
+            RemoteWrite(a, l, amr, 0x44, big + len - 64, mw->GetRemoteToken(), ND_SUCCESS);
+            EXPECT(big[len - 1] == 0x44);
+            EXPECT(mw->Release() == 0);
+            long after = pinned_kib();
+            printf("  after the window's Release: VmPin %ld kB\n", after);
+            if (after != base)
+                FAIL("the released region is still registered after its window's Release (VmPin %ld kB, %ld before)",
+                     after, base);
+            Hangup(p, a, l);
+        } else {
+            Hangup(p, a, l);
+            long after = pinned_kib();
+            printf("  after the QP's release: VmPin %ld kB\n", after);
+            if (after != base)
+                FAIL("the released region is still registered after its window's QP's release (VmPin %ld kB, %ld before)",
+                     after, base);
+            EXPECT(mw->Release() == 0);
+        }
+    }
+    Deregister(a, amr);
+    EXPECT(amr->Release() == 0);
+    free(big);
+    return 0;
+}
+
 /* Bind racing Deregister and Register of its region on another thread: every call gives one of
  * its codes, nothing crashes or hangs; in the end the window's Release lets Deregister succeed. */
 struct Race {
@@ -654,6 +727,7 @@ struct Case {
     {"register-args", register_args},
     {"deregister-bound", deregister_bound},
     {"bind-deregister-race", bind_deregister_race},
+    {"release-bound-region", release_bound_region},
     {"lifetime-rss", lifetime_rss},
     {"release-race", release_race},
 };

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rdma_mummy_sys as ffi;
 
 use super::notify::NotifyChannel;
+use super::registration::DeferredRegions;
 use super::requests::Requests;
 use super::win32::{self, Handle, OverlappedFile};
 use super::{code, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_HANDLE, ND_INVALID_PARAMETER, ND_SUCCESS};
@@ -74,10 +75,14 @@ pub(crate) struct AdapterBody {
     /// The device's own SGE maximum (max_sge), which a QP is created with up to, where its
     /// slots have room anyway ([`super::qp::fitted_caps`]).
     pub(super) device_max_sge: u32,
+    /// Regions released while windows were bound to them, deregistered once they are gone.
+    pub(super) deferred_regions: DeferredRegions,
 }
 
 impl Drop for AdapterBody {
     fn drop(&mut self) {
+        // Every window and QP holds the adapter, so they are gone: so are the bindings.
+        self.deferred_regions.retry(true);
         // A leader in a direct read of the channel holds it: wake it, so that the channel and
         // the device go now, not at its next event.
         self.notify.release_readers();
@@ -139,6 +144,7 @@ impl AdapterBody {
             info,
             requests: Requests::default(),
             device_max_sge: limits.max_initiator_sge,
+            deferred_regions: DeferredRegions::default(),
         })
     }
 

@@ -362,6 +362,9 @@ unsafe fn poll_batch(cq: *mut ffi::ibv_cq, wcs: &mut [MaybeUninit<ffi::ibv_wc>; 
 /// A work completion as ND2_RESULT, with its QueuePairContext, RequestContext and RequestType.
 #[inline]
 fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usize, u64, u32)) -> Nd2Result {
+    if wc.status != 0 {
+        log_failed(wc, request_type);
+    }
     Nd2Result {
         status: from_wc_status_for(wc.status, RequestKind::from_nd2(request_type)).0,
         bytes_transferred: wc.byte_len,
@@ -369,6 +372,21 @@ fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usi
         request_context: request_context as *mut c_void,
         request_type,
     }
+}
+
+/// A completion in error, at debug level: the verbs status, opcode and vendor code say which
+/// request failed and why (ND2_RESULT keeps only the ND code).
+#[cold]
+#[inline(never)]
+fn log_failed(wc: &ffi::ibv_wc, request_type: u32) {
+    log::debug!(
+        "completion in error: QP {} request type {} wc status {} opcode {} vendor_err {:#x}",
+        wc.qp_num,
+        request_type,
+        wc.status,
+        wc.opcode,
+        wc.vendor_err
+    );
 }
 
 unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max: u32) -> u32 {

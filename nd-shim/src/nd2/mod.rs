@@ -65,6 +65,7 @@ mod overlapped;
 mod provider;
 mod pump;
 mod qp;
+mod registration;
 mod requests;
 mod sge;
 mod srq;

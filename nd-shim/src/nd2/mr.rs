@@ -11,6 +11,7 @@ use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
 use super::overlapped::Request;
+use super::registration::{deregister, RawMr};
 use super::win32::OverlappedFile;
 use super::{code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_PENDING};
 use crate::status::NdStatus;
@@ -44,10 +45,6 @@ pub(crate) fn access_flags(flags: u32) -> u32 {
     }
     access
 }
-
-pub(crate) struct RawMr(pub(crate) *mut ffi::ibv_mr);
-// SAFETY: an MR handle may be used from any thread.
-unsafe impl Send for RawMr {}
 
 pub(crate) struct MrBody {
     adapter: Arc<AdapterBody>,
@@ -94,32 +91,20 @@ impl MrBody {
     }
 }
 
-fn deregister(mr: &RawMr) -> Result<(), NdStatus> {
-    // SAFETY: the MR is live; on success the caller forgets it (on failure the provider keeps
-    // it, as libibverbs' ibv_dereg_mr does).
-    match unsafe { ffi::ibv_dereg_mr(mr.0) } {
-        0 => Ok(()),
-        e => Err(deregister_status(e.abs())),
-    }
-}
-
-/// Deregister's code for an errno of ibv_dereg_mr. The kernel refuses to deregister an MR that
-/// memory windows are bound to (IBA 10.6.7.2.6): rxe answers EINVAL (`rxe_dereg_mr`: "mr has
-/// mw's bound"), other drivers EBUSY; the MR is live and the call well-formed, so either is
-/// ND_DEVICE_BUSY, the code IND2MemoryRegion.md gives for "still has memory windows bound"
-/// (and Microsoft's ndmrderegister test expects).
-fn deregister_status(errno: i32) -> NdStatus {
-    match errno {
-        libc::EINVAL | libc::EBUSY => NdStatus::ND_DEVICE_BUSY,
-        e => crate::status::from_errno(e),
-    }
-}
-
 impl Drop for MrBody {
+    /// The last Release deregisters. A region that windows are still bound to (Microsoft's
+    /// ndrpingpong releases its region before its window, after a Deregister that was
+    /// ND_DEVICE_BUSY) cannot be deregistered yet: it is handed to the adapter, which
+    /// deregisters it once the windows are gone ([`super::registration::DeferredRegions`]).
     fn drop(&mut self) {
         if let Some(mr) = lock(&self.mr).take() {
-            if let Err(status) = deregister(&mr) {
-                log::error!("ibv_dereg_mr at the region's release: {status}");
+            match deregister(&mr) {
+                Ok(()) => {}
+                Err(NdStatus::ND_DEVICE_BUSY) => {
+                    log::debug!("region released with windows bound: deregistered when they are gone");
+                    self.adapter.deferred_regions.defer(mr);
+                }
+                Err(status) => log::error!("ibv_dereg_mr at the region's release: {status}"),
             }
         }
     }
@@ -337,12 +322,5 @@ mod tests {
         assert_eq!(check_register(p, 16, KNOWN_FLAGS, max), Ok(()));
         assert_eq!(check_register(p, 16, 0, max), Ok(()));
         assert_eq!(check_register(p, max, flags, max), Ok(()));
-    }
-
-    #[test]
-    fn a_region_with_windows_bound_is_device_busy() {
-        assert_eq!(deregister_status(libc::EINVAL), NdStatus::ND_DEVICE_BUSY);
-        assert_eq!(deregister_status(libc::EBUSY), NdStatus::ND_DEVICE_BUSY);
-        assert_eq!(deregister_status(libc::EIO), crate::status::from_errno(libc::EIO));
     }
 }

@@ -181,6 +181,9 @@ impl MwBody {
         if window.binding.release_from(qp_num) && !window.mw.is_null() {
             dealloc_mw(window.mw);
             window.mw = std::ptr::null_mut();
+            drop(window);
+            // The region it was bound to may have been released meanwhile.
+            self.adapter.deferred_regions.retry(false);
         }
     }
 }
@@ -190,6 +193,7 @@ impl Drop for MwBody {
         let mw = lock(&self.window).mw;
         if !mw.is_null() {
             dealloc_mw(mw);
+            self.adapter.deferred_regions.retry(false);
         }
     }
 }

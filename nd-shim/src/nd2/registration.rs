@@ -1,0 +1,80 @@
+//! A verbs memory registration ([`RawMr`]) and its deregistration, for IND2MemoryRegion
+//! (`mr.rs`) and for the adapter, which keeps the regions released while windows were still bound
+//! to them ([`DeferredRegions`]) until they can go.
+
+use std::sync::Mutex;
+
+use rdma_mummy_sys as ffi;
+
+use crate::status::NdStatus;
+use crate::sync::lock;
+
+pub(crate) struct RawMr(pub(crate) *mut ffi::ibv_mr);
+// SAFETY: an MR handle may be used from any thread.
+unsafe impl Send for RawMr {}
+
+pub(super) fn deregister(mr: &RawMr) -> Result<(), NdStatus> {
+    // SAFETY: the MR is live; on success the caller forgets it (on failure the provider keeps
+    // it, as libibverbs' ibv_dereg_mr does).
+    match unsafe { ffi::ibv_dereg_mr(mr.0) } {
+        0 => Ok(()),
+        e => Err(deregister_status(e.abs())),
+    }
+}
+
+/// Deregister's code for an errno of ibv_dereg_mr. The kernel refuses to deregister an MR that
+/// memory windows are bound to (IBA 10.6.7.2.6): rxe answers EINVAL (`rxe_dereg_mr`: "mr has
+/// mw's bound"), other drivers EBUSY; the MR is live and the call well-formed, so either is
+/// ND_DEVICE_BUSY, the code IND2MemoryRegion.md gives for "still has memory windows bound"
+/// (and Microsoft's ndmrderegister test expects).
+fn deregister_status(errno: i32) -> NdStatus {
+    match errno {
+        libc::EINVAL | libc::EBUSY => NdStatus::ND_DEVICE_BUSY,
+        e => crate::status::from_errno(e),
+    }
+}
+
+/// Regions released while windows were bound to them, which the kernel refuses to deregister
+/// (IBA 10.6.7.2.6). Windows' last Release of a region has no result to report a refusal
+/// with, and the region is the provider's to free; here the verbs MR stays registered (the
+/// windows keep working) until a window bound to it is deallocated (its Release, or the release of
+/// the QP it was bound through) or the adapter goes, each of which tries these again.
+#[derive(Default)]
+pub(crate) struct DeferredRegions {
+    regions: Mutex<Vec<RawMr>>,
+}
+
+impl DeferredRegions {
+    pub(super) fn defer(&self, mr: RawMr) {
+        lock(&self.regions).push(mr);
+    }
+
+    /// Deregisters the regions that no window holds any more; the others stay. `last`: the
+    /// adapter is going, so one still refused is logged (the device's close frees it).
+    pub(super) fn retry(&self, last: bool) {
+        let mut regions = lock(&self.regions);
+        if regions.is_empty() {
+            return;
+        }
+        regions.retain(|mr| match deregister(mr) {
+            Ok(()) => false,
+            Err(NdStatus::ND_DEVICE_BUSY) if !last => true,
+            Err(status) => {
+                log::error!("ibv_dereg_mr of a region released with windows bound: {status}");
+                false
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_with_windows_bound_is_device_busy() {
+        assert_eq!(deregister_status(libc::EINVAL), NdStatus::ND_DEVICE_BUSY);
+        assert_eq!(deregister_status(libc::EBUSY), NdStatus::ND_DEVICE_BUSY);
+        assert_eq!(deregister_status(libc::EIO), crate::status::from_errno(libc::EIO));
+    }
+}
