@@ -142,7 +142,8 @@ wait "${io_timeout_runs[@]}"
 nd2_removal() { # nd2_removal PROVIDER
     local served=$RIG_OUT/nd2-removal.$1.served ready=$RIG_OUT/nd2-removal.$1.ready rc=0 program remover i
     rm -f "$ready"
-    with_provider "$1" "$served" env ND_SHIM_LOG=info "$nd2_bin/nd2-removal" waiting "$RIG_SERVER_IP" "$ready" &
+    with_provider "$1" "$served" env ND_SHIM_LOG=info "$nd2_bin/nd2-removal" waiting "$RIG_SERVER_IP" \
+        "$RIG_CLIENT_IP" "$ready" &
     program=$!
     for i in $(seq 300); do [[ -e $ready ]] && break; sleep 0.1; done
     if [[ -e $ready ]]; then
