@@ -15,7 +15,8 @@
  * The cases:
  *   waiting  both Notify requests, the GetConnectionRequest and the Connect complete with
  *       ND_DEVICE_REMOVED; a
- *       Notify issued after that fails with ND_DEVICE_REMOVED (inline or at once); then every
+ *       Notify issued after that fails with ND_DEVICE_REMOVED (inline or at once), and so do the
+ *       adapter's Create methods (inline; IND2Adapter.md lists it for each); then every
  *       object is released (each Release returns 0), the removal finishes while the program
  *       lives, and the program exits 0. Prints how long after READY_FILE each step came.
  */
@@ -149,6 +150,21 @@ int Waiting(const char *ip, const char *peerIp, const char *readyFile)
         Ov ov;
         ExpectRemoved("a later IND2CompletionQueue::Notify(ANY)", Wait(cq, cq->Notify(ND_CQ_NOTIFY_ANY, &ov), ov, 5000),
                       since);
+    }
+    /* Only cleanup succeeds now: the adapter's Create methods fail inline. */
+    {
+        IND2CompletionQueue *late = NULL;
+        ExpectRemoved("IND2Adapter::CreateCompletionQueue",
+                      adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0,
+                                                     reinterpret_cast<void **>(&late)),
+                      since);
+        EXPECT(late == NULL);
+        IND2Connector *lateConnector = NULL;
+        ExpectRemoved("IND2Adapter::CreateConnector",
+                      adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void **>(&lateConnector)),
+                      since);
+        HANDLE lateFile = NULL;
+        ExpectRemoved("IND2Adapter::CreateOverlappedFile", adapter->CreateOverlappedFile(&lateFile), since);
     }
     fflush(stdout);
 
