@@ -9,6 +9,10 @@
 //! pass: IBV_EVENT_COMM_EST on a passive QP is forwarded to `rdma_notify` (first data can beat
 //! the RTU).
 //!
+//! Each adapter also keeps an id of its own bound to its address (the watch): rdma_cm's
+//! DEVICE_REMOVAL on it is how the shim learns that the device is going away (rxe sends no
+//! async event then), and is told to the ND2 objects as the device's failure.
+//!
 //! Two ways to run it: [`Adapter::open`] starts a thread of the shim's own that processes events
 //! and runs completion callbacks; [`Adapter::open_polled`] leaves that to the application, which
 //! polls [`Adapter::event_fd`] and calls [`Adapter::process_events`] (and [`crate::Pending::wait`]
