@@ -9,6 +9,10 @@
 //! pass: IBV_EVENT_COMM_EST on a passive QP is forwarded to `rdma_notify` (first data can beat
 //! the RTU).
 //!
+//! Each adapter also keeps an id of its own bound to its address (the watch): rdma_cm's
+//! DEVICE_REMOVAL on it is how the shim learns that the device is going away (rxe sends no
+//! async event then), and is told to the ND2 objects as the device's failure.
+//!
 //! Two ways to run it: [`Adapter::open`] starts a thread of the shim's own that processes events
 //! and runs completion callbacks; [`Adapter::open_polled`] leaves that to the application, which
 //! polls [`Adapter::event_fd`] and calls [`Adapter::process_events`] (and [`crate::Pending::wait`]
@@ -158,8 +162,13 @@ pub struct AdapterInner {
     /// Who hears the device's async events that are not COMM_EST (the ND2 adapter: CQ errors,
     /// SRQ limits, device failures).
     device_events: Mutex<Option<Weak<dyn DeviceEvents>>>,
-    // Dropped last: keeps librdmacm's device contexts open.
-    _devices: DeviceList,
+    /// An id bound to `local_ip` for the adapter's life ([`WATCH_TOKEN`]): rdma_cm tells it of
+    /// the device's removal even when no connector or listener exists. Destroyed first in Drop.
+    watch: Mutex<Option<CmId>>,
+    /// The device was removed (rdma_cm's DEVICE_REMOVAL on the watch id).
+    removed: AtomicBool,
+    // Dropped last (in Drop): keeps librdmacm's device contexts open.
+    devices: Option<DeviceList>,
 }
 
 // SAFETY: `ctx` is an ibv_context, usable from any thread; the rest is Send + Sync.
@@ -185,6 +194,9 @@ fn port_space() -> Result<PortSpace, NdStatus> {
             NdStatus::ND_INVALID_PARAMETER
         })
 }
+
+/// The watch id's token: no owner is ever registered under it (tokens count up from 1).
+const WATCH_TOKEN: u64 = u64::MAX;
 
 impl AdapterInner {
     pub(crate) fn register(&self, owner: Owner) -> u64 {
@@ -281,6 +293,12 @@ impl AdapterInner {
             return;
         };
         log::debug!("event {kind:?} status {} for token {}", event.status, event.context);
+        if event.context == WATCH_TOKEN {
+            if kind == CmEventKind::DeviceRemoval {
+                self.device_removed();
+            }
+            return;
+        }
         let params = (event.responder_resources, event.initiator_depth);
         if kind == CmEventKind::ConnectRequest {
             // SAFETY: the id of a CONNECT_REQUEST is new and ours to own from here on.
@@ -302,6 +320,27 @@ impl AdapterInner {
         }
     }
 
+    /// The device is being removed. rxe has no disassociate_ucontext, so the kernel's
+    /// ib_unregister_device waits until this process closes the device (docs/porting-nd2.md,
+    /// "Device removal"): the device's other users hear it as libibverbs reports a device's
+    /// failure, IBV_EVENT_DEVICE_FATAL (their Notify requests complete with ND_DEVICE_REMOVED), so
+    /// that the program releases its objects and removal can finish.
+    fn device_removed(&self) {
+        if self.removed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        log::warn!("the device of {} is being removed", self.local_ip);
+        let sink = lock(&self.device_events).as_ref().and_then(Weak::upgrade);
+        if let Some(sink) = sink {
+            sink.device_event(ffi::ibv_event_type::IBV_EVENT_DEVICE_FATAL as u32, 0);
+        }
+    }
+
+    /// Whether the device was removed (or failed): only cleanup succeeds from then on.
+    pub(crate) fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::SeqCst)
+    }
+
     /// The live owner of `token`, if any.
     fn owner(&self, token: u64) -> Option<Arc<dyn CmEventSink>> {
         lock(&self.owners).get(&token).and_then(Weak::upgrade)
@@ -317,6 +356,9 @@ impl AdapterInner {
             handled += 1;
             log::debug!("async event {}", event.event_type);
             let Some(qp_num) = event.comm_est_qp_num else {
+                if event.event_type == ffi::ibv_event_type::IBV_EVENT_DEVICE_FATAL as u32 {
+                    self.removed.store(true, Ordering::SeqCst);
+                }
                 let sink = lock(&self.device_events).as_ref().and_then(Weak::upgrade);
                 if let Some(sink) = sink {
                     sink.device_event(event.event_type, event.element);
@@ -340,10 +382,19 @@ impl AdapterInner {
 
 impl Drop for AdapterInner {
     fn drop(&mut self) {
+        // Before the channel it is on goes.
+        drop(lock(&self.watch).take());
         // SAFETY: every CQ, QP and MR holds the adapter, so the PD is unused now.
         unsafe { ffi::ibv_dealloc_pd(self.pd.0) };
         // SAFETY: our own epoll fd, closed once.
         unsafe { libc::close(self.epoll) };
+        drop(self.devices.take());
+        // librdmacm closes a removed device's context only when it next lists the devices and
+        // nothing of its own uses it any more; until then the kernel's removal of an rxe device
+        // waits for this process. Listing now lets removal finish while the program lives on.
+        if self.is_removed() {
+            drop(DeviceList::new());
+        }
     }
 }
 
@@ -384,12 +435,11 @@ impl Adapter {
         let ports = port_space()?;
         let devices = DeviceList::new()?;
         let channel = EventChannel::new()?;
-        // A throwaway id finds the device that has the address.
-        let (ctx, port_num) = {
-            let probe = channel.create_id(u64::MAX)?;
-            probe.bind(SocketAddr::new(local, 0))?;
-            (probe.verbs(), probe.port_num().max(1))
-        };
+        // An id bound to the address finds the device that has it, then stays as the watch:
+        // in the UDP port space, so that its port takes none from ND's connections (TCP).
+        let watch = channel.create_id_in(WATCH_TOKEN, ffi::rdma_port_space::RDMA_PS_UDP)?;
+        watch.bind(SocketAddr::new(local, 0))?;
+        let (ctx, port_num) = (watch.verbs(), watch.port_num().max(1));
         if ctx.is_null() || !devices.contains(ctx) {
             return Err(NdStatus::ND_INVALID_ADDRESS);
         }
@@ -445,7 +495,9 @@ impl Adapter {
             thread: AtomicBool::new(false),
             epoll,
             device_events: Mutex::new(None),
-            _devices: devices,
+            watch: Mutex::new(Some(watch)),
+            removed: AtomicBool::new(false),
+            devices: Some(devices),
         });
         // SAFETY: ctx is live; its async fd belongs to the context, which the shim alone reads.
         let async_fd = unsafe { (*ctx).async_fd };

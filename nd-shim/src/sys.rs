@@ -201,16 +201,14 @@ impl EventChannel {
     }
 
     pub fn create_id(&self, context: u64) -> Result<CmId, NdStatus> {
+        self.create_id_in(context, ffi::rdma_port_space::RDMA_PS_TCP)
+    }
+
+    /// An id in port space `ps` (connections use RDMA_PS_TCP).
+    pub fn create_id_in(&self, context: u64, ps: ffi::rdma_port_space::Type) -> Result<CmId, NdStatus> {
         let mut id = ptr::null_mut();
         // SAFETY: self.0 is live; `context` is an opaque token, never dereferenced.
-        check(unsafe {
-            ffi::rdma_create_id(
-                self.0,
-                &mut id,
-                context as usize as *mut c_void,
-                ffi::rdma_port_space::RDMA_PS_TCP,
-            )
-        })?;
+        check(unsafe { ffi::rdma_create_id(self.0, &mut id, context as usize as *mut c_void, ps) })?;
         Ok(CmId(id))
     }
 }

@@ -133,3 +133,48 @@ done
 
 # The background io-timeout runs record their own results; wait for them (RIG_TIMEOUT bounds each).
 wait "${io_timeout_runs[@]}"
+
+# Device removal, last: it deletes rxe0 under a waiting ND2 program and makes it again as
+# rig_setup_network did. rxe has no disassociate_ucontext, so `rdma link delete` returns only
+# once the program has closed the device: the program must be woken (ND_DEVICE_REMOVED) for
+# removal to finish at all, and once it has released its objects, removal must finish while it
+# still runs (it waits for $ready.gone).
+nd2_removal() { # nd2_removal PROVIDER
+    local served=$RIG_OUT/nd2-removal.$1.served ready=$RIG_OUT/nd2-removal.$1.ready rc=0 program remover i
+    rm -f "$ready"
+    with_provider "$1" "$served" env ND_SHIM_LOG=info "$nd2_bin/nd2-removal" waiting "$RIG_SERVER_IP" \
+        "$RIG_CLIENT_IP" "$ready" &
+    program=$!
+    for i in $(seq 300); do [[ -e $ready ]] && break; sleep 0.1; done
+    if [[ -e $ready ]]; then
+        rm -f "$ready.released" "$ready.gone"
+        rdma link delete rxe0 &
+        remover=$!
+        for i in $(seq 300); do
+            [[ -e $ready.released ]] || ! kill -0 "$program" 2> /dev/null && break
+            sleep 0.1
+        done
+        for i in $(seq 150); do kill -0 "$remover" 2> /dev/null || break; sleep 0.1; done
+        kill -0 "$remover" 2> /dev/null || touch "$ready.gone"
+        wait "$program" || rc=1
+        for i in $(seq 200); do kill -0 "$remover" 2> /dev/null || break; sleep 0.1; done
+        if kill -0 "$remover" 2> /dev/null; then
+            rig_log "rdma link delete rxe0 still waits 20 s after the program exited"
+            rc=1
+        fi
+        wait "$remover" || { rig_log "rdma link delete rxe0 failed"; rc=1; }
+    else
+        rig_log "the program did not get ready in 30 s"
+        wait "$program"
+        rc=1
+    fi
+    rdma link show rxe0 > /dev/null 2>&1 || rdma link add rxe0 type rxe netdev veth0 || rc=1
+    for i in $(seq 100); do rdma link show rxe0/1 2> /dev/null | grep -q 'state ACTIVE' && break; sleep 0.1; done
+    rdma link show rxe0/1 | grep -q 'state ACTIVE' || { rig_log "rxe0 is not ACTIVE again"; rc=1; }
+    served_by "$served"
+    expect_provider "$served" "$1" || rc=1
+    return $rc
+}
+for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+    run_test "removal-waiting.$provider" nd2_removal "$provider"
+done

@@ -280,15 +280,19 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             ND_CQ_NOTIFY_SOLICITED => false,
             _ => return Err(ND_INVALID_PARAMETER),
         };
-        match cq.failure.load(Ordering::Acquire) {
-            0 => {}
-            failed => return Err(failed),
-        }
         // Two first Notify calls at once may both route it: the same entry, written twice.
         // ERRORS needs the route too: the device's CQ error finds the CQ by it.
         if !cq.routed.load(Ordering::Acquire) {
             cq.adapter.notify.register(cq.cq.as_raw(), weak_self(this));
             cq.routed.store(true, Ordering::Release);
+        }
+        // After the route: a removal that came before it reached no route, and said so first.
+        if cq.adapter.adapter.inner.is_removed() {
+            cq.failed(NdStatus::ND_DEVICE_REMOVED);
+        }
+        match cq.failure.load(Ordering::Acquire) {
+            0 => {}
+            failed => return Err(failed),
         }
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &cq.file)? };
@@ -323,6 +327,13 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
                 }
             }
             return Err(failed);
+        }
+        // A failure (the device's removal) that drained the requests before this one was queued:
+        // it fails this one too.
+        let failed = cq.failure.load(Ordering::Acquire);
+        if failed != 0 {
+            cq.failed(NdStatus(failed));
+            return Ok(ND_PENDING);
         }
         // A completion that came between the poll and the arm raised no event: found now, it
         // completes the waiting requests as an event would (its event, if the arm saw it, later

@@ -22,6 +22,15 @@ use super::{
 };
 use crate::status::NdStatus;
 
+/// ND_DEVICE_REMOVED once the adapter's device is gone (rdma_cm reported its removal): every
+/// Create method of IND2Adapter.md lists it, "only cleanup operations ... will succeed".
+fn present(adapter: &AdapterBody) -> Result<(), HResult> {
+    if adapter.adapter.inner.is_removed() {
+        return Err(NdStatus::ND_DEVICE_REMOVED.0);
+    }
+    Ok(())
+}
+
 /// ND_INVALID_PARAMETER_n: IND2Adapter.md's code for a Create argument beyond what Query reports.
 const fn param(n: u32) -> HResult {
     NdStatus::ND_INVALID_PARAMETER_1.0 + (n as i32 - 1)
@@ -103,7 +112,7 @@ impl Class for AdapterBody {
 unsafe extern "C" fn create_overlapped_file(this: *mut c_void, out: *mut Handle) -> HResult {
     hr_boundary("IND2Adapter::CreateOverlappedFile", || {
         // SAFETY: the caller's object.
-        unsafe { self::this::<AdapterBody>(this)? };
+        present(unsafe { self::this::<AdapterBody>(this)? })?;
         if out.is_null() {
             return Err(ND_INVALID_PARAMETER);
         }
@@ -169,6 +178,7 @@ unsafe extern "C" fn create_completion_queue(
     hr_boundary("IND2Adapter::CreateCompletionQueue", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         within(&[(depth, adapter.info.max_completion_queue_depth, 3)])?;
         let file = self::file(file)?;
         // SAFETY: the caller's IID and out pointer.
@@ -185,6 +195,7 @@ unsafe extern "C" fn create_memory_region(
     hr_boundary("IND2Adapter::CreateMemoryRegion", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         let file = self::file(file)?;
         // SAFETY: the caller's IID and out pointer.
         unsafe { give(iid, out, || Ok(MrBody::new(adapter, file))) }
@@ -195,6 +206,7 @@ unsafe extern "C" fn create_memory_window(this: *mut c_void, iid: *const Guid, o
     hr_boundary("IND2Adapter::CreateMemoryWindow", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         // SAFETY: the caller's IID and out pointer.
         unsafe { give(iid, out, || MwBody::new(adapter)) }
     })
@@ -215,6 +227,7 @@ unsafe extern "C" fn create_shared_receive_queue(
     hr_boundary("IND2Adapter::CreateSharedReceiveQueue", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         let info = &adapter.info;
         within(&[
             (depth, info.max_shared_receive_queue_depth, 3),
@@ -243,6 +256,7 @@ unsafe extern "C" fn create_queue_pair(
     hr_boundary("IND2Adapter::CreateQueuePair", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         // SAFETY: the caller's objects, checked by kind.
         let (rcq, icq) = unsafe { (arg::<CqBody>(receive_cq)?, arg::<CqBody>(initiator_cq)?) };
         let info = &adapter.info;
@@ -281,6 +295,7 @@ unsafe extern "C" fn create_queue_pair_with_srq(
     hr_boundary("IND2Adapter::CreateQueuePairWithSrq", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         // SAFETY: the caller's objects, checked by kind.
         let (rcq, icq, srq) = unsafe {
             (
@@ -320,6 +335,7 @@ unsafe extern "C" fn create_connector(
     hr_boundary("IND2Adapter::CreateConnector", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         let file = self::file(file)?;
         // SAFETY: the caller's IID and out pointer.
         unsafe { give(iid, out, || Ok(ConnectorBody::new(adapter, file))) }
@@ -335,6 +351,7 @@ unsafe extern "C" fn create_listener(
     hr_boundary("IND2Adapter::CreateListener", || {
         // SAFETY: the caller's object.
         let adapter = unsafe { super::object::<AdapterBody>(this)? }.arc()?;
+        present(&adapter)?;
         let file = self::file(file)?;
         // SAFETY: the caller's IID and out pointer.
         unsafe { give(iid, out, || Ok(ListenerBody::new(adapter, file))) }

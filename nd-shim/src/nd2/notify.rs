@@ -225,7 +225,8 @@ impl DeviceEvents for NotifyChannel {
             }
         } else if event_type == E::IBV_EVENT_DEVICE_FATAL as u32 {
             let targets: Vec<_> = self.cqs.lock().values().filter_map(|r| r.target.upgrade()).collect();
-            for target in targets {
+            let srqs: Vec<_> = self.srqs.lock().values().filter_map(Weak::upgrade).collect();
+            for target in targets.into_iter().chain(srqs) {
                 target.failed(NdStatus::ND_DEVICE_REMOVED);
             }
         } else if event_type == E::IBV_EVENT_SRQ_LIMIT_REACHED as u32 {

@@ -99,6 +99,14 @@ impl Notified for SrqBody {
             request.complete(NdStatus::ND_SUCCESS, 0);
         }
     }
+
+    /// The device's removal: every waiting request completes with its code.
+    fn failed(&self, status: NdStatus) {
+        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
+        for request in waiting {
+            request.complete(status, 0);
+        }
+    }
 }
 
 impl Drop for SrqBody {
@@ -209,9 +217,18 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
             srq.adapter.notify.register_srq(srq.srq.0, weak_self(this));
             srq.routed.store(true, Ordering::Release);
         }
+        // After the route: a removal that came before it reached no route.
+        if srq.adapter.adapter.inner.is_removed() {
+            return Err(code(NdStatus::ND_DEVICE_REMOVED));
+        }
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &srq.file)? };
         lock(&srq.notifies).push_back(request);
+        // A removal between the check and the push drained the queue before this request.
+        if srq.adapter.adapter.inner.is_removed() {
+            srq.failed(NdStatus::ND_DEVICE_REMOVED);
+            return Ok(ND_PENDING);
+        }
         let threshold = srq.threshold.load(Ordering::Acquire);
         if threshold != 0 {
             let mut attr = ffi::ibv_srq_attr {
