@@ -29,7 +29,8 @@ esac
 # went on. Every FlowTest test skips with both providers where it runs.
 # rdma-core 65 (sid) has the same tests unchanged; left out there too without having been seen
 # to crash.
-case $(dpkg-query -W -f='${Version}' python3-pyverbs) in
+# (The arm64 guest's initramfs has no dpkg database: Debian 12 there, nothing to leave out.)
+case $(dpkg-query -W -f='${Version}' python3-pyverbs 2> /dev/null) in
     56.* | 65.*) export PYVERBS_EXCLUDE="tests.test_mlx5_cq.DvCqTest tests.test_flow.FlowTest" ;;
 esac
 
