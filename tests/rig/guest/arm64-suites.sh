@@ -10,15 +10,20 @@ mkdir -p /dev/shm /run /dev/pts
 mount -t tmpfs shm /dev/shm   # Python's multiprocessing (the rdmacm tests) wants it
 mount -t tmpfs run /run
 mount -t devpts devpts /dev/pts
+# What udev makes on a Debian root: bash's process substitution reads /dev/fd/N.
+ln -sfn /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 hostname arm64-guest
 source /out/env
 export RIG_ROOT=/rig RIG_OUT=/out
 export RIG_OURS_PREFIX=/rig/target/aarch64-unknown-linux-gnu/release/librxe_rs
-for module in veth crc32_generic rdma_rxe; do
+# rdma_ucm: /dev/infiniband/rdma_cm (rdma-core's udev rules load it on a Debian root).
+for module in veth crc32_generic rdma_rxe rdma_ucm; do
     modprobe "$module" || echo "arm64-guest: modprobe $module failed"
 done
-echo "arm64-guest: suites $RIG_SUITES at $(up) s ($(nproc) cpus; python3-pyverbs" \
-    "$(ls /usr/lib/python3/dist-packages | grep -o '^pyverbs.*' | head -n 1))"
+echo "arm64-guest: suites $RIG_SUITES at $(up) s ($(nproc) cpus, $(cat /etc/debian_version))"
 # shellcheck disable=SC2086 # the names, separated by spaces
 bash "$RIG_ROOT/tests/rig/guest/run.sh" suites $RIG_SUITES 2>&1 | tee /out/run.log | sed 's/^/arm64-guest| /'
 status=${PIPESTATUS[0]}
