@@ -6,7 +6,7 @@
 
 RIG_SERVER_IP=198.18.0.1   # rxe0 on veth0
 RIG_CLIENT_IP=198.18.0.2   # rxe1 on veth1
-RIG_PROBE=$RIG_ROOT/target/rig/libprovider-probe.so
+RIG_PROBE=${RIG_PROBE:-$RIG_ROOT/target/rig/libprovider-probe.so}   # the arm64 guest: its aarch64 build
 RIG_OURS_PREFIX=${RIG_OURS_PREFIX:-$RIG_ROOT/target/release/librxe_rs}
 RIG_TIMEOUT=${RIG_TIMEOUT:-120}
 RIG_RESULTS=$RIG_OUT/results
@@ -97,10 +97,10 @@ served_by() {
 # provider file (librxe-rdmav<PABI>.so).
 rig_pabi() {
     local f
-    for f in /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so; do
+    for f in /usr/lib/*-linux-gnu/libibverbs/librxe-rdmav*.so; do
         [[ $f =~ librxe-rdmav([0-9]+)\.so$ ]] && { echo "${BASH_REMATCH[1]}"; return 0; }
     done
-    rig_log "no librxe-rdmav<PABI>.so in /usr/lib/x86_64-linux-gnu/libibverbs"
+    rig_log "no librxe-rdmav<PABI>.so in /usr/lib/<multiarch triplet>/libibverbs"
     return 1
 }
 
