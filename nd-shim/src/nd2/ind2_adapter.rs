@@ -112,7 +112,8 @@ impl Class for AdapterBody {
 unsafe extern "C" fn create_overlapped_file(this: *mut c_void, out: *mut Handle) -> HResult {
     hr_boundary("IND2Adapter::CreateOverlappedFile", || {
         // SAFETY: the caller's object.
-        present(unsafe { self::this::<AdapterBody>(this)? })?;
+        let adapter = unsafe { self::this::<AdapterBody>(this)? };
+        present(&adapter)?;
         if out.is_null() {
             return Err(ND_INVALID_PARAMETER);
         }
