@@ -41,10 +41,12 @@ pub enum ConnectorState {
     Accepting,
     /// Established. `notify_pending`: an ND2 NotifyDisconnect is waiting.
     Connected { notify_pending: bool },
-    /// The peer disconnected (DISCONNECTED while connected); the QP is in error (flushed), and
-    /// the application's Disconnect or Release sends the DREP.
+    /// The peer disconnected (DISCONNECTED while connected); the QP goes to error (flushed)
+    /// after a short grace ([`Action::FlushQpLater`]) or at the application's Disconnect or
+    /// Release, which sends the DREP.
     PeerDisconnected,
-    /// Local Disconnect pending until DISCONNECTED (DREP or DREQ timeout); the QP is in error.
+    /// Local Disconnect pending until DISCONNECTED (DREP or DREQ timeout); the QP goes to error
+    /// after a short grace ([`Action::FlushQpLater`]), at the latest when the Disconnect completes.
     Disconnecting { notify_pending: bool },
     /// Both directions done.
     Disconnected,
@@ -125,6 +127,10 @@ pub enum Action {
     /// QP to ERR: every outstanding request completes with ND_CANCELED. `rdma_disconnect` only
     /// does this for QPs rdma_cm created, and ours are not.
     FlushQp,
+    /// FlushQp after a short grace, unless something flushes first: for a disconnect (ours or
+    /// the peer's), so that what is already on the wire (the ACK of a message a side received)
+    /// is not dropped by the error state. [`crate::verbs::QpInner::flush_later`] says why.
+    FlushQpLater,
     /// `rdma_destroy_id` if the id still exists (idempotent). Mid-handshake it sends the REJ
     /// that tells the peer: reason 4 in REQ_SENT, 28 in REP_RCVD / REQ_RCVD. Before a retried
     /// Connect it clears the failed attempt's id; the local address stays held.
@@ -390,7 +396,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             S::Connected { notify_pending } => returns(
                 S::Disconnecting { notify_pending },
                 St::ND_PENDING,
-                vec![Do(Action::SendDisconnect), Do(Action::FlushQp)],
+                vec![Do(Action::SendDisconnect), Do(Action::FlushQpLater)],
             ),
             S::PeerDisconnected => returns(
                 S::Disconnected,
@@ -455,6 +461,7 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
                 S::PeerDisconnected => vec![Do(Action::SendDisconnect), Do(Action::FlushQp)],
                 S::Disconnecting { notify_pending } => std::iter::once(complete(Request::Disconnect, St::ND_CANCELED))
                     .chain(notify(notify_pending, St::ND_CANCELED))
+                    .chain([Do(Action::FlushQp)])
                     .collect(),
                 _ => vec![],
             };
@@ -547,9 +554,12 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
         // Microsoft's ndmemorytest NdReceiveConnClosed), and completes NotifyDisconnect. A REJ
         // (the passive side gave up before our RTU reached it) or any other end of the
         // connection after CompleteConnect succeeded is a disconnect too, never dropped.
+        // The move waits a short grace: an ACK that arrived with or just before the DREQ still
+        // completes our Send (Microsoft's ndconn; IND2Connector::NotifyDisconnect: a disconnect
+        // received does not cancel outstanding requests).
         (S::Connected { notify_pending }, K::Disconnected | K::Rejected | K::ConnectError | K::Unreachable) => event(
             S::PeerDisconnected,
-            [Do(Action::FlushQp), Effect::PeerDisconnected]
+            [Do(Action::FlushQpLater), Effect::PeerDisconnected]
                 .into_iter()
                 .chain(notify(notify_pending, St::ND_SUCCESS))
                 .collect(),
@@ -566,10 +576,13 @@ fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
         // (the passive side gave up before our RTU reached it, and its REJ was still on the
         // way when we disconnected) ends the connection too: the IB CM cancels the DREQ and
         // enters timewait, so no DREP or DREQ timeout follows and only this completes it.
+        // The QP is in ERR before the Disconnect completes (if the grace has not run out yet):
+        // IND2Connector::Disconnect flushes.
         (S::Disconnecting { notify_pending }, K::Disconnected | K::Rejected | K::ConnectError | K::Unreachable) => {
             event(
                 S::Disconnected,
-                std::iter::once(complete(Request::Disconnect, St::ND_SUCCESS))
+                [Do(Action::FlushQp), complete(Request::Disconnect, St::ND_SUCCESS)]
+                    .into_iter()
                     .chain(notify(notify_pending, St::ND_SUCCESS))
                     .collect(),
             )
@@ -1103,7 +1116,7 @@ mod tests {
                         S::PeerDisconnected,
                         None,
                         &[
-                            Do(Action::FlushQp),
+                            Do(Action::FlushQpLater),
                             Effect::PeerDisconnected,
                             Effect::Complete {
                                 request: Request::NotifyDisconnect,
@@ -1129,7 +1142,7 @@ mod tests {
             t(
                 S::PeerDisconnected,
                 None,
-                &[Do(Action::FlushQp), Effect::PeerDisconnected]
+                &[Do(Action::FlushQpLater), Effect::PeerDisconnected]
             )
         );
     }
@@ -1144,7 +1157,7 @@ mod tests {
                     t(
                         S::Disconnecting { notify_pending: true },
                         Some(St::ND_PENDING),
-                        &[Do(Action::SendDisconnect), Do(Action::FlushQp)],
+                        &[Do(Action::SendDisconnect), Do(Action::FlushQpLater)],
                     ),
                 ),
                 (
@@ -1153,6 +1166,7 @@ mod tests {
                         S::Disconnected,
                         None,
                         &[
+                            Do(Action::FlushQp),
                             Effect::Complete {
                                 request: Request::Disconnect,
                                 status: St::ND_SUCCESS,
@@ -1259,13 +1273,14 @@ mod tests {
             ),
             (
                 S::Disconnecting { notify_pending: false },
-                &[canceled(Request::Disconnect), destroy],
+                &[canceled(Request::Disconnect), Do(Action::FlushQp), destroy],
             ),
             (
                 S::Disconnecting { notify_pending: true },
                 &[
                     canceled(Request::Disconnect),
                     canceled(Request::NotifyDisconnect),
+                    Do(Action::FlushQp),
                     destroy,
                 ],
             ),
@@ -1553,7 +1568,7 @@ mod tests {
                     S::PeerDisconnected,
                     None,
                     &[
-                        Do(Action::FlushQp),
+                        Do(Action::FlushQpLater),
                         Effect::PeerDisconnected,
                         Effect::Complete {
                             request: Request::NotifyDisconnect,
@@ -1584,7 +1599,7 @@ mod tests {
                         t(
                             S::Disconnecting { notify_pending: false },
                             Some(St::ND_PENDING),
-                            &[Do(Action::SendDisconnect), Do(Action::FlushQp)],
+                            &[Do(Action::SendDisconnect), Do(Action::FlushQpLater)],
                         ),
                     ),
                     (
@@ -1592,10 +1607,13 @@ mod tests {
                         t(
                             S::Disconnected,
                             None,
-                            &[Effect::Complete {
-                                request: Request::Disconnect,
-                                status: St::ND_SUCCESS,
-                            }],
+                            &[
+                                Do(Action::FlushQp),
+                                Effect::Complete {
+                                    request: Request::Disconnect,
+                                    status: St::ND_SUCCESS,
+                                },
+                            ],
                         ),
                     ),
                     // The DREP or DISCONNECTED that may still come completes nothing twice.

@@ -322,6 +322,12 @@ impl ConnInner {
                 Some(qp) => qp.flush(),
                 None => Ok(()),
             },
+            Action::FlushQpLater => {
+                if let Some(qp) = &core.qp {
+                    qp.flush_later(self.token);
+                }
+                Ok(())
+            }
             Action::DestroyId => {
                 core.id = None;
                 Ok(())

@@ -3,10 +3,12 @@
 //!
 //! The QP is ours, not `rdma_create_qp`'s: it starts in INIT (so receives can be posted before
 //! the handshake) and the connector moves it to RTR/RTS from `rdma_init_qp_attr`, and to ERR on
-//! Disconnect.
+//! Disconnect (shortly after the DREQ, at the latest when the disconnect completes).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use rdma_mummy_sys as ffi;
 
@@ -287,6 +289,45 @@ impl QpInner {
         self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32)
     }
 
+    /// QP to ERR [`FLUSH_GRACE`] from now, unless something flushes it first, for a disconnect
+    /// (the local Disconnect's DREQ, or the peer's). A message this side has received and
+    /// completed may still owe its ACK: rxe's responder posts the receive's completion before
+    /// it sends the ACK, and drops the ACK of a QP no longer ready (`rxe_xmit_packet`). So a
+    /// flush at once can turn the peer's Send of a message that arrived into a failure
+    /// (ND_CANCELED when the peer's own flush follows our DREQ, else a retry error); likewise
+    /// an ACK that reached this QP and waits for rxe's completer is dropped when the QP moves
+    /// to ERR (`drain_resp_pkts`), flushing a Send that the peer received. Microsoft's ndconn
+    /// exchanges a message each way and disconnects at once; both its Sends must succeed, and
+    /// IND2Connector::NotifyDisconnect says a disconnect received must not complete
+    /// outstanding requests with ND_CANCELED. The grace lets what is on the wire settle; the
+    /// flush still comes, in time for NdReceiveConnClosed (5 s). `token`: the connector whose
+    /// connection ended; a QP that another connector has claimed since is left alone.
+    pub(crate) fn flush_later(self: &Arc<Self>, token: u64) {
+        let timer = FLUSH_TIMER.get_or_init(|| {
+            let (tx, rx) = mpsc::channel();
+            let spawned = std::thread::Builder::new()
+                .name("nd-shim-flush".into())
+                .spawn(move || flush_timer(rx));
+            match spawned {
+                Ok(_) => Some(Mutex::new(tx)),
+                Err(e) => {
+                    log::warn!("no flush timer thread ({e}): disconnects flush at once");
+                    None
+                }
+            }
+        });
+        let queued = timer.as_ref().is_some_and(|tx| {
+            crate::sync::lock(tx)
+                .send((Instant::now() + FLUSH_GRACE, Arc::downgrade(self), token))
+                .is_ok()
+        });
+        if !queued {
+            if let Err(status) = self.flush() {
+                log::debug!("flush at disconnect: {status}");
+            }
+        }
+    }
+
     /// After a receive was posted: a QP already in the error state flushes it too (ND_CANCELED),
     /// as the IB specification's Error state has every posted request complete with a flush
     /// error. rxe (the kernel's responder) drains the receive queue of a QP in error
@@ -304,6 +345,34 @@ impl QpInner {
             if let Err(status) = self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32) {
                 log::debug!("receive after the flush: ERR again: {status}");
             }
+        }
+    }
+}
+
+/// How long after a disconnect the QP stays out of the error state ([`QpInner::flush_later`]):
+/// far above the time an ACK already sent or received needs to be processed (microseconds, a
+/// few milliseconds on a loaded software-emulated rig), and far below the seconds an application
+/// waits for the flush (Microsoft's NdReceiveConnClosed: 5 s).
+pub(crate) const FLUSH_GRACE: Duration = Duration::from_millis(100);
+
+type FlushItem = (Instant, Weak<QpInner>, u64);
+
+static FLUSH_TIMER: OnceLock<Option<Mutex<Sender<FlushItem>>>> = OnceLock::new();
+
+/// The deferred flushes, in order: every one waits the same grace, so the queue is in deadline
+/// order. A QP already released is gone (its Drop destroyed it); one that another connector
+/// claimed since is not this disconnect's to flush.
+fn flush_timer(rx: Receiver<FlushItem>) {
+    while let Ok((deadline, qp, token)) = rx.recv() {
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        let Some(qp) = qp.upgrade() else { continue };
+        let holder = qp.connection.load(Ordering::Acquire);
+        if holder == 0 || holder == token {
+            crate::sync::contain("a deferred flush", || {
+                if let Err(status) = qp.flush() {
+                    log::debug!("deferred flush of qpn {}: {status}", qp.qp_num());
+                }
+            });
         }
     }
 }

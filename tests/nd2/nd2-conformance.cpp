@@ -1262,6 +1262,90 @@ int churn(Pair &s)
     return 0;
 }
 
+/* The peer's disconnect does not cancel at once what is in flight: IND2Connector::NotifyDisconnect
+ * says a queue pair "should not have its outstanding requests completed with a canceled status
+ * when receiving a disconnection request", and Microsoft's ndconn relies on it (its server's
+ * Send, whose message the client received, must complete ND_SUCCESS although the client
+ * disconnects as soon as it has the message; its client's Disconnect must not lose the ACK of
+ * that message). First a passive Send kept in flight by RNR (the active side posted no
+ * receive): still outstanding when NotifyDisconnect completes, and flushed (ND_CANCELED) soon
+ * after, as the receive of Microsoft's NdReceiveConnClosed is. Then ndconn's exchange, 20
+ * times: receives posted before the handshake, the active side sends, the passive side answers,
+ * the active side disconnects as soon as it has the answer; every Send completes ND_SUCCESS. */
+int disconnect_in_flight(Pair &s)
+{
+    const unsigned short PORT = 7440;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2QueuePair *pqp = s.passive.Qp();
+    IND2QueuePair *aqp = s.active.Qp();
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    ND2_SGE message = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    Ov nd, ad, pd;
+    ND2_RESULT r[4];
+    Issued("NotifyDisconnect", c.p->NotifyDisconnect(&nd));
+    CHECK_HR(pqp->Send(Context(1), &message, 1, 0));
+    usleep(20000);
+    EXPECT(s.passive.cq->GetResults(r, 1) == 0); /* RNR: in flight */
+    Issued("active Disconnect", c.a->Disconnect(&ad));
+    Done(s.passive, "NotifyDisconnect", c.p, &nd, ND_SUCCESS);
+    usleep(20000);
+    if (s.passive.cq->GetResults(r, 1) != 0)
+        FAIL("the Send in flight completed %s (0x%08x) with the peer's disconnect; want it still outstanding",
+             name(r[0].Status), (unsigned)r[0].Status);
+    printf("  Send in flight: still outstanding after the peer's disconnect\n");
+    Results(s.passive, r, 1);
+    Expect("Send in flight, soon after", r, 1, Context(1), ND_CANCELED, Nd2RequestTypeSend, &s.passive);
+    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    Done(s.active, "active Disconnect", c.a, &ad, ND_SUCCESS);
+    EXPECT(c.a->Release() == 0);
+    EXPECT(c.p->Release() == 0);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+
+    const unsigned ROUNDS = 20;
+    for (unsigned k = 0; k < ROUNDS; k++) {
+        IND2QueuePair *p2 = NULL, *a2 = NULL;
+        CHECK_HR(s.passive.adapter->CreateQueuePair(IID_IND2QueuePair, s.passive.cq, s.passive.cq, &s.passive, 8, 8,
+                                                    1, 1, 0, reinterpret_cast<void **>(&p2)));
+        CHECK_HR(s.active.adapter->CreateQueuePair(IID_IND2QueuePair, s.active.cq, s.active.cq, &s.active, 8, 8, 1,
+                                                   1, 0, reinterpret_cast<void **>(&a2)));
+        ND2_SGE prs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+        ND2_SGE ars = {s.active.buf, 64, s.active.mr->GetLocalToken()};
+        CHECK_HR(p2->Receive(Context(10), &prs, 1));
+        CHECK_HR(a2->Receive(Context(10), &ars, 1));
+        Connection d = Connect(s, l, PORT, p2, a2);
+        ND2_SGE pss = {s.passive.buf + 64, 64, s.passive.mr->GetLocalToken()};
+        ND2_SGE ass = {s.active.buf + 64, 64, s.active.mr->GetLocalToken()};
+        CHECK_HR(a2->Send(Context(11), &ass, 1, 0));
+        Results(s.passive, r, 1);
+        Expect("passive Receive", r, 1, Context(10), ND_SUCCESS, Nd2RequestTypeReceive, &s.passive);
+        CHECK_HR(p2->Send(Context(12), &pss, 1, 0));
+        Results(s.active, r, 2);
+        Expect("active Send", r, 2, Context(11), ND_SUCCESS, Nd2RequestTypeSend, &s.active);
+        Expect("active Receive", r, 2, Context(10), ND_SUCCESS, Nd2RequestTypeReceive, &s.active);
+        Ov ad2, pd2;
+        Issued("active Disconnect at once", d.a->Disconnect(&ad2));
+        Results(s.passive, r, 1);
+        Expect("passive Send, the peer disconnecting", r, 1, Context(12), ND_SUCCESS, Nd2RequestTypeSend, &s.passive);
+        HRESULT p = d.p->Disconnect(&pd2);
+        if (p != ND_PENDING && p != ND_SUCCESS)
+            FAIL("round %u: passive Disconnect returned 0x%08X", k, (unsigned)p);
+        if (Wait(d.a, &ad2, 15000) != ND_SUCCESS || Wait(d.p, &pd2, 15000) != ND_SUCCESS)
+            FAIL("round %u: a Disconnect did not complete ND_SUCCESS", k);
+        s.active.Packet(&ad2, true);
+        s.passive.Packet(&pd2, true);
+        EXPECT(d.a->Release() == 0);
+        EXPECT(d.p->Release() == 0);
+        EXPECT(a2->Release() == 0);
+        EXPECT(p2->Release() == 0);
+    }
+    printf("  %u exchanges with the receiver disconnecting at once: every Send ND_SUCCESS\n", ROUNDS);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Pair &);
@@ -1290,6 +1374,7 @@ struct Case {
     {"receive-after-flush", receive_after_flush},
     {"address-list", address_list},
     {"churn", churn},
+    {"disconnect-in-flight", disconnect_in_flight},
 };
 
 } // namespace
