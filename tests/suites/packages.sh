@@ -396,6 +396,8 @@ run_test unknown-rdma-core-hands-rxe-to-stock unknown_rdma_core_hands_rxe_to_sto
 with_tool man man-pages-installed man_pages_installed
 with_tool pkg-config nd-shim-dev-builds-with-pkg-config nd_shim_builds_with_pkg_config
 with_tool g++ nd-shim-dev-builds-nd2-cpp-with-pkg-config nd2_cpp_builds_with_pkg_config
+# The README's quick starts (a machine with rxe, an ND porter), run as written where the rig can.
+with_tool g++ readme-quick-starts-run-as-written bash "$RIG_ROOT/tests/rig/guest/readme-quick-starts.sh"
 run_test remove-stock-serves-no-warning stock_serves_after remove
 run_test purge-stock-serves-no-warning stock_serves_after purge
 with_tool rpm rpm-root-install rpm_installs_into_a_scratch_root
