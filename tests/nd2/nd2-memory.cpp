@@ -552,6 +552,9 @@ int bind_deregister_race(Side &p, Side &a)
         HRESULT hr = l.pqp->Bind(reinterpret_cast<void *>(0xB0), r.mr, r.mw, p.buf, 256, ND_OP_FLAG_ALLOW_WRITE);
         if (hr == ND_INVALID_PARAMETER) {
             refused++;
+            /* Let the deregisterer register again: on one CPU the refusals alone could use up
+             * the iterations while it waits for its Register (seen once: 3000 refused). */
+            sched_yield();
             continue;
         }
         if (hr != ND_SUCCESS)
