@@ -116,7 +116,8 @@ pub(crate) trait Class: Send + Sync + Sized + 'static {
     type Vtbl: 'static;
     const VTBL: &'static Self::Vtbl;
     const IIDS: &'static [&'static Guid];
-    /// Called at the last Release, before the body is dropped (ND2: cancel what is pending).
+    /// Called when the object is released (its last Release, or the end of a call that was in
+    /// progress then), before the body's share is dropped (ND2: cancel what is pending).
     fn on_release(&self) {}
 }
 
