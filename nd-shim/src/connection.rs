@@ -129,7 +129,7 @@ pub enum Action {
     FlushQp,
     /// FlushQp after a short grace, unless something flushes first: for a disconnect (ours or
     /// the peer's), so that what is already on the wire (the ACK of a message a side received)
-    /// is not dropped by the error state. [`crate::verbs::QpInner::flush_later`] says why.
+    /// is not dropped by the error state. `verbs::QpInner::flush_later` says why.
     FlushQpLater,
     /// `rdma_destroy_id` if the id still exists (idempotent). Mid-handshake it sends the REJ
     /// that tells the peer: reason 4 in REQ_SENT, 28 in REP_RCVD / REQ_RCVD. Before a retried

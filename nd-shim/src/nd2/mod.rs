@@ -16,11 +16,11 @@
 //! returns to its class's pool, reused by a later object of the class: memory is bounded by the
 //! peak of live objects (flat over 10^5 objects created and released). Calls and the last
 //! Release on several threads are safe: every entry holds a count on its object for the call
-//! ([`Held`]), so a Release on another thread meanwhile leaves the object whole until the call
+//! (`Held`), so a Release on another thread meanwhile leaves the object whole until the call
 //! returns (its end is then the last release); a call, AddRef or Release through the pointer of
 //! a released object finds its shell (never freed) with no reference and returns
 //! ND_INVALID_HANDLE (AddRef and Release 0), until the shell is reused, which a pool does only
-//! after [`QUARANTINE`] more objects of the class were released (as Windows reuses handle
+//! after `QUARANTINE` more objects of the class were released (as Windows reuses handle
 //! values): a pointer that old then reaches the newer object, which COM's rule (no call without
 //! a reference) leaves to the caller. The count costs each call two atomic operations.
 //! What else is checked: NULL, and a pointer whose first word is not the expected kind's vtable
