@@ -236,4 +236,13 @@ static inline void nd2_connect(Nd2Waiter &waiter, IND2Connector *connector, IND2
     CHECK_HR(waiter.Wait(connector, connector->CompleteConnect(waiter.Ov())));
 }
 
+/* FAIL(fmt, ...): the file and line, the message, exit 1 (a case program's fatal check). */
+#define FAIL(...)                                                                                 \
+    do {                                                                                          \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                           \
+        fprintf(stderr, __VA_ARGS__);                                                             \
+        fprintf(stderr, "\n");                                                                    \
+        exit(1);                                                                                  \
+    } while (0)
+
 #endif /* ND2_COMMON_H */

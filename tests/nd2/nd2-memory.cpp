@@ -44,14 +44,6 @@ const char *name(HRESULT hr)
     }
 }
 
-#define FAIL(...)                                                                                 \
-    do {                                                                                          \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                           \
-        fprintf(stderr, __VA_ARGS__);                                                             \
-        fprintf(stderr, "\n");                                                                    \
-        exit(1);                                                                                  \
-    } while (0)
-
 double now_ms() { return nd2_now_us() / 1e3; }
 
 const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }

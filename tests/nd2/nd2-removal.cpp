@@ -31,14 +31,6 @@ namespace {
 
 const DWORD WAIT_MS = 30000;
 
-#define FAIL(...)                                                                                 \
-    do {                                                                                          \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                           \
-        fprintf(stderr, __VA_ARGS__);                                                             \
-        fprintf(stderr, "\n");                                                                    \
-        exit(1);                                                                                  \
-    } while (0)
-
 /* An OVERLAPPED with its own manual-reset event. */
 struct Ov : OVERLAPPED {
     Ov()

@@ -12,7 +12,8 @@
 set -uo pipefail
 : "${RIG_ROOT:?}" "${RIG_OUT:?}"
 
-work=$(mktemp -d -p "$RIG_OUT" readme.XXXXXX)
+work=$(mktemp -d -p "$RIG_OUT" readme.XXXXXX) || { echo "mktemp in $RIG_OUT failed"; exit 1; }
+trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 ln -s "$RIG_ROOT/target" "$RIG_ROOT/tests" "$RIG_ROOT/nd-shim" .
 
