@@ -21,10 +21,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
@@ -158,7 +160,8 @@ pub struct AdapterInner {
     /// Held while a thread processes events: one processor at a time keeps events in order.
     processing: Mutex<()>,
     thread: AtomicBool,
-    epoll: i32,
+    /// The rdma_cm channel and the device's async fd: readable when there is work.
+    epoll: Epoll,
     /// Who hears the device's async events that are not COMM_EST (the ND2 adapter: CQ errors,
     /// SRQ limits, device failures).
     device_events: Mutex<Option<Weak<dyn DeviceEvents>>>,
@@ -241,17 +244,19 @@ impl AdapterInner {
     /// Waits up to `ms` for the epoll set; which of its fds are ready, or None on a timeout or
     /// an error (a signal: the caller comes back).
     fn wait_ready(&self, ms: i32) -> Option<Ready> {
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 2];
-        // SAFETY: epoll_wait on our own epoll fd (open while self lives) with room for two.
-        let n = unsafe { libc::epoll_wait(self.epoll, evs.as_mut_ptr(), 2, ms) };
-        let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
+        let mut evs = [EpollEvent::empty(); 2];
+        let n = self
+            .epoll
+            .wait(&mut evs, EpollTimeout::try_from(ms).unwrap_or(EpollTimeout::NONE))
+            .ok()
+            .filter(|&n| n > 0)?;
         let channel = self.channel.fd() as u64;
         let mut ready = Ready {
             cm: false,
             device: false,
         };
         for ev in &evs[..n.min(2)] {
-            if ev.u64 == channel {
+            if ev.data() == channel {
                 ready.cm = true;
             } else {
                 ready.device = true;
@@ -386,8 +391,6 @@ impl Drop for AdapterInner {
         drop(lock(&self.watch).take());
         // SAFETY: every CQ, QP and MR holds the adapter, so the PD is unused now.
         unsafe { ffi::ibv_dealloc_pd(self.pd.0) };
-        // SAFETY: our own epoll fd, closed once.
-        unsafe { libc::close(self.epoll) };
         drop(self.devices.take());
         // librdmacm closes a removed device's context only when it next lists the devices and
         // nothing of its own uses it any more; until then the kernel's removal of an rxe device
@@ -454,13 +457,14 @@ impl Adapter {
         if pd.is_null() {
             return Err(sys::last_error());
         }
-        // SAFETY: no arguments.
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            // SAFETY: the PD was just allocated and is unused.
-            unsafe { ffi::ibv_dealloc_pd(pd) };
-            return Err(sys::last_error());
-        }
+        let epoll = match Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC) {
+            Ok(epoll) => epoll,
+            Err(error) => {
+                // SAFETY: the PD was just allocated and is unused.
+                unsafe { ffi::ibv_dealloc_pd(pd) };
+                return Err(crate::status::from_errno(error as i32));
+            }
+        };
         let positive = |v: i32| u32::try_from(v).unwrap_or(0);
         let info = AdapterInfo {
             vendor_id: attr.vendor_id,
@@ -503,14 +507,13 @@ impl Adapter {
         let async_fd = unsafe { (*ctx).async_fd };
         sys::set_nonblocking(async_fd)?;
         for fd in [inner.channel.fd(), async_fd] {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: fd as u64,
-            };
-            // SAFETY: adds a live fd to our own epoll set.
-            if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
-                return Err(sys::last_error());
-            }
+            // SAFETY: the channel's and the context's fds stay open while the adapter (which
+            // owns both) lives; the borrow ends with the call.
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            inner
+                .epoll
+                .add(borrowed, EpollEvent::new(EpollFlags::EPOLLIN, fd as u64))
+                .map_err(|error| crate::status::from_errno(error as i32))?;
         }
         Ok(Adapter { inner })
     }
@@ -531,7 +534,7 @@ impl Adapter {
 
     /// A file descriptor that becomes readable when [`Adapter::process_events`] has work.
     pub fn event_fd(&self) -> i32 {
-        self.inner.epoll
+        self.inner.epoll.0.as_raw_fd()
     }
 
     /// Processes every event that is ready, without blocking; returns how many.

@@ -75,13 +75,17 @@
 //! keep waiting at once unpark at every departure of the leader. These cost time; none delays
 //! an event.
 
+use nix::errno::Errno;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+use nix::sys::eventfd::{EfdFlags, EventFd};
 use parking_lot::Mutex;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use super::int_map::IntMap;
-use crate::status::NdStatus;
+use crate::status::{from_errno, NdStatus};
 use crate::sys::last_error;
 
 /// Something in the epoll set that has events to read (an adapter's completion channel).
@@ -124,10 +128,10 @@ const EVENTS: usize = 8;
 
 struct Pump {
     /// The leader's set: the channels and the wake eventfd.
-    epoll: i32,
+    epoll: Epoll,
     /// The relays' set: the channels.
-    relay_epoll: i32,
-    wake: i32,
+    relay_epoll: Epoll,
+    wake: EventFd,
     /// An application thread holds the leader role.
     leader: AtomicBool,
     /// Leader roles taken so far: a parked relay unparks after a tick with none.
@@ -193,54 +197,36 @@ impl Sources {
 static PUMP: OnceLock<Option<Pump>> = OnceLock::new();
 
 fn create() -> Option<Pump> {
-    // SAFETY: plain system calls; the descriptors are owned by the pump for the process's life.
-    unsafe {
-        let epoll = libc::epoll_create1(libc::EPOLL_CLOEXEC);
-        if epoll < 0 {
-            log::error!("nd2: epoll_create1: {}", last_error());
-            return None;
-        }
-        let relay_epoll = libc::epoll_create1(libc::EPOLL_CLOEXEC);
-        if relay_epoll < 0 {
-            log::error!("nd2: epoll_create1: {}", last_error());
-            libc::close(epoll);
-            return None;
-        }
-        let wake = libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK);
-        if wake < 0 {
-            log::error!("nd2: eventfd: {}", last_error());
-            libc::close(relay_epoll);
-            libc::close(epoll);
-            return None;
-        }
-        let mut event = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
-            u64: WAKE,
-        };
-        if libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, wake, &mut event) != 0 {
-            log::error!("nd2: epoll_ctl(wake): {}", last_error());
-            libc::close(wake);
-            libc::close(relay_epoll);
-            libc::close(epoll);
-            return None;
-        }
-        Some(Pump {
-            epoll,
-            relay_epoll,
-            wake,
-            leader: AtomicBool::new(false),
-            leader_epoch: AtomicU64::new(0),
-            waiting: AtomicU8::new(NOT_WAITING),
-            parked: AtomicBool::new(false),
-            relays: AtomicUsize::new(0),
-            followers: AtomicUsize::new(0),
-            relay_bell: AtomicU32::new(0),
-            relay_quiet: AtomicBool::new(false),
-            sources: Mutex::new(Sources::default()),
-            switching: Mutex::new(()),
-            next: AtomicU64::new(WAKE + 1),
-        })
-    }
+    let failed = |what: &str, error: nix::errno::Errno| log::error!("nd2: {what}: {error}");
+    let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)
+        .map_err(|e| failed("epoll_create1", e))
+        .ok()?;
+    let relay_epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)
+        .map_err(|e| failed("epoll_create1", e))
+        .ok()?;
+    let wake = EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
+        .map_err(|e| failed("eventfd", e))
+        .ok()?;
+    epoll
+        .add(&wake, EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLET, WAKE))
+        .map_err(|e| failed("epoll_ctl(wake)", e))
+        .ok()?;
+    Some(Pump {
+        epoll,
+        relay_epoll,
+        wake,
+        leader: AtomicBool::new(false),
+        leader_epoch: AtomicU64::new(0),
+        waiting: AtomicU8::new(NOT_WAITING),
+        parked: AtomicBool::new(false),
+        relays: AtomicUsize::new(0),
+        followers: AtomicUsize::new(0),
+        relay_bell: AtomicU32::new(0),
+        relay_quiet: AtomicBool::new(false),
+        sources: Mutex::new(Sources::default()),
+        switching: Mutex::new(()),
+        next: AtomicU64::new(WAKE + 1),
+    })
 }
 
 /// The pump, once a source was registered (before that, nothing needs reading).
@@ -353,33 +339,33 @@ impl Pump {
     /// Adds a source's descriptor to the leader's set, then to the relays' (the order of their
     /// entries on its wait queue: module doc). Already there is no error.
     fn attach(&self, token: u64, fd: i32) -> Result<(), NdStatus> {
+        // SAFETY: a registered source's descriptor stays open until it is unregistered (its
+        // drop), which takes it out of the sets first; the borrow ends with this call.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         let mut added = None;
-        for set in [self.epoll, self.relay_epoll] {
-            let mut event = libc::epoll_event {
-                events: (libc::EPOLLIN | libc::EPOLLEXCLUSIVE) as u32,
-                u64: token,
-            };
-            // SAFETY: both descriptors are open; the event is a live local.
-            if unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_ADD, fd, &mut event) } != 0
-                && crate::sys::errno() != libc::EEXIST
-            {
-                let error = last_error();
-                if let Some(set) = added {
-                    // SAFETY: as above; undoes this call's own add.
-                    unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+        for set in [&self.epoll, &self.relay_epoll] {
+            let event = EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, token);
+            match set.add(fd, event) {
+                Ok(()) | Err(Errno::EEXIST) => added = Some(set),
+                Err(error) => {
+                    if let Some(set) = added {
+                        // Undoes this call's own add.
+                        let _ = set.delete(fd);
+                    }
+                    return Err(from_errno(error as i32));
                 }
-                return Err(error);
             }
-            added = Some(set);
         }
         Ok(())
     }
 
     /// Takes a source's descriptor out of both sets (not in them is no error).
     fn detach(&self, fd: i32) {
-        for set in [self.epoll, self.relay_epoll] {
-            // SAFETY: both descriptors are open (a source's is closed only after unregister).
-            unsafe { libc::epoll_ctl(set, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+        // SAFETY: a source's descriptor is closed only after it is unregistered, which calls
+        // this first; the borrow ends with this call.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        for set in [&self.epoll, &self.relay_epoll] {
+            let _ = set.delete(fd);
         }
     }
 
@@ -494,7 +480,7 @@ impl Pump {
                 revents: 0,
             },
             libc::pollfd {
-                fd: self.wake,
+                fd: self.wake.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -520,10 +506,8 @@ impl Pump {
     }
 
     fn write_wake(&self) {
-        let one: u64 = 1;
-        // SAFETY: the eventfd is open; 8 bytes from a live local. A full counter (never) only
-        // fails the write: the leader is then already readable.
-        unsafe { libc::write(self.wake, std::ptr::addr_of!(one).cast(), 8) };
+        // A full counter (never) only fails the write: the leader is then already readable.
+        let _ = self.wake.arm();
     }
 
     /// One epoll_wait of at most `ms` (-1: no limit); drains the sources that fired. True if
@@ -532,7 +516,7 @@ impl Pump {
     /// nothing (the source may be blocking, and the leaders read it).
     fn wait_once(&self, ms: i32, as_leader: bool) -> bool {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-        let set = if as_leader { self.epoll } else { self.relay_epoll };
+        let set = if as_leader { &self.epoll } else { &self.relay_epoll };
         // The system call itself, not glibc's wrapper: that one is a cancellation point, which
         // in a threaded process costs two calls around every wait (about 40 instructions), and
         // a thread cancelled here would unwind through the shim's frames, which must not be.
@@ -543,7 +527,7 @@ impl Pump {
         let n = unsafe {
             libc::syscall(
                 libc::SYS_epoll_pwait,
-                set,
+                set.0.as_raw_fd(),
                 events.as_mut_ptr(),
                 EVENTS as libc::c_int,
                 ms,
@@ -581,9 +565,8 @@ impl Pump {
     }
 
     fn read_wake(&self) {
-        let mut count: u64 = 0;
-        // SAFETY: the eventfd is open and non-blocking; 8 bytes into a live local.
-        unsafe { libc::read(self.wake, std::ptr::addr_of_mut!(count).cast(), 8) };
+        // Non-blocking: EAGAIN when nothing was written, which is no error here.
+        let _ = self.wake.read();
     }
 }
 
@@ -795,6 +778,7 @@ pub(crate) fn exclusive_for_test() -> std::sync::MutexGuard<'static, ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::sys::epoll::EpollTimeout;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
 
@@ -950,13 +934,11 @@ mod tests {
 
         // While parked the source is in no set: its event is reported by neither.
         signal(fd);
-        for set in [pump.epoll, pump.relay_epoll] {
-            let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-            // SAFETY: an open epoll descriptor; room for EVENTS entries; no wait.
-            let n = unsafe { libc::epoll_wait(set, events.as_mut_ptr(), EVENTS as i32, 0) };
-            assert!(n >= 0);
+        for set in [&pump.epoll, &pump.relay_epoll] {
+            let mut events = [EpollEvent::empty(); EVENTS];
+            let n = set.wait(&mut events, EpollTimeout::ZERO).unwrap();
             assert!(
-                events[..n as usize].iter().all(|e| e.u64 == WAKE),
+                events[..n].iter().all(|e| e.data() == WAKE),
                 "the source is out of the sets"
             );
         }
