@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -1788,6 +1789,38 @@ static int case_rej_during_disconnect(void)
 
 /* ---- disconnect-peer-vanished (tc netem on veth0; the suite removes it after the case) ---- */
 
+/* NDK_VANISH_TOGETHER=DIR:COUNT: COUNT processes (one per provider) run this case at once, each on
+ * its own port (NDK_VANISH_PORT), so that their DREQ timeouts (about 100 s) are waited out once.
+ * The loss on veth0 would cut off a connection still being made, so each waits at a barrier
+ * (files in DIR) until all are connected before the loss, and again until all are done before
+ * its removal; the loss is then put on with `replace` and taken off by whichever comes first. */
+static int vanish_barrier(const char *step)
+{
+    const char *together = getenv("NDK_VANISH_TOGETHER");
+    if (!together)
+        return 0;
+    char dir[200], path[300];
+    int count = 0;
+    if (sscanf(together, "%199[^:]:%d", dir, &count) != 2 || count < 1)
+        return fail("NDK_VANISH_TOGETHER is DIR:COUNT, not '%s'", together);
+    snprintf(path, sizeof path, "%s/%s.%d", dir, step, (int)getpid());
+    FILE *mark = fopen(path, "w");
+    ENSURE(mark != NULL, "cannot write the barrier's file");
+    fclose(mark);
+    size_t prefix = strlen(step);
+    for (long long started = now_ms(); now_ms() - started < 120000; usleep(50000)) {
+        DIR *d = opendir(dir);
+        ENSURE(d != NULL, "cannot read the barrier's directory");
+        int reached = 0;
+        for (struct dirent *e; (e = readdir(d)) != NULL;)
+            reached += strncmp(e->d_name, step, prefix) == 0 && e->d_name[prefix] == '.';
+        closedir(d);
+        if (reached >= count)
+            return 0;
+    }
+    return fail("%s: the other processes did not reach the barrier in 120 s", step);
+}
+
 /* After the connection is up, every frame the passive side sends is dropped (netem loss 100%
  * on veth0): the peer has vanished as far as this side can tell. NdkDisconnect returns
  * STATUS_PENDING and completes, with STATUS_SUCCESS, when the IB CM gives up on its DREQ
@@ -1802,14 +1835,20 @@ static int vanishing_server(struct server *srv)
 
 static int case_disconnect_peer_vanished(void)
 {
+    const char *port_text = getenv("NDK_VANISH_PORT");
+    const uint16_t port = port_text ? (uint16_t)atoi(port_text) : 7133;
+    const int together = getenv("NDK_VANISH_TOGETHER") != NULL;
     struct server srv;
     struct side s;
     NDK_CONNECTOR *c;
-    if (case_start(&srv, 7133, vanishing_server, NULL, &s, &c) < 0)
+    if (case_start(&srv, port, vanishing_server, NULL, &s, &c) < 0)
         return -1;
-    if (connected(&s, c, 7133) < 0)
+    if (connected(&s, c, port) < 0)
         return -1;
-    ENSURE(tc("add dev veth0 root netem loss 100%") == 0, "cannot drop veth0's frames (tc netem)");
+    if (vanish_barrier("connected") < 0)
+        return -1;
+    ENSURE(tc(together ? "replace dev veth0 root netem loss 100%" : "add dev veth0 root netem loss 100%") == 0,
+           "cannot drop veth0's frames (tc netem)");
     long long started = now_ms();
     struct request r;
     request_init(&r);
@@ -1818,7 +1857,9 @@ static int case_disconnect_peer_vanished(void)
     st = finish(st, &r, s.adapter, 1, 250000);
     printf("  completed after %lld s\n", (now_ms() - started) / 1000);
     EXPECT_DONE("NdkDisconnect with the peer gone", st, STATUS_SUCCESS);
-    if (tc("del dev veth0 root") < 0)
+    if (vanish_barrier("done") < 0)
+        return -1;
+    if (tc("del dev veth0 root") < 0 && !together)
         return fail("cannot remove the loss from veth0");
     return case_end(&srv, &s, c);
 }

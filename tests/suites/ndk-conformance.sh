@@ -51,10 +51,27 @@ for provider in $providers; do
         case $name in
             ports-exhausted) run_test "$name.$provider" ndk_case "$provider" "$name" ND_SHIM_PORT_RANGE=50000-50003 ND_SHIM_LOG=debug ;;
             io-timeout) ;; # in the background, above
-            # Waits out the IB CM's DREQ retries.
-            disconnect-peer-vanished) RIG_TIMEOUT=300 run_test "$name.$provider" ndk_case "$provider" "$name" ND_SHIM_LOG=debug ;;
+            disconnect-peer-vanished) ;; # below, the providers at once
             *) run_test "$name.$provider" ndk_case "$provider" "$name" ND_SHIM_LOG=debug ;;
         esac
     done
 done
+# disconnect-peer-vanished waits out the IB CM's DREQ retries (about 100 s): one process per
+# provider at once, each on its own port, meeting at barriers (NDK_VANISH_TOGETHER) so that all
+# are connected before veth0 drops every frame and all are done before it stops; nothing else
+# runs meanwhile (the loss would cut the other cases off too).
+vanish_dir=$ndk_dir/vanish-barrier
+rm -rf "$vanish_dir"
+mkdir -p "$vanish_dir"
+read -ra vanishing <<< "$providers"
+vanish_runs=()
+vanish_port=7140 # 7140, 7141: no other case uses them
+for provider in "${vanishing[@]}"; do
+    RIG_TIMEOUT=300 run_test "disconnect-peer-vanished.$provider" ndk_case "$provider" disconnect-peer-vanished \
+        ND_SHIM_LOG=debug NDK_VANISH_PORT=$vanish_port NDK_VANISH_TOGETHER="$vanish_dir:${#vanishing[@]}" &
+    vanish_runs+=($!)
+    vanish_port=$((vanish_port + 1))
+done
+wait "${vanish_runs[@]}"
+tc qdisc del dev veth0 root 2> /dev/null || true
 wait "${timers[@]}"
