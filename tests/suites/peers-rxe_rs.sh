@@ -42,11 +42,12 @@ nd2_pingpong_pair() { # nd2_pingpong_pair SERVER_PROVIDER CLIENT_PROVIDER
         "$nd2" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" 7401 --iters 200
 }
 
-# The pairings: server provider, client provider.
-PAIRINGS=("rxe_rs rxe_rs" "rxe_rs stock" "stock rxe_rs")
+# The pairings, SERVER-CLIENT providers: RIG_PEERS_PAIRINGS (default all three; the other
+# Debian lines take two each, tests/lines.sh).
+read -ra PAIRINGS <<< "${RIG_PEERS_PAIRINGS:-rxe_rs-rxe_rs rxe_rs-stock stock-rxe_rs}"
 
 for pairing in "${PAIRINGS[@]}"; do
-    read -r sp cp <<< "$pairing"
+    sp=${pairing%%-*} cp=${pairing#*-}
     tag=$sp-$cp
     for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong; do
         run_test "$pp.$tag" pair "$sp" "$cp" tcp:18515 \
