@@ -3,7 +3,7 @@
 # documents' links, clippy (with the workspace lints) and the API docs' links, runs the host-side
 # tests of the workspace, builds once (the .deb/.rpm from that build, and an AddressSanitizer
 # build), then starts every rig suite (tests/suites/*.sh) in one Debian 12 boot and, beside it,
-# runs the host's analyses (Miri, loom, the fuzz smoke, the aarch64 build and tests:
+# runs the host's analyses (Miri, loom, ThreadSanitizer, the fuzz smoke, the aarch64 build and tests:
 # docs/safety.md; the arm64 guest: docs/lines.md) and the other Debian lines in their own
 # userlands (tests/lines.sh: Debian 13 and sid, one boot each); once no guest runs, the
 # two-machine run. Two guests at a time at most, one vCPU each: the machine has two cores. Each
@@ -99,6 +99,16 @@ loom_models() {
     LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
         cargo test --release --target x86_64-unknown-linux-gnu -p rxe-rs-provider -p nd-shim --lib loom_
 }
+tsan() {
+    # Every unit test of both libraries, on the harness's parallel threads (so the tests' shared
+    # statics race too), with the standard library rebuilt instrumented (-Zbuild-std: an
+    # uninstrumented std's locks and atomics would be invisible, a flood of false reports);
+    # halt_on_error: the first report fails the run (exit 66). RUST_BACKTRACE=0: the expected
+    # panics of the panic-boundary tests would each symbolise a backtrace of the debug build
+    # (13 s for the first). What TSan cannot see, and the figures: docs/safety.md.
+    RUST_BACKTRACE=0 TSAN_OPTIONS="halt_on_error=1" RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
+        cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu -p rxe-rs-provider -p nd-shim --lib
+}
 # aarch64, cross-built (Debian's gcc-aarch64-linux-gnu links; .cargo/config.toml): clippy (c_char
 # is u8 there: what clippy says of a cast differs), the workspace, the layout tests (the mirrors
 # against clang's aarch64 layout of the arm64 headers) and the provider's unit tests under
@@ -119,6 +129,7 @@ analysis() { # analysis NAME FUNCTION TITLE
 analyses_started=$SECONDS
 analysis miri miri "Miri (the selected host unit tests of rxe_rs and nd-shim under Stacked Borrows; docs/safety.md)"
 analysis loom loom_models "loom models (rxe_rs's lock, nd-shim's request completion and ND2 doorbell; docs/safety.md)"
+analysis tsan tsan "ThreadSanitizer (every unit test of rxe_rs and nd-shim, std rebuilt instrumented; docs/safety.md)"
 analysis "fuzz smoke" fuzz/smoke.sh "fuzz smoke (fuzz/smoke.sh: each cargo-fuzz target ${FUZZ_SECONDS:-20} s from its corpus)"
 analysis aarch64 aarch64 "aarch64: clippy, cargo build --release --target aarch64-unknown-linux-gnu --workspace, layout and unit tests under qemu-aarch64, packages"
 analysis "arm64 guest" tests/rig/arm64 "the arm64 guest (tests/rig/arm64: Debian 12's arm64 kernel and verbs userland under qemu-system-aarch64; ibv_devinfo and an RC pingpong over rdma-core's provider and over the aarch64 rxe_rs)"

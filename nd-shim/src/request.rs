@@ -150,6 +150,45 @@ mod tests {
         slot.complete(NdStatus::ND_SUCCESS);
         assert_eq!(slot.status(), Some(NdStatus::ND_CONNECTION_REFUSED));
     }
+
+    /// The loom models' race on real threads, many rounds: the engine's completion, the owner's
+    /// cancel, the callback's registration and a waiter, each on its own thread. One status,
+    /// which the callback gets once and the waiter and every later look see. ThreadSanitizer
+    /// runs it (tests/check.sh, docs/safety.md) over std's real mutex and condition variable.
+    #[test]
+    fn completion_cancel_callback_and_wait_race_on_real_threads() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        fn pending(slot: &Arc<Slot>) -> Pending {
+            let canceled = Arc::clone(slot);
+            Pending {
+                slot: Arc::clone(slot),
+                adapter: Weak::new(),
+                cancel: Box::new(move || canceled.complete(NdStatus::ND_CANCELED)),
+            }
+        }
+        for _ in 0..200 {
+            let slot = Slot::new();
+            let calls = Arc::new(AtomicUsize::new(0));
+            let seen = Arc::new(std::sync::Mutex::new(None));
+            let (waiter, canceler, registrar) = (pending(&slot), pending(&slot), pending(&slot));
+            let status = std::thread::scope(|s| {
+                s.spawn(|| slot.complete(NdStatus::ND_SUCCESS));
+                s.spawn(move || canceler.cancel());
+                let (calls, seen) = (Arc::clone(&calls), Arc::clone(&seen));
+                s.spawn(move || {
+                    registrar.on_complete(move |status| {
+                        calls.fetch_add(1, Ordering::Relaxed);
+                        *seen.lock().unwrap() = Some(status);
+                    });
+                });
+                s.spawn(move || waiter.wait()).join().unwrap()
+            });
+            assert!(status == NdStatus::ND_SUCCESS || status == NdStatus::ND_CANCELED);
+            assert_eq!(slot.status(), Some(status), "the status stays");
+            assert_eq!(calls.load(Ordering::Relaxed), 1, "the callback runs exactly once");
+            assert_eq!(*seen.lock().unwrap(), Some(status), "with the status that stays");
+        }
+    }
 }
 
 /// A request's completion under loom (`RUSTFLAGS="--cfg loom" cargo test --release -p nd-shim

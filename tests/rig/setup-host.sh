@@ -7,8 +7,9 @@
 # virtual environment, $RIG_VENV (Debian's python3 -m venv: the system Python stays untouched, as
 # PEP 668 asks), whose vng the rig scripts put on PATH themselves; and, under $RIG_CACHE/debs,
 # ibverbs-providers' .deb for the packages suite's reinstall (apt-get download); and, with rustup,
-# a nightly toolchain with miri and rust-src (tests/check.sh's Miri step, docs/safety.md) and its
-# Miri sysroot (`cargo +nightly miri setup`). Nothing else.
+# a nightly toolchain with miri and rust-src (tests/check.sh's Miri step, and its ThreadSanitizer
+# step's -Zbuild-std; docs/safety.md) and its Miri sysroot (`cargo +nightly miri setup`). Nothing
+# else.
 set -euo pipefail
 
 # Debian packages: the kernel the rig boots (with rdma_rxe.ko), QEMU and the busybox virtme-ng puts
@@ -113,7 +114,8 @@ for target in "${RUST_TARGETS[@]}"; do
     rustup target add "$target"
 done
 
-# Miri, the sanitized build and the fuzz smoke of tests/check.sh (docs/safety.md): the current
+# Miri, ThreadSanitizer (rust-src, for -Zbuild-std; the TSan runtime comes with the toolchain's
+# rust-std), the sanitized build and the fuzz smoke of tests/check.sh (docs/safety.md): the current
 # nightly with miri and rust-src, whichever day's it is (nothing pinned: a fresh machine gets
 # today's), Miri's sysroot, built once, and cargo-fuzz; each installed only when absent.
 have_miri() { rustup run nightly cargo miri --version > /dev/null 2>&1; }
