@@ -596,14 +596,23 @@ template <typename Round> void Flat(const char *what, int warm, int n, long slac
         round();
     long after = rss_kib();
     printf("  %s: %d rounds in %.1f s, RSS %ld -> %ld KiB\n", what, n, (nd2_now_us() - t0) / 1e6, before, after);
-    if (after - before > slack)
+    /* ND2_LIFETIME_RSS=unjudged: under valgrind, whose queue of freed blocks (20 MB) holds them
+     * on purpose, RSS says nothing; the leak check is valgrind's own. */
+    const char *judge = getenv("ND2_LIFETIME_RSS");
+    if (after - before > slack && !(judge && strcmp(judge, "unjudged") == 0))
         FAIL("%s: RSS grew %ld KiB over %d rounds (allowed %ld)", what, after - before, n, slack);
 }
 
 /* Every object's last Release frees it: RSS stays flat over many create/release rounds (it grew
- * by about 32 bytes a round when the shells were kept). AddRef/QueryInterface/Release count. */
+ * by about 32 bytes a round when the shells were kept). AddRef/QueryInterface/Release count.
+ * ND2_LIFETIME_ROUNDS (10000) rounds of each kind, ten times as many bare MRs and a fiftieth as
+ * many adapters (each opens the device: 20 ms under the rig's emulation); a run under valgrind
+ * takes a small count, a long one a big count (docs/safety.md, "Leaks"). */
 int lifetime_rss(Side &s, Side &)
 {
+    const char *env = getenv("ND2_LIFETIME_ROUNDS");
+    const int n = env ? atoi(env) : 10000;
+    EXPECT(n >= 10);
     {
         IND2MemoryRegion *mr = s.Mr();
         EXPECT(mr->AddRef() == 2);
@@ -615,11 +624,11 @@ int lifetime_rss(Side &s, Side &)
         EXPECT(mr->Release() == 1);
         EXPECT(mr->Release() == 0);
     }
-    Flat("MR create/release", 10000, 100000, 256, [&] {
+    Flat("MR create/release", n, 10 * n, 256, [&] {
         IND2MemoryRegion *mr = s.Mr();
         EXPECT(mr->Release() == 0);
     });
-    Flat("MR create/register/deregister/release", 500, 5000, 128, [&] {
+    Flat("MR create/register/deregister/release", n / 10, n, 128, [&] {
         IND2MemoryRegion *mr = s.Mr();
         OVERLAPPED ov;
         memset(&ov, 0, sizeof ov);
@@ -630,20 +639,36 @@ int lifetime_rss(Side &s, Side &)
         CHECK_HR(mr->GetOverlappedResult(&ov, TRUE));
         EXPECT(mr->Release() == 0);
     });
-    Flat("MW create/release", 500, 5000, 128, [&] {
+    Flat("MW create/release", n / 10, n, 128, [&] {
         IND2MemoryWindow *mw = s.Mw();
         EXPECT(mw->Release() == 0);
     });
-    Flat("CQ create/release", 500, 5000, 128, [&] {
+    Flat("CQ create/release", n / 10, n, 128, [&] {
         IND2CompletionQueue *cq = NULL;
         CHECK_HR(s.adapter->CreateCompletionQueue(IID_IND2CompletionQueue, s.file, 16, 0, 0,
                                                   reinterpret_cast<void **>(&cq)));
         EXPECT(cq->Release() == 0);
     });
-    Flat("connector create/release", 500, 5000, 128, [&] {
+    Flat("connector create/release", n / 10, n, 128, [&] {
         IND2Connector *c = NULL;
         CHECK_HR(s.adapter->CreateConnector(IID_IND2Connector, s.file, reinterpret_cast<void **>(&c)));
         EXPECT(c->Release() == 0);
+    });
+    /* Bound: the connector has its rdma_cm id and port from here on. */
+    Flat("connector create/bind/release", n / 10, n, 128, [&] {
+        IND2Connector *c = NULL;
+        CHECK_HR(s.adapter->CreateConnector(IID_IND2Connector, s.file, reinterpret_cast<void **>(&c)));
+        CHECK_HR(c->Bind(SA(s.address), sizeof s.address));
+        EXPECT(c->Release() == 0);
+    });
+    Flat("adapter open/release", n / 500 < 2 ? 2 : n / 500, n / 50 < 5 ? 5 : n / 50, 256, [&] {
+        IND2Adapter *adapter = NULL;
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(s.address), sizeof s.address,
+                               reinterpret_cast<void **>(&adapter)));
+        HANDLE file = NULL;
+        CHECK_HR(adapter->CreateOverlappedFile(&file));
+        CloseHandle(file);
+        EXPECT(adapter->Release() == 0);
     });
     return 0;
 }

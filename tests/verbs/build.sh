@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the libibverbs consumers of tests/verbs (verbs-stress, verbs-bench, verbs-diff,
-# verbs-contended, verbs-split-pairs, verbs-disassociate, verbs-privdrop) with gcc against the
+# verbs-contended, verbs-split-pairs, verbs-disassociate, verbs-privdrop, verbs-churn) with gcc against the
 # system's libibverbs: build.sh OUT_DIR [NAME...] (NAME: stress, bench, diff, contended,
-# split-pairs, disassociate, privdrop, dump (bench.c's ring dump); default all). The rig suites build what they run in the guest, into RIG_OUT.
+# split-pairs, disassociate, privdrop, churn, dump (bench.c's ring dump); default all). The rig suites build what they run in the guest, into RIG_OUT.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh OUT_DIR [NAME...]}
 shift
 mkdir -p "$out"
-(($#)) || set -- stress bench diff contended dump split-pairs disassociate privdrop
+(($#)) || set -- stress bench diff contended dump split-pairs disassociate privdrop churn
 # The programs build at once (under the rig's emulation each gcc takes 5 to 10 s of one vCPU);
 # each one's status is checked.
 pids=()
