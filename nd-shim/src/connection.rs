@@ -491,6 +491,103 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
     }
 }
 
+/// What carries out a step's effects: the rdma_cm event engine (`endpoint.rs`), or the fuzz
+/// target's fake (`fuzzing`).
+pub(crate) trait Engine {
+    /// The connector's state, which [`drive`] moves on.
+    fn state(&mut self) -> &mut ConnectorState;
+    /// Once, when a step turns out to have effects, before the first: a call stores its
+    /// arguments for the actions (a refused call stores nothing).
+    fn prepare(&mut self) {}
+    /// After each step (the engine logs it).
+    fn stepped(&mut self, _from: ConnectorState, _input: ConnectorInput, _t: &Transition) {}
+    fn act(&mut self, action: Action) -> Result<(), NdStatus>;
+    /// The pending `request` completes (if it is pending: the engine keeps the slots).
+    fn complete(&mut self, request: Request, status: NdStatus);
+    fn peer_disconnected(&mut self);
+}
+
+/// Runs one input through [`step`] and carries out its effects in order; an action that fails
+/// inline is fed back as [`ConnectorInput::ActionFailed`], whose `returns` (if any) replaces the
+/// call's, and when that moves the state the step's remaining effects are dropped. Returns the
+/// call's code (`None` for an event).
+pub(crate) fn drive(engine: &mut impl Engine, input: ConnectorInput) -> Option<NdStatus> {
+    let from = *engine.state();
+    let t = step(from, input);
+    engine.stepped(from, input, &t);
+    *engine.state() = t.next;
+    if !t.effects.is_empty() {
+        engine.prepare();
+    }
+    let mut returns = t.returns;
+    for effect in t.effects {
+        match effect {
+            Effect::Do(action) => {
+                if let Err(status) = engine.act(action) {
+                    let before = *engine.state();
+                    let back = drive(engine, ConnectorInput::ActionFailed { action, status });
+                    if back.is_some() {
+                        returns = back;
+                    }
+                    if *engine.state() != before {
+                        break;
+                    }
+                }
+            }
+            Effect::Complete { request, status } => engine.complete(request, status),
+            Effect::PeerDisconnected => engine.peer_disconnected(),
+        }
+    }
+    returns
+}
+
+/// The fuzz targets' way in (cargo feature `fuzzing`): `drive` with an engine of their own.
+/// Not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::{Action, ConnectorInput, ConnectorState, Request, Transition};
+    use crate::status::NdStatus;
+
+    /// As the crate's `Engine`.
+    pub trait Engine {
+        fn state(&mut self) -> &mut ConnectorState;
+        fn prepare(&mut self) {}
+        fn stepped(&mut self, _from: ConnectorState, _input: ConnectorInput, _t: &Transition) {}
+        fn act(&mut self, action: Action) -> Result<(), NdStatus>;
+        fn complete(&mut self, request: Request, status: NdStatus);
+        fn peer_disconnected(&mut self);
+    }
+
+    struct Wrap<'a, E>(&'a mut E);
+
+    impl<E: Engine> super::Engine for Wrap<'_, E> {
+        fn state(&mut self) -> &mut ConnectorState {
+            self.0.state()
+        }
+        fn prepare(&mut self) {
+            self.0.prepare();
+        }
+        fn stepped(&mut self, from: ConnectorState, input: ConnectorInput, t: &Transition) {
+            self.0.stepped(from, input, t);
+        }
+        fn act(&mut self, action: Action) -> Result<(), NdStatus> {
+            self.0.act(action)
+        }
+        fn complete(&mut self, request: Request, status: NdStatus) {
+            self.0.complete(request, status);
+        }
+        fn peer_disconnected(&mut self) {
+            self.0.peer_disconnected();
+        }
+    }
+
+    /// The engine's loop over one input, exactly as the library runs it.
+    pub fn drive<E: Engine>(engine: &mut E, input: ConnectorInput) -> Option<NdStatus> {
+        super::drive(&mut Wrap(engine), input)
+    }
+}
+
 fn on_event(state: ConnectorState, ev: CmEvent) -> Transition {
     use CmEventKind as K;
     use ConnectorState as S;
