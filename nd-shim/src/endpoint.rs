@@ -931,6 +931,33 @@ impl ListenerInner {
         }
     }
 
+    /// Ends pending Gets whose connector can no longer take a request: released since
+    /// (ND_CANCELED) or used for a connection of its own (ND_CONNECTION_ACTIVE, as
+    /// GetConnectionRequest answers for such a connector). Handing one the request would
+    /// complete its Get with ND_SUCCESS while the connector ignores the request, and would
+    /// replace a connecting connector's rdma_cm id (its Connect then never completing).
+    fn prune_gets(&self, core: &mut ListenerCore, done: &mut Done) {
+        let mut at = 0;
+        while at < core.waiting.len() {
+            let state = lock(&core.waiting[at].0.core).state;
+            if state == ConnectorState::Idle {
+                at += 1;
+                continue;
+            }
+            let Some((_, slot)) = core.waiting.remove(at) else {
+                break;
+            };
+            log::debug!("listener {}: a Get's connector moved on ({state:?})", self.token);
+            let status = if state == ConnectorState::Closed {
+                NdStatus::ND_CANCELED
+            } else {
+                NdStatus::ND_CONNECTION_ACTIVE
+            };
+            done.push((slot, status));
+            self.drive(core, ListenerInput::GetAbandoned, done);
+        }
+    }
+
     fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
         let mut done = Done::new();
         {
@@ -940,6 +967,7 @@ impl ListenerInner {
                     self.prune_abandoned(&mut core, true, &mut done);
                 }
             }
+            self.prune_gets(&mut core, &mut done);
             core.incoming.push_back(Incoming {
                 id,
                 private_data,
