@@ -444,12 +444,12 @@ impl ConnInner {
         finish(done);
     }
 
-    /// Gives back a claim on `qp` that a refused or failed call took (the queue pair stays with
-    /// a connector only while its connection is in progress or up).
-    fn release_unless_engaged(&self, qp: &QpInner) {
-        if !lock(&self.core).state.engaged() {
-            qp.release(self.token);
-        }
+    /// Gives back a claim on `qp` that a refused or failed call took: the queue pair stays with
+    /// a connector only while that connector's connection on it is in progress or up.
+    fn release_unless_engaged(&self, qp: &Arc<QpInner>) {
+        let core = lock(&self.core);
+        let its_qp = core.qp.as_ref().is_some_and(|ours| Arc::ptr_eq(ours, qp));
+        qp.settle_claim(self.token, core.state, its_qp);
     }
 
     fn cancel(&self) {
