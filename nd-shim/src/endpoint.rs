@@ -74,7 +74,7 @@ struct Core {
     peer: PeerData,
     slots: Slots,
     /// NDK's DisconnectEvent ([`Connector::on_peer_disconnect`]): completed by the machine's
-    /// [`Effect::PeerDisconnected`], dropped unrun on release.
+    /// [`connection::Effect::PeerDisconnected`], dropped unrun on release.
     peer_disconnect: Option<Arc<Slot>>,
 }
 
@@ -744,7 +744,7 @@ impl Connector {
     }
 
     /// NDK's DisconnectEvent: `callback` runs once when the peer ends the connection (the
-    /// machine's [`Effect::PeerDisconnected`]; at once if it already has), never after this
+    /// machine's [`connection::Effect::PeerDisconnected`]; at once if it already has), never after this
     /// side's Disconnect nor after release. A later call replaces an earlier one's callback.
     pub fn on_peer_disconnect(&self, callback: impl FnOnce() + Send + 'static) {
         let slot = Slot::new();
