@@ -19,6 +19,8 @@
 //!
 //! The shim never adds a timeout of its own: only events end Connecting and Accepting.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::cm_event::{CmEvent, CmEventKind, Side};
 use crate::connection_data::PrivateDataUse;
 use crate::status::{from_cm_event, NdStatus};
@@ -488,6 +490,162 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             // Disconnect, flush and destroy leave nothing for the application to act on.
             _ => event(state, vec![]),
         },
+    }
+}
+
+/// Which connector's connection uses a queue pair: its token, 0 for none. ND's
+/// ND_CONNECTION_ACTIVE is decided here, before anything touches the QP: Connect and Accept claim
+/// the QP first (`qp_in_use` is a failed claim), then [`settle_claim`] after the step.
+#[derive(Debug, Default)]
+pub(crate) struct QpClaim(AtomicU64);
+
+impl QpClaim {
+    /// Claims the QP for the connector `token`: false when another connector's connection (or
+    /// attempt) holds it. AcqRel: a claim is a handover between connectors on any thread.
+    pub(crate) fn claim(&self, token: u64) -> bool {
+        match self.0.compare_exchange(0, token, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(holder) => holder == token,
+        }
+    }
+
+    /// Gives up `token`'s claim, if it holds one.
+    pub(crate) fn release(&self, token: u64) {
+        let _ = self.0.compare_exchange(token, 0, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The holder's token, 0 for none.
+    pub(crate) fn holder(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// After a Connect or Accept that claimed a queue pair for the connector `token` (in `state`
+/// now; `its_qp`: the QP is the one the connector's connection uses): the claim stays only while
+/// that connection is in progress or up. A call refused on a connector engaged with another QP
+/// (Connect or Accept again, with a second QP) gives the second one back: kept, it stayed claimed
+/// for good, every later connection on it refused with ND_CONNECTION_ACTIVE.
+pub(crate) fn settle_claim(claim: &QpClaim, token: u64, state: ConnectorState, its_qp: bool) {
+    if !(its_qp && state.engaged()) {
+        claim.release(token);
+    }
+}
+
+/// What carries out a step's effects: the rdma_cm event engine (`endpoint.rs`), or the fuzz
+/// target's fake (`fuzzing`).
+pub(crate) trait Engine {
+    /// The connector's state, which [`drive`] moves on.
+    fn state(&mut self) -> &mut ConnectorState;
+    /// Once, when a step turns out to have effects, before the first: a call stores its
+    /// arguments for the actions (a refused call stores nothing).
+    fn prepare(&mut self) {}
+    /// After each step (the engine logs it).
+    fn stepped(&mut self, _from: ConnectorState, _input: ConnectorInput, _t: &Transition) {}
+    fn act(&mut self, action: Action) -> Result<(), NdStatus>;
+    /// The pending `request` completes (if it is pending: the engine keeps the slots).
+    fn complete(&mut self, request: Request, status: NdStatus);
+    fn peer_disconnected(&mut self);
+}
+
+/// Runs one input through [`step`] and carries out its effects in order; an action that fails
+/// inline is fed back as [`ConnectorInput::ActionFailed`], whose `returns` (if any) replaces the
+/// call's, and when that moves the state the step's remaining effects are dropped. Returns the
+/// call's code (`None` for an event).
+pub(crate) fn drive(engine: &mut impl Engine, input: ConnectorInput) -> Option<NdStatus> {
+    let from = *engine.state();
+    let t = step(from, input);
+    engine.stepped(from, input, &t);
+    *engine.state() = t.next;
+    if !t.effects.is_empty() {
+        engine.prepare();
+    }
+    let mut returns = t.returns;
+    for effect in t.effects {
+        match effect {
+            Effect::Do(action) => {
+                if let Err(status) = engine.act(action) {
+                    let before = *engine.state();
+                    let back = drive(engine, ConnectorInput::ActionFailed { action, status });
+                    if back.is_some() {
+                        returns = back;
+                    }
+                    if *engine.state() != before {
+                        break;
+                    }
+                }
+            }
+            Effect::Complete { request, status } => engine.complete(request, status),
+            Effect::PeerDisconnected => engine.peer_disconnected(),
+        }
+    }
+    returns
+}
+
+/// The fuzz targets' way in (cargo feature `fuzzing`): `drive` with an engine of their own.
+/// Not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::{Action, ConnectorInput, ConnectorState, Request, Transition};
+    use crate::status::NdStatus;
+
+    /// As the crate's `Engine`.
+    pub trait Engine {
+        fn state(&mut self) -> &mut ConnectorState;
+        fn prepare(&mut self) {}
+        fn stepped(&mut self, _from: ConnectorState, _input: ConnectorInput, _t: &Transition) {}
+        fn act(&mut self, action: Action) -> Result<(), NdStatus>;
+        fn complete(&mut self, request: Request, status: NdStatus);
+        fn peer_disconnected(&mut self);
+    }
+
+    struct Wrap<'a, E>(&'a mut E);
+
+    impl<E: Engine> super::Engine for Wrap<'_, E> {
+        fn state(&mut self) -> &mut ConnectorState {
+            self.0.state()
+        }
+        fn prepare(&mut self) {
+            self.0.prepare();
+        }
+        fn stepped(&mut self, from: ConnectorState, input: ConnectorInput, t: &Transition) {
+            self.0.stepped(from, input, t);
+        }
+        fn act(&mut self, action: Action) -> Result<(), NdStatus> {
+            self.0.act(action)
+        }
+        fn complete(&mut self, request: Request, status: NdStatus) {
+            self.0.complete(request, status);
+        }
+        fn peer_disconnected(&mut self) {
+            self.0.peer_disconnected();
+        }
+    }
+
+    /// The engine's loop over one input, exactly as the library runs it.
+    pub fn drive<E: Engine>(engine: &mut E, input: ConnectorInput) -> Option<NdStatus> {
+        super::drive(&mut Wrap(engine), input)
+    }
+
+    /// A queue pair's claim (`QpClaim`), as Connect and Accept take it.
+    #[derive(Debug, Default)]
+    pub struct Claim(super::QpClaim);
+
+    impl Claim {
+        pub fn claim(&self, token: u64) -> bool {
+            self.0.claim(token)
+        }
+        pub fn release(&self, token: u64) {
+            self.0.release(token);
+        }
+        pub fn holder(&self) -> u64 {
+            self.0.holder()
+        }
+    }
+
+    /// What Connect and Accept do with their claim after the step (`settle_claim`).
+    pub fn settle_claim(claim: &Claim, token: u64, state: ConnectorState, its_qp: bool) {
+        super::settle_claim(&claim.0, token, state, its_qp);
     }
 }
 
@@ -1494,6 +1652,43 @@ mod tests {
             .returns,
             Some(St::ND_CONNECTION_ACTIVE)
         );
+    }
+
+    #[test]
+    fn a_refused_call_with_a_second_qp_gives_that_qp_back() {
+        let connect = I::Connect {
+            private_data_len: 0,
+            qp_in_use: false,
+        };
+        let accept = I::Accept {
+            private_data_len: 0,
+            qp_in_use: false,
+        };
+        let (qp0, qp1) = (QpClaim::default(), QpClaim::default());
+        // Connector 1 is connected over qp0.
+        assert!(qp0.claim(1));
+        let connected = S::Connected { notify_pending: false };
+        // Connect, then Accept, again on connector 1 with qp1: the claims succeed, the machine
+        // refuses, and qp1 goes back (kept, qp1 stayed claimed for good and every other
+        // connector's Connect or Accept on it was ND_CONNECTION_ACTIVE; fuzz/
+        // nd_connector_states checks the claims against its model).
+        for call in [connect, accept] {
+            assert!(qp1.claim(1));
+            assert_eq!(step(connected, call).returns, Some(St::ND_CONNECTION_ACTIVE));
+            settle_claim(&qp1, 1, connected, false);
+            assert_eq!(qp1.holder(), 0, "{call:?}");
+        }
+        assert!(qp1.claim(2));
+        qp1.release(2);
+        // Its own QP again: the claim stays with the connection.
+        assert!(qp0.claim(1));
+        settle_claim(&qp0, 1, connected, true);
+        assert_eq!(qp0.holder(), 1);
+        assert!(!qp0.claim(2));
+        // A refused first Connect (private data over the limit) gives its QP back.
+        assert!(qp1.claim(3));
+        settle_claim(&qp1, 3, S::Idle, true);
+        assert_eq!(qp1.holder(), 0);
     }
 
     #[test]

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex, Weak};
 use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
-use crate::connection::{self, Action, ConnectorInput, ConnectorState, Effect, Request};
+use crate::connection::{self, Action, ConnectorInput, ConnectorState, Request};
 use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
 use crate::engine::{Adapter, AdapterInner, CmEventSink};
-use crate::listen::{self, ListenerAction, ListenerEffect, ListenerInput, ListenerState};
+use crate::listen::{self, ListenerAction, ListenerInput, ListenerState};
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
@@ -74,7 +74,7 @@ struct Core {
     peer: PeerData,
     slots: Slots,
     /// NDK's DisconnectEvent ([`Connector::on_peer_disconnect`]): completed by the machine's
-    /// [`Effect::PeerDisconnected`], dropped unrun on release.
+    /// [`connection::Effect::PeerDisconnected`], dropped unrun on release.
     peer_disconnect: Option<Arc<Slot>>,
 }
 
@@ -128,6 +128,54 @@ fn bind_exclusive(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Resul
     Ok((id, reservation))
 }
 
+/// One [`ConnInner::drive`]: the connector's engine for the machine's effects.
+struct Run<'a, 's> {
+    conn: &'a ConnInner,
+    core: &'a mut Core,
+    setup: Setup<'s>,
+    done: &'a mut Done,
+}
+
+impl connection::Engine for Run<'_, '_> {
+    fn state(&mut self) -> &mut ConnectorState {
+        &mut self.core.state
+    }
+
+    fn prepare(&mut self) {
+        if let Some(setup) = self.setup.take() {
+            setup(self.core);
+        }
+    }
+
+    fn stepped(&mut self, from: ConnectorState, input: ConnectorInput, t: &connection::Transition) {
+        log::debug!(
+            "connector {}: {from:?} + {input:?} -> {:?} {:?}",
+            self.conn.token,
+            t.next,
+            t.returns
+        );
+    }
+
+    fn act(&mut self, action: Action) -> Result<(), NdStatus> {
+        self.conn.act(self.core, action).inspect_err(|status| {
+            log::debug!("connector {}: {action:?} failed: {status}", self.conn.token);
+        })
+    }
+
+    fn complete(&mut self, request: Request, status: NdStatus) {
+        if let Some(slot) = self.core.slots.0[slot_index(request)].take() {
+            self.done.push((slot, status));
+        }
+    }
+
+    fn peer_disconnected(&mut self) {
+        log::debug!("connector {}: peer disconnected", self.conn.token);
+        if let Some(slot) = self.core.peer_disconnect.take() {
+            self.done.push((slot, NdStatus::ND_SUCCESS));
+        }
+    }
+}
+
 pub(crate) struct ConnInner {
     adapter: Arc<AdapterInner>,
     token: u64,
@@ -138,51 +186,18 @@ pub(crate) struct ConnInner {
 type Setup<'a> = Option<Box<dyn FnOnce(&mut Core) + 'a>>;
 
 impl ConnInner {
-    /// Runs one input through the machine and its effects. Returns the call's code.
+    /// Runs one input through the machine and its effects ([`connection::drive`]). Returns the
+    /// call's code.
     fn drive(&self, core: &mut Core, input: ConnectorInput, setup: Setup<'_>, done: &mut Done) -> Option<NdStatus> {
-        let t = connection::step(core.state, input);
-        log::debug!(
-            "connector {}: {:?} + {input:?} -> {:?} {:?}",
-            self.token,
-            core.state,
-            t.next,
-            t.returns
+        let returns = connection::drive(
+            &mut Run {
+                conn: self,
+                core,
+                setup,
+                done,
+            },
+            input,
         );
-        core.state = t.next;
-        if !t.effects.is_empty() {
-            if let Some(setup) = setup {
-                setup(core);
-            }
-        }
-        let mut returns = t.returns;
-        for effect in t.effects {
-            match effect {
-                Effect::Do(action) => {
-                    if let Err(status) = self.act(core, action) {
-                        log::debug!("connector {}: {action:?} failed: {status}", self.token);
-                        let before = core.state;
-                        let back = self.drive(core, ConnectorInput::ActionFailed { action, status }, None, done);
-                        if back.is_some() {
-                            returns = back;
-                        }
-                        if core.state != before {
-                            break;
-                        }
-                    }
-                }
-                Effect::Complete { request, status } => {
-                    if let Some(slot) = core.slots.0[slot_index(request)].take() {
-                        done.push((slot, status));
-                    }
-                }
-                Effect::PeerDisconnected => {
-                    log::debug!("connector {}: peer disconnected", self.token);
-                    if let Some(slot) = core.peer_disconnect.take() {
-                        done.push((slot, NdStatus::ND_SUCCESS));
-                    }
-                }
-            }
-        }
         if !core.state.engaged() {
             if let Some(qp) = &core.qp {
                 qp.release(self.token);
@@ -429,12 +444,12 @@ impl ConnInner {
         finish(done);
     }
 
-    /// Gives back a claim on `qp` that a refused or failed call took (the queue pair stays with
-    /// a connector only while its connection is in progress or up).
-    fn release_unless_engaged(&self, qp: &QpInner) {
-        if !lock(&self.core).state.engaged() {
-            qp.release(self.token);
-        }
+    /// Gives back a claim on `qp` that a refused or failed call took: the queue pair stays with
+    /// a connector only while that connector's connection on it is in progress or up.
+    fn release_unless_engaged(&self, qp: &Arc<QpInner>) {
+        let core = lock(&self.core);
+        let its_qp = core.qp.as_ref().is_some_and(|ours| Arc::ptr_eq(ours, qp));
+        qp.settle_claim(self.token, core.state, its_qp);
     }
 
     fn cancel(&self) {
@@ -729,7 +744,7 @@ impl Connector {
     }
 
     /// NDK's DisconnectEvent: `callback` runs once when the peer ends the connection (the
-    /// machine's [`Effect::PeerDisconnected`]; at once if it already has), never after this
+    /// machine's [`connection::Effect::PeerDisconnected`]; at once if it already has), never after this
     /// side's Disconnect nor after release. A later call replaces an earlier one's callback.
     pub fn on_peer_disconnect(&self, callback: impl FnOnce() + Send + 'static) {
         let slot = Slot::new();
@@ -792,6 +807,45 @@ struct ListenerCore {
     handed: VecDeque<Arc<Slot>>,
 }
 
+/// One [`ListenerInner::drive`]: the listener's engine for the machine's effects.
+struct ListenerRun<'a> {
+    listener: &'a ListenerInner,
+    core: &'a mut ListenerCore,
+    done: &'a mut Done,
+}
+
+impl listen::Engine for ListenerRun<'_> {
+    fn state(&mut self) -> &mut ListenerState {
+        &mut self.core.state
+    }
+
+    fn stepped(&mut self, from: ListenerState, input: ListenerInput, t: &listen::ListenerTransition) {
+        log::debug!(
+            "listener {}: {from:?} + {input:?} -> {:?} {:?}",
+            self.listener.token,
+            t.next,
+            t.returns
+        );
+    }
+
+    fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus> {
+        self.listener.act(self.core, action)
+    }
+
+    fn complete_gets(&mut self, count: u32, status: NdStatus) {
+        for _ in 0..count {
+            let slot = match self.core.handed.pop_front() {
+                Some(slot) => slot,
+                None => match self.core.waiting.pop_front() {
+                    Some((_, slot)) => slot,
+                    None => break,
+                },
+            };
+            self.done.push((slot, status));
+        }
+    }
+}
+
 pub(crate) struct ListenerInner {
     adapter: Arc<AdapterInner>,
     token: u64,
@@ -799,46 +853,16 @@ pub(crate) struct ListenerInner {
 }
 
 impl ListenerInner {
+    /// Runs one input through the machine and its effects ([`listen::drive`]).
     fn drive(&self, core: &mut ListenerCore, input: ListenerInput, done: &mut Done) -> Option<NdStatus> {
-        let t = listen::step(core.state, input);
-        log::debug!(
-            "listener {}: {:?} + {input:?} -> {:?} {:?}",
-            self.token,
-            core.state,
-            t.next,
-            t.returns
-        );
-        core.state = t.next;
-        let mut returns = t.returns;
-        for effect in t.effects {
-            match effect {
-                ListenerEffect::Do(action) => {
-                    if let Err(status) = self.act(core, action) {
-                        let before = core.state;
-                        let back = self.drive(core, ListenerInput::ActionFailed { action, status }, done);
-                        if back.is_some() {
-                            returns = back;
-                        }
-                        if core.state != before {
-                            break;
-                        }
-                    }
-                }
-                ListenerEffect::CompleteGets { count, status } => {
-                    for _ in 0..count {
-                        let slot = match core.handed.pop_front() {
-                            Some(slot) => slot,
-                            None => match core.waiting.pop_front() {
-                                Some((_, slot)) => slot,
-                                None => break,
-                            },
-                        };
-                        done.push((slot, status));
-                    }
-                }
-            }
-        }
-        returns
+        listen::drive(
+            &mut ListenerRun {
+                listener: self,
+                core,
+                done,
+            },
+            input,
+        )
     }
 
     fn act(&self, core: &mut ListenerCore, action: ListenerAction) -> Result<(), NdStatus> {
@@ -907,6 +931,33 @@ impl ListenerInner {
         }
     }
 
+    /// Ends pending Gets whose connector can no longer take a request: released since
+    /// (ND_CANCELED) or used for a connection of its own (ND_CONNECTION_ACTIVE, as
+    /// GetConnectionRequest answers for such a connector). Handing one the request would
+    /// complete its Get with ND_SUCCESS while the connector ignores the request, and would
+    /// replace a connecting connector's rdma_cm id (its Connect then never completing).
+    fn prune_gets(&self, core: &mut ListenerCore, done: &mut Done) {
+        let mut at = 0;
+        while at < core.waiting.len() {
+            let state = lock(&core.waiting[at].0.core).state;
+            if state == ConnectorState::Idle {
+                at += 1;
+                continue;
+            }
+            let Some((_, slot)) = core.waiting.remove(at) else {
+                break;
+            };
+            log::debug!("listener {}: a Get's connector moved on ({state:?})", self.token);
+            let status = if state == ConnectorState::Closed {
+                NdStatus::ND_CANCELED
+            } else {
+                NdStatus::ND_CONNECTION_ACTIVE
+            };
+            done.push((slot, status));
+            self.drive(core, ListenerInput::GetAbandoned, done);
+        }
+    }
+
     fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
         let mut done = Done::new();
         {
@@ -916,6 +967,7 @@ impl ListenerInner {
                     self.prune_abandoned(&mut core, true, &mut done);
                 }
             }
+            self.prune_gets(&mut core, &mut done);
             core.incoming.push_back(Incoming {
                 id,
                 private_data,

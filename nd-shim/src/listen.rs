@@ -14,6 +14,12 @@
 //! side abandoned its Connect (its REJ, reason 4, reaches the CM but ucma reports no event of a
 //! request before rdma_accept, so the engine checks the queue when a Get takes from it and when
 //! the backlog is full) leaves the queue ([`ListenerInput::RequestAbandoned`]); no Get sees it.
+//! Likewise a pending Get whose connector can no longer take a request (the application released
+//! it, or used it for a connection of its own, while the Get was pending) leaves the queue when a
+//! request arrives, before the request is handed over ([`ListenerInput::GetAbandoned`]): the
+//! engine completes it with ND_CANCELED (released) or ND_CONNECTION_ACTIVE, and the request goes
+//! to the next Get. Handing it over would complete the Get with ND_SUCCESS for a connector that
+//! ignores the request (and, for one that is connecting, replace its rdma_cm id).
 
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::status::NdStatus;
@@ -49,6 +55,9 @@ pub enum ListenerInput {
     /// The active side of a queued request is gone; the engine has taken the request out of
     /// the queue.
     RequestAbandoned,
+    /// A pending Get's connector cannot take a request any more; the engine has taken the Get
+    /// out of the queue and completes it.
+    GetAbandoned,
     ActionFailed {
         action: ListenerAction,
         status: NdStatus,
@@ -120,7 +129,10 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
     use NdStatus as St;
 
     let unchanged = |status| returns(state, status, vec![]);
-    let is_call = !matches!(input, I::Event(_) | I::RequestAbandoned | I::ActionFailed { .. });
+    let is_call = !matches!(
+        input,
+        I::Event(_) | I::RequestAbandoned | I::GetAbandoned | I::ActionFailed { .. }
+    );
     if is_call {
         match state {
             S::Closed => return unchanged(St::ND_INVALID_HANDLE),
@@ -260,6 +272,22 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
             vec![],
         ),
         (_, I::RequestAbandoned) => event(state, vec![]),
+        (
+            S::Listening {
+                backlog,
+                waiting,
+                queued,
+            },
+            I::GetAbandoned,
+        ) if waiting > 0 => event(
+            S::Listening {
+                backlog,
+                waiting: waiting - 1,
+                queued,
+            },
+            vec![],
+        ),
+        (_, I::GetAbandoned) => event(state, vec![]),
 
         (S::Idle | S::Bound, I::Event(ev)) if ev.kind == CmEventKind::DeviceRemoval => {
             event(S::Failed(St::ND_DEVICE_REMOVED), vec![])
@@ -283,6 +311,85 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
             },
         ) => returns(S::Bound, status, vec![]),
         (_, I::ActionFailed { .. }) => event(state, vec![]),
+    }
+}
+
+/// What carries out a step's effects: the rdma_cm event engine (`endpoint.rs`), or the fuzz
+/// target's fake (`fuzzing`).
+pub(crate) trait Engine {
+    /// The listener's state, which [`drive`] moves on.
+    fn state(&mut self) -> &mut ListenerState;
+    /// After each step (the engine logs it).
+    fn stepped(&mut self, _from: ListenerState, _input: ListenerInput, _t: &ListenerTransition) {}
+    fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus>;
+    /// [`ListenerEffect::CompleteGets`]: the oldest `count` Gets (those handed a request first).
+    fn complete_gets(&mut self, count: u32, status: NdStatus);
+}
+
+/// Runs one input through [`step`] and carries out its effects in order, as
+/// [`crate::connection::drive`] does for a connector. Returns the call's code.
+pub(crate) fn drive(engine: &mut impl Engine, input: ListenerInput) -> Option<NdStatus> {
+    let from = *engine.state();
+    let t = step(from, input);
+    engine.stepped(from, input, &t);
+    *engine.state() = t.next;
+    let mut returns = t.returns;
+    for effect in t.effects {
+        match effect {
+            ListenerEffect::Do(action) => {
+                if let Err(status) = engine.act(action) {
+                    let before = *engine.state();
+                    let back = drive(engine, ListenerInput::ActionFailed { action, status });
+                    if back.is_some() {
+                        returns = back;
+                    }
+                    if *engine.state() != before {
+                        break;
+                    }
+                }
+            }
+            ListenerEffect::CompleteGets { count, status } => engine.complete_gets(count, status),
+        }
+    }
+    returns
+}
+
+/// The fuzz targets' way in (cargo feature `fuzzing`): `drive` with an engine of their own.
+/// Not an API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::{ListenerAction, ListenerInput, ListenerState, ListenerTransition};
+    use crate::status::NdStatus;
+
+    /// As the crate's `Engine`.
+    pub trait Engine {
+        fn state(&mut self) -> &mut ListenerState;
+        fn stepped(&mut self, _from: ListenerState, _input: ListenerInput, _t: &ListenerTransition) {}
+        fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus>;
+        fn complete_gets(&mut self, count: u32, status: NdStatus);
+    }
+
+    struct Wrap<'a, E>(&'a mut E);
+
+    impl<E: Engine> super::Engine for Wrap<'_, E> {
+        fn state(&mut self) -> &mut ListenerState {
+            self.0.state()
+        }
+        fn stepped(&mut self, from: ListenerState, input: ListenerInput, t: &ListenerTransition) {
+            self.0.stepped(from, input, t);
+        }
+        fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus> {
+            self.0.act(action)
+        }
+        fn complete_gets(&mut self, count: u32, status: NdStatus) {
+            self.0.complete_gets(count, status);
+        }
+    }
+
+    /// The engine's loop over one input, exactly as the library runs it.
+    pub fn drive<E: Engine>(engine: &mut E, input: ListenerInput) -> Option<NdStatus> {
+        super::drive(&mut Wrap(engine), input)
     }
 }
 
@@ -400,6 +507,40 @@ mod tests {
         }
         // Room again: the next request is queued, not rejected.
         assert_eq!(step(listening(2, 0, 1), request()), t(listening(2, 0, 2), None, &[]));
+    }
+
+    #[test]
+    fn a_get_whose_connector_moved_on_leaves_the_queue_and_the_request_goes_to_the_next() {
+        // Two Gets pending; the first one's connector was released meanwhile. The engine takes
+        // that Get out (GetAbandoned) before the request is handed over: the request then goes
+        // to the second Get, not to the released connector (found by fuzz/ nd_connector_states).
+        let rows = [
+            (listening(0, 2, 0), I::GetAbandoned, t(listening(0, 1, 0), None, &[])),
+            (
+                listening(0, 1, 0),
+                request(),
+                t(
+                    listening(0, 0, 0),
+                    None,
+                    &[
+                        Do(A::HandOverRequest),
+                        ListenerEffect::CompleteGets {
+                            count: 1,
+                            status: St::ND_SUCCESS,
+                        },
+                    ],
+                ),
+            ),
+            // The only Get gone: the request is queued for the next Get.
+            (listening(0, 1, 0), I::GetAbandoned, t(listening(0, 0, 0), None, &[])),
+            (listening(0, 0, 0), request(), t(listening(0, 0, 1), None, &[])),
+            // Nothing pending: nothing changes.
+            (listening(1, 0, 1), I::GetAbandoned, t(listening(1, 0, 1), None, &[])),
+            (S::Closed, I::GetAbandoned, t(S::Closed, None, &[])),
+        ];
+        for (state, input, want) in rows {
+            assert_eq!(step(state, input), want, "{input:?} in {state:?}");
+        }
     }
 
     #[test]

@@ -5,13 +5,14 @@
 //! the handshake) and the connector moves it to RTR/RTS from `rdma_init_qp_attr`, and to ERR on
 //! Disconnect (shortly after the DREQ, at the latest when the disconnect completes).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use rdma_mummy_sys as ffi;
 
+use crate::connection::{settle_claim, ConnectorState, QpClaim};
 use crate::connection_data::ReadLimits;
 use crate::engine::{Adapter, AdapterInner};
 use crate::status::{from_wc_status, NdStatus};
@@ -214,9 +215,9 @@ unsafe impl Sync for RawQp {}
 
 pub(crate) struct QpInner {
     pub(crate) qp: RawQp,
-    /// The token of the connector whose connection uses this QP (0: none). ND's
-    /// ND_CONNECTION_ACTIVE is decided here, before anything touches the QP.
-    connection: AtomicU64,
+    /// The connector whose connection uses this QP. ND's ND_CONNECTION_ACTIVE is decided here,
+    /// before anything touches the QP.
+    connection: QpClaim,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
     /// What else must outlive the QP (ND2: its shared receive queue).
@@ -237,20 +238,18 @@ impl QpInner {
     /// Claims the QP for the connector `token`: false when another connector's connection (or
     /// attempt) holds it. AcqRel: a claim is a handover between connectors on any thread.
     pub(crate) fn claim(&self, token: u64) -> bool {
-        match self
-            .connection
-            .compare_exchange(0, token, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => true,
-            Err(holder) => holder == token,
-        }
+        self.connection.claim(token)
     }
 
     /// Gives up `token`'s claim, if it holds one.
     pub(crate) fn release(&self, token: u64) {
-        let _ = self
-            .connection
-            .compare_exchange(token, 0, Ordering::AcqRel, Ordering::Acquire);
+        self.connection.release(token);
+    }
+
+    /// After a Connect or Accept with this QP by the connector `token`, now in `state`
+    /// ([`crate::connection::settle_claim`]).
+    pub(crate) fn settle_claim(&self, token: u64, state: ConnectorState, its_qp: bool) {
+        settle_claim(&self.connection, token, state, its_qp);
     }
 
     /// The QP's read limits as programmed: (max_dest_rd_atomic, max_rd_atomic).
@@ -366,7 +365,7 @@ fn flush_timer(rx: Receiver<FlushItem>) {
     while let Ok((deadline, qp, token)) = rx.recv() {
         std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
         let Some(qp) = qp.upgrade() else { continue };
-        let holder = qp.connection.load(Ordering::Acquire);
+        let holder = qp.connection.holder();
         if holder == 0 || holder == token {
             crate::sync::contain("a deferred flush", || {
                 if let Err(status) = qp.flush() {
@@ -441,7 +440,7 @@ impl QueuePair {
         }
         let inner = Arc::new(QpInner {
             qp: RawQp(qp),
-            connection: AtomicU64::new(0),
+            connection: QpClaim::default(),
             _send_cq: Arc::clone(send_cq),
             _recv_cq: Arc::clone(recv_cq),
             _keep: keep,
