@@ -455,12 +455,24 @@ fn model_call(from: Model, call: Call, qp_busy: bool, fail: Fail) -> Want {
         },
         Call::Disconnect => match m {
             // DREQ; the QP to error after the grace, at the latest when the DREP comes.
-            M::Connected => {
-                acts.quiet(A::SendDisconnect);
-                acts.quiet(A::FlushQpLater);
-                next.m = M::Disconnecting;
-                returns = St::ND_PENDING;
-            }
+            M::Connected => match acts.act(A::SendDisconnect) {
+                Ok(()) => {
+                    acts.quiet(A::FlushQpLater);
+                    next.m = M::Disconnecting;
+                    returns = St::ND_PENDING;
+                }
+                // rdma_disconnect refused: nothing would end a pending Disconnect, so it returns
+                // the code; the connection is over here (the QP to error, NotifyDisconnect done).
+                Err(code) => {
+                    acts.quiet(A::FlushQp);
+                    if from.notify {
+                        acts.done(Request::NotifyDisconnect, St::ND_SUCCESS);
+                        next.notify = false;
+                    }
+                    next.m = M::Disconnected;
+                    returns = code;
+                }
+            },
             // The peer went first: our DREP, and the QP to error now.
             M::PeerDisconnected => {
                 acts.quiet(A::SendDisconnect);

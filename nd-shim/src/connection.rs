@@ -487,7 +487,19 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
             (S::Accepting, Action::AcceptRequest) => returns(S::Failed(status), status, vec![]),
             (S::Connected { .. }, Action::Establish) => returns(S::Failed(status), status, vec![Do(Action::FlushQp)]),
             (S::Rejected, Action::RejectPeer) => returns(S::Failed(status), status, vec![]),
-            // Disconnect, flush and destroy leave nothing for the application to act on.
+            // rdma_disconnect refused: no DREP or DREQ timeout will end the Disconnect, so it
+            // returns the code instead of pending. The connection is over here all the same: the
+            // QP to error now, a pending NotifyDisconnect completes; the peer learns when the id
+            // is destroyed (the IB CM sends its DREQ then), at Release.
+            (S::Disconnecting { notify_pending }, Action::SendDisconnect) => returns(
+                S::Disconnected,
+                status,
+                std::iter::once(Do(Action::FlushQp))
+                    .chain(notify(notify_pending, St::ND_SUCCESS))
+                    .collect(),
+            ),
+            // A Disconnect after the peer's, Release's disconnect, flush and destroy leave
+            // nothing for the application to act on.
             _ => event(state, vec![]),
         },
     }
@@ -1780,6 +1792,52 @@ mod tests {
                 "{kind:?} twice"
             );
         }
+    }
+
+    #[test]
+    fn a_refused_rdma_disconnect_ends_the_disconnect_inline() {
+        // Found by fuzz/ nd_connector_states: the Disconnect stayed pending until Release.
+        for notify_pending in [false, true] {
+            let fail = I::ActionFailed {
+                action: Action::SendDisconnect,
+                status: St::ND_INVALID_PARAMETER,
+            };
+            let mut want = vec![Do(Action::FlushQp)];
+            want.extend(notify(notify_pending, St::ND_SUCCESS));
+            assert_eq!(
+                step(S::Disconnecting { notify_pending }, fail),
+                t(S::Disconnected, Some(St::ND_INVALID_PARAMETER), &want),
+                "notify_pending {notify_pending}"
+            );
+        }
+        // Driven: the call returns the code, the QP flushed, the grace's flush dropped.
+        struct FailingDisconnect {
+            state: S,
+            acted: Vec<Action>,
+        }
+        impl super::Engine for FailingDisconnect {
+            fn state(&mut self) -> &mut S {
+                &mut self.state
+            }
+            fn act(&mut self, action: Action) -> Result<(), St> {
+                self.acted.push(action);
+                match action {
+                    Action::SendDisconnect => Err(St::ND_INVALID_PARAMETER),
+                    _ => Ok(()),
+                }
+            }
+            fn complete(&mut self, request: Request, status: St) {
+                panic!("nothing is pending, yet {request:?} completed with {status}");
+            }
+            fn peer_disconnected(&mut self) {}
+        }
+        let mut engine = FailingDisconnect {
+            state: S::Connected { notify_pending: false },
+            acted: vec![],
+        };
+        assert_eq!(super::drive(&mut engine, I::Disconnect), Some(St::ND_INVALID_PARAMETER));
+        assert_eq!(engine.state, S::Disconnected);
+        assert_eq!(engine.acted, [Action::SendDisconnect, Action::FlushQp]);
     }
 
     #[test]
