@@ -7,6 +7,7 @@
 RIG_SERVER_IP=198.18.0.1   # rxe0 on veth0
 RIG_CLIENT_IP=198.18.0.2   # rxe1 on veth1
 RIG_PROBE=${RIG_PROBE:-$RIG_ROOT/target/rig/libprovider-probe.so}   # the arm64 guest: its aarch64 build
+RIG_CM_GATE=${RIG_CM_GATE:-$RIG_ROOT/target/rig/libcm-connect-gate.so}   # see tests/rig/cm-connect-gate.c
 RIG_OURS_PREFIX=${RIG_OURS_PREFIX:-$RIG_ROOT/target/release/librxe_rs}
 RIG_TIMEOUT=${RIG_TIMEOUT:-120}
 RIG_RESULTS=$RIG_OUT/results
@@ -138,6 +139,7 @@ wait_for_cm_listener() {
     return 1
 }
 
+# wait_until_no_tcp_listener PORT, wait_until_no_cm_listener PORT: until nothing listens there.
 wait_until_no_tcp_listener() {
     local i
     for i in $(seq 300); do
@@ -154,6 +156,52 @@ wait_until_no_cm_listener() {
         sleep 0.1
     done
     return 1
+}
+
+# wait_for_listener WAIT, wait_until_no_listener WAIT: either of the above for WAIT as pair takes
+# it (tcp:PORT, cm:PORT, cm2:PORT).
+wait_for_listener() {
+    case $1 in
+        tcp:*) wait_for_tcp_listener "${1#tcp:}" ;;
+        cm:* | cm2:*) wait_for_cm_listener "${1#*:}" ;;
+        *) return 2 ;;
+    esac
+}
+wait_until_no_listener() {
+    case $1 in
+        tcp:*) wait_until_no_tcp_listener "${1#tcp:}" ;;
+        cm:* | cm2:*) wait_until_no_cm_listener "${1#*:}" ;;
+        *) return 0 ;;
+    esac
+}
+
+# cm_listener_ids: the number of every listening rdma_cm id, one per line.
+cm_listener_ids() {
+    rdma resource show cm_id 2>/dev/null | awk '/state LISTEN/ { for (i = 1; i < NF; i++) if ($i == "cm-idn") print $(i + 1) }' | sort -u
+}
+
+# open_connect_gate FILE SERVER_PID: creates FILE once a listening rdma_cm id shows up that was not
+# there when it started (perftest -R's server listening for the test's connection), and returns 1
+# if SERVER_PID ends first. Started in the background once the server's first listener is up, before
+# its client starts; the client, run with gated_client, waits for FILE before its second connection
+# (tests/rig/cm-connect-gate.c).
+open_connect_gate() {
+    local gate=$1 spid=$2 before id
+    before=$(cm_listener_ids)
+    while kill -0 "$spid" 2>/dev/null; do
+        for id in $(cm_listener_ids); do
+            grep -qx "$id" <<< "$before" || { : > "$gate"; return 0; }
+        done
+        sleep 0.1
+    done
+    return 1
+}
+
+# gated_client FILE COMMAND...: COMMAND with every rdma_connect after its first held until FILE exists.
+gated_client() {
+    local gate=$1
+    shift
+    LD_PRELOAD="$RIG_CM_GATE${LD_PRELOAD:+:$LD_PRELOAD}" RIG_CM_CONNECT_GATE=$gate "$@"
 }
 
 # Results. A test is a name and a command; the command's status decides, its output goes to a file
@@ -193,7 +241,9 @@ stop_background() {
 
 # pair SERVER_PROVIDER CLIENT_PROVIDER WAIT SERVER_CMD -- CLIENT_CMD: runs a server and a client,
 # each under its own provider, and checks both exit 0 and each was served by its provider.
-# WAIT is "tcp:PORT", "cm:PORT" or "none" (readiness of the server before the client starts).
+# WAIT is "tcp:PORT", "cm:PORT" or "none" (readiness of the server before the client starts), or
+# "cm2:PORT" for perftest -R: cm:PORT, and the client's second connection waits for the server's
+# second listener (open_connect_gate).
 # With RIG_PAIR_SERVER_GRACE=SECONDS, a server still running that long after its client failed is
 # stopped instead of waiting out RIG_TIMEOUT (a server that waits for a dead client waits forever).
 pair() {
@@ -208,18 +258,19 @@ pair() {
     clog=$(mktemp -p "$RIG_OUT" served.XXXX)
     # A listener the previous pair's server left behind can still be listed for a moment while the
     # kernel tears it down; the client must not mistake it for the new server's.
-    case $wait in
-        tcp:*) wait_until_no_tcp_listener "${wait#tcp:}" ;;
-        cm:*) wait_until_no_cm_listener "${wait#cm:}" ;;
-    esac || { rig_log "port of $wait still in use before the server started"; return 1; }
+    wait_until_no_listener "$wait" || { rig_log "port of $wait still in use before the server started"; return 1; }
     with_provider "$sp" "$slog" "${server[@]}" &
     local spid=$!
-    case $wait in
-        tcp:*) wait_for_tcp_listener "${wait#tcp:}" ;;
-        cm:*) wait_for_cm_listener "${wait#cm:}" ;;
-        none) sleep 1 ;;
-    esac || { rig_log "server did not start listening ($wait)"; stop_background "$spid"; wait "$spid"; return 1; }
-    with_provider "$cp" "$clog" "${client[@]}"
+    if [[ $wait == none ]]; then sleep 1; else wait_for_listener "$wait"; fi || { rig_log "server did not start listening ($wait)"; stop_background "$spid"; wait "$spid"; return 1; }
+    local gate= gate_pid=
+    if [[ $wait == cm2:* ]]; then
+        gate=$(mktemp -u -p "$RIG_OUT" gate.XXXX)
+        open_connect_gate "$gate" "$spid" &
+        gate_pid=$!
+        gated_client "$gate" with_provider "$cp" "$clog" "${client[@]}"
+    else
+        with_provider "$cp" "$clog" "${client[@]}"
+    fi
     local crc=$?
     if ((crc != 0)) && [[ -n ${RIG_PAIR_SERVER_GRACE:-} ]]; then
         local i
@@ -232,6 +283,7 @@ pair() {
     fi
     wait "$spid"
     local src=$?
+    [[ -z $gate_pid ]] || { wait "$gate_pid"; rm -f "$gate"; }
     echo "server ($sp) exit $src, client ($cp) exit $crc"
     echo "served:"
     served_by "$slog"
@@ -263,11 +315,13 @@ unbound_clients_on_rxe1() {
 # test's. The server listens for the second only after that handshake, so a client that gets there
 # first (a server descheduled for a moment) is rejected with reason 8, invalid service ID: nothing
 # listens yet. perftest means to retry then (rdma_cm_client_connection: 10 tries, 100 ms apart), but
-# in 4.5-0.17 the retry reuses the cm ids and nodes it has just destroyed and freed: the client
-# crashes (SIGSEGV) or fails, and the server waits for the second connection forever. (Fixed
-# upstream in perftest 26.04, commit 3d9d8d0 "Fix crashes and logical flaws in RDMA CM connection
-# retry".) Here the whole run is started again instead, only when that rejection is what the log
-# shows, at most twice.
+# in 4.5-0.17 (and 25.01 in Debian 13 and sid) the retry reuses the cm ids and nodes it has just
+# destroyed and freed: the client crashes (SIGSEGV) or fails, and the server waits for the second
+# connection forever. (Fixed upstream in perftest 26.04, commit 3d9d8d0 "Fix crashes and logical
+# flaws in RDMA CM connection retry".) So the client's second rdma_connect waits until the server
+# lists its second listener (cm2:PORT in pair; tests/rig/cm-connect-gate.c). Should that rejection
+# still show in the log (the gate gave up after 60 s), the whole run is started again, at most
+# twice.
 perftest_pair() {
     local sp=$1 cp=$2 t=$3 out rc attempt
     shift 3
@@ -276,7 +330,7 @@ perftest_pair() {
         client=(bash -c 'set -o pipefail; "$@" | tee "$0"' "$PERFTEST_CLIENT_OUT" "${client[@]}")
     fi
     for attempt in 1 2 3; do
-        out=$(RIG_PAIR_SERVER_GRACE=10 pair "$sp" "$cp" cm:18515 "$t" -d rxe0 -R "$@" -- "${client[@]}" 2>&1)
+        out=$(RIG_PAIR_SERVER_GRACE=10 pair "$sp" "$cp" cm2:18515 "$t" -d rxe0 -R "$@" -- "${client[@]}" 2>&1)
         rc=$?
         printf '%s\n' "$out"
         ((rc != 0 && attempt < 3)) && grep -q 'RDMA_CM_EVENT_REJECTED; error: 8\.' <<< "$out" || break

@@ -76,7 +76,8 @@ gid_index() {
 log_of() { echo "$LOGS/two-guests.$1.$2.log"; } # log_of TEST.PAIRING server|client
 
 # step NAME SERVER_PROVIDER CLIENT_PROVIDER WAIT SERVER_COMMAND CLIENT_COMMAND: this guest's end of
-# one test. The commands are words without quoting; WAIT is tcp:PORT or cm:PORT.
+# one test. The commands are words without quoting; WAIT is tcp:PORT, cm:PORT or cm2:PORT (as in
+# pair, tests/rig/guest/lib.sh: perftest -R's second connection waits for the second listener).
 step() {
     # RIG_TWO_TESTS: only these tests (names as in the results, without the pairing).
     [[ -z ${RIG_TWO_TESTS:-} || " $RIG_TWO_TESTS " == *" $1 "* ]] || return 0
@@ -89,7 +90,7 @@ step() {
         if [[ $role == server ]]; then
             server_end "$key" "$sp" "$wait" "${server[@]}" || continue
         else
-            client_end "$key" "$cp" "${client[@]}" || continue
+            client_end "$key" "$cp" "$wait" "${client[@]}" || continue
         fi
         break
     done
@@ -104,16 +105,17 @@ server_end() {
     served=$RIG_OUT/served.$key.server
     # The previous server's listener can still be listed for a moment while the kernel tears it
     # down; the client must not be told to go on by it.
-    case $wait in
-        tcp:*) wait_until_no_tcp_listener "${wait#tcp:}" ;;
-        cm:*) wait_until_no_cm_listener "${wait#cm:}" ;;
-    esac
+    wait_until_no_listener "$wait"
     with_provider "$sp" "$served" "$@" > "$log" 2>&1 &
     spid=$!
-    case $wait in
-        tcp:*) wait_for_tcp_listener "${wait#tcp:}" ;;
-        cm:*) wait_for_cm_listener "${wait#cm:}" ;;
-    esac && post "ready.$key" ok || post "ready.$key" fail
+    local gate_pid=
+    if wait_for_listener "$wait"; then
+        # The client's root sees CTL too: it waits there for the gate (client_end).
+        [[ $wait == cm2:* ]] && { open_connect_gate "$CTL/gate.$key" "$spid" & gate_pid=$!; }
+        post "ready.$key" ok
+    else
+        post "ready.$key" fail
+    fi
     reply=$(await "done.$key" "$PEER_WAIT") || reply="none no stop 0"
     read -r crc cserved again elapsed <<< "$reply"
     if [[ $crc != 0 ]]; then
@@ -124,6 +126,7 @@ server_end() {
     fi
     wait "$spid"
     src=$?
+    [[ -z $gate_pid ]] || wait "$gate_pid"
     [[ $again == again ]] && { echo "  ${key%.*}: the client asks for the run again (attempt ${key##*.})"; return 1; }
     local detail="server exit $src, client exit $crc, ${elapsed} ms"
     if ((src == 0)) && [[ $crc == 0 && $cserved == yes ]] && expect_provider "$served" "$sp" 2> /dev/null; then
@@ -137,10 +140,10 @@ server_end() {
     fi
 }
 
-# client_end KEY PROVIDER COMMAND...: returns 1 when it asked the server for the run again.
+# client_end KEY PROVIDER WAIT COMMAND...: returns 1 when it asked the server for the run again.
 client_end() {
-    local key=$1 cp=$2
-    shift 2
+    local key=$1 cp=$2 wait=$3
+    shift 3
     local log served state crc started elapsed cserved=no again=stop
     log=$(log_of "${key%.*}" client)
     served=$RIG_OUT/served.$key.client
@@ -152,13 +155,18 @@ client_end() {
         return 0
     fi
     started=$(date +%s%N)
-    with_provider "$cp" "$served" "$@" > "$log" 2>&1
+    if [[ $wait == cm2:* ]]; then
+        gated_client "$CTL/gate.$key" with_provider "$cp" "$served" "$@" > "$log" 2>&1
+    else
+        with_provider "$cp" "$served" "$@" > "$log" 2>&1
+    fi
     crc=$?
     elapsed=$((($(date +%s%N) - started) / 1000000))
     echo "elapsed_ms $elapsed" >> "$log"
     expect_provider "$served" "$cp" 2>> "$log" && cserved=yes
-    # perftest -R: the test's own connection can reach the server before it listens again; the
-    # client's retry in Debian's perftest crashes (see perftest_pair in lib.sh). Start over then.
+    # perftest -R: should the test's own connection still reach the server before it listens again
+    # (the gate gave up), the client's retry in Debian's perftest crashes (see perftest_pair in
+    # lib.sh). Start over then.
     ((crc != 0 && ${key##*.} < 3)) && grep -q 'RDMA_CM_EVENT_REJECTED; error: 8\.' "$log" && again=again
     post "done.$key" "$crc" "$cserved" "$again" "$elapsed"
     [[ $again == again ]] && return 1
@@ -201,9 +209,9 @@ for pairing in "${PAIRINGS[@]}"; do
     step rdma_server-client "$sp" "$cp" cm:7471 \
         "rdma_server" "rdma_client -s $S"
     # -F: perftest's own CPU clock measurement fails under emulation (see peers-rxe_rs.sh).
-    step ib_send_bw "$sp" "$cp" cm:18515 \
+    step ib_send_bw "$sp" "$cp" cm2:18515 \
         "ib_send_bw -d rxe0 -R -F -n 200" "ib_send_bw -d rxe0 -R -F -n 200 $S"
-    step ib_write_lat "$sp" "$cp" cm:18515 \
+    step ib_write_lat "$sp" "$cp" cm2:18515 \
         "ib_write_lat -d rxe0 -R -n 200" "ib_write_lat -d rxe0 -R -n 200 $S"
     # ND2 across the link: connect and accept with private data checked both ways, 64-byte
     # send/receive exchanges, the client's disconnect seen by the server (NotifyDisconnect).
