@@ -66,11 +66,7 @@ export RIG_TIMEOUT=1200
 export THREAD_COUNTS=1
 [[ -e /sys/kernel/tracing/events ]] || mount -t tracefs tracefs /sys/kernel/tracing 2> /dev/null || true
 
-nd2_bin=$RIG_ROOT/target/nd2
-if ! ND2_CHECK_ONLY=1 "$RIG_ROOT/tests/nd2/build.sh" >/dev/null 2>&1; then
-    nd2_bin=$RIG_OUT/nd2
-    ND2_OUT=$nd2_bin "$RIG_ROOT/tests/nd2/build.sh" || exit 1
-fi
+nd2_programs || exit 1
 verbs_bin=$RIG_OUT/verbs-pingpong
 gcc -O2 -Wall -Wextra -Werror -I"$RIG_ROOT/tests/bench" -o "$verbs_bin" "$RIG_ROOT/tests/bench/verbs-pingpong.c" \
     -lrdmacm -libverbs || exit 1

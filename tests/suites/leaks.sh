@@ -16,12 +16,7 @@ if ! TMPDIR=$leaks_dir "$RIG_ROOT/tests/verbs/build.sh" "$leaks_dir" churn > "$R
 fi
 record pass build
 
-nd2_bin=$RIG_ROOT/target/nd2
-if ! ND2_CHECK_ONLY=1 "$RIG_ROOT/tests/nd2/build.sh" > /dev/null 2>&1; then
-    rig_log "target/nd2 is missing or stale; building the ND2 programs in the guest"
-    nd2_bin=$RIG_OUT/nd2
-    ND2_OUT=$nd2_bin "$RIG_ROOT/tests/nd2/build.sh" || rig_log "tests/nd2/build.sh failed"
-fi
+nd2_programs
 
 churn() { # churn PROVIDER
     local served=$RIG_OUT/leaks.churn.$1.served RIG_TIMEOUT=${RIG_CHURN_TIMEOUT:-900}

@@ -7,12 +7,7 @@
 # first, with a port range of its own, and is collected at the end, so it overlaps the others.
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
-nd2_bin=$RIG_ROOT/target/nd2
-if ! ND2_CHECK_ONLY=1 "$RIG_ROOT/tests/nd2/build.sh" >/dev/null 2>&1; then
-    rig_log "target/nd2 is missing or stale; building the ND2 programs in the guest"
-    nd2_bin=$RIG_OUT/nd2
-    ND2_OUT=$nd2_bin "$RIG_ROOT/tests/nd2/build.sh" || rig_log "tests/nd2/build.sh failed"
-fi
+nd2_programs
 
 nd2_adapter_info() { # nd2_adapter_info PROVIDER
     local served=$RIG_OUT/nd2-adapter-info.$1.served

@@ -204,6 +204,17 @@ gated_client() {
     LD_PRELOAD="$RIG_CM_GATE${LD_PRELOAD:+:$LD_PRELOAD}" RIG_CM_CONNECT_GATE=$gate "$@"
 }
 
+# nd2_programs: sets nd2_bin to the folder of tests/nd2's programs: target/nd2 as the host built
+# it, or, when that is missing or stale (the guest sees the tree read-only), a build made here into
+# RIG_OUT/nd2. Returns 1 when that build fails.
+nd2_programs() {
+    nd2_bin=$RIG_ROOT/target/nd2
+    ND2_CHECK_ONLY=1 "$RIG_ROOT/tests/nd2/build.sh" > /dev/null 2>&1 && return 0
+    rig_log "target/nd2 is missing or stale; building the ND2 programs in the guest"
+    nd2_bin=$RIG_OUT/nd2
+    ND2_OUT=$nd2_bin "$RIG_ROOT/tests/nd2/build.sh" || { rig_log "tests/nd2/build.sh failed"; return 1; }
+}
+
 # Results. A test is a name and a command; the command's status decides, its output goes to a file
 # under RIG_OUT/logs and is shown only on failure. Suites print their own totals at the end.
 RIG_SUITE=${RIG_SUITE:-adhoc}
