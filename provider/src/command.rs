@@ -21,9 +21,8 @@
 //! Everything is one contiguous buffer: the uverbs file has no write_iter, so
 //! writev() would split a command into several writes.
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicU8, Ordering};
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 
 use kernel_abi::{
     ib_uverbs_attr, ib_uverbs_attr_attr_data, ib_uverbs_attr_value, ib_uverbs_ioctl_hdr, RDMA_DRIVER_RXE,
@@ -176,13 +175,16 @@ fn response_addr<R>(resp: &mut R) -> u64 {
 }
 
 fn write_all(fd: RawFd, buf: &[u8]) -> Result<(), Errno> {
-    // SAFETY: buf is a valid readable slice for its whole length.
-    let n = unsafe { libc::write(fd, buf.as_ptr().cast::<c_void>(), buf.len()) };
-    if n < 0 {
-        return Err(Errno::last_os_error());
+    // BorrowedFd cannot hold -1 (it panics): what write would say of it.
+    if fd < 0 {
+        return Err(Errno::EBADF);
     }
+    // SAFETY: fd is the context's command fd, open while the caller holds the
+    // context.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let n = nix::unistd::write(fd, buf).map_err(Errno::from_nix)?;
     // The uverbs write handler consumes a command whole or fails it.
-    if n as usize != buf.len() {
+    if n != buf.len() {
         return Err(Errno::EIO);
     }
     Ok(())

@@ -96,8 +96,8 @@ pub(crate) unsafe fn open(
     let lib = match runtime::get() {
         Some(lib) if !device.is_null() => lib,
         _ => {
-            // SAFETY: cmd_fd was handed to us to own; nobody else closes it.
-            unsafe { libc::close(cmd_fd) };
+            // cmd_fd was handed to us to own; nobody else closes it.
+            let _ = nix::unistd::close(cmd_fd);
             boundary::set_errno(Errno::EINVAL);
             return ptr::null_mut();
         }

@@ -52,6 +52,11 @@ impl Errno {
         }
     }
 
+    /// The errno nix reported for a failed system call.
+    pub fn from_nix(e: nix::errno::Errno) -> Errno {
+        Errno::from_raw(e as c_int)
+    }
+
     /// The errno of the last failed libc call on this thread.
     pub fn last_os_error() -> Errno {
         Errno::from_raw(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))

@@ -298,12 +298,8 @@ pub(crate) mod fault {
 
         #[cfg(not(miri))]
         fn file() -> std::os::fd::OwnedFd {
-            use std::os::fd::FromRawFd;
-            // SAFETY: memfd_create with a NUL-terminated name.
-            let raw = unsafe { libc::memfd_create(c"rxe-cmd".as_ptr(), 0) };
-            assert!(raw >= 0);
-            // SAFETY: raw is a fresh fd we own.
-            unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) }
+            use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+            memfd_create(c"rxe-cmd", MemFdCreateFlag::empty()).unwrap()
         }
 
         /// Under Miri (which has no memfd): an unlinked temporary file, which

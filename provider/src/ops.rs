@@ -174,13 +174,13 @@ mod tests {
 
     #[test]
     fn alloc_context_without_libibverbs_fails_and_closes_the_fd() {
-        // SAFETY: dup of stderr has no memory-safety preconditions.
-        let fd = unsafe { libc::dup(2) };
-        assert!(fd >= 0);
+        let fd = nix::unistd::dup(2).unwrap();
         // SAFETY: a null device is rejected before use.
         let r = unsafe { alloc_context(ptr::null_mut(), fd, ptr::null_mut()) };
         assert!(r.is_null());
-        // SAFETY: fcntl on a closed fd just fails with EBADF.
-        assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1);
+        assert_eq!(
+            nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD),
+            Err(nix::errno::Errno::EBADF)
+        );
     }
 }

@@ -36,6 +36,12 @@ use core::mem::{offset_of, size_of};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 use std::os::fd::RawFd;
+#[cfg(not(miri))]
+use {
+    core::num::NonZeroUsize,
+    nix::sys::mman::{self, MapFlags, ProtFlags},
+    std::os::fd::BorrowedFd,
+};
 
 use kernel_abi::{mminfo, rxe_queue_buf};
 use zerocopy::FromBytes;
@@ -173,25 +179,29 @@ impl Mapping {
         if len < HEADER_LEN {
             return Err(Errno::EPROTO);
         }
-        // SAFETY: a fresh shared mapping chosen by the kernel (addr NULL);
-        // it aliases no Rust object. The length and offset are only values.
+        let length = NonZeroUsize::new(len).ok_or(Errno::EPROTO)?;
+        // BorrowedFd cannot hold -1 (it panics): what mmap would say of it.
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
+        // SAFETY: a fresh shared mapping chosen by the kernel (no address
+        // asked for); it aliases no Rust object. fd is the context's command
+        // fd, open for as long as the context (the caller's borrow).
         let p = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
+            mman::mmap(
+                None,
+                length,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                BorrowedFd::borrow_raw(fd),
                 offset,
             )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .map_or(Errno::ENOMEM, Errno::from_raw));
         }
-        let base = NonNull::new(p.cast::<u8>()).ok_or(Errno::ENOMEM)?;
-        Ok(Mapping { base, len })
+        .map_err(Errno::from_nix)?;
+        Ok(Mapping {
+            base: p.cast::<u8>(),
+            len,
+        })
     }
 }
 
@@ -200,9 +210,8 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: base/len are exactly what mmap returned and nothing refers
         // into the region any more (the Ring that owned us is gone).
-        let rc = unsafe { libc::munmap(self.base.as_ptr().cast::<c_void>(), self.len) };
-        if rc != 0 {
-            log::warn!("munmap of a queue failed: {}", std::io::Error::last_os_error());
+        if let Err(e) = unsafe { mman::munmap(self.base.cast::<c_void>(), self.len) } {
+            log::warn!("munmap of a queue failed: {e}");
         }
     }
 }
@@ -452,7 +461,11 @@ pub(crate) mod testing {
     //! A queue in a memfd, so host tests can play the kernel's side.
 
     use super::*;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    #[cfg(miri)]
+    use nix::sys::eventfd::EventFd;
+    #[cfg(not(miri))]
+    use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+    use std::os::fd::{AsRawFd, OwnedFd};
 
     pub struct FakeRing {
         pub fd: OwnedFd,
@@ -560,13 +573,8 @@ pub(crate) mod testing {
     /// A file of `size` zero bytes that [`Mapping::new`] can map: a memfd.
     #[cfg(not(miri))]
     fn shared_file(size: usize) -> OwnedFd {
-        // SAFETY: memfd_create with a NUL-terminated name.
-        let raw = unsafe { libc::memfd_create(c"rxe-queue".as_ptr(), 0) };
-        assert!(raw >= 0);
-        // SAFETY: raw is a fresh fd we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: plain syscall on our fd.
-        assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) }, 0);
+        let fd = memfd_create(c"rxe-queue", MemFdCreateFlag::empty()).unwrap();
+        nix::unistd::ftruncate(&fd, libc::off_t::try_from(size).unwrap()).unwrap();
         fd
     }
 
@@ -577,11 +585,8 @@ pub(crate) mod testing {
     /// them. They are freed with the fd's [`FakeRing`].
     #[cfg(miri)]
     fn shared_file(size: usize) -> OwnedFd {
-        // SAFETY: plain syscall.
-        let raw = unsafe { libc::eventfd(0, 0) };
-        assert!(raw >= 0);
-        // SAFETY: raw is a fresh fd we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = OwnedFd::from(EventFd::new().unwrap());
+        let raw = fd.as_raw_fd();
         let layout = std::alloc::Layout::from_size_align(size, 4096).unwrap();
         // SAFETY: a non-zero size (HEADER_LEN at least).
         let base = unsafe { std::alloc::alloc_zeroed(layout) };
