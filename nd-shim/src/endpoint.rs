@@ -775,11 +775,21 @@ impl Connector {
     pub fn state(&self) -> ConnectorState {
         lock(&self.inner.core).state
     }
+
+    /// The connector's Release now, ahead of its drop: whatever is pending completes
+    /// ND_CANCELED (a Disconnect too, which a cancel lets go on), a connection still up is
+    /// disconnected, the rdma_cm id destroyed; later calls get ND_INVALID_HANDLE. ND2's last
+    /// Release calls it, so that no request of the object completes after that Release
+    /// returned, even while another call still holds the object (the drop comes later then).
+    pub fn release(&self) {
+        let _ = self.inner.call(ConnectorInput::Release, None, None);
+    }
 }
 
 impl Drop for Connector {
     fn drop(&mut self) {
-        let _ = self.inner.call(ConnectorInput::Release, None, None);
+        // Closed already when ND2's Release came first: nothing happens twice.
+        self.release();
         lock(&self.inner.core).peer_disconnect = None;
         if let Some(qp) = lock(&self.inner.core).qp.take() {
             qp.release(self.inner.token);

@@ -112,10 +112,11 @@ impl Class for ConnectorBody {
     const VTBL: &'static ConnectorVtbl = &VTBL;
     const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Overlapped, &iids::IID_IND2Connector];
 
-    /// Pending requests complete (ND_CANCELED) before the last reference goes: the caller's
-    /// OVERLAPPEDs are never written after Release returns.
+    /// Pending requests complete (ND_CANCELED), a pending Disconnect among them, before the
+    /// last reference goes: the caller's OVERLAPPEDs are never written after Release returns,
+    /// even when another call still holds the object (the body is dropped after that call).
     fn on_release(&self) {
-        self.cancel();
+        self.connector.release();
     }
 }
 
