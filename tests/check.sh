@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the machine lacks, checks the formatting, the man pages and the
 # documents' links, clippy (with the workspace lints) and the API docs' links, runs the host-side
-# tests of the workspace, builds once (the .deb/.rpm from that build, and an AddressSanitizer
-# build), then starts every rig suite (tests/suites/*.sh) in one Debian 12 boot and, beside it,
+# tests of the workspace, builds once (the .deb/.rpm from that build, and the AddressSanitizer
+# and ThreadSanitizer builds), then starts every rig suite (tests/suites/*.sh) in one Debian 12 boot and, beside it,
 # runs the host's analyses (Miri, loom, ThreadSanitizer, the fuzz smoke, the aarch64 build and tests:
 # docs/safety.md; the arm64 guest: docs/lines.md) and the other Debian lines in their own
 # userlands (tests/lines.sh: Debian 13 and sid, one boot each); once no guest runs, the
@@ -49,10 +49,10 @@ echo "== host: lintian and rpmlint of the packages (packaging/lint.sh)"
 packaging/lint.sh
 export RIG_PACKAGES_LINTED=host # the packages suite need not lint them again under emulation
 
-echo "== host: rxe_rs and nd-shim with AddressSanitizer for the rig suite sanitized (tests/sanitize-build.sh)"
+echo "== host: rxe_rs and nd-shim with AddressSanitizer, rxe_rs with ThreadSanitizer, for the rig suites sanitized and sanitized-tsan (tests/sanitize-build.sh)"
 step_started=$SECONDS
 tests/sanitize-build.sh
-echo "asan build: $((SECONDS - step_started)) s"
+echo "sanitizer builds: $((SECONDS - step_started)) s"
 
 host_seconds=$((SECONDS - started))
 

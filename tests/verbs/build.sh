@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libibverbs consumers of tests/verbs (verbs-stress, verbs-bench, verbs-diff,
-# verbs-contended, verbs-split-pairs, verbs-disassociate, verbs-privdrop, verbs-churn) with gcc against the
-# system's libibverbs: build.sh OUT_DIR [NAME...] (NAME: stress, bench, diff, contended,
-# split-pairs, disassociate, privdrop, churn, dump (bench.c's ring dump); default all). The rig suites build what they run in the guest, into RIG_OUT.
+# verbs-contended, verbs-split-pairs, verbs-disassociate, verbs-privdrop, verbs-churn, verbs-race) with gcc
+# against the system's libibverbs: build.sh OUT_DIR [NAME...] (NAME: stress, bench, diff, contended,
+# split-pairs, disassociate, privdrop, churn, race, dump (bench.c's ring dump); default all but
+# race, which only the ThreadSanitizer suite runs). The rig suites build what they run in the guest, into RIG_OUT.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh OUT_DIR [NAME...]}
