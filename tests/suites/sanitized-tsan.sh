@@ -1,6 +1,7 @@
 # sanitized-tsan: rxe_rs built with ThreadSanitizer (nightly -Zsanitizer=thread -Zbuild-std, into
-# target/tsan-rig by tests/sanitize-build.sh, which tests/check.sh runs and which also builds the C
-# programs below on the host) under the threaded verbs programs, over rxe_rs:
+# target/tsan by `tests/sanitize-build.sh tsan`, which tests/check.sh runs beside the Debian 12 boot
+# and which also builds the C programs below on the host) under the threaded verbs programs, over
+# rxe_rs:
 # - verbs-race (tests/verbs/race.c): posters, pollers, a QP churner, a thread resetting the churned
 #   QPs while they are posted on, and one creating and destroying objects, on one context and one
 #   shared CQ;
@@ -28,12 +29,21 @@
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 # RIG_TSAN_DIR: another TSan build of librxe_rs (a planted race, to see the suite fail).
-tsan_dir=${RIG_TSAN_DIR:-$RIG_ROOT/target/tsan-rig/x86_64-unknown-linux-gnu/release}
+tsan_dir=${RIG_TSAN_DIR:-$RIG_ROOT/target/tsan/x86_64-unknown-linux-gnu/release}
 # Built on the host by tests/sanitize-build.sh (the Debian 12 guest runs on the host's root).
-verbs_dir=$RIG_ROOT/target/tsan-rig/verbs
+verbs_dir=$RIG_ROOT/target/tsan/rig-verbs
 mem_shim=$verbs_dir/libtsan-rig-mem.so
+# tests/check.sh builds them beside this boot: wait for that build to end (it takes minutes; this
+# suite comes half an hour into the boot).
+pending=$RIG_ROOT/target/tsan/rig-build-pending
+waited=0
+while [[ -e $pending ]] && ((waited < ${RIG_TSAN_BUILD_WAIT:-1800})); do
+    sleep 10
+    waited=$((waited + 10))
+done
+((waited == 0)) || echo "  waited $waited s for the host's TSan build"
 for f in "$tsan_dir/librxe_rs.so" "$verbs_dir/verbs-race" "$verbs_dir/verbs-stress" "$verbs_dir/verbs-split-pairs" "$mem_shim"; do
-    [[ -e $f ]] || { record fail tsan-build "no $f: run tests/sanitize-build.sh on the host"; exit 0; }
+    [[ -e $f ]] || { record fail tsan-build "no $f: run tests/sanitize-build.sh tsan on the host"; exit 0; }
 done
 libtsan=$(ls /usr/lib/x86_64-linux-gnu/libtsan.so.[0-9]* 2> /dev/null | head -n 1)
 [[ -n $libtsan ]] || { record fail libtsan "no libtsan.so in the guest (Debian: libtsan2)"; exit 0; }
