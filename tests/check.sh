@@ -4,8 +4,8 @@
 # tests of the workspace, builds once (the .deb/.rpm from that build, and an AddressSanitizer
 # build), then starts every rig suite (tests/suites/*.sh) in one Debian 12 boot and, beside it,
 # runs the host's analyses (Miri, loom, ThreadSanitizer and the rig's TSan build, the fuzz smoke,
-# the aarch64 build and tests: docs/safety.md; the arm64 guest: docs/lines.md) and the other Debian lines in their own
-# userlands (tests/lines.sh: Debian 13 and sid, one boot each); once no guest runs, the
+# the aarch64 build and tests: docs/safety.md; the arm64 guest: docs/lines.md) and the other
+# Debian lines in their own userlands (tests/lines.sh: Debian 13 and sid, one boot each); once no guest runs, the
 # two-machine run. Two guests at a time at most, one vCPU each: the machine has two cores. Each
 # boot prints its time and the CPU it used; the last line sums them up.
 set -euo pipefail
@@ -108,8 +108,9 @@ tsan() {
     # statics race too), with the standard library rebuilt instrumented (-Zbuild-std: an
     # uninstrumented std's locks and atomics would be invisible, a flood of false reports);
     # halt_on_error: the first report fails the run (exit 66). RUST_BACKTRACE=0: the expected
-    # panics of the panic-boundary tests would each symbolise a backtrace of the debug build
-    # (13 s for the first). What TSan cannot see, and the figures: docs/safety.md.
+    # panics of the panic-boundary tests would each symbolise a backtrace (13 s for the first in a
+    # debug build). --release: the rig's TSan build (tsan_rig) then shares this std. What TSan
+    # cannot see, and the figures: docs/safety.md.
     RUST_BACKTRACE=0 TSAN_OPTIONS="halt_on_error=1" RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
         cargo +nightly test -Zbuild-std --release --target x86_64-unknown-linux-gnu -p rxe-rs-provider -p nd-shim --lib
 }
