@@ -94,7 +94,7 @@ miri() {
     MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-ignore-leaks" cargo +nightly miri test -p rxe-rs-provider --lib -- \
         --test-threads=1 ah:: boundary:: command:: context:: cq:: device:: libibverbs::layout:: libibverbs::qp:: \
         lifecycle:: lock::tests::a_pair lock::tests::an_unlocked lock::tests::with_unlocks mr:: mw:: pd:: \
-        qp::control:: wqe:: &&
+        qp::control:: query:: ring:: wqe:: &&
         MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection_data:: listen::
 }
 loom_models() {

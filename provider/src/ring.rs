@@ -168,6 +168,9 @@ impl Mapping {
         if len < HEADER_LEN {
             return Err(Errno::EPROTO);
         }
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
         let base = testing::shared_memory(fd, mi.offset, len).ok_or(Errno::EINVAL)?;
         Ok(Mapping { base, len })
     }

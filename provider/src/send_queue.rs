@@ -132,12 +132,15 @@ pub(crate) mod tests {
         WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, max_sge, 0, payload_room)).unwrap()
     }
 
-    pub(crate) fn wr(wr_id: u64, opcode: c_int, sges: &mut [ibv_sge]) -> ibv_send_wr {
+    /// A request over `sges`, which the provider only reads: a shared borrow, so that several
+    /// requests may point at one list (a `&mut` per request would invalidate the pointers the
+    /// earlier ones hold, under Stacked Borrows).
+    pub(crate) fn wr(wr_id: u64, opcode: c_int, sges: &[ibv_sge]) -> ibv_send_wr {
         // SAFETY: plain C data.
         let mut w: ibv_send_wr = unsafe { core::mem::zeroed() };
         w.wr_id = wr_id;
         w.opcode = opcode;
-        w.sg_list = sges.as_mut_ptr();
+        w.sg_list = sges.as_ptr().cast_mut();
         w.num_sge = sges.len() as c_int;
         w
     }
@@ -147,18 +150,18 @@ pub(crate) mod tests {
         // 4 slots of 256 bytes: capacity 3.
         let fq = FakeRing::new(8, 3, 0);
         let mut sq = send_queue(&fq, 2);
-        let mut sges = [ibv_sge {
+        let sges = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }];
         for id in 0..3 {
             // SAFETY: no inline data, no AH or MW.
-            let posted = unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &mut sges)) };
+            let posted = unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &sges)) };
             assert_eq!(posted, Ok(()));
         }
         // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &mut sges)) };
+        let posted = unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &sges)) };
         assert_eq!(posted, Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 3);
@@ -166,13 +169,13 @@ pub(crate) mod tests {
         assert_eq!((w.wr.wr_id, w.dma.length), (2, 8));
         // The kernel consumes two; a bad request is refused without using a slot.
         fq.kernel.release_consumer(2);
-        let mut three = [ibv_sge::default(); 3];
+        let three = [ibv_sge::default(); 3];
         // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &mut three)) };
+        let posted = unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &three)) };
         assert_eq!(posted, Err(Errno::EINVAL));
         assert_eq!(sq.prod, 3);
         // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &mut sges)) };
+        let posted = unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &sges)) };
         assert_eq!(posted, Ok(()));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 0); // wrapped
@@ -186,13 +189,13 @@ pub(crate) mod tests {
         // side of its RDMA and atomic tests): one slot, index_mask 0.
         let fq = FakeRing::new(8, 0, 0);
         let mut sq = send_queue(&fq, 1);
-        let mut sges = [ibv_sge {
+        let sges = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }];
         // SAFETY: no inline data, no AH or MW.
-        let posted = unsafe { post_one_send(&mut sq, &wr(1, IBV_WR_SEND, &mut sges)) };
+        let posted = unsafe { post_one_send(&mut sq, &wr(1, IBV_WR_SEND, &sges)) };
         assert_eq!(posted, Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
@@ -219,7 +222,7 @@ pub(crate) mod tests {
     fn a_negative_sge_count_is_einval() {
         let fq = FakeRing::new(8, 3, 0);
         let mut sq = send_queue(&fq, 2);
-        let mut w = wr(1, IBV_WR_SEND, &mut []);
+        let mut w = wr(1, IBV_WR_SEND, &[]);
         w.num_sge = -1;
         // SAFETY: refused before any pointer is read.
         assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(Errno::EINVAL));

@@ -312,13 +312,13 @@ mod tests {
         let (sent, received) = std::thread::scope(|s| {
             for t in 0..THREADS {
                 s.spawn(move || {
-                    let mut sge = [ibv_sge {
+                    let sge = [ibv_sge {
                         addr: 0x1000,
                         length: 8,
                         lkey: 1,
                     }];
                     for i in 0..EACH {
-                        let mut w = wr(t * EACH + i, IBV_WR_SEND, &mut sge);
+                        let mut w = wr(t * EACH + i, IBV_WR_SEND, &sge);
                         let mut bad = ptr::null_mut();
                         // SAFETY: the test's live QP, a live request.
                         until_posted(|| unsafe { post_send(qp as *mut ibv_qp, &mut w, &mut bad) });
@@ -374,20 +374,20 @@ mod tests {
     #[test]
     fn post_send_refuses_a_bad_request_whole_and_keeps_the_ones_before() {
         let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
-        let mut one = [ibv_sge {
+        let one = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }];
-        let mut three = [ibv_sge {
+        let three = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }; 3];
         let mut wrs = [
-            wr(1, IBV_WR_SEND, &mut one),
-            wr(2, IBV_WR_SEND, &mut three),
-            wr(3, IBV_WR_SEND, &mut one),
+            wr(1, IBV_WR_SEND, &one),
+            wr(2, IBV_WR_SEND, &three),
+            wr(3, IBV_WR_SEND, &one),
         ];
         let list = link(&mut wrs);
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
@@ -404,14 +404,14 @@ mod tests {
     #[test]
     fn post_send_before_rts_refuses_the_whole_list() {
         let mut fake = FakeQp::new(IBV_QPT_RC, 2, 64);
-        let mut one = [ibv_sge {
+        let one = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }];
         for state in [IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR] {
             fake.set_state(state);
-            let mut wrs = [wr(1, IBV_WR_SEND, &mut one), wr(2, IBV_WR_SEND, &mut one)];
+            let mut wrs = [wr(1, IBV_WR_SEND, &one), wr(2, IBV_WR_SEND, &one)];
             let list = link(&mut wrs);
             let mut bad: *mut ibv_send_wr = ptr::null_mut();
             assert_eq!(
@@ -423,7 +423,7 @@ mod tests {
             assert!(fake.published().is_empty());
         }
         fake.set_state(IBV_QPS_RTS);
-        let mut w = wr(7, IBV_WR_RDMA_WRITE, &mut one);
+        let mut w = wr(7, IBV_WR_RDMA_WRITE, &one);
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
         // SAFETY: as above.
         assert_eq!(unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) }, 0);
@@ -434,13 +434,13 @@ mod tests {
     #[test]
     fn post_send_on_a_full_queue_is_enomem_at_the_first_that_does_not_fit() {
         let fake = FakeQp::new(IBV_QPT_RC, 1, 0);
-        let mut one = [ibv_sge {
+        let one = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }];
         // 16 slots hold 15; ask for 17.
-        let mut wrs: Vec<ibv_send_wr> = (0..17).map(|i| wr(i, IBV_WR_SEND, &mut one)).collect();
+        let mut wrs: Vec<ibv_send_wr> = (0..17).map(|i| wr(i, IBV_WR_SEND, &one)).collect();
         let list = link(&mut wrs);
         let mut bad: *mut ibv_send_wr = ptr::null_mut();
         assert_eq!(
@@ -478,12 +478,12 @@ mod tests {
             .unwrap_or(10_000);
         let fake = FakeQp::new(IBV_QPT_RC, 1, 64);
         let (cq_kernel, cq) = fake_rxe_cq(0);
-        let mut sge = [ibv_sge {
+        let sge = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }];
-        let mut w = wr(0, IBV_WR_RDMA_WRITE, &mut sge);
+        let mut w = wr(0, IBV_WR_RDMA_WRITE, &sge);
         w.send_flags = IBV_SEND_SIGNALED;
         w.wr.rdma = ibv_send_wr_rdma {
             remote_addr: 0x2000,
@@ -518,7 +518,7 @@ mod tests {
     fn an_inline_sge_at_address_0_with_a_length_is_einval() {
         let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
         let data = [7u8; 8];
-        let mut sges = [
+        let sges = [
             ibv_sge {
                 addr: data.as_ptr() as u64,
                 length: 8,
@@ -530,14 +530,14 @@ mod tests {
                 lkey: 0,
             },
         ];
-        let mut good = wr(1, IBV_WR_SEND, &mut sges);
+        let mut good = wr(1, IBV_WR_SEND, &sges);
         good.send_flags = IBV_SEND_INLINE;
-        let mut null = [ibv_sge {
+        let null = [ibv_sge {
             addr: 0,
             length: 4,
             lkey: 0,
         }];
-        let mut bad_one = wr(2, IBV_WR_SEND, &mut null);
+        let mut bad_one = wr(2, IBV_WR_SEND, &null);
         bad_one.send_flags = IBV_SEND_INLINE;
         let mut wrs = [good, bad_one];
         let list = link(&mut wrs);
