@@ -95,7 +95,8 @@ miri() {
         --test-threads=1 ah:: boundary:: command:: context:: cq:: device:: libibverbs::layout:: libibverbs::qp:: \
         lifecycle:: lock::tests::a_pair lock::tests::an_unlocked lock::tests::with_unlocks mr:: mw:: pd:: \
         qp::control:: query:: ring:: wqe:: &&
-        MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection_data:: listen::
+        MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection:: connection_data:: listen:: \
+            nd2::int_map:: status::
 }
 loom_models() {
     # LOOM_MAX_PREEMPTIONS: nd-shim's waiting model reads the real clock (Pending::wait_for), which
