@@ -272,7 +272,12 @@ pair() {
     wait_until_no_listener "$wait" || { rig_log "port of $wait still in use before the server started"; return 1; }
     with_provider "$sp" "$slog" "${server[@]}" &
     local spid=$!
-    if [[ $wait == none ]]; then sleep 1; else wait_for_listener "$wait"; fi || { rig_log "server did not start listening ($wait)"; stop_background "$spid"; wait "$spid"; return 1; }
+    if [[ $wait == none ]]; then sleep 1; else wait_for_listener "$wait"; fi || {
+        rig_log "server did not start listening ($wait)"
+        stop_background "$spid"
+        wait "$spid"
+        return 1
+    }
     local gate= gate_pid=
     if [[ $wait == cm2:* ]]; then
         gate=$(mktemp -u -p "$RIG_OUT" gate.XXXX)
