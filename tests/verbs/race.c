@@ -1,6 +1,6 @@
 /*
  * verbs-race: the provider's shared objects under every kind of verbs call at once, for
- * ThreadSanitizer (tests/suites/sanitized.sh runs it over an instrumented rxe_rs). One process,
+ * ThreadSanitizer (tests/suites/sanitized-tsan.sh runs it over an instrumented rxe_rs). One process,
  * two contexts (rxe1, the client, writes to rxe0, the server); every client QP sends on ONE
  * shared client CQ. Seven threads, all on the client context:
  *
