@@ -280,7 +280,7 @@ pair() {
     }
     local gate= gate_pid=
     if [[ $wait == cm2:* ]]; then
-        gate=$(mktemp -u -p "$RIG_OUT" gate.XXXX)
+        gate=$slog.gate # beside the server's log, whose name mktemp made unique
         open_connect_gate "$gate" "$spid" &
         gate_pid=$!
         gated_client "$gate" with_provider "$cp" "$clog" "${client[@]}"
