@@ -1,11 +1,25 @@
 /*
  * nd2-adapter-info: lists the RDMA addresses (NdQueryAddressList, size probe first) and, for
- * each, opens its adapter and prints ND2_ADAPTER_INFO. With --expect IP (repeatable), fails
- * unless each IP is listed and its adapter reports the documented private data limits.
+ * each, opens its adapter and prints ND2_ADAPTER_INFO. With --expect IP (IPv4 or IPv6, repeatable),
+ * fails unless each IP is listed, its adapter reports the documented private data limits and lists
+ * the IP among its own addresses.
  */
 #include "nd2-common.h"
 
 #include <vector>
+
+/* Whether two sockaddrs carry the same IPv4 or IPv6 address (ports aside). */
+static bool same_ip(const sockaddr *a, const sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+        return false;
+    if (a->sa_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in *>(a)->sin_addr.s_addr ==
+               reinterpret_cast<const sockaddr_in *>(b)->sin_addr.s_addr;
+    return a->sa_family == AF_INET6 && memcmp(&reinterpret_cast<const sockaddr_in6 *>(a)->sin6_addr,
+                                              &reinterpret_cast<const sockaddr_in6 *>(b)->sin6_addr,
+                                              sizeof(in6_addr)) == 0;
+}
 
 static void show_adapter(const sockaddr *addr, SIZE_T len, bool check)
 {
@@ -60,9 +74,10 @@ static void show_adapter(const sockaddr *addr, SIZE_T len, bool check)
         std::vector<char> buf(listSize);
         SOCKET_ADDRESS_LIST *list = reinterpret_cast<SOCKET_ADDRESS_LIST *>(buf.data());
         CHECK_HR(adapter->QueryAddressList(list, &listSize));
-        EXPECT(list->iAddressCount == 1);
-        const sockaddr_in *mine = reinterpret_cast<const sockaddr_in *>(list->Address[0].lpSockaddr);
-        EXPECT(mine->sin_addr.s_addr == reinterpret_cast<const sockaddr_in *>(addr)->sin_addr.s_addr);
+        bool listed = false;
+        for (INT i = 0; i < list->iAddressCount; i++)
+            listed = listed || same_ip(list->Address[i].lpSockaddr, addr);
+        EXPECT(listed);
     }
     EXPECT(adapter->Release() == 0);
 }
@@ -74,7 +89,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc)
             expected.push_back(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--expect IPv4]...\n", argv[0]);
+            fprintf(stderr, "usage: %s [--expect IPv4|IPv6]...\n", argv[0]);
             return 2;
         }
     }
@@ -98,12 +113,12 @@ int main(int argc, char **argv)
         if (a.lpSockaddr->sa_family == AF_INET) {
             const sockaddr_in *sin = reinterpret_cast<const sockaddr_in *>(a.lpSockaddr);
             inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text);
-            for (size_t e = 0; e < expected.size(); e++)
-                if (strcmp(expected[e], text) == 0)
-                    seen[e] = check = true;
         } else if (a.lpSockaddr->sa_family == AF_INET6) {
             inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6 *>(a.lpSockaddr)->sin6_addr, text, sizeof text);
         }
+        for (size_t e = 0; e < expected.size(); e++)
+            if (strcmp(expected[e], text) == 0)
+                seen[e] = check = true;
         printf("%s\n", text);
         show_adapter(a.lpSockaddr, a.iSockaddrLength, check);
     }

@@ -45,6 +45,46 @@ static inline sockaddr_in nd2_ipv4(const char *ip, unsigned short port)
     return sin;
 }
 
+/*
+ * An IPv4 or IPv6 socket address, as the ND2 calls take one (a sockaddr and its length). A
+ * sockaddr_in converts to it, so the helpers below serve programs that only know IPv4.
+ */
+struct Nd2Address {
+    union {
+        sockaddr sa;
+        sockaddr_in v4;
+        sockaddr_in6 v6;
+    } u;
+    Nd2Address(const sockaddr_in &v4) /* implicit: every IPv4 caller */
+    {
+        memset(&u, 0, sizeof u);
+        u.v4 = v4;
+    }
+    explicit Nd2Address(const sockaddr_in6 &v6)
+    {
+        memset(&u, 0, sizeof u);
+        u.v6 = v6;
+    }
+    const sockaddr *Sa() const { return &u.sa; }
+    ULONG Len() const { return u.sa.sa_family == AF_INET6 ? sizeof u.v6 : sizeof u.v4; }
+};
+
+/* "a.b.c.d" or an IPv6 address ("2001:2::1") and a port; exits on a bad address. */
+static inline Nd2Address nd2_address(const char *ip, unsigned short port)
+{
+    if (strchr(ip, ':') == NULL)
+        return nd2_ipv4(ip, port);
+    sockaddr_in6 sin6;
+    memset(&sin6, 0, sizeof sin6);
+    sin6.sin6_family = AF_INET6;
+    sin6.sin6_port = htons(port);
+    if (inet_pton(AF_INET6, ip, &sin6.sin6_addr) != 1) {
+        fprintf(stderr, "bad IPv6 address: %s\n", ip);
+        exit(2);
+    }
+    return Nd2Address(sin6);
+}
+
 /* CLOCK_MONOTONIC in microseconds: for the figures the programs print. */
 static inline double nd2_now_us()
 {
@@ -113,11 +153,10 @@ static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], c
 }
 
 /* NdStartup, then the adapter of `local` and its overlapped file. */
-static inline void nd2_open_adapter(const sockaddr_in &local, IND2Adapter **adapter, HANDLE *file)
+static inline void nd2_open_adapter(const Nd2Address &local, IND2Adapter **adapter, HANDLE *file)
 {
     CHECK_HR(NdStartup());
-    CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&local), sizeof local,
-                           reinterpret_cast<void **>(adapter)));
+    CHECK_HR(NdOpenAdapter(IID_IND2Adapter, local.Sa(), local.Len(), reinterpret_cast<void **>(adapter)));
     CHECK_HR((*adapter)->CreateOverlappedFile(file));
 }
 
@@ -200,11 +239,11 @@ private:
 };
 
 /* The server's listener: bound to `local`, listening with a backlog of one. */
-static inline IND2Listener *nd2_listen(IND2Adapter *adapter, HANDLE file, const sockaddr_in &local)
+static inline IND2Listener *nd2_listen(IND2Adapter *adapter, HANDLE file, const Nd2Address &local)
 {
     IND2Listener *listener = NULL;
     CHECK_HR(adapter->CreateListener(IID_IND2Listener, file, reinterpret_cast<void **>(&listener)));
-    CHECK_HR(listener->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+    CHECK_HR(listener->Bind(local.Sa(), local.Len()));
     CHECK_HR(listener->Listen(1));
     return listener;
 }
@@ -227,12 +266,11 @@ static inline void nd2_accept(Nd2Waiter &waiter, IND2Listener *listener, IND2Con
 
 /* The client's Connect to `server` with `qp` (the connector already bound), then CompleteConnect. */
 static inline void nd2_connect(Nd2Waiter &waiter, IND2Connector *connector, IND2QueuePair *qp,
-                               const sockaddr_in &server, ULONG inboundReadLimit, ULONG outboundReadLimit,
+                               const Nd2Address &server, ULONG inboundReadLimit, ULONG outboundReadLimit,
                                const void *privateData, ULONG privateDataSize)
 {
-    CHECK_HR(waiter.Wait(connector, connector->Connect(qp, reinterpret_cast<const sockaddr *>(&server), sizeof server,
-                                                       inboundReadLimit, outboundReadLimit, privateData,
-                                                       privateDataSize, waiter.Ov())));
+    CHECK_HR(waiter.Wait(connector, connector->Connect(qp, server.Sa(), server.Len(), inboundReadLimit,
+                                                       outboundReadLimit, privateData, privateDataSize, waiter.Ov())));
     CHECK_HR(waiter.Wait(connector, connector->CompleteConnect(waiter.Ov())));
 }
 

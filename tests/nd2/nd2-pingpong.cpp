@@ -118,7 +118,7 @@ public:
     int Run()
     {
         double began = nd2_now_us();
-        sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
+        Nd2Address local = nd2_address(m_opt.localIp, m_opt.server ? m_opt.port : 0);
         nd2_open_adapter(local, &m_adapter, &m_file);
         Nd2Waiter waiter(m_file, !m_opt.poll && !m_opt.mixed);
         memset(&m_pollOv, 0, sizeof m_pollOv);
@@ -286,7 +286,7 @@ private:
         }
     }
 
-    int Serve(const sockaddr_in &local)
+    int Serve(const Nd2Address &local)
     {
         IND2Listener *listener = nd2_listen(m_adapter, m_file, local);
         if (m_opt.reject) {
@@ -343,10 +343,10 @@ private:
     }
 
     /* The first Connect of --reject: refused, with the server's REJ data readable. */
-    void ExpectRefused(const sockaddr_in &server)
+    void ExpectRefused(const Nd2Address &server)
     {
-        HRESULT hr = m_waiter->Wait(m_connector, m_connector->Connect(m_qp, reinterpret_cast<const sockaddr *>(&server),
-                                                                      sizeof server, 0, 0, "ping", 5, m_waiter->Ov()));
+        HRESULT hr = m_waiter->Wait(m_connector, m_connector->Connect(m_qp, server.Sa(), server.Len(), 0, 0, "ping", 5,
+                                                                      m_waiter->Ov()));
         if (hr != ND_CONNECTION_REFUSED) {
             fprintf(stderr, "client: the first Connect gave 0x%08x, not ND_CONNECTION_REFUSED\n", (unsigned)hr);
             exit(1);
@@ -358,10 +358,10 @@ private:
         printf("client: refused (ND_CONNECTION_REFUSED) with the server's %u bytes of private data\n", REJECT_DATA);
     }
 
-    int Ping(const sockaddr_in &local)
+    int Ping(const Nd2Address &local)
     {
-        sockaddr_in server = nd2_ipv4(m_opt.serverIp, m_opt.port);
-        CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+        Nd2Address server = nd2_address(m_opt.serverIp, m_opt.port);
+        CHECK_HR(m_connector->Bind(local.Sa(), local.Len()));
         double phase = nd2_now_us();
         if (m_opt.reject) {
             ExpectRefused(server); /* "The connection attempt may be retried": on the same connector. */

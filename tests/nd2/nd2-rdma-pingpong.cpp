@@ -85,7 +85,7 @@ public:
     int Run()
     {
         double began = nd2_now_us();
-        sockaddr_in local = nd2_ipv4(m_opt.localIp, m_opt.server ? m_opt.port : 0);
+        Nd2Address local = nd2_address(m_opt.localIp, m_opt.server ? m_opt.port : 0);
         nd2_open_adapter(local, &m_adapter, &m_file);
         Nd2Waiter waiter(m_file, true);
         m_waiter = &waiter;
@@ -253,7 +253,7 @@ private:
         SendMessage(MSG_DOORBELL, i);
     }
 
-    int Serve(const sockaddr_in &local)
+    int Serve(const Nd2Address &local)
     {
         IND2Listener *listener = nd2_listen(m_adapter, m_file, local);
         nd2_get_request(*m_waiter, listener, m_connector);
@@ -284,12 +284,12 @@ private:
         return 0;
     }
 
-    int Ping(const sockaddr_in &local)
+    int Ping(const Nd2Address &local)
     {
-        sockaddr_in server = nd2_ipv4(m_opt.serverIp, m_opt.port);
+        Nd2Address server = nd2_address(m_opt.serverIp, m_opt.port);
         for (unsigned k = 0; k < RECEIVE_SLOTS; k++)
             PostReceive();
-        CHECK_HR(m_connector->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof local));
+        CHECK_HR(m_connector->Bind(local.Sa(), local.Len()));
         double phase = nd2_now_us();
         nd2_connect(*m_waiter, m_connector, m_qp, server, 4, 4, NULL, 0);
         double connected = nd2_now_us();

@@ -9,20 +9,30 @@ source "$RIG_ROOT/tests/rig/guest/lib.sh"
 
 nd2_programs
 
-nd2_adapter_info() { # nd2_adapter_info PROVIDER
+nd2_adapter_info() { # nd2_adapter_info PROVIDER [--expect IP]...: rxe0's and rxe1's IPv4 addresses and those
     local served=$RIG_OUT/nd2-adapter-info.$1.served
-    with_provider "$1" "$served" "$nd2_bin/nd2-adapter-info" --expect "$RIG_SERVER_IP" --expect "$RIG_CLIENT_IP" ||
-        return 1
+    with_provider "$1" "$served" "$nd2_bin/nd2-adapter-info" --expect "$RIG_SERVER_IP" --expect "$RIG_CLIENT_IP" \
+        "${@:2}" || return 1
     served_by "$served"
     expect_provider "$served" "$1"
 }
 
 nd2_pair() { # nd2_pair PROGRAM PROVIDER PORT [OPTIONS...]: server on rxe0, client on rxe1
-    local program=$1 provider=$2 port=$3
+    local program=$1 provider=$2 port=$3 server=${ND2_SERVER_IP:-$RIG_SERVER_IP} client=${ND2_CLIENT_IP:-$RIG_CLIENT_IP}
     shift 3
     RIG_PAIR_SERVER_GRACE=10 pair "$provider" "$provider" "cm:$port" \
-        "$nd2_bin/$program" server "$RIG_SERVER_IP" "$port" "$@" -- \
-        "$nd2_bin/$program" client "$RIG_CLIENT_IP" "$RIG_SERVER_IP" "$port" "$@"
+        "$nd2_bin/$program" server "$server" "$port" "$@" -- \
+        "$nd2_bin/$program" client "$client" "$server" "$port" "$@"
+}
+
+# nd2_pair6 PROGRAM PROVIDER PORT [OPTIONS...]: nd2_pair over the IPv6 addresses of rig_ipv6; fails
+# unless the exchange crossed the veth pair (veth1's transmit count grew by at least 100 packets).
+nd2_pair6() {
+    local sent=/sys/class/net/veth1/statistics/tx_packets before
+    before=$(< "$sent")
+    ND2_SERVER_IP=$RIG_SERVER_IP6 ND2_CLIENT_IP=$RIG_CLIENT_IP6 nd2_pair "$@" || return 1
+    echo "veth1 sent $(($(< "$sent") - before)) packets"
+    (($(< "$sent") - before >= 100))
 }
 
 nd2_overlapped() { # nd2_overlapped PROVIDER CASE PORT: one OVERLAPPED-rule case, on rxe0
@@ -125,6 +135,20 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     run_test "mr-latency.$provider" nd2_pair nd2-mr-latency "$provider" 7406 --iters 20
     run_test "mr-latency-event.$provider" nd2_pair nd2-mr-latency "$provider" 7407 --iters 10 --sizes 4096,65536 --event
 done
+
+# IPv6: each end with a global address (rig_ipv6), listed by NdQueryAddressList beside its IPv4
+# one, and a connection with private data both ways, sends and RDMA over it.
+if rig_ipv6 on; then
+    for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
+        run_test "adapter-info-ipv6.$provider" nd2_adapter_info "$provider" --expect "$RIG_SERVER_IP6" \
+            --expect "$RIG_CLIENT_IP6"
+        run_test "pingpong-ipv6.$provider" nd2_pair6 nd2-pingpong "$provider" 7412 --iters 100
+        run_test "rdma-pingpong-ipv6.$provider" nd2_pair6 nd2-rdma-pingpong "$provider" 7413 --iters 50
+    done
+    rig_ipv6 off
+else
+    run_test "ipv6-setup" false
+fi
 
 # The background io-timeout runs record their own results; wait for them (RIG_TIMEOUT bounds each).
 wait "${io_timeout_runs[@]}"

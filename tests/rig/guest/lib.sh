@@ -6,6 +6,8 @@
 
 RIG_SERVER_IP=198.18.0.1   # rxe0 on veth0
 RIG_CLIENT_IP=198.18.0.2   # rxe1 on veth1
+RIG_SERVER_IP6=2001:2::1   # veth0 and veth1 while `rig_ipv6 on` (RFC 5180's benchmarking range)
+RIG_CLIENT_IP6=2001:2::2
 RIG_PROBE=${RIG_PROBE:-$RIG_ROOT/target/rig/libprovider-probe.so}   # the arm64 guest: its aarch64 build
 RIG_CM_GATE=${RIG_CM_GATE:-$RIG_ROOT/target/rig/libcm-connect-gate.so}   # see tests/rig/cm-connect-gate.c
 RIG_OURS_PREFIX=${RIG_OURS_PREFIX:-$RIG_ROOT/target/release/librxe_rs}
@@ -63,6 +65,42 @@ rig_setup_network() {
         sleep 0.1
     done
     rig_log "the veths' IPv6 link-local addresses still missing or tentative after 60 s; going on"
+    return 0
+}
+
+# rig_ipv6 on|off: gives veth0 and veth1 (so rxe0 and rxe1, whose GID tables follow the netdevs'
+# addresses) a global IPv6 address each, routed across the pair as rig_setup_network routes IPv4,
+# or takes them away again. Only while a case needs them: every other case keeps the GID tables
+# of rig_setup_network (pyverbs and perftest pick GIDs by index). nodad: usable at once. The
+# rules match on the output device, not `iif lo` as IPv4's: rdma_cm checks an incoming IPv6
+# request with an output-style route lookup (rt6_lookup, oif = the receiving netdev), which an
+# `iif lo` rule would send out of the other veth, and refuse the request (REJ 28, no listener).
+# The senders (rdma_cm's address resolution, rxe) name their netdev as oif.
+rig_ipv6() {
+    local op=add rule=(add) i
+    [[ $1 == on ]] || { op=del; rule=(del); }
+    ip -6 addr "$op" "$RIG_SERVER_IP6/64" dev veth0 nodad || [[ $op == del ]] || return 1
+    ip -6 addr "$op" "$RIG_CLIENT_IP6/64" dev veth1 nodad || [[ $op == del ]] || return 1
+    ip -6 rule "${rule[@]}" pref 10 from "$RIG_CLIENT_IP6" to "$RIG_SERVER_IP6" oif veth1 lookup 10
+    ip -6 rule "${rule[@]}" pref 11 from "$RIG_SERVER_IP6" to "$RIG_CLIENT_IP6" oif veth0 lookup 11
+    if [[ $op == add ]]; then
+        ip -6 route add "$RIG_SERVER_IP6" dev veth1 src "$RIG_CLIENT_IP6" table 10
+        ip -6 route add "$RIG_CLIENT_IP6" dev veth0 src "$RIG_SERVER_IP6" table 11
+        ip -6 rule add pref 100 lookup local
+        ip -6 rule del pref 0
+        # The addresses' GIDs appear in rxe0/rxe1 a moment after the address.
+        for i in $(seq 50); do
+            grep -qs '^2001:0002:0000' /sys/class/infiniband/rxe0/ports/1/gids/* &&
+                grep -qs '^2001:0002:0000' /sys/class/infiniband/rxe1/ports/1/gids/* && return 0
+            sleep 0.1
+        done
+        rig_log "the IPv6 addresses' GIDs did not appear in rxe0/rxe1"
+        return 1
+    fi
+    ip -6 rule add pref 0 lookup local
+    ip -6 rule del pref 100 lookup local
+    ip -6 route flush table 10 2> /dev/null
+    ip -6 route flush table 11 2> /dev/null
     return 0
 }
 
