@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the ND2 example programs (tests/nd2/*.cpp) with g++ against nd-shim's ND2 headers only,
+# Builds the ND2 example programs (tests/nd2/*.cpp with g++, and the C ND2 client nd2-bindio.c
+# with gcc) against nd-shim's ND2 headers only,
 # linked with -lnd_shim from target/release (cargo build --release first), into target/nd2/ (or
 # ND2_OUT). Rebuilds a program only when it is older than its source, the shared headers, the ND2
 # headers or the library; with ND2_CHECK_ONLY=1, only fails if one would be rebuilt.
@@ -9,14 +10,19 @@ out=${ND2_OUT:-$root/target/nd2}
 lib=$root/target/release/libnd_shim.so
 [[ -f $lib ]] || { echo "build.sh: $lib missing (cargo build --release first)" >&2; exit 1; }
 [[ -n ${ND2_CHECK_ONLY:-} ]] || mkdir -p "$out"
-for src in "$root"/tests/nd2/*.cpp; do
-    bin=$out/$(basename "$src" .cpp)
+for src in "$root"/tests/nd2/*.cpp "$root"/tests/nd2/nd2-bindio.c; do
+    bin=$out/$(basename "${src%.*}")
     if [[ -x $bin && $bin -nt $src && $bin -nt $root/tests/nd2/nd2-common.h && $bin -nt $root/tests/bench/thread-counts.h && $bin -nt $root/tests/bench/round-trips.h && $bin -nt $lib ]] &&
         [[ -z $(find "$root/nd-shim/include/nd2" -newer "$bin") ]]; then
         continue
     fi
     [[ -z ${ND2_CHECK_ONLY:-} ]] || { echo "$bin is missing or stale"; exit 1; }
-    echo "g++ $(basename "$src")"
-    g++ -std=c++11 -O2 -Wall -Wextra -Werror -I"$root/nd-shim/include/nd2" -o "$bin" "$src" \
+    if [[ $src == *.c ]]; then
+        compile=(gcc -std=c11 -pthread)
+    else
+        compile=(g++ -std=c++11)
+    fi
+    echo "${compile[0]} $(basename "$src")"
+    "${compile[@]}" -O2 -Wall -Wextra -Werror -I"$root/nd-shim/include/nd2" -o "$bin" "$src" \
         -L"$root/target/release" -lnd_shim -Wl,-rpath,"$root/target/release"
 done

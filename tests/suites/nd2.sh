@@ -66,6 +66,14 @@ nd2_win32() { # nd2_win32 PROVIDER CASE: one Win32-surface case, both ends in on
     expect_provider "$served" "$1"
 }
 
+nd2_bindio() { # nd2_bindio PROVIDER CASE: one BindIoCompletionCallback case of the C client, both ends in one process
+    local served=$RIG_OUT/nd2-bindio.$2.$1.served
+    with_provider "$1" "$served" env ND_SHIM_LOG=debug "$nd2_bin/nd2-bindio" "$2" "$RIG_SERVER_IP" "$RIG_CLIENT_IP" ||
+        return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
 nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Listener code case
     local served=$RIG_OUT/nd2-conformance.$2.$1.served range=()
     # ports-exhausted needs a narrow ND port range to use up
@@ -106,6 +114,9 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     done
     for name in $("$nd2_bin/nd2-win32" --list); do
         run_test "win32-$name.$provider" nd2_win32 "$provider" "$name"
+    done
+    for name in $("$nd2_bin/nd2-bindio" --list); do
+        run_test "bindio-$name.$provider" nd2_bindio "$provider" "$name"
     done
     for name in $("$nd2_bin/nd2-conformance" --list); do
         [[ $name == io-timeout ]] && continue

@@ -567,6 +567,12 @@ DWORD WINAPI WaitForMultipleObjectsEx(DWORD nCount, const HANDLE *lpHandles, BOO
 BOOL WINAPI CloseHandle(HANDLE hObject);
 HANDLE WINAPI CreateIoCompletionPort(HANDLE FileHandle, HANDLE ExistingCompletionPort, ULONG_PTR CompletionKey,
                                      DWORD NumberOfConcurrentThreads);
+typedef VOID(WINAPI *LPOVERLAPPED_COMPLETION_ROUTINE)(DWORD dwErrorCode, DWORD dwNumberOfBytesTransfered,
+                                                     LPOVERLAPPED lpOverlapped);
+/* Binds an overlapped file of IND2Adapter::CreateOverlappedFile to libnd_shim's thread pool: each
+ * completion calls Function on a pool thread with the operation's NTSTATUS (OVERLAPPED.Internal:
+ * 0, STATUS_CANCELLED, ...) as dwErrorCode and InternalHigh as the byte count. Flags must be 0. */
+BOOL WINAPI BindIoCompletionCallback(HANDLE FileHandle, LPOVERLAPPED_COMPLETION_ROUTINE Function, ULONG Flags);
 BOOL WINAPI GetQueuedCompletionStatus(HANDLE CompletionPort, LPDWORD lpNumberOfBytesTransferred,
                                       PULONG_PTR lpCompletionKey, LPOVERLAPPED *lpOverlapped, DWORD dwMilliseconds);
 BOOL WINAPI GetQueuedCompletionStatusEx(HANDLE CompletionPort, LPOVERLAPPED_ENTRY lpCompletionPortEntries, ULONG ulCount,

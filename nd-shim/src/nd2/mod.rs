@@ -70,6 +70,7 @@ mod requests;
 mod sge;
 mod srq;
 mod support;
+mod thread_pool;
 pub mod win32;
 
 pub use iids::Guid;

@@ -3,7 +3,8 @@
 //! `CreateInstance(NULL, IID_IND2Provider)` gives an IND2Provider: QueryAddressList,
 //! ResolveAddress (an address of an RDMA device to its adapter's id) and OpenAdapter (that id to
 //! an IND2Adapter, as NdOpenAdapter). `DllCanUnloadNow` is S_FALSE while a factory or a
-//! provider lives or a LockServer(TRUE) holds (ndutil unloads a provider when it says S_OK).
+//! provider lives, a LockServer(TRUE) holds, or BindIoCompletionCallback's pool threads run
+//! (ndutil unloads a provider when it says S_OK).
 
 use std::ffi::c_void;
 use std::net::SocketAddr;
@@ -148,7 +149,7 @@ pub unsafe extern "C" fn DllGetClassObject(clsid: *const Guid, iid: *const Guid,
 #[no_mangle]
 pub extern "C" fn DllCanUnloadNow() -> HResult {
     super::boundary("DllCanUnloadNow", S_FALSE, || {
-        if LIVE.load(Ordering::Acquire) == 0 && LOCKS.load(Ordering::Acquire) <= 0 {
+        if LIVE.load(Ordering::Acquire) == 0 && LOCKS.load(Ordering::Acquire) <= 0 && !super::thread_pool::alive() {
             ND_SUCCESS
         } else {
             S_FALSE
@@ -268,6 +269,8 @@ mod tests {
 
     #[test]
     fn factory_gives_providers_and_counts_them() {
+        // The pool tests (thread_pool.rs) hold this while BindIoCompletionCallback's threads run.
+        let _pump = super::super::pump::exclusive_for_test();
         let mut factory: *mut c_void = std::ptr::null_mut();
         // SAFETY: live locals and statics.
         let hr = unsafe { DllGetClassObject(&iids::IID_IND2Adapter, &iids::IID_IClassFactory, &mut factory) };
