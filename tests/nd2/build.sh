@@ -17,6 +17,8 @@ for src in "$root"/tests/nd2/*.cpp; do
     fi
     [[ -z ${ND2_CHECK_ONLY:-} ]] || { echo "$bin is missing or stale"; exit 1; }
     echo "g++ $(basename "$src")"
+    # A program that also calls libibverbs or librdmacm itself says so in a line "nd2-build: LIBS".
+    read -ra extra <<< "$(sed -n 's/^ \* nd2-build: //p' "$src")"
     g++ -std=c++11 -O2 -Wall -Wextra -Werror -I"$root/nd-shim/include/nd2" -o "$bin" "$src" \
-        -L"$root/target/release" -lnd_shim -Wl,-rpath,"$root/target/release"
+        -L"$root/target/release" -lnd_shim -Wl,-rpath,"$root/target/release" "${extra[@]}"
 done
