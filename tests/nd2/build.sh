@@ -23,6 +23,8 @@ for src in "$root"/tests/nd2/*.cpp "$root"/tests/nd2/nd2-bindio.c; do
         compile=(g++ -std=c++11)
     fi
     echo "${compile[0]} $(basename "$src")"
+    # A program that also calls libibverbs or librdmacm itself says so in a line "nd2-build: LIBS".
+    read -ra extra <<< "$(sed -n 's/^ \* nd2-build: //p' "$src")"
     "${compile[@]}" -O2 -Wall -Wextra -Werror -I"$root/nd-shim/include/nd2" -o "$bin" "$src" \
-        -L"$root/target/release" -lnd_shim -Wl,-rpath,"$root/target/release"
+        -L"$root/target/release" -lnd_shim -Wl,-rpath,"$root/target/release" "${extra[@]}"
 done
