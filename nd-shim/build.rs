@@ -6,6 +6,10 @@
 //! time, so the link `libnd_shim.so.0 -> libnd_shim.so` is left beside the cdylib in the
 //! profile's output directory (three levels above OUT_DIR, `target/<profile>/build/<pkg>-<hash>/out`),
 //! as the provider's build script does for its names.
+//!
+//! The exports carry the version node ND_SHIM_0: `nd_shim.map`, the version script that lists
+//! them, goes to the linker, and `src/exports.rs` says why each defining module also binds its
+//! names to the node.
 
 use std::path::PathBuf;
 
@@ -13,7 +17,13 @@ const SONAME: &str = "libnd_shim.so.0";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=nd_shim.map");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        manifest_dir.join("nd_shim.map").display()
+    );
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let profile_dir = out_dir
         .ancestors()
