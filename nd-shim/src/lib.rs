@@ -45,6 +45,7 @@ pub mod connection;
 pub mod connection_data;
 mod endpoint;
 mod engine;
+mod exports;
 pub mod listen;
 pub mod nd2;
 pub mod ndk;

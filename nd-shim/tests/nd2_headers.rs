@@ -1,7 +1,10 @@
 //! Every public ND2 header (include/nd2/*.h) compiles first and alone in a C++ translation unit
 //! and in a C one (g++ / gcc -fsyntax-only -Wall -Wextra -Werror), as is, under ND_SHIM_NO_WIN32
 //! and under INITGUID; and one unit per language checks what the headers promise (sizes, codes,
-//! macros, SAL annotations as ND programs write them). The compilers run in parallel; a host
+//! macros, SAL annotations as ND programs write them), including the types of the full Win32 face
+//! (LONGLONG `long long`, WCHAR as Wine's winnt.h types it). A porter's program with its own
+//! wchar_t-based Win32 layer (tests/c/porter_layer.cpp) compiles with the headers under
+//! ND_SHIM_NO_WIN32, its layer before them and after them. The compilers run in parallel; a host
 //! without them skips the test (it says so).
 
 use std::path::{Path, PathBuf};
@@ -174,6 +177,28 @@ fn each_header_compiles_first_and_alone_in_c_and_cxx() {
     for lang in [Lang::C, Lang::Cxx] {
         runs.push(start(lang, "own-layer", own_layer));
     }
+    // The full face types what Windows and Wine type the same way as they do.
+    let full_face_cxx = "#include \"ndsupport.h\"\n#include <type_traits>\n\
+        static_assert(std::is_same<LONGLONG, long long>::value, \"LONGLONG\");\n\
+        static_assert(std::is_same<ULONGLONG, unsigned long long>::value, \"ULONGLONG\");\n\
+        static_assert(std::is_same<decltype(LARGE_INTEGER::QuadPart), LONGLONG>::value, \"QuadPart\");\n\
+        static_assert(std::is_same<WCHAR, char16_t>::value, \"WCHAR (Wine: char16_t in C++)\");\n\
+        static LPCWSTR text = u\"wide\";\nLPCWSTR wide();\nLPCWSTR wide() { return text; }\n";
+    runs.push(start(Lang::Cxx, "full-face-types", full_face_cxx));
+    let full_face_c = "#include \"ndsupport.h\"\n\
+        _Static_assert(_Generic((LONGLONG)0, long long: 1, default: 0), \"LONGLONG\");\n\
+        _Static_assert(_Generic((ULONGLONG)0, unsigned long long: 1, default: 0), \"ULONGLONG\");\n\
+        _Static_assert(_Generic((WCHAR)0, unsigned short: 1, default: 0), \"WCHAR (Wine: unsigned short in C)\");\n";
+    runs.push(start(Lang::C, "full-face-types", full_face_c));
+    // A porter's wchar_t-based layer, before the ND headers and after them.
+    let porter = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/porter_layer.cpp"))
+        .expect("tests/c/porter_layer.cpp");
+    runs.push(start(Lang::Cxx, "porter-layer-first", &porter));
+    runs.push(start(
+        Lang::Cxx,
+        "porter-layer-after",
+        &format!("#define ND_HEADERS_FIRST\n{porter}"),
+    ));
     let mut failed = Vec::new();
     for (what, child) in runs {
         let out = child.wait_with_output().unwrap();

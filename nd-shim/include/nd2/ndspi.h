@@ -309,12 +309,13 @@ DECLARE_INTERFACE_(INDEndpoint, IUnknown)
     STDMETHOD_(void, StartRequestBatch)(THIS) PURE;
     STDMETHOD_(void, SubmitRequestBatch)(THIS) PURE;
     STDMETHOD(Send)(THIS_ ND_RESULT *pResult, const ND_SGE *pSgl, SIZE_T nSge, DWORD Flags) PURE;
+    /* Offset is Microsoft's ULONGLONG, spelled as its type so that ND_SHIM_NO_WIN32 needs none. */
     STDMETHOD(SendAndInvalidate)(THIS_ ND_RESULT *pResult, const ND_SGE *pSgl, SIZE_T nSge, const ND_MW_DESCRIPTOR *pRemoteMwDescriptor, DWORD Flags) PURE;
     STDMETHOD(Receive)(THIS_ ND_RESULT *pResult, const ND_SGE *pSgl, SIZE_T nSge) PURE;
     STDMETHOD(Bind)(THIS_ ND_RESULT *pResult, ND_MR_HANDLE hMr, INDMemoryWindow *pMw, const void *pBuffer, SIZE_T BufferSize, DWORD Flags, ND_MW_DESCRIPTOR *pMwDescriptor) PURE;
     STDMETHOD(Invalidate)(THIS_ ND_RESULT *pResult, INDMemoryWindow *pMw, DWORD Flags) PURE;
-    STDMETHOD(Read)(THIS_ ND_RESULT *pResult, const ND_SGE *pSgl, SIZE_T nSge, const ND_MW_DESCRIPTOR *pRemoteMwDescriptor, ULONGLONG Offset, DWORD Flags) PURE;
-    STDMETHOD(Write)(THIS_ ND_RESULT *pResult, const ND_SGE *pSgl, SIZE_T nSge, const ND_MW_DESCRIPTOR *pRemoteMwDescriptor, ULONGLONG Offset, DWORD Flags) PURE;
+    STDMETHOD(Read)(THIS_ ND_RESULT *pResult, const ND_SGE *pSgl, SIZE_T nSge, const ND_MW_DESCRIPTOR *pRemoteMwDescriptor, unsigned long long Offset, DWORD Flags) PURE;
+    STDMETHOD(Write)(THIS_ ND_RESULT *pResult, const ND_SGE *pSgl, SIZE_T nSge, const ND_MW_DESCRIPTOR *pRemoteMwDescriptor, unsigned long long Offset, DWORD Flags) PURE;
 };
 
 /* {1bcaf2d1-e274-4aeb-ac57-cd5d4376e0b7} */

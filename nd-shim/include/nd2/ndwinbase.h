@@ -18,11 +18,13 @@
  * The functions (events, completion ports, GetLastError) are exported by libnd_shim.
  *
  * ND_SHIM_NO_WIN32 (defined before the first ND header): for a program that brings its own
- * Win32 layer. This header then declares only what ndspi.h needs (scalar types, GUID, IUnknown,
- * IClassFactory, OVERLAPPED, SOCKET_ADDRESS_LIST, the COM macros, HRESULT and SAL macros): no
- * Win32 functions, no OVERLAPPED_ENTRY, no WAIT_ / ERROR_ constants, no CreateEvent or
- * HasOverlappedIoCompleted. libnd_shim still exports its functions (a program's own definitions
- * of the same names take precedence in its own calls); see docs/porting-nd2.md.
+ * Win32 layer. This header then declares only what ND2's interfaces need (the scalar types they
+ * use, GUID, IUnknown, IClassFactory, OVERLAPPED, SOCKET_ADDRESS_LIST, DECLARE_HANDLE, EXTERN_C,
+ * the COM macros, HRESULT codes and macros, SAL macros): no WCHAR, LPWSTR, TCHAR, CHAR, LONG,
+ * LONGLONG, INT64, LARGE_INTEGER, NTSTATUS, TRUE, WINAPI or CONTAINING_RECORD, no Win32
+ * functions, no OVERLAPPED_ENTRY, no WAIT_ / ERROR_ constants, no CreateEvent or
+ * HasOverlappedIoCompleted. libnd_shim still exports its functions, at the version node
+ * ND_SHIM_0; see docs/porting-nd2.md.
  *
  * GUIDs: DEFINE_GUID declares (extern) unless INITGUID is defined when this header is first
  * read, or initguid.h was included first: then it defines (weak, as Windows' selectany), so a
@@ -37,36 +39,52 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
-/* ---- scalar types (identical repeats are allowed) ---- */
+/* ---- scalar types ND2's declarations use (identical repeats are allowed) ---- */
 typedef int32_t HRESULT;
-typedef int32_t LONG;
 typedef uint32_t ULONG;
 typedef uint32_t DWORD;
 typedef uint16_t USHORT;
-typedef uint16_t WORD;
-typedef uint8_t BYTE;
-typedef uint8_t UCHAR;
 typedef int32_t INT;
-typedef uint32_t UINT;
 typedef uint16_t UINT16;
 typedef uint32_t UINT32;
 typedef uint64_t UINT64;
-typedef int64_t INT64;
-typedef uint64_t ULONGLONG;
-typedef int64_t LONGLONG;
 typedef uintptr_t ULONG_PTR;
-typedef intptr_t LONG_PTR;
-typedef uintptr_t DWORD_PTR;
 typedef size_t SIZE_T;
 typedef ULONG_PTR KAFFINITY;
 typedef int32_t BOOL;
-typedef char CHAR;
-typedef const char *LPCSTR;
-typedef uint16_t WCHAR;
-typedef const WCHAR *LPCWSTR;
 typedef void *LPVOID;
 typedef void *PVOID;
 typedef void *HANDLE;
+#ifndef VOID
+#define VOID void
+#endif
+
+/* ---- the rest of the Win32 base: the full face only ----
+   Under ND_SHIM_NO_WIN32 none of these is declared: ND2's interfaces use none of them, and a
+   program's own Win32 layer types them its own way (WCHAR as wchar_t, LONGLONG as int64_t, ...).
+   Where Windows and Wine agree, the type is theirs: LONGLONG `long long` and ULONGLONG
+   `unsigned long long` (Windows, MinGW, Wine's PE headers), WCHAR as Wine's winnt.h has it
+   (`char16_t` in C++ with Unicode literals, so `u"..."` is an LPCWSTR; `unsigned short` in C),
+   LARGE_INTEGER a union whose QuadPart is a LONGLONG. */
+#ifndef ND_SHIM_NO_WIN32
+typedef int32_t LONG;
+typedef uint16_t WORD;
+typedef uint8_t BYTE;
+typedef uint8_t UCHAR;
+typedef uint32_t UINT;
+typedef int64_t INT64;
+typedef unsigned long long ULONGLONG;
+typedef long long LONGLONG;
+typedef intptr_t LONG_PTR;
+typedef uintptr_t DWORD_PTR;
+typedef char CHAR;
+typedef const char *LPCSTR;
+#if defined(__cplusplus) && defined(__cpp_unicode_literals) && __cpp_unicode_literals >= 200710
+typedef char16_t WCHAR;
+#else
+typedef unsigned short WCHAR;
+#endif
+typedef const WCHAR *LPCWSTR;
 typedef ULONG *PULONG;
 typedef DWORD *LPDWORD;
 typedef ULONG_PTR *PULONG_PTR;
@@ -75,7 +93,7 @@ typedef int32_t NTSTATUS;
 typedef uint64_t ULONG64;
 typedef int64_t LONG64;
 typedef uint64_t DWORD64;
-typedef int64_t SSIZE_T;
+typedef intptr_t SSIZE_T;
 typedef const void *LPCVOID;
 typedef char *LPSTR;
 typedef WCHAR *LPWSTR;
@@ -109,10 +127,6 @@ typedef union _ULARGE_INTEGER {
     ULONGLONG QuadPart;
 } ULARGE_INTEGER, *PULARGE_INTEGER;
 #endif
-#ifndef VOID
-#define VOID void
-#endif
-
 #ifndef TRUE
 #define TRUE 1
 #endif
@@ -125,6 +139,7 @@ typedef union _ULARGE_INTEGER {
 #ifndef INVALID_HANDLE_VALUE
 #define INVALID_HANDLE_VALUE ((HANDLE)(LONG_PTR)-1)
 #endif
+#endif /* ND_SHIM_NO_WIN32 */
 /* ---- HRESULT helpers ---- */
 #ifndef S_OK
 #define S_OK ((HRESULT)0)
@@ -188,11 +203,12 @@ typedef union _ULARGE_INTEGER {
 #endif
 
 /* ---- calling conventions and annotations: no meaning on x86-64 Linux ---- */
-#ifndef WINAPI
-#define WINAPI
-#endif
 #ifndef STDMETHODCALLTYPE
 #define STDMETHODCALLTYPE
+#endif
+#ifndef ND_SHIM_NO_WIN32
+#ifndef WINAPI
+#define WINAPI
 #endif
 #ifndef __stdcall
 #define __stdcall
@@ -227,6 +243,7 @@ typedef union _ULARGE_INTEGER {
 #ifndef CONTAINING_RECORD
 #define CONTAINING_RECORD(address, type, field) ((type *)((char *)(address) - offsetof(type, field)))
 #endif
+#endif /* ND_SHIM_NO_WIN32 */
 #ifndef DECLARE_HANDLE
 #define DECLARE_HANDLE(name) \
     struct name##__ {          \

@@ -173,3 +173,28 @@ pub static IID_INDProvider: Guid = Guid::new(
     0x47e6,
     [0xb2, 0xd0, 0x2a, 0x6e, 0xda, 0x8d, 0x39, 0xdd],
 );
+
+// The exports above, at the version node ND_SHIM_0 (crate::exports).
+crate::exports::version_node!(
+    "IID_IUnknown",
+    "IID_IND2Overlapped",
+    "IID_IND2CompletionQueue",
+    "IID_IND2SharedReceiveQueue",
+    "IID_IND2MemoryWindow",
+    "IID_IND2MemoryRegion",
+    "IID_IND2QueuePair",
+    "IID_IND2Connector",
+    "IID_IND2Listener",
+    "IID_IND2Adapter",
+    "IID_IND2Provider",
+    "IID_IClassFactory",
+    "CLSID_NdShimProvider",
+    "IID_INDOverlapped",
+    "IID_INDCompletionQueue",
+    "IID_INDMemoryWindow",
+    "IID_INDEndpoint",
+    "IID_INDConnector",
+    "IID_INDListen",
+    "IID_INDAdapter",
+    "IID_INDProvider",
+);

@@ -255,6 +255,9 @@ unsafe extern "C" fn open_adapter(this: *mut c_void, iid: *const Guid, id: u64, 
     })
 }
 
+// The exports above, at the version node ND_SHIM_0 (crate::exports).
+crate::exports::version_node!("DllGetClassObject", "DllCanUnloadNow",);
+
 #[cfg(test)]
 mod tests {
     use super::*;

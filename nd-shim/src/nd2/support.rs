@@ -180,3 +180,15 @@ pub unsafe extern "C" fn NdOpenV1Adapter(addr: *const libc::sockaddr, len: usize
         Err(ND_INVALID_ADDRESS)
     })
 }
+
+// The exports above, at the version node ND_SHIM_0 (crate::exports).
+crate::exports::version_node!(
+    "NdStartup",
+    "NdCleanup",
+    "NdFlushProviders",
+    "NdQueryAddressList",
+    "NdResolveAddress",
+    "NdCheckAddress",
+    "NdOpenAdapter",
+    "NdOpenV1Adapter",
+);

@@ -827,6 +827,25 @@ pub extern "C" fn SetLastError(error: u32) {
     boundary("SetLastError", (), || set_last_error(error))
 }
 
+// The exports above, at the version node ND_SHIM_0 (crate::exports).
+crate::exports::version_node!(
+    "CreateEventA",
+    "CreateEventW",
+    "SetEvent",
+    "ResetEvent",
+    "WaitForSingleObject",
+    "WaitForSingleObjectEx",
+    "WaitForMultipleObjects",
+    "WaitForMultipleObjectsEx",
+    "CloseHandle",
+    "CreateIoCompletionPort",
+    "GetQueuedCompletionStatus",
+    "GetQueuedCompletionStatusEx",
+    "PostQueuedCompletionStatus",
+    "GetLastError",
+    "SetLastError",
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

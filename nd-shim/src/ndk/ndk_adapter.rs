@@ -329,3 +329,6 @@ unsafe extern "C" fn create_shared_endpoint(
         Ok(unsafe { give_handle(endpoint, object) })
     })
 }
+
+// The exports above, at the version node ND_SHIM_0 (crate::exports).
+crate::exports::version_node!("NdkOpenAdapter",);
