@@ -21,7 +21,11 @@ use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
-use super::win32::{Callback, Got, OverlappedFile, Port, INFINITE};
+use super::boundary;
+use super::win32::{
+    bool_result, overlapped_file, Bool, Got, Handle, OverlappedFile, Port, ERROR_INVALID_HANDLE,
+    ERROR_INVALID_PARAMETER, ERROR_NOT_ENOUGH_MEMORY, INFINITE,
+};
 
 /// The pool's worker threads.
 pub(crate) const THREADS: usize = 4;
@@ -49,6 +53,36 @@ fn pool() -> &'static Pool {
         state: Mutex::default(),
     })
 }
+
+/// LPOVERLAPPED_COMPLETION_ROUTINE: `(dwErrorCode, dwNumberOfBytesTransfered, lpOverlapped)`.
+pub type Callback = unsafe extern "C" fn(error: u32, bytes: u32, overlapped: *mut c_void);
+
+/// Binds an overlapped file to the shim's thread pool (thread_pool.rs): each completion of a
+/// request on the file then calls `function` on one of the pool's threads with the request's
+/// NTSTATUS as `dwErrorCode` (0 for success, 0xC0000120 STATUS_CANCELLED, ...: OVERLAPPED.Internal,
+/// not a Win32 error), its byte count (InternalHigh) and the OVERLAPPED. `flags` not 0, a NULL
+/// `function`, or a file bound already (by this or CreateIoCompletionPort) is FALSE with
+/// ERROR_INVALID_PARAMETER; a handle that is no overlapped file of IND2Adapter::CreateOverlappedFile
+/// is FALSE with ERROR_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn BindIoCompletionCallback(file: Handle, function: Option<Callback>, flags: u32) -> Bool {
+    boundary("BindIoCompletionCallback", 0, || {
+        let Some(function) = function.filter(|_| flags == 0) else {
+            return bool_result(false, ERROR_INVALID_PARAMETER);
+        };
+        let Some(file) = overlapped_file(file) else {
+            return bool_result(false, ERROR_INVALID_HANDLE);
+        };
+        match bind(&file, function) {
+            Ok(()) => 1,
+            Err(BindError::Bound) => bool_result(false, ERROR_INVALID_PARAMETER),
+            Err(BindError::NoThreads) => bool_result(false, ERROR_NOT_ENOUGH_MEMORY),
+        }
+    })
+}
+
+// The export above, at the version node ND_SHIM_0 (crate::exports).
+crate::exports::version_node!("BindIoCompletionCallback",);
 
 /// Why a bind failed.
 #[derive(Debug, PartialEq, Eq)]
@@ -85,22 +119,27 @@ pub(crate) fn bind(file: &OverlappedFile, callback: Callback) -> Result<(), Bind
             }
         }
     }
-    // A concurrent CreateIoCompletionPort may have bound it since the check above.
-    if !file.bind(Arc::clone(&pool.port), callback as usize) {
+    // A concurrent CreateIoCompletionPort may have bound it since the check above. The file keeps
+    // its membership until its last holder is gone; the membership's drop counts it out.
+    if !file.bind_keeping(Arc::clone(&pool.port), callback as usize, Box::new(Membership)) {
         return Err(BindError::Bound);
     }
     state.bound += 1;
     Ok(())
 }
 
-/// Whether `port` is the pool's.
-pub(crate) fn is_pool_port(port: &Arc<Port>) -> bool {
-    Arc::ptr_eq(port, &pool().port)
+/// A bound file's membership of the pool, kept by the file: dropped with it.
+struct Membership;
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        released();
+    }
 }
 
-/// A file bound to the pool was released (its Drop): with none left, the workers are told to end
+/// A file bound to the pool was released (its [`Membership`] dropped): with none left, the workers are told to end
 /// once the packets queued before now have had their callbacks.
-pub(crate) fn released() {
+fn released() {
     let pool = pool();
     let mut state = pool.state.lock();
     state.bound -= 1;
@@ -154,6 +193,9 @@ fn work(pool: &'static Pool) {
 #[cfg(test)]
 mod tests {
     use super::super::overlapped::Request;
+    use super::super::win32::{
+        insert, CloseHandle, CreateEventA, CreateIoCompletionPort, GetLastError, Object, INVALID_HANDLE_VALUE,
+    };
     use super::*;
     use crate::status::NdStatus;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -181,6 +223,53 @@ mod tests {
     /// OVERLAPPED of ndwinbase.h.
     #[repr(C)]
     struct Ov([usize; 4]);
+
+    unsafe extern "C" fn ignore(_error: u32, _bytes: u32, _overlapped: *mut c_void) {}
+
+    #[test]
+    fn bind_io_completion_callback_rules() {
+        let _pump = super::super::pump::exclusive_for_test();
+        let file = insert(Object::File(Arc::default()));
+        let f: Option<Callback> = Some(ignore);
+        assert_eq!(BindIoCompletionCallback(file, f, 1), 0);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        assert_eq!(BindIoCompletionCallback(file, None, 0), 0);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        // SAFETY: no attributes, no name.
+        let event = unsafe { CreateEventA(std::ptr::null_mut(), 1, 0, std::ptr::null()) };
+        let port = CreateIoCompletionPort(INVALID_HANDLE_VALUE as Handle, std::ptr::null_mut(), 0, 0);
+        for h in [
+            std::ptr::null_mut(),
+            INVALID_HANDLE_VALUE as Handle,
+            0x1234 as Handle,
+            event,
+            port,
+        ] {
+            assert_eq!(BindIoCompletionCallback(h, f, 0), 0);
+            assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
+        }
+        assert_eq!(BindIoCompletionCallback(file, f, 0), 1);
+        // Bound once: neither a second bind nor a port.
+        assert_eq!(BindIoCompletionCallback(file, f, 0), 0);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        assert!(CreateIoCompletionPort(file, port, 1, 0).is_null());
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        // A file bound to a port is not bound to the pool.
+        let other = insert(Object::File(Arc::default()));
+        assert_eq!(CreateIoCompletionPort(other, port, 1, 0), port);
+        assert_eq!(BindIoCompletionCallback(other, f, 0), 0);
+        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
+        assert!(alive());
+        for h in [file, other, port, event] {
+            assert_eq!(CloseHandle(h), 1);
+        }
+        // The bound file's handle was its last holder: the pool's threads end.
+        let started = Instant::now();
+        while alive() {
+            assert!(started.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 
     #[test]
     fn completions_call_the_callback_on_pool_threads_which_end_with_the_last_file() {

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::{boundary, pump, thread_pool};
+use super::{boundary, pump};
 use crate::status::NdStatus;
 
 pub type Handle = *mut c_void;
@@ -43,7 +43,7 @@ pub const ERROR_ABANDONED_WAIT_0: u32 = 735;
 /// WaitForMultipleObjects' largest count.
 pub const MAXIMUM_WAIT_OBJECTS: u32 = 64;
 /// `INVALID_HANDLE_VALUE`, `(HANDLE)-1`.
-const INVALID_HANDLE_VALUE: usize = usize::MAX;
+pub(crate) const INVALID_HANDLE_VALUE: usize = usize::MAX;
 
 /// How long a wait may last: `INFINITE` is `None`.
 fn timeout(ms: u32) -> Option<Duration> {
@@ -328,6 +328,9 @@ impl Port {
 #[derive(Default)]
 pub(crate) struct OverlappedFile {
     port: OnceLock<(Arc<Port>, usize)>,
+    /// What the binder keeps with the file until its last holder is gone (BindIoCompletionCallback's
+    /// membership of its pool, whose drop lets the pool's threads end: thread_pool.rs).
+    _kept: OnceLock<Box<dyn Send + Sync>>,
 }
 
 impl OverlappedFile {
@@ -339,17 +342,11 @@ impl OverlappedFile {
     pub(crate) fn bind(&self, port: Arc<Port>, key: usize) -> bool {
         self.port.set((port, key)).is_ok()
     }
-}
 
-impl Drop for OverlappedFile {
-    /// The last holder of a file bound with BindIoCompletionCallback (its handle and every object
-    /// and request on it) is gone: the pool's threads may end (thread_pool.rs).
-    fn drop(&mut self) {
-        if let Some((port, _)) = self.port.get() {
-            if thread_pool::is_pool_port(port) {
-                thread_pool::released();
-            }
-        }
+    /// Binds the file to `port` with `key`, keeping `kept` as long as the file lives; false (and
+    /// `kept` dropped) if it is bound already.
+    pub(crate) fn bind_keeping(&self, port: Arc<Port>, key: usize, kept: Box<dyn Send + Sync>) -> bool {
+        self.bind(port, key) && self._kept.set(kept).is_ok()
     }
 }
 
@@ -469,7 +466,7 @@ pub(crate) fn win32_error(status: NdStatus) -> u32 {
     }
 }
 
-fn bool_result(ok: bool, error: u32) -> Bool {
+pub(crate) fn bool_result(ok: bool, error: u32) -> Bool {
     if !ok {
         set_last_error(error);
     }
@@ -668,33 +665,6 @@ pub extern "C" fn CreateIoCompletionPort(file: Handle, existing: Handle, key: us
             return fail(ERROR_INVALID_PARAMETER);
         }
         handle
-    })
-}
-
-/// LPOVERLAPPED_COMPLETION_ROUTINE: `(dwErrorCode, dwNumberOfBytesTransfered, lpOverlapped)`.
-pub type Callback = unsafe extern "C" fn(error: u32, bytes: u32, overlapped: *mut c_void);
-
-/// Binds an overlapped file to the shim's thread pool (thread_pool.rs): each completion of a
-/// request on the file then calls `function` on one of the pool's threads with the request's
-/// NTSTATUS as `dwErrorCode` (0 for success, 0xC0000120 STATUS_CANCELLED, ...: OVERLAPPED.Internal,
-/// not a Win32 error), its byte count (InternalHigh) and the OVERLAPPED. `flags` not 0, a NULL
-/// `function`, or a file bound already (by this or CreateIoCompletionPort) is FALSE with
-/// ERROR_INVALID_PARAMETER; a handle that is no overlapped file of IND2Adapter::CreateOverlappedFile
-/// is FALSE with ERROR_INVALID_HANDLE.
-#[no_mangle]
-pub extern "C" fn BindIoCompletionCallback(file: Handle, function: Option<Callback>, flags: u32) -> Bool {
-    boundary("BindIoCompletionCallback", 0, || {
-        let Some(function) = function.filter(|_| flags == 0) else {
-            return bool_result(false, ERROR_INVALID_PARAMETER);
-        };
-        let Some(file) = overlapped_file(file) else {
-            return bool_result(false, ERROR_INVALID_HANDLE);
-        };
-        match thread_pool::bind(&file, function) {
-            Ok(()) => 1,
-            Err(thread_pool::BindError::Bound) => bool_result(false, ERROR_INVALID_PARAMETER),
-            Err(thread_pool::BindError::NoThreads) => bool_result(false, ERROR_NOT_ENOUGH_MEMORY),
-        }
     })
 }
 
@@ -936,52 +906,6 @@ mod tests {
         assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
         for h in [file, port, event] {
             assert_eq!(CloseHandle(h), 1);
-        }
-    }
-
-    unsafe extern "C" fn ignore(_error: u32, _bytes: u32, _overlapped: *mut c_void) {}
-
-    #[test]
-    fn bind_io_completion_callback_rules() {
-        let _pump = super::pump::exclusive_for_test();
-        let file = insert(Object::File(Arc::default()));
-        let f: Option<Callback> = Some(ignore);
-        assert_eq!(BindIoCompletionCallback(file, f, 1), 0);
-        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        assert_eq!(BindIoCompletionCallback(file, None, 0), 0);
-        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        let event = create_event(std::ptr::null_mut(), 1, 0, true);
-        let port = CreateIoCompletionPort(INVALID_HANDLE_VALUE as Handle, std::ptr::null_mut(), 0, 0);
-        for h in [
-            std::ptr::null_mut(),
-            INVALID_HANDLE_VALUE as Handle,
-            0x1234 as Handle,
-            event,
-            port,
-        ] {
-            assert_eq!(BindIoCompletionCallback(h, f, 0), 0);
-            assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
-        }
-        assert_eq!(BindIoCompletionCallback(file, f, 0), 1);
-        // Bound once: neither a second bind nor a port.
-        assert_eq!(BindIoCompletionCallback(file, f, 0), 0);
-        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        assert!(CreateIoCompletionPort(file, port, 1, 0).is_null());
-        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        // A file bound to a port is not bound to the pool.
-        let other = insert(Object::File(Arc::default()));
-        assert_eq!(CreateIoCompletionPort(other, port, 1, 0), port);
-        assert_eq!(BindIoCompletionCallback(other, f, 0), 0);
-        assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        assert!(thread_pool::alive());
-        for h in [file, other, port, event] {
-            assert_eq!(CloseHandle(h), 1);
-        }
-        // The bound file's handle was its last holder: the pool's threads end.
-        let started = Instant::now();
-        while thread_pool::alive() {
-            assert!(started.elapsed() < Duration::from_secs(10));
-            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
