@@ -386,6 +386,8 @@ fn model_call(from: Model, call: Call, qp_busy: bool, fail: Fail) -> Want {
                 }
                 // A connection on this connector already.
                 _ if m.engaged() => return refuse(St::ND_CONNECTION_ACTIVE),
+                // A cancelled attempt: Connect's ND_CONNECTION_ACTIVE, as on Windows providers.
+                M::Failed(St::ND_CANCELED) => return refuse(St::ND_CONNECTION_ACTIVE),
                 _ => return refuse(St::ND_CONNECTION_INVALID),
             }
         }
@@ -658,12 +660,14 @@ fn model_event(from: Model, kind: K, status: i32, fail: Fail) -> Want {
     }
 }
 
-/// IND2Connector::GetLocalAddress: while connected or connecting. GetPeerAddress: while
-/// connected, and on the passive side from the request on (Microsoft's ndmpic).
+/// IND2Connector::GetLocalAddress: once bound (Windows providers), while connecting or
+/// connected. GetPeerAddress: while connected, and on the passive side from the request on
+/// (Microsoft's ndmpic).
 fn model_addresses(m: M) -> (bool, bool) {
     let local = matches!(
         m,
-        M::Connecting
+        M::Bound
+            | M::Connecting
             | M::AwaitingCompleteConnect
             | M::RequestReceived
             | M::Accepting

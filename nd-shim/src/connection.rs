@@ -30,7 +30,8 @@ use crate::status::{from_cm_event, NdStatus};
 pub enum ConnectorState {
     /// Created; no address yet.
     Idle,
-    /// ND2 Bind done: holds its local address exclusively.
+    /// ND2 Bind done: holds its local address (shared with other connectors that used Bind;
+    /// see `ports`).
     Bound,
     /// Active: Connect pending through address and route resolution and REQ, until REP.
     Connecting,
@@ -234,12 +235,14 @@ impl ConnectorState {
     }
 
     /// IND2Connector::GetLocalAddress: "the connector must be connected or in the process of
-    /// connecting". A connector that only used Bind is neither.
+    /// connecting"; Windows providers also answer after Bind, before Connect, with the bound
+    /// address, and programs read the port Bind picked that way.
     pub fn has_local_address(self) -> bool {
         use ConnectorState as S;
         matches!(
             self,
-            S::Connecting
+            S::Bound
+                | S::Connecting
                 | S::AwaitingCompleteConnect
                 | S::RequestReceived
                 | S::Accepting
@@ -327,6 +330,10 @@ pub fn step(state: ConnectorState, input: ConnectorInput) -> Transition {
                 },
                 // docs/nd-semantics.md failure table: a connect on a QP that already has a connection.
                 _ if engaged => unchanged(St::ND_CONNECTION_ACTIVE),
+                // After a cancelled Connect (or Accept): ND_CONNECTION_ACTIVE, from Connect's
+                // documented codes, as programs written for Windows providers expect
+                // (ND_CONNECTION_INVALID is not among them).
+                S::Failed(St::ND_CANCELED) => unchanged(St::ND_CONNECTION_ACTIVE),
                 _ => unchanged(St::ND_CONNECTION_INVALID),
             }
         }
@@ -840,6 +847,7 @@ mod tests {
         const GONE: St = St::ND_DEVICE_REMOVED;
         const HNDL: St = St::ND_INVALID_HANDLE;
         const SHARE: St = St::ND_SHARING_VIOLATION;
+        const CANC: St = St::ND_CANCELED;
         let matrix: &[(ConnectorState, [St; 10])] = &[
             (S::Idle, [OK, PEND, PEND, INV, INV, INV, INV, INV, OK, OK]),
             (S::Bound, [ASSOC, PEND, ASSOC, INV, INV, INV, INV, INV, OK, OK]),
@@ -874,6 +882,11 @@ mod tests {
             (
                 S::Failed(St::ND_SHARING_VIOLATION),
                 [INV, INV, INV, INV, SHARE, SHARE, INV, INV, OK, OK],
+            ),
+            // A cancelled Connect or Accept: Connect again is ND_CONNECTION_ACTIVE (Windows).
+            (
+                S::Failed(St::ND_CANCELED),
+                [INV, ACT, ACT, INV, CANC, CANC, INV, INV, OK, OK],
             ),
             // "The connection attempt may be retried": Connect again, from the same address.
             (
@@ -1391,7 +1404,23 @@ mod tests {
                 &[canceled(Request::NotifyDisconnect)],
             )
         );
-        // A cancelled connector reports ND_CANCELED from then on.
+        // A cancelled connector reports ND_CANCELED to Accept and Reject from then on, and
+        // ND_CONNECTION_ACTIVE to Connect (as Windows providers answer), changing nothing.
+        for connect in [
+            I::Connect {
+                private_data_len: 0,
+                qp_in_use: false,
+            },
+            I::BindAndConnect {
+                private_data_len: 0,
+                qp_in_use: false,
+            },
+        ] {
+            assert_eq!(
+                step(S::Failed(St::ND_CANCELED), connect),
+                t(S::Failed(St::ND_CANCELED), Some(St::ND_CONNECTION_ACTIVE), &[])
+            );
+        }
         assert_eq!(
             step(
                 S::Failed(St::ND_CANCELED),
@@ -1756,9 +1785,16 @@ mod tests {
                     qp_in_use: false,
                 },
             ] {
+                // Connect after one that ended ND_CANCELED: ND_CONNECTION_ACTIVE (Windows).
+                let want = match (code, call) {
+                    (St::ND_CANCELED, I::Connect { .. } | I::ConnectWithSharedEndpoint { .. }) => {
+                        St::ND_CONNECTION_ACTIVE
+                    }
+                    _ => St::ND_CONNECTION_INVALID,
+                };
                 assert_eq!(
                     step(failed.next, call),
-                    t(failed.next, Some(St::ND_CONNECTION_INVALID), &[]),
+                    t(failed.next, Some(want), &[]),
                     "{call:?} after {code}"
                 );
             }
@@ -1881,7 +1917,7 @@ mod tests {
     fn address_getters_by_state() {
         let rows = [
             (S::Idle, false, false),
-            (S::Bound, false, false),
+            (S::Bound, true, false),
             (S::Connecting, true, false),
             (S::AwaitingCompleteConnect, true, false),
             (S::RequestReceived, true, true),

@@ -14,7 +14,7 @@ use crate::connection::{self, Action, ConnectorInput, ConnectorState, Request};
 use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
 use crate::engine::{Adapter, AdapterInner, CmEventSink};
 use crate::listen::{self, ListenerAction, ListenerInput, ListenerState};
-use crate::ports::{PortReservation, Refusal, SharedConnection, SharedEndpointReservation};
+use crate::ports::{PortReservation, Refusal, SharedConnection, SharedReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
 use crate::sync::lock;
@@ -35,7 +35,14 @@ fn finish(done: Done) {
 
 enum Hold {
     Exclusive(PortReservation),
+    /// A connection through an NDK shared endpoint.
     Shared(SharedConnection),
+    /// ND2 Bind's address, which other connectors may share, and the 4-tuple of the connection
+    /// started from it.
+    Connector {
+        address: SharedReservation,
+        connection: Option<SharedConnection>,
+    },
 }
 
 impl Hold {
@@ -43,8 +50,18 @@ impl Hold {
         match self {
             Hold::Exclusive(r) => r.addr(),
             Hold::Shared(c) => c.local_addr(),
+            Hold::Connector { address, .. } => address.addr(),
         }
     }
+}
+
+/// How a connector's bind holds its address.
+#[derive(Clone, Copy)]
+enum BindAs {
+    /// NdkConnect: exclusively.
+    Exclusive,
+    /// ND2 Bind: shared with other connectors that used Bind (and NDK shared endpoints).
+    Connector,
 }
 
 #[derive(Default)]
@@ -64,8 +81,8 @@ struct Core {
     id: Option<CmId>,
     qp: Option<Arc<QpInner>>,
     hold: Option<Hold>,
-    bind_to: Option<SocketAddr>,
-    shared: Option<Arc<SharedEndpointReservation>>,
+    bind_to: Option<(SocketAddr, BindAs)>,
+    shared: Option<Arc<SharedReservation>>,
     remote: Option<SocketAddr>,
     /// Private data for the REQ, REP or REJ being sent.
     outgoing: Vec<u8>,
@@ -125,6 +142,24 @@ fn bind_exclusive(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Resul
     let (reservation, id) = adapter
         .ports
         .bind_exclusive(addr, |candidate| kernel_bind(adapter, token, candidate, false))?;
+    Ok((id, reservation))
+}
+
+/// A new cm id for `token`, bound to `addr` of this adapter, which it shares with other ND2
+/// connectors that used Bind and with NDK shared endpoints (RDMA_OPTION_ID_REUSEADDR, so the
+/// kernel lets their ids share the port and still refuses it to a listener in any process). Port 0 takes a port of the ND range
+/// that no process holds: the kernel binds it without REUSEADDR first (refused wherever anyone
+/// holds it), and the option is set once it is bound.
+fn bind_connector(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Result<(CmId, SharedReservation), NdStatus> {
+    let addr = adapter_addr(adapter, addr)?;
+    let explicit = addr.port() != 0;
+    let (reservation, id) = adapter.ports.bind_shared(addr, |candidate| {
+        let id = kernel_bind(adapter, token, candidate, explicit)?;
+        if !explicit {
+            id.set_reuseaddr().map_err(Refusal::Failed)?;
+        }
+        Ok(id)
+    })?;
     Ok((id, reservation))
 }
 
@@ -224,10 +259,18 @@ impl ConnInner {
 
     fn act(&self, core: &mut Core, action: Action) -> Result<(), NdStatus> {
         match action {
-            Action::BindAddress => {
-                let addr = core.bind_to.take().ok_or(NdStatus::ND_INVALID_PARAMETER)?;
-                self.bind_exclusive(core, addr)
-            }
+            Action::BindAddress => match core.bind_to.take().ok_or(NdStatus::ND_INVALID_PARAMETER)? {
+                (addr, BindAs::Exclusive) => self.bind_exclusive(core, addr),
+                (addr, BindAs::Connector) => {
+                    let (id, address) = bind_connector(&self.adapter, self.token, addr)?;
+                    core.id = Some(id);
+                    core.hold = Some(Hold::Connector {
+                        address,
+                        connection: None,
+                    });
+                    Ok(())
+                }
+            },
             Action::StartConnect => {
                 let remote = core.remote.ok_or(NdStatus::ND_INVALID_PARAMETER)?;
                 // The unspecified address names no peer: STATUS_BAD_NETWORK_NAME inline, as
@@ -248,19 +291,32 @@ impl ConnInner {
                     id.bind(connection.local_addr())?;
                     core.id = Some(id);
                     core.hold = Some(Hold::Shared(connection));
-                } else if core.id.is_none() {
-                    match &core.hold {
+                } else {
+                    if let Some(Hold::Connector { address, connection }) = &mut core.hold {
+                        // The 4-tuple, unique among the connectors sharing the address; a retry
+                        // gives up the failed attempt's first.
+                        *connection = None;
+                        *connection = Some(address.connect(remote)?);
+                    }
+                    if core.id.is_none() {
                         // A retry after a failed attempt: a fresh id on the address still held.
-                        Some(Hold::Exclusive(held)) => {
-                            let id = kernel_bind(&self.adapter, self.token, held.addr(), false).map_err(|refusal| {
-                                match refusal {
-                                    Refusal::HeldElsewhere => NdStatus::ND_SHARING_VIOLATION,
-                                    Refusal::Failed(status) => status,
-                                }
-                            })?;
-                            core.id = Some(id);
+                        let held = match &core.hold {
+                            Some(Hold::Exclusive(held)) => Some((held.addr(), false)),
+                            Some(Hold::Connector { address, .. }) => Some((address.addr(), true)),
+                            _ => None,
+                        };
+                        match held {
+                            Some((addr, shared)) => {
+                                let id = kernel_bind(&self.adapter, self.token, addr, shared).map_err(|refusal| {
+                                    match refusal {
+                                        Refusal::HeldElsewhere => NdStatus::ND_SHARING_VIOLATION,
+                                        Refusal::Failed(status) => status,
+                                    }
+                                })?;
+                                core.id = Some(id);
+                            }
+                            None => self.bind_exclusive(core, SocketAddr::new(self.adapter.local_ip, 0))?,
                         }
-                        _ => self.bind_exclusive(core, SocketAddr::new(self.adapter.local_ip, 0))?,
                     }
                 }
                 Self::id(core)?.resolve_addr(remote, RESOLVE_TIMEOUT_MS)
@@ -479,7 +535,7 @@ enum ConnectFrom {
     /// NdkConnect: this address, bound in the same step when the connector has none.
     Address(SocketAddr),
     /// NdkConnectWithSharedEndpoint: the shared endpoint's.
-    Shared(Arc<SharedEndpointReservation>),
+    Shared(Arc<SharedReservation>),
 }
 
 /// ND2 IND2Connector / NDK connector.
@@ -532,9 +588,12 @@ impl Connector {
         self.pending(slot)
     }
 
-    /// ND2 Bind. Port 0 picks a free port of the ND range.
+    /// ND2 Bind. Port 0 picks a free port of the ND range. Other connectors may Bind the same
+    /// address (as on Windows providers); a listener's may not, nor may a listener take this one.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), NdStatus> {
-        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| core.bind_to = Some(addr)));
+        let setup: Setup<'_> = Some(Box::new(move |core: &mut Core| {
+            core.bind_to = Some((addr, BindAs::Connector))
+        }));
         self.inner.call(ConnectorInput::Bind, setup, None).map(drop)
     }
 
@@ -621,7 +680,7 @@ impl Connector {
                     private_data_len,
                     qp_in_use,
                 },
-                Some(local),
+                Some((local, BindAs::Exclusive)),
                 None,
             ),
             ConnectFrom::Shared(endpoint) => (
@@ -714,8 +773,8 @@ impl Connector {
         core.id.as_ref().and_then(CmId::peer_addr).or(core.remote)
     }
 
-    /// ND2 GetLocalAddress into an encoded sockaddr buffer: only while connecting or connected
-    /// ([`ConnectorState::has_local_address`]), else ND_CONNECTION_INVALID.
+    /// ND2 GetLocalAddress into an encoded sockaddr buffer: once bound, while connecting or
+    /// connected ([`ConnectorState::has_local_address`]), else ND_CONNECTION_INVALID.
     pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
         if !self.state().has_local_address() {
             return Err(NdStatus::ND_CONNECTION_INVALID);
@@ -1155,7 +1214,7 @@ pub struct SharedEndpoint {
     /// here is told the port is free while the kernel still holds it. Declared before
     /// `_adapter`: the id goes before the event channel it was made on.
     _holder: CmId,
-    reservation: Arc<SharedEndpointReservation>,
+    reservation: Arc<SharedReservation>,
     _adapter: Arc<AdapterInner>,
 }
 

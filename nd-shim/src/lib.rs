@@ -37,7 +37,7 @@
 //! tables over the API above.
 //!
 //! An NDK shared endpoint has no state machine of its own: it is a
-//! [`ports::SharedEndpointReservation`], and each connector connected through it holds a
+//! [`ports::SharedReservation`], and each connector connected through it holds a
 //! [`ports::SharedConnection`].
 
 pub mod cm_event;

@@ -4,11 +4,14 @@
 //! Rules from `docs/nd-semantics.md` ("Ports"):
 //! - `Bind` with port 0 picks from the ND ephemeral range 49152-65535; none free is
 //!   ND_TOO_MANY_ADDRESSES. The range can be narrowed with `ND_SHIM_PORT_RANGE=lo-hi`.
-//! - Exclusive users (a listener, a connector that used Bind/Connect) meeting any other user of
-//!   the same address: ND_SHARING_VIOLATION.
-//! - A shared endpoint (NDK) lets many outgoing connections use one ip:port as long as their
-//!   destinations differ; the same 4-tuple twice is ND_ADDRESS_ALREADY_EXISTS. The kernel does not
-//!   check that once REUSEADDR is set (`cma_check_port`), so this table must.
+//! - Exclusive users (a listener, an NDK connector, an ND2 connector that connected without
+//!   Bind) meeting any other user of the same address: ND_SHARING_VIOLATION.
+//! - Shared users: NDK shared endpoints, and ND2 connectors that used Bind (Windows providers
+//!   let connectors share a local port). They share an ip:port with each other, and their
+//!   outgoing connections may use it as long as their destinations differ; the same 4-tuple
+//!   twice is ND_ADDRESS_ALREADY_EXISTS. The kernel does not check that once REUSEADDR is set
+//!   (`cma_check_port`), so this table must. Every shared user's id sets REUSEADDR, which is all
+//!   the kernel can tell apart across processes, so the table draws no finer line either.
 //! - An address stays busy until the listener or shared endpoint and all of its connectors are
 //!   closed: every guard here is a holder, and the address is free when the last one drops.
 //!
@@ -319,14 +322,15 @@ impl PortSpace {
         Ok((reservation, bound))
     }
 
-    /// Reserves `addr` for an NDK shared endpoint and has `kernel` bind it (with REUSEADDR, so
-    /// that other shared users may join and exclusive ones are refused in every process). Other
-    /// shared endpoints here may hold the same address; an exclusive holder may not.
+    /// Reserves `addr` for a shared user (an NDK shared endpoint, an ND2 connector's Bind) and
+    /// has `kernel` bind it (with REUSEADDR, so that other shared users may join and exclusive
+    /// ones are refused in every process). Other shared users here may hold the same address; an
+    /// exclusive holder may not. Port 0 picks a port nobody here holds.
     pub fn bind_shared<T>(
         &self,
         addr: SocketAddr,
         mut kernel: impl FnMut(SocketAddr) -> Result<T, Refusal>,
-    ) -> Result<(SharedEndpointReservation, T), NdStatus> {
+    ) -> Result<(SharedReservation, T), NdStatus> {
         let mut table = self.lock();
         let (port, bound) = match addr.port() {
             0 => table.bind_ephemeral(addr.ip(), &mut kernel)?,
@@ -339,7 +343,7 @@ impl PortSpace {
             port => (port, kernel(addr).map_err(Refusal::explicit)?),
         };
         let id = table.insert(addr.ip(), port, Use::Shared { peers: HashSet::new() });
-        let reservation = SharedEndpointReservation {
+        let reservation = SharedReservation {
             hold: Hold {
                 table: Arc::clone(&self.table),
                 port,
@@ -356,7 +360,7 @@ impl PortSpace {
     }
 
     /// [`PortSpace::bind_shared`] with nobody outside this process.
-    pub fn reserve_shared(&self, addr: SocketAddr) -> Result<SharedEndpointReservation, NdStatus> {
+    pub fn reserve_shared(&self, addr: SocketAddr) -> Result<SharedReservation, NdStatus> {
         self.bind_shared(addr, |_| Ok(())).map(|(r, ())| r)
     }
 
@@ -425,20 +429,20 @@ impl Clone for PortReservation {
     }
 }
 
-/// The address of an NDK shared endpoint.
+/// A shared address: an NDK shared endpoint's, or an ND2 connector's from Bind.
 #[derive(Debug)]
-pub struct SharedEndpointReservation {
+pub struct SharedReservation {
     hold: Hold,
     addr: SocketAddr,
 }
 
-impl SharedEndpointReservation {
+impl SharedReservation {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// Records an outgoing connection from this endpoint to `remote`. The same 4-tuple as a live
-    /// connection of any shared endpoint on this address is ND_ADDRESS_ALREADY_EXISTS.
+    /// Records an outgoing connection from this address to `remote`. The same 4-tuple as a live
+    /// connection of any shared user of this address is ND_ADDRESS_ALREADY_EXISTS.
     pub fn connect(&self, remote: SocketAddr) -> Result<SharedConnection, NdStatus> {
         let mut table = lock(&self.hold.table);
         let taken = table
@@ -469,8 +473,8 @@ impl SharedEndpointReservation {
     }
 }
 
-/// One connection's claim on a shared endpoint's 4-tuple; it also keeps the endpoint's address
-/// busy after the endpoint itself is closed.
+/// One connection's claim on a shared address's 4-tuple; it also keeps the address busy after
+/// the endpoint (or connector) that reserved it is closed.
 #[derive(Debug)]
 pub struct SharedConnection {
     hold: Hold,
@@ -676,6 +680,38 @@ mod tests {
         );
         drop((c1_again, c2, c3, ep2));
         assert_eq!(space.reserved_count(), 1);
+    }
+
+    #[test]
+    fn connectors_share_a_bound_address_and_a_listener_keeps_its_own() {
+        let space = narrow(50000, 50010);
+        // Two connectors' Binds on one address, port 0's pick and then that port explicitly.
+        let first = space.reserve_shared(sa(A, 0)).unwrap();
+        let port = first.addr().port();
+        let second = space.reserve_shared(sa(A, port)).unwrap();
+        // A listener (exclusive) is refused there, and a connector on a listener's port.
+        assert_eq!(
+            space.reserve_exclusive(sa(A, port)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+        let _listener = space.reserve_exclusive(sa(A, 7101)).unwrap();
+        assert_eq!(
+            space.reserve_shared(sa(A, 7101)).unwrap_err(),
+            NdStatus::ND_SHARING_VIOLATION
+        );
+        // Port 0 picks a port nobody here holds, shared or not.
+        assert_ne!(space.reserve_shared(sa(A, 0)).unwrap().addr().port(), port);
+        // Distinct destinations from the shared address; the same 4-tuple twice is refused.
+        let c1 = first.connect(sa(B, 445)).unwrap();
+        let c2 = second.connect(sa(B, 446)).unwrap();
+        assert_eq!(
+            second.connect(sa(B, 445)).unwrap_err(),
+            NdStatus::ND_ADDRESS_ALREADY_EXISTS
+        );
+        drop(c1);
+        let c3 = second.connect(sa(B, 445)).unwrap();
+        drop((first, second, c2, c3));
+        assert!(space.reserve_exclusive(sa(A, port)).is_ok());
     }
 
     #[test]

@@ -40,6 +40,7 @@ const char *name(HRESULT hr)
         NAME(ND_INVALID_DEVICE_STATE)
         NAME(ND_INVALID_PARAMETER)
         NAME(ND_SHARING_VIOLATION)
+        NAME(ND_ADDRESS_ALREADY_EXISTS)
         NAME(ND_TOO_MANY_ADDRESSES)
         NAME(ND_CONNECTION_REFUSED)
         NAME(ND_CONNECTION_INVALID)
@@ -876,10 +877,6 @@ int getters(Pair &s)
     size = sizeof buf;
     Returns("GetPeerAddress on a new connector", fresh->GetPeerAddress(reinterpret_cast<sockaddr *>(buf), &size),
             ND_CONNECTION_INVALID);
-    CHECK_HR(fresh->Bind(SA(s.active.address), sizeof s.active.address));
-    size = sizeof buf;
-    Returns("GetLocalAddress after Bind only", fresh->GetLocalAddress(reinterpret_cast<sockaddr *>(buf), &size),
-            ND_CONNECTION_INVALID);
     EXPECT(fresh->Release() == 0);
 
     IND2Listener *l = s.passive.Listen(PORT);
@@ -1338,6 +1335,173 @@ int disconnect_in_flight(Pair &s)
     return 0;
 }
 
+/* A connector's GetLocalAddress, which must succeed. */
+sockaddr_in LocalAddress(IND2Connector *c)
+{
+    sockaddr_in addr;
+    ULONG len = sizeof addr;
+    memset(&addr, 0, sizeof addr);
+    CHECK_HR(c->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len));
+    EXPECT(len == sizeof addr);
+    return addr;
+}
+
+/* GetLocalAddress after Bind, before Connect: the bound address (Windows providers answer it;
+ * the document asks for "connected or connecting"), port 0's pick and an explicit port alike;
+ * the active side's Connect then goes out from that port. */
+int local_address_after_bind(Pair &s)
+{
+    const unsigned short PORT = 7460;
+    IND2Connector *a = s.active.Connector();
+    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    sockaddr_in addr;
+    ULONG len = sizeof addr;
+    Returns("GetLocalAddress after Bind to port 0", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_SUCCESS);
+    EXPECT(len == sizeof addr && addr.sin_family == AF_INET);
+    EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
+    printf("  bound to port %u\n", ntohs(addr.sin_port));
+    unsigned short bound = addr.sin_port;
+    len = 4;
+    Returns("GetLocalAddress after Bind with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+            ND_BUFFER_OVERFLOW);
+    EXPECT(len == sizeof addr);
+
+    IND2Connector *e = s.active.Connector();
+    sockaddr_in explicitAt = s.active.At(7461);
+    CHECK_HR(e->Bind(SA(explicitAt), sizeof explicitAt));
+    sockaddr_in got = LocalAddress(e);
+    EXPECT(got.sin_addr.s_addr == explicitAt.sin_addr.s_addr && got.sin_port == explicitAt.sin_port);
+    printf("  GetLocalAddress after Bind to port 7461: port %u\n", ntohs(got.sin_port));
+    EXPECT(e->Release() == 0);
+
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *p = s.passive.Connector();
+    IND2QueuePair *pqp = s.passive.Qp();
+    Ov get, conn, acc, comp;
+    sockaddr_in to = s.passive.At(PORT);
+    Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
+    len = sizeof addr;
+    CHECK_HR(p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len));
+    EXPECT(addr.sin_port == bound);
+    printf("  the request came from the bound port\n");
+    EXPECT(LocalAddress(a).sin_port == bound);
+    Issued("Accept", p->Accept(pqp, 0, 0, NULL, 0, &acc));
+    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
+    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
+    Done(s.passive, "Accept", p, &acc, ND_SUCCESS);
+    EXPECT(LocalAddress(a).sin_port == bound);
+    Connection c = {p, a};
+    Hangup(s, c);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
+/* Connectors share a local port (Windows providers let them): a second and third Bind to a
+ * bound connector's address (7465) succeed, and connections from it to distinct listeners
+ * come up side by side. The same 4-tuple twice is ND_ADDRESS_ALREADY_EXISTS; a listener's port
+ * stays exclusive both ways (a connector Bind on it, a listener Bind on the connectors' port). */
+int connectors_share_port(Pair &s)
+{
+    const unsigned short PORT1 = 7462, PORT2 = 7463, LOCAL = 7465;
+    IND2Listener *l1 = s.passive.Listen(PORT1);
+    IND2Listener *l2 = s.passive.Listen(PORT2);
+    IND2Connector *a1 = s.active.Connector();
+    sockaddr_in shared = s.active.At(LOCAL);
+    Returns("first connector Bind", a1->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    IND2Connector *a2 = s.active.Connector();
+    Returns("second connector Bind to the same address and port", a2->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    EXPECT(LocalAddress(a2).sin_port == shared.sin_port);
+    IND2Connector *a3 = s.active.Connector();
+    Returns("third connector Bind to the same address and port", a3->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+
+    IND2Listener *la = NULL;
+    CHECK_HR(s.active.adapter->CreateListener(IID_IND2Listener, s.active.file, reinterpret_cast<void **>(&la)));
+    Returns("listener Bind to the connectors' port", la->Bind(SA(shared), sizeof shared), ND_SHARING_VIOLATION);
+    EXPECT(la->Release() == 0);
+    IND2Connector *pc = s.passive.Connector();
+    sockaddr_in listening = s.passive.At(PORT1);
+    Returns("connector Bind to a listener's port", pc->Bind(SA(listening), sizeof listening), ND_SHARING_VIOLATION);
+    EXPECT(pc->Release() == 0);
+
+    /* Two connections from the one local port, to two listeners. */
+    IND2Connector *p1 = s.passive.Connector(), *p2 = s.passive.Connector();
+    IND2QueuePair *pqp1 = s.passive.Qp(), *pqp2 = s.passive.Qp();
+    sockaddr_in to1 = s.passive.At(PORT1), to2 = s.passive.At(PORT2);
+    Ov get1, get2, conn1, conn2, acc1, acc2, comp1, comp2, conn3;
+    Requested(s, l1, p1, get1, a1, s.active.Qp(), to1, 0, 0, NULL, 0, conn1);
+    Requested(s, l2, p2, get2, a2, s.active.Qp(), to2, 0, 0, NULL, 0, conn2);
+    sockaddr_in addr;
+    ULONG len = sizeof addr;
+    CHECK_HR(p1->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len));
+    EXPECT(addr.sin_port == shared.sin_port);
+    len = sizeof addr;
+    CHECK_HR(p2->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len));
+    EXPECT(addr.sin_port == shared.sin_port);
+    printf("  both requests came from port %u\n", ntohs(shared.sin_port));
+    Issued("Accept 1", p1->Accept(pqp1, 0, 0, NULL, 0, &acc1));
+    Issued("Accept 2", p2->Accept(pqp2, 0, 0, NULL, 0, &acc2));
+    Done(s.active, "Connect 1", a1, &conn1, ND_SUCCESS);
+    Done(s.active, "Connect 2", a2, &conn2, ND_SUCCESS);
+    Completes(s.active, "CompleteConnect 1", a1, a1->CompleteConnect(&comp1), &comp1, ND_SUCCESS);
+    Completes(s.active, "CompleteConnect 2", a2, a2->CompleteConnect(&comp2), &comp2, ND_SUCCESS);
+    Done(s.passive, "Accept 1", p1, &acc1, ND_SUCCESS);
+    Done(s.passive, "Accept 2", p2, &acc2, ND_SUCCESS);
+
+    /* Data on both: a send from each passive QP to the active side's receives. */
+    IND2QueuePair *aqp1 = s.active.qps[s.active.qps.size() - 2], *aqp2 = s.active.qps.back();
+    ND2_SGE r1 = {s.active.buf, 64, s.active.mr->GetLocalToken()};
+    ND2_SGE r2 = {s.active.buf + 64, 64, s.active.mr->GetLocalToken()};
+    CHECK_HR(aqp1->Receive(s.active.buf, &r1, 1));
+    CHECK_HR(aqp2->Receive(s.active.buf + 64, &r2, 1));
+    ND2_SGE s1 = {s.passive.buf, 8, s.passive.mr->GetLocalToken()};
+    CHECK_HR(pqp1->Send(s.passive.buf, &s1, 1, 0));
+    CHECK_HR(pqp2->Send(s.passive.buf, &s1, 1, 0));
+    ND2_RESULT r;
+    for (int k = 0; k < 2; k++) {
+        Results(s.passive, &r, 1);
+        EXPECT(r.Status == ND_SUCCESS);
+        Results(s.active, &r, 1);
+        EXPECT(r.Status == ND_SUCCESS);
+    }
+    printf("  a message over each connection\n");
+
+    /* The same local and remote address again: refused. */
+    Inline(s.active, "Connect with the same 4-tuple as a live connection",
+           a3->Connect(s.active.Qp(), SA(to1), sizeof to1, 0, 0, NULL, 0, &conn3), &conn3, ND_ADDRESS_ALREADY_EXISTS);
+    EXPECT(a3->Release() == 0);
+
+    Connection c1 = {p1, a1}, c2 = {p2, a2};
+    Hangup(s, c1);
+    Hangup(s, c2);
+    DrainCq(s.active);
+    DrainCq(s.passive);
+    EXPECT(l1->Release() == 0);
+    EXPECT(l2->Release() == 0);
+    return 0;
+}
+
+/* Connect again on a connector whose Connect was cancelled: ND_CONNECTION_ACTIVE inline (from
+ * Connect's documented codes, as programs written for Windows providers expect). */
+int connect_after_cancel(Pair &s)
+{
+    const unsigned short PORT = 7464;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2Connector *a = s.active.Connector();
+    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    IND2QueuePair *aqp = s.active.Qp();
+    sockaddr_in to = s.passive.At(PORT);
+    Ov conn, again;
+    StillPending("Connect, never taken", a, a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn, 500);
+    Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+    Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
+    Inline(s.active, "Connect after the cancelled Connect", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &again),
+           &again, ND_CONNECTION_ACTIVE);
+    EXPECT(a->Release() == 0);
+    EXPECT(l->Release() == 0);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Pair &);
@@ -1367,6 +1531,9 @@ struct Case {
     {"address-list", address_list},
     {"churn", churn},
     {"disconnect-in-flight", disconnect_in_flight},
+    {"local-address-after-bind", local_address_after_bind},
+    {"connectors-share-port", connectors_share_port},
+    {"connect-after-cancel", connect_after_cancel},
 };
 
 } // namespace
