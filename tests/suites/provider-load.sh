@@ -43,7 +43,7 @@ nameless_libibverbs_served_by_exports() {
     cp "$real" "$dir/libibverbs.so.1" || return 1
     echo "$real copied as $dir/libibverbs.so.1"
     TMPDIR=$RIG_OUT "$RIG_ROOT/tests/verbs/build.sh" "$RIG_OUT/provider-load" split-pairs || return 1
-    rm -f "$log"
+    rm -f "$log" "$served"
     LD_LIBRARY_PATH=$dir VERBS_LOG_LEVEL=4 VERBS_LOG_FILE=$log \
         with_provider rxe_rs "$served" "$RIG_OUT/provider-load/verbs-split-pairs" 200 || return 1
     served_by "$served"
