@@ -10,8 +10,13 @@
 //! (`uverbs_write`: "changed security contexts"), an ioctl it does not;
 //! so a program that drops a capability after opening keeps the device, as
 //! with the stock provider. write() is the fallback for a kernel without
-//! the method, and stays the post_send doorbell's path, as in the stock
-//! provider.
+//! the method.
+//!
+//! The post_send doorbell is a write(), the cheaper call (as in the stock
+//! provider), until the kernel refuses one with EACCES: from then on every
+//! doorbell of the process goes by INVOKE_WRITE, which carries POST_SEND too
+//! ([`write_cmd_doorbell`]). Only the first post after a credential change
+//! pays the refused write(); the stock provider's posts fail there.
 //!
 //! A legacy command is `ib_uverbs_cmd_hdr` + body in one write(); sizes are in
 //! 4-byte words and include the header; the body's `response` field carries
@@ -21,7 +26,7 @@
 //! Everything is one contiguous buffer: the uverbs file has no write_iter, so
 //! writev() would split a command into several writes.
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::os::fd::{BorrowedFd, RawFd};
 
 use kernel_abi::{
@@ -174,6 +179,7 @@ fn response_addr<R>(resp: &mut R) -> u64 {
     core::ptr::from_mut(resp) as usize as u64
 }
 
+#[inline]
 fn write_all(fd: RawFd, buf: &[u8]) -> Result<(), Errno> {
     // BorrowedFd cannot hold -1 (it panics): what write would say of it.
     if fd < 0 {
@@ -227,34 +233,76 @@ impl<C: IntoBytes + Immutable> Framed<C> {
 /// when the kernel has INVOKE_WRITE, by write() otherwise. The kernel
 /// fills the whole response buffer (zeroing what it has no value for);
 /// callers still validate every value before use.
-pub fn write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
+pub fn write_cmd<C: WriteCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
+    if has_ioctl_write(fd) {
+        return invoke_write_cmd(fd, cmd);
+    }
+    write_cmd_raw(fd, cmd)
+}
+
+/// Issues a legacy command by INVOKE_WRITE: the body whole as the core
+/// request, the response split at `C::CORE_RESP`.
+fn invoke_write_cmd<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
     cmd.set_response(response_addr(&mut resp));
-    if has_ioctl_write(fd) {
-        invoke_write(
-            fd,
-            C::ID,
-            cmd.as_bytes(),
-            cmd.as_bytes().len(),
-            resp.as_mut_bytes(),
-            C::CORE_RESP,
-        )?;
-        return Ok(resp);
-    }
-    let framed = Framed::new(C::ID, cmd, core::mem::size_of::<C::Resp>())?;
-    write_all(fd, framed.as_bytes())?;
+    invoke_write(
+        fd,
+        C::ID,
+        cmd.as_bytes(),
+        cmd.as_bytes().len(),
+        resp.as_mut_bytes(),
+        C::CORE_RESP,
+    )?;
     Ok(resp)
 }
 
-/// Issues a legacy command by write() only: the post_send doorbell, a
-/// write() in the stock provider too (and the cheaper call), and GET_CONTEXT,
-/// which libibverbs also writes.
+/// Issues a legacy command by write() only: GET_CONTEXT, which libibverbs
+/// also writes (and which a context opened after a credential change sends
+/// with the credentials it was opened with).
 pub fn write_cmd_raw<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
     cmd.set_response(response_addr(&mut resp));
     let framed = Framed::new(C::ID, cmd, core::mem::size_of::<C::Resp>())?;
     write_all(fd, framed.as_bytes())?;
     Ok(resp)
+}
+
+/// Whether the kernel has refused one of this process's doorbell write()s
+/// (EACCES: its credentials changed since the device was opened). The
+/// refusal is about the calling thread's credentials against the opener's,
+/// so it is remembered for the process, not per context: INVOKE_WRITE
+/// serves every context, whoever opened it.
+static DOORBELL_WRITE_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// Issues the post_send doorbell (or any legacy command that must keep
+/// working after a credential change): by write(), the cheaper call, until
+/// the kernel refuses one with EACCES; then, and for every later call of the
+/// process, by INVOKE_WRITE, which the kernel does not check against the
+/// opener's credentials (`ib_uverbs_ioctl` has no `ib_safe_file_access`). A
+/// kernel without INVOKE_WRITE leaves the EACCES.
+#[inline]
+pub fn write_cmd_doorbell<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
+    let mut resp = C::Resp::new_zeroed();
+    cmd.set_response(response_addr(&mut resp));
+    let framed = Framed::new(C::ID, cmd, core::mem::size_of::<C::Resp>())?;
+    if !DOORBELL_WRITE_REFUSED.load(Ordering::Relaxed) {
+        match write_all(fd, framed.as_bytes()) {
+            Err(Errno::EACCES) => {}
+            done => return done.map(|()| resp),
+        }
+    }
+    doorbell_by_ioctl(fd, framed.body)
+}
+
+/// [`write_cmd_doorbell`] once write() was refused: out of the hot path.
+#[cold]
+#[inline(never)]
+fn doorbell_by_ioctl<C: WriteCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
+    if !has_ioctl_write(fd) {
+        return Err(Errno::EACCES);
+    }
+    DOORBELL_WRITE_REFUSED.store(true, Ordering::Relaxed);
+    invoke_write_cmd(fd, cmd)
 }
 
 /// A legacy write() command without a response (destroy, attach, detach):
@@ -809,6 +857,43 @@ mod tests {
         );
         // A split past the end is refused before any ioctl.
         assert_eq!(invoke_write_attrs(1, &req, 40, &mut [], 0).err(), Some(Errno::EINVAL));
+    }
+
+    #[test]
+    fn the_post_send_doorbell_by_ioctl_is_its_body_and_the_bad_wr_word() {
+        // POST_SEND without work requests: the kernel's 24-byte request (as
+        // its req_size) by address, the 4-byte response (bad_wr) as CORE_OUT,
+        // no driver parts.
+        let body = [0u8; 24];
+        let mut resp = [0u8; 4];
+        let (attrs, n) = invoke_write_attrs(kernel_abi::IB_USER_VERBS_CMD_POST_SEND, &body, 24, &mut resp, 4).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            (attrs[0].attr_id, attr_data(&attrs[0])),
+            (
+                UVERBS_ATTR_WRITE_CMD as u16,
+                u64::from(kernel_abi::IB_USER_VERBS_CMD_POST_SEND)
+            )
+        );
+        assert_eq!(
+            (attrs[1].attr_id, attrs[1].len, attr_data(&attrs[1])),
+            (UVERBS_ATTR_CORE_IN as u16, 24, body.as_ptr() as usize as u64)
+        );
+        assert_eq!(
+            (attrs[2].attr_id, attrs[2].len, attr_data(&attrs[2])),
+            (UVERBS_ATTR_CORE_OUT as u16, 4, resp.as_ptr() as usize as u64)
+        );
+    }
+
+    #[test]
+    fn a_doorbell_that_write_refuses_for_another_reason_is_not_retried() {
+        let cmd = ib_uverbs_get_context {
+            response: 0,
+            driver_data: [],
+        };
+        // A bad fd: EBADF from write(), and no switch to the ioctl path.
+        assert_eq!(write_cmd_doorbell(-1, cmd).err(), Some(Errno::EBADF));
+        assert!(!DOORBELL_WRITE_REFUSED.load(Ordering::Relaxed));
     }
 
     #[test]

@@ -42,15 +42,12 @@ pub(crate) unsafe extern "C" fn alloc_device(sysfs_dev: *mut verbs_sysfs_dev) ->
             boundary::set_errno(Errno::EINVAL);
             return ptr::null_mut();
         };
-        let Some(lib) = runtime::get() else {
+        if runtime::get().is_none() {
             boundary::set_errno(Errno::ENODEV);
             return ptr::null_mut();
-        };
-        let num_ports = if lib.layout.sysfs_dev_has_num_ports() {
-            sysfs.num_ports
-        } else {
-            0
-        };
+        }
+        // `verbs_sysfs_dev.num_ports` (v35 on: every layout served).
+        let num_ports = sysfs.num_ports;
         // SAFETY: an all-zero verbs_device is what C's calloc gives the stock
         // provider: null pointers, zero counters, no ops.
         let vdev = unsafe { MaybeUninit::<verbs_device>::zeroed().assume_init() };

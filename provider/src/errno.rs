@@ -23,6 +23,7 @@ macro_rules! errnos {
 }
 
 errnos!(
+    EACCES,
     EBADF,
     EBUSY,
     EINVAL,

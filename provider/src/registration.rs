@@ -94,8 +94,8 @@ fn register() {
             let lib = runtime::install(lib);
             lib.register_driver(&DEVICE_OPS.0);
             info!(
-                "loaded; registered with {} (rdma-core v{}, private ABI {}, layout {:?})",
-                lib.path, lib.layout.release, lib.layout.pabi, lib.layout.context
+                "loaded; registered with {} (private ABI {}, layout {:?}, ibv_qp_ex of {} bytes)",
+                lib.path, lib.layout.pabi, lib.layout.context, lib.layout.qp_ex.qp_ex_size
             );
         }
         Err(Refusal::NotLoaded) => debug!("not registering: {}", Refusal::NotLoaded),

@@ -130,8 +130,11 @@ providers_reinstall_keeps_rxe_rs() {
 
 # An rdma-core upgrade rxe_rs does not know: the guest's libibverbs, copied under the name
 # release 99 would have (libibverbs.so.1.14.99.0), same private ABI, found first through
-# LD_LIBRARY_PATH. rxe_rs refuses the layout and loads the stock provider the package diverted in
-# its place: rxe0 and rxe1 are still served, by stock, and the user is told once.
+# LD_LIBRARY_PATH. The layouts come from the exports, which are v44's here; but a file name that
+# names a release after the newest known is refused (such a release may have grown the tables
+# under the private ABI it kept, which no export tells), and rxe_rs loads the stock provider the
+# package diverted in its place: rxe0 and rxe1 are still served, by stock, and the user is told
+# once. A name with no release is served from the exports (provider-load suite).
 unknown_rdma_core_hands_rxe_to_stock() {
     local real dir newer
     real=$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1)

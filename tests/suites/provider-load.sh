@@ -29,3 +29,26 @@ devinfo_matches_stock() {
         echo "identical: $(wc -l < "$RIG_OUT/devinfo.rxe_rs") lines"
 }
 run_test ibv_devinfo-same-as-stock devinfo_matches_stock
+
+# A libibverbs whose file name carries no release (a developer's build, a distribution's renamed
+# copy): the guest's own, copied as $dir/libibverbs.so.1 and found first through LD_LIBRARY_PATH.
+# rxe_rs takes every layout from its exports and what its ibv_qp_to_qp_ex answers, never from the
+# name: it registers with that copy (VERBS_LOG_FILE names it) and the ibv_wr_* path of an
+# ibv_qp_ex works (verbs-split-pairs: ibv_create_qp_ex, ibv_wr_start/ibv_wr_send/ibv_wr_complete,
+# ibv_start_poll, 200 rounds).
+nameless_libibverbs_served_by_exports() {
+    local real dir log=$RIG_OUT/provider-load.nameless.verbs.log served=$RIG_OUT/provider-load.nameless.served
+    real=$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1)
+    dir=$(mktemp -d)
+    cp "$real" "$dir/libibverbs.so.1" || return 1
+    echo "$real copied as $dir/libibverbs.so.1"
+    TMPDIR=$RIG_OUT "$RIG_ROOT/tests/verbs/build.sh" "$RIG_OUT/provider-load" split-pairs || return 1
+    rm -f "$log" "$served"
+    LD_LIBRARY_PATH=$dir VERBS_LOG_LEVEL=4 VERBS_LOG_FILE=$log \
+        with_provider rxe_rs "$served" "$RIG_OUT/provider-load/verbs-split-pairs" 200 || return 1
+    served_by "$served"
+    grep '^rxe_rs: ' "$log" | grep -v 'claimed\|opened' | head -n 5
+    expect_provider "$served" rxe_rs &&
+        grep -q "^rxe_rs: loaded; registered with $dir/libibverbs.so.1 (private ABI " "$log"
+}
+run_test libibverbs-without-release-in-its-name-served-by-exports nameless_libibverbs_served_by_exports

@@ -71,19 +71,23 @@ for provider in stock rxe_rs; do
 done
 
 # verbs-privdrop (tests/verbs/privdrop.c): a program drops CAP_IPC_LOCK after opening rxe0 (the
-# kernel then refuses its write() commands: "changed security contexts"), then exhausts MRs (the
-# 17th 64 KiB MR under a 1 MiB RLIMIT_MEMLOCK: ENOMEM), CQs and QPs (under an RLIMIT_AS: ENOMEM),
-# each kind created again after freeing one; never EACCES. Over both providers: the commands go
-# through the ioctl interface, which has no such check.
+# kernel then refuses its write() commands: "changed security contexts"), then posts on two
+# connected RC QPs: rxe_rs must complete a SEND and its receive, fill the send queue with RDMA
+# WRITEs to ENOMEM, complete them all and post again (its doorbell goes by ioctl once write() is
+# refused); the stock provider's post must fail with EACCES (its doorbell is a write()), which is
+# printed. Then it exhausts MRs (the 17th 64 KiB MR under a 1 MiB RLIMIT_MEMLOCK: ENOMEM), CQs and
+# QPs (under an RLIMIT_AS: ENOMEM), each kind created again after freeing one; never EACCES. Over
+# both providers: the commands go through the ioctl interface, which has no such check.
 privdrop_run() { # privdrop_run PROVIDER
-    local served=$RIG_OUT/verbs-privdrop.$1.served RIG_TIMEOUT=300
-    with_provider "$1" "$served" "$stress_dir/verbs-privdrop" rxe0 || return 1
+    local served=$RIG_OUT/verbs-privdrop.$1.served RIG_TIMEOUT=300 posts=ok
+    [[ $1 == stock ]] && posts=EACCES
+    with_provider "$1" "$served" "$stress_dir/verbs-privdrop" rxe0 "$posts" || return 1
     served_by "$served"
     expect_provider "$served" "$1"
 }
 for provider in stock rxe_rs; do
     run_test "privdrop.$provider" privdrop_run "$provider"
-    grep -E '^(control|MR|CQ|QP|CAP)' "$RIG_OUT/logs/$RIG_SUITE.privdrop.$provider.log" | sed 's/^/    /'
+    grep -E '^(control|post|MR|CQ|QP|CAP)' "$RIG_OUT/logs/$RIG_SUITE.privdrop.$provider.log" | sed 's/^/    /'
 done
 
 # verbs-disassociate (tests/verbs/disassociate.c): the device is removed (`rdma link delete

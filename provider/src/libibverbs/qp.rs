@@ -412,14 +412,29 @@ pub struct QpExLayout {
 }
 
 impl QpExLayout {
+    /// The three layouts, by how many callbacks follow [`ibv_qp_ex_base`]:
+    /// none (v36 to v43), `wr_atomic_write` (v44), and `wr_flush` (v45 on).
+    pub const ALL: [QpExLayout; 3] = [
+        Self::with_callbacks(0),
+        Self::with_callbacks(1),
+        Self::with_callbacks(2),
+    ];
+
+    const fn with_callbacks(callbacks: usize) -> QpExLayout {
+        QpExLayout {
+            qp_ex_size: size_of::<ibv_qp_ex_base>() + callbacks * size_of::<opaque_fn>(),
+        }
+    }
+
+    /// The layout of a tagged rdma-core release: for tests and for the
+    /// cross-check of a library whose file name carries its release (the
+    /// running library's is probed, [`super::layout::qp_ex_from_answers`]).
     pub fn for_release(release: u32) -> QpExLayout {
-        let callbacks = match release {
+        Self::ALL[match release {
             ..=43 => 0,
             44 => 1,
             _ => 2,
-        };
-        let qp_ex_size = size_of::<ibv_qp_ex_base>() + callbacks * size_of::<opaque_fn>();
-        QpExLayout { qp_ex_size }
+        }]
     }
 
     /// Whether `ibv_qp_ex` has `wr_atomic_write` (v44+), in `VerbsQp::tail[0]`.

@@ -1,9 +1,10 @@
 //! Finds the libibverbs already loaded in this process and resolves, by
 //! symbol version, the four private entry points a provider needs and the
-//! `RDMAV_ALLOW_DISASSOC_DESTROY` switch libibverbs read from the environment. Nothing
-//! here is bound at link time: the cdylib has no `IBVERBS_PRIVATE_*` import,
-//! so it loads into any libibverbs and refuses (does not register) when the
-//! layout is unknown.
+//! `RDMAV_ALLOW_DISASSOC_DESTROY` switch libibverbs read from the environment,
+//! and decides the library's layout from its exports
+//! ([`super::layout`]). Nothing here is bound at link time: the cdylib has no
+//! `IBVERBS_PRIVATE_*` import, so it loads into any libibverbs and refuses
+//! (does not register) when the layout is unknown.
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::ffi::CString;
@@ -11,7 +12,8 @@ use std::sync::OnceLock;
 
 use super::device_abi::verbs_device_ops;
 use super::device_context::ibv_device;
-use super::layout::{release_from_file_name, Exports, Layout, Refusal, KNOWN_PABIS};
+use super::layout::{named_release, qp_ex_from_answers, Exports, Layout, Refusal, KNOWN_PABIS};
+use super::qp::{QpExLayout, VerbsQp, VERBS_QP_EX};
 
 type RegisterDriverFn = unsafe extern "C" fn(*const verbs_device_ops);
 type InitAndAllocContextFn = unsafe extern "C" fn(*mut ibv_device, c_int, usize, *mut c_void, u32) -> *mut c_void;
@@ -89,6 +91,82 @@ fn object_path(addr: *const c_void) -> Option<String> {
     Some(real.to_string_lossy().into_owned())
 }
 
+/// What the library's `ibv_qp_to_qp_ex` (`IBVERBS_1.6`, every release we
+/// serve) answers for a zeroed `verbs_qp` whose `comp_mask` is `VERBS_QP_EX`
+/// at the offset of each of [`QpExLayout::ALL`] in turn: whether it returned
+/// the QP (it read `comp_mask` there). Reads nothing else of the library.
+fn probe_qp_ex(handle: *mut c_void) -> Result<[bool; 3], Refusal> {
+    type QpToQpExFn = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
+    /// Room for any release's `verbs_qp`, aligned as it is.
+    #[repr(C, align(8))]
+    struct Probe([u8; size_of::<VerbsQp>()]);
+    let f = symbol(handle, "ibv_qp_to_qp_ex", c"IBVERBS_1.6")?;
+    // SAFETY: libibverbs' `struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)`
+    // under IBVERBS_1.6 (since rdma-core v24), the type transmuted to.
+    let f = unsafe { core::mem::transmute::<*mut c_void, QpToQpExFn>(f) };
+    Ok(QpExLayout::ALL.map(|candidate| {
+        let mut qp = Probe([0; size_of::<VerbsQp>()]);
+        let at = candidate.comp_mask_offset();
+        qp.0[at..at + 4].copy_from_slice(&VERBS_QP_EX.to_ne_bytes());
+        let p = qp.0.as_mut_ptr().cast::<c_void>();
+        // SAFETY: p is a live, 8-aligned buffer as large as any release's
+        // verbs_qp; the function reads its comp_mask (inside the buffer) and
+        // returns p or NULL, writing nothing.
+        unsafe { f(p) == p }
+    }))
+}
+
+/// The PABI, registration symbol, path and layout of the libibverbs behind `handle`.
+fn probe(handle: *mut c_void) -> Result<(u32, *mut c_void, String, Layout), Refusal> {
+    let Some((pabi, register)) = KNOWN_PABIS.iter().find_map(|&pabi| {
+        let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).ok()?;
+        let name = format!("verbs_register_driver_{pabi}");
+        symbol(handle, &name, &version).ok().map(|p| (pabi, p))
+    }) else {
+        // Name the library (its file name may carry the release) we cannot serve.
+        // SAFETY: as for `symbol`; ibv_get_device_list is public API of every release.
+        let public = unsafe { libc::dlsym(handle, c"ibv_get_device_list".as_ptr()) };
+        let library = object_path(public).unwrap_or_else(|| "libibverbs.so.1".into());
+        return Err(Refusal::UnknownPabi { library });
+    };
+    let path = object_path(register).unwrap_or_else(|| "libibverbs.so.1".into());
+    // The layouts are told by what the library exports and what its
+    // ibv_qp_to_qp_ex answers, never by its file name.
+    let exports = Exports::probe(pabi, |name, version| {
+        CString::new(version).is_ok_and(|version| symbol(handle, name, &version).is_ok())
+    });
+    let qp_ex = qp_ex_from_answers(probe_qp_ex(handle)?)?;
+    let layout = Layout::from_exports(pabi, exports, qp_ex)?;
+    // The release in the file name, if any: a release after the newest known is refused (it
+    // may have grown the tables under a PABI it kept); a known one only cross-checks.
+    match named_release(&path, pabi)? {
+        Some(release) if Layout::select(pabi, release) != Ok(layout) => log::info!(
+            "{path}: rdma-core v{release} by its file name, with the exports of {layout:?} ({}): \
+             taking the exports' layout",
+            exports.describe()
+        ),
+        Some(_) => {}
+        None => log::info!("{path}: no release in the file name; the layout its exports say: {layout:?}"),
+    }
+    Ok((pabi, register, path, layout))
+}
+
+/// [`probe`] on the library `name` the dynamic loader finds, loaded for the
+/// purpose (the host tests probe the host's libibverbs) in a namespace of its
+/// own, so that the process's default one still has no libibverbs (as
+/// `registration`'s tests expect): `None` when there is none.
+#[cfg(test)]
+pub(crate) fn probe_layout_of(name: &str) -> Option<Result<(String, Layout), Refusal>> {
+    let cname = CString::new(name).ok()?;
+    // SAFETY: loads a library by name into a new link-map namespace; its
+    // constructors are libibverbs' own.
+    let handle = unsafe { libc::dlmopen(libc::LM_ID_NEWLM, cname.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        return None;
+    }
+    Some(probe(handle).map(|(_, _, path, layout)| (path, layout)))
+}
+
 impl Libibverbs {
     /// Looks for libibverbs in the process and decides its layout.
     pub fn find() -> Result<Libibverbs, Refusal> {
@@ -98,36 +176,7 @@ impl Libibverbs {
         if handle.is_null() {
             return Err(Refusal::NotLoaded);
         }
-
-        let Some((pabi, register)) = KNOWN_PABIS.iter().find_map(|&pabi| {
-            let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).ok()?;
-            let name = format!("verbs_register_driver_{pabi}");
-            symbol(handle, &name, &version).ok().map(|p| (pabi, p))
-        }) else {
-            // Name the library (its file name carries the release) we cannot serve.
-            // SAFETY: as for `symbol`; ibv_get_device_list is public API of every release.
-            let public = unsafe { libc::dlsym(handle, c"ibv_get_device_list".as_ptr()) };
-            let library = object_path(public).unwrap_or_else(|| "libibverbs.so.1".into());
-            return Err(Refusal::UnknownPabi { library });
-        };
-
-        let path = object_path(register).ok_or(Refusal::UnknownRelease("libibverbs.so.1".into()))?;
-        let release = release_from_file_name(&path).ok_or_else(|| Refusal::UnknownRelease(path.clone()))?;
-        // The tables are told by the verbs the library exports; the release
-        // in its file name only cross-checks (a build between a version bump
-        // and the tag reports the new release with the old tables).
-        let exports = Exports::probe(|name, version| {
-            CString::new(version).is_ok_and(|version| symbol(handle, name, &version).is_ok())
-        });
-        let layout = Layout::from_exports(pabi, release, exports)?;
-        match Layout::select(pabi, release) {
-            Ok(tagged) if tagged == layout => {}
-            _ => log::info!(
-                "{path}: rdma-core v{release} with the exports of the {:?} layout ({}): taking the exports' layout",
-                layout.context,
-                exports.describe()
-            ),
-        }
+        let (pabi, register, path, layout) = probe(handle)?;
 
         let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).expect("no NUL in a version name");
         let init = symbol(handle, "_verbs_init_and_alloc_context", &version)?;

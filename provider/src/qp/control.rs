@@ -120,7 +120,7 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     }
     let send_cq = cq_handle(args.send_cq)?;
     let recv_cq = cq_handle(args.recv_cq)?;
-    let layout = QpExLayout::for_release(ctx.layout.release);
+    let layout = ctx.layout.qp_ex;
     let qp_type = u8::try_from(args.qp_type).map_err(|_| Errno::EINVAL)?;
 
     // SAFETY: VerbsQp is plain C data (pointers, integers, pthread objects
@@ -266,7 +266,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *m
         let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
             return boundary::fail_ptr(Errno::EINVAL);
         };
-        if let Err(e) = check_create_ex(a, QpExLayout::for_release(ctx.layout.release)) {
+        if let Err(e) = check_create_ex(a, ctx.layout.qp_ex) {
             return boundary::fail_ptr(e);
         }
         let args = CreateArgs {

@@ -23,7 +23,7 @@ use crate::wqe::{RecvLimits, SendLimits};
 /// The doorbell: `ib_uverbs_post_send` without work requests (the kernel
 /// type has a trailing array of unions, hence this plain twin).
 #[repr(C)]
-#[derive(IntoBytes, Immutable)]
+#[derive(Clone, Copy, IntoBytes, Immutable)]
 struct PostSendDoorbell {
     response: u64,
     qp_handle: u32,
@@ -99,6 +99,10 @@ pub(crate) fn sq_accepts_posts(q: &RxeQp) -> bool {
     !matches!(q.state(), IBV_QPS_RESET | IBV_QPS_INIT | IBV_QPS_RTR)
 }
 
+/// POST_SEND without work requests: rxe's requester then runs the ring. A
+/// write(), or INVOKE_WRITE once the kernel refused one (a credential change
+/// since the device was opened; see [`command::write_cmd_doorbell`]).
+#[inline]
 pub(crate) fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
     let cmd = PostSendDoorbell {
         response: 0,
@@ -107,5 +111,5 @@ pub(crate) fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
         sge_count: 0,
         wqe_size: size_of::<ibv_send_wr>() as u32,
     };
-    command::write_cmd_raw(q.cmd_fd, cmd).map(|_| ())
+    command::write_cmd_doorbell(q.cmd_fd, cmd).map(|_| ())
 }
