@@ -18,7 +18,7 @@ use super::adapter::AdapterBody;
 use super::notify::Notified;
 use super::overlapped::Request;
 use super::requests::SrqRequests;
-use super::sge::{post_result, sge_list, Nd2Sge};
+use super::sge::{post_result, sg_list_ptr, sge_list, Nd2Sge};
 use super::win32::OverlappedFile;
 use super::{
     code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
@@ -273,7 +273,7 @@ unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *cons
         let mut wr = ffi::ibv_recv_wr {
             wr_id,
             next: std::ptr::null_mut(),
-            sg_list: list.as_mut_ptr(),
+            sg_list: sg_list_ptr(list),
             num_sge: list.len() as i32,
         };
         let mut bad = std::ptr::null_mut();
