@@ -490,7 +490,10 @@ unsafe extern "C" fn bind(
                 arg::<MwBody>(window)?,
             )
         };
-        let raw_mr = mr.raw().ok_or(ND_INVALID_PARAMETER)?;
+        // Counted as a Bind of the region until the post returned (Deregister meanwhile is
+        // ND_DEVICE_BUSY).
+        let region = mr.begin_bind().ok_or(ND_INVALID_PARAMETER)?;
+        let raw_mr = region.raw;
         use ffi::ibv_access_flags as A;
         let mut access = 0;
         if flags & ND_OP_FLAG_ALLOW_READ != 0 {
