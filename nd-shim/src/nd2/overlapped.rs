@@ -93,11 +93,6 @@ impl Request {
         })
     }
 
-    /// The OVERLAPPED's address, to recognise the request.
-    pub(crate) fn address(&self) -> usize {
-        self.ov as usize
-    }
-
     /// The call failed inline after the request started: Internal = `status` (not left
     /// ND_PENDING, so GetOverlappedResult reports the failure); nothing is signalled or posted.
     pub(crate) fn fail(mut self, status: HResult) {
