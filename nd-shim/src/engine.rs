@@ -413,15 +413,14 @@ impl Adapter {
         let adapter = Adapter::open_polled(local)?;
         adapter.inner.thread.store(true, Ordering::Release);
         let weak = Arc::downgrade(&adapter.inner);
-        let spawned = std::thread::Builder::new()
-            .name("nd-shim-events".into())
-            .spawn(move || loop {
-                let Some(inner) = weak.upgrade() else { return };
-                if let Some(ready) = inner.wait_ready(100) {
-                    let _guard = lock(&inner.processing);
-                    inner.process_locked(ready);
-                }
-            });
+        // Counted among the shim's threads (DllCanUnloadNow) while it runs.
+        let spawned = crate::nd2::provider::spawn("nd-shim-events", move || loop {
+            let Some(inner) = weak.upgrade() else { return };
+            if let Some(ready) = inner.wait_ready(100) {
+                let _guard = lock(&inner.processing);
+                inner.process_locked(ready);
+            }
+        });
         if spawned.is_err() {
             adapter.inner.thread.store(false, Ordering::Release);
             return Err(NdStatus::ND_INSUFFICIENT_RESOURCES);

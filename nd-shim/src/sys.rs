@@ -384,20 +384,27 @@ impl CmId {
         check(unsafe { ffi::rdma_resolve_route(self.raw(), timeout_ms) })
     }
 
-    fn conn_param(p: &ConnParam<'_>) -> ffi::rdma_conn_param {
+    /// The private data's length for librdmacm (a u8): more than 255 bytes is
+    /// ND_INVALID_BUFFER_SIZE, never a truncated message (the connection's own limits, smaller,
+    /// are checked before: docs/nd-semantics.md, "Private data").
+    fn private_data_len(data: &[u8]) -> Result<u8, NdStatus> {
+        u8::try_from(data.len()).map_err(|_| NdStatus::ND_INVALID_BUFFER_SIZE)
+    }
+
+    fn conn_param(p: &ConnParam<'_>) -> Result<ffi::rdma_conn_param, NdStatus> {
         // RNR retries, finite: 7 would retry for ever, and a Send to a peer that never posts a
         // receive must fail with ND_IO_TIMEOUT (IBV_WC_RNR_RETRY_EXC_ERR), as Microsoft's
         // ndmemorytest NdSendNoReceive expects. 6 is the largest finite count; with the
         // responder's RNR timer as the IB CM programs it that is a few seconds of waiting for
         // a late receive. The REQ carries the passive side's count, the REP the active side's.
         const RNR_RETRY_COUNT: u8 = 6;
-        ffi::rdma_conn_param {
+        Ok(ffi::rdma_conn_param {
             private_data: if p.private_data.is_empty() {
                 ptr::null()
             } else {
                 p.private_data.as_ptr().cast()
             },
-            private_data_len: u8::try_from(p.private_data.len()).unwrap_or(u8::MAX),
+            private_data_len: Self::private_data_len(p.private_data)?,
             responder_resources: p.responder_resources,
             initiator_depth: p.initiator_depth,
             flow_control: 1,
@@ -405,17 +412,17 @@ impl CmId {
             rnr_retry_count: RNR_RETRY_COUNT,
             srq: 0,
             qp_num: p.qp_num,
-        }
+        })
     }
 
     pub fn connect(&self, p: &ConnParam<'_>) -> Result<(), NdStatus> {
-        let mut param = Self::conn_param(p);
+        let mut param = Self::conn_param(p)?;
         // SAFETY: self.0 is live; param and its private data outlive the call (librdmacm copies).
         check(unsafe { ffi::rdma_connect(self.raw(), &mut param) })
     }
 
     pub fn accept(&self, p: &ConnParam<'_>) -> Result<(), NdStatus> {
-        let mut param = Self::conn_param(p);
+        let mut param = Self::conn_param(p)?;
         // SAFETY: as in connect.
         check(unsafe { ffi::rdma_accept(self.raw(), &mut param) })
     }
@@ -426,7 +433,7 @@ impl CmId {
         } else {
             private_data.as_ptr().cast()
         };
-        let len = u8::try_from(private_data.len()).unwrap_or(u8::MAX);
+        let len = Self::private_data_len(private_data)?;
         // SAFETY: self.0 is live; data covers len bytes for the call's duration.
         check(unsafe { ffi::rdma_reject(self.raw(), data, len) })
     }
@@ -612,4 +619,37 @@ impl RouteCheck {
 /// because an RDMA adapter has them.
 pub fn is_loopback(ip: IpAddr) -> bool {
     ip.is_loopback()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Private data longer than librdmacm's u8 length is refused, not cut to 255 bytes.
+    #[test]
+    fn private_data_over_255_bytes_is_refused_not_truncated() {
+        let data = [7u8; 300];
+        let param = |len: usize| ConnParam {
+            private_data: &data[..len],
+            responder_resources: 1,
+            initiator_depth: 1,
+            qp_num: 5,
+        };
+        assert_eq!(
+            CmId::conn_param(&param(300)).err(),
+            Some(NdStatus::ND_INVALID_BUFFER_SIZE)
+        );
+        assert_eq!(
+            CmId::conn_param(&param(256)).err(),
+            Some(NdStatus::ND_INVALID_BUFFER_SIZE)
+        );
+        let max = CmId::conn_param(&param(255)).unwrap();
+        assert_eq!(max.private_data_len, 255);
+        let none = CmId::conn_param(&param(0)).unwrap();
+        assert!(none.private_data.is_null() && none.private_data_len == 0);
+        assert_eq!(
+            CmId::private_data_len(&data[..300]),
+            Err(NdStatus::ND_INVALID_BUFFER_SIZE)
+        );
+    }
 }

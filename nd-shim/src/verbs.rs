@@ -5,9 +5,9 @@
 //! the handshake) and the connector moves it to RTR/RTS from `rdma_init_qp_attr`, and to ERR on
 //! Disconnect (shortly after the DREQ, at the latest when the disconnect completes).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdma_mummy_sys as ffi;
@@ -302,28 +302,20 @@ impl QpInner {
     /// flush still comes, in time for NdReceiveConnClosed (5 s). `token`: the connector whose
     /// connection ended; a QP that another connector has claimed since is left alone.
     pub(crate) fn flush_later(self: &Arc<Self>, token: u64) {
-        let timer = FLUSH_TIMER.get_or_init(|| {
-            let (tx, rx) = mpsc::channel();
-            let spawned = std::thread::Builder::new()
-                .name("nd-shim-flush".into())
-                .spawn(move || flush_timer(rx));
-            match spawned {
-                Ok(_) => Some(Mutex::new(tx)),
-                Err(e) => {
-                    log::warn!("no flush timer thread ({e}): disconnects flush at once");
-                    None
+        let qp = Arc::downgrade(self);
+        let flush = Box::new(move || {
+            // A QP already released is gone (its Drop destroyed it); one that another connector
+            // claimed since is not this disconnect's to flush.
+            let Some(qp) = qp.upgrade() else { return };
+            let holder = qp.connection.holder();
+            if holder == 0 || holder == token {
+                if let Err(status) = qp.flush() {
+                    log::debug!("deferred flush of qpn {}: {status}", qp.qp_num());
                 }
             }
         });
-        let queued = timer.as_ref().is_some_and(|tx| {
-            crate::sync::lock(tx)
-                .send((Instant::now() + FLUSH_GRACE, Arc::downgrade(self), token))
-                .is_ok()
-        });
-        if !queued {
-            if let Err(status) = self.flush() {
-                log::debug!("flush at disconnect: {status}");
-            }
+        if let Err(flush) = defer(Instant::now() + FLUSH_GRACE, flush) {
+            flush();
         }
     }
 
@@ -354,25 +346,52 @@ impl QpInner {
 /// waits for the flush (Microsoft's NdReceiveConnClosed: 5 s).
 pub(crate) const FLUSH_GRACE: Duration = Duration::from_millis(100);
 
-type FlushItem = (Instant, Weak<QpInner>, u64);
+/// An action deferred to the timer thread: when, and what.
+type Deferred = (Instant, Box<dyn FnOnce() + Send>);
 
-static FLUSH_TIMER: OnceLock<Option<Mutex<Sender<FlushItem>>>> = OnceLock::new();
+/// The deferred flushes not yet run, in deadline order (every one waits the same grace), and
+/// whether the timer thread runs. The thread exists only while there is work: it ends when it
+/// finds the queue empty (under this lock), and the next [`defer`] starts another.
+static FLUSH_TIMER: Mutex<(VecDeque<Deferred>, bool)> = Mutex::new((VecDeque::new(), false));
 
-/// The deferred flushes, in order: every one waits the same grace, so the queue is in deadline
-/// order. A QP already released is gone (its Drop destroyed it); one that another connector
-/// claimed since is not this disconnect's to flush.
-fn flush_timer(rx: Receiver<FlushItem>) {
-    while let Ok((deadline, qp, token)) = rx.recv() {
-        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-        let Some(qp) = qp.upgrade() else { continue };
-        let holder = qp.connection.holder();
-        if holder == 0 || holder == token {
-            crate::sync::contain("a deferred flush", || {
-                if let Err(status) = qp.flush() {
-                    log::debug!("deferred flush of qpn {}: {status}", qp.qp_num());
-                }
-            });
+/// Runs `action` at `deadline` on the timer thread, started if none runs (a thread of the
+/// shim's, counted by DllCanUnloadNow while it lives). If no thread can be started, `action` is
+/// given back for the caller to run at once.
+fn defer(deadline: Instant, action: Box<dyn FnOnce() + Send>) -> Result<(), Box<dyn FnOnce() + Send>> {
+    let mut timer = crate::sync::lock(&FLUSH_TIMER);
+    if timer.1 {
+        timer.0.push_back((deadline, action));
+        return Ok(());
+    }
+    // Started under the lock: the thread's first look at the queue comes after the push below.
+    match crate::nd2::provider::spawn("nd-shim-flush", run_deferred) {
+        Ok(()) => {
+            timer.0.push_back((deadline, action));
+            timer.1 = true;
+            Ok(())
         }
+        Err(e) => {
+            log::warn!("no flush timer thread ({e}): the disconnect flushes at once");
+            Err(action)
+        }
+    }
+}
+
+/// The timer thread: each deferred action at its deadline, in order, until none is left.
+fn run_deferred() {
+    loop {
+        let (deadline, action) = {
+            let mut timer = crate::sync::lock(&FLUSH_TIMER);
+            match timer.0.pop_front() {
+                Some(item) => item,
+                None => {
+                    timer.1 = false;
+                    return;
+                }
+            }
+        };
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        crate::sync::contain("a deferred flush", action);
     }
 }
 
@@ -571,5 +590,35 @@ fn post_result(ret: i32) -> Result<(), NdStatus> {
         0 => Ok(()),
         e if e > 0 => Err(crate::status::from_errno(e)),
         _ => Err(last_error()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timer thread runs the deferred actions in order, at their deadlines, and then ends:
+    /// the library can be unloaded with no disconnect pending.
+    #[test]
+    fn the_flush_timer_runs_in_order_and_ends_when_idle() {
+        let _serial = crate::nd2::provider::serial_for_test();
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let start = Instant::now();
+        for i in 0..3 {
+            let ran = Arc::clone(&ran);
+            let action = Box::new(move || ran.lock().unwrap().push((i, Instant::now())));
+            assert!(defer(start + Duration::from_millis(20), action).is_ok());
+        }
+        assert!(!crate::nd2::provider::can_unload(), "the timer thread runs");
+        while crate::sync::lock(&FLUSH_TIMER).1 || !crate::nd2::provider::can_unload() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the timer thread never ended"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let ran = ran.lock().unwrap();
+        assert_eq!(ran.iter().map(|r| r.0).collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(ran.iter().all(|r| r.1 >= start + Duration::from_millis(20)));
     }
 }

@@ -27,11 +27,22 @@
  *       before GetResults took that completion, completes at once.
  *   srq-limit  an SRQ's Notify completes when its receives fall below the threshold (given at
  *       creation; kept by Modify with threshold 0; set by Modify), each Notify arming it again.
+ *   srq-notify-below-threshold  an SRQ's Notify issued while the SRQ already holds fewer receives
+ *       than the threshold (none; one) completes at once; with more it waits for the limit event.
+ *   notify-getresults-order  a thread Notifies (ANY) again and again on the passive CQ while the
+ *       main thread takes --count N receives (default 4000, rounds of 32) with GetResults of 1 to
+ *       4: every receive comes back once, in the order posted (a Notify takes nothing from the
+ *       program: Windows' never consumes a completion).
+ *   unload-while-alive  DllCanUnloadNow is S_FALSE while an adapter, its CQ or QP, or a thread of
+ *       nd-shim's (the adapter's relay and event threads) lives, and S_OK within 2 s of the last
+ *       Release.
  */
 #include "nd2-common.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <vector>
 
 namespace {
@@ -541,6 +552,165 @@ int srq_limit(const Args &a)
     return 0;
 }
 
+int srq_notify_below_threshold(const Args &a)
+{
+    {
+        Pair s(a.passiveIp, a.activeIp, QpOnSrq);
+        ND2_RESULT got[4];
+        /* Threshold 2 (QpOnSrq), no receive posted. */
+        Ov empty;
+        EXPECT(g_srq->Notify(&empty) == ND_PENDING);
+        Completes("SRQ Notify on an empty SRQ (threshold 2)", g_srq, empty, ND_SUCCESS);
+        SrqReceives(s.passive, 1, 1);
+        Ov one;
+        EXPECT(g_srq->Notify(&one) == ND_PENDING);
+        Completes("SRQ Notify with 1 receive (threshold 2)", g_srq, one, ND_SUCCESS);
+        SrqReceives(s.passive, 2, 3);
+        Ov four;
+        EXPECT(g_srq->Notify(&four) == ND_PENDING);
+        StaysPending("SRQ Notify with 4 receives (threshold 2)", g_srq, four, 200);
+        for (ULONG k = 0; k < 3; k++) {
+            s.active.Send(s.aqp, 200 + k);
+            s.active.Poll(got, 1);
+        }
+        Completes("SRQ Notify, 1 receive left (the device's event)", g_srq, four, ND_SUCCESS);
+        s.passive.Poll(got, 3);
+        Ov after;
+        EXPECT(g_srq->Notify(&after) == ND_PENDING);
+        Completes("SRQ Notify with 1 receive left, its completions returned", g_srq, after, ND_SUCCESS);
+    }
+    EXPECT(g_srq->Release() == 0);
+    return 0;
+}
+
+/* The Notify thread of notify-getresults-order: Notify(ANY), wait for it (bounded turns), again,
+ * until told to stop; then its last Notify is cancelled. */
+struct Notifier {
+    IND2CompletionQueue *cq;
+    std::atomic<bool> stop{false};
+    unsigned long notifies = 0, completed = 0;
+    HRESULT failed = ND_SUCCESS;
+};
+
+void *notifier(void *arg)
+{
+    Notifier &n = *static_cast<Notifier *>(arg);
+    Ov ov;
+    while (!n.stop.load()) {
+        ov.Reset();
+        HRESULT hr = n.cq->Notify(ND_CQ_NOTIFY_ANY, &ov);
+        n.notifies++;
+        if (hr != ND_PENDING) {
+            n.failed = hr;
+            return NULL;
+        }
+        /* Short turns: the completion may land between a turn's timeout and the look. */
+        for (;;) {
+            WaitForSingleObject(ov.hEvent, 20);
+            hr = n.cq->GetOverlappedResult(&ov, FALSE);
+            if (hr != ND_PENDING || n.stop.load())
+                break;
+        }
+        if (hr == ND_PENDING) {
+            n.cq->CancelOverlappedRequests();
+            hr = Wait(n.cq, ov, WAIT_MS);
+            if (hr != ND_CANCELED && hr != ND_SUCCESS)
+                n.failed = hr;
+            return NULL;
+        }
+        if (hr != ND_SUCCESS) {
+            n.failed = hr;
+            return NULL;
+        }
+        n.completed++;
+    }
+    return NULL;
+}
+
+int notify_getresults_order(const Args &a)
+{
+    const ULONG round = 32;
+    Pair s(a.passiveIp, a.activeIp, round);
+    Notifier n;
+    n.cq = s.passive.cq;
+    pthread_t tid;
+    EXPECT(pthread_create(&tid, NULL, notifier, &n) == 0);
+    unsigned long posted = 0, taken = 0, calls = 0;
+    while (taken < a.count) {
+        ULONG batch = (ULONG)std::min<unsigned long>(round, a.count - posted);
+        for (ULONG k = 0; k < batch; k++)
+            s.passive.Receive(s.pqp, ++posted, 64 * (k % 8));
+        for (ULONG k = 0; k < batch; k++)
+            s.active.Send(s.aqp, 1000000 + k);
+        double until = nd2_now_us() + WAIT_MS * 1e3;
+        while (taken < posted) {
+            ND2_RESULT r[4];
+            ULONG want = 1 + (ULONG)(calls++ % 4);
+            ULONG got = s.passive.cq->GetResults(r, want);
+            for (ULONG k = 0; k < got; k++) {
+                if (r[k].Status != ND_SUCCESS || r[k].RequestType != Nd2RequestTypeReceive)
+                    FAIL("result %lu: status 0x%08x type %d", taken + 1, (unsigned)r[k].Status, (int)r[k].RequestType);
+                uintptr_t context = reinterpret_cast<uintptr_t>(r[k].RequestContext);
+                if (context != taken + 1)
+                    FAIL("receive %lu came back as the %lu-th result: out of order, lost or twice (%lu Notify "
+                         "so far)",
+                         (unsigned long)context, taken + 1, n.notifies);
+                taken++;
+            }
+            if (got == 0 && nd2_now_us() > until)
+                FAIL("%lu of %lu receives in 10 s (one lost?)", taken, posted);
+        }
+        ND2_RESULT r[round];
+        s.active.Poll(r, batch);
+    }
+    n.stop.store(true);
+    EXPECT(pthread_join(tid, NULL) == 0);
+    if (n.failed != ND_SUCCESS)
+        FAIL("a Notify failed: 0x%08x", (unsigned)n.failed);
+    s.passive.ExpectEmpty();
+    printf("  %lu receives in order, each once, while %lu Notify ran (%lu completed)\n", taken, n.notifies,
+           n.completed);
+    return 0;
+}
+
+/* DllCanUnloadNow's answer is `want` (by name, for the message). */
+void UnloadIs(const char *when, HRESULT want)
+{
+    HRESULT hr = DllCanUnloadNow();
+    if (hr != want)
+        FAIL("DllCanUnloadNow %s: 0x%08x, want %s", when, (unsigned)hr, want == S_OK ? "S_OK" : "S_FALSE");
+}
+
+int unload_while_alive(const Args &a)
+{
+    UnloadIs("before any object", S_OK);
+    sockaddr_in address = nd2_ipv4(a.passiveIp, 0);
+    IND2Adapter *adapter = NULL;
+    CHECK_HR(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<const sockaddr *>(&address), sizeof address,
+                           reinterpret_cast<void **>(&adapter)));
+    UnloadIs("with an adapter alive", S_FALSE);
+    HANDLE file = NULL;
+    CHECK_HR(adapter->CreateOverlappedFile(&file));
+    IND2CompletionQueue *cq = NULL;
+    CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0, reinterpret_cast<void **>(&cq)));
+    IND2QueuePair *qp = NULL;
+    CHECK_HR(adapter->CreateQueuePair(IID_IND2QueuePair, cq, cq, NULL, 4, 4, 1, 1, 0, reinterpret_cast<void **>(&qp)));
+    EXPECT(adapter->Release() == 0);
+    UnloadIs("with a CQ and a QP alive (their adapter released)", S_FALSE);
+    EXPECT(qp->Release() == 0);
+    UnloadIs("with a CQ alive", S_FALSE);
+    EXPECT(cq->Release() == 0);
+    CloseHandle(file);
+    /* Every object released: the adapter's threads end within about 100 ms. */
+    double until = nd2_now_us() + 2e6;
+    HRESULT hr;
+    while ((hr = DllCanUnloadNow()) == S_FALSE && nd2_now_us() < until)
+        usleep(10 * 1000);
+    if (hr != S_OK)
+        FAIL("DllCanUnloadNow 2 s after the last Release: 0x%08x, want S_OK", (unsigned)hr);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(const Args &);
@@ -554,6 +724,9 @@ const Case CASES[] = {
     {"solicited", solicited},
     {"multiple-notifies", multiple_notifies},
     {"srq-limit", srq_limit},
+    {"srq-notify-below-threshold", srq_notify_below_threshold},
+    {"notify-getresults-order", notify_getresults_order},
+    {"unload-while-alive", unload_while_alive},
 };
 
 } // namespace
@@ -565,7 +738,7 @@ int main(int argc, char **argv)
             printf("%s\n", c.name);
         return 0;
     }
-    Args args = {NULL, NULL, 10000};
+    Args args = {NULL, NULL, 0};
     if (argc == 6 && strcmp(argv[4], "--count") == 0)
         args.count = strtoul(argv[5], NULL, 0);
     else if (argc != 4) {
@@ -574,6 +747,8 @@ int main(int argc, char **argv)
     }
     args.passiveIp = argv[2];
     args.activeIp = argv[3];
+    if (argc == 4)
+        args.count = strcmp(argv[1], "notify-getresults-order") == 0 ? 4000 : 10000;
     if (args.count == 0) {
         fprintf(stderr, "--count: at least 1\n");
         return 2;

@@ -745,6 +745,84 @@ int release_race(Side &s, Side &)
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+
+/* deregister-concurrent: threads Deregister and Register one region over and over with no window
+ * anywhere. Each call either does its work or finds the region already in the state it asks for
+ * (ND_INVALID_DEVICE_STATE); ND_DEVICE_BUSY, the answer for bound windows, never comes (another
+ * thread's call holding the region is no window). */
+struct Cycler {
+    Side *s;
+    IND2MemoryRegion *mr;
+    int deregistered = 0, registered = 0, busy = 0;
+    HRESULT other = ND_SUCCESS;
+};
+
+void *cycler(void *arg)
+{
+    Cycler &c = *static_cast<Cycler *>(arg);
+    for (int i = 0; i < 2000; i++) {
+        OVERLAPPED ov;
+        memset(&ov, 0, sizeof ov);
+        HRESULT hr = c.mr->Deregister(&ov);
+        if (hr == ND_PENDING)
+            hr = c.mr->GetOverlappedResult(&ov, TRUE);
+        if (hr == ND_SUCCESS)
+            c.deregistered++;
+        else if (hr == ND_DEVICE_BUSY)
+            c.busy++;
+        else if (hr != ND_INVALID_DEVICE_STATE && c.other == ND_SUCCESS)
+            c.other = hr;
+        memset(&ov, 0, sizeof ov);
+        hr = c.mr->Register(c.s->buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov);
+        if (hr == ND_PENDING)
+            hr = c.mr->GetOverlappedResult(&ov, TRUE);
+        if (hr == ND_SUCCESS)
+            c.registered++;
+        else if (hr != ND_INVALID_DEVICE_STATE && c.other == ND_SUCCESS)
+            c.other = hr;
+        if (i % 8 == 0)
+            sched_yield();
+    }
+    return NULL;
+}
+
+int deregister_concurrent(Side &s, Side &)
+{
+    const int threads = 3;
+    IND2MemoryRegion *mr = s.Mr();
+    Register(s, mr, s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE);
+    Cycler c[threads];
+    pthread_t tid[threads];
+    for (int t = 0; t < threads; t++) {
+        c[t].s = &s;
+        c[t].mr = mr;
+        EXPECT(pthread_create(&tid[t], NULL, cycler, &c[t]) == 0);
+    }
+    int deregistered = 0, registered = 0, busy = 0;
+    for (int t = 0; t < threads; t++) {
+        EXPECT(pthread_join(tid[t], NULL) == 0);
+        if (c[t].other != ND_SUCCESS)
+            FAIL("a Deregister or Register returned 0x%08X (%s)", (unsigned)c[t].other, name(c[t].other));
+        deregistered += c[t].deregistered;
+        registered += c[t].registered;
+        busy += c[t].busy;
+    }
+    printf("  %d threads: %d deregistrations, %d registrations, %d ND_DEVICE_BUSY\n", threads, deregistered,
+           registered, busy);
+    if (busy != 0)
+        FAIL("%d Deregister calls were ND_DEVICE_BUSY with no window anywhere", busy);
+    EXPECT(deregistered > 0 && registered > 0);
+    OVERLAPPED ov;
+    memset(&ov, 0, sizeof ov);
+    HRESULT hr = mr->Deregister(&ov);
+    EXPECT(hr == ND_PENDING || hr == ND_INVALID_DEVICE_STATE);
+    if (hr == ND_PENDING)
+        EXPECT(mr->GetOverlappedResult(&ov, TRUE) == ND_SUCCESS);
+    EXPECT(mr->Release() == 0);
+    return 0;
+}
+
 struct Case {
     const char *name;
     int (*run)(Side &, Side &);
@@ -755,6 +833,7 @@ struct Case {
     {"release-bound-region", release_bound_region},
     {"lifetime-rss", lifetime_rss},
     {"release-race", release_race},
+    {"deregister-concurrent", deregister_concurrent},
 };
 
 } // namespace

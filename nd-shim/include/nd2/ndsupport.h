@@ -18,7 +18,8 @@
  * CreateInstance(NULL, IID_IND2Provider, &pProvider) gives an IND2Provider (QueryAddressList,
  * ResolveAddress, OpenAdapter); IID_IND2Provider may also be asked of DllGetClassObject
  * directly. Another CLSID is CLASS_E_CLASSNOTAVAILABLE; ND1's IID_INDProvider is E_NOINTERFACE.
- * DllCanUnloadNow is S_FALSE while a factory or provider object lives or LockServer(TRUE) holds.
+ * DllCanUnloadNow is S_FALSE while LockServer(TRUE) holds or any object of nd-shim's (factory,
+ * provider, adapter, CQ, QP, ...) or any of its threads lives; S_OK once none does.
  */
 #ifndef ND_SHIM_NDSUPPORT_H
 #define ND_SHIM_NDSUPPORT_H

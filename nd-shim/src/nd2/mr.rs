@@ -4,7 +4,7 @@
 
 use crate::sync::lock;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rdma_mummy_sys as ffi;
@@ -55,6 +55,25 @@ pub(crate) struct MrBody {
     /// which a program calls on every Send and Receive (a token does not change while
     /// registered).
     tokens: AtomicU64,
+    /// Binds of a window to this region between their read of the MR (under `mr`'s lock) and
+    /// the return of their post ([`MrBody::begin_bind`]): Deregister answers ND_DEVICE_BUSY while
+    /// one is there (a window is being bound to the region).
+    binds: AtomicU32,
+}
+
+/// A Bind of a window to a region, from its read of the MR until its post returned: counted in
+/// the region's `binds` while it lives.
+pub(super) struct RegionBind<'a> {
+    region: &'a MrBody,
+    /// The registered MR, live while this lives (Deregister refuses meanwhile).
+    pub(super) raw: *mut ffi::ibv_mr,
+}
+
+impl Drop for RegionBind<'_> {
+    fn drop(&mut self) {
+        // Release: the post happens before a Deregister that sees the count drop frees the MR.
+        self.region.binds.fetch_sub(1, Ordering::Release);
+    }
 }
 
 fn pack_tokens(lkey: u32, rkey: u32) -> u64 {
@@ -68,19 +87,19 @@ impl MrBody {
             file,
             mr: Mutex::new(None),
             tokens: AtomicU64::new(0),
+            binds: AtomicU32::new(0),
         }
     }
 
-    /// The registered MR, for binding a window to it.
-    ///
-    /// The pointer stays valid while the caller holds a strong reference to this body (Bind
-    /// holds one for the length of its call, from `arg`, taken before this): Deregister
-    /// deregisters only when no reference but its object's own and its own is held, under the
-    /// lock this takes (see [`deregister_entry`]). So a Bind racing a Deregister either posts
-    /// on a live MR (the Deregister is then ND_DEVICE_BUSY, as with the window bound) or comes
-    /// after it and finds none (ND_INVALID_PARAMETER); it never reads a freed MR.
-    pub(super) fn raw(&self) -> Option<*mut ffi::ibv_mr> {
-        lock(&self.mr).as_ref().map(|mr| mr.0)
+    /// The registered MR, for binding a window to it: counted as a Bind in progress until the
+    /// returned guard drops (after the post). A Bind racing a Deregister either counts itself
+    /// first (the Deregister is then ND_DEVICE_BUSY, as with the window bound) or comes after it
+    /// and finds none (None: ND_INVALID_PARAMETER); it never reads a freed MR.
+    pub(super) fn begin_bind(&self) -> Option<RegionBind<'_>> {
+        let slot = lock(&self.mr);
+        let raw = slot.as_ref()?.0;
+        self.binds.fetch_add(1, Ordering::Relaxed);
+        Some(RegionBind { region: self, raw })
     }
 
     /// (lkey, rkey), or zeros while unregistered. No lock and nothing that can panic: the
@@ -216,18 +235,15 @@ unsafe extern "C" fn register(
     })
 }
 
-/// How many times Deregister looks again for a Bind of the region to finish posting before it
-/// answers ND_DEVICE_BUSY.
-const BIND_WAIT_TRIES: u32 = 64;
-
 /// IND2MemoryRegion::Deregister. ND_DEVICE_BUSY while windows are bound to the region, or while
 /// a Bind of a window to it is being posted on another thread; then the region stays
 /// registered and usable (same tokens), and a later Deregister (after the windows are
-/// invalidated or released) succeeds.
+/// invalidated or released) succeeds. Any other holder of the region (a call in progress, a
+/// concurrent Deregister) makes no difference.
 unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HResult {
     hr_boundary("IND2MemoryRegion::Deregister", || {
         // SAFETY: the caller's object.
-        let mr = unsafe { super::object::<MrBody>(this)? }.arc()?;
+        let mr = unsafe { self::this::<MrBody>(this)? };
         // SAFETY: the caller's OVERLAPPED (NULL is ND_INVALID_PARAMETER).
         let request = unsafe { Request::start(ov, &mr.file)? };
         let mut slot = lock(&mr.mr);
@@ -235,23 +251,13 @@ unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HRe
             drop(slot);
             return finish(request, Err(NdStatus::ND_INVALID_DEVICE_STATE));
         };
-        // Every Bind of a window to this region holds a strong reference to the body from
-        // before it reads the MR (`raw`, under this lock) until its post returns; the object
-        // holds one, and this call one. A Bind that read the MR finishes posting without the
-        // lock, so a short wait lets it go; a Bind still waiting for the lock would read the
-        // MR after this, so it is refused with ND_DEVICE_BUSY (as the window it binds would be).
-        let mut tries = 0;
-        while Arc::strong_count(&mr) > 2 {
-            if tries == BIND_WAIT_TRIES {
-                drop(slot);
-                return finish(request, Err(NdStatus::ND_DEVICE_BUSY));
-            }
-            tries += 1;
-            std::thread::yield_now();
+        // A Bind counts itself under this lock before it reads the MR, and a Bind that comes
+        // after this finds no MR: none is left posting once the count is 0 here. Acquire pairs
+        // with their Release: their posts happen before the MR is freed.
+        if mr.binds.load(Ordering::Acquire) != 0 {
+            drop(slot);
+            return finish(request, Err(NdStatus::ND_DEVICE_BUSY));
         }
-        // strong_count reads Relaxed: this pairs with the Release of the Binds' decrements, so
-        // their posts happen before the MR is freed.
-        std::sync::atomic::fence(Ordering::Acquire);
         let result = deregister(raw);
         if result.is_ok() {
             *slot = None;

@@ -99,24 +99,22 @@ impl NotifyChannel {
         let weak = Arc::downgrade(&channel);
         let source: Weak<dyn Drain> = weak.clone();
         *channel.registration.lock() = Some(pump::register(channel.fd(), source).map_err(code)?);
-        std::thread::Builder::new()
-            .name("nd2-cq-notify".into())
-            .spawn(move || {
-                // A panic here must not unwind into the runtime's thread start (foreign edge:
-                // nothing calls back into the application from this thread, but stay fenced).
-                super::boundary("nd2-cq-notify", (), || {
-                    let mut relay = pump::Relay::new();
-                    loop {
-                        // Holds no reference while it sleeps: the adapter's last Release ends it
-                        // within one turn.
-                        if weak.strong_count() == 0 {
-                            return;
-                        }
-                        relay.turn(100);
+        super::provider::spawn("nd2-cq-notify", move || {
+            // A panic here must not unwind into the runtime's thread start (foreign edge:
+            // nothing calls back into the application from this thread, but stay fenced).
+            super::boundary("nd2-cq-notify", (), || {
+                let mut relay = pump::Relay::new();
+                loop {
+                    // Holds no reference while it sleeps: the adapter's last Release ends it
+                    // within one turn.
+                    if weak.strong_count() == 0 {
+                        return;
                     }
-                })
+                    relay.turn(100);
+                }
             })
-            .map_err(|_| NdStatus::ND_INSUFFICIENT_RESOURCES.0)?;
+        })
+        .map_err(|_| NdStatus::ND_INSUFFICIENT_RESOURCES.0)?;
         Ok(channel)
     }
 

@@ -51,8 +51,14 @@ fn to_internal(status: NdStatus) -> usize {
     status.0 as isize as usize
 }
 
-/// A request issued with the caller's OVERLAPPED, until it completes.
+/// A request issued with the caller's OVERLAPPED, until it completes: exactly once, by
+/// [`Request::complete`], by [`Request::fail`] (an inline failure), or, dropped with neither
+/// (a pending request that an error path or a teardown let go), by its drop, as cancelled
+/// (ND_CANCELED, STATUS_CANCELLED: the OVERLAPPED completes as Cancel would have completed it).
+/// A drop during a panic is the call's inline failure (ND_INTERNAL_ERROR, which the panic
+/// boundary returns): Internal holds it, nothing is signalled or posted.
 pub(crate) struct Request {
+    /// NULL once the request completed (then the drop does nothing).
     ov: *mut Overlapped,
     /// hEvent as it was at issue (the OVERLAPPED may be reused once Internal is final).
     event: usize,
@@ -87,23 +93,34 @@ impl Request {
         })
     }
 
-    /// The OVERLAPPED's address, to recognise the request.
-    pub(crate) fn address(&self) -> usize {
-        self.ov as usize
-    }
-
     /// The call failed inline after the request started: Internal = `status` (not left
     /// ND_PENDING, so GetOverlappedResult reports the failure); nothing is signalled or posted.
-    pub(crate) fn fail(self, status: HResult) {
-        // SAFETY: the request's OVERLAPPED is live (the caller's promise at start).
-        unsafe { internal(self.ov).store(status as isize as usize, Ordering::Release) };
+    pub(crate) fn fail(mut self, status: HResult) {
+        self.fail_once(status);
     }
 
-    pub(crate) fn complete(self, status: NdStatus, bytes: u32) {
+    pub(crate) fn complete(mut self, status: NdStatus, bytes: u32) {
+        self.complete_once(status, bytes);
+    }
+
+    fn fail_once(&mut self, status: HResult) {
+        let ov = std::mem::replace(&mut self.ov, std::ptr::null_mut());
+        if ov.is_null() {
+            return;
+        }
+        // SAFETY: the request's OVERLAPPED is live (the caller's promise at start).
+        unsafe { internal(ov).store(status as isize as usize, Ordering::Release) };
+    }
+
+    fn complete_once(&mut self, status: NdStatus, bytes: u32) {
+        let ov = std::mem::replace(&mut self.ov, std::ptr::null_mut());
+        if ov.is_null() {
+            return;
+        }
         // SAFETY: the request's OVERLAPPED is live until Internal leaves ND_PENDING (below).
         unsafe {
-            std::ptr::addr_of_mut!((*self.ov).internal_high).write(bytes as usize);
-            internal(self.ov).store(to_internal(status), Ordering::Release);
+            std::ptr::addr_of_mut!((*ov).internal_high).write(bytes as usize);
+            internal(ov).store(to_internal(status), Ordering::Release);
         }
         // Internal is final before the event is set and the packet posted (a thread woken by
         // either reads it). Neither wakes the leader by itself: one fence and one check below
@@ -119,7 +136,7 @@ impl Request {
                 port.post_unkicked(Packet {
                     bytes,
                     key: *key,
-                    overlapped: self.ov as usize,
+                    overlapped: ov as usize,
                     status,
                 });
             }
@@ -132,6 +149,19 @@ impl Request {
             cv.notify_all();
         }
         pump::kick_fenced();
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        if self.ov.is_null() {
+            return;
+        }
+        if std::thread::panicking() {
+            self.fail_once(super::ND_INTERNAL_ERROR);
+        } else {
+            self.complete_once(NdStatus::ND_CANCELED, 0);
+        }
     }
 }
 
@@ -284,6 +314,38 @@ mod tests {
             assert_eq!(ov.internal_high, round as usize);
         }
         assert_eq!(SLEEPERS.load(Ordering::Relaxed), 0);
+    }
+
+    /// A pending request dropped without completing (an error path, a teardown that forgot it)
+    /// completes as cancelled: its waiter wakes, its port gets the packet, once.
+    #[test]
+    fn a_dropped_request_completes_cancelled_once() {
+        let _pump = super::pump::exclusive_for_test();
+        let file: Arc<OverlappedFile> = Arc::default();
+        let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
+        let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
+        win32::CreateIoCompletionPort(file_handle, port_handle, 7, 0);
+        let mut ov = blank();
+        let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
+        // SAFETY: a live local, completed before the test returns.
+        let request = unsafe { Request::start(p, &file) }.unwrap();
+        let address = p as usize;
+        let dropper = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            drop(request);
+        });
+        dropper.join().unwrap();
+        // SAFETY: as above (a bounded look, not a wait: a request left pending would hang one).
+        let status = unsafe { result(address as *mut c_void, false) };
+        assert_eq!(status, NdStatus::ND_CANCELED.0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { result(p, true) }, NdStatus::ND_CANCELED.0);
+        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
+            panic!()
+        };
+        let packet = port.get(0).unwrap();
+        assert_eq!((packet.key, packet.status), (7, NdStatus::ND_CANCELED));
+        assert_eq!(port.get(0), None, "once");
     }
 
     #[test]

@@ -2,13 +2,20 @@
 //! `DllGetClassObject(CLSID_NdShimProvider, IID_IClassFactory)` gives a class factory whose
 //! `CreateInstance(NULL, IID_IND2Provider)` gives an IND2Provider: QueryAddressList,
 //! ResolveAddress (an address of an RDMA device to its adapter's id) and OpenAdapter (that id to
-//! an IND2Adapter, as NdOpenAdapter). `DllCanUnloadNow` is S_FALSE while a factory or a
-//! provider lives, a LockServer(TRUE) holds, or BindIoCompletionCallback's pool threads run
-//! (ndutil unloads a provider when it says S_OK).
+//! an IND2Adapter, as NdOpenAdapter). `DllCanUnloadNow` is S_FALSE while anything of the shim's
+//! lives or a LockServer(TRUE) holds (ndutil unloads a provider when it says S_OK): an object
+//! (every COM object, a factory or provider as much as an adapter, CQ, QP, SRQ, MR, window,
+//! connector or listener, from its creation to its last Release) or a thread of the shim's (the
+//! adapters' event and relay threads, BindIoCompletionCallback's pool threads, the disconnect
+//! flush timer), each counted by a
+//! [`LiveGuard`]. A thread's guard goes as its body returns; the runtime's exit path that
+//! follows is code of this library too, so the threads are spawned by [`spawn`], which keeps
+//! their handles, and DllCanUnloadNow joins the finished ones before it says S_OK.
 
 use std::ffi::c_void;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
 
 use super::adapter::{adapter_id, write_address_list};
 use super::support::rdma_addresses;
@@ -23,31 +30,102 @@ const CLASS_E_NOAGGREGATION: HResult = 0x8004_0110_u32 as i32;
 const CLASS_E_CLASSNOTAVAILABLE: HResult = 0x8004_0111_u32 as i32;
 const S_FALSE: HResult = 1;
 
-/// Factories and providers alive.
+/// Objects and threads of the shim alive ([`LiveGuard`]s).
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 /// LockServer(TRUE) calls not yet matched by LockServer(FALSE).
 static LOCKS: AtomicIsize = AtomicIsize::new(0);
+/// The handles of the threads [`spawn`] started and DllCanUnloadNow (or a later spawn) has not
+/// joined yet.
+static THREADS: parking_lot::Mutex<Vec<JoinHandle<()>>> = parking_lot::Mutex::new(Vec::new());
 
-/// Counts itself in [`LIVE`] while it lives.
-struct Live;
+/// One count of the shim's live objects and threads, while it lives: DllCanUnloadNow is S_FALSE
+/// while any is held. Every COM object holds one from its creation to its last Release (`Com`,
+/// nd2/mod.rs); a thread of the shim's holds one from before it is spawned until its body
+/// returns ([`spawn`]). A pool of threads of the shim's own (a BindIoCompletionCallback pool)
+/// spawns its threads with [`spawn`]; something else that runs the shim's code with no object
+/// alive (a timer, a callback queued for later) holds a guard until it is done.
+#[must_use = "the count goes when the guard drops"]
+pub(crate) struct LiveGuard(());
 
-impl Live {
-    fn new() -> Live {
+impl LiveGuard {
+    pub(crate) fn new() -> LiveGuard {
         LIVE.fetch_add(1, Ordering::AcqRel);
-        Live
+        LiveGuard(())
     }
 }
 
-impl Drop for Live {
+impl Drop for LiveGuard {
     fn drop(&mut self) {
         LIVE.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// The class factory.
-pub(crate) struct FactoryBody {
-    _live: Live,
+/// A COM object was made: counted as a [`LiveGuard`] until [`object_released`].
+pub(super) fn object_created() {
+    std::mem::forget(LiveGuard::new());
 }
+
+/// A COM object's last Release is done (its body's share dropped): its count goes.
+pub(super) fn object_released() {
+    drop(LiveGuard(()));
+}
+
+/// The unit tests that create objects or threads of the shim (the counts are process-wide) or
+/// read the counts run one at a time.
+#[cfg(test)]
+pub(crate) fn serial_for_test() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Starts a thread of the shim's, named `name`, running `body`: counted ([`LiveGuard`]) from
+/// now until `body` returns, its handle kept for DllCanUnloadNow to join (so that a loader
+/// that unloads on S_OK finds none of the library's threads still in its exit path). The handles
+/// of threads already ended are joined here, so that they do not pile up.
+pub(crate) fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    let guard = LiveGuard::new();
+    let handle = std::thread::Builder::new().name(name.into()).spawn(move || {
+        body();
+        // The body's captures are dropped: the last of the shim's work on this thread.
+        drop(guard);
+    })?;
+    let ended = {
+        let mut threads = THREADS.lock();
+        let (ended, running): (Vec<_>, Vec<_>) = threads.drain(..).partition(JoinHandle::is_finished);
+        *threads = running;
+        threads.push(handle);
+        ended
+    };
+    for thread in ended {
+        // Finished: the join waits only for its exit. Its body never unwinds (each runs inside
+        // a panic boundary), so the result is Ok.
+        let _ = thread.join();
+    }
+    Ok(())
+}
+
+/// Nothing of the shim's lives: no object, no thread's body, no LockServer lock; the threads
+/// that ran are joined. False while any is there (a thread whose body has returned but whose
+/// runtime has not yet marked it finished is still there: a moment later it is not).
+pub(crate) fn can_unload() -> bool {
+    if LIVE.load(Ordering::Acquire) != 0 || LOCKS.load(Ordering::Acquire) > 0 {
+        return false;
+    }
+    let ended: Vec<JoinHandle<()>> = {
+        let mut threads = THREADS.lock();
+        if !threads.iter().all(JoinHandle::is_finished) {
+            return false;
+        }
+        threads.drain(..).collect()
+    };
+    for thread in ended {
+        let _ = thread.join();
+    }
+    true
+}
+
+/// The class factory.
+pub(crate) struct FactoryBody;
 
 #[repr(C)]
 pub(crate) struct FactoryVtbl {
@@ -69,9 +147,7 @@ impl Class for FactoryBody {
 }
 
 /// IND2Provider.
-pub(crate) struct ProviderBody {
-    _live: Live,
-}
+pub(crate) struct ProviderBody;
 
 #[repr(C)]
 pub(crate) struct ProviderVtbl {
@@ -139,17 +215,17 @@ pub unsafe extern "C" fn DllGetClassObject(clsid: *const Guid, iid: *const Guid,
         if ProviderBody::IIDS.iter().any(|known| **known == wanted) && wanted != iids::IID_IUnknown {
             // The provider itself (ndutil asks for IID_IND2Provider directly).
             // SAFETY: the caller's IID and out pointer.
-            return unsafe { create(iid, out, || ProviderBody { _live: Live::new() }) };
+            return unsafe { create(iid, out, || ProviderBody) };
         }
         // SAFETY: the caller's IID and out pointer.
-        unsafe { create(iid, out, || FactoryBody { _live: Live::new() }) }
+        unsafe { create(iid, out, || FactoryBody) }
     })
 }
 
 #[no_mangle]
 pub extern "C" fn DllCanUnloadNow() -> HResult {
     super::boundary("DllCanUnloadNow", S_FALSE, || {
-        if LIVE.load(Ordering::Acquire) == 0 && LOCKS.load(Ordering::Acquire) <= 0 && !super::thread_pool::alive() {
+        if can_unload() {
             ND_SUCCESS
         } else {
             S_FALSE
@@ -174,7 +250,7 @@ unsafe extern "C" fn create_instance(
             return Err(CLASS_E_NOAGGREGATION);
         }
         // SAFETY: the caller's IID and out pointer.
-        unsafe { create(iid, out, || ProviderBody { _live: Live::new() }) }
+        unsafe { create(iid, out, || ProviderBody) }
     })
 }
 
@@ -270,10 +346,52 @@ mod tests {
         }
     }
 
+    /// An object of the shim's, of no class in particular (as an adapter, CQ or QP).
+    struct Thing;
+
+    static THING_VTBL: UnknownVtbl = UnknownVtbl::of::<Thing>();
+
+    impl Class for Thing {
+        type Vtbl = UnknownVtbl;
+        const VTBL: &'static UnknownVtbl = &THING_VTBL;
+        const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown];
+    }
+
+    #[test]
+    fn any_object_holds_the_library_until_its_last_release() {
+        let _serial = serial_for_test();
+        assert_eq!(DllCanUnloadNow(), ND_SUCCESS);
+        let object = super::super::Com::create(std::sync::Arc::new(Thing)).cast::<c_void>();
+        assert_eq!(DllCanUnloadNow(), S_FALSE);
+        // SAFETY: a live object of ours.
+        unsafe { super::super::add_ref::<Thing>(object) };
+        release(object);
+        assert_eq!(DllCanUnloadNow(), S_FALSE, "one reference is left");
+        release(object);
+        assert_eq!(DllCanUnloadNow(), ND_SUCCESS);
+    }
+
+    #[test]
+    fn a_thread_of_the_shim_holds_the_library_until_it_has_exited() {
+        let _serial = serial_for_test();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        spawn("nd-shim-test", move || {
+            let _ = rx.recv();
+        })
+        .unwrap();
+        assert_eq!(DllCanUnloadNow(), S_FALSE);
+        drop(tx);
+        let start = std::time::Instant::now();
+        while DllCanUnloadNow() != ND_SUCCESS {
+            assert!(start.elapsed().as_secs() < 10, "the thread never ended");
+            std::thread::yield_now();
+        }
+        assert!(THREADS.lock().is_empty(), "joined");
+    }
+
     #[test]
     fn factory_gives_providers_and_counts_them() {
-        // The pool tests (thread_pool.rs) hold this while BindIoCompletionCallback's threads run.
-        let _pump = super::super::pump::exclusive_for_test();
+        let _serial = serial_for_test();
         let mut factory: *mut c_void = std::ptr::null_mut();
         // SAFETY: live locals and statics.
         let hr = unsafe { DllGetClassObject(&iids::IID_IND2Adapter, &iids::IID_IClassFactory, &mut factory) };

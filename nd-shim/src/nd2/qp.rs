@@ -13,7 +13,7 @@ use super::cq::CqBody;
 use super::mr::MrBody;
 use super::mw::{BoundWindows, MwBody};
 use super::requests::{self, QpRequests};
-use super::sge::{post_result, sge_list, Nd2Sge};
+use super::sge::{post_result, sg_list_ptr, sge_list, Nd2Sge};
 use super::srq::SrqBody;
 use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::QueuePair;
@@ -208,14 +208,14 @@ impl QpBody {
     /// A send work request with the common fields.
     fn request(
         context: *mut c_void,
-        sges: &mut [ffi::ibv_sge],
+        sges: &[ffi::ibv_sge],
         opcode: ffi::ibv_wr_opcode::Type,
         flags: u32,
     ) -> Result<ffi::ibv_send_wr, HResult> {
         // SAFETY: plain old data; zero is a valid start.
         let mut wr: ffi::ibv_send_wr = unsafe { std::mem::zeroed() };
         wr.wr_id = context as u64;
-        wr.sg_list = sges.as_mut_ptr();
+        wr.sg_list = sg_list_ptr(sges);
         wr.num_sge = sges.len() as i32;
         wr.opcode = opcode;
         wr.send_flags = send_flags(flags)?;
@@ -327,7 +327,7 @@ unsafe fn send_direct(
             let mut wr = ffi::ibv_send_wr {
                 wr_id,
                 next: std::ptr::null_mut(),
-                sg_list: sges.as_mut_ptr(),
+                sg_list: sg_list_ptr(sges),
                 num_sge: sges.len() as i32,
                 opcode: ffi::ibv_wr_opcode::IBV_WR_SEND,
                 send_flags,
@@ -379,7 +379,7 @@ unsafe fn post_receive(this: *mut c_void, context: u64, sge: *const Nd2Sge, n: u
             let mut wr = ffi::ibv_recv_wr {
                 wr_id,
                 next: std::ptr::null_mut(),
-                sg_list: sges.as_mut_ptr(),
+                sg_list: sg_list_ptr(sges),
                 num_sge: sges.len() as i32,
             };
             let mut bad = std::ptr::null_mut();
@@ -490,7 +490,10 @@ unsafe extern "C" fn bind(
                 arg::<MwBody>(window)?,
             )
         };
-        let raw_mr = mr.raw().ok_or(ND_INVALID_PARAMETER)?;
+        // Counted as a Bind of the region until the post returned (Deregister meanwhile is
+        // ND_DEVICE_BUSY).
+        let region = mr.begin_bind().ok_or(ND_INVALID_PARAMETER)?;
+        let raw_mr = region.raw;
         use ffi::ibv_access_flags as A;
         let mut access = 0;
         if flags & ND_OP_FLAG_ALLOW_READ != 0 {
@@ -502,7 +505,7 @@ unsafe extern "C" fn bind(
         // Flags checked before the window gives out a new rkey.
         let mut wr = QpBody::request(
             context,
-            &mut [],
+            &[],
             ffi::ibv_wr_opcode::IBV_WR_BIND_MW,
             flags & !(ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE),
         )?;
@@ -530,7 +533,7 @@ unsafe extern "C" fn invalidate(this: *mut c_void, context: *mut c_void, window:
     hr_boundary("IND2QueuePair::Invalidate", || {
         // SAFETY: the caller's objects, checked by kind.
         let (qp, mw) = unsafe { (self::this::<QpBody>(this)?, arg::<MwBody>(window)?) };
-        let mut wr = QpBody::request(context, &mut [], ffi::ibv_wr_opcode::IBV_WR_LOCAL_INV, flags)?;
+        let mut wr = QpBody::request(context, &[], ffi::ibv_wr_opcode::IBV_WR_LOCAL_INV, flags)?;
         wr.imm_data_invalidated_rkey_union = ffi::imm_data_invalidated_rkey_union_t {
             invalidated_rkey: mw.rkey(),
         };

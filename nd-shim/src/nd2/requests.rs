@@ -241,9 +241,16 @@ impl Queue {
     }
 }
 
-/// A shared receive queue's records (of receives whose context is not direct): slots, reused.
+/// A shared receive queue's records (of receives whose context is not direct): slots, reused;
+/// and its count of receives posted and of their completions returned (GetResults), for Notify.
 #[derive(Default)]
-pub(crate) struct SrqRequests(Mutex<Slab>);
+pub(crate) struct SrqRequests(Mutex<Slab>, SrqCounts);
+
+#[derive(Default)]
+struct SrqCounts {
+    posted: AtomicU64,
+    taken: AtomicU64,
+}
 
 #[derive(Default)]
 struct Slab {
@@ -254,6 +261,7 @@ struct Slab {
 impl SrqRequests {
     /// The wr_id of a receive: direct if its context fits, else a slot noting it.
     pub(crate) fn post(&self, context: u64) -> u64 {
+        self.1.posted.fetch_add(1, Ordering::Relaxed);
         match direct_wr_id(QUEUE_SRQ, RECEIVE, context) {
             Some(wr_id) => wr_id,
             None => self.record(context),
@@ -275,8 +283,27 @@ impl SrqRequests {
         recorded_wr_id(QUEUE_SRQ, slot as u64)
     }
 
-    /// The recorded receive of `wr_id`: its context; the slot is free again.
+    /// The receives posted whose completions GetResults has not returned yet: at least as many
+    /// as the SRQ holds (a receive the device has taken counts until its completion is
+    /// returned).
+    pub(crate) fn outstanding(&self) -> u64 {
+        let taken = self.1.taken.load(Ordering::Acquire);
+        self.1.posted.load(Ordering::Acquire).saturating_sub(taken)
+    }
+
+    /// A completion of one of the SRQ's receives was returned.
+    fn taken(&self) {
+        self.1.taken.fetch_add(1, Ordering::Release);
+    }
+
+    /// The recorded receive of `wr_id`, completed: its context; the slot is free again.
     fn complete(&self, wr_id: u64) -> Option<u64> {
+        self.taken();
+        self.free(wr_id)
+    }
+
+    /// The recorded receive of `wr_id`: its context; the slot is free again.
+    fn free(&self, wr_id: u64) -> Option<u64> {
         let slot = usize::try_from(wr_id & INDEX_MASK).ok()?;
         let mut slab = self.0.lock();
         let context = slab.slots.get_mut(slot)?.take()?;
@@ -286,8 +313,9 @@ impl SrqRequests {
 
     /// A post that failed: a recorded receive's slot is free again.
     pub(crate) fn withdraw(&self, wr_id: u64) {
+        self.1.posted.fetch_sub(1, Ordering::Relaxed);
         if wr_id & DIRECT == 0 {
-            self.complete(wr_id);
+            self.free(wr_id);
         }
     }
 }
@@ -517,8 +545,21 @@ impl Requests {
     #[inline]
     pub(crate) fn completed(&self, qp_num: u32, wr_id: u64, success: bool, opcode: u32) -> (usize, u64, u32) {
         match direct(wr_id) {
-            Some((context, request_type)) => (self.qp_context(qp_num), context, request_type),
+            Some((context, request_type)) => {
+                if wr_id >> QUEUE_SHIFT == QUEUE_SRQ {
+                    self.srq_taken(qp_num);
+                }
+                (self.qp_context(qp_num), context, request_type)
+            }
             None => self.completed_recorded(qp_num, wr_id, success, opcode),
+        }
+    }
+
+    /// A direct completion of an SRQ's receive: counted on the SRQ of QP `qp_num`.
+    #[cold]
+    fn srq_taken(&self, qp_num: u32) {
+        if let Some(srq) = self.map.read().get(&qp_num).and_then(|qp| qp.srq.as_ref()) {
+            srq.taken();
         }
     }
 
@@ -528,6 +569,10 @@ impl Requests {
     #[inline]
     pub(crate) fn completed_direct(&self, qp_num: u32, wr_id: u64) -> Option<(usize, u64, u32)> {
         let (context, request_type) = direct(wr_id)?;
+        // An SRQ's receive is counted on its SRQ ([`Requests::completed`]).
+        if wr_id >> QUEUE_SHIFT == QUEUE_SRQ {
+            return None;
+        }
         Some((self.contexts.get(qp_num)?, context, request_type))
     }
 
@@ -788,6 +833,31 @@ mod tests {
         srq.withdraw(c);
         let slab = srq.0.lock();
         assert!(slab.slots.is_empty() && slab.free.is_empty());
+    }
+
+    /// What SRQ Notify compares with its threshold: receives posted (direct or recorded, not
+    /// withdrawn) less their completions returned, on either path.
+    #[test]
+    fn shared_receive_queue_counts_what_is_outstanding() {
+        let r = Requests::default();
+        let srq = Arc::new(SrqRequests::default());
+        r.open_qp(7, 0x70, Some(Arc::clone(&srq)));
+        assert_eq!(srq.outstanding(), 0);
+        let a = srq.post(100);
+        let b = srq.post(recorded_context(200));
+        let c = srq.post(300);
+        assert_eq!(srq.outstanding(), 3);
+        srq.withdraw(c);
+        assert_eq!(srq.outstanding(), 2);
+        assert_eq!(
+            r.completed_direct(7, a),
+            None,
+            "an SRQ's receive is counted, off the direct path"
+        );
+        assert_eq!(r.completed(7, a, true, Op::IBV_WC_RECV), (0x70, 100, RECEIVE));
+        assert_eq!(srq.outstanding(), 1);
+        assert_eq!(r.completed(7, b, false, 0), (0x70, recorded_context(200), RECEIVE));
+        assert_eq!(srq.outstanding(), 0);
     }
 
     #[test]

@@ -3,13 +3,18 @@
 //! creation, and the device disarms the limit as it reports it), and completes when the limit
 //! event (IBV_EVENT_SRQ_LIMIT_REACHED) comes on the device's async events, which the adapter's
 //! event thread reads and its completion channel routes here; or by cancellation (ND_CANCELED).
-//! The device looks at the limit as it takes a receive: a Notify issued while the SRQ is
-//! already below the threshold completes when the next receive is taken.
+//! The device looks at the limit only as it takes a receive (the event is edge-triggered), so a
+//! Notify issued while the SRQ is already below the threshold would wait for the next receive
+//! taken, on an empty SRQ for ever: after arming, Notify compares the receives outstanding as
+//! nd-shim counts them (posted, less those whose completions GetResults returned) with the
+//! threshold, and below it completes at once. A receive the device has taken but whose
+//! completion GetResults has not returned yet still counts: then the device's event, at its next
+//! receive taken, completes the Notify.
 
 use crate::sync::lock;
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
@@ -18,7 +23,7 @@ use super::adapter::AdapterBody;
 use super::notify::Notified;
 use super::overlapped::Request;
 use super::requests::SrqRequests;
-use super::sge::{post_result, sge_list, Nd2Sge};
+use super::sge::{post_result, sg_list_ptr, sge_list, Nd2Sge};
 use super::win32::OverlappedFile;
 use super::{
     code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
@@ -48,7 +53,10 @@ pub(crate) struct SrqBody {
     /// The receives posted and not completed (ND2_RESULT's RequestContext).
     pub(super) requests: Arc<SrqRequests>,
     file: Arc<OverlappedFile>,
-    notifies: Mutex<VecDeque<Request>>,
+    /// The waiting requests, with their serial numbers (a Notify whose arming failed takes its
+    /// own back by it, if nothing completed it meanwhile).
+    notifies: Mutex<VecDeque<(Request, u64)>>,
+    serial: AtomicU64,
     /// The SRQ's limit event is routed to this body (done at the first Notify).
     routed: AtomicBool,
     /// The notify threshold (0: none), armed as the SRQ's limit at every Notify.
@@ -85,6 +93,7 @@ impl SrqBody {
             requests: Arc::default(),
             file,
             notifies: Mutex::new(VecDeque::new()),
+            serial: AtomicU64::new(0),
             routed: AtomicBool::new(false),
             threshold: AtomicU32::new(threshold),
         })
@@ -94,16 +103,16 @@ impl SrqBody {
 impl Notified for SrqBody {
     /// The limit event: every waiting request completes.
     fn notified(&self) {
-        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
-        for request in waiting {
+        let waiting: Vec<(Request, u64)> = lock(&self.notifies).drain(..).collect();
+        for (request, _) in waiting {
             request.complete(NdStatus::ND_SUCCESS, 0);
         }
     }
 
     /// The device's removal: every waiting request completes with its code.
     fn failed(&self, status: NdStatus) {
-        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
-        for request in waiting {
+        let waiting: Vec<(Request, u64)> = lock(&self.notifies).drain(..).collect();
+        for (request, _) in waiting {
             request.complete(status, 0);
         }
     }
@@ -119,8 +128,8 @@ impl Drop for SrqBody {
 
 impl Overlapped for SrqBody {
     fn cancel(&self) {
-        let waiting: Vec<Request> = lock(&self.notifies).drain(..).collect();
-        for request in waiting {
+        let waiting: Vec<(Request, u64)> = lock(&self.notifies).drain(..).collect();
+        for (request, _) in waiting {
             request.complete(NdStatus::ND_CANCELED, 0);
         }
     }
@@ -223,7 +232,8 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
         }
         // SAFETY: the caller's OVERLAPPED, live until the request completes.
         let request = unsafe { Request::start(ov, &srq.file)? };
-        lock(&srq.notifies).push_back(request);
+        let serial = srq.serial.fetch_add(1, Ordering::Relaxed);
+        lock(&srq.notifies).push_back((request, serial));
         // A removal between the check and the push drained the queue before this request.
         if srq.adapter.adapter.inner.is_removed() {
             srq.failed(NdStatus::ND_DEVICE_REMOVED);
@@ -241,13 +251,22 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
             let armed = unsafe { ffi::ibv_modify_srq(srq.srq.0, &mut attr, mask) };
             if armed != 0 {
                 let failed = code(crate::status::from_errno(armed.abs()));
+                // Inline only if still waiting: one completed meanwhile has its completion.
                 let mut notifies = lock(&srq.notifies);
-                if let Some(at) = notifies.iter().rposition(|r| r.address() == ov as usize) {
-                    if let Some(request) = notifies.remove(at) {
-                        request.fail(failed);
+                return match notifies.iter().position(|&(_, s)| s == serial) {
+                    Some(at) => {
+                        if let Some((request, _)) = notifies.remove(at) {
+                            request.fail(failed);
+                        }
+                        Err(failed)
                     }
-                }
-                return Err(failed);
+                    None => Ok(ND_PENDING),
+                };
+            }
+            // Armed: already below the threshold (as far as the completions returned say), the
+            // device's event would come only at the next receive it takes.
+            if srq.requests.outstanding() < u64::from(threshold) {
+                srq.notified();
             }
         }
         Ok(ND_PENDING)
@@ -273,7 +292,7 @@ unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *cons
         let mut wr = ffi::ibv_recv_wr {
             wr_id,
             next: std::ptr::null_mut(),
-            sg_list: list.as_mut_ptr(),
+            sg_list: sg_list_ptr(list),
             num_sge: list.len() as i32,
         };
         let mut bad = std::ptr::null_mut();

@@ -14,8 +14,9 @@
 //! others to run the next ones). When the last bound file is released (its last object and its
 //! handle gone, so every packet of its requests is already queued) each worker is sent a quit
 //! packet behind those packets, and ends at it unless a file was bound meanwhile: the pool's
-//! threads live exactly while a bound file does or its callbacks are still to run, which
-//! [`alive`] tells (DllCanUnloadNow's question). A later bind starts them again.
+//! threads live exactly while a bound file does or its callbacks are still to run. They are
+//! threads of the shim's (`provider::spawn`), so DllCanUnloadNow says S_FALSE until they have
+//! exited. A later bind starts them again.
 
 use parking_lot::Mutex;
 use std::ffi::c_void;
@@ -101,10 +102,8 @@ pub(crate) fn bind(file: &OverlappedFile, callback: Callback) -> Result<(), Bind
         return Err(BindError::Bound);
     }
     while state.threads < THREADS {
-        let spawned = std::thread::Builder::new()
-            .name("nd2-io-pool".into())
-            .spawn(move || work(pool));
-        match spawned {
+        // A thread of the shim's (provider::spawn): DllCanUnloadNow waits for its exit.
+        match super::provider::spawn("nd2-io-pool", move || work(pool)) {
             Ok(_) => state.threads += 1,
             Err(e) if state.threads == 0 => {
                 log::error!("nd2: BindIoCompletionCallback: no pool thread: {e}");
@@ -155,12 +154,6 @@ fn released() {
     }
 }
 
-/// Whether a worker thread of the pool runs (DllCanUnloadNow must answer S_FALSE then: a
-/// callback may run, or come).
-pub(crate) fn alive() -> bool {
-    pool().state.lock().threads > 0
-}
-
 /// A worker: takes the pool's packets, calls each one's callback, and ends at a quit packet that
 /// finds no bound file.
 fn work(pool: &'static Pool) {
@@ -193,6 +186,7 @@ fn work(pool: &'static Pool) {
 #[cfg(test)]
 mod tests {
     use super::super::overlapped::Request;
+    use super::super::provider::can_unload;
     use super::super::win32::{
         insert, CloseHandle, CreateEventA, CreateIoCompletionPort, GetLastError, Object, INVALID_HANDLE_VALUE,
     };
@@ -228,6 +222,7 @@ mod tests {
 
     #[test]
     fn bind_io_completion_callback_rules() {
+        let _serial = super::super::provider::serial_for_test();
         let _pump = super::super::pump::exclusive_for_test();
         let file = insert(Object::File(Arc::default()));
         let f: Option<Callback> = Some(ignore);
@@ -259,13 +254,13 @@ mod tests {
         assert_eq!(CreateIoCompletionPort(other, port, 1, 0), port);
         assert_eq!(BindIoCompletionCallback(other, f, 0), 0);
         assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        assert!(alive());
+        assert!(!can_unload());
         for h in [file, other, port, event] {
             assert_eq!(CloseHandle(h), 1);
         }
         // The bound file's handle was its last holder: the pool's threads end.
         let started = Instant::now();
-        while alive() {
+        while !can_unload() {
             assert!(started.elapsed() < Duration::from_secs(10));
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -273,12 +268,13 @@ mod tests {
 
     #[test]
     fn completions_call_the_callback_on_pool_threads_which_end_with_the_last_file() {
+        let _serial = super::super::provider::serial_for_test();
         let _pump = super::super::pump::exclusive_for_test();
         SEEN.lock().clear();
         CALLS.store(0, Ordering::SeqCst);
         let file: Arc<OverlappedFile> = Arc::default();
         bind(&file, record).unwrap();
-        assert!(alive());
+        assert!(!can_unload());
         assert_eq!(bind(&file, record), Err(BindError::Bound));
         let mut ovs: Vec<Box<Ov>> = (0..3).map(|_| Box::new(Ov([0; 4]))).collect();
         let statuses = [
@@ -306,17 +302,18 @@ mod tests {
         assert!(seen.iter().all(|s| s.3 != std::thread::current().id()));
         // The last bound file goes: the workers end.
         drop(file);
-        wait_for("the pool's threads to end", || !alive());
+        wait_for("the pool's threads to end", can_unload);
         // A later bind starts them again.
         let again: Arc<OverlappedFile> = Arc::default();
         bind(&again, record).unwrap();
-        assert!(alive());
+        assert!(!can_unload());
         drop(again);
-        wait_for("the pool's threads to end again", || !alive());
+        wait_for("the pool's threads to end again", can_unload);
     }
 
     #[test]
     fn a_callback_may_block_while_another_runs() {
+        let _serial = super::super::provider::serial_for_test();
         let _pump = super::super::pump::exclusive_for_test();
         static GATE: (parking_lot::Mutex<bool>, parking_lot::Condvar) =
             (parking_lot::Mutex::new(false), parking_lot::Condvar::new());
@@ -346,6 +343,6 @@ mod tests {
         GATE.1.notify_all();
         wait_for("the first callback", || RAN.load(Ordering::SeqCst) == 2);
         drop(file);
-        wait_for("the pool's threads to end", || !alive());
+        wait_for("the pool's threads to end", can_unload);
     }
 }
