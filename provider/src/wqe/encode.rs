@@ -208,7 +208,7 @@ pub(crate) fn set_sges(
     if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room.min(payload.len()) {
         return Err(Errno::ENOSPC);
     }
-    let length = u32::try_from(sge_total(sges)).map_err(|_| Errno::EINVAL)?;
+    let length = sge_total(sges).ok_or(Errno::EINVAL)?;
     write_sges(sges, payload);
     wqe.wr.send_flags &= !IBV_SEND_INLINE;
     set_data(wqe, length, sges.len() as u32);
