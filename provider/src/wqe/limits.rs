@@ -50,7 +50,7 @@ impl SendLimits {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn allows(&self, opcode: c_int) -> bool {
         // A negative opcode is a huge u32, outside the set as any >= 32 is.
         let op = opcode as u32;

@@ -7,7 +7,7 @@ use super::limits::{RecvLimits, SendLimits, SGE_SIZE};
 use super::request::WrObjects;
 
 /// The total length of a list of SGEs; `None` when it does not fit 32 bits.
-#[inline]
+#[inline(always)]
 pub(crate) fn sge_total(sges: &[ibv_sge]) -> Option<u32> {
     match sges {
         // The common case: nothing to add, nothing to overflow.
@@ -23,7 +23,7 @@ pub(crate) fn sge_total(sges: &[ibv_sge]) -> Option<u32> {
 /// # Safety
 /// With a count up to `max_sge`, `sg_list` points at that many entries
 /// (the `ibv_post_send` contract).
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
     // A negative count is a huge u32.
     let n = wr.num_sge as u32;
@@ -48,7 +48,7 @@ const ATOMICS_AND_BIND: u32 = 1 << IBV_WR_ATOMIC_CMP_AND_SWP | 1 << IBV_WR_ATOMI
 /// it by `max_sge`), `objects` what its pointers name. Every rejection is
 /// `EINVAL`, as `ibv_post_send(3)` and the stock provider give it (a full
 /// queue is `ENOMEM`, checked by the caller).
-#[inline]
+#[inline(always)]
 pub(crate) fn check_send(
     wr: &ibv_send_wr,
     sges: &[ibv_sge],
