@@ -44,7 +44,7 @@ pub(crate) unsafe extern "C" fn post_send(
         }
         let posting = sq.with(|sq| {
             let mut cur = wr;
-            let mut posted = 0u32;
+            let mut posted = false;
             let mut rc = 0;
             while !cur.is_null() {
                 // SAFETY: the caller's list of live work requests.
@@ -58,10 +58,10 @@ pub(crate) unsafe extern "C" fn post_send(
                     rc = e.code();
                     break;
                 }
-                posted += 1;
+                posted = true;
                 cur = w.next;
             }
-            if posted > 0 {
+            if posted {
                 sq.publish();
             }
             (rc, posted)
@@ -74,7 +74,7 @@ pub(crate) unsafe extern "C" fn post_send(
                 return e.code();
             }
         };
-        if posted > 0 {
+        if posted {
             if let Err(e) = ring_doorbell(q) {
                 return e.code();
             }
