@@ -498,7 +498,13 @@ mod tests {
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(10_000);
-        let lock = || if thread_domain { QueueLock::unlocked() } else { QueueLock::new() };
+        let lock = || {
+            if thread_domain {
+                QueueLock::unlocked()
+            } else {
+                QueueLock::new()
+            }
+        };
         let mut fake = FakeQp::new(IBV_QPT_RC, 1, 64);
         if let Some(sq) = &mut fake.qp.sq {
             sq.lock = lock();
