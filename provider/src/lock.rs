@@ -13,7 +13,7 @@
 //!
 //! - [`QueueLock::with`] runs a closure with the lock held and releases it
 //!   on return and on unwind (RAII); a caller that must also undo something
-//!   on a panic builds its own guard on `acquire`/`release`.
+//!   on a panic builds its own guard on `acquire_for_call`/`release`.
 //! - A lock made [`QueueLock::unlocked`] (the object was created on a parent
 //!   domain with a thread domain) takes no lock: its state byte says "thread
 //!   domain, no pair open", which a call tests with one compare (the same
@@ -222,18 +222,10 @@ impl QueueLock {
         unsafe { self.raw.unlock() };
     }
 
-    /// Takes the lock (nothing on a thread domain).
-    #[inline(always)]
-    pub(crate) fn acquire(&self) {
-        if self.locks() {
-            self.acquire_mutex();
-        }
-    }
-
-    /// Releases what `acquire` took, also from an unwind path.
+    /// Releases what `acquire_for_call` took, also from an unwind path.
     ///
     /// # Safety
-    /// The caller's context took it (`acquire`, or `acquire_mutex` where
+    /// The caller's context took it (`acquire_for_call`, `try_acquire_briefly`, or `acquire_mutex` where
     /// the lock [`locks`](Self::locks)).
     #[inline(always)]
     pub(crate) unsafe fn release(&self) {
@@ -588,11 +580,11 @@ mod loom_models {
     fn loom_park_and_wake() {
         loom::model(|| {
             let s = Shared::new();
-            s.lock.acquire();
+            s.lock.acquire_mutex();
             let waiter = {
                 let s = Arc::clone(&s);
                 thread::spawn(move || {
-                    s.lock.acquire();
+                    s.lock.acquire_mutex();
                     s.bump();
                     // SAFETY: taken just above.
                     unsafe { s.lock.release() };
