@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the machine lacks, checks the formatting, the man pages and the
 # documents' links, clippy (with the workspace lints) and the API docs' links, runs the host-side
-# tests of the workspace, builds once (the .deb/.rpm from that build, and an AddressSanitizer
+# tests of the workspace and holds the data path to its instruction budget (tests/cost-budget.sh),
+# builds once (the .deb/.rpm from that build, and an AddressSanitizer
 # build), then starts every rig suite (tests/suites/*.sh) in one Debian 12 boot and, beside it,
 # runs the host's analyses (Miri, loom, ThreadSanitizer and the rig's TSan build, the fuzz smoke,
 # the aarch64 build and tests: docs/safety.md; the arm64 guest: docs/lines.md) and the other
@@ -38,6 +39,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release
 
 echo "== host: cargo test --workspace"
 cargo test --workspace --release
+
+echo "== host: the data path's instructions per post_send + poll_cq against provider/perf-budget.txt (tests/cost-budget.sh, callgrind)"
+tests/cost-budget.sh
 
 
 echo "== host: cargo build --release --workspace, packaging/build.sh"

@@ -4,20 +4,30 @@
 
 use core::ffi::c_int;
 use core::fmt;
+use core::num::NonZero;
 
 /// A positive errno value, as verbs return them. A type of its own, so that
 /// an errno is never confused with a count or a verb's return code: it
 /// becomes a `c_int` only at an entry ([`Errno::code`], [`Errno::negative`],
 /// or the helpers in `boundary`). `repr(transparent)`: the same register as the
-/// `i32` it wraps, no instruction more.
+/// `i32` it wraps, no instruction more; never 0, so a `Result<(), Errno>` is
+/// that one register too (0 is `Ok`), tested with one instruction.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
-pub struct Errno(c_int);
+pub struct Errno(NonZero<c_int>);
+
+/// `raw` as an [`Errno`] in a constant (a zero fails the build).
+const fn known(raw: c_int) -> Errno {
+    match NonZero::new(raw) {
+        Some(v) => Errno(v),
+        None => panic!("errno 0"),
+    }
+}
 
 macro_rules! errnos {
     ($($name:ident),* $(,)?) => {
         impl Errno {
-            $(pub const $name: Errno = Errno(libc::$name);)*
+            $(pub const $name: Errno = known(libc::$name);)*
         }
     };
 }
@@ -46,10 +56,9 @@ impl Errno {
     /// An errno from the system (a failed syscall's `errno`), or `EIO`
     /// for a value that is not a positive errno.
     pub fn from_raw(raw: c_int) -> Errno {
-        if raw > 0 {
-            Errno(raw)
-        } else {
-            Errno::EIO
+        match NonZero::new(raw) {
+            Some(v) if raw > 0 => Errno(v),
+            _ => Errno::EIO,
         }
     }
 
@@ -66,19 +75,19 @@ impl Errno {
     /// The value, as a verb that returns an errno returns it.
     #[inline(always)]
     pub const fn code(self) -> c_int {
-        self.0
+        self.0.get()
     }
 
     /// The value negated, as `poll_cq` returns it.
     #[inline(always)]
     pub const fn negative(self) -> c_int {
-        -self.0
+        -self.0.get()
     }
 }
 
 impl fmt::Debug for Errno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Errno({})", self.0)
+        write!(f, "Errno({})", self.0.get())
     }
 }
 

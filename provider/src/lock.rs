@@ -13,10 +13,13 @@
 //!
 //! - [`QueueLock::with`] runs a closure with the lock held and releases it
 //!   on return and on unwind (RAII); a caller that must also undo something
-//!   on a panic builds its own guard on `acquire`/`release`.
+//!   on a panic builds its own guard on `acquire_for_call`/`release`.
 //! - A lock made [`QueueLock::unlocked`] (the object was created on a parent
-//!   domain with a thread domain) takes no lock: the callers branch once per
-//!   call on [`QueueLock::locks`]; the holder is still recorded for the pairs.
+//!   domain with a thread domain) takes no lock: its state byte says "thread
+//!   domain, no pair open", which a call tests with one compare (the same
+//!   compare a lock that locks makes before its compare-and-swap); the
+//!   opener of a pair is still recorded, and an open pair is marked in the
+//!   state byte, so a call inside it is refused.
 //! - [`QueueLock::hold`] / [`QueueLock::release_held`] are the two halves
 //!   of the verbs pairs. The verbs contract is "one thread at a time", not
 //!   "the same thread": a pair opened on one thread may be continued and
@@ -45,11 +48,23 @@ pub(crate) struct RawLock {
 const FREE: u8 = 0;
 const LOCKED: u8 = 1;
 const CONTENDED: u8 = 2;
+/// The state of a [`QueueLock::unlocked`] lock (a thread domain), which
+/// [`RawLock::lock`] never takes: no pair open. A call's one test on a
+/// thread domain compares the state with this; on a lock that locks the
+/// same compare fails, and the compare-and-swap follows.
+const TD_IDLE: u8 = 4;
+/// The state of a [`QueueLock::unlocked`] lock while a pair is open: not
+/// [`FREE`], so a call's compare-and-swap fails and its cold path refuses it.
+const TD_PAIR_OPEN: u8 = 5;
 
 impl RawLock {
     pub(crate) fn new() -> RawLock {
+        RawLock::with_state(FREE)
+    }
+
+    fn with_state(state: u8) -> RawLock {
         RawLock {
-            state: AtomicU8::new(FREE),
+            state: AtomicU8::new(state),
             parker: Parker::new(),
         }
     }
@@ -142,7 +157,8 @@ impl RawLock {
 
 pub(crate) struct QueueLock {
     raw: RawLock,
-    /// Created on a thread domain: no locking at all.
+    /// Created on a thread domain: no locking at all (`raw` then holds
+    /// [`TD_IDLE`] or [`TD_PAIR_OPEN`], never a lock state).
     single_thread: bool,
     /// The thread that opened the pair (`hold`) while it is open, or 0.
     /// Stored by the opener with the lock held; cleared by whichever thread
@@ -179,8 +195,9 @@ impl QueueLock {
     /// time (`man ibv_alloc_td`).
     pub(crate) fn unlocked() -> QueueLock {
         QueueLock {
+            raw: RawLock::with_state(TD_IDLE),
             single_thread: true,
-            ..QueueLock::new()
+            holder: AtomicUsize::new(0),
         }
     }
 
@@ -205,18 +222,10 @@ impl QueueLock {
         unsafe { self.raw.unlock() };
     }
 
-    /// Takes the lock (nothing on a thread domain).
-    #[inline(always)]
-    pub(crate) fn acquire(&self) {
-        if self.locks() {
-            self.acquire_mutex();
-        }
-    }
-
-    /// Releases what `acquire` took, also from an unwind path.
+    /// Releases what `acquire_for_call` took, also from an unwind path.
     ///
     /// # Safety
-    /// The caller's context took it (`acquire`, or `acquire_mutex` where
+    /// The caller's context took it (`acquire_for_call`, `try_acquire_briefly`, or `acquire_mutex` where
     /// the lock [`locks`](Self::locks)).
     #[inline(always)]
     pub(crate) unsafe fn release(&self) {
@@ -230,18 +239,16 @@ impl QueueLock {
     /// pair open on it (it would wait for itself; the stock provider hangs).
     /// On a thread domain nothing is taken, but an open pair is refused all
     /// the same: the call would interleave with it.
+    ///
+    /// One compare of the state byte on a thread domain with no pair open;
+    /// that compare and the compare-and-swap on a lock that locks; the rest
+    /// (an open pair on a thread domain, a lock taken) out of line.
     #[inline(always)]
     pub(crate) fn acquire_for_call(&self) -> Result<(), Errno> {
-        if !self.locks() {
-            if self.holder.load(Ordering::Relaxed) != 0 {
-                return Err(Errno::EDEADLK);
-            }
+        if self.raw.state.load(Ordering::Relaxed) == TD_IDLE || self.raw.try_lock() {
             return Ok(());
         }
-        if !self.raw.try_lock() {
-            self.acquire_contended()?;
-        }
-        Ok(())
+        self.acquire_contended()
     }
 
     /// Takes the lock for one call if it comes free within a short spin;
@@ -271,6 +278,10 @@ impl QueueLock {
     #[cold]
     #[inline(never)]
     fn acquire_contended(&self) -> Result<(), Errno> {
+        if !self.locks() {
+            // TD_PAIR_OPEN: a pair is open (on whichever thread).
+            return Err(Errno::EDEADLK);
+        }
         if self.holder.load(Ordering::Relaxed) == this_thread() {
             return Err(Errno::EDEADLK);
         }
@@ -303,7 +314,13 @@ impl QueueLock {
         if self.holder.load(Ordering::Relaxed) == me {
             return Err(Errno::EDEADLK);
         }
-        self.acquire();
+        if self.locks() {
+            self.acquire_mutex();
+        } else {
+            // The thread domain's caller uses the object from one thread
+            // at a time: a plain mark, which acquire_for_call refuses.
+            self.raw.state.store(TD_PAIR_OPEN, Ordering::Relaxed);
+        }
         self.holder.store(me, Ordering::Relaxed);
         Ok(())
     }
@@ -321,9 +338,13 @@ impl QueueLock {
         if self.holder.swap(0, Ordering::AcqRel) == 0 {
             return false;
         }
-        // SAFETY: a pair was open, so hold() took the lock, and the swap
-        // made this call the one that closes it.
-        unsafe { self.release() };
+        if self.locks() {
+            // SAFETY: a pair was open, so hold() took the lock, and the swap
+            // made this call the one that closes it.
+            unsafe { self.release_mutex() };
+        } else {
+            self.raw.state.store(TD_IDLE, Ordering::Relaxed);
+        }
         true
     }
 
@@ -414,6 +435,19 @@ mod tests {
         assert!(l.release_held());
         assert!(!l.release_held());
         assert_eq!(l.with(|| 1), Ok(1));
+        // Opened on another thread: a call here is refused all the same (no lock to wait on),
+        // and the close here lets calls in again.
+        let l = Arc::new(l);
+        let other = Arc::clone(&l);
+        std::thread::spawn(move || other.hold()).join().unwrap().unwrap();
+        assert_eq!(l.with(|| ()), Err(Errno::EDEADLK));
+        assert!(!l.try_acquire_briefly());
+        assert!(l.release_held());
+        assert_eq!(l.with(|| 2), Ok(2));
+        assert!(l.try_acquire_briefly());
+        // SAFETY: taken just above (nothing, on a thread domain).
+        unsafe { l.release() };
+        assert!(!l.is_locked() && !l.pair_open());
     }
 
     #[test]
@@ -546,11 +580,11 @@ mod loom_models {
     fn loom_park_and_wake() {
         loom::model(|| {
             let s = Shared::new();
-            s.lock.acquire();
+            s.lock.acquire_mutex();
             let waiter = {
                 let s = Arc::clone(&s);
                 thread::spawn(move || {
-                    s.lock.acquire();
+                    s.lock.acquire_mutex();
                     s.bump();
                     // SAFETY: taken just above.
                     unsafe { s.lock.release() };

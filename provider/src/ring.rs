@@ -112,6 +112,9 @@ impl Indices {
 pub struct Geometry {
     pub indices: Indices,
     pub log2_elem_size: u32,
+    /// `1 << log2_elem_size`, kept so that a slot's offset is one multiply
+    /// (a shift by a loaded count costs a mask and a move more).
+    elem_size: usize,
 }
 
 impl Geometry {
@@ -140,16 +143,18 @@ impl Geometry {
         Ok(Geometry {
             indices,
             log2_elem_size,
+            elem_size: 1 << log2_elem_size,
         })
     }
 
     pub fn elem_size(self) -> usize {
-        1 << self.log2_elem_size
+        self.elem_size
     }
 
     /// Where the slot of `index` (masked here) starts, from the mapping's start.
     pub fn slot_offset(self, index: u32) -> usize {
-        HEADER_LEN + ((self.indices.wrap(index) as usize) << self.log2_elem_size)
+        // No overflow: check() proved every slot's end fits the mapping.
+        HEADER_LEN + self.indices.wrap(index) as usize * self.elem_size
     }
 }
 
@@ -725,7 +730,8 @@ mod tests {
             ring.geometry,
             Geometry {
                 indices: Indices::new(7).unwrap(),
-                log2_elem_size: 7
+                log2_elem_size: 7,
+                elem_size: 128
             }
         );
         drop(ring);

@@ -78,7 +78,7 @@ unsafe fn wr_objects(wr: &ibv_send_wr, qp_type: c_int) -> WrObjects<'_> {
 /// `IBV_SEND_INLINE` the SGEs describe readable memory.
 #[inline]
 pub(crate) unsafe fn post_one_send(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
-    if sq.limits.qp_type != IBV_QPT_UD && wr.opcode != IBV_WR_BIND_MW {
+    if sq.limits.names_no_object(wr.opcode) {
         // The RC/UC request that names no AH or window: built with the
         // objects known to be none, so nothing about them stays live in
         // the loop (fewer registers spilled to the stack).

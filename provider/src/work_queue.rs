@@ -49,7 +49,7 @@ impl<L: QueueLimits> WorkQueue<L> {
     }
 
     /// Whether the kernel has not consumed far enough for another slot.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {
         self.ring.indices().is_full(self.prod, self.ring.consumed())
     }
@@ -57,7 +57,7 @@ impl<L: QueueLimits> WorkQueue<L> {
     /// The slot of `index` (masked) as (header, payload). Sound to write only
     /// for a slot between the published producer index and `prod`, or the
     /// one at `prod` when the ring is not full: those the kernel does not read.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slot_at(&mut self, index: u32) -> (&mut L::Header, &mut [u8]) {
         let header = size_of::<L::Header>();
         let elem = self.ring.geometry().elem_size();
@@ -77,7 +77,7 @@ impl<L: QueueLimits> WorkQueue<L> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn advance(&mut self) {
         self.prod = self.ring.indices().next(self.prod);
     }

@@ -47,8 +47,13 @@ pub(crate) mod testing {
     /// `FakeRing` plays the kernel), with the callbacks for `wc_flags`.
     /// Free it with `Box::from_raw(cq.cast::<RxeCq>())`.
     pub(crate) fn fake_rxe_cq(wc_flags: u64) -> (FakeRing, *mut ibv_cq_ex) {
+        fake_rxe_cq_with(wc_flags, QueueLock::new())
+    }
+
+    /// [`fake_rxe_cq`] with `lock` ([`QueueLock::unlocked`]: a CQ on a thread domain).
+    pub(crate) fn fake_rxe_cq_with(wc_flags: u64, lock: QueueLock) -> (FakeRing, *mut ibv_cq_ex) {
         let fq = FakeRing::new(7, 7, 0);
-        let cq = Box::new(RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, QueueLock::new()));
+        let cq = Box::new(RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, lock));
         // SAFETY: the CQ is ours alone.
         unsafe {
             *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));

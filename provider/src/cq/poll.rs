@@ -49,26 +49,39 @@ pub(super) fn set_ex_callbacks(vcq: &mut ibv_cq_ex, wc_flags: u64) {
 /// or a negative errno.
 pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
     boundary::guard("poll_cq", Errno::EIO.negative(), || {
-        // SAFETY: libibverbs passes a live CQ of ours.
+        // One test for the usual call; the refused and the empty ones out of line.
+        if ibcq.is_null() || wc.is_null() || ne <= 0 {
+            return poll_cq_refused(ibcq, ne, wc);
+        }
+        // SAFETY: libibverbs passes a live CQ of ours (not null: tested).
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
             return Errno::EINVAL.negative();
         };
-        let Ok(ne) = usize::try_from(ne) else { return 0 };
-        if ne == 0 {
-            return 0;
-        }
-        if wc.is_null() {
-            return Errno::EINVAL.negative();
-        }
-        // SAFETY: the caller provides room for `ne` ibv_wc at wc; we only
-        // write whole entries through MaybeUninit.
-        let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<ibv_wc>>(), ne) };
-        match cq.locked(|s| s.poll(out)).and_then(|polled| polled) {
+        // SAFETY: the caller provides room for `ne` (> 0) ibv_wc at wc; we
+        // only write whole entries through MaybeUninit.
+        let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<ibv_wc>>(), ne as usize) };
+        cq.locked(|s| match s.poll(out) {
             // n <= ne, which came from a c_int.
             Ok(n) => n as c_int,
             Err(errno) => errno.negative(),
-        }
+        })
+        .unwrap_or_else(Errno::negative)
     })
+}
+
+/// [`poll_cq`]'s answer when `ibcq` or `wc` is null or `ne` <= 0: EINVAL
+/// for a null CQ, then nothing polled for `ne` <= 0, then EINVAL for a null `wc`.
+#[cold]
+#[inline(never)]
+fn poll_cq_refused(ibcq: *mut ibv_cq, ne: c_int, wc: *mut ibv_wc) -> c_int {
+    if ibcq.is_null() {
+        Errno::EINVAL.negative()
+    } else if ne <= 0 {
+        0
+    } else {
+        debug_assert!(wc.is_null());
+        Errno::EINVAL.negative()
+    }
 }
 
 unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq_attr) -> c_int {

@@ -44,7 +44,7 @@ pub(crate) unsafe extern "C" fn post_send(
         }
         let posting = sq.with(|sq| {
             let mut cur = wr;
-            let mut posted = 0u32;
+            let mut posted = false;
             let mut rc = 0;
             while !cur.is_null() {
                 // SAFETY: the caller's list of live work requests.
@@ -58,10 +58,10 @@ pub(crate) unsafe extern "C" fn post_send(
                     rc = e.code();
                     break;
                 }
-                posted += 1;
+                posted = true;
                 cur = w.next;
             }
-            if posted > 0 {
+            if posted {
                 sq.publish();
             }
             (rc, posted)
@@ -74,7 +74,7 @@ pub(crate) unsafe extern "C" fn post_send(
                 return e.code();
             }
         };
-        if posted > 0 {
+        if posted {
             if let Err(e) = ring_doorbell(q) {
                 return e.code();
             }
@@ -455,40 +455,77 @@ mod tests {
 
     /// Not a test: the post_send + poll_cq pair `tests/bench/verbs.sh` counts
     /// in the rig (one signalled 8-byte RDMA WRITE, its completion polled),
-    /// on fake rings, so the instructions can be counted on the host:
+    /// on fake rings, so the instructions can be counted on the host.
+    /// `tests/cost-budget.sh` runs it and its two siblings (SEND; WRITE with
+    /// the QP and the CQ on a thread domain) under callgrind and holds the
+    /// provider's instructions per pair to `provider/perf-budget.txt`:
     ///
     /// ```text
-    /// cargo test --release -p rxe-rs-provider --no-run   # prints the test binary
+    /// cargo test --release -p rxe-rs-provider --lib --no-run   # prints the test binary
     /// valgrind --tool=callgrind --toggle-collect='rxe_rs::qp::post::post_send' \
-    ///     --toggle-collect='rxe_rs::cq::poll_cq' target/release/deps/rxe_rs-HASH \
-    ///     --ignored --exact qp::post::tests::hot_path_pairs
+    ///     --toggle-collect='rxe_rs::cq::*poll_cq' target/release/deps/rxe_rs-HASH \
+    ///     --ignored --exact qp::post::tests::hot_path_pairs --test-threads=1
     /// ```
     ///
     /// Instructions per pair = the total / `RXE_RS_HOT_PATH_PAIRS` (10,000).
     #[test]
-    #[ignore]
+    #[ignore = "an instruction-count harness (tests/cost-budget.sh), not a test"]
     fn hot_path_pairs() {
-        use crate::cq::testing::fake_rxe_cq;
+        hot_path(IBV_WR_RDMA_WRITE, false);
+    }
+
+    /// [`hot_path_pairs`] with an 8-byte SEND.
+    #[test]
+    #[ignore = "an instruction-count harness (tests/cost-budget.sh), not a test"]
+    fn hot_path_pairs_send() {
+        hot_path(IBV_WR_SEND, false);
+    }
+
+    /// [`hot_path_pairs`] with the QP's queues and the CQ on a thread domain (no lock).
+    #[test]
+    #[ignore = "an instruction-count harness (tests/cost-budget.sh), not a test"]
+    fn hot_path_pairs_td() {
+        hot_path(IBV_WR_RDMA_WRITE, true);
+    }
+
+    fn hot_path(opcode: c_int, thread_domain: bool) {
+        use crate::cq::testing::fake_rxe_cq_with;
         use crate::libibverbs::cq::ibv_wc;
+        use crate::lock::QueueLock;
         use kernel_abi::ib_uverbs_wc;
         use zerocopy::FromZeros;
         let pairs: u64 = std::env::var("RXE_RS_HOT_PATH_PAIRS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(10_000);
-        let fake = FakeQp::new(IBV_QPT_RC, 1, 64);
-        let (cq_kernel, cq) = fake_rxe_cq(0);
+        let lock = || {
+            if thread_domain {
+                QueueLock::unlocked()
+            } else {
+                QueueLock::new()
+            }
+        };
+        let mut fake = FakeQp::new(IBV_QPT_RC, 1, 64);
+        if let Some(sq) = &mut fake.qp.sq {
+            sq.lock = lock();
+        }
+        if let Some(rq) = &mut fake.qp.rq {
+            rq.lock = lock();
+        }
+        let (cq_kernel, cq) = fake_rxe_cq_with(0, lock());
         let sge = [ibv_sge {
             addr: 0x1000,
             length: 8,
             lkey: 1,
         }];
-        let mut w = wr(0, IBV_WR_RDMA_WRITE, &sge);
+        let mut w = wr(0, opcode, &sge);
         w.send_flags = IBV_SEND_SIGNALED;
-        w.wr.rdma = ibv_send_wr_rdma {
-            remote_addr: 0x2000,
-            rkey: 2,
-        };
+        if opcode == IBV_WR_RDMA_WRITE {
+            w.wr.rdma = ibv_send_wr_rdma {
+                remote_addr: 0x2000,
+                rkey: 2,
+            };
+        }
         // SAFETY: plain C data.
         let mut wc: ibv_wc = unsafe { core::mem::zeroed() };
         let mut cqe = ib_uverbs_wc::new_zeroed();
@@ -510,7 +547,7 @@ mod tests {
             assert_eq!(unsafe { poll(cq.cast(), 1, &mut wc) }, 1);
             assert_eq!(wc.wr_id, i);
         }
-        // SAFETY: made by fake_rxe_cq, not used again.
+        // SAFETY: made by fake_rxe_cq_with, not used again.
         drop(unsafe { Box::from_raw(cq.cast::<crate::cq::RxeCq>()) });
     }
 

@@ -23,7 +23,7 @@ use super::validate::sge_total;
 /// queue `payload` belongs to; with `IBV_SEND_INLINE`, every SGE describes
 /// `length` readable bytes at `addr` (the caller's promise to
 /// `ibv_post_send`).
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn encode_send(
     wr: &ibv_send_wr,
     sges: &[ibv_sge],
@@ -65,7 +65,7 @@ pub(crate) unsafe fn encode_send(
 /// the data ([`set_data`]): the progress fields the kernel keeps in the
 /// slot reset, the operand arm zeroed. Field by field rather than a zeroed
 /// copy of the 208-byte header: only what the kernel reads is written.
-#[inline]
+#[inline(always)]
 pub(crate) fn write_header(wqe: &mut rxe_send_wqe, wr_id: u64, opcode: c_int, send_flags: u32, imm_data: u32) {
     let wr = &mut wqe.wr;
     wr.wr_id = wr_id;
@@ -95,7 +95,7 @@ pub(crate) fn write_header(wqe: &mut rxe_send_wqe, wr_id: u64, opcode: c_int, se
 
 /// The data part of a send WQE's header: `num_sge` SGEs (or, inline,
 /// `length` bytes) after the header, none of them consumed yet.
-#[inline]
+#[inline(always)]
 fn set_data(wqe: &mut rxe_send_wqe, length: u32, num_sge: u32) {
     let dma = &mut wqe.dma;
     dma.length = length;
@@ -106,7 +106,7 @@ fn set_data(wqe: &mut rxe_send_wqe, length: u32, num_sge: u32) {
 }
 
 /// The operands of RDMA WRITE/READ (and ATOMIC_WRITE).
-#[inline]
+#[inline(always)]
 pub(crate) fn set_rdma(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32) {
     wqe.wr.wr.rdma = rxe_send_wr_wr_rdma {
         remote_addr,
@@ -208,7 +208,7 @@ pub(crate) fn set_sges(
     if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room.min(payload.len()) {
         return Err(Errno::ENOSPC);
     }
-    let length = u32::try_from(sge_total(sges)).map_err(|_| Errno::EINVAL)?;
+    let length = sge_total(sges).ok_or(Errno::EINVAL)?;
     write_sges(sges, payload);
     wqe.wr.send_flags &= !IBV_SEND_INLINE;
     set_data(wqe, length, sges.len() as u32);

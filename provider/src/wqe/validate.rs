@@ -6,13 +6,13 @@ use crate::libibverbs::qp::*;
 use super::limits::{RecvLimits, SendLimits, SGE_SIZE};
 use super::request::WrObjects;
 
-/// The total length of a list of SGEs, without 32-bit overflow.
-#[inline]
-pub(crate) fn sge_total(sges: &[ibv_sge]) -> u64 {
+/// The total length of a list of SGEs; `None` when it does not fit 32 bits.
+#[inline(always)]
+pub(crate) fn sge_total(sges: &[ibv_sge]) -> Option<u32> {
     match sges {
-        // The common case, without the set-up of the (unrolled) loop.
-        [one] => u64::from(one.length),
-        _ => sges.iter().map(|s| u64::from(s.length)).sum(),
+        // The common case: nothing to add, nothing to overflow.
+        [one] => Some(one.length),
+        _ => sges.iter().try_fold(0u32, |sum, s| sum.checked_add(s.length)),
     }
 }
 
@@ -23,7 +23,7 @@ pub(crate) fn sge_total(sges: &[ibv_sge]) -> u64 {
 /// # Safety
 /// With a count up to `max_sge`, `sg_list` points at that many entries
 /// (the `ibv_post_send` contract).
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
     // A negative count is a huge u32.
     let n = wr.num_sge as u32;
@@ -48,7 +48,7 @@ const ATOMICS_AND_BIND: u32 = 1 << IBV_WR_ATOMIC_CMP_AND_SWP | 1 << IBV_WR_ATOMI
 /// it by `max_sge`), `objects` what its pointers name. Every rejection is
 /// `EINVAL`, as `ibv_post_send(3)` and the stock provider give it (a full
 /// queue is `ENOMEM`, checked by the caller).
-#[inline]
+#[inline(always)]
 pub(crate) fn check_send(
     wr: &ibv_send_wr,
     sges: &[ibv_sge],
@@ -59,17 +59,16 @@ pub(crate) fn check_send(
     if !lim.allows(opcode) || matches!(objects, WrObjects::Missing) {
         return Err(Errno::EINVAL);
     }
-    let length = sge_total(sges);
+    let length = sge_total(sges).ok_or(Errno::EINVAL)?;
     if wr.send_flags & IBV_SEND_INLINE != 0 {
         // Inline bytes are read here, from addr: a NULL one with a length
         // would crash us (ibv_wr_set_inline_data* refuse it the same way).
-        if length > u64::from(lim.inline_room) || sges.iter().any(|s| s.addr == 0 && s.length != 0) {
+        if length > lim.inline_room || sges.iter().any(|s| s.addr == 0 && s.length != 0) {
             return Err(Errno::EINVAL);
         }
     } else if sges.len() > lim.sge_room as usize {
         return Err(Errno::EINVAL);
     }
-    let length = u32::try_from(length).map_err(|_| Errno::EINVAL)?;
     // allows() proved 0 <= opcode < 32.
     if (ATOMICS_AND_BIND >> opcode) & 1 != 0 {
         let refused = if opcode == IBV_WR_BIND_MW {
@@ -91,5 +90,5 @@ pub(crate) fn validate_recv(sges: &[ibv_sge], lim: &RecvLimits) -> Result<u32, E
     if sges.len() > lim.max_sge as usize || sges.len() * SGE_SIZE > lim.payload_room {
         return Err(Errno::EINVAL);
     }
-    u32::try_from(sge_total(sges)).map_err(|_| Errno::EINVAL)
+    sge_total(sges).ok_or(Errno::EINVAL)
 }
