@@ -574,6 +574,7 @@ mod tests {
     /// the runtime probes the one it is loaded into: the layout from its exports
     /// is the one its release (from its file name, here only to check) has.
     #[test]
+    #[cfg_attr(miri, ignore = "dlmopen of the host's libibverbs: Miri runs no foreign code")]
     fn the_hosts_libibverbs_gets_the_layout_of_its_release() {
         let Some(lib) = super::super::runtime::probe_layout_of("libibverbs.so.1") else {
             eprintln!("no libibverbs.so.1 on this host: nothing to probe");
