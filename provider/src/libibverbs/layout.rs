@@ -498,7 +498,7 @@ mod tests {
 
     #[test]
     fn v43_v44_and_v45_export_the_same_and_differ_in_what_ibv_qp_to_qp_ex_answers() {
-        // v38 to v47 added no symbol: the ibv_qp_ex layout is the probe's alone.
+        // v38 through v47 added no symbol: the ibv_qp_ex layout is the probe's alone.
         let exports = tag_exports(44, [false; 5]);
         assert_eq!(exports, tag_exports(43, [false; 5]));
         assert_eq!(exports, tag_exports(45, [false; 5]));
