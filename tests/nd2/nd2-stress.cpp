@@ -1,7 +1,7 @@
 /*
  * nd2-stress: nd-shim's ND2 completion engine under load, every kind of completion waiter at once.
  *
- *   nd2-stress PASSIVE_IP ACTIVE_IP [--completions N] [--depth D] [--port P]
+ *   nd2-stress PASSIVE_IP ACTIVE_IP [--completions N] [--reads R] [--depth D] [--port P]
  *
  * Both ends live in this process: the passive one (listener, receiver) on PASSIVE_IP, the active
  * one (sender) on ACTIVE_IP. Four connections; each message is a Send of 16 bytes carrying its QP
@@ -14,6 +14,10 @@
  *       drains the CQ and Notifies again;
  *   active QP0 and QP1 share one CQ, waited by a thread on the Notify OVERLAPPED's event;
  *   active QP2 and QP3 have their own CQs, which the sending thread polls (GetResults, no Notify).
+ * Meanwhile a reader thread on the passive side makes --reads R (default N/100) RDMA Reads of 64
+ * bytes from a region of the active end, each into a region it registers just before that Read
+ * (zeroed first, deregistered after its data is checked), on passive QP3: their completions come
+ * to the pool's callback beside QP3's receives, and must come in order, each once, with the data.
  * Each waiter drains its CQ (GetResults until it returns fewer than asked) before the next Notify
  * and reposts the receives it took (at most --depth D per QP, default 32, outstanding; a Send goes
  * only once its receive is posted). Checks: every completion succeeds; each QP's receives and sends
@@ -67,6 +71,15 @@ std::atomic<unsigned long> g_taken[NQP];
 std::atomic<unsigned long> g_sent[NQP];
 std::atomic<unsigned long> g_sendDone[NQP];
 std::atomic<unsigned long> g_progress{0};
+/* Passive QP3's RDMA Reads: issued (by the reader) and completed (taken by QP3's CQ handler). */
+const int READ_QP = 3;
+const ULONG READ_LEN = 64;
+const ULONG READ_SOURCE = 4096;
+unsigned long g_reads;
+std::atomic<unsigned long> g_readsIssued{0};
+std::atomic<unsigned long> g_readsDone{0};
+unsigned char g_readSource[READ_SOURCE];
+UINT32 g_readToken;
 
 /* Wake-ups and results per waiter kind. */
 std::atomic<unsigned long> g_gqcsPackets{0}, g_gqcsExCalls{0}, g_gqcsExPackets{0}, g_callbacks{0}, g_eventWaits{0},
@@ -103,12 +116,30 @@ bool Owns(const PassiveCq &c, int q)
     return false;
 }
 
+/* One Read result of QP3's CQ: in order, each once (the reader checks its data). */
+void TakeRead(PassiveCq &c, const ND2_RESULT &r)
+{
+    unsigned long idx = reinterpret_cast<uintptr_t>(r.RequestContext) & 0xffffffffu;
+    if (r.Status != ND_SUCCESS)
+        FAIL("%s: Read %lu completed 0x%08x", c.name, idx, (unsigned)r.Status);
+    unsigned long want = g_readsDone.load(std::memory_order_relaxed);
+    if (idx != want || idx >= g_readsIssued.load())
+        FAIL("%s: Read %lu came when %lu was due (%lu issued)", c.name, idx, want, g_readsIssued.load());
+    g_readsDone.store(idx + 1, std::memory_order_release);
+    c.results++;
+    g_progress.fetch_add(1, std::memory_order_relaxed);
+}
+
 /* One receive result of `c`: in order, its payload matching, its receive reposted if more are due. */
 void TakeReceive(PassiveCq &c, const ND2_RESULT &r)
 {
     uintptr_t context = reinterpret_cast<uintptr_t>(r.RequestContext);
     int q = int(context >> 32);
     unsigned long idx = context & 0xffffffffu;
+    if (r.RequestType == Nd2RequestTypeRead && Owns(c, READ_QP)) {
+        TakeRead(c, r);
+        return;
+    }
     if (r.Status != ND_SUCCESS || r.RequestType != Nd2RequestTypeReceive)
         FAIL("%s: result status 0x%08x type %d context 0x%lx", c.name, (unsigned)r.Status, (int)r.RequestType,
              (unsigned long)context);
@@ -133,6 +164,8 @@ void TakeReceive(PassiveCq &c, const ND2_RESULT &r)
 
 bool AllTaken(const PassiveCq &c)
 {
+    if (Owns(c, READ_QP) && g_readsDone.load() < g_reads)
+        return false;
     for (int k = 0; k < c.nqps; k++)
         if (g_taken[c.qps[k]].load() < g_perQp[c.qps[k]])
             return false;
@@ -396,9 +429,45 @@ void Deregister(IND2MemoryRegion *mr)
     EXPECT(mr->Release() == 0);
 }
 
+/* g_reads RDMA Reads on passive QP3, each into a region registered just before it. */
+HANDLE g_pctl;
+IND2Adapter *g_pad;
+
+void *ReaderThread(void *)
+{
+    unsigned char sink[2][READ_LEN];
+    for (unsigned long k = 0; k < g_reads; k++) {
+        unsigned char *dest = sink[k % 2];
+        memset(dest, 0, READ_LEN);
+        IND2MemoryRegion *mr = NULL;
+        CHECK_HR(g_pad->CreateMemoryRegion(IID_IND2MemoryRegion, g_pctl, reinterpret_cast<void **>(&mr)));
+        Ov ov;
+        Completes("Register (Read sink)", mr,
+                  mr->Register(dest, READ_LEN, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_RDMA_READ_SINK, &ov), ov);
+        ULONG at = ULONG(k % (READ_SOURCE / READ_LEN)) * READ_LEN;
+        ND2_SGE sge = {dest, READ_LEN, mr->GetLocalToken()};
+        uintptr_t context = (uintptr_t(READ_QP) << 32) | k;
+        g_readsIssued.store(k + 1);
+        CHECK_HR(g_pqp[READ_QP]->Read(reinterpret_cast<void *>(context), &sge, 1,
+                                      reinterpret_cast<uintptr_t>(g_readSource + at), g_readToken, 0));
+        unsigned idle = 0;
+        while (g_readsDone.load(std::memory_order_acquire) <= k) {
+            if (++idle < 16)
+                sched_yield();
+            else
+                usleep(100);
+        }
+        if (memcmp(dest, g_readSource + at, READ_LEN) != 0)
+            FAIL("Read %lu: the data at offset %lu of the source did not land in its region", k, (unsigned long)at);
+        Deregister(mr);
+    }
+    return NULL;
+}
+
 void Usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s PASSIVE_IP ACTIVE_IP [--completions N] [--depth D] [--port P]\n", argv0);
+    fprintf(stderr, "usage: %s PASSIVE_IP ACTIVE_IP [--completions N] [--reads R] [--depth D] [--port P]\n",
+            argv0);
     exit(2);
 }
 
@@ -411,11 +480,14 @@ int main(int argc, char **argv)
     const char *passiveIp = argv[1], *activeIp = argv[2];
     unsigned long completions = 20000;
     unsigned short port = 7470;
+    long reads = -1;
     for (int k = 3; k < argc; k += 2) {
         if (k + 1 >= argc)
             Usage(argv[0]);
         if (strcmp(argv[k], "--completions") == 0)
             completions = strtoul(argv[k + 1], NULL, 0);
+        else if (strcmp(argv[k], "--reads") == 0)
+            reads = strtol(argv[k + 1], NULL, 0);
         else if (strcmp(argv[k], "--depth") == 0)
             g_depth = ULONG(strtoul(argv[k + 1], NULL, 0));
         else if (strcmp(argv[k], "--port") == 0)
@@ -429,6 +501,7 @@ int main(int argc, char **argv)
                 (unsigned long)MAX_DEPTH);
         return 2;
     }
+    g_reads = reads < 0 ? completions / 100 : (unsigned long)reads;
     for (int q = 0; q < NQP; q++)
         g_perQp[q] = g_messages / NQP + (unsigned long)(q < int(g_messages % NQP) ? 1 : 0);
 
@@ -453,6 +526,18 @@ int main(int argc, char **argv)
     EXPECT(g_recvBuf != NULL && g_sendBuf != NULL);
     g_pmr = Register(pad, pctl, g_recvBuf, bufLen);
     g_amr = Register(aad, actl, g_sendBuf, bufLen);
+    for (ULONG k = 0; k < READ_SOURCE; k++)
+        g_readSource[k] = (unsigned char)(k * 7 + k / READ_LEN);
+    IND2MemoryRegion *sourceMr = NULL;
+    CHECK_HR(aad->CreateMemoryRegion(IID_IND2MemoryRegion, actl, reinterpret_cast<void **>(&sourceMr)));
+    {
+        Ov ov;
+        Completes("Register (Read source)", sourceMr,
+                  sourceMr->Register(g_readSource, READ_SOURCE, ND_MR_FLAG_ALLOW_REMOTE_READ, &ov), ov);
+    }
+    g_readToken = sourceMr->GetRemoteToken();
+    g_pad = pad;
+    g_pctl = pctl;
 
     g_shared.name = "passive CQ of QP0+QP1 (port)";
     g_shared.cq = Cq(pad, pportFile, 4 * g_depth);
@@ -493,9 +578,9 @@ int main(int argc, char **argv)
         CHECK_HR(aad->CreateConnector(IID_IND2Connector, actl, reinterpret_cast<void **>(&ac[q])));
         Ov get, conn, acc, comp;
         HRESULT getHr = listener->GetConnectionRequest(pc[q], &get);
-        HRESULT connHr = ac[q]->Connect(g_aqp[q], at.Sa(), at.Len(), 0, 0, NULL, 0, &conn);
+        HRESULT connHr = ac[q]->Connect(g_aqp[q], at.Sa(), at.Len(), 1, 1, NULL, 0, &conn);
         Completes("GetConnectionRequest", listener, getHr, get);
-        HRESULT accHr = pc[q]->Accept(g_pqp[q], 0, 0, NULL, 0, &acc);
+        HRESULT accHr = pc[q]->Accept(g_pqp[q], 1, 1, NULL, 0, &acc);
         Completes("Connect", ac[q], connHr, conn);
         Completes("CompleteConnect", ac[q], ac[q]->CompleteConnect(&comp), comp);
         Completes("Accept", pc[q], accHr, acc);
@@ -510,11 +595,12 @@ int main(int argc, char **argv)
         EXPECT(hr == ND_PENDING || hr == ND_SUCCESS);
         pthread_mutex_unlock(&c->lock);
     }
-    pthread_t gqcs, gqcsEx, event, sender;
+    pthread_t gqcs, gqcsEx, event, sender, reader;
     EXPECT(pthread_create(&gqcs, NULL, GqcsThread, NULL) == 0);
     EXPECT(pthread_create(&gqcsEx, NULL, GqcsExThread, NULL) == 0);
     EXPECT(pthread_create(&event, NULL, EventThread, NULL) == 0);
     EXPECT(pthread_create(&sender, NULL, SenderThread, NULL) == 0);
+    EXPECT(pthread_create(&reader, NULL, ReaderThread, NULL) == 0);
 
     /* Progress or fail: 20 s without a new completion is a lost one (or a lost wake-up). */
     unsigned long last = 0;
@@ -532,6 +618,8 @@ int main(int argc, char **argv)
             for (int q = 0; q < NQP; q++)
                 fprintf(stderr, "  QP%d: %lu/%lu, %lu/%lu of %lu\n", q, g_posted[q].load(), g_taken[q].load(),
                         g_sent[q].load(), g_sendDone[q].load(), g_perQp[q]);
+            fprintf(stderr, "  Reads on QP%d: %lu issued, %lu done of %lu\n", READ_QP, g_readsIssued.load(),
+                    g_readsDone.load(), g_reads);
             fprintf(stderr, "  done: shared %d own2 %d own3 %d\n", (int)g_shared.done.load(),
                     (int)g_own2.done.load(), (int)g_own3.done.load());
             exit(1);
@@ -544,6 +632,7 @@ int main(int argc, char **argv)
     EXPECT(pthread_join(gqcsEx, NULL) == 0);
     EXPECT(pthread_join(event, NULL) == 0);
     EXPECT(pthread_join(sender, NULL) == 0);
+    EXPECT(pthread_join(reader, NULL) == 0);
     /* The pool's last callback may still be returning: take its lock once. */
     pthread_mutex_lock(&g_own3.lock);
     pthread_mutex_unlock(&g_own3.lock);
@@ -556,7 +645,8 @@ int main(int argc, char **argv)
         sends += g_sendDone[q].load();
     }
     EXPECT(receives == g_messages && sends == g_messages);
-    EXPECT(g_shared.results + g_own2.results + g_own3.results == g_messages);
+    EXPECT(g_readsDone.load() == g_reads && g_readsIssued.load() == g_reads);
+    EXPECT(g_shared.results + g_own2.results + g_own3.results == g_messages + g_reads);
     for (PassiveCq *c : {&g_shared, &g_own2, &g_own3}) {
         ND2_RESULT r;
         EXPECT(c->cq->GetResults(&r, 1) == 0);
@@ -567,14 +657,18 @@ int main(int argc, char **argv)
     }
     printf("  %lu completions (%lu receives, %lu sends over %d QPs), each once, each QP's in order\n",
            receives + sends, receives, sends, NQP);
-    printf("  receives per CQ: shared %lu (%lu wake-ups), QP2 %lu (%lu), QP3 %lu (%lu)\n", g_shared.results,
+    printf("  %lu RDMA Reads on QP%d, each into a region registered just before it, in order, each once, data "
+           "checked\n",
+           g_reads, READ_QP);
+    printf("  results per CQ: shared %lu (%lu wake-ups), QP2 %lu (%lu), QP3 %lu (%lu)\n", g_shared.results,
            g_shared.wakes, g_own2.results, g_own2.wakes, g_own3.results, g_own3.wakes);
     printf("  waiters: GetQueuedCompletionStatus %lu packets, GetQueuedCompletionStatusEx %lu packets in %lu "
            "calls, BindIoCompletionCallback %lu callbacks, event %lu waits, %lu polls (%lu empty), %lu Notify "
            "inline\n",
            g_gqcsPackets.load(), g_gqcsExPackets.load(), g_gqcsExCalls.load(), g_callbacks.load(),
            g_eventWaits.load(), g_polls.load(), g_emptyPolls.load(), g_notifyInline.load());
-    printf("  %.3f s, %.0f completions/s\n", elapsed / 1e6, (receives + sends) / (elapsed / 1e6));
+    printf("  %.3f s, %.0f completions/s (the Reads' included)\n", elapsed / 1e6,
+           (receives + sends + g_reads) / (elapsed / 1e6));
 
     for (int q = 0; q < NQP; q++) {
         Ov ad, pd;
@@ -591,6 +685,7 @@ int main(int argc, char **argv)
         EXPECT(c->cq->Release() == 0);
     for (IND2CompletionQueue *cq : {g_acqShared, g_acq2, g_acq3})
         EXPECT(cq->Release() == 0);
+    Deregister(sourceMr);
     Deregister(g_pmr);
     Deregister(g_amr);
     CloseHandle(g_port);
