@@ -23,13 +23,16 @@
  * only once its receive is posted). Checks: every completion succeeds; each QP's receives and sends
  * come back in the order posted, each once (a receive's context and payload are its sequence
  * number), and every count reaches its total. No progress for 20 s fails with the counts.
- * Prints the counts per waiter kind, the time and the rate.
+ * Prints the counts per waiter kind, the time and the rate. The setup and the teardown have 60 s
+ * each: past that, the phase is named, every thread's stack printed (gdb, if there is one), exit 1.
  */
 #include "nd2-common.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -464,6 +467,38 @@ void *ReaderThread(void *)
     return NULL;
 }
 
+/* The phase the 60 s alarm names, and the handler that names it and shows every thread's stack. */
+const char *volatile g_phase = "start";
+
+void OnAlarm(int)
+{
+    const char *phase = g_phase;
+    const char head[] = "nd2-stress: stuck for 60 s in: ";
+    ssize_t ignored = write(2, head, sizeof head - 1);
+    ignored = write(2, phase, strlen(phase));
+    ignored = write(2, "\n", 1);
+    (void)ignored;
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    pid_t child = fork();
+    if (child == 0) {
+        dup2(2, 1);
+        execlp("gdb", "gdb", "-p", pid, "-batch", "-nx", "-ex", "thread apply all bt", (char *)NULL);
+        _exit(127);
+    }
+    if (child > 0) {
+        int status;
+        waitpid(child, &status, 0);
+    }
+    _exit(1);
+}
+
+void Phase(const char *phase, unsigned seconds)
+{
+    g_phase = phase;
+    alarm(seconds);
+}
+
 void Usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s PASSIVE_IP ACTIVE_IP [--completions N] [--reads R] [--depth D] [--port P]\n",
@@ -505,6 +540,9 @@ int main(int argc, char **argv)
     for (int q = 0; q < NQP; q++)
         g_perQp[q] = g_messages / NQP + (unsigned long)(q < int(g_messages % NQP) ? 1 : 0);
 
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGALRM, OnAlarm);
+    Phase("setup: adapters, files, regions, CQs, QPs", 60);
     CHECK_HR(NdStartup());
     Nd2Address passiveAt = nd2_ipv4(passiveIp, 0), activeAt = nd2_ipv4(activeIp, 0);
     IND2Adapter *pad = NULL, *aad = NULL;
@@ -566,6 +604,7 @@ int main(int argc, char **argv)
     }
 
     /* The four connections, one after another, through one listener. */
+    Phase("setup: the four connections", 60);
     sockaddr_in listenAt = nd2_ipv4(passiveIp, port);
     Nd2Address at(listenAt);
     IND2Listener *listener = NULL;
@@ -587,6 +626,7 @@ int main(int argc, char **argv)
     }
     EXPECT(listener->Release() == 0);
 
+    Phase("the run (its own watchdog: 20 s without a completion fails it)", 0);
     double start = nd2_now_us();
     /* The passive CQs' first Notify each; their completions drive everything after. */
     for (PassiveCq *c : {&g_shared, &g_own2, &g_own3}) {
@@ -626,6 +666,7 @@ int main(int argc, char **argv)
         }
     }
     double elapsed = nd2_now_us() - start;
+    Phase("the waiter threads' end (quit packets, joins)", 60);
     EXPECT(PostQueuedCompletionStatus(g_port, 0, QUIT_KEY, NULL));
     EXPECT(PostQueuedCompletionStatus(g_port, 0, QUIT_KEY, NULL));
     EXPECT(pthread_join(gqcs, NULL) == 0);
@@ -670,6 +711,7 @@ int main(int argc, char **argv)
     printf("  %.3f s, %.0f completions/s (the Reads' included)\n", elapsed / 1e6,
            (receives + sends + g_reads) / (elapsed / 1e6));
 
+    Phase("teardown: Disconnect and Release", 60);
     for (int q = 0; q < NQP; q++) {
         Ov ad, pd;
         HRESULT adHr = ac[q]->Disconnect(&ad);
@@ -685,6 +727,7 @@ int main(int argc, char **argv)
         EXPECT(c->cq->Release() == 0);
     for (IND2CompletionQueue *cq : {g_acqShared, g_acq2, g_acq3})
         EXPECT(cq->Release() == 0);
+    Phase("teardown: Deregister, CloseHandle, the adapters' Release, NdCleanup", 60);
     Deregister(sourceMr);
     Deregister(g_pmr);
     Deregister(g_amr);
@@ -696,6 +739,7 @@ int main(int argc, char **argv)
     EXPECT(pad->Release() == 0);
     EXPECT(aad->Release() == 0);
     CHECK_HR(NdCleanup());
+    alarm(0);
     free(g_recvBuf);
     free(g_sendBuf);
     printf("nd2-stress: ok\n");
