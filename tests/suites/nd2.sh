@@ -74,6 +74,17 @@ nd2_bindio() { # nd2_bindio PROVIDER CASE: one BindIoCompletionCallback case of 
     expect_provider "$served" "$1"
 }
 
+# nd2_stress PROVIDER: nd2-stress, RIG_ND2_STRESS completions (default 10^5: sends, receives, and
+# 1000 RDMA Reads into regions registered just before each) over four QPs with every kind of waiter
+# at once, both ends in one process. About 20 s per provider with one emulated vCPU.
+nd2_stress() {
+    local served=$RIG_OUT/nd2-stress.$1.served
+    with_provider "$1" "$served" "$nd2_bin/nd2-stress" "$RIG_SERVER_IP" "$RIG_CLIENT_IP" \
+        --completions "${RIG_ND2_STRESS:-100000}" || return 1
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+
 nd2_conformance() { # nd2_conformance PROVIDER CASE: one IND2Connector/IND2Listener code case
     local served=$RIG_OUT/nd2-conformance.$2.$1.served range=()
     # ports-exhausted needs a narrow ND port range to use up
@@ -131,6 +142,7 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     for name in $("$nd2_bin/nd2-memory" --list); do
         run_test "memory-$name.$provider" nd2_memory "$provider" "$name"
     done
+    RIG_TIMEOUT=180 run_test "stress.$provider" nd2_stress "$provider"
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"
     run_test "pingpong-event.$provider" nd2_pair nd2-pingpong "$provider" 7401 --iters 500
     run_test "pingpong-poll.$provider" nd2_pair nd2-pingpong "$provider" 7402 --iters 500 --poll
