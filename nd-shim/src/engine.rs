@@ -414,7 +414,7 @@ impl Adapter {
         adapter.inner.thread.store(true, Ordering::Release);
         let weak = Arc::downgrade(&adapter.inner);
         // Counted among the shim's threads (DllCanUnloadNow) while it runs.
-        let spawned = crate::nd2::provider::spawn("nd-shim-events", move || loop {
+        let spawned = crate::liveness::spawn("nd-shim-events", move || loop {
             let Some(inner) = weak.upgrade() else { return };
             if let Some(ready) = inner.wait_ready(100) {
                 let _guard = lock(&inner.processing);

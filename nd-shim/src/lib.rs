@@ -47,6 +47,7 @@ mod endpoint;
 mod engine;
 mod exports;
 pub mod listen;
+mod liveness;
 pub mod nd2;
 pub mod ndk;
 pub mod ports;

@@ -364,7 +364,7 @@ fn defer(deadline: Instant, action: Box<dyn FnOnce() + Send>) -> Result<(), Box<
         return Ok(());
     }
     // Started under the lock: the thread's first look at the queue comes after the push below.
-    match crate::nd2::provider::spawn("nd-shim-flush", run_deferred) {
+    match crate::liveness::spawn("nd-shim-flush", run_deferred) {
         Ok(()) => {
             timer.0.push_back((deadline, action));
             timer.1 = true;
@@ -601,7 +601,7 @@ mod tests {
     /// the library can be unloaded with no disconnect pending.
     #[test]
     fn the_flush_timer_runs_in_order_and_ends_when_idle() {
-        let _serial = crate::nd2::provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let ran = Arc::new(Mutex::new(Vec::new()));
         let start = Instant::now();
         for i in 0..3 {

@@ -168,7 +168,7 @@ impl<T: Class> Com<T> {
 
     /// A new object with one reference, as a raw pointer for the caller.
     fn create(body: Arc<T>) -> *mut Com<T> {
-        provider::object_created();
+        crate::liveness::object_created();
         #[cfg(test)]
         LIVE_SHELLS.fetch_add(1, Ordering::Relaxed);
         let body = Arc::into_raw(body).cast_mut();
@@ -275,7 +275,7 @@ impl<T: Class> Com<T> {
             body.on_release();
             drop(body);
         });
-        provider::object_released();
+        crate::liveness::object_released();
     }
 
     /// A strong reference to the body, for objects (and calls) that must keep this one alive.
@@ -632,7 +632,7 @@ mod tests {
 
     #[test]
     fn the_last_release_frees_the_shell_and_the_body() {
-        let _serial = provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let before = live_shells();
         for _ in 0..1000 {
             let (object, dropped, released) = probe();
@@ -661,7 +661,7 @@ mod tests {
 
     #[test]
     fn a_body_another_object_holds_outlives_the_shell() {
-        let _serial = provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let before = live_shells();
         let (object, dropped, released) = probe();
         // SAFETY: a live object of ours; its body is held by `held` (as a QP holds its CQ).
@@ -679,7 +679,7 @@ mod tests {
 
     #[test]
     fn references_taken_and_given_back_on_many_threads_free_the_object_once() {
-        let _serial = provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let before = live_shells();
         for _ in 0..50 {
             let (object, dropped, released) = probe();
@@ -726,7 +726,7 @@ mod tests {
 
     #[test]
     fn a_released_object_is_refused_until_its_shell_is_reused() {
-        let _serial = provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let (object, _, released) = probe();
         // SAFETY: the caller's only reference; afterwards the pointer is stale, which the
         // module answers (shells are never freed).
@@ -757,7 +757,7 @@ mod tests {
 
     #[test]
     fn the_memory_of_released_objects_is_bounded_by_the_pool() {
-        let _serial = provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let key = Com::<Probe>::class_key();
         for _ in 0..(4 * QUARANTINE) {
             let (object, _, _) = probe();
@@ -770,7 +770,7 @@ mod tests {
 
     #[test]
     fn a_call_in_progress_keeps_the_object_through_the_last_release() {
-        let _serial = provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let (object, dropped, released) = probe();
         // SAFETY: live: the caller's reference.
         let call = unsafe { this::<Probe>(object) }.unwrap();
@@ -797,7 +797,7 @@ mod tests {
 
     #[test]
     fn calls_racing_the_last_release_are_whole_or_refused() {
-        let _serial = provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let before = live_shells();
         for _ in 0..200 {
             let (object, dropped, released) = probe();

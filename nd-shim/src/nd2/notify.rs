@@ -99,7 +99,7 @@ impl NotifyChannel {
         let weak = Arc::downgrade(&channel);
         let source: Weak<dyn Drain> = weak.clone();
         *channel.registration.lock() = Some(pump::register(channel.fd(), source).map_err(code)?);
-        super::provider::spawn("nd2-cq-notify", move || {
+        crate::liveness::spawn("nd2-cq-notify", move || {
             // A panic here must not unwind into the runtime's thread start (foreign edge:
             // nothing calls back into the application from this thread, but stay fenced).
             super::boundary("nd2-cq-notify", (), || {

@@ -15,7 +15,7 @@
 //! handle gone, so every packet of its requests is already queued) each worker is sent a quit
 //! packet behind those packets, and ends at it unless a file was bound meanwhile: the pool's
 //! threads live exactly while a bound file does or its callbacks are still to run. They are
-//! threads of the shim's (`provider::spawn`), so DllCanUnloadNow says S_FALSE until they have
+//! threads of the shim's (`liveness::spawn`), so DllCanUnloadNow says S_FALSE until they have
 //! exited. A later bind starts them again.
 
 use parking_lot::Mutex;
@@ -102,8 +102,8 @@ pub(crate) fn bind(file: &OverlappedFile, callback: Callback) -> Result<(), Bind
         return Err(BindError::Bound);
     }
     while state.threads < THREADS {
-        // A thread of the shim's (provider::spawn): DllCanUnloadNow waits for its exit.
-        match super::provider::spawn("nd2-io-pool", move || work(pool)) {
+        // A thread of the shim's (liveness::spawn): DllCanUnloadNow waits for its exit.
+        match crate::liveness::spawn("nd2-io-pool", move || work(pool)) {
             Ok(_) => state.threads += 1,
             Err(e) if state.threads == 0 => {
                 log::error!("nd2: BindIoCompletionCallback: no pool thread: {e}");
@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn bind_io_completion_callback_rules() {
-        let _serial = super::super::provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let _pump = super::super::pump::exclusive_for_test();
         let file = insert(Object::File(Arc::default()));
         let f: Option<Callback> = Some(ignore);
@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn completions_call_the_callback_on_pool_threads_which_end_with_the_last_file() {
-        let _serial = super::super::provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let _pump = super::super::pump::exclusive_for_test();
         SEEN.lock().clear();
         CALLS.store(0, Ordering::SeqCst);
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_callback_may_block_while_another_runs() {
-        let _serial = super::super::provider::serial_for_test();
+        let _serial = crate::liveness::serial_for_test();
         let _pump = super::super::pump::exclusive_for_test();
         static GATE: (parking_lot::Mutex<bool>, parking_lot::Condvar) =
             (parking_lot::Mutex::new(false), parking_lot::Condvar::new());
