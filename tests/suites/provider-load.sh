@@ -51,4 +51,10 @@ nameless_libibverbs_served_by_exports() {
     expect_provider "$served" rxe_rs &&
         grep -q "^rxe_rs: loaded; registered with $dir/libibverbs.so.1 (private ABI " "$log"
 }
-run_test libibverbs-without-release-in-its-name-served-by-exports nameless_libibverbs_served_by_exports
+# The program is built here, with gcc: the Debian 12 boot's root (the host's) has it, the other
+# lines' debootstrapped roots do not.
+if command -v gcc > /dev/null; then
+    run_test libibverbs-without-release-in-its-name-served-by-exports nameless_libibverbs_served_by_exports
+else
+    echo "  not run: libibverbs-without-release-in-its-name-served-by-exports (no gcc in this root)"
+fi
