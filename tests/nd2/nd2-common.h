@@ -152,6 +152,20 @@ static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], c
     return 2;
 }
 
+/* An OVERLAPPED with its own manual-reset event (programs that wait on the event). */
+struct Nd2EventOv : OVERLAPPED {
+    Nd2EventOv()
+    {
+        memset(static_cast<OVERLAPPED *>(this), 0, sizeof(OVERLAPPED));
+        hEvent = CreateEventA(NULL, TRUE, FALSE, NULL);
+        EXPECT(hEvent != NULL);
+    }
+    ~Nd2EventOv() { CloseHandle(hEvent); }
+    Nd2EventOv(const Nd2EventOv &) = delete;
+    Nd2EventOv &operator=(const Nd2EventOv &) = delete;
+    void Reset() { ResetEvent(hEvent); }
+};
+
 /* NdStartup, then the adapter of `local` and its overlapped file. */
 static inline void nd2_open_adapter(const Nd2Address &local, IND2Adapter **adapter, HANDLE *file)
 {

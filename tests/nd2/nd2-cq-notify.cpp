@@ -50,17 +50,7 @@ namespace {
 const DWORD WAIT_MS = 10000;
 const unsigned short PORT = 7460;
 
-/* An OVERLAPPED with its own manual-reset event. */
-struct Ov : OVERLAPPED {
-    Ov()
-    {
-        memset(static_cast<OVERLAPPED *>(this), 0, sizeof(OVERLAPPED));
-        hEvent = CreateEventA(NULL, TRUE, FALSE, NULL);
-        EXPECT(hEvent != NULL);
-    }
-    ~Ov() { CloseHandle(hEvent); }
-    void Reset() { ResetEvent(hEvent); }
-};
+typedef Nd2EventOv Ov;
 
 /* The final status of `ov`'s request on `object`, waiting up to `ms`; ND_PENDING if it is not. */
 HRESULT Wait(IND2Overlapped *object, Ov &ov, DWORD ms)

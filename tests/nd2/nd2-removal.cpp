@@ -31,16 +31,7 @@ namespace {
 
 const DWORD WAIT_MS = 30000;
 
-/* An OVERLAPPED with its own manual-reset event. */
-struct Ov : OVERLAPPED {
-    Ov()
-    {
-        memset(static_cast<OVERLAPPED *>(this), 0, sizeof(OVERLAPPED));
-        hEvent = CreateEventA(NULL, TRUE, FALSE, NULL);
-        EXPECT(hEvent != NULL);
-    }
-    ~Ov() { CloseHandle(hEvent); }
-};
+typedef Nd2EventOv Ov;
 
 /* The final status of `ov`'s request on `object` (issued returned `issued`), waiting up to `ms`. */
 HRESULT Wait(IND2Overlapped *object, HRESULT issued, Ov &ov, DWORD ms)

@@ -379,16 +379,8 @@ void *SenderThread(void *)
     }
 }
 
-/* An OVERLAPPED with its own event, for the setup and teardown requests (on unbound files). */
-struct Ov : OVERLAPPED {
-    Ov()
-    {
-        memset(static_cast<OVERLAPPED *>(this), 0, sizeof(OVERLAPPED));
-        hEvent = CreateEventA(NULL, TRUE, FALSE, NULL);
-        EXPECT(hEvent != NULL);
-    }
-    ~Ov() { CloseHandle(hEvent); }
-};
+/* Setup and teardown requests (on unbound files) wait on their own event. */
+typedef Nd2EventOv Ov;
 
 void Completes(const char *what, IND2Overlapped *object, HRESULT issued, Ov &ov)
 {
