@@ -4,7 +4,7 @@
 
 use crate::sync::lock;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rdma_mummy_sys as ffi;
@@ -59,6 +59,10 @@ pub(crate) struct MrBody {
     /// the return of their post ([`MrBody::begin_bind`]): Deregister answers ND_DEVICE_BUSY while
     /// one is there (a window is being bound to the region).
     binds: AtomicU32,
+    /// A window has been bound to the current registration (set by [`MrBody::begin_bind`] under
+    /// `mr`'s lock, cleared by Register): only then is the kernel's EINVAL at deregistration
+    /// "windows still bound".
+    windows_bound: AtomicBool,
 }
 
 /// A Bind of a window to a region, from its read of the MR until its post returned: counted in
@@ -88,6 +92,7 @@ impl MrBody {
             mr: Mutex::new(None),
             tokens: AtomicU64::new(0),
             binds: AtomicU32::new(0),
+            windows_bound: AtomicBool::new(false),
         }
     }
 
@@ -99,6 +104,7 @@ impl MrBody {
         let slot = lock(&self.mr);
         let raw = slot.as_ref()?.0;
         self.binds.fetch_add(1, Ordering::Relaxed);
+        self.windows_bound.store(true, Ordering::Relaxed);
         Some(RegionBind { region: self, raw })
     }
 
@@ -117,7 +123,7 @@ impl Drop for MrBody {
     /// deregisters it once the windows are gone ([`super::registration::DeferredRegions`]).
     fn drop(&mut self) {
         if let Some(mr) = lock(&self.mr).take() {
-            match deregister(&mr) {
+            match deregister(&mr, *self.windows_bound.get_mut()) {
                 Ok(()) => {}
                 Err(NdStatus::ND_DEVICE_BUSY) => {
                     log::debug!("region released with windows bound: deregistered when they are gone");
@@ -228,6 +234,7 @@ unsafe extern "C" fn register(
             // SAFETY: just registered, live while in the slot.
             let (lkey, rkey) = unsafe { ((*raw).lkey, (*raw).rkey) };
             *slot = Some(RawMr(raw));
+            mr.windows_bound.store(false, Ordering::Relaxed);
             mr.tokens.store(pack_tokens(lkey, rkey), Ordering::Release);
             Ok(())
         });
@@ -258,7 +265,7 @@ unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HRe
             drop(slot);
             return finish(request, Err(NdStatus::ND_DEVICE_BUSY));
         }
-        let result = deregister(raw);
+        let result = deregister(raw, mr.windows_bound.load(Ordering::Relaxed));
         if result.is_ok() {
             *slot = None;
             mr.tokens.store(0, Ordering::Release);

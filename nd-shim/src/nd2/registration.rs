@@ -13,12 +13,14 @@ pub(crate) struct RawMr(pub(crate) *mut ffi::ibv_mr);
 // SAFETY: an MR handle may be used from any thread.
 unsafe impl Send for RawMr {}
 
-pub(super) fn deregister(mr: &RawMr) -> Result<(), NdStatus> {
+/// `windows_bound`: a window has been bound to this registration (so the kernel's EINVAL can
+/// mean "windows still bound").
+pub(super) fn deregister(mr: &RawMr, windows_bound: bool) -> Result<(), NdStatus> {
     // SAFETY: the MR is live; on success the caller forgets it (on failure the provider keeps
     // it, as libibverbs' ibv_dereg_mr does).
     match unsafe { ffi::ibv_dereg_mr(mr.0) } {
         0 => Ok(()),
-        e => Err(deregister_status(e.abs())),
+        e => Err(deregister_status(e.abs(), windows_bound)),
     }
 }
 
@@ -26,10 +28,12 @@ pub(super) fn deregister(mr: &RawMr) -> Result<(), NdStatus> {
 /// memory windows are bound to (IBA 10.6.7.2.6): rxe answers EINVAL (`rxe_dereg_mr`: "mr has
 /// mw's bound"), other drivers EBUSY; the MR is live and the call well-formed, so either is
 /// ND_DEVICE_BUSY, the code IND2MemoryRegion.md gives for "still has memory windows bound"
-/// (and Microsoft's ndmrderegister test expects).
-fn deregister_status(errno: i32) -> NdStatus {
+/// (and Microsoft's ndmrderegister test expects). EINVAL means that only where a window has
+/// been bound to the registration; elsewhere it keeps its own code.
+fn deregister_status(errno: i32, windows_bound: bool) -> NdStatus {
     match errno {
-        libc::EINVAL | libc::EBUSY => NdStatus::ND_DEVICE_BUSY,
+        libc::EBUSY => NdStatus::ND_DEVICE_BUSY,
+        libc::EINVAL if windows_bound => NdStatus::ND_DEVICE_BUSY,
         e => crate::status::from_errno(e),
     }
 }
@@ -56,7 +60,7 @@ impl DeferredRegions {
         if regions.is_empty() {
             return;
         }
-        regions.retain(|mr| match deregister(mr) {
+        regions.retain(|mr| match deregister(mr, true) {
             Ok(()) => false,
             Err(NdStatus::ND_DEVICE_BUSY) if !last => true,
             Err(status) => {
@@ -73,8 +77,14 @@ mod tests {
 
     #[test]
     fn a_region_with_windows_bound_is_device_busy() {
-        assert_eq!(deregister_status(libc::EINVAL), NdStatus::ND_DEVICE_BUSY);
-        assert_eq!(deregister_status(libc::EBUSY), NdStatus::ND_DEVICE_BUSY);
-        assert_eq!(deregister_status(libc::EIO), crate::status::from_errno(libc::EIO));
+        assert_eq!(deregister_status(libc::EINVAL, true), NdStatus::ND_DEVICE_BUSY);
+        assert_eq!(deregister_status(libc::EBUSY, true), NdStatus::ND_DEVICE_BUSY);
+        assert_eq!(deregister_status(libc::EBUSY, false), NdStatus::ND_DEVICE_BUSY);
+        assert_eq!(deregister_status(libc::EIO, true), crate::status::from_errno(libc::EIO));
+    }
+
+    #[test]
+    fn einval_without_a_window_ever_bound_keeps_its_code() {
+        assert_eq!(deregister_status(libc::EINVAL, false), NdStatus::ND_INVALID_PARAMETER);
     }
 }
