@@ -32,8 +32,8 @@
 //!
 //! The direct wait. A leader with no deadline, while the process has one channel and the relay
 //! is *parked*, blocks in the channel's read itself: one system call per wake-up, as a verbs
-//! program in `ibv_get_cq_event`, instead of epoll_wait and then the read (the epoll_wait was a
-//! third of the ND2 ping-pong's cost over verbs: docs/nd2-performance.md, session 12). A kick
+//! program in `ibv_get_cq_event`, instead of epoll_wait and then the read (an epoll_wait costs
+//! about 1,100 guest instructions per wait: docs/nd2-performance.md, "The direct wait"). A kick
 //! then rings the channel's doorbell ([`Drain::ring`]: the channel becomes readable), since an
 //! eventfd cannot end a read of another descriptor; while that read lasts no drain reads the
 //! channel (a relay woken by the same ring would take it and leave the reader blocked), and a
