@@ -1710,8 +1710,8 @@ mod tests {
         assert!(qp0.claim(1));
         let connected = S::Connected { notify_pending: false };
         // Connect, then Accept, again on connector 1 with qp1: the claims succeed, the machine
-        // refuses, and qp1 goes back (kept, qp1 stayed claimed for good and every other
-        // connector's Connect or Accept on it was ND_CONNECTION_ACTIVE; fuzz/
+        // refuses, and qp1 goes back (kept, qp1 would stay claimed for good and every other
+        // connector's Connect or Accept on it be ND_CONNECTION_ACTIVE; fuzz/
         // nd_connector_states checks the claims against its model).
         for call in [connect, accept] {
             assert!(qp1.claim(1));

@@ -28,7 +28,7 @@
 # RIG_BENCH_VERBS_OPTIONS adds options to the verbs program's runs: `--epoll` makes it wait as
 # nd-shim's leader does (epoll_wait, then the read), which tells the wait's cost from the rest;
 # `--touch-pages N` makes it read a byte of each of N pages after every completion (a bigger
-# working set per wake-up: docs/nd2-performance.md, session 11).
+# working set per wake-up: docs/nd2-performance.md, "What the emulator's wake-up costs are not").
 # On one CPU (tests/rig/vm's RIG_CLOCK=instructions), the whole run is SCHED_BATCH: a waking end
 # then does not preempt the running one, and each end sleeps once per exchange, as it does with
 # a CPU of its own; under the default policy whether the server's wake-up preempts the client is

@@ -82,8 +82,8 @@ for pairing in "${PAIRINGS[@]}"; do
     # emulator on a busy host the fit's r^2 often falls below 0.9 (in 37 of 80 runs, one end or the
     # other); print_report_bw then exits 1 ("Can't produce a report") before the closing handshake
     # and the other end spins in ibv_poll_cq for a message that never comes (perftest's rdma_cm
-    # channel has no timeout). That was the hang, stock on both ends too: without -F, 3 of 22 runs,
-    # each one after that message, none without. With -F the report goes on (rates read 0 when the
+    # channel has no timeout): without -F the run hangs so, stock on both ends too (3 of 22 runs,
+    # each one after that message; none with -F). With -F the report goes on (rates read 0 when the
     # clock could not be measured); this suite checks completion, not rates. The _lat tests print
     # inf then and exit 0.
     for pt in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw; do

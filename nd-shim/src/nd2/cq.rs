@@ -638,9 +638,9 @@ mod tests {
     }
 
     /// Notify looking again and again while GetResults takes and a QP posts: GetResults returns
-    /// every completion once, in the CQ's order (the old stash, pushed outside the polls' lock
-    /// and found by a relaxed hint, let a GetResults return a later completion before the
-    /// stashed earlier one).
+    /// every completion once, in the CQ's order (a front filled outside the polls' lock, found
+    /// by a relaxed hint, would let a GetResults return a later completion before an earlier
+    /// one).
     #[test]
     fn notify_and_get_results_keep_the_order_and_lose_nothing() {
         const N: u32 = 50_000;

@@ -283,7 +283,7 @@ impl Drain for NotifyChannel {
             Ok(())
         } else {
             // EAGAIN: made non-blocking meanwhile (the relay unparked); or the channel failed:
-            // the caller waits in its set this turn, as before there was a direct wait.
+            // the caller waits in its epoll set this turn instead.
             Err(())
         }
     }

@@ -8,7 +8,7 @@
 //!   channel itself when the CQ's event comes, completes the Notify request (which posts the
 //!   packet to its own port or sets its own event), and returns: one wake-up per event, as a
 //!   verbs program blocked in `ibv_get_cq_event`. Other waiters at the same time sleep on their
-//!   condition variables as before.
+//!   condition variables.
 //! - the adapters' relay threads (`notify.rs`), which sleep in the relay's epoll set and read
 //!   the channels when no leader does: for waiters that are not the leader, and for programs
 //!   that never wait in the shim (they poll GetOverlappedResult(FALSE) or Internal).
@@ -32,8 +32,8 @@
 //!
 //! The direct wait. A leader with no deadline, while the process has one channel and the relay
 //! is *parked*, blocks in the channel's read itself: one system call per wake-up, as a verbs
-//! program in `ibv_get_cq_event`, instead of epoll_wait and then the read (the epoll_wait was a
-//! third of the ND2 ping-pong's cost over verbs: docs/nd2-performance.md, session 12). A kick
+//! program in `ibv_get_cq_event`, instead of epoll_wait and then the read (an epoll_wait costs
+//! about 1,100 guest instructions per wait: docs/nd2-performance.md, "The direct wait"). A kick
 //! then rings the channel's doorbell ([`Drain::ring`]: the channel becomes readable), since an
 //! eventfd cannot end a read of another descriptor; while that read lasts no drain reads the
 //! channel (a relay woken by the same ring would take it and leave the reader blocked), and a
@@ -58,8 +58,8 @@
 //! 3. A poll in the shim that finds its request or object not ready (GetOverlappedResult(FALSE),
 //!    a wait with a zero timeout) while no leader is present reads the channel itself, without
 //!    blocking, as the leader for that moment ([`polled`]): a program that stops waiting and
-//!    polls has its Notify completed at its first poll after the CQ's event, as before any
-//!    thread waited, with no relay woken and no unpark. Two loads when there is a leader or
+//!    polls has its Notify completed at its first poll after the CQ's event, as if no thread
+//!    had waited, with no relay woken and no unpark. Two loads when there is a leader or
 //!    the relay reads anyway.
 //! 4. A program that polls only memory (OVERLAPPED.Internal, HasOverlappedIoCompleted) calls
 //!    nothing: the parked relay looks every PARK_TICK and unparks at a look that finds no
@@ -68,8 +68,8 @@
 //!    until that leader leaves, which rings it (`relay_quiet`): no tick for an idle waiter, and
 //!    no tick's delay after a long wait either.
 //!
-//! A leader that leaves with no follower and no quiet relay costs nothing more than before (a
-//! SeqCst store and two loads): the ping-pong that waits at every completion never unparks. A
+//! A leader that leaves with no follower and no quiet relay costs a SeqCst store and two
+//! loads: the ping-pong that waits at every completion never unparks. A
 //! poll while parked with no leader costs a poll(2) (and the read of an event that is there);
 //! a program that keeps polling so stays parked, each poll its own reader. Two threads that
 //! keep waiting at once unpark at every departure of the leader. These cost time; none delays

@@ -447,10 +447,10 @@ mod tests {
             ("62.0 half", 59, 62, [true, false, true, false, false], None),
             ("v62.0", 59, 62, V62, Some(ContextLayout::V62)),
             ("v63.0", 59, 63, V62, Some(ContextLayout::V62)),
-            // 6fe804e75 (2026-05-06): 64 before its PABI bump and alloc_buf.
+            // 6fe804e75 (2026-05-06): release 64 on PABI 59, without alloc_buf.
             ("64.0 bump", 59, 64, V62, Some(ContextLayout::V62)),
             ("v64.0", 64, 64, V64, Some(ContextLayout::V64)),
-            // 5a8b66556 (2026-07-08): 65 before its PABI bump and the counters.
+            // 5a8b66556 (2026-07-08): release 65 on PABI 64, without the counters.
             ("65.0 bump", 64, 65, V64, Some(ContextLayout::V64)),
             ("v65.0", 65, 65, V65, Some(ContextLayout::V65)),
             // Exports a PABI never had with them: refused.
