@@ -35,9 +35,10 @@
 //! - on a CQ with a lock, applies the queue at once if the lock is free
 //!   (one compare-and-swap); if it is held (a `poll_cq` on another thread,
 //!   or an open pair, possibly this thread's own), it leaves the queue to
-//!   the holder: every poll entry (`poll_cq`, `start_poll`, `end_poll`)
-//!   tests the queue's flag with the lock held and applies what is queued
-//!   before it reads the ring. Waiting instead could deadlock: a thread
+//!   the holder: every poll entry (`poll_cq`, before it takes the lock;
+//!   `start_poll` and `end_poll`, with it) tests the queue's flag and, with
+//!   the lock held, applies what is queued before it reads the ring (after
+//!   it consumed, in `end_poll`). Waiting instead could deadlock: a thread
 //!   inside its own poll pair on the CQ, or two threads, each inside a poll
 //!   pair on the CQ of a QP the other resets.
 //! - on a CQ of a thread domain (no lock, by contract used by one thread at
