@@ -225,7 +225,7 @@ impl QueueLock {
     /// Releases what `acquire_for_call` took, also from an unwind path.
     ///
     /// # Safety
-    /// The caller's context took it (`acquire_for_call`, `try_acquire_briefly`, or `acquire_mutex` where
+    /// The caller's context took it (`acquire_for_call`, `try_acquire_now`, or `acquire_mutex` where
     /// the lock [`locks`](Self::locks)).
     #[inline(always)]
     pub(crate) unsafe fn release(&self) {
@@ -251,28 +251,14 @@ impl QueueLock {
         self.acquire_contended()
     }
 
-    /// Takes the lock for one call if it comes free within a short spin;
-    /// `false` (nothing taken) otherwise, and while any pair is open on it.
-    /// For work that may be skipped (the RESET purge) and must never wait:
-    /// a thread inside another CQ's poll must not block on this one (two
-    /// such threads, each resetting a QP of the other's CQ, would deadlock).
-    /// Released with [`release`](Self::release).
-    pub(crate) fn try_acquire_briefly(&self) -> bool {
-        if self.pair_open() {
-            return false;
-        }
-        if !self.locks() {
-            return true;
-        }
-        let mut spin = SpinWait::new();
-        loop {
-            if self.raw.try_lock() {
-                return true;
-            }
-            if !spin.spin() {
-                return false;
-            }
-        }
+    /// Takes the lock for one call if it is free now (one compare-and-swap);
+    /// `false` (nothing taken) when it is held (also by an open pair) and on
+    /// a thread domain (no lock: the caller is not the object's user). For
+    /// work that is handed to the holder instead and must never wait (the
+    /// CQ purge, which a poll applies): a thread inside a poll pair must not
+    /// block on a CQ lock. Released with [`release`](Self::release).
+    pub(crate) fn try_acquire_now(&self) -> bool {
+        self.locks() && self.raw.try_lock()
     }
 
     #[cold]
@@ -441,12 +427,10 @@ mod tests {
         let other = Arc::clone(&l);
         std::thread::spawn(move || other.hold()).join().unwrap().unwrap();
         assert_eq!(l.with(|| ()), Err(Errno::EDEADLK));
-        assert!(!l.try_acquire_briefly());
+        assert!(!l.try_acquire_now());
         assert!(l.release_held());
         assert_eq!(l.with(|| 2), Ok(2));
-        assert!(l.try_acquire_briefly());
-        // SAFETY: taken just above (nothing, on a thread domain).
-        unsafe { l.release() };
+        assert!(!l.try_acquire_now(), "a thread domain has no lock to take");
         assert!(!l.is_locked() && !l.pair_open());
     }
 

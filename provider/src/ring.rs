@@ -463,6 +463,64 @@ impl Consumer {
     }
 }
 
+/// The index words of a [`Consumer`]'s ring, readable from a thread that
+/// holds no reference to the ring: the CQ purge takes its snapshot of the
+/// producer and consumer indices with it while another thread may be
+/// polling (a poll's `&mut` covers the `Consumer`, not the shared page).
+/// Valid only while the ring it came from is mapped.
+#[derive(Clone, Copy)]
+pub struct IndexView {
+    base: NonNull<u8>,
+    indices: Indices,
+}
+
+// SAFETY: a pointer into shared memory read only with atomics; the holder
+// (a CQ's purge queue, under its mutex) drops it before the ring is unmapped.
+unsafe impl Send for IndexView {}
+
+impl Consumer {
+    /// See [`IndexView`].
+    pub fn index_view(&self) -> IndexView {
+        IndexView {
+            base: self.0.map.base,
+            indices: self.indices(),
+        }
+    }
+}
+
+impl IndexView {
+    pub fn indices(&self) -> Indices {
+        self.indices
+    }
+
+    /// # Safety
+    /// The ring this view came from is still mapped.
+    unsafe fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: as in Ring::index_at, with the ring mapped per the contract.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast::<u32>()) }
+    }
+
+    /// [`Consumer::produced`].
+    ///
+    /// # Safety
+    /// The ring this view came from is still mapped.
+    pub unsafe fn produced(&self) -> u32 {
+        // SAFETY: per the contract.
+        let word = unsafe { self.word(offset_of!(rxe_queue_buf, producer_index)) };
+        self.indices.wrap(word.load(Ordering::Acquire))
+    }
+
+    /// The consumer index the kernel sees (the last one released), masked.
+    ///
+    /// # Safety
+    /// As for [`produced`](Self::produced).
+    pub unsafe fn consumer_index(&self) -> u32 {
+        // SAFETY: per the contract.
+        let word = unsafe { self.word(offset_of!(rxe_queue_buf, consumer_index)) };
+        self.indices.wrap(word.load(Ordering::Acquire))
+    }
+}
+
 #[cfg(any(test, feature = "fuzzing"))]
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod testing {

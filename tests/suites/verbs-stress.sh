@@ -70,6 +70,29 @@ for provider in stock rxe_rs; do
     run_test "purge-abba.$provider" abba_run "$provider"
 done
 
+# verbs-purge (tests/verbs/purge.c): what a QP's CQ hands out once ibv_modify_qp(RESET) or
+# ibv_destroy_qp returned, while the CQ is in use: another thread inside ibv_start_poll on it
+# (reset-busy, destroy-busy), the resetting thread inside its own (reset-self), the CQ on a thread
+# domain and mid-poll on the thread using it (reset-td), or idle (destroy); RIG_PURGE_ROUNDS (3)
+# rounds each. rxe_rs must show none of the QP's five completions after the call, the other QP's
+# kept (exit 0: docs/provider-architecture.md, "The RESET and destroy purge"); the stock provider
+# leaves all five in the CQ by design (exit 3, printed) and has no thread domains (exit 2).
+purge_run() { # purge_run PROVIDER MODE
+    local served=$RIG_OUT/verbs-purge.$1.$2.served RIG_TIMEOUT=120 want=0 status=0
+    [[ $1 == stock ]] && want=3
+    [[ $1 == stock && $2 == reset-td ]] && want=2
+    with_provider "$1" "$served" "$stress_dir/verbs-purge" "$2" "${RIG_PURGE_ROUNDS:-3}" || status=$?
+    ((status == want)) || { echo "verbs-purge $2: exit $status, expected $want"; return 1; }
+    served_by "$served"
+    expect_provider "$served" "$1"
+}
+for mode in reset-busy reset-self reset-td destroy-busy destroy; do
+    for provider in stock rxe_rs; do
+        run_test "purge.$mode.$provider" purge_run "$provider" "$mode"
+        grep -E '^(reset|destroy|round|thread)' "$RIG_OUT/logs/$RIG_SUITE.purge.$mode.$provider.log" | tail -n 2 | sed 's/^/    /'
+    done
+done
+
 # verbs-privdrop (tests/verbs/privdrop.c): a program drops CAP_IPC_LOCK after opening rxe0 (the
 # kernel then refuses its write() commands: "changed security contexts"), then posts on two
 # connected RC QPs: rxe_rs must complete a SEND and its receive, fill the send queue with RDMA

@@ -167,6 +167,7 @@ fn create(
     vcq.handle = handle;
     vcq.cqe = cqe;
     *c.state.get_mut() = PollState::new(Some(ring));
+    c.purge.ring_changed(c.state.get_mut());
     Ok(cq)
 }
 
@@ -314,37 +315,40 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
         };
         let asked = cqe as u32;
         cq.locked(|state| {
-            // Our consumer index is already in the shared page (every poll
-            // stores it), which is where the kernel reads it from to copy.
-            let cmd = ib_uverbs_resize_cq {
-                response: 0,
-                cq_handle: cq.handle(),
-                cqe: asked,
-                driver_data: [],
-            };
-            let resp = match command::write_cmd(cq.cmd_fd, cmd) {
-                Ok(resp) => resp,
-                Err(errno) => return errno.code(),
-            };
-            match map_cq_ring(cq.cmd_fd, &resp.drv.mi, asked, resp.core.cqe) {
-                Ok((ring, cqe)) => {
-                    state.replace_ring(Some(ring));
-                    // SAFETY: cqe is ours to write; readers of it expect it
-                    // to change only in resize_cq.
-                    unsafe { (*cq.vcq()).cqe = cqe };
-                    0
+            // Queued purges first: their snapshots are of this ring.
+            cq.purge.around_resize(state, |state| {
+                // Our consumer index is already in the shared page (every poll
+                // stores it), which is where the kernel reads it from to copy.
+                let cmd = ib_uverbs_resize_cq {
+                    response: 0,
+                    cq_handle: cq.handle(),
+                    cqe: asked,
+                    driver_data: [],
+                };
+                let resp = match command::write_cmd(cq.cmd_fd, cmd) {
+                    Ok(resp) => resp,
+                    Err(errno) => return errno.code(),
+                };
+                match map_cq_ring(cq.cmd_fd, &resp.drv.mi, asked, resp.core.cqe) {
+                    Ok((ring, cqe)) => {
+                        state.replace_ring(Some(ring));
+                        // SAFETY: cqe is ours to write; readers of it expect it
+                        // to change only in resize_cq.
+                        unsafe { (*cq.vcq()).cqe = cqe };
+                        0
+                    }
+                    Err(errno) => {
+                        // The old ring is dead (the kernel writes only the new
+                        // one): polling must fail rather than read stale CQEs.
+                        error!(
+                            "CQ {}: resized, but the new ring is unusable (errno {errno})",
+                            cq.handle()
+                        );
+                        state.replace_ring(None);
+                        errno.code()
+                    }
                 }
-                Err(errno) => {
-                    // The old ring is dead (the kernel writes only the new
-                    // one): polling must fail rather than read stale CQEs.
-                    error!(
-                        "CQ {}: resized, but the new ring is unusable (errno {errno})",
-                        cq.handle()
-                    );
-                    state.replace_ring(None);
-                    errno.code()
-                }
-            }
+            })
         })
         .unwrap_or_else(Errno::code)
     })

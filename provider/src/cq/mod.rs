@@ -57,6 +57,7 @@ pub(crate) mod testing {
         // SAFETY: the CQ is ours alone.
         unsafe {
             *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
+            cq.purge.ring_changed(&*cq.state.get());
             set_ex_callbacks(&mut *cq.vcq.get(), wc_flags);
         }
         (fq, Box::into_raw(cq).cast::<ibv_cq_ex>())

@@ -9,6 +9,7 @@ use std::os::fd::RawFd;
 use kernel_abi::ib_uverbs_wc;
 
 use super::poll_state::PollState;
+use super::purge::PurgeQueue;
 use crate::errno::Errno;
 use crate::libibverbs::cq::*;
 use crate::libibverbs::device_context::ibv_context;
@@ -25,6 +26,8 @@ pub(crate) struct RxeCq {
     pub(super) cmd_fd: RawFd,
     pub(super) lock: QueueLock,
     pub(super) state: UnsafeCell<PollState>,
+    /// The purges of QPs reset or destroyed, until a poll applies them.
+    pub(super) purge: PurgeQueue,
     /// The parent domain it was created on (`ibv_create_cq_ex` with
     /// `IBV_CQ_INIT_ATTR_MASK_PD`), if any.
     pub(super) domain: DomainUse,
@@ -73,6 +76,7 @@ impl RxeCq {
             cmd_fd,
             lock,
             state: UnsafeCell::new(PollState::new(None)),
+            purge: PurgeQueue::new(),
             domain: DomainUse::none(),
         }
     }
@@ -105,7 +109,7 @@ impl RxeCq {
     /// # Safety
     /// A pair is open on the lock (between a successful `start_poll` and
     /// `end_poll`, on whichever thread continues it, one at a time, as the
-    /// `ibv_cq_ex` API requires).
+    /// `ibv_cq_ex` API requires), or the caller took the lock for a call.
     #[allow(clippy::mut_from_ref)]
     pub(super) unsafe fn state_locked(&self) -> &mut PollState {
         // SAFETY: per the contract, the lock makes this the only reference.

@@ -60,6 +60,13 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
         // SAFETY: the caller provides room for `ne` (> 0) ibv_wc at wc; we
         // only write whole entries through MaybeUninit.
         let out = unsafe { core::slice::from_raw_parts_mut(wc.cast::<MaybeUninit<ibv_wc>>(), ne as usize) };
+        // A purge queued by a QP's reset or destroy (cq::purge): applied
+        // first, out of line. Tested before the lock: a purge queued after
+        // this load is concurrent with this poll, which may then see what it
+        // drops; one that returned before this poll began is seen here.
+        if cq.purge.is_queued() {
+            return poll_cq_purging(cq, out);
+        }
         cq.locked(|s| match s.poll(out) {
             // n <= ne, which came from a c_int.
             Ok(n) => n as c_int,
@@ -67,6 +74,21 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
         })
         .unwrap_or_else(Errno::negative)
     })
+}
+
+/// [`poll_cq`] with the CQ's queued purges applied first, under the lock.
+#[cold]
+#[inline(never)]
+fn poll_cq_purging(cq: &RxeCq, out: &mut [MaybeUninit<ibv_wc>]) -> c_int {
+    cq.locked(|s| {
+        cq.purge.apply(s);
+        match s.poll(out) {
+            // n <= ne, which came from a c_int.
+            Ok(n) => n as c_int,
+            Err(errno) => errno.negative(),
+        }
+    })
+    .unwrap_or_else(Errno::negative)
 }
 
 /// [`poll_cq`]'s answer when `ibcq` or `wc` is null or `ne` <= 0: EINVAL
@@ -99,7 +121,11 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
         // A panic must not leave the lock taken.
         let r = boundary::guard("start_poll", Err(Errno::EIO), || {
             // SAFETY: this thread holds the lock now.
-            unsafe { cq.state_locked() }.start()
+            let s = unsafe { cq.state_locked() };
+            if cq.purge.is_queued() {
+                cq.purge.apply(s);
+            }
+            s.start()
         });
         match r {
             Ok(wc) => {
@@ -158,7 +184,12 @@ unsafe extern "C" fn end_poll(current: *mut ibv_cq_ex) {
         // The lock is released even if end() panics.
         boundary::guard("end_poll", (), || {
             // SAFETY: the pair is open (a successful start_poll holds the lock).
-            unsafe { cq.state_locked() }.end()
+            let s = unsafe { cq.state_locked() };
+            s.end();
+            // A purge that came while the pair was open (cq::purge).
+            if cq.purge.is_queued() {
+                cq.purge.apply(s);
+            }
         });
         cq.lock.release_held();
     })
