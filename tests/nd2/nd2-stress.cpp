@@ -1,7 +1,7 @@
 /*
  * nd2-stress: nd-shim's ND2 completion engine under load, every kind of completion waiter at once.
  *
- *   nd2-stress PASSIVE_IP ACTIVE_IP [--completions N] [--reads R] [--depth D] [--port P]
+ *   nd2-stress PASSIVE_IP ACTIVE_IP [--completions N] [--reads R] [--depth D] [--port P] [--lockstep L]
  *
  * Both ends live in this process: the passive one (listener, receiver) on PASSIVE_IP, the active
  * one (sender) on ACTIVE_IP. Four connections; each message is a Send of 16 bytes carrying its QP
@@ -23,8 +23,11 @@
  * only once its receive is posted). Checks: every completion succeeds; each QP's receives and sends
  * come back in the order posted, each once (a receive's context and payload are its sequence
  * number), and every count reaches its total. No progress for 20 s fails with the counts.
- * Prints the counts per waiter kind, the time and the rate. The setup and the teardown have 60 s
- * each: past that, the phase is named, every thread's stack printed (gdb, if there is one), exit 1.
+ * Prints the counts per waiter kind, the time and the rate. Then the lockstep (--lockstep L,
+ * default 1000): L single Sends on QP0, each with both ends' Notify armed before it, each Notify
+ * waited for with a 10 s limit (a Notify that needs a later completion never completes there).
+ * The setup, the lockstep and the teardown have 60 s each or more: past that, the phase is named,
+ * every thread's stack printed (gdb, if there is one), exit 1.
  */
 #include "nd2-common.h"
 
@@ -257,6 +260,10 @@ void *GqcsExThread(void *)
         bool quit = false;
         for (ULONG k = 0; k < n; k++) {
             if (e[k].lpOverlapped == NULL && e[k].lpCompletionKey == QUIT_KEY) {
+                /* One quit packet is this thread's; a batch may hold the other thread's too: it
+                 * goes back to the port (as on Windows, the batch takes whatever is queued). */
+                if (quit)
+                    EXPECT(PostQueuedCompletionStatus(g_port, 0, QUIT_KEY, NULL));
                 quit = true;
                 continue;
             }
@@ -459,6 +466,85 @@ void *ReaderThread(void *)
     return NULL;
 }
 
+/*
+ * The lockstep: `rounds` single Sends on QP0, each with both ends' CQ Notify armed before it and
+ * nothing else in flight, so that each Notify can only be completed by that one completion: the
+ * passive one's packet is waited for in GetQueuedCompletionStatus, the active one's event in
+ * WaitForSingleObject (in turn first). A Notify that comes only with a later completion (late by
+ * one wake-up) never comes here: LOCKSTEP_MS fails the round.
+ */
+const DWORD LOCKSTEP_MS = 10000;
+unsigned long g_lockstep = 1000;
+
+void LockstepWaitPassive(unsigned long k)
+{
+    DWORD bytes = 0;
+    ULONG_PTR key = 0;
+    OVERLAPPED *ov = NULL;
+    if (!GetQueuedCompletionStatus(g_port, &bytes, &key, &ov, LOCKSTEP_MS))
+        FAIL("lockstep round %lu: the receive's Notify packet not in %u ms (error %u): a Notify late by a "
+             "wake-up",
+             k, (unsigned)LOCKSTEP_MS, (unsigned)GetLastError());
+    if (ov != &g_shared.ov || key != PORT_KEY)
+        FAIL("lockstep round %lu: a packet for %p key 0x%lx", k, (void *)ov, (unsigned long)key);
+    HRESULT hr = g_shared.cq->GetOverlappedResult(&g_shared.ov, FALSE);
+    if (hr != ND_SUCCESS)
+        FAIL("lockstep round %lu: the receive's Notify completed 0x%08x", k, (unsigned)hr);
+    ND2_RESULT r[2];
+    ULONG n = g_shared.cq->GetResults(r, 2);
+    uintptr_t want = (uintptr_t(0xffff) << 32) | k;
+    if (n != 1 || r[0].Status != ND_SUCCESS || r[0].RequestType != Nd2RequestTypeReceive ||
+        reinterpret_cast<uintptr_t>(r[0].RequestContext) != want || r[0].BytesTransferred != MSG)
+        FAIL("lockstep round %lu: %lu passive results, not its one receive", k, (unsigned long)n);
+    Msg m;
+    memcpy(&m, g_recvBuf, sizeof m);
+    if (m.qp != 0 || m.seq != uint32_t(k) || m.check != CheckOf(0, uint32_t(k)))
+        FAIL("lockstep round %lu: the receive carries QP %u seq %u", k, m.qp, m.seq);
+}
+
+void LockstepWaitActive(unsigned long k, Nd2EventOv &ov)
+{
+    if (WaitForSingleObject(ov.hEvent, LOCKSTEP_MS) != WAIT_OBJECT_0)
+        FAIL("lockstep round %lu: the send's Notify event not set in %u ms: a Notify late by a wake-up", k,
+             (unsigned)LOCKSTEP_MS);
+    HRESULT hr = g_acqShared->GetOverlappedResult(&ov, FALSE);
+    if (hr != ND_SUCCESS)
+        FAIL("lockstep round %lu: the send's Notify completed 0x%08x", k, (unsigned)hr);
+    ND2_RESULT r[2];
+    ULONG n = g_acqShared->GetResults(r, 2);
+    if (n != 1 || r[0].Status != ND_SUCCESS || r[0].RequestType != Nd2RequestTypeSend ||
+        reinterpret_cast<uintptr_t>(r[0].RequestContext) != k)
+        FAIL("lockstep round %lu: %lu active results, not its one send", k, (unsigned long)n);
+}
+
+void Lockstep()
+{
+    Nd2EventOv ov;
+    for (unsigned long k = 0; k < g_lockstep; k++) {
+        ND2_SGE rsge = {g_recvBuf, SLOT, g_pmr->GetLocalToken()};
+        memset(g_recvBuf, 0, sizeof(Msg));
+        CHECK_HR(g_pqp[0]->Receive(reinterpret_cast<void *>((uintptr_t(0xffff) << 32) | k), &rsge, 1));
+        HRESULT hr = g_shared.cq->Notify(ND_CQ_NOTIFY_ANY, &g_shared.ov);
+        if (hr != ND_PENDING)
+            FAIL("lockstep round %lu: the passive Notify on an empty CQ returned 0x%08x", k, (unsigned)hr);
+        ov.Reset();
+        hr = g_acqShared->Notify(ND_CQ_NOTIFY_ANY, &ov);
+        if (hr != ND_PENDING)
+            FAIL("lockstep round %lu: the active Notify on an empty CQ returned 0x%08x", k, (unsigned)hr);
+        Msg m = {0, uint32_t(k), CheckOf(0, uint32_t(k))};
+        memcpy(g_sendBuf, &m, sizeof m);
+        ND2_SGE ssge = {g_sendBuf, MSG, g_amr->GetLocalToken()};
+        CHECK_HR(g_aqp[0]->Send(reinterpret_cast<void *>(uintptr_t(k)), &ssge, 1, 0));
+        if (k % 2 == 0) {
+            LockstepWaitPassive(k);
+            LockstepWaitActive(k, ov);
+        } else {
+            LockstepWaitActive(k, ov);
+            LockstepWaitPassive(k);
+        }
+    }
+}
+
 /* The phase the 60 s alarm names, and the handler that names it and shows every thread's stack. */
 const char *volatile g_phase = "start";
 
@@ -493,7 +579,8 @@ void Phase(const char *phase, unsigned seconds)
 
 void Usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s PASSIVE_IP ACTIVE_IP [--completions N] [--reads R] [--depth D] [--port P]\n",
+    fprintf(stderr,
+            "usage: %s PASSIVE_IP ACTIVE_IP [--completions N] [--reads R] [--depth D] [--port P] [--lockstep L]\n",
             argv0);
     exit(2);
 }
@@ -517,6 +604,8 @@ int main(int argc, char **argv)
             reads = strtol(argv[k + 1], NULL, 0);
         else if (strcmp(argv[k], "--depth") == 0)
             g_depth = ULONG(strtoul(argv[k + 1], NULL, 0));
+        else if (strcmp(argv[k], "--lockstep") == 0)
+            g_lockstep = strtoul(argv[k + 1], NULL, 0);
         else if (strcmp(argv[k], "--port") == 0)
             port = (unsigned short)atoi(argv[k + 1]);
         else
@@ -670,6 +759,11 @@ int main(int argc, char **argv)
     pthread_mutex_lock(&g_own3.lock);
     pthread_mutex_unlock(&g_own3.lock);
 
+    Phase("the lockstep (each Notify for its one completion)", 60 + unsigned(g_lockstep / 20));
+    double lockStart = nd2_now_us();
+    Lockstep();
+    double lockElapsed = nd2_now_us() - lockStart;
+
     unsigned long receives = 0, sends = 0;
     for (int q = 0; q < NQP; q++) {
         EXPECT(g_taken[q].load() == g_perQp[q] && g_posted[q].load() == g_perQp[q]);
@@ -702,6 +796,9 @@ int main(int argc, char **argv)
            g_eventWaits.load(), g_polls.load(), g_emptyPolls.load(), g_notifyInline.load());
     printf("  %.3f s, %.0f completions/s (the Reads' included)\n", elapsed / 1e6,
            (receives + sends + g_reads) / (elapsed / 1e6));
+    printf("  lockstep: %lu rounds of one Send on QP0, each end's Notify complete for that one completion "
+           "(GetQueuedCompletionStatus, event) in %.3f s\n",
+           g_lockstep, lockElapsed / 1e6);
 
     Phase("teardown: Disconnect and Release", 60);
     for (int q = 0; q < NQP; q++) {

@@ -21,7 +21,8 @@ set -euo pipefail
 # aarch64 build, Debian's cross toolchain (gcc-aarch64-linux-gnu, whose binutils strip the arm64
 # packages) and arm64 libc (libc6-dev-arm64-cross: the linker's and the aarch64 layout test's),
 # qemu-user, whose qemu-aarch64 runs that test (.cargo/config.toml), and qemu-system-arm and cpio
-# (its initramfs) for tests/rig/arm64's guest.
+# (its initramfs) for tests/rig/arm64's guest; gdb, which nd2-stress runs in the guest (from this
+# root) to print every thread's stack when a phase overruns.
 APT_PACKAGES=(
     linux-image-amd64 qemu-system-x86 busybox-static udev iproute2 kmod procps
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest python3-pyverbs
@@ -31,6 +32,7 @@ APT_PACKAGES=(
     dpkg-dev lintian rpmlint man-db groff-base
     python3-venv debootstrap
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-system-arm cpio
+    gdb
 )
 # The Rust targets beside the host's (rustup, with the toolchain's own components).
 RUST_TARGETS=(aarch64-unknown-linux-gnu)
