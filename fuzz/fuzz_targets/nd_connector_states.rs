@@ -992,7 +992,7 @@ struct World {
     tokens: u64,
     lstate: LS,
     lmodel: L,
-    /// The fake engine's side of the listener (endpoint.rs keeps the same two queues): Gets not
+    /// The fake engine's side of the listener (endpoint/listener.rs keeps the same two queues): Gets not
     /// yet handed a request, and Gets handed one whose completion is next.
     lwaiting: VecDeque<usize>,
     lhanded: VecDeque<usize>,

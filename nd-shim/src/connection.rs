@@ -550,7 +550,7 @@ pub(crate) fn settle_claim(claim: &QpClaim, token: u64, state: ConnectorState, i
     }
 }
 
-/// What carries out a step's effects: the rdma_cm event engine (`endpoint.rs`), or the fuzz
+/// What carries out a step's effects: the rdma_cm event engine (`endpoint/connector.rs`), or the fuzz
 /// target's fake (`fuzzing`).
 pub(crate) trait Engine {
     /// The connector's state, which [`drive`] moves on.
