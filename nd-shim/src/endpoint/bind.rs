@@ -1,7 +1,7 @@
 //! An rdma_cm id bound to an address of the adapter, exclusively or shared, with the port space's
 //! reservation ([`crate::ports`]) that goes with it.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use crate::engine::AdapterInner;
 use crate::ports::{PortReservation, Refusal, SharedReservation};
@@ -11,8 +11,13 @@ use crate::sys::{self, CmId};
 /// `addr` as the adapter binds it: an unspecified address is the adapter's; a loopback address
 /// is ND_INVALID_ADDRESS.
 pub(super) fn adapter_addr(adapter: &AdapterInner, addr: SocketAddr) -> Result<SocketAddr, NdStatus> {
+    bind_address(adapter.local_ip, addr)
+}
+
+/// [`adapter_addr`] for an adapter whose address is `local_ip`.
+fn bind_address(local_ip: IpAddr, addr: SocketAddr) -> Result<SocketAddr, NdStatus> {
     let addr = if addr.ip().is_unspecified() {
-        SocketAddr::new(adapter.local_ip, addr.port())
+        SocketAddr::new(local_ip, addr.port())
     } else {
         addr
     };
@@ -87,4 +92,33 @@ pub(super) fn bind_connector(
         Ok(id)
     })?;
     Ok((id, reservation))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn an_unspecified_address_binds_the_adapters_with_the_port_asked() {
+        let local: IpAddr = "198.18.0.1".parse().unwrap();
+        assert_eq!(bind_address(local, addr("0.0.0.0:5000")), Ok(addr("198.18.0.1:5000")));
+        assert_eq!(bind_address(local, addr("0.0.0.0:0")), Ok(addr("198.18.0.1:0")));
+        let local6: IpAddr = "fd00::1".parse().unwrap();
+        assert_eq!(bind_address(local6, addr("[::]:7")), Ok(addr("[fd00::1]:7")));
+    }
+
+    #[test]
+    fn an_explicit_address_is_kept_and_a_loopback_one_refused() {
+        let local: IpAddr = "198.18.0.1".parse().unwrap();
+        assert_eq!(bind_address(local, addr("198.18.0.2:9")), Ok(addr("198.18.0.2:9")));
+        assert_eq!(
+            bind_address(local, addr("127.0.0.1:9")),
+            Err(NdStatus::ND_INVALID_ADDRESS)
+        );
+        assert_eq!(bind_address(local, addr("[::1]:9")), Err(NdStatus::ND_INVALID_ADDRESS));
+    }
 }

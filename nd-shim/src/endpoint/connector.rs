@@ -87,6 +87,38 @@ pub(super) struct Core {
     peer_disconnect: Option<Arc<Slot>>,
 }
 
+impl Core {
+    /// A new connector's: Idle, no id, address or queue pair, nothing pending.
+    fn new() -> Core {
+        Core {
+            state: ConnectorState::Idle,
+            id: None,
+            qp: None,
+            hold: None,
+            bind_to: None,
+            shared: None,
+            remote: None,
+            outgoing: Vec::new(),
+            requested: ReadLimits::new(0, 0),
+            peer: PeerData::default(),
+            slots: Slots::default(),
+            peer_disconnect: None,
+        }
+    }
+
+    /// A call that returned ND_PENDING: the slot its completion goes to.
+    fn pend(&mut self, request: Request) -> Arc<Slot> {
+        let slot = Slot::new();
+        self.slots.0[slot_index(request)] = Some(Arc::clone(&slot));
+        slot
+    }
+
+    /// The machine completes `request`: its slot, if it is pending.
+    fn take_slot(&mut self, request: Request) -> Option<Arc<Slot>> {
+        self.slots.0[slot_index(request)].take()
+    }
+}
+
 /// One [`ConnInner::drive`]: the connector's engine for the machine's effects.
 struct Run<'a, 's> {
     conn: &'a ConnInner,
@@ -122,7 +154,7 @@ impl connection::Engine for Run<'_, '_> {
     }
 
     fn complete(&mut self, request: Request, status: NdStatus) {
-        if let Some(slot) = self.core.slots.0[slot_index(request)].take() {
+        if let Some(slot) = self.core.take_slot(request) {
             self.done.push((slot, status));
         }
     }
@@ -345,11 +377,7 @@ impl ConnInner {
                 .drive(&mut core, input, setup, &mut done)
                 .unwrap_or(NdStatus::ND_SUCCESS);
             match (returns, pending) {
-                (NdStatus::ND_PENDING, Some(request)) => {
-                    let slot = Slot::new();
-                    core.slots.0[slot_index(request)] = Some(Arc::clone(&slot));
-                    Ok(Some(slot))
-                }
+                (NdStatus::ND_PENDING, Some(request)) => Ok(Some(core.pend(request))),
                 (status, _) if status.is_error() => Err(status),
                 _ => Ok(None),
             }
@@ -472,20 +500,7 @@ impl Connector {
         let inner = Arc::new_cyclic(|weak: &Weak<ConnInner>| ConnInner {
             adapter: Arc::clone(&adapter.inner),
             token: adapter.inner.register(weak.clone()),
-            core: Mutex::new(Core {
-                state: ConnectorState::Idle,
-                id: None,
-                qp: None,
-                hold: None,
-                bind_to: None,
-                shared: None,
-                remote: None,
-                outgoing: Vec::new(),
-                requested: ReadLimits::new(0, 0),
-                peer: PeerData::default(),
-                slots: Slots::default(),
-                peer_disconnect: None,
-            }),
+            core: Mutex::new(Core::new()),
         });
         Connector { inner }
     }
@@ -779,5 +794,144 @@ impl Drop for Connector {
             self.inner.adapter.unregister_qp(qp.qp_num(), self.inner.token);
         }
         self.inner.adapter.unregister(self.inner.token);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The connector's part of [`connection::drive`] on the host: its [`Core`] and the slots of
+    /// its pending requests, as [`Run`] keeps them; each action succeeds unless it is `fail`'s
+    /// (no rdma_cm: the actions are only recorded).
+    struct Machine {
+        core: Core,
+        acted: Vec<Action>,
+        fail: Option<(Action, NdStatus)>,
+        done: Done,
+    }
+
+    impl Machine {
+        fn new() -> Machine {
+            Machine {
+                core: Core::new(),
+                acted: Vec::new(),
+                fail: None,
+                done: Done::new(),
+            }
+        }
+
+        /// One call, as [`ConnInner::call`] makes it: a pending `request` gets its slot.
+        fn call(&mut self, input: ConnectorInput, request: Option<Request>) -> (NdStatus, Option<Arc<Slot>>) {
+            let returns = connection::drive(self, input).unwrap_or(NdStatus::ND_SUCCESS);
+            let slot = match (returns, request) {
+                (NdStatus::ND_PENDING, Some(request)) => Some(self.core.pend(request)),
+                _ => None,
+            };
+            (returns, slot)
+        }
+    }
+
+    impl connection::Engine for Machine {
+        fn state(&mut self) -> &mut ConnectorState {
+            &mut self.core.state
+        }
+
+        fn act(&mut self, action: Action) -> Result<(), NdStatus> {
+            self.acted.push(action);
+            match self.fail {
+                Some((failing, status)) if failing == action => Err(status),
+                _ => Ok(()),
+            }
+        }
+
+        fn complete(&mut self, request: Request, status: NdStatus) {
+            if let Some(slot) = self.core.take_slot(request) {
+                self.done.push((slot, status));
+            }
+        }
+
+        fn peer_disconnected(&mut self) {}
+    }
+
+    const CONNECT: ConnectorInput = ConnectorInput::Connect {
+        private_data_len: 0,
+        qp_in_use: false,
+    };
+
+    #[test]
+    fn a_new_connector_is_idle_and_holds_nothing() {
+        let core = Core::new();
+        assert_eq!(core.state, ConnectorState::Idle);
+        assert!(core.id.is_none() && core.qp.is_none() && core.hold.is_none() && core.shared.is_none());
+        assert!(core.slots.0.iter().all(Option::is_none) && core.peer_disconnect.is_none());
+    }
+
+    #[test]
+    fn each_request_pends_in_a_slot_of_its_own() {
+        let requests = [
+            Request::Connect,
+            Request::Accept,
+            Request::Disconnect,
+            Request::NotifyDisconnect,
+        ];
+        let mut core = Core::new();
+        let slots: Vec<Arc<Slot>> = requests.iter().map(|&r| core.pend(r)).collect();
+        for (i, &request) in requests.iter().enumerate() {
+            let taken = core.take_slot(request).expect("pending");
+            assert!(
+                Arc::ptr_eq(&taken, &slots[i]),
+                "{request:?} took another request's slot"
+            );
+            assert!(core.take_slot(request).is_none(), "{request:?} completes once");
+            let still: usize = core.slots.0.iter().filter(|s| s.is_some()).count();
+            assert_eq!(still, requests.len() - i - 1);
+        }
+    }
+
+    #[test]
+    fn a_connect_pends_through_resolution_and_its_cancel_completes_only_its_slot() {
+        let mut m = Machine::new();
+        assert_eq!(m.call(ConnectorInput::Bind, None).0, NdStatus::ND_SUCCESS);
+        assert_eq!(m.core.state, ConnectorState::Bound);
+        let (returns, slot) = m.call(CONNECT, Some(Request::Connect));
+        assert_eq!(returns, NdStatus::ND_PENDING);
+        assert_eq!(m.core.state, ConnectorState::Connecting);
+        assert_eq!(m.acted.last(), Some(&Action::StartConnect));
+        let slot = slot.expect("Connect pends");
+        let notify = m.core.pend(Request::NotifyDisconnect);
+
+        m.call(ConnectorInput::Cancel, None);
+        assert_eq!(m.done.len(), 1, "one completion: {:?}", m.core.state);
+        assert!(Arc::ptr_eq(&m.done[0].0, &slot));
+        assert_eq!(m.done[0].1, NdStatus::ND_CANCELED);
+        assert!(m.core.take_slot(Request::Connect).is_none());
+        assert!(Arc::ptr_eq(
+            &m.core.take_slot(Request::NotifyDisconnect).unwrap(),
+            &notify
+        ));
+    }
+
+    #[test]
+    fn a_connect_whose_first_action_fails_returns_the_failure_and_pends_nothing() {
+        let mut m = Machine::new();
+        m.call(ConnectorInput::Bind, None);
+        m.fail = Some((Action::StartConnect, NdStatus::ND_UNSUCCESSFUL));
+        let (returns, slot) = m.call(CONNECT, Some(Request::Connect));
+        assert!(returns.is_error(), "{returns}");
+        assert!(slot.is_none() && m.core.slots.0.iter().all(Option::is_none));
+        assert_ne!(m.core.state, ConnectorState::Connecting);
+        assert!(m.done.is_empty());
+    }
+
+    #[test]
+    fn release_of_an_idle_connector_completes_nothing_and_ends_it() {
+        let mut m = Machine::new();
+        m.call(ConnectorInput::Release, None);
+        assert!(m.done.is_empty());
+        assert_ne!(m.core.state, ConnectorState::Idle);
+        let (returns, _) = m.call(CONNECT, Some(Request::Connect));
+        assert!(returns.is_error(), "a released connector refuses Connect: {returns}");
+        assert!(m.core.slots.0.iter().all(Option::is_none));
     }
 }

@@ -32,6 +32,27 @@ struct ListenerCore {
     handed: VecDeque<Arc<Slot>>,
 }
 
+impl ListenerCore {
+    /// A new listener's: Idle, no id or address, no request and no Get.
+    fn new() -> ListenerCore {
+        ListenerCore {
+            state: ListenerState::Idle,
+            id: None,
+            hold: None,
+            bind_to: None,
+            backlog: 0,
+            incoming: VecDeque::new(),
+            waiting: VecDeque::new(),
+            handed: VecDeque::new(),
+        }
+    }
+}
+
+/// The oldest Get: one already handed a request first, then the longest waiting.
+fn oldest_get<C, S>(handed: &mut VecDeque<S>, waiting: &mut VecDeque<(C, S)>) -> Option<S> {
+    handed.pop_front().or_else(|| waiting.pop_front().map(|(_, slot)| slot))
+}
+
 /// One [`ListenerInner::drive`]: the listener's engine for the machine's effects.
 struct ListenerRun<'a> {
     listener: &'a ListenerInner,
@@ -59,12 +80,8 @@ impl listen::Engine for ListenerRun<'_> {
 
     fn complete_gets(&mut self, count: u32, status: NdStatus) {
         for _ in 0..count {
-            let slot = match self.core.handed.pop_front() {
-                Some(slot) => slot,
-                None => match self.core.waiting.pop_front() {
-                    Some((_, slot)) => slot,
-                    None => break,
-                },
+            let Some(slot) = oldest_get(&mut self.core.handed, &mut self.core.waiting) else {
+                break;
             };
             self.done.push((slot, status));
         }
@@ -248,16 +265,7 @@ impl Listener {
         let inner = Arc::new_cyclic(|weak: &Weak<ListenerInner>| ListenerInner {
             adapter: Arc::clone(&adapter.inner),
             token: adapter.inner.register(weak.clone()),
-            core: Mutex::new(ListenerCore {
-                state: ListenerState::Idle,
-                id: None,
-                hold: None,
-                bind_to: None,
-                backlog: 0,
-                incoming: VecDeque::new(),
-                waiting: VecDeque::new(),
-                handed: VecDeque::new(),
-            }),
+            core: Mutex::new(ListenerCore::new()),
         });
         Listener { inner }
     }
@@ -357,5 +365,120 @@ impl Drop for Listener {
     fn drop(&mut self) {
         let _ = self.call(ListenerInput::Release, |_| {});
         self.inner.adapter.unregister(self.inner.token);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The listener's part of [`listen::drive`] on the host: its state and its queue of handed
+    /// Gets, as [`ListenerRun`] keeps them; each action succeeds unless it is `fail`'s (no
+    /// rdma_cm: the actions are only recorded).
+    struct Machine {
+        core: ListenerCore,
+        acted: Vec<ListenerAction>,
+        fail: Option<ListenerAction>,
+        done: Done,
+    }
+
+    impl Machine {
+        fn new() -> Machine {
+            Machine {
+                core: ListenerCore::new(),
+                acted: Vec::new(),
+                fail: None,
+                done: Done::new(),
+            }
+        }
+
+        fn call(&mut self, input: ListenerInput) -> NdStatus {
+            listen::drive(self, input).unwrap_or(NdStatus::ND_SUCCESS)
+        }
+    }
+
+    impl listen::Engine for Machine {
+        fn state(&mut self) -> &mut ListenerState {
+            &mut self.core.state
+        }
+
+        fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus> {
+            self.acted.push(action);
+            if self.fail == Some(action) {
+                return Err(NdStatus::ND_UNSUCCESSFUL);
+            }
+            Ok(())
+        }
+
+        fn complete_gets(&mut self, count: u32, status: NdStatus) {
+            for _ in 0..count {
+                let Some(slot) = oldest_get(&mut self.core.handed, &mut self.core.waiting) else {
+                    break;
+                };
+                self.done.push((slot, status));
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_listener_is_idle_and_holds_nothing() {
+        let core = ListenerCore::new();
+        assert_eq!(core.state, ListenerState::Idle);
+        assert!(core.id.is_none() && core.hold.is_none() && core.bind_to.is_none());
+        assert!(core.incoming.is_empty() && core.waiting.is_empty() && core.handed.is_empty());
+    }
+
+    #[test]
+    fn bind_then_listen_binds_and_listens_once_each() {
+        let mut m = Machine::new();
+        assert_eq!(m.call(ListenerInput::Bind), NdStatus::ND_SUCCESS);
+        assert_eq!(m.core.state, ListenerState::Bound);
+        assert_eq!(m.call(ListenerInput::Listen { backlog: 4 }), NdStatus::ND_SUCCESS);
+        assert_eq!(
+            m.core.state,
+            ListenerState::Listening {
+                backlog: 4,
+                waiting: 0,
+                queued: 0
+            }
+        );
+        assert_eq!(m.acted, [ListenerAction::BindAddress, ListenerAction::Listen]);
+        assert!(m.done.is_empty());
+    }
+
+    #[test]
+    fn a_failed_bind_returns_the_failure_and_leaves_the_listener_unbound() {
+        let mut m = Machine::new();
+        m.fail = Some(ListenerAction::BindAddress);
+        assert!(m.call(ListenerInput::Bind).is_error());
+        assert_ne!(m.core.state, ListenerState::Bound);
+        assert!(
+            m.call(ListenerInput::Listen { backlog: 0 }).is_error(),
+            "Listen needs a bound address"
+        );
+    }
+
+    #[test]
+    fn a_get_pends_and_its_cancel_completes_the_oldest_get() {
+        let mut m = Machine::new();
+        m.call(ListenerInput::Bind);
+        m.call(ListenerInput::Listen { backlog: 0 });
+        assert_eq!(m.call(ListenerInput::GetConnectionRequest), NdStatus::ND_PENDING);
+        // The Get's slot, as the engine queues it once a request was handed to its connector.
+        let get = Slot::new();
+        m.core.handed.push_back(Arc::clone(&get));
+        m.call(ListenerInput::Cancel);
+        assert_eq!(m.done.len(), 1);
+        assert!(Arc::ptr_eq(&m.done[0].0, &get));
+        assert_eq!(m.done[0].1, NdStatus::ND_CANCELED);
+        assert!(matches!(m.core.state, ListenerState::Listening { waiting: 0, .. }));
+    }
+
+    #[test]
+    fn the_oldest_get_is_a_handed_one_then_the_longest_waiting() {
+        let mut handed: VecDeque<u32> = VecDeque::from([1, 2]);
+        let mut waiting: VecDeque<((), u32)> = VecDeque::from([((), 3), ((), 4)]);
+        let order: Vec<u32> = std::iter::from_fn(|| oldest_get(&mut handed, &mut waiting)).collect();
+        assert_eq!(order, [1, 2, 3, 4]);
     }
 }

@@ -1,6 +1,6 @@
 //! NDK shared endpoint: one local address that many outgoing connections share.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use crate::engine::{Adapter, AdapterInner};
@@ -24,15 +24,22 @@ pub struct SharedEndpoint {
     _adapter: Arc<AdapterInner>,
 }
 
+/// The address a shared endpoint takes, from the adapter's binding of the one asked
+/// ([`adapter_addr`]): only the adapter's own address (another local one is ND_INVALID_ADDRESS).
+fn endpoint_address(local_ip: IpAddr, bound: Result<SocketAddr, NdStatus>) -> Result<SocketAddr, NdStatus> {
+    let addr = bound?;
+    if addr.ip() != local_ip {
+        return Err(NdStatus::ND_INVALID_ADDRESS);
+    }
+    Ok(addr)
+}
+
 impl SharedEndpoint {
     /// NdkCreateSharedEndpoint. Port 0 picks a port of the ND range that no process holds
     /// exclusively.
     pub fn new(adapter: &Adapter, addr: SocketAddr) -> Result<SharedEndpoint, NdStatus> {
         let inner = &adapter.inner;
-        let addr = adapter_addr(inner, addr)?;
-        if addr.ip() != inner.local_ip {
-            return Err(NdStatus::ND_INVALID_ADDRESS);
-        }
+        let addr = endpoint_address(inner.local_ip, adapter_addr(inner, addr))?;
         // Token 0 belongs to no object: events for the holder (none are expected) are dropped.
         let (reservation, holder) = inner
             .ports
@@ -47,5 +54,23 @@ impl SharedEndpoint {
     /// NdkGetSharedEndpointLocalAddress.
     pub fn local_address(&self) -> SocketAddr {
         self.reservation.addr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_endpoint_takes_only_the_adapters_own_address() {
+        let local: IpAddr = "198.18.0.1".parse().unwrap();
+        let ours: SocketAddr = "198.18.0.1:6000".parse().unwrap();
+        let other: SocketAddr = "198.18.0.2:6000".parse().unwrap();
+        assert_eq!(endpoint_address(local, Ok(ours)), Ok(ours));
+        assert_eq!(endpoint_address(local, Ok(other)), Err(NdStatus::ND_INVALID_ADDRESS));
+        assert_eq!(
+            endpoint_address(local, Err(NdStatus::ND_INVALID_ADDRESS)),
+            Err(NdStatus::ND_INVALID_ADDRESS)
+        );
     }
 }
