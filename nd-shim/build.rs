@@ -3,9 +3,8 @@
 //! ABI's major version (include/ndk_shim.h): raise it when that ABI breaks.
 //!
 //! A program linked with `-L target/<profile> -lnd_shim` then asks for `libnd_shim.so.0` at run
-//! time, so the link `libnd_shim.so.0 -> libnd_shim.so` is left beside the cdylib in the
-//! profile's output directory (three levels above OUT_DIR, `target/<profile>/build/<pkg>-<hash>/out`),
-//! as the provider's build script does for its names.
+//! time: `tests/link-libs.sh` makes the link `libnd_shim.so.0 -> libnd_shim.so` beside the cdylib
+//! (this script writes nothing).
 //!
 //! The exports carry the version node ND_SHIM_0: `nd_shim.map`, the version script that lists
 //! them, goes to the linker, and `src/exports.rs` says why each defining module also binds its
@@ -54,14 +53,4 @@ fn main() {
         }
         None => println!("cargo:warning=no rust-lld in the toolchain: libnd_shim.so's exports are left unversioned"),
     }
-    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let profile_dir = out_dir
-        .ancestors()
-        .nth(3)
-        .expect("OUT_DIR is target/<profile>/build/<pkg>-<hash>/out");
-    let link = profile_dir.join(SONAME);
-    if std::fs::symlink_metadata(&link).is_ok() {
-        std::fs::remove_file(&link).expect("remove the old SONAME link");
-    }
-    std::os::unix::fs::symlink("libnd_shim.so", &link).expect("create the SONAME link");
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Debian and RPM packages from the release build into target/packages/:
-#   rxe-rs          the provider (every target/release/librxe_rs-rdmav<PABI>.so the build left)
+#   rxe-rs          the provider, librxe_rs-rdmav<PABI>.so for each PABI in provider/pabis.txt
 #   libnd-shim0     libnd_shim.so.0, the NDK face of nd-shim      (rpm: nd-shim)
 #   libnd-shim-dev  its headers, the .so link, nd-shim.pc and the man pages nd-shim(7) and the
 #                   section-3 pages of its C entry points       (rpm: nd-shim-devel)
@@ -51,10 +51,12 @@ fi
 revision=${PACKAGE_REVISION:-1}
 maintainer="${DEBFULLNAME:-$(git -C "$root" log -1 --format=%an)} <${DEBEMAIL:-$(git -C "$root" log -1 --format=%ae)}>"
 
-# The provider libraries, one per private ABI. The build leaves them as links to one cdylib: the
-# package holds that file once, under the first name, and links for the others.
+# The provider libraries, one per private ABI, as links to one cdylib (tests/link-libs.sh makes
+# them): the package holds that file once, under the first name, and links for the others.
+[[ -f $release_dir/librxe_rs.so ]] || die "no $release_dir/librxe_rs.so; run cargo build --release (--target)"
+"$root/tests/link-libs.sh" "$release_dir"
 mapfile -t provider_links < <(find "$release_dir" -maxdepth 1 -name 'librxe_rs-rdmav*.so' -printf '%f\n' | sort -V)
-((${#provider_links[@]})) || die "no $release_dir/librxe_rs-rdmav*.so; run cargo build --release (--target)"
+((${#provider_links[@]})) || die "no $release_dir/librxe_rs-rdmav*.so"
 pabis=()
 for f in "${provider_links[@]}"; do
     p=${f#librxe_rs-rdmav}

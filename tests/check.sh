@@ -44,8 +44,9 @@ echo "== host: the data path's instructions per post_send + poll_cq against prov
 tests/cost-budget.sh
 
 
-echo "== host: cargo build --release --workspace, packaging/build.sh"
+echo "== host: cargo build --release --workspace, tests/link-libs.sh, packaging/build.sh"
 cargo build --release --workspace
+tests/link-libs.sh # the names libibverbs and the NDK programs load the libraries by
 tests/nd2/build.sh # the ND2 C++ programs the rig suite nd2 runs (the guest sees the tree read-only)
 packaging/build.sh
 
@@ -134,6 +135,7 @@ tsan_rig() {
 aarch64() {
     cargo clippy --target aarch64-unknown-linux-gnu --workspace --all-targets --release -- -D warnings &&
         cargo build --release --target aarch64-unknown-linux-gnu --workspace &&
+        tests/link-libs.sh target/aarch64-unknown-linux-gnu/release &&
         cargo test --release --target aarch64-unknown-linux-gnu -p kernel-abi -p rxe-rs-provider --lib --test c_layout &&
         PACKAGE_ARCH=arm64 packaging/build.sh &&
         PACKAGE_ARCH=arm64 packaging/lint.sh

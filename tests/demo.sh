@@ -7,5 +7,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 tests/rig/setup-host.sh
 cargo build --release --workspace
+tests/link-libs.sh
 tests/nd2/build.sh
 exec tests/rig/vm run -- 'bash "$RIG_ROOT/tests/rig/guest/demo.sh"'

@@ -61,7 +61,8 @@ else
     range=${ranges[0]}
     oldest=${range%% *}
     newest=${range##* v}
-    mapfile -t pabis < <(sed -n 's/^const PABIS: &\[u32\] = &\[\(.*\)\];/\1/p' provider/build.rs | tr -d ' ' | tr ',' '\n')
+    read -ra pabis < provider/pabis.txt
+    ((${#pabis[@]})) || fail "provider/pabis.txt names no private ABI"
     ends=()
     for pabi in "${pabis[@]}"; do
         below=$(sed -n "s/.*[ (]$pabi) echo \([0-9]*\) ;;.*/\1/p" packaging/build.sh)

@@ -17,6 +17,7 @@
 #   tests/check.sh builds it beside the Debian 12 boot; while target/tsan/rig-build-pending exists
 #   (check.sh makes it before the boot; this build removes it when it ends, built or not), the
 #   suite waits for it.
+# Each build's links (librxe_rs-rdmav<PABI>.so, libnd_shim.so.0) come from tests/link-libs.sh.
 # --target keeps the build scripts and proc-macros uninstrumented. The nightly toolchain (with
 # rust-src) comes from tests/rig/setup-host.sh.
 set -euo pipefail
@@ -27,11 +28,13 @@ for build; do
         asan)
             RUSTFLAGS="-Zsanitizer=address" cargo +nightly build --release --target x86_64-unknown-linux-gnu \
                 --target-dir target/asan -p rxe-rs-provider -p nd-shim
+            tests/link-libs.sh target/asan/x86_64-unknown-linux-gnu/release
             ;;
         tsan)
             trap 'rm -f target/tsan/rig-build-pending' EXIT
             RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build -Zbuild-std --release --target x86_64-unknown-linux-gnu \
                 --target-dir target/tsan -p rxe-rs-provider
+            tests/link-libs.sh target/tsan/x86_64-unknown-linux-gnu/release
             tests/verbs/build.sh target/tsan/rig-verbs race stress split-pairs
             gcc -shared -fPIC -O2 -fno-builtin -Wall -Wextra -Werror -o target/tsan/rig-verbs/libtsan-rig-mem.so \
                 tests/tsan-rig-mem.c

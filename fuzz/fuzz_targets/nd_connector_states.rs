@@ -1,4 +1,4 @@
-//! nd-shim's connector and listener state machines (`nd-shim/src/connection.rs`,
+//! nd-shim's connector and listener state machines (`nd-shim/src/connection/`,
 //! `nd-shim/src/listen.rs`), run exactly as the library runs them: each input goes through the
 //! machine's `step` and the engine's loop over its effects (`connection::fuzzing::drive`,
 //! `listen::fuzzing::drive`: the library's own `drive`), with a fake engine in place of rdma_cm
@@ -992,7 +992,7 @@ struct World {
     tokens: u64,
     lstate: LS,
     lmodel: L,
-    /// The fake engine's side of the listener (endpoint.rs keeps the same two queues): Gets not
+    /// The fake engine's side of the listener (endpoint/listener.rs keeps the same two queues): Gets not
     /// yet handed a request, and Gets handed one whose completion is next.
     lwaiting: VecDeque<usize>,
     lhanded: VecDeque<usize>,

@@ -314,7 +314,7 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
     }
 }
 
-/// What carries out a step's effects: the rdma_cm event engine (`endpoint.rs`), or the fuzz
+/// What carries out a step's effects: the rdma_cm event engine (`endpoint/listener.rs`), or the fuzz
 /// target's fake (`fuzzing`).
 pub(crate) trait Engine {
     /// The listener's state, which [`drive`] moves on.

@@ -5,7 +5,7 @@
 # its install and its remove). Not run, each for its reason: `rdma link add ... eth0` (the rig's
 # rxe0 is on veth0, made at boot), `apt install` of Debian packages (no network in the guest) and
 # of ./target/packages/*.deb (the suite installed them with dpkg -i), and `cargo build`/
-# `packaging/build.sh` (the host built the tree and the packages). app.cpp and app.c, which the
+# `tests/link-libs.sh`/`packaging/build.sh` (the host built the tree, its links and the packages). app.cpp and app.c, which the
 # porter's lines compile, are a minimal ND2 program and the NDK program of docs/status.md.
 # Prints each command with its output; exits 1 on the first that fails or does not say what its
 # README comment promises.

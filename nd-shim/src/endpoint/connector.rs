@@ -1,9 +1,6 @@
-//! The Rust API's connector, listener and shared endpoint: each owns its rdma_cm id and runs
-//! its pure state machine ([`crate::connection`], [`crate::listen`]), carrying out the actions
-//! of every step in order, feeding inline failures back as `ActionFailed`, and completing
-//! pending requests after its lock is released (so a completion callback may call back in).
+//! ND2 IND2Connector / NDK connector: the connector's rdma_cm id, driven by its state machine
+//! ([`crate::connection`]).
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -13,7 +10,6 @@ use crate::cm_event::{CmEvent, CmEventKind};
 use crate::connection::{self, Action, ConnectorInput, ConnectorState, Request};
 use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
 use crate::engine::{Adapter, AdapterInner, CmEventSink};
-use crate::listen::{self, ListenerAction, ListenerInput, ListenerState};
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
@@ -21,17 +17,13 @@ use crate::sync::lock;
 use crate::sys::{self, CmId, ConnParam};
 use crate::verbs::{QpInner, QueuePair};
 
+use super::bind::{bind_connector, bind_exclusive, kernel_bind};
+use super::handoff::{finish, Done, Incoming};
+use super::shared::SharedEndpoint;
+
 /// Address and route resolution timeouts handed to rdma_cm (ARP and path lookup only; the
 /// handshake itself has no timeout of the shim's own).
 const RESOLVE_TIMEOUT_MS: i32 = 2000;
-
-type Done = Vec<(Arc<Slot>, NdStatus)>;
-
-fn finish(done: Done) {
-    for (slot, status) in done {
-        slot.complete(status);
-    }
-}
 
 enum Hold {
     Exclusive(PortReservation),
@@ -76,8 +68,8 @@ fn slot_index(request: Request) -> usize {
     }
 }
 
-struct Core {
-    state: ConnectorState,
+pub(super) struct Core {
+    pub(super) state: ConnectorState,
     id: Option<CmId>,
     qp: Option<Arc<QpInner>>,
     hold: Option<Hold>,
@@ -95,72 +87,36 @@ struct Core {
     peer_disconnect: Option<Arc<Slot>>,
 }
 
-/// `addr` as the adapter binds it: an unspecified address is the adapter's; a loopback address
-/// is ND_INVALID_ADDRESS.
-fn adapter_addr(adapter: &AdapterInner, addr: SocketAddr) -> Result<SocketAddr, NdStatus> {
-    let addr = if addr.ip().is_unspecified() {
-        SocketAddr::new(adapter.local_ip, addr.port())
-    } else {
-        addr
-    };
-    if sys::is_loopback(addr.ip()) {
-        return Err(NdStatus::ND_INVALID_ADDRESS);
-    }
-    Ok(addr)
-}
-
-/// A new cm id for `token` bound by the kernel to `candidate` (REUSEADDR first when `shared`):
-/// the port space's [`Refusal`] when the kernel says no. EADDRINUSE is a holder the kernel can
-/// see; so is EADDRNOTAVAIL when the address itself binds (`cma_check_port` reports a wildcard
-/// holder that way), which a second id with port 0 finds out.
-fn kernel_bind(adapter: &AdapterInner, token: u64, candidate: SocketAddr, shared: bool) -> Result<CmId, Refusal> {
-    let id = adapter.channel.create_id(token).map_err(Refusal::Failed)?;
-    if shared {
-        id.set_reuseaddr().map_err(Refusal::Failed)?;
-    }
-    match id.try_bind(candidate) {
-        Ok(()) if id.verbs() != adapter.ctx => Err(Refusal::Failed(NdStatus::ND_INVALID_ADDRESS)),
-        Ok(()) => Ok(id),
-        Err(libc::EADDRINUSE) => Err(Refusal::HeldElsewhere),
-        Err(libc::EADDRNOTAVAIL) => {
-            drop(id);
-            let probe = adapter.channel.create_id(token).map_err(Refusal::Failed)?;
-            match probe.try_bind(SocketAddr::new(candidate.ip(), 0)) {
-                Ok(()) => Err(Refusal::HeldElsewhere),
-                Err(errno) => Err(Refusal::Failed(from_errno(errno))),
-            }
+impl Core {
+    /// A new connector's: Idle, no id, address or queue pair, nothing pending.
+    fn new() -> Core {
+        Core {
+            state: ConnectorState::Idle,
+            id: None,
+            qp: None,
+            hold: None,
+            bind_to: None,
+            shared: None,
+            remote: None,
+            outgoing: Vec::new(),
+            requested: ReadLimits::new(0, 0),
+            peer: PeerData::default(),
+            slots: Slots::default(),
+            peer_disconnect: None,
         }
-        Err(errno) => Err(Refusal::Failed(from_errno(errno))),
     }
-}
 
-/// A new cm id for `token`, bound to `addr` of this adapter (port 0 takes one from the ND range
-/// that no process holds), which it holds exclusively. A loopback address, or one that resolves
-/// to another device, is ND_INVALID_ADDRESS.
-fn bind_exclusive(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Result<(CmId, PortReservation), NdStatus> {
-    let addr = adapter_addr(adapter, addr)?;
-    let (reservation, id) = adapter
-        .ports
-        .bind_exclusive(addr, |candidate| kernel_bind(adapter, token, candidate, false))?;
-    Ok((id, reservation))
-}
+    /// A call that returned ND_PENDING: the slot its completion goes to.
+    fn pend(&mut self, request: Request) -> Arc<Slot> {
+        let slot = Slot::new();
+        self.slots.0[slot_index(request)] = Some(Arc::clone(&slot));
+        slot
+    }
 
-/// A new cm id for `token`, bound to `addr` of this adapter, which it shares with other ND2
-/// connectors that used Bind and with NDK shared endpoints (RDMA_OPTION_ID_REUSEADDR, so the
-/// kernel lets their ids share the port and still refuses it to a listener in any process). Port 0 takes a port of the ND range
-/// that no process holds: the kernel binds it without REUSEADDR first (refused wherever anyone
-/// holds it), and the option is set once it is bound.
-fn bind_connector(adapter: &AdapterInner, token: u64, addr: SocketAddr) -> Result<(CmId, SharedReservation), NdStatus> {
-    let addr = adapter_addr(adapter, addr)?;
-    let explicit = addr.port() != 0;
-    let (reservation, id) = adapter.ports.bind_shared(addr, |candidate| {
-        let id = kernel_bind(adapter, token, candidate, explicit)?;
-        if !explicit {
-            id.set_reuseaddr().map_err(Refusal::Failed)?;
-        }
-        Ok(id)
-    })?;
-    Ok((id, reservation))
+    /// The machine completes `request`: its slot, if it is pending.
+    fn take_slot(&mut self, request: Request) -> Option<Arc<Slot>> {
+        self.slots.0[slot_index(request)].take()
+    }
 }
 
 /// One [`ConnInner::drive`]: the connector's engine for the machine's effects.
@@ -198,7 +154,7 @@ impl connection::Engine for Run<'_, '_> {
     }
 
     fn complete(&mut self, request: Request, status: NdStatus) {
-        if let Some(slot) = self.core.slots.0[slot_index(request)].take() {
+        if let Some(slot) = self.core.take_slot(request) {
             self.done.push((slot, status));
         }
     }
@@ -214,7 +170,7 @@ impl connection::Engine for Run<'_, '_> {
 pub(crate) struct ConnInner {
     adapter: Arc<AdapterInner>,
     token: u64,
-    core: Mutex<Core>,
+    pub(super) core: Mutex<Core>,
 }
 
 /// What a call sets up for its actions; applied only when the step has actions to carry out.
@@ -421,11 +377,7 @@ impl ConnInner {
                 .drive(&mut core, input, setup, &mut done)
                 .unwrap_or(NdStatus::ND_SUCCESS);
             match (returns, pending) {
-                (NdStatus::ND_PENDING, Some(request)) => {
-                    let slot = Slot::new();
-                    core.slots.0[slot_index(request)] = Some(Arc::clone(&slot));
-                    Ok(Some(slot))
-                }
+                (NdStatus::ND_PENDING, Some(request)) => Ok(Some(core.pend(request))),
                 (status, _) if status.is_error() => Err(status),
                 _ => Ok(None),
             }
@@ -455,7 +407,7 @@ impl ConnInner {
     }
 
     /// A listener hands this connector a CONNECT_REQUEST.
-    fn take_request(&self, request: Incoming, listener_hold: Option<PortReservation>) {
+    pub(super) fn take_request(&self, request: Incoming, listener_hold: Option<PortReservation>) {
         let mut done = Done::new();
         {
             let mut core = lock(&self.core);
@@ -540,7 +492,7 @@ enum ConnectFrom {
 
 /// ND2 IND2Connector / NDK connector.
 pub struct Connector {
-    inner: Arc<ConnInner>,
+    pub(super) inner: Arc<ConnInner>,
 }
 
 impl Connector {
@@ -548,20 +500,7 @@ impl Connector {
         let inner = Arc::new_cyclic(|weak: &Weak<ConnInner>| ConnInner {
             adapter: Arc::clone(&adapter.inner),
             token: adapter.inner.register(weak.clone()),
-            core: Mutex::new(Core {
-                state: ConnectorState::Idle,
-                id: None,
-                qp: None,
-                hold: None,
-                bind_to: None,
-                shared: None,
-                remote: None,
-                outgoing: Vec::new(),
-                requested: ReadLimits::new(0, 0),
-                peer: PeerData::default(),
-                slots: Slots::default(),
-                peer_disconnect: None,
-            }),
+            core: Mutex::new(Core::new()),
         });
         Connector { inner }
     }
@@ -858,388 +797,141 @@ impl Drop for Connector {
     }
 }
 
-struct Incoming {
-    id: CmId,
-    private_data: Vec<u8>,
-    params: (u8, u8),
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-struct ListenerCore {
-    state: ListenerState,
-    id: Option<CmId>,
-    hold: Option<PortReservation>,
-    bind_to: Option<SocketAddr>,
-    backlog: u32,
-    incoming: VecDeque<Incoming>,
-    waiting: VecDeque<(Arc<ConnInner>, Arc<Slot>)>,
-    /// Gets whose request was handed over and whose completion comes next.
-    handed: VecDeque<Arc<Slot>>,
-}
-
-/// One [`ListenerInner::drive`]: the listener's engine for the machine's effects.
-struct ListenerRun<'a> {
-    listener: &'a ListenerInner,
-    core: &'a mut ListenerCore,
-    done: &'a mut Done,
-}
-
-impl listen::Engine for ListenerRun<'_> {
-    fn state(&mut self) -> &mut ListenerState {
-        &mut self.core.state
+    /// The connector's part of [`connection::drive`] on the host: its [`Core`] and the slots of
+    /// its pending requests, as [`Run`] keeps them; each action succeeds unless it is `fail`'s
+    /// (no rdma_cm: the actions are only recorded).
+    struct Machine {
+        core: Core,
+        acted: Vec<Action>,
+        fail: Option<(Action, NdStatus)>,
+        done: Done,
     }
 
-    fn stepped(&mut self, from: ListenerState, input: ListenerInput, t: &listen::ListenerTransition) {
-        log::debug!(
-            "listener {}: {from:?} + {input:?} -> {:?} {:?}",
-            self.listener.token,
-            t.next,
-            t.returns
-        );
-    }
+    impl Machine {
+        fn new() -> Machine {
+            Machine {
+                core: Core::new(),
+                acted: Vec::new(),
+                fail: None,
+                done: Done::new(),
+            }
+        }
 
-    fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus> {
-        self.listener.act(self.core, action)
-    }
-
-    fn complete_gets(&mut self, count: u32, status: NdStatus) {
-        for _ in 0..count {
-            let slot = match self.core.handed.pop_front() {
-                Some(slot) => slot,
-                None => match self.core.waiting.pop_front() {
-                    Some((_, slot)) => slot,
-                    None => break,
-                },
+        /// One call, as [`ConnInner::call`] makes it: a pending `request` gets its slot.
+        fn call(&mut self, input: ConnectorInput, request: Option<Request>) -> (NdStatus, Option<Arc<Slot>>) {
+            let returns = connection::drive(self, input).unwrap_or(NdStatus::ND_SUCCESS);
+            let slot = match (returns, request) {
+                (NdStatus::ND_PENDING, Some(request)) => Some(self.core.pend(request)),
+                _ => None,
             };
-            self.done.push((slot, status));
-        }
-    }
-}
-
-pub(crate) struct ListenerInner {
-    adapter: Arc<AdapterInner>,
-    token: u64,
-    core: Mutex<ListenerCore>,
-}
-
-impl ListenerInner {
-    /// Runs one input through the machine and its effects ([`listen::drive`]).
-    fn drive(&self, core: &mut ListenerCore, input: ListenerInput, done: &mut Done) -> Option<NdStatus> {
-        listen::drive(
-            &mut ListenerRun {
-                listener: self,
-                core,
-                done,
-            },
-            input,
-        )
-    }
-
-    fn act(&self, core: &mut ListenerCore, action: ListenerAction) -> Result<(), NdStatus> {
-        match action {
-            ListenerAction::BindAddress => {
-                let addr = core.bind_to.take().ok_or(NdStatus::ND_INVALID_PARAMETER)?;
-                let (id, reservation) = bind_exclusive(&self.adapter, self.token, addr)?;
-                core.id = Some(id);
-                core.hold = Some(reservation);
-                Ok(())
-            }
-            ListenerAction::Listen => {
-                let backlog = i32::try_from(core.backlog).unwrap_or(i32::MAX);
-                core.id
-                    .as_ref()
-                    .ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?
-                    .listen(backlog)
-            }
-            ListenerAction::HandOverRequest => {
-                let request = core.incoming.pop_front().ok_or(NdStatus::ND_INTERNAL_ERROR)?;
-                let Some((connector, slot)) = core.waiting.pop_front() else {
-                    core.incoming.push_front(request);
-                    return Err(NdStatus::ND_INTERNAL_ERROR);
-                };
-                connector.take_request(request, core.hold.clone());
-                core.handed.push_back(slot);
-                Ok(())
-            }
-            ListenerAction::RejectRequest => {
-                if let Some(request) = core.incoming.pop_back() {
-                    request.id.reject(&[])?;
-                }
-                Ok(())
-            }
-            ListenerAction::RejectQueued { .. } => {
-                for request in core.incoming.drain(..) {
-                    if let Err(status) = request.id.reject(&[]) {
-                        log::debug!("rejecting a queued request: {status}");
-                    }
-                }
-                Ok(())
-            }
-            ListenerAction::DestroyId => {
-                core.id = None;
-                Ok(())
-            }
+            (returns, slot)
         }
     }
 
-    /// Drops queued requests whose active side abandoned them (no event tells; see
-    /// [`CmId::request_alive`]): from the front until a live one when `all` is false, else all.
-    fn prune_abandoned(&self, core: &mut ListenerCore, all: bool, done: &mut Done) {
-        let mut at = 0;
-        while at < core.incoming.len() {
-            if core.incoming[at].id.request_alive() {
-                if !all {
-                    return;
-                }
-                at += 1;
-                continue;
-            }
-            log::debug!("listener {}: a queued request was abandoned", self.token);
-            // Dropping the id destroys it; its CM id is idle already, nothing goes out.
-            core.incoming.remove(at);
-            self.drive(core, ListenerInput::RequestAbandoned, done);
+    impl connection::Engine for Machine {
+        fn state(&mut self) -> &mut ConnectorState {
+            &mut self.core.state
         }
-    }
 
-    /// Ends pending Gets whose connector can no longer take a request: released since
-    /// (ND_CANCELED) or used for a connection of its own (ND_CONNECTION_ACTIVE, as
-    /// GetConnectionRequest answers for such a connector). Handing one the request would
-    /// complete its Get with ND_SUCCESS while the connector ignores the request, and would
-    /// replace a connecting connector's rdma_cm id (its Connect then never completing).
-    fn prune_gets(&self, core: &mut ListenerCore, done: &mut Done) {
-        let mut at = 0;
-        while at < core.waiting.len() {
-            let state = lock(&core.waiting[at].0.core).state;
-            if state == ConnectorState::Idle {
-                at += 1;
-                continue;
-            }
-            let Some((_, slot)) = core.waiting.remove(at) else {
-                break;
-            };
-            log::debug!("listener {}: a Get's connector moved on ({state:?})", self.token);
-            let status = if state == ConnectorState::Closed {
-                NdStatus::ND_CANCELED
-            } else {
-                NdStatus::ND_CONNECTION_ACTIVE
-            };
-            done.push((slot, status));
-            self.drive(core, ListenerInput::GetAbandoned, done);
-        }
-    }
-
-    fn on_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
-        let mut done = Done::new();
-        {
-            let mut core = lock(&self.core);
-            if let ListenerState::Listening { backlog, queued, .. } = core.state {
-                if backlog > 0 && queued >= backlog {
-                    self.prune_abandoned(&mut core, true, &mut done);
-                }
-            }
-            self.prune_gets(&mut core, &mut done);
-            core.incoming.push_back(Incoming {
-                id,
-                private_data,
-                params,
-            });
-            let event = CmEvent::new(CmEventKind::ConnectRequest, 0);
-            self.drive(&mut core, ListenerInput::Event(event), &mut done);
-        }
-        finish(done);
-    }
-
-    fn cancel(&self) {
-        let mut done = Done::new();
-        self.drive(&mut lock(&self.core), ListenerInput::Cancel, &mut done);
-        finish(done);
-    }
-}
-
-impl CmEventSink for ListenerInner {
-    fn on_event(&self, event: CmEvent, _private_data: &[u8], _params: (u8, u8)) {
-        let mut done = Done::new();
-        self.drive(&mut lock(&self.core), ListenerInput::Event(event), &mut done);
-        finish(done);
-    }
-
-    fn on_connect_request(&self, id: CmId, private_data: Vec<u8>, params: (u8, u8)) {
-        self.on_request(id, private_data, params);
-    }
-
-    /// After a panic while handling this listener's event: every GetConnectionRequest pending
-    /// completes with ND_INTERNAL_ERROR, and so does every later call but Cancel and Release.
-    fn fail_internal(&self) {
-        let mut done = Done::new();
-        {
-            let mut core = lock(&self.core);
-            core.state = ListenerState::Failed(NdStatus::ND_INTERNAL_ERROR);
-            let handed = std::mem::take(&mut core.handed);
-            let waiting = std::mem::take(&mut core.waiting);
-            done.extend(handed.into_iter().map(|slot| (slot, NdStatus::ND_INTERNAL_ERROR)));
-            done.extend(waiting.into_iter().map(|(_, slot)| (slot, NdStatus::ND_INTERNAL_ERROR)));
-        }
-        finish(done);
-    }
-}
-
-/// ND2 IND2Listener.
-pub struct Listener {
-    inner: Arc<ListenerInner>,
-}
-
-impl Listener {
-    pub fn new(adapter: &Adapter) -> Listener {
-        let inner = Arc::new_cyclic(|weak: &Weak<ListenerInner>| ListenerInner {
-            adapter: Arc::clone(&adapter.inner),
-            token: adapter.inner.register(weak.clone()),
-            core: Mutex::new(ListenerCore {
-                state: ListenerState::Idle,
-                id: None,
-                hold: None,
-                bind_to: None,
-                backlog: 0,
-                incoming: VecDeque::new(),
-                waiting: VecDeque::new(),
-                handed: VecDeque::new(),
-            }),
-        });
-        Listener { inner }
-    }
-
-    fn call(&self, input: ListenerInput, setup: impl FnOnce(&mut ListenerCore)) -> Result<(), NdStatus> {
-        let mut done = Done::new();
-        let returns = {
-            let mut core = lock(&self.inner.core);
-            setup(&mut core);
-            self.inner.drive(&mut core, input, &mut done)
-        };
-        finish(done);
-        match returns {
-            Some(status) if status.is_error() => Err(status),
-            _ => Ok(()),
-        }
-    }
-
-    pub fn bind(&self, addr: SocketAddr) -> Result<(), NdStatus> {
-        self.call(ListenerInput::Bind, |core| {
-            if core.state == ListenerState::Idle {
-                core.bind_to = Some(addr);
-            }
-        })
-    }
-
-    pub fn listen(&self, backlog: u32) -> Result<(), NdStatus> {
-        self.call(ListenerInput::Listen { backlog }, |core| {
-            if core.state == ListenerState::Bound {
-                core.backlog = backlog;
-            }
-        })
-    }
-
-    pub fn local_address(&self) -> Option<SocketAddr> {
-        let core = lock(&self.inner.core);
-        core.id
-            .as_ref()
-            .and_then(CmId::local_addr)
-            .or_else(|| core.hold.as_ref().map(PortReservation::addr))
-    }
-
-    pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
-        let addr = self.local_address().ok_or(NdStatus::ND_INVALID_DEVICE_STATE)?;
-        Ok(fill_address(&sys::sockaddr_bytes(addr), buffer))
-    }
-
-    /// ND2 GetConnectionRequest: hands the next incoming request to `connector`.
-    pub fn get_connection_request(&self, connector: &Connector) -> Result<Pending, NdStatus> {
-        if lock(&connector.inner.core).state != ConnectorState::Idle {
-            return Err(NdStatus::ND_CONNECTION_ACTIVE);
-        }
-        let slot = Slot::new();
-        let mut done = Done::new();
-        let returns = {
-            let mut core = lock(&self.inner.core);
-            self.inner.prune_abandoned(&mut core, false, &mut done);
-            core.waiting
-                .push_back((Arc::clone(&connector.inner), Arc::clone(&slot)));
-            let returns = self
-                .inner
-                .drive(&mut core, ListenerInput::GetConnectionRequest, &mut done);
-            match returns {
-                Some(NdStatus::ND_PENDING) => {}
-                Some(NdStatus::ND_SUCCESS) => {
-                    core.handed.retain(|s| !Arc::ptr_eq(s, &slot));
-                    done.push((Arc::clone(&slot), NdStatus::ND_SUCCESS));
-                }
-                _ => core.waiting.retain(|(_, s)| !Arc::ptr_eq(s, &slot)),
-            }
-            returns
-        };
-        finish(done);
-        match returns {
-            Some(status) if status.is_error() => Err(status),
-            _ => {
-                let weak = Arc::downgrade(&self.inner);
-                Ok(Pending::new(
-                    slot,
-                    &self.inner.adapter,
-                    Box::new(move || {
-                        if let Some(inner) = weak.upgrade() {
-                            inner.cancel();
-                        }
-                    }),
-                ))
+        fn act(&mut self, action: Action) -> Result<(), NdStatus> {
+            self.acted.push(action);
+            match self.fail {
+                Some((failing, status)) if failing == action => Err(status),
+                _ => Ok(()),
             }
         }
-    }
 
-    pub fn cancel(&self) {
-        self.inner.cancel();
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        let _ = self.call(ListenerInput::Release, |_| {});
-        self.inner.adapter.unregister(self.inner.token);
-    }
-}
-
-/// NDK shared endpoint: one local ip:port for many outgoing connections to distinct
-/// destinations. Every connection's id sets RDMA_OPTION_ID_REUSEADDR and binds the port
-/// explicitly; the shim checks the 4-tuple itself (the kernel does not, with REUSEADDR). The
-/// endpoint keeps an id of its own bound there (REUSEADDR too), so that the kernel refuses the
-/// port to exclusive users in every process while the endpoint lives.
-pub struct SharedEndpoint {
-    /// Dropped first: the kernel frees the port before this process's table does, so nothing
-    /// here is told the port is free while the kernel still holds it. Declared before
-    /// `_adapter`: the id goes before the event channel it was made on.
-    _holder: CmId,
-    reservation: Arc<SharedReservation>,
-    _adapter: Arc<AdapterInner>,
-}
-
-impl SharedEndpoint {
-    /// NdkCreateSharedEndpoint. Port 0 picks a port of the ND range that no process holds
-    /// exclusively.
-    pub fn new(adapter: &Adapter, addr: SocketAddr) -> Result<SharedEndpoint, NdStatus> {
-        let inner = &adapter.inner;
-        let addr = adapter_addr(inner, addr)?;
-        if addr.ip() != inner.local_ip {
-            return Err(NdStatus::ND_INVALID_ADDRESS);
+        fn complete(&mut self, request: Request, status: NdStatus) {
+            if let Some(slot) = self.core.take_slot(request) {
+                self.done.push((slot, status));
+            }
         }
-        // Token 0 belongs to no object: events for the holder (none are expected) are dropped.
-        let (reservation, holder) = inner
-            .ports
-            .bind_shared(addr, |candidate| kernel_bind(inner, 0, candidate, true))?;
-        Ok(SharedEndpoint {
-            _holder: holder,
-            reservation: Arc::new(reservation),
-            _adapter: Arc::clone(inner),
-        })
+
+        fn peer_disconnected(&mut self) {}
     }
 
-    /// NdkGetSharedEndpointLocalAddress.
-    pub fn local_address(&self) -> SocketAddr {
-        self.reservation.addr()
+    const CONNECT: ConnectorInput = ConnectorInput::Connect {
+        private_data_len: 0,
+        qp_in_use: false,
+    };
+
+    #[test]
+    fn a_new_connector_is_idle_and_holds_nothing() {
+        let core = Core::new();
+        assert_eq!(core.state, ConnectorState::Idle);
+        assert!(core.id.is_none() && core.qp.is_none() && core.hold.is_none() && core.shared.is_none());
+        assert!(core.slots.0.iter().all(Option::is_none) && core.peer_disconnect.is_none());
+    }
+
+    #[test]
+    fn each_request_pends_in_a_slot_of_its_own() {
+        let requests = [
+            Request::Connect,
+            Request::Accept,
+            Request::Disconnect,
+            Request::NotifyDisconnect,
+        ];
+        let mut core = Core::new();
+        let slots: Vec<Arc<Slot>> = requests.iter().map(|&r| core.pend(r)).collect();
+        for (i, &request) in requests.iter().enumerate() {
+            let taken = core.take_slot(request).expect("pending");
+            assert!(
+                Arc::ptr_eq(&taken, &slots[i]),
+                "{request:?} took another request's slot"
+            );
+            assert!(core.take_slot(request).is_none(), "{request:?} completes once");
+            let still: usize = core.slots.0.iter().filter(|s| s.is_some()).count();
+            assert_eq!(still, requests.len() - i - 1);
+        }
+    }
+
+    #[test]
+    fn a_connect_pends_through_resolution_and_its_cancel_completes_only_its_slot() {
+        let mut m = Machine::new();
+        assert_eq!(m.call(ConnectorInput::Bind, None).0, NdStatus::ND_SUCCESS);
+        assert_eq!(m.core.state, ConnectorState::Bound);
+        let (returns, slot) = m.call(CONNECT, Some(Request::Connect));
+        assert_eq!(returns, NdStatus::ND_PENDING);
+        assert_eq!(m.core.state, ConnectorState::Connecting);
+        assert_eq!(m.acted.last(), Some(&Action::StartConnect));
+        let slot = slot.expect("Connect pends");
+        let notify = m.core.pend(Request::NotifyDisconnect);
+
+        m.call(ConnectorInput::Cancel, None);
+        assert_eq!(m.done.len(), 1, "one completion: {:?}", m.core.state);
+        assert!(Arc::ptr_eq(&m.done[0].0, &slot));
+        assert_eq!(m.done[0].1, NdStatus::ND_CANCELED);
+        assert!(m.core.take_slot(Request::Connect).is_none());
+        assert!(Arc::ptr_eq(
+            &m.core.take_slot(Request::NotifyDisconnect).unwrap(),
+            &notify
+        ));
+    }
+
+    #[test]
+    fn a_connect_whose_first_action_fails_returns_the_failure_and_pends_nothing() {
+        let mut m = Machine::new();
+        m.call(ConnectorInput::Bind, None);
+        m.fail = Some((Action::StartConnect, NdStatus::ND_UNSUCCESSFUL));
+        let (returns, slot) = m.call(CONNECT, Some(Request::Connect));
+        assert!(returns.is_error(), "{returns}");
+        assert!(slot.is_none() && m.core.slots.0.iter().all(Option::is_none));
+        assert_ne!(m.core.state, ConnectorState::Connecting);
+        assert!(m.done.is_empty());
+    }
+
+    #[test]
+    fn release_of_an_idle_connector_completes_nothing_and_ends_it() {
+        let mut m = Machine::new();
+        m.call(ConnectorInput::Release, None);
+        assert!(m.done.is_empty());
+        assert_ne!(m.core.state, ConnectorState::Idle);
+        let (returns, _) = m.call(CONNECT, Some(Request::Connect));
+        assert!(returns.is_error(), "a released connector refuses Connect: {returns}");
+        assert!(m.core.slots.0.iter().all(Option::is_none));
     }
 }
