@@ -31,8 +31,9 @@ pub use super::private_context_releases::ContextLayout;
 pub const RELEASES: core::ops::RangeInclusive<u32> = 36..=65;
 
 /// The PABIs whose registration symbol we look for, newest first: one per
-/// rdma-core line from v36 to v65. The build leaves `librxe_rs-rdmav<N>.so`
-/// for each (provider/build.rs keeps the same list).
+/// rdma-core line from v36 to v65. `tests/link-libs.sh` names the library
+/// `librxe_rs-rdmav<N>.so` for each, from provider/pabis.txt, which a unit test
+/// holds to this list.
 pub const KNOWN_PABIS: &[u32] = &[65, 64, 59, 57, 34];
 
 /// What we know about the running libibverbs.
