@@ -443,7 +443,7 @@ impl Consumer {
 
 impl Consumer {
     /// Overwrites the slot of `index` (masked) with `value`: for compacting
-    /// the ring when a QP's completions are dropped (`cq::purge_qp`). One
+    /// the ring when a QP's completions are dropped (`cq::object::purge_qp`). One
     /// write of the shared memory.
     ///
     /// Sound only for a slot we own: published by the kernel (before

@@ -24,6 +24,7 @@ pub(crate) mod poll_state;
 pub(crate) mod purge;
 
 pub(crate) use control::{create_cq, create_cq_ex, destroy_cq, req_notify_cq, resize_cq};
+pub(crate) use object::purge_qp_from_cqs;
 #[cfg(test)]
 pub(crate) use object::RxeCq;
 pub(crate) use poll::poll_cq;

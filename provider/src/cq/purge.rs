@@ -68,7 +68,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use kernel_abi::ib_uverbs_wc;
 use log::debug;
 
-use super::object::RxeCq;
 use super::poll_state::PollState;
 use crate::ring::{Consumer, IndexView};
 
@@ -178,7 +177,7 @@ impl PurgeQueue {
     /// Queues a purge of `qp_num` with a snapshot of the ring's indices;
     /// `false` (nothing queued) when there is nothing it could drop (no
     /// ring, or an empty one).
-    fn push(&self, qp_num: u32, keep_receives: bool) -> bool {
+    pub(super) fn push(&self, qp_num: u32, keep_receives: bool) -> bool {
         let mut p = self.pending();
         let Some(view) = p.view else {
             return false;
@@ -244,62 +243,10 @@ impl PurgeQueue {
     }
 }
 
-/// Drops `qp_num`'s completions from `cq` (ours, or NULL: nothing): queued,
-/// and applied at once if the CQ has a lock and it is free; otherwise by
-/// the CQ's next poll entry (see the module docs).
-///
-/// # Safety
-/// `cq` is NULL or a CQ our create made and that is not destroyed (the
-/// `send_cq`/`recv_cq` of a live QP of ours: libibverbs keeps a CQ with
-/// QPs from being destroyed).
-pub(crate) unsafe fn purge_qp(cq: *mut core::ffi::c_void, qp_num: u32, keep_receives: bool) {
-    // SAFETY: per the contract.
-    let Some(cq) = (unsafe { RxeCq::from_ptr(cq) }) else {
-        return;
-    };
-    if !cq.purge.push(qp_num, keep_receives) {
-        return;
-    }
-    if !cq.lock.try_acquire_now() {
-        debug!(
-            "QP {qp_num:#x}: CQ {} is in use; its next poll drops the QP's completions",
-            cq.handle()
-        );
-        return;
-    }
-    // SAFETY: we hold the lock and no pair is open (it would hold the lock):
-    // no other reference to the poll state lives.
-    let dropped = cq.purge.apply(unsafe { cq.state_locked() });
-    // SAFETY: taken just above.
-    unsafe { cq.lock.release() };
-    debug!(
-        "QP {qp_num:#x}: {dropped} of its completions dropped from CQ {}",
-        cq.handle()
-    );
-}
-
-/// `purge_qp` for both CQs of a QP that went to RESET or is destroyed, once
-/// if they are one CQ; `has_srq` keeps its receive completions.
-///
-/// # Safety
-/// As for [`purge_qp`], for both.
-pub(crate) unsafe fn purge_qp_from_cqs(
-    send_cq: *mut core::ffi::c_void,
-    recv_cq: *mut core::ffi::c_void,
-    qp_num: u32,
-    has_srq: bool,
-) {
-    // SAFETY: per the contract.
-    unsafe { purge_qp(recv_cq, qp_num, has_srq) };
-    if send_cq != recv_cq {
-        // SAFETY: per the contract.
-        unsafe { purge_qp(send_cq, qp_num, has_srq) };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cq::object::{purge_qp, purge_qp_from_cqs, RxeCq};
     use crate::cq::testing::{fake_rxe_cq, fake_rxe_cq_with};
     use crate::lock::QueueLock;
     use crate::ring::testing::FakeRing;

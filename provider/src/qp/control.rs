@@ -20,7 +20,7 @@ use super::wr;
 use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::context::RxeContext;
-use crate::cq::purge::purge_qp_from_cqs;
+use crate::cq::purge_qp_from_cqs;
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_ah_attr, ibv_gid, ibv_global_route, ibv_pd, ibv_qp};
 use crate::libibverbs::cq::ibv_cq;
