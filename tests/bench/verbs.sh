@@ -18,7 +18,8 @@
 #       READ pair's instructions under callgrind as in (b);
 #   (g) memory: verbs-baseline (tests/verbs/baseline.c), VmRSS before and after
 #       ibv_get_device_list, ibv_open_device(rxe0) and ibv_alloc_pd, and, after the PD, each
-#       mapped file's resident and private-dirty KiB; 2 rounds, the providers taking turns.
+#       mapped file's resident and private-dirty KiB; 2 rounds, the providers taking turns (the
+#       summary shows the last round's).
 # Prints the figures and the ratio ours / stock, then one summary table. RIG_BENCH_ITERS (20000)
 # pairs in (a), RIG_BENCH_CALLGRIND_ITERS (2000) pairs in (b), RIG_BENCH_PERF_ITERS (10000)
 # iterations in (c) (a quarter of that for the latency runs); RIG_BENCH_ROUNDS (3) rounds of (a)
