@@ -11,6 +11,15 @@
 #   (e) what the kernel receives for one WRITE (not in the default parts): the bytes of the
 #       send-ring slot each provider hands the kernel for the same ibv_send_wr (verbs-dump,
 #       diffed), and the system calls of a rate loop (strace -c -f), per provider.
+#   (f) RDMA READ of 4 KiB: ib_read_bw -F -s 4096 -n RIG_BENCH_READ_ITERS (20000) over rdma_cm as
+#       in (c) (MB/s), and verbs-bench's loop of one 4 KiB READ at a time (rate read, as (a), the
+#       same number of pairs; ops/s), RIG_BENCH_READ_ROUNDS (4) rounds, the providers taking turns
+#       (stock first in odd rounds), every round printed, the median in the summary; then the
+#       READ pair's instructions under callgrind as in (b);
+#   (g) memory: verbs-baseline (tests/verbs/baseline.c), VmRSS before and after
+#       ibv_get_device_list, ibv_open_device(rxe0) and ibv_alloc_pd, and, after the PD, each
+#       mapped file's resident and private-dirty KiB; 2 rounds, the providers taking turns (the
+#       summary shows the last round's).
 # Prints the figures and the ratio ours / stock, then one summary table. RIG_BENCH_ITERS (20000)
 # pairs in (a), RIG_BENCH_CALLGRIND_ITERS (2000) pairs in (b), RIG_BENCH_PERF_ITERS (10000)
 # iterations in (c) (a quarter of that for the latency runs); RIG_BENCH_ROUNDS (3) rounds of (a)
@@ -18,7 +27,7 @@
 # ones); the median is what the summary shows. RIG_BENCH_LOOP_OPS ("write send") the loops of (a),
 # RIG_BENCH_LOOP_PAUSE (0) seconds slept before each of its runs. RIG_BENCH_CONTENDED_ITERS
 # (20000) completions per run of (d), RIG_BENCH_CONTENDED_ROUNDS (3) rounds. RIG_BENCH_PARTS
-# (abcd) picks the parts to run. Under software
+# (abcdfg) picks the parts to run. Under software
 # emulation on a shared host the timed figures vary by a factor of two between rounds: compare
 # the instruction counts, which are exact, and read the timed ratios as "no large loss".
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
@@ -30,7 +39,7 @@ cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-2000}
 perf_iters=${RIG_BENCH_PERF_ITERS:-10000}
 rounds=${RIG_BENCH_ROUNDS:-3}
 providers=(stock rxe_rs)
-parts=${RIG_BENCH_PARTS:-abcd}
+parts=${RIG_BENCH_PARTS:-abcdfg}
 loop_ops=${RIG_BENCH_LOOP_OPS:-write send}
 loop_pause=${RIG_BENCH_LOOP_PAUSE:-0}
 contended_iters=${RIG_BENCH_CONTENDED_ITERS:-20000}
@@ -39,7 +48,8 @@ summary=()
 
 mkdir -p "$dir"
 # TMPDIR: the guest sees the host read-only except RIG_OUT.
-TMPDIR=$dir "$RIG_ROOT/tests/verbs/build.sh" "$dir" > "$dir/build.log" 2>&1 ||
+# Only the programs the parts run (each gcc takes several seconds of a vCPU under emulation).
+TMPDIR=$dir "$RIG_ROOT/tests/verbs/build.sh" "$dir" bench contended dump baseline > "$dir/build.log" 2>&1 ||
     { echo "build of tests/verbs failed:"; cat "$dir/build.log"; exit 1; }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
@@ -193,6 +203,94 @@ fi
     row "$what (median)" "$better" "${fig[stock]:-}" "${fig[rxe_rs]:-}"
     unset fig
 done
+
+read_iters=${RIG_BENCH_READ_ITERS:-20000}
+read_rounds=${RIG_BENCH_READ_ROUNDS:-4}
+[[ $parts == *f* ]] &&
+echo "-- (f) ib_read_bw -s 4096 over rdma_cm, both ends on one provider, $read_rounds rounds (providers alternate, stock first in odd rounds)"
+if [[ $parts == *f* ]]; then
+    [[ $parts == *c* ]] || { trap 'unbound_clients_on_rxe1 off' EXIT; unbound_clients_on_rxe1 on; }
+    declare -A fig=()
+    t=ib_read_bw args=(-F -s 4096 -n "$read_iters")
+    for p in "${providers[@]}"; do : > "$dir/read4k.$p.figures"; : > "$dir/rate.read.$p.figures"; done
+    for ((r = 1; r <= read_rounds; r++)); do
+        order=("${providers[@]}")
+        ((r % 2)) || order=("${providers[1]}" "${providers[0]}")
+        for p in "${order[@]}"; do
+            # Column 4 of ib_read_bw's result line: BW average[MB/sec].
+            if perf_run "$p" "$t" "${args[@]}"; then
+                f=$(perf_figure "$dir/$t.$p.out" 4)
+                cp "$dir/$t.$p.out" "$dir/read4k.$p.$r.out"
+                if [[ $f =~ ^[0-9]+(\.[0-9]+)?$ && ! $f =~ ^0+(\.0+)?$ ]]; then
+                    echo "$f" >> "$dir/read4k.$p.figures"
+                    echo "  round $r: $p $t ${args[*]}: $f MB/s"
+                else
+                    echo "  round $r: $p $t ${args[*]}: no figure (${f:-none}; bench-verbs/read4k.$p.$r.out)"
+                fi
+            else
+                cp "$dir/$t.$p.log" "$dir/read4k.$p.$r.log"
+                echo "  round $r: $p $t ${args[*]}: failed or timed out (bench-verbs/read4k.$p.$r.log):"
+                tail -n 8 "$dir/$t.$p.log" | sed 's/^/    | /'
+            fi
+            log=$dir/rate.read.$p.$r.log
+            with_provider "$p" "$dir/rate.read.$p.served" "$bench" rate read "$read_iters" > "$log" 2>&1 &&
+                expect_provider "$dir/rate.read.$p.served" "$p" &&
+                awk '/^rate/ { for (i = 1; i < NF; i++) if ($(i + 1) == "ops/s") print $i }' "$log" \
+                    >> "$dir/rate.read.$p.figures"
+            sed "s/^/  round $r: /" "$log"
+        done
+    done
+    for p in "${providers[@]}"; do
+        echo "  read 4 KiB $p, rounds in order: $(paste -sd' ' "$dir/read4k.$p.figures")"
+        fig[$p]=$(median < "$dir/read4k.$p.figures")
+    done
+    row "ib_read_bw 4 KiB MB/s (median)" "higher is better" "${fig[stock]:-}" "${fig[rxe_rs]:-}"
+    for p in "${providers[@]}"; do
+        echo "  loop read 4 KiB $p, rounds in order: $(paste -sd' ' "$dir/rate.read.$p.figures")"
+        fig[$p]=$(median < "$dir/rate.read.$p.figures")
+    done
+    row "loop read 4 KiB ops/s (median)" "higher is better" "${fig[stock]:-}" "${fig[rxe_rs]:-}"
+    for p in "${providers[@]}"; do
+        out=$dir/callgrind.read.$p.out
+        if TMPDIR=$dir with_provider "$p" "$dir/callgrind.read.$p.served" valgrind --tool=callgrind --vgdb=no \
+            --collect-atstart=no --callgrind-out-file="$out" "$bench" count read "$cg_iters" \
+            > "$dir/callgrind.read.$p.log" 2>&1 && expect_provider "$dir/callgrind.read.$p.served" "$p"; then
+            fig[$p]=$(awk -v n="$cg_iters" '/^(summary|totals):/ { printf "%.1f", $2 / n; exit }' "$out")
+            callgrind_annotate --inclusive=no --threshold=100 --auto=no "$out" > "$dir/callgrind.read.$p.annotate" 2>&1
+            echo "  $p read: ${fig[$p]} instructions per pair; by function:"
+            by_function "$dir/callgrind.read.$p.annotate" "$cg_iters" | head -n 8 | sed 's/^/    /'
+        else
+            fig[$p]=
+            echo "  $p read: callgrind run failed:"
+            tail -n 20 "$dir/callgrind.read.$p.log" | sed 's/^/    | /'
+        fi
+    done
+    row "instructions per read pair" "lower is better" "${fig[stock]:-}" "${fig[rxe_rs]:-}"
+    unset fig
+fi
+
+[[ $parts == *g* ]] &&
+echo "-- (g) memory: VmRSS of a process that opens rxe0 and allocates a PD (verbs-baseline), 2 rounds (providers alternate)"
+if [[ $parts == *g* ]]; then
+    declare -A fig=() lib=()
+    for r in 1 2; do
+        order=("${providers[@]}")
+        ((r % 2)) || order=("${providers[1]}" "${providers[0]}")
+        for p in "${order[@]}"; do
+            log=$dir/baseline.$p.$r.log
+            if with_provider "$p" "$dir/baseline.$p.served" "$dir/verbs-baseline" rxe0 "$dir/baseline.$p.$r.smaps" \
+                > "$log" 2>&1 && expect_provider "$dir/baseline.$p.served" "$p"; then
+                fig[$p]=$(awk '/^baseline ibv_alloc_pd/ { print $4 }' "$log")
+                lib[$p]=$(awk '$2 == "map" && $3 ~ /^librxe/ { s += $5 } END { print s + 0 }' "$log")
+            fi
+            echo "  round $r: $p"
+            sed 's/^baseline /    /' "$log"
+        done
+    done
+    row "VmRSS KiB after open + PD" "lower is better" "${fig[stock]:-}" "${fig[rxe_rs]:-}"
+    row "Rss KiB of librxe* mappings" "lower is better" "${lib[stock]:-}" "${lib[rxe_rs]:-}"
+    unset fig lib
+fi
 
 [[ $parts == *e* ]] && echo "-- (e) what the kernel receives for one 8-byte WRITE, per provider"
 [[ $parts == *e* ]] && for p in "${providers[@]}"; do

@@ -2,9 +2,10 @@
  * verbs-bench: the cost of one post_send + poll_cq pair on an RC QP from rxe1 to rxe0 (both ends in
  * this process), for whichever provider libibverbs loads. It prints figures; it tests nothing.
  *
- *   verbs-bench rate write|send N    N signalled 8-byte RDMA WRITEs (or SENDs), each posted, then
- *                                    polled for until its completion: prints ops/s
- *   verbs-bench count write|send N   the same pair, but the completion is awaited through a CQ
+ *   verbs-bench rate write|send|read N  N signalled 8-byte RDMA WRITEs (or SENDs, or 4 KiB RDMA
+ *                                    READs), each posted, then polled for until its completion:
+ *                                    prints ops/s
+ *   verbs-bench count write|send|read N  the same pair, but the completion is awaited through a CQ
  *                                    event, so each counted poll_cq finds exactly one completion;
  *                                    under valgrind --tool=callgrind --collect-atstart=no only the
  *                                    post_send and the poll_cq calls are collected (client requests),
@@ -35,6 +36,7 @@
 #include <valgrind/callgrind.h>
 
 #define MSG 8
+#define READ_LEN 4096 /* the bytes of one READ (read), from server_buf */
 #define RQ_DEPTH 512
 #define REFILL 256
 #define WARMUP 1000
@@ -46,8 +48,8 @@ static struct ibv_pd *parent_domain;
 static struct ibv_td *thread_domain;
 static struct ibv_qp *cqp, *sqp;
 static struct ibv_mr *client_mr, *server_mr;
-static char client_buf[MSG], server_buf[RQ_DEPTH * MSG];
-static bool use_send;
+static char client_buf[READ_LEN], server_buf[RQ_DEPTH * MSG];
+static bool use_send, use_read;
 static long since_refill;
 
 static void post_recvs(int n)
@@ -136,12 +138,13 @@ static bool dump_armed;
 
 static void post_one(uint64_t id)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = MSG, .lkey = client_mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = use_read ? READ_LEN : MSG,
+			       .lkey = client_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = id,
 		.sg_list = &sge,
 		.num_sge = 1,
-		.opcode = use_send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
+		.opcode = use_send ? IBV_WR_SEND : use_read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey },
 	}, *bad;
@@ -225,18 +228,20 @@ int main(int argc, char **argv)
 
 	if (argc != 4 || (strcmp(argv[1], "rate") && strcmp(argv[1], "count") && strcmp(argv[1], "count-td") &&
 			   strcmp(argv[1], "dump")) ||
-	    (strcmp(argv[2], "write") && strcmp(argv[2], "send")) || (n = atol(argv[3])) <= 0)
-		die("usage: verbs-bench rate|count|count-td|dump write|send N");
+	    (strcmp(argv[2], "write") && strcmp(argv[2], "send") && strcmp(argv[2], "read")) ||
+	    (n = atol(argv[3])) <= 0)
+		die("usage: verbs-bench rate|count|count-td|dump write|send|read N");
 	td = strcmp(argv[1], "count-td") == 0;
 	count = td || strcmp(argv[1], "count") == 0;
 	dump = strcmp(argv[1], "dump") == 0;
 	use_send = strcmp(argv[2], "send") == 0;
+	use_read = strcmp(argv[2], "read") == 0;
 
 	loopback_open(&client, "rxe1");
 	loopback_open(&server, "rxe0");
 	client_mr = ibv_reg_mr(client.pd, client_buf, sizeof(client_buf), IBV_ACCESS_LOCAL_WRITE);
 	server_mr = ibv_reg_mr(server.pd, server_buf, sizeof(server_buf),
-			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!client_mr || !server_mr)
 		die("ibv_reg_mr: %s", strerror(errno));
 	channel = ibv_create_comp_channel(client.ctx);
