@@ -12,7 +12,7 @@ lib=$root/target/release/libnd_shim.so
 [[ -n ${ND2_CHECK_ONLY:-} ]] || mkdir -p "$out"
 for src in "$root"/tests/nd2/*.cpp "$root"/tests/nd2/nd2-bindio.c; do
     bin=$out/$(basename "${src%.*}")
-    if [[ -x $bin && $bin -nt $src && $bin -nt $root/tests/nd2/nd2-common.h && $bin -nt $root/tests/bench/thread-counts.h && $bin -nt $root/tests/bench/round-trips.h && $bin -nt $lib ]] &&
+    if [[ -x $bin && $bin -nt $src && $bin -nt $root/tests/nd2/nd2-common.h && $bin -nt $root/tests/nd2/nd2-check.h && $bin -nt $root/tests/bench/thread-counts.h && $bin -nt $root/tests/bench/round-trips.h && $bin -nt $lib ]] &&
         [[ -z $(find "$root/nd-shim/include/nd2" -newer "$bin") ]]; then
         continue
     fi

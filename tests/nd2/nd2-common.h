@@ -5,45 +5,13 @@
 #ifndef ND2_COMMON_H
 #define ND2_COMMON_H
 
-#include <ndsupport.h>
+#include "nd2-check.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#define CHECK_HR(call)                                                                            \
-    do {                                                                                          \
-        HRESULT hr_ = (call);                                                                     \
-        if (FAILED(hr_)) {                                                                        \
-            fprintf(stderr, "%s:%d: %s failed: 0x%08x\n", __FILE__, __LINE__, #call, (unsigned)hr_); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define EXPECT(cond)                                                                              \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                  \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-/* An IPv4 sockaddr_in from "a.b.c.d" and a port; exits on a bad address. */
-static inline sockaddr_in nd2_ipv4(const char *ip, unsigned short port)
-{
-    sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(port);
-    if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) {
-        fprintf(stderr, "bad IPv4 address: %s\n", ip);
-        exit(2);
-    }
-    return sin;
-}
 
 /*
  * An IPv4 or IPv6 socket address, as the ND2 calls take one (a sockaddr and its length). A
@@ -78,27 +46,8 @@ static inline Nd2Address nd2_address(const char *ip, unsigned short port)
     memset(&sin6, 0, sizeof sin6);
     sin6.sin6_family = AF_INET6;
     sin6.sin6_port = htons(port);
-    if (inet_pton(AF_INET6, ip, &sin6.sin6_addr) != 1) {
-        fprintf(stderr, "bad IPv6 address: %s\n", ip);
-        exit(2);
-    }
+    nd2_pton(AF_INET6, ip, &sin6.sin6_addr);
     return Nd2Address(sin6);
-}
-
-/* CLOCK_MONOTONIC in microseconds: for the figures the programs print. */
-static inline double nd2_now_us()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-/* CPU time the whole process (every thread, the shim's included) has used, in microseconds. */
-static inline double nd2_cpu_us()
-{
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 /*
@@ -151,6 +100,64 @@ static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], c
     fprintf(stderr, "unknown case %s\n", argv[1]);
     return 2;
 }
+
+#ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
+#define STATUS_ADDRESS_ALREADY_ASSOCIATED ((HRESULT)0xC0000238L)
+#endif
+#ifndef STATUS_BAD_NETWORK_NAME
+#define STATUS_BAD_NETWORK_NAME ((HRESULT)0xC00000CCL)
+#endif
+
+/* The name of an ND2 status code ("ND_PENDING"), or "another code". */
+static inline const char *nd2_status_name(HRESULT hr)
+{
+    switch (hr) {
+#define NAME(code)                                                                                \
+    case code:                                                                                    \
+        return #code;
+        NAME(ND_SUCCESS)
+        NAME(ND_PENDING)
+        NAME(ND_BUFFER_OVERFLOW)
+        NAME(ND_CANCELED)
+        NAME(ND_INVALID_ADDRESS)
+        NAME(ND_INVALID_BUFFER_SIZE)
+        NAME(ND_INVALID_DEVICE_STATE)
+        NAME(ND_INVALID_PARAMETER)
+        NAME(ND_SHARING_VIOLATION)
+        NAME(ND_ADDRESS_ALREADY_EXISTS)
+        NAME(ND_TOO_MANY_ADDRESSES)
+        NAME(ND_CONNECTION_REFUSED)
+        NAME(ND_CONNECTION_INVALID)
+        NAME(ND_CONNECTION_ACTIVE)
+        NAME(ND_CONNECTION_ABORTED)
+        NAME(ND_NETWORK_UNREACHABLE)
+        NAME(ND_HOST_UNREACHABLE)
+        NAME(ND_IO_TIMEOUT)
+        NAME(ND_ACCESS_VIOLATION)
+        NAME(ND_REMOTE_ERROR)
+        NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
+        NAME(STATUS_BAD_NETWORK_NAME)
+        NAME(ND_DEVICE_BUSY)
+        NAME(ND_INVALID_HANDLE)
+        NAME(ND_NO_MEMORY)
+        NAME(ND_INSUFFICIENT_RESOURCES)
+#undef NAME
+    default:
+        return "another code";
+    }
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline double nd2_now_ms() { return nd2_now_us() / 1e3; }
+
+static inline const sockaddr *nd2_sa(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
+
+/* A zeroed OVERLAPPED whose & gives the OVERLAPPED (programs that wait through a completion port). */
+struct Nd2Ov {
+    OVERLAPPED ov;
+    Nd2Ov() { memset(&ov, 0, sizeof ov); }
+    OVERLAPPED *operator&() { return &ov; }
+};
 
 /* An OVERLAPPED with its own manual-reset event (programs that wait on the event). */
 struct Nd2EventOv : OVERLAPPED {
@@ -287,14 +294,5 @@ static inline void nd2_connect(Nd2Waiter &waiter, IND2Connector *connector, IND2
                                                        outboundReadLimit, privateData, privateDataSize, waiter.Ov())));
     CHECK_HR(waiter.Wait(connector, connector->CompleteConnect(waiter.Ov())));
 }
-
-/* FAIL(fmt, ...): the file and line, the message, exit 1 (a case program's fatal check). */
-#define FAIL(...)                                                                                 \
-    do {                                                                                          \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                           \
-        fprintf(stderr, __VA_ARGS__);                                                             \
-        fprintf(stderr, "\n");                                                                    \
-        exit(1);                                                                                  \
-    } while (0)
 
 #endif /* ND2_COMMON_H */

@@ -16,58 +16,7 @@
 #include <unistd.h>
 #include <vector>
 
-#ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
-#define STATUS_ADDRESS_ALREADY_ASSOCIATED ((HRESULT)0xC0000238L)
-#endif
-#ifndef STATUS_BAD_NETWORK_NAME
-#define STATUS_BAD_NETWORK_NAME ((HRESULT)0xC00000CCL)
-#endif
-
 namespace {
-
-const char *name(HRESULT hr)
-{
-    switch (hr) {
-#define NAME(code)                                                                                \
-    case code:                                                                                    \
-        return #code;
-        NAME(ND_SUCCESS)
-        NAME(ND_PENDING)
-        NAME(ND_BUFFER_OVERFLOW)
-        NAME(ND_CANCELED)
-        NAME(ND_INVALID_ADDRESS)
-        NAME(ND_INVALID_BUFFER_SIZE)
-        NAME(ND_INVALID_DEVICE_STATE)
-        NAME(ND_INVALID_PARAMETER)
-        NAME(ND_SHARING_VIOLATION)
-        NAME(ND_ADDRESS_ALREADY_EXISTS)
-        NAME(ND_TOO_MANY_ADDRESSES)
-        NAME(ND_CONNECTION_REFUSED)
-        NAME(ND_CONNECTION_INVALID)
-        NAME(ND_CONNECTION_ACTIVE)
-        NAME(ND_CONNECTION_ABORTED)
-        NAME(ND_NETWORK_UNREACHABLE)
-        NAME(ND_HOST_UNREACHABLE)
-        NAME(ND_IO_TIMEOUT)
-        NAME(ND_ACCESS_VIOLATION)
-        NAME(ND_REMOTE_ERROR)
-        NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
-        NAME(STATUS_BAD_NETWORK_NAME)
-#undef NAME
-    default:
-        return "another code";
-    }
-}
-
-double now_ms() { return nd2_now_us() / 1e3; }
-
-const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
-
-struct Ov {
-    OVERLAPPED ov;
-    Ov() { memset(&ov, 0, sizeof ov); }
-    OVERLAPPED *operator&() { return &ov; }
-};
 
 /* One side: adapter, overlapped file bound to a completion port, CQ, MR over a buffer. */
 struct Side {
@@ -85,7 +34,7 @@ struct Side {
     Side(const char *labelText, const char *ip) : label(labelText)
     {
         address = nd2_ipv4(ip, 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(address), sizeof address, reinterpret_cast<void **>(&adapter)));
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
         CHECK_HR(adapter->CreateOverlappedFile(&file));
         port = CreateIoCompletionPort(file, NULL, 5, 0);
         EXPECT(port != NULL);
@@ -141,7 +90,7 @@ struct Side {
         CHECK_HR(adapter->CreateListener(IID_IND2Listener, file, reinterpret_cast<void **>(&l)));
         sockaddr_in at = address;
         at.sin_port = htons(portNumber);
-        CHECK_HR(l->Bind(SA(at), sizeof at));
+        CHECK_HR(l->Bind(nd2_sa(at), sizeof at));
         CHECK_HR(l->Listen(0));
         return l;
     }
@@ -173,7 +122,7 @@ struct Side {
     /* The one packet for `want` (waiting up to 10 s); `ok` is what GetQueuedCompletionStatus said. */
     void Packet(OVERLAPPED *want, bool ok)
     {
-        double until = now_ms() + 10000;
+        double until = nd2_now_ms() + 10000;
         for (;;) {
             for (size_t at = 0; at < stash.size(); at++) {
                 if (stash[at] == want) {
@@ -193,7 +142,7 @@ struct Side {
                 FAIL("%s: GetQueuedCompletionStatus said %d for the request", label, got);
             if (ov != NULL)
                 stash.push_back(ov);
-            else if (now_ms() > until)
+            else if (nd2_now_ms() > until)
                 FAIL("%s: no packet for the request", label);
         }
     }
@@ -212,28 +161,28 @@ struct Side {
 void Returns(const char *what, HRESULT got, HRESULT want)
 {
     if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, name(got), name(want));
-    printf("  %s: %s\n", what, name(want));
+        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
+    printf("  %s: %s\n", what, nd2_status_name(want));
 }
 
 /* An overlapped call that must fail inline with `want`. */
 void Inline(Side &side, const char *what, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
     if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, name(got), name(want));
+        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
     if (static_cast<HRESULT>(ov->Internal) != want)
         FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
     side.NoPacket(ov);
-    printf("  %s: %s inline\n", what, name(want));
+    printf("  %s: %s inline\n", what, nd2_status_name(want));
 }
 
 /* The final status of a pending request, waiting up to `ms`. */
 HRESULT Wait(IND2Overlapped *object, OVERLAPPED *ov, double ms)
 {
-    double until = now_ms() + ms;
+    double until = nd2_now_ms() + ms;
     for (;;) {
         HRESULT hr = object->GetOverlappedResult(ov, FALSE);
-        if (hr != ND_PENDING || now_ms() > until)
+        if (hr != ND_PENDING || nd2_now_ms() > until)
             return hr;
         usleep(2000);
     }
@@ -243,7 +192,7 @@ HRESULT Wait(IND2Overlapped *object, OVERLAPPED *ov, double ms)
 void Issued(const char *what, HRESULT got)
 {
     if (got != ND_PENDING)
-        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, nd2_status_name(got));
 }
 
 /* The pending request `ov` completes with `want` within `ms`, with one packet. */
@@ -251,10 +200,10 @@ void Done(Side &side, const char *what, IND2Overlapped *object, OVERLAPPED *ov, 
 {
     HRESULT final = Wait(object, ov, ms);
     if (final != want)
-        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, name(final), name(want));
+        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, nd2_status_name(final), nd2_status_name(want));
     EXPECT(object->GetOverlappedResult(ov, TRUE) == want);
     side.Packet(ov, SUCCEEDED(want));
-    printf("  %s: %s through the completion\n", what, name(want));
+    printf("  %s: %s through the completion\n", what, nd2_status_name(want));
 }
 
 /* An overlapped call that must return ND_PENDING and complete with `want` within `ms`. */
@@ -269,7 +218,7 @@ void Completes(Side &side, const char *what, IND2Overlapped *object, HRESULT got
 void StillPending(const char *what, IND2Overlapped *object, HRESULT got, OVERLAPPED *ov, double ms)
 {
     if (got != ND_PENDING)
-        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, nd2_status_name(got));
     if (Wait(object, ov, ms) != ND_PENDING)
         FAIL("%s: completed, want it still pending after %.0f ms", what, ms);
     printf("  %s: ND_PENDING, still pending after %.0f ms\n", what, ms);
@@ -284,11 +233,11 @@ struct Pair {
 /* A request taken: the passive GetConnectionRequest on `p` (with `get`) issued, the active
  * Connect of `a` with `aqp` to `to` (read limits and private data as given) issued with `conn`,
  * left to complete, and the GetConnectionRequest completed ND_SUCCESS. */
-void Requested(Pair &s, IND2Listener *l, IND2Connector *p, Ov &get, IND2Connector *a, IND2QueuePair *aqp,
-               const sockaddr_in &to, ULONG inbound, ULONG outbound, const void *data, ULONG size, Ov &conn)
+void Requested(Pair &s, IND2Listener *l, IND2Connector *p, Nd2Ov &get, IND2Connector *a, IND2QueuePair *aqp,
+               const sockaddr_in &to, ULONG inbound, ULONG outbound, const void *data, ULONG size, Nd2Ov &conn)
 {
     Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Issued("Connect", a->Connect(aqp, SA(to), sizeof to, inbound, outbound, data, size, &conn));
+    Issued("Connect", a->Connect(aqp, nd2_sa(to), sizeof to, inbound, outbound, data, size, &conn));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
 }
 
@@ -303,10 +252,10 @@ Connection Connect(Pair &s, IND2Listener *l, unsigned short portNumber, IND2Queu
     Connection c;
     c.p = s.passive.Connector();
     c.a = s.active.Connector();
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     EXPECT(l->GetConnectionRequest(c.p, &get) == ND_PENDING);
     sockaddr_in to = s.passive.At(portNumber);
-    EXPECT(c.a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn) == ND_PENDING);
+    EXPECT(c.a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn) == ND_PENDING);
     EXPECT(Wait(l, &get, 15000) == ND_SUCCESS);
     s.passive.Packet(&get, true);
     EXPECT(c.p->Accept(pqp, 0, 0, NULL, 0, &acc) == ND_PENDING);
@@ -324,7 +273,7 @@ Connection Connect(Pair &s, IND2Listener *l, unsigned short portNumber, IND2Queu
  * the passive side disconnects too (its DREP). */
 void Hangup(Pair &s, Connection &c)
 {
-    Ov ad, pd;
+    Nd2Ov ad, pd;
     EXPECT(c.a->Disconnect(&ad) == ND_PENDING);
     EXPECT(c.p->Disconnect(&pd) == ND_PENDING);
     EXPECT(Wait(c.a, &ad, 15000) == ND_SUCCESS);
@@ -339,10 +288,10 @@ void Hangup(Pair &s, Connection &c)
 void DrainCq(Side &side)
 {
     ND2_RESULT r;
-    double quiet = now_ms() + 200;
-    while (now_ms() < quiet) {
+    double quiet = nd2_now_ms() + 200;
+    while (nd2_now_ms() < quiet) {
         if (side.cq->GetResults(&r, 1) == 1)
-            quiet = now_ms() + 200;
+            quiet = nd2_now_ms() + 200;
         else
             usleep(1000);
     }
@@ -364,11 +313,11 @@ int private_data_limit(Pair &s)
     for (unsigned k = 0; k < sizeof data; k++)
         data[k] = pattern(k);
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Inline(s.active, "Connect with 57 bytes", a->Connect(aqp, SA(to), sizeof to, 0, 0, data, 57, &conn), &conn,
+    Inline(s.active, "Connect with 57 bytes", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, data, 57, &conn), &conn,
            ND_INVALID_BUFFER_SIZE);
-    Issued("Connect with 56 bytes, same connector", a->Connect(aqp, SA(to), sizeof to, 0, 0, data, 56, &conn));
+    Issued("Connect with 56 bytes, same connector", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, data, 56, &conn));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
     unsigned char got[196];
     ULONG size = sizeof got;
@@ -403,7 +352,7 @@ int reject(Pair &s)
     for (unsigned k = 0; k < sizeof data; k++)
         data[k] = pattern(k);
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
     Returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
     Returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
@@ -422,7 +371,7 @@ int reject(Pair &s)
     /* "The connection attempt may be retried": the same connector connects. */
     IND2Connector *p2 = s.passive.Connector();
     Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
-    Issued("Connect again after ND_CONNECTION_REFUSED", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn));
+    Issued("Connect again after ND_CONNECTION_REFUSED", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
     Issued("Accept", p2->Accept(pqp, 0, 0, NULL, 0, &acc));
     Done(s.active, "Connect again after ND_CONNECTION_REFUSED", a, &conn, ND_SUCCESS);
@@ -440,8 +389,8 @@ int no_listener(Pair &s)
     IND2Connector *a = s.active.Connector();
     IND2QueuePair *aqp = s.active.Qp();
     sockaddr_in to = s.passive.At(7422);
-    Ov conn;
-    Completes(s.active, "Connect to a port nobody listens on", a, a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+    Nd2Ov conn;
+    Completes(s.active, "Connect to a port nobody listens on", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
               &conn, ND_CONNECTION_REFUSED);
     EXPECT(a->Release() == 0);
     return 0;
@@ -454,15 +403,15 @@ int unreachable(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     IND2Connector *a = s.active.Connector();
     sockaddr_in far = nd2_ipv4("203.0.113.1", 7423);
-    Ov conn;
-    Inline(s.active, "Connect to 203.0.113.1 (no route)", a->Connect(aqp, SA(far), sizeof far, 0, 0, NULL, 0, &conn),
+    Nd2Ov conn;
+    Inline(s.active, "Connect to 203.0.113.1 (no route)", a->Connect(aqp, nd2_sa(far), sizeof far, 0, 0, NULL, 0, &conn),
            &conn, ND_NETWORK_UNREACHABLE);
     EXPECT(a->Release() == 0);
     a = s.active.Connector();
     sockaddr_in nobody = nd2_ipv4("198.18.0.77", 7423);
-    Ov conn2;
+    Nd2Ov conn2;
     Completes(s.active, "Connect to 198.18.0.77 (nobody behind it)", a,
-              a->Connect(aqp, SA(nobody), sizeof nobody, 0, 0, NULL, 0, &conn2), &conn2, ND_HOST_UNREACHABLE, 60000);
+              a->Connect(aqp, nd2_sa(nobody), sizeof nobody, 0, 0, NULL, 0, &conn2), &conn2, ND_HOST_UNREACHABLE, 60000);
     EXPECT(a->Release() == 0);
     return 0;
 }
@@ -476,11 +425,11 @@ int io_timeout(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     IND2Connector *a = s.active.Connector();
     sockaddr_in silent = nd2_ipv4("198.18.0.52", 7429);
-    Ov conn;
-    double started = now_ms();
+    Nd2Ov conn;
+    double started = nd2_now_ms();
     Completes(s.active, "Connect to 198.18.0.52 (nobody answers)", a,
-              a->Connect(aqp, SA(silent), sizeof silent, 0, 0, NULL, 0, &conn), &conn, ND_IO_TIMEOUT, 200000);
-    printf("  completed after %.0f s\n", (now_ms() - started) / 1e3);
+              a->Connect(aqp, nd2_sa(silent), sizeof silent, 0, 0, NULL, 0, &conn), &conn, ND_IO_TIMEOUT, 200000);
+    printf("  completed after %.0f s\n", (nd2_now_ms() - started) / 1e3);
     EXPECT(a->Release() == 0);
     return 0;
 }
@@ -493,40 +442,40 @@ int address_errors(Pair &s)
     sockaddr_in taken = s.passive.At(PORT);
     IND2Listener *l2 = NULL;
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
-    Returns("listener Bind to a listener's port", l2->Bind(SA(taken), sizeof taken), ND_SHARING_VIOLATION);
+    Returns("listener Bind to a listener's port", l2->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
     EXPECT(l2->Release() == 0);
     IND2Connector *c = s.passive.Connector();
-    Returns("connector Bind to a listener's port", c->Bind(SA(taken), sizeof taken), ND_SHARING_VIOLATION);
-    Returns("Bind again on the refused connector", c->Bind(SA(taken), sizeof taken), ND_CONNECTION_INVALID);
-    Ov conn;
+    Returns("connector Bind to a listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
+    Returns("Bind again on the refused connector", c->Bind(nd2_sa(taken), sizeof taken), ND_CONNECTION_INVALID);
+    Nd2Ov conn;
     sockaddr_in to = s.active.At(PORT);
-    Inline(s.passive, "Connect on the refused connector", c->Connect(s.passive.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+    Inline(s.passive, "Connect on the refused connector", c->Connect(s.passive.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
            &conn, ND_CONNECTION_INVALID);
     EXPECT(c->Release() == 0);
 
     sockaddr_in testNet = nd2_ipv4("192.0.2.1", 0), loopback = nd2_ipv4("127.0.0.1", 0);
     c = s.passive.Connector();
-    Returns("connector Bind to 192.0.2.1", c->Bind(SA(testNet), sizeof testNet), ND_INVALID_ADDRESS);
+    Returns("connector Bind to 192.0.2.1", c->Bind(nd2_sa(testNet), sizeof testNet), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     c = s.passive.Connector();
-    Returns("connector Bind to 127.0.0.1", c->Bind(SA(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    Returns("connector Bind to 127.0.0.1", c->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     c = s.passive.Connector();
-    Returns("connector Bind with an 8-byte sockaddr_in", c->Bind(SA(s.passive.address), 8), ND_INVALID_ADDRESS);
+    Returns("connector Bind with an 8-byte sockaddr_in", c->Bind(nd2_sa(s.passive.address), 8), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
-    Returns("listener Bind to 127.0.0.1", l2->Bind(SA(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    Returns("listener Bind to 127.0.0.1", l2->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
     EXPECT(l2->Release() == 0);
 
     c = s.passive.Connector();
-    Returns("connector Bind to port 0", c->Bind(SA(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
-    Returns("connector Bind again", c->Bind(SA(s.passive.address), sizeof s.passive.address),
+    Returns("connector Bind to port 0", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    Returns("connector Bind again", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
             STATUS_ADDRESS_ALREADY_ASSOCIATED);
     EXPECT(c->Release() == 0);
     EXPECT(l->Release() == 0);
     /* The port is free again once its listener is gone. */
     c = s.passive.Connector();
-    Returns("connector Bind to the released listener's port", c->Bind(SA(taken), sizeof taken), ND_SUCCESS);
+    Returns("connector Bind to the released listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SUCCESS);
     EXPECT(c->Release() == 0);
     return 0;
 }
@@ -540,7 +489,7 @@ int ports_exhausted(Pair &s)
     HRESULT hr;
     for (;;) {
         IND2Connector *c = s.passive.Connector();
-        hr = c->Bind(SA(s.passive.address), sizeof s.passive.address);
+        hr = c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address);
         if (hr != ND_SUCCESS) {
             EXPECT(c->Release() == 0);
             break;
@@ -552,7 +501,7 @@ int ports_exhausted(Pair &s)
     Returns("connector Bind to port 0 with the range used up", hr, ND_TOO_MANY_ADDRESSES);
     IND2Listener *l = NULL;
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
-    Returns("listener Bind to port 0 with the range used up", l->Bind(SA(s.passive.address), sizeof s.passive.address),
+    Returns("listener Bind to port 0 with the range used up", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
             ND_TOO_MANY_ADDRESSES);
     EXPECT(l->Release() == 0);
     for (IND2Connector *c : held)
@@ -568,8 +517,8 @@ int cancel_connect(Pair &s)
     IND2Listener *l = s.passive.Listen(PORT);
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov conn, comp;
-    StillPending("Connect, never taken", a, a->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+    Nd2Ov conn, comp;
+    StillPending("Connect, never taken", a, a->Connect(s.active.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
                  1000);
     Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
     EXPECT(a->GetOverlappedResult(&conn, FALSE) == ND_CANCELED);
@@ -592,7 +541,7 @@ int abandoned(Pair &s)
     for (int round = 0; round < 2; round++) {
         IND2Connector *p = s.passive.Connector();
         IND2Connector *a = s.active.Connector();
-        Ov get, conn, acc;
+        Nd2Ov get, conn, acc;
         Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
         Returns("active CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
         Done(s.active, "Connect, abandoned", a, &conn, ND_CANCELED, 0);
@@ -618,7 +567,7 @@ int active_reject(Pair &s)
     IND2Connector *p = s.passive.Connector();
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc;
+    Nd2Ov get, conn, acc;
     Requested(s, l, p, get, a, s.active.Qp(), to, 4, 4, NULL, 0, conn);
     Issued("Accept", p->Accept(s.passive.Qp(), 1, 1, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
@@ -642,7 +591,7 @@ int cancel_accept(Pair &s)
     IND2Connector *p = s.passive.Connector();
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc;
+    Nd2Ov get, conn, acc;
     Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     HRESULT issued = p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc);
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
@@ -665,7 +614,7 @@ int complete_connect_aborted(Pair &s)
     IND2Connector *p = s.passive.Connector();
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     Issued("Accept", p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
@@ -692,12 +641,12 @@ int connection_active(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     Connection c = Connect(s, l, PORT, pqp, aqp);
     sockaddr_in to = s.passive.At(PORT);
-    Ov conn, comp, get, acc, conn2;
-    Inline(s.active, "Connect on a connected connector", c.a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+    Nd2Ov conn, comp, get, acc, conn2;
+    Inline(s.active, "Connect on a connected connector", c.a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
            &conn, ND_CONNECTION_ACTIVE);
     Inline(s.active, "CompleteConnect when connected", c.a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
     IND2Connector *a2 = s.active.Connector();
-    Inline(s.active, "Connect with a connected QP", a2->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+    Inline(s.active, "Connect with a connected QP", a2->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
            ND_CONNECTION_ACTIVE);
     EXPECT(a2->Release() == 0);
     Inline(s.passive, "GetConnectionRequest with a connected connector", l->GetConnectionRequest(c.p, &get), &get,
@@ -705,7 +654,7 @@ int connection_active(Pair &s)
     IND2Connector *p2 = s.passive.Connector();
     IND2Connector *a3 = s.active.Connector();
     Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
-    Issued("Connect with a second QP", a3->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn2));
+    Issued("Connect with a second QP", a3->Connect(s.active.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn2));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
     Inline(s.passive, "Accept with the QP of another connection", p2->Accept(pqp, 0, 0, NULL, 0, &acc), &acc,
            ND_CONNECTION_ACTIVE);
@@ -720,9 +669,9 @@ int connection_active(Pair &s)
     ND2_SGE ss = {s.active.buf, 16, s.active.mr->GetLocalToken()};
     CHECK_HR(aqp->Send(s.active.buf, &ss, 1, 0));
     ND2_RESULT r;
-    double until = now_ms() + 5000;
+    double until = nd2_now_ms() + 5000;
     while (s.passive.cq->GetResults(&r, 1) == 0)
-        EXPECT(now_ms() < until);
+        EXPECT(nd2_now_ms() < until);
     EXPECT(r.Status == ND_SUCCESS && r.RequestType == Nd2RequestTypeReceive && r.BytesTransferred == 16);
     EXPECT(memcmp(s.passive.buf, "still connected", 16) == 0);
     Hangup(s, c);
@@ -738,10 +687,10 @@ void *Context(unsigned k) { return reinterpret_cast<void *>(static_cast<uintptr_
 /* Takes `n` completions from `side`'s CQ (waiting up to 10 s) into `out`. */
 void Results(Side &side, ND2_RESULT *out, unsigned n)
 {
-    double until = now_ms() + 10000;
+    double until = nd2_now_ms() + 10000;
     for (unsigned got = 0; got < n;) {
         got += side.cq->GetResults(out + got, n - got);
-        if (got < n && now_ms() > until)
+        if (got < n && nd2_now_ms() > until)
             FAIL("%s: %u of %u completions after 10 s", side.label, got, n);
     }
 }
@@ -755,9 +704,9 @@ void Expect(const char *what, const ND2_RESULT *results, unsigned n, void *ctx, 
             continue;
         if (results[k].Status != status || results[k].RequestType != type || results[k].QueuePairContext != qpContext)
             FAIL("%s: status %s (0x%08x), RequestType %d, QueuePairContext %p; want %s, RequestType %d, %p", what,
-                 name(results[k].Status), (unsigned)results[k].Status, results[k].RequestType,
-                 results[k].QueuePairContext, name(status), type, qpContext);
-        printf("  %s: %s (0x%08x), RequestType %d\n", what, name(status), (unsigned)status, type);
+                 nd2_status_name(results[k].Status), (unsigned)results[k].Status, results[k].RequestType,
+                 results[k].QueuePairContext, nd2_status_name(status), type, qpContext);
+        printf("  %s: %s (0x%08x), RequestType %d\n", what, nd2_status_name(status), (unsigned)status, type);
         return;
     }
     FAIL("%s: no completion with its context", what);
@@ -836,9 +785,9 @@ int srq_request_types(Pair &s)
     ND2_SGE next = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
     CHECK_HR(srq->Receive(Context(3), &next, 1));
     CHECK_HR(pqp->Flush());
-    double until = now_ms() + 1000;
+    double until = nd2_now_ms() + 1000;
     unsigned flushed = 0;
-    while (now_ms() < until) {
+    while (nd2_now_ms() < until) {
         if (s.passive.cq->GetResults(&r, 1) == 0) {
             usleep(1000);
             continue;
@@ -888,7 +837,7 @@ int getters(Pair &s)
     unsigned char data[56];
     for (unsigned k = 0; k < sizeof data; k++)
         data[k] = pattern(k);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, aqp, to, 3, 2, data, 56, conn);
     Returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 2 && out == 3);
@@ -956,7 +905,7 @@ int disconnect_codes(Pair &s)
 {
     const unsigned short PORT = 7432;
     IND2Connector *fresh = s.passive.Connector();
-    Ov nd, d;
+    Nd2Ov nd, d;
     Inline(s.passive, "NotifyDisconnect on a new connector", fresh->NotifyDisconnect(&nd), &nd, ND_CONNECTION_INVALID);
     Inline(s.passive, "Disconnect on a new connector", fresh->Disconnect(&d), &d, ND_CONNECTION_INVALID);
     EXPECT(fresh->Release() == 0);
@@ -966,7 +915,7 @@ int disconnect_codes(Pair &s)
     Connection c = Connect(s, l, PORT, pqp, s.active.Qp());
     ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
     CHECK_HR(pqp->Receive(s.passive.buf, &rs, 1));
-    Ov nd1, nd2, ad, pd;
+    Nd2Ov nd1, nd2, ad, pd;
     StillPending("NotifyDisconnect", c.p, c.p->NotifyDisconnect(&nd1), &nd1, 200);
     Returns("CancelOverlappedRequests", c.p->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.passive, "NotifyDisconnect, cancelled", c.p, &nd1, ND_CANCELED, 0);
@@ -1000,8 +949,8 @@ int listener_codes(Pair &s)
     Returns("GetLocalAddress before Bind", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_INVALID_DEVICE_STATE);
     IND2Connector *p = s.passive.Connector();
-    Ov get, get2;
-    Returns("Bind to port 0", l->Bind(SA(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    Nd2Ov get, get2;
+    Returns("Bind to port 0", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
     Inline(s.passive, "GetConnectionRequest before Listen", l->GetConnectionRequest(p, &get), &get,
            ND_INVALID_DEVICE_STATE);
     Returns("Listen", l->Listen(0), ND_SUCCESS);
@@ -1030,13 +979,13 @@ int invalid_ip(Pair &s)
 {
     IND2QueuePair *aqp = s.active.Qp();
     IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     sockaddr_in none = nd2_ipv4("0.0.0.0", 7435);
-    Ov conn;
-    double started = now_ms();
-    Inline(s.active, "Connect to 0.0.0.0", a->Connect(aqp, SA(none), sizeof none, 0, 0, NULL, 0, &conn), &conn,
+    Nd2Ov conn;
+    double started = nd2_now_ms();
+    Inline(s.active, "Connect to 0.0.0.0", a->Connect(aqp, nd2_sa(none), sizeof none, 0, 0, NULL, 0, &conn), &conn,
            STATUS_BAD_NETWORK_NAME);
-    EXPECT(now_ms() - started < 1000);
+    EXPECT(nd2_now_ms() - started < 1000);
     EXPECT(a->Release() == 0);
     return 0;
 }
@@ -1052,17 +1001,17 @@ int send_no_receive(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     Connection c = Connect(s, l, PORT, pqp, aqp);
     ND2_SGE message = {s.active.buf, 64, s.active.mr->GetLocalToken()};
-    double started = now_ms();
+    double started = nd2_now_ms();
     CHECK_HR(aqp->Send(Context(1), &message, 1, 0));
     ND2_RESULT r;
-    double until = now_ms() + 60000;
+    double until = nd2_now_ms() + 60000;
     while (s.active.cq->GetResults(&r, 1) == 0) {
-        if (now_ms() > until)
+        if (nd2_now_ms() > until)
             FAIL("no completion for the Send after 60 s");
         usleep(1000);
     }
     Expect("Send with no receive posted", &r, 1, Context(1), ND_IO_TIMEOUT, Nd2RequestTypeSend, &s.active);
-    printf("  completed after %.1f s\n", (now_ms() - started) / 1e3);
+    printf("  completed after %.1f s\n", (nd2_now_ms() - started) / 1e3);
     EXPECT(s.passive.cq->GetResults(&r, 1) == 0);
     Hangup(s, c);
     DrainCq(s.active);
@@ -1088,7 +1037,7 @@ int receive_peer_closed(Pair &s)
     Results(s.passive, &r, 1);
     Expect("Receive after the peer released its connector", &r, 1, Context(1), ND_CANCELED, Nd2RequestTypeReceive,
            &s.passive);
-    Ov pd;
+    Nd2Ov pd;
     Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
     EXPECT(c.p->Release() == 0);
     DrainCq(s.active);
@@ -1125,11 +1074,11 @@ int receive_after_flush(Pair &s)
         Results(s.passive, r, N);
         for (unsigned k = 0; k < N; k++)
             if (r[k].Status != ND_CANCELED || r[k].RequestType != Nd2RequestTypeReceive)
-                FAIL("receive %u after the peer's disconnect: %s (0x%08x)", k, name(r[k].Status),
+                FAIL("receive %u after the peer's disconnect: %s (0x%08x)", k, nd2_status_name(r[k].Status),
                      (unsigned)r[k].Status);
     }
     printf("  %u receives posted after the peer's disconnect: all ND_CANCELED\n", 3 * N);
-    Ov pd;
+    Nd2Ov pd;
     Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
     EXPECT(c.p->Release() == 0);
     EXPECT(l->Release() == 0);
@@ -1142,7 +1091,7 @@ int receive_after_flush(Pair &s)
     Results(s.passive, r, N);
     for (unsigned k = 0; k < N; k++)
         if (r[k].Status != ND_CANCELED)
-            FAIL("receive %u after Flush: %s (0x%08x)", k, name(r[k].Status), (unsigned)r[k].Status);
+            FAIL("receive %u after Flush: %s (0x%08x)", k, nd2_status_name(r[k].Status), (unsigned)r[k].Status);
     printf("  %u receives posted after Flush: all ND_CANCELED\n", N);
     DrainCq(s.active);
     DrainCq(s.passive);
@@ -1205,7 +1154,7 @@ int churn(Pair &s)
     const unsigned short PORT = 7438;
     const unsigned ROUNDS = 100;
     IND2Listener *l = s.passive.Listen(PORT);
-    double started = now_ms();
+    double started = nd2_now_ms();
     for (unsigned k = 0; k < ROUNDS; k++) {
         IND2QueuePair *pqp = NULL, *aqp = NULL;
         CHECK_HR(s.passive.adapter->CreateQueuePair(IID_IND2QueuePair, s.passive.cq, s.passive.cq, &s.passive, 8, 8,
@@ -1225,12 +1174,12 @@ int churn(Pair &s)
         Results(s.passive, r, 2);
         for (ND2_RESULT &one : r)
             if (one.Status != ND_SUCCESS)
-                FAIL("round %u: passive completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
+                FAIL("round %u: passive completion 0x%08X (%s)", k, (unsigned)one.Status, nd2_status_name(one.Status));
         Results(s.active, r, 2);
         for (ND2_RESULT &one : r)
             if (one.Status != ND_SUCCESS)
-                FAIL("round %u: active completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
-        Ov ad, pd;
+                FAIL("round %u: active completion 0x%08X (%s)", k, (unsigned)one.Status, nd2_status_name(one.Status));
+        Nd2Ov ad, pd;
         HRESULT a = c.a->Disconnect(&ad), p = c.p->Disconnect(&pd);
         if (a != ND_PENDING || p != ND_PENDING)
             FAIL("round %u: Disconnect returned 0x%08X / 0x%08X", k, (unsigned)a, (unsigned)p);
@@ -1243,7 +1192,7 @@ int churn(Pair &s)
         EXPECT(aqp->Release() == 0);
         EXPECT(pqp->Release() == 0);
     }
-    double secs = (now_ms() - started) / 1e3;
+    double secs = (nd2_now_ms() - started) / 1e3;
     printf("  %u connections in %.1f s (%.1f per second)\n", ROUNDS, secs, ROUNDS / secs);
     DrainCq(s.active);
     DrainCq(s.passive);
@@ -1269,7 +1218,7 @@ int disconnect_in_flight(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     Connection c = Connect(s, l, PORT, pqp, aqp);
     ND2_SGE message = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
-    Ov nd, ad, pd;
+    Nd2Ov nd, ad, pd;
     ND2_RESULT r[4];
     Issued("NotifyDisconnect", c.p->NotifyDisconnect(&nd));
     CHECK_HR(pqp->Send(Context(1), &message, 1, 0));
@@ -1280,7 +1229,7 @@ int disconnect_in_flight(Pair &s)
     usleep(20000);
     if (s.passive.cq->GetResults(r, 1) != 0)
         FAIL("the Send in flight completed %s (0x%08x) with the peer's disconnect; want it still outstanding",
-             name(r[0].Status), (unsigned)r[0].Status);
+             nd2_status_name(r[0].Status), (unsigned)r[0].Status);
     printf("  Send in flight: still outstanding after the peer's disconnect\n");
     Results(s.passive, r, 1);
     Expect("Send in flight, soon after", r, 1, Context(1), ND_CANCELED, Nd2RequestTypeSend, &s.passive);
@@ -1312,7 +1261,7 @@ int disconnect_in_flight(Pair &s)
         Results(s.active, r, 2);
         Expect("active Send", r, 2, Context(11), ND_SUCCESS, Nd2RequestTypeSend, &s.active);
         Expect("active Receive", r, 2, Context(10), ND_SUCCESS, Nd2RequestTypeReceive, &s.active);
-        Ov ad2, pd2;
+        Nd2Ov ad2, pd2;
         Issued("active Disconnect at once", d.a->Disconnect(&ad2));
         Results(s.passive, r, 1);
         Expect("passive Send, the peer disconnecting", r, 1, Context(12), ND_SUCCESS, Nd2RequestTypeSend, &s.passive);
@@ -1353,7 +1302,7 @@ int local_address_after_bind(Pair &s)
 {
     const unsigned short PORT = 7460;
     IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     sockaddr_in addr;
     ULONG len = sizeof addr;
     Returns("GetLocalAddress after Bind to port 0", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
@@ -1369,7 +1318,7 @@ int local_address_after_bind(Pair &s)
 
     IND2Connector *e = s.active.Connector();
     sockaddr_in explicitAt = s.active.At(7461);
-    CHECK_HR(e->Bind(SA(explicitAt), sizeof explicitAt));
+    CHECK_HR(e->Bind(nd2_sa(explicitAt), sizeof explicitAt));
     sockaddr_in got = LocalAddress(e);
     EXPECT(got.sin_addr.s_addr == explicitAt.sin_addr.s_addr && got.sin_port == explicitAt.sin_port);
     printf("  GetLocalAddress after Bind to port 7461: port %u\n", ntohs(got.sin_port));
@@ -1378,7 +1327,7 @@ int local_address_after_bind(Pair &s)
     IND2Listener *l = s.passive.Listen(PORT);
     IND2Connector *p = s.passive.Connector();
     IND2QueuePair *pqp = s.passive.Qp();
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     sockaddr_in to = s.passive.At(PORT);
     Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     len = sizeof addr;
@@ -1408,27 +1357,27 @@ int connectors_share_port(Pair &s)
     IND2Listener *l2 = s.passive.Listen(PORT2);
     IND2Connector *a1 = s.active.Connector();
     sockaddr_in shared = s.active.At(LOCAL);
-    Returns("first connector Bind", a1->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    Returns("first connector Bind", a1->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
     IND2Connector *a2 = s.active.Connector();
-    Returns("second connector Bind to the same address and port", a2->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    Returns("second connector Bind to the same address and port", a2->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
     EXPECT(LocalAddress(a2).sin_port == shared.sin_port);
     IND2Connector *a3 = s.active.Connector();
-    Returns("third connector Bind to the same address and port", a3->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    Returns("third connector Bind to the same address and port", a3->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
 
     IND2Listener *la = NULL;
     CHECK_HR(s.active.adapter->CreateListener(IID_IND2Listener, s.active.file, reinterpret_cast<void **>(&la)));
-    Returns("listener Bind to the connectors' port", la->Bind(SA(shared), sizeof shared), ND_SHARING_VIOLATION);
+    Returns("listener Bind to the connectors' port", la->Bind(nd2_sa(shared), sizeof shared), ND_SHARING_VIOLATION);
     EXPECT(la->Release() == 0);
     IND2Connector *pc = s.passive.Connector();
     sockaddr_in listening = s.passive.At(PORT1);
-    Returns("connector Bind to a listener's port", pc->Bind(SA(listening), sizeof listening), ND_SHARING_VIOLATION);
+    Returns("connector Bind to a listener's port", pc->Bind(nd2_sa(listening), sizeof listening), ND_SHARING_VIOLATION);
     EXPECT(pc->Release() == 0);
 
     /* Two connections from the one local port, to two listeners. */
     IND2Connector *p1 = s.passive.Connector(), *p2 = s.passive.Connector();
     IND2QueuePair *pqp1 = s.passive.Qp(), *pqp2 = s.passive.Qp();
     sockaddr_in to1 = s.passive.At(PORT1), to2 = s.passive.At(PORT2);
-    Ov get1, get2, conn1, conn2, acc1, acc2, comp1, comp2, conn3;
+    Nd2Ov get1, get2, conn1, conn2, acc1, acc2, comp1, comp2, conn3;
     Requested(s, l1, p1, get1, a1, s.active.Qp(), to1, 0, 0, NULL, 0, conn1);
     Requested(s, l2, p2, get2, a2, s.active.Qp(), to2, 0, 0, NULL, 0, conn2);
     sockaddr_in addr;
@@ -1468,7 +1417,7 @@ int connectors_share_port(Pair &s)
 
     /* The same local and remote address again: refused. */
     Inline(s.active, "Connect with the same 4-tuple as a live connection",
-           a3->Connect(s.active.Qp(), SA(to1), sizeof to1, 0, 0, NULL, 0, &conn3), &conn3, ND_ADDRESS_ALREADY_EXISTS);
+           a3->Connect(s.active.Qp(), nd2_sa(to1), sizeof to1, 0, 0, NULL, 0, &conn3), &conn3, ND_ADDRESS_ALREADY_EXISTS);
     EXPECT(a3->Release() == 0);
 
     Connection c1 = {p1, a1}, c2 = {p2, a2};
@@ -1488,14 +1437,14 @@ int connect_after_cancel(Pair &s)
     const unsigned short PORT = 7464;
     IND2Listener *l = s.passive.Listen(PORT);
     IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     IND2QueuePair *aqp = s.active.Qp();
     sockaddr_in to = s.passive.At(PORT);
-    Ov conn, again;
-    StillPending("Connect, never taken", a, a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn, 500);
+    Nd2Ov conn, again;
+    StillPending("Connect, never taken", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn, 500);
     Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
-    Inline(s.active, "Connect after the cancelled Connect", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &again),
+    Inline(s.active, "Connect after the cancelled Connect", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &again),
            &again, ND_CONNECTION_ACTIVE);
     EXPECT(a->Release() == 0);
     EXPECT(l->Release() == 0);

@@ -20,40 +20,6 @@
 
 namespace {
 
-const char *name(HRESULT hr)
-{
-    switch (hr) {
-#define NAME(code)                                                                                \
-    case code:                                                                                    \
-        return #code;
-        NAME(ND_SUCCESS)
-        NAME(ND_PENDING)
-        NAME(ND_CANCELED)
-        NAME(ND_DEVICE_BUSY)
-        NAME(ND_INVALID_BUFFER_SIZE)
-        NAME(ND_INVALID_DEVICE_STATE)
-        NAME(ND_INVALID_PARAMETER)
-        NAME(ND_INVALID_HANDLE)
-        NAME(ND_ACCESS_VIOLATION)
-        NAME(ND_REMOTE_ERROR)
-        NAME(ND_NO_MEMORY)
-        NAME(ND_INSUFFICIENT_RESOURCES)
-#undef NAME
-    default:
-        return "another code";
-    }
-}
-
-double now_ms() { return nd2_now_us() / 1e3; }
-
-const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
-
-struct Ov {
-    OVERLAPPED ov;
-    Ov() { memset(&ov, 0, sizeof ov); }
-    OVERLAPPED *operator&() { return &ov; }
-};
-
 const size_t kBuf = 4096;
 
 /* One side: adapter, overlapped file on a completion port, a CQ, a page-aligned buffer. */
@@ -69,7 +35,7 @@ struct Side {
     Side(const char *labelText, const char *ip) : label(labelText)
     {
         address = nd2_ipv4(ip, 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(address), sizeof address, reinterpret_cast<void **>(&adapter)));
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
         CHECK_HR(adapter->CreateOverlappedFile(&file));
         port = CreateIoCompletionPort(file, NULL, 5, 0);
         EXPECT(port != NULL);
@@ -137,10 +103,10 @@ struct Side {
     /* The next CQ result within `ms`; FAIL if none. */
     ND2_RESULT Result(double ms = 10000)
     {
-        double until = now_ms() + ms;
+        double until = nd2_now_ms() + ms;
         ND2_RESULT r;
         while (cq->GetResults(&r, 1) == 0) {
-            if (now_ms() > until)
+            if (nd2_now_ms() > until)
                 FAIL("%s: no completion within %.0f ms", label, ms);
             usleep(200);
         }
@@ -153,51 +119,51 @@ struct Side {
         ND2_RESULT r = Result();
         if (r.RequestContext != context || r.Status != status)
             FAIL("%s: completion %p 0x%08X (%s), want %p %s", what, r.RequestContext, (unsigned)r.Status,
-                 name(r.Status), context, name(status));
-        printf("  %s: completion %s\n", what, name(status));
+                 nd2_status_name(r.Status), context, nd2_status_name(status));
+        printf("  %s: completion %s\n", what, nd2_status_name(status));
     }
 };
 
 void Returns(const char *what, HRESULT got, HRESULT want)
 {
     if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, name(got), name(want));
-    printf("  %s: %s\n", what, name(want));
+        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
+    printf("  %s: %s\n", what, nd2_status_name(want));
 }
 
 /* An overlapped call that must fail inline with `want`. */
 void Inline(Side &side, const char *what, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
     if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, name(got), name(want));
+        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
     if (static_cast<HRESULT>(ov->Internal) != want)
         FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
     if (side.Drain() != 0)
         FAIL("%s: a packet for a request that failed inline", what);
-    printf("  %s: %s inline\n", what, name(want));
+    printf("  %s: %s inline\n", what, nd2_status_name(want));
 }
 
 /* An overlapped call that must complete with `want` (ND_PENDING, then one packet). */
 void Completes(Side &side, const char *what, IND2Overlapped *object, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
     if (got != ND_PENDING)
-        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, nd2_status_name(got));
     HRESULT final = object->GetOverlappedResult(ov, TRUE);
     if (final != want)
-        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, name(final), name(want));
+        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, nd2_status_name(final), nd2_status_name(want));
     side.Packet(ov, SUCCEEDED(want));
-    printf("  %s: %s through the completion\n", what, name(want));
+    printf("  %s: %s through the completion\n", what, nd2_status_name(want));
 }
 
 void Register(Side &side, IND2MemoryRegion *mr, void *at, size_t len, ULONG flags)
 {
-    Ov ov;
+    Nd2Ov ov;
     Completes(side, "Register", mr, mr->Register(at, len, flags, &ov), &ov, ND_SUCCESS);
 }
 
 void Deregister(Side &side, IND2MemoryRegion *mr)
 {
-    Ov ov;
+    Nd2Ov ov;
     Completes(side, "Deregister", mr, mr->Deregister(&ov), &ov, ND_SUCCESS);
 }
 
@@ -208,22 +174,22 @@ int register_args(Side &s, Side &)
 {
     IND2MemoryRegion *mr = s.Mr();
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register NULL, length 0 (ndmrinvalidbuffer server)", mr->Register(NULL, 0, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov),
                &ov, ND_INVALID_PARAMETER);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register NULL, length 64", mr->Register(NULL, 64, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov,
                ND_INVALID_PARAMETER);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register a buffer, length 0 (ndmrinvalidbuffer client)",
                mr->Register(s.buf, 0, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov, ND_INVALID_BUFFER_SIZE);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register with an unknown flag 0x10", mr->Register(s.buf, kBuf, 0x10, &ov), &ov, ND_INVALID_PARAMETER);
     }
     Returns("Register with a NULL OVERLAPPED", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, NULL),
@@ -234,25 +200,25 @@ int register_args(Side &s, Side &)
         void *gone = mmap(NULL, 2 * kBuf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         EXPECT(gone != MAP_FAILED);
         EXPECT(munmap(gone, 2 * kBuf) == 0);
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register unmapped memory", mr->Register(gone, 2 * kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov,
                ND_ACCESS_VIOLATION);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Deregister, never registered", mr->Deregister(&ov), &ov, ND_INVALID_DEVICE_STATE);
     }
     Register(s, mr, s.buf, kBuf, 0);
     EXPECT(mr->GetLocalToken() != 0 || mr->GetRemoteToken() != 0);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register again (one buffer per region)", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov),
                &ov, ND_INVALID_DEVICE_STATE);
     }
     Returns("Deregister with a NULL OVERLAPPED", mr->Deregister(NULL), ND_INVALID_PARAMETER);
     Deregister(s, mr);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Deregister again", mr->Deregister(&ov), &ov, ND_INVALID_DEVICE_STATE);
     }
     /* The region is reusable, with other flags (the documentation: the same buffer may be
@@ -294,11 +260,11 @@ Link Connect(Side &p, Side &a, unsigned short portNumber)
     CHECK_HR(p.adapter->CreateListener(IID_IND2Listener, p.file, reinterpret_cast<void **>(&listener)));
     sockaddr_in at = p.address;
     at.sin_port = htons(portNumber);
-    CHECK_HR(listener->Bind(SA(at), sizeof at));
+    CHECK_HR(listener->Bind(nd2_sa(at), sizeof at));
     CHECK_HR(listener->Listen(0));
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     EXPECT(listener->GetConnectionRequest(l.pc, &get) == ND_PENDING);
-    EXPECT(l.ac->Connect(l.aqp, SA(at), sizeof at, 4, 4, NULL, 0, &conn) == ND_PENDING);
+    EXPECT(l.ac->Connect(l.aqp, nd2_sa(at), sizeof at, 4, 4, NULL, 0, &conn) == ND_PENDING);
     CHECK_HR(listener->GetOverlappedResult(&get, TRUE));
     p.Packet(&get, true);
     EXPECT(l.pc->Accept(l.pqp, 4, 4, NULL, 0, &acc) == ND_PENDING);
@@ -343,9 +309,9 @@ void RemoteWrite(Side &a, Link &l, IND2MemoryRegion *amr, unsigned char byte, vo
     ND2_RESULT r = a.Result();
     EXPECT(r.RequestContext == ctx);
     if (want == ND_SUCCESS ? r.Status != ND_SUCCESS : r.Status == ND_SUCCESS)
-        FAIL("Write: completion 0x%08X (%s), want %s", (unsigned)r.Status, name(r.Status),
+        FAIL("Write: completion 0x%08X (%s), want %s", (unsigned)r.Status, nd2_status_name(r.Status),
              want == ND_SUCCESS ? "ND_SUCCESS" : "a failure");
-    printf("  Write: completion %s\n", name(r.Status));
+    printf("  Write: completion %s\n", nd2_status_name(r.Status));
 }
 
 /* ndmrderegister: Deregister of a region a window is bound to is ND_DEVICE_BUSY; the region
@@ -363,14 +329,14 @@ int deregister_bound(Side &p, Side &a)
     IND2MemoryWindow *mw = p.Mw();
     Bind(p, l.pqp, mr, mw, p.buf, 1024);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(p, "Deregister with a window bound", mr->Deregister(&ov), &ov, ND_DEVICE_BUSY);
         EXPECT(mr->GetOverlappedResult(&ov, FALSE) == ND_DEVICE_BUSY);
     }
     EXPECT(mr->GetLocalToken() == local && mr->GetRemoteToken() == remote);
     printf("  tokens unchanged after the refused Deregister\n");
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(p, "Register on the still registered region", mr->Register(p.buf, kBuf, 0, &ov), &ov,
                ND_INVALID_DEVICE_STATE);
     }
@@ -399,7 +365,7 @@ int deregister_bound(Side &p, Side &a)
     UINT32 remote2 = mr2->GetRemoteToken();
     Bind(p, l.pqp, mr2, mw, p.buf, 512);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(p, "Deregister the second region with the window bound", mr2->Deregister(&ov), &ov, ND_DEVICE_BUSY);
     }
     EXPECT(mw->Release() == 0);
@@ -459,7 +425,7 @@ int release_bound_region(Side &p, Side &a)
         IND2MemoryWindow *mw = p.Mw();
         Bind(p, l.pqp, mr, mw, big, len);
         {
-            Ov ov;
+            Nd2Ov ov;
             Inline(p, "Deregister with the window bound", mr->Deregister(&ov), &ov, ND_DEVICE_BUSY);
         }
         EXPECT(mr->Release() == 0);
@@ -519,7 +485,7 @@ void *deregisterer(void *arg)
         } else if (hr == ND_DEVICE_BUSY) {
             r.busy++;
         } else {
-            FAIL("Deregister: 0x%08X (%s)", (unsigned)hr, name(hr));
+            FAIL("Deregister: 0x%08X (%s)", (unsigned)hr, nd2_status_name(hr));
         }
     }
     return NULL;
@@ -539,8 +505,8 @@ int bind_deregister_race(Side &p, Side &a)
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, deregisterer, &r) == 0);
     int binds = 0, refused = 0, failed = 0;
-    double until = now_ms() + 3000;
-    for (int i = 0; i < 3000 && now_ms() < until; i++) {
+    double until = nd2_now_ms() + 3000;
+    for (int i = 0; i < 3000 && nd2_now_ms() < until; i++) {
         HRESULT hr = l.pqp->Bind(reinterpret_cast<void *>(0xB0), r.mr, r.mw, p.buf, 256, ND_OP_FLAG_ALLOW_WRITE);
         if (hr == ND_INVALID_PARAMETER) {
             refused++;
@@ -550,7 +516,7 @@ int bind_deregister_race(Side &p, Side &a)
             continue;
         }
         if (hr != ND_SUCCESS)
-            FAIL("Bind: 0x%08X (%s)", (unsigned)hr, name(hr));
+            FAIL("Bind: 0x%08X (%s)", (unsigned)hr, nd2_status_name(hr));
         binds++;
         ND2_RESULT res = p.Result();
         if (res.Status != ND_SUCCESS) {
@@ -663,12 +629,12 @@ int lifetime_rss(Side &s, Side &)
     Flat("connector create/bind/release", warm, n, 256, [&] {
         IND2Connector *c = NULL;
         CHECK_HR(s.adapter->CreateConnector(IID_IND2Connector, s.file, reinterpret_cast<void **>(&c)));
-        CHECK_HR(c->Bind(SA(s.address), sizeof s.address));
+        CHECK_HR(c->Bind(nd2_sa(s.address), sizeof s.address));
         EXPECT(c->Release() == 0);
     });
     Flat("adapter open/release", n / 500 < 2 ? 2 : n / 500, n / 50 < 5 ? 5 : n / 50, 256, [&] {
         IND2Adapter *adapter = NULL;
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(s.address), sizeof s.address,
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(s.address), sizeof s.address,
                                reinterpret_cast<void **>(&adapter)));
         HANDLE file = NULL;
         CHECK_HR(adapter->CreateOverlappedFile(&file));
@@ -730,7 +696,7 @@ int release_race(Side &s, Side &)
         for (int t = 0; t < threads; t++) {
             EXPECT(pthread_join(tid[t], NULL) == 0);
             if (r[t].other != ND_SUCCESS)
-                FAIL("a call racing the last Release returned 0x%08X (%s)", (unsigned)r[t].other, name(r[t].other));
+                FAIL("a call racing the last Release returned 0x%08X (%s)", (unsigned)r[t].other, nd2_status_name(r[t].other));
             EXPECT(r[t].refused == 1);
             calls += r[t].calls;
         }
@@ -803,7 +769,7 @@ int deregister_concurrent(Side &s, Side &)
     for (int t = 0; t < threads; t++) {
         EXPECT(pthread_join(tid[t], NULL) == 0);
         if (c[t].other != ND_SUCCESS)
-            FAIL("a Deregister or Register returned 0x%08X (%s)", (unsigned)c[t].other, name(c[t].other));
+            FAIL("a Deregister or Register returned 0x%08X (%s)", (unsigned)c[t].other, nd2_status_name(c[t].other));
         deregistered += c[t].deregistered;
         registered += c[t].registered;
         busy += c[t].busy;
