@@ -147,6 +147,36 @@ static inline const char *nd2_status_name(HRESULT hr)
     }
 }
 
+/* A non-overlapped call's exact code (FAIL otherwise), printed by name. */
+static inline void nd2_returns(const char *what, HRESULT got, HRESULT want)
+{
+    if (got != want)
+        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
+    printf("  %s: %s\n", what, nd2_status_name(want));
+}
+
+/* An overlapped call that failed inline: it returned `want` and left `want` in the OVERLAPPED (FAIL otherwise). */
+static inline void nd2_failed_inline(const char *what, HRESULT got, const OVERLAPPED *ov, HRESULT want)
+{
+    if (got != want)
+        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
+    if (static_cast<HRESULT>(ov->Internal) != want)
+        FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
+}
+
+/*
+ * One packet from `port` within `ms` (0: only one already there): its OVERLAPPED, or NULL when
+ * none came; *ok is what GetQueuedCompletionStatus returned, *key the packet's key.
+ */
+static inline OVERLAPPED *nd2_next_packet(HANDLE port, DWORD ms, BOOL *ok, ULONG_PTR *key)
+{
+    DWORD bytes = 0;
+    OVERLAPPED *ov = NULL;
+    *key = 0;
+    *ok = GetQueuedCompletionStatus(port, &bytes, key, &ov, ms);
+    return ov;
+}
+
 /* CLOCK_MONOTONIC in milliseconds. */
 static inline double nd2_now_ms() { return nd2_now_us() / 1e3; }
 
@@ -158,6 +188,15 @@ struct Nd2Ov {
     Nd2Ov() { memset(&ov, 0, sizeof ov); }
     OVERLAPPED *operator&() { return &ov; }
 };
+
+/* run() between NdStartup and NdCleanup (what run() made is gone by then): run()'s status. */
+template <typename Run> static inline int nd2_with_startup(Run run)
+{
+    CHECK_HR(NdStartup());
+    int rc = run();
+    CHECK_HR(NdCleanup());
+    return rc;
+}
 
 /* An OVERLAPPED with its own manual-reset event (programs that wait on the event). */
 struct Nd2EventOv : OVERLAPPED {
@@ -233,10 +272,9 @@ public:
         if (issued != ND_PENDING)
             return issued;
         if (m_useIocp) {
-            DWORD bytes = 0;
+            BOOL ok = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            BOOL ok = GetQueuedCompletionStatus(m_port, &bytes, &key, &ov, INFINITE);
+            OVERLAPPED *ov = nd2_next_packet(m_port, INFINITE, &ok, &key);
             EXPECT(ov == want);
             EXPECT(key == 7);
             HRESULT hr = object->GetOverlappedResult(want, FALSE);

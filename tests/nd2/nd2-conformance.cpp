@@ -106,10 +106,9 @@ struct Side {
     void Drain()
     {
         for (;;) {
-            DWORD bytes = 0;
+            BOOL ok = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            BOOL ok = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 0);
+            OVERLAPPED *ov = nd2_next_packet(port, 0, &ok, &key);
             if (ov == NULL) {
                 EXPECT(ok == FALSE && GetLastError() == WAIT_TIMEOUT);
                 return;
@@ -134,10 +133,9 @@ struct Side {
                     return;
                 }
             }
-            DWORD bytes = 0;
+            BOOL got = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            BOOL got = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 100);
+            OVERLAPPED *ov = nd2_next_packet(port, 100, &got, &key);
             if (ov == want && (got != FALSE) != ok)
                 FAIL("%s: GetQueuedCompletionStatus said %d for the request", label, got);
             if (ov != NULL)
@@ -157,21 +155,10 @@ struct Side {
     }
 };
 
-/* A non-overlapped call's exact code. */
-void Returns(const char *what, HRESULT got, HRESULT want)
-{
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
-    printf("  %s: %s\n", what, nd2_status_name(want));
-}
-
 /* An overlapped call that must fail inline with `want`. */
 void Inline(Side &side, const char *what, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
-    if (static_cast<HRESULT>(ov->Internal) != want)
-        FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
+    nd2_failed_inline(what, got, ov, want);
     side.NoPacket(ov);
     printf("  %s: %s inline\n", what, nd2_status_name(want));
 }
@@ -321,13 +308,13 @@ int private_data_limit(Pair &s)
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
     unsigned char got[196];
     ULONG size = sizeof got;
-    Returns("passive GetPrivateData", p->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("passive GetPrivateData", p->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 56 && memcmp(got, data, 56) == 0);
     Inline(s.passive, "Accept with 197 bytes", p->Accept(pqp, 0, 0, data, 197, &acc), &acc, ND_INVALID_BUFFER_SIZE);
     Issued("Accept with 196 bytes, same connector", p->Accept(pqp, 0, 0, data, 196, &acc));
     Done(s.active, "Connect with 56 bytes, same connector", a, &conn, ND_SUCCESS);
     size = sizeof got;
-    Returns("active GetPrivateData", a->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("active GetPrivateData", a->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 196 && memcmp(got, data, 196) == 0);
     Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
     Done(s.passive, "Accept with 196 bytes, same connector", p, &acc, ND_SUCCESS);
@@ -354,18 +341,18 @@ int reject(Pair &s)
     sockaddr_in to = s.passive.At(PORT);
     Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
-    Returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
-    Returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
+    nd2_returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
+    nd2_returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
     Done(s.active, "Connect", a, &conn, ND_CONNECTION_REFUSED);
     unsigned char got[148];
     ULONG size = sizeof got;
-    Returns("GetPrivateData after the REJ", a->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("GetPrivateData after the REJ", a->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 148 && memcmp(got, data, 148) == 0);
     ULONG in = 0, out = 0;
-    Returns("GetReadLimits after the REJ", a->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
+    nd2_returns("GetReadLimits after the REJ", a->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
     Inline(s.active, "CompleteConnect after the REJ", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
     Inline(s.passive, "Accept after Reject", p->Accept(pqp, 0, 0, NULL, 0, &acc), &acc, ND_CONNECTION_INVALID);
-    Returns("Reject again", p->Reject(NULL, 0), ND_CONNECTION_INVALID);
+    nd2_returns("Reject again", p->Reject(NULL, 0), ND_CONNECTION_INVALID);
     EXPECT(p->Release() == 0);
 
     /* "The connection attempt may be retried": the same connector connects. */
@@ -442,11 +429,11 @@ int address_errors(Pair &s)
     sockaddr_in taken = s.passive.At(PORT);
     IND2Listener *l2 = NULL;
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
-    Returns("listener Bind to a listener's port", l2->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
+    nd2_returns("listener Bind to a listener's port", l2->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
     EXPECT(l2->Release() == 0);
     IND2Connector *c = s.passive.Connector();
-    Returns("connector Bind to a listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
-    Returns("Bind again on the refused connector", c->Bind(nd2_sa(taken), sizeof taken), ND_CONNECTION_INVALID);
+    nd2_returns("connector Bind to a listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
+    nd2_returns("Bind again on the refused connector", c->Bind(nd2_sa(taken), sizeof taken), ND_CONNECTION_INVALID);
     Nd2Ov conn;
     sockaddr_in to = s.active.At(PORT);
     Inline(s.passive, "Connect on the refused connector", c->Connect(s.passive.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
@@ -455,27 +442,27 @@ int address_errors(Pair &s)
 
     sockaddr_in testNet = nd2_ipv4("192.0.2.1", 0), loopback = nd2_ipv4("127.0.0.1", 0);
     c = s.passive.Connector();
-    Returns("connector Bind to 192.0.2.1", c->Bind(nd2_sa(testNet), sizeof testNet), ND_INVALID_ADDRESS);
+    nd2_returns("connector Bind to 192.0.2.1", c->Bind(nd2_sa(testNet), sizeof testNet), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     c = s.passive.Connector();
-    Returns("connector Bind to 127.0.0.1", c->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    nd2_returns("connector Bind to 127.0.0.1", c->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     c = s.passive.Connector();
-    Returns("connector Bind with an 8-byte sockaddr_in", c->Bind(nd2_sa(s.passive.address), 8), ND_INVALID_ADDRESS);
+    nd2_returns("connector Bind with an 8-byte sockaddr_in", c->Bind(nd2_sa(s.passive.address), 8), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
-    Returns("listener Bind to 127.0.0.1", l2->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    nd2_returns("listener Bind to 127.0.0.1", l2->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
     EXPECT(l2->Release() == 0);
 
     c = s.passive.Connector();
-    Returns("connector Bind to port 0", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
-    Returns("connector Bind again", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
+    nd2_returns("connector Bind to port 0", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    nd2_returns("connector Bind again", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
             STATUS_ADDRESS_ALREADY_ASSOCIATED);
     EXPECT(c->Release() == 0);
     EXPECT(l->Release() == 0);
     /* The port is free again once its listener is gone. */
     c = s.passive.Connector();
-    Returns("connector Bind to the released listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SUCCESS);
+    nd2_returns("connector Bind to the released listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SUCCESS);
     EXPECT(c->Release() == 0);
     return 0;
 }
@@ -498,10 +485,10 @@ int ports_exhausted(Pair &s)
         EXPECT(held.size() < 1000);
     }
     printf("  %zu binds in %s\n", held.size(), getenv("ND_SHIM_PORT_RANGE"));
-    Returns("connector Bind to port 0 with the range used up", hr, ND_TOO_MANY_ADDRESSES);
+    nd2_returns("connector Bind to port 0 with the range used up", hr, ND_TOO_MANY_ADDRESSES);
     IND2Listener *l = NULL;
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
-    Returns("listener Bind to port 0 with the range used up", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
+    nd2_returns("listener Bind to port 0 with the range used up", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
             ND_TOO_MANY_ADDRESSES);
     EXPECT(l->Release() == 0);
     for (IND2Connector *c : held)
@@ -520,7 +507,7 @@ int cancel_connect(Pair &s)
     Nd2Ov conn, comp;
     StillPending("Connect, never taken", a, a->Connect(s.active.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
                  1000);
-    Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
     EXPECT(a->GetOverlappedResult(&conn, FALSE) == ND_CANCELED);
     Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
     Inline(s.active, "CompleteConnect after the cancel", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
@@ -543,7 +530,7 @@ int abandoned(Pair &s)
         IND2Connector *a = s.active.Connector();
         Nd2Ov get, conn, acc;
         Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
-        Returns("active CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+        nd2_returns("active CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
         Done(s.active, "Connect, abandoned", a, &conn, ND_CANCELED, 0);
         EXPECT(a->Release() == 0);
         usleep(500 * 1000); /* the REJ reaches the passive CM */
@@ -551,7 +538,7 @@ int abandoned(Pair &s)
             Inline(s.passive, "Accept of the abandoned request", p->Accept(pqp, 0, 0, NULL, 0, &acc), &acc,
                    ND_CONNECTION_ABORTED);
         else
-            Returns("Reject of the abandoned request", p->Reject(NULL, 0), ND_CONNECTION_ABORTED);
+            nd2_returns("Reject of the abandoned request", p->Reject(NULL, 0), ND_CONNECTION_ABORTED);
         EXPECT(p->Release() == 0);
     }
     EXPECT(l->Release() == 0);
@@ -572,9 +559,9 @@ int active_reject(Pair &s)
     Issued("Accept", p->Accept(s.passive.Qp(), 1, 1, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     ULONG in = 0, out = 0;
-    Returns("active GetReadLimits", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    nd2_returns("active GetReadLimits", a->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 1 && out == 1);
-    Returns("active Reject after Connect", a->Reject(NULL, 0), ND_SUCCESS);
+    nd2_returns("active Reject after Connect", a->Reject(NULL, 0), ND_SUCCESS);
     Done(s.passive, "Accept", p, &acc, ND_CONNECTION_REFUSED);
     EXPECT(a->Release() == 0);
     EXPECT(p->Release() == 0);
@@ -596,7 +583,7 @@ int cancel_accept(Pair &s)
     HRESULT issued = p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc);
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     StillPending("Accept without the RTU", p, issued, &acc, 1000);
-    Returns("passive CancelOverlappedRequests", p->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("passive CancelOverlappedRequests", p->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.passive, "Accept, cancelled", p, &acc, ND_CANCELED, 0);
     EXPECT(p->Release() == 0);
     EXPECT(a->Release() == 0);
@@ -818,13 +805,13 @@ int getters(Pair &s)
     ULONG in = 0, out = 0, size = 0;
     unsigned char buf[256];
     size = sizeof buf;
-    Returns("GetReadLimits on a new connector", fresh->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
-    Returns("GetPrivateData on a new connector", fresh->GetPrivateData(buf, &size), ND_CONNECTION_INVALID);
+    nd2_returns("GetReadLimits on a new connector", fresh->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
+    nd2_returns("GetPrivateData on a new connector", fresh->GetPrivateData(buf, &size), ND_CONNECTION_INVALID);
     size = sizeof buf;
-    Returns("GetLocalAddress on a new connector", fresh->GetLocalAddress(reinterpret_cast<sockaddr *>(buf), &size),
+    nd2_returns("GetLocalAddress on a new connector", fresh->GetLocalAddress(reinterpret_cast<sockaddr *>(buf), &size),
             ND_CONNECTION_INVALID);
     size = sizeof buf;
-    Returns("GetPeerAddress on a new connector", fresh->GetPeerAddress(reinterpret_cast<sockaddr *>(buf), &size),
+    nd2_returns("GetPeerAddress on a new connector", fresh->GetPeerAddress(reinterpret_cast<sockaddr *>(buf), &size),
             ND_CONNECTION_INVALID);
     EXPECT(fresh->Release() == 0);
 
@@ -839,32 +826,32 @@ int getters(Pair &s)
         data[k] = pattern(k);
     Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, aqp, to, 3, 2, data, 56, conn);
-    Returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
+    nd2_returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 2 && out == 3);
     size = 0;
-    Returns("GetPrivateData with no buffer", p->GetPrivateData(NULL, &size), ND_BUFFER_OVERFLOW);
+    nd2_returns("GetPrivateData with no buffer", p->GetPrivateData(NULL, &size), ND_BUFFER_OVERFLOW);
     EXPECT(size == 56);
     memset(buf, 0xEE, sizeof buf);
     size = 4;
-    Returns("GetPrivateData with 4 bytes", p->GetPrivateData(buf, &size), ND_BUFFER_OVERFLOW);
+    nd2_returns("GetPrivateData with 4 bytes", p->GetPrivateData(buf, &size), ND_BUFFER_OVERFLOW);
     EXPECT(size == 56 && memcmp(buf, data, 4) == 0 && buf[4] == 0xEE);
     sockaddr_in addr;
     ULONG len = sizeof addr;
-    Returns("passive GetLocalAddress after the request", p->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("passive GetLocalAddress after the request", p->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
     len = sizeof addr;
     /* The request carries the peer's address: Microsoft's ndmpic reads it before Accept. */
-    Returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr);
     unsigned short requestPort = addr.sin_port;
     Issued("Accept", p->Accept(pqp, 8, 8, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
-    Returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    nd2_returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 3 && out == 2); /* the passive side's 8/8, capped to what Connect offered */
     len = sizeof addr;
-    Returns("active GetLocalAddress while connecting", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("active GetLocalAddress while connecting", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
     unsigned short activePort = addr.sin_port;
@@ -874,21 +861,21 @@ int getters(Pair &s)
 
     memset(&addr, 0xAB, sizeof addr);
     len = 4;
-    Returns("GetPeerAddress with 4 bytes", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetPeerAddress with 4 bytes", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     len = 4;
-    Returns("GetLocalAddress with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     len = sizeof addr;
-    Returns("active GetPeerAddress", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    nd2_returns("active GetPeerAddress", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
     len = sizeof addr;
-    Returns("passive GetPeerAddress", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    nd2_returns("passive GetPeerAddress", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && addr.sin_port == activePort);
     len = 4;
-    Returns("listener GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("listener GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr);
     Connection c = {p, a};
@@ -917,7 +904,7 @@ int disconnect_codes(Pair &s)
     CHECK_HR(pqp->Receive(s.passive.buf, &rs, 1));
     Nd2Ov nd1, nd2, ad, pd;
     StillPending("NotifyDisconnect", c.p, c.p->NotifyDisconnect(&nd1), &nd1, 200);
-    Returns("CancelOverlappedRequests", c.p->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("CancelOverlappedRequests", c.p->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.passive, "NotifyDisconnect, cancelled", c.p, &nd1, ND_CANCELED, 0);
     Issued("NotifyDisconnect again", c.p->NotifyDisconnect(&nd2));
     Issued("active Disconnect", c.a->Disconnect(&ad));
@@ -946,27 +933,27 @@ int listener_codes(Pair &s)
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
     sockaddr_in addr;
     ULONG len = sizeof addr;
-    Returns("GetLocalAddress before Bind", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress before Bind", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_INVALID_DEVICE_STATE);
     IND2Connector *p = s.passive.Connector();
     Nd2Ov get, get2;
-    Returns("Bind to port 0", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    nd2_returns("Bind to port 0", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
     Inline(s.passive, "GetConnectionRequest before Listen", l->GetConnectionRequest(p, &get), &get,
            ND_INVALID_DEVICE_STATE);
-    Returns("Listen", l->Listen(0), ND_SUCCESS);
-    Returns("Listen again", l->Listen(0), ND_INVALID_DEVICE_STATE);
+    nd2_returns("Listen", l->Listen(0), ND_SUCCESS);
+    nd2_returns("Listen again", l->Listen(0), ND_INVALID_DEVICE_STATE);
     len = sizeof addr;
-    Returns("GetLocalAddress", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    nd2_returns("GetLocalAddress", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.passive.address.sin_addr.s_addr);
     EXPECT(ntohs(addr.sin_port) >= 49152);
     printf("  listening on port %u\n", ntohs(addr.sin_port));
     memset(&addr, 0xAB, sizeof addr);
     len = 4;
-    Returns("GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     StillPending("GetConnectionRequest", l, l->GetConnectionRequest(p, &get2), &get2, 200);
-    Returns("CancelOverlappedRequests", l->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("CancelOverlappedRequests", l->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.passive, "GetConnectionRequest, cancelled", l, &get2, ND_CANCELED, 0);
     EXPECT(p->Release() == 0);
     EXPECT(l->Release() == 0);
@@ -1070,7 +1057,7 @@ int receive_after_flush(Pair &s)
     /* The QP is in error now: a queue's worth of receives, three times over. */
     for (unsigned round = 0; round < 3; round++) {
         for (unsigned k = 0; k < N; k++)
-            Returns("Receive after the peer's disconnect", pqp->Receive(Context(100 + k), &rs, 1), ND_SUCCESS);
+            nd2_returns("Receive after the peer's disconnect", pqp->Receive(Context(100 + k), &rs, 1), ND_SUCCESS);
         Results(s.passive, r, N);
         for (unsigned k = 0; k < N; k++)
             if (r[k].Status != ND_CANCELED || r[k].RequestType != Nd2RequestTypeReceive)
@@ -1087,7 +1074,7 @@ int receive_after_flush(Pair &s)
     IND2QueuePair *fqp = s.passive.Qp();
     CHECK_HR(fqp->Flush());
     for (unsigned k = 0; k < N; k++)
-        Returns("Receive after Flush", fqp->Receive(Context(200 + k), &rs, 1), ND_SUCCESS);
+        nd2_returns("Receive after Flush", fqp->Receive(Context(200 + k), &rs, 1), ND_SUCCESS);
     Results(s.passive, r, N);
     for (unsigned k = 0; k < N; k++)
         if (r[k].Status != ND_CANCELED)
@@ -1116,28 +1103,28 @@ bool Lists(const SOCKET_ADDRESS_LIST *list, const sockaddr_in &ip)
 int address_list(Pair &s)
 {
     SIZE_T all = 0;
-    Returns("NdQueryAddressList(0) size probe", NdQueryAddressList(0, NULL, &all), ND_BUFFER_OVERFLOW);
+    nd2_returns("NdQueryAddressList(0) size probe", NdQueryAddressList(0, NULL, &all), ND_BUFFER_OVERFLOW);
     std::vector<char> buf(all);
     SOCKET_ADDRESS_LIST *list = reinterpret_cast<SOCKET_ADDRESS_LIST *>(buf.data());
-    Returns("NdQueryAddressList(0)", NdQueryAddressList(0, list, &all), ND_SUCCESS);
+    nd2_returns("NdQueryAddressList(0)", NdQueryAddressList(0, list, &all), ND_SUCCESS);
     EXPECT(Lists(list, s.passive.address) && Lists(list, s.active.address));
     SIZE_T size = 0;
-    Returns("NdQueryAddressList(EXCLUDE_EMULATOR | EXCLUDE_NDv1) size probe",
+    nd2_returns("NdQueryAddressList(EXCLUDE_EMULATOR | EXCLUDE_NDv1) size probe",
             NdQueryAddressList(ND_QUERY_EXCLUDE_EMULATOR_ADDRESSES | ND_QUERY_EXCLUDE_NDv1_ADDRESSES, NULL, &size),
             ND_BUFFER_OVERFLOW);
     EXPECT(size == all);
     size = 123;
-    Returns("NdQueryAddressList(EXCLUDE_NDv2)", NdQueryAddressList(ND_QUERY_EXCLUDE_NDv2_ADDRESSES, NULL, &size),
+    nd2_returns("NdQueryAddressList(EXCLUDE_NDv2)", NdQueryAddressList(ND_QUERY_EXCLUDE_NDv2_ADDRESSES, NULL, &size),
             ND_SUCCESS);
     EXPECT(size == 0);
     printf("  NdQueryAddressList(EXCLUDE_NDv2): no address, size 0\n");
 
     ULONG mine = 0;
-    Returns("passive IND2Adapter::QueryAddressList size probe", s.passive.adapter->QueryAddressList(NULL, &mine),
+    nd2_returns("passive IND2Adapter::QueryAddressList size probe", s.passive.adapter->QueryAddressList(NULL, &mine),
             ND_BUFFER_OVERFLOW);
     std::vector<char> own(mine);
     SOCKET_ADDRESS_LIST *ownList = reinterpret_cast<SOCKET_ADDRESS_LIST *>(own.data());
-    Returns("passive IND2Adapter::QueryAddressList",
+    nd2_returns("passive IND2Adapter::QueryAddressList",
             s.passive.adapter->QueryAddressList(ownList, &mine), ND_SUCCESS);
     EXPECT(Lists(ownList, s.passive.address) && !Lists(ownList, s.active.address));
     printf("  passive adapter lists %d address(es), its own and not the active side's\n", ownList->iAddressCount);
@@ -1305,14 +1292,14 @@ int local_address_after_bind(Pair &s)
     CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     sockaddr_in addr;
     ULONG len = sizeof addr;
-    Returns("GetLocalAddress after Bind to port 0", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress after Bind to port 0", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_family == AF_INET);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
     printf("  bound to port %u\n", ntohs(addr.sin_port));
     unsigned short bound = addr.sin_port;
     len = 4;
-    Returns("GetLocalAddress after Bind with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress after Bind with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr);
 
@@ -1357,20 +1344,20 @@ int connectors_share_port(Pair &s)
     IND2Listener *l2 = s.passive.Listen(PORT2);
     IND2Connector *a1 = s.active.Connector();
     sockaddr_in shared = s.active.At(LOCAL);
-    Returns("first connector Bind", a1->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
+    nd2_returns("first connector Bind", a1->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
     IND2Connector *a2 = s.active.Connector();
-    Returns("second connector Bind to the same address and port", a2->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
+    nd2_returns("second connector Bind to the same address and port", a2->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
     EXPECT(LocalAddress(a2).sin_port == shared.sin_port);
     IND2Connector *a3 = s.active.Connector();
-    Returns("third connector Bind to the same address and port", a3->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
+    nd2_returns("third connector Bind to the same address and port", a3->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
 
     IND2Listener *la = NULL;
     CHECK_HR(s.active.adapter->CreateListener(IID_IND2Listener, s.active.file, reinterpret_cast<void **>(&la)));
-    Returns("listener Bind to the connectors' port", la->Bind(nd2_sa(shared), sizeof shared), ND_SHARING_VIOLATION);
+    nd2_returns("listener Bind to the connectors' port", la->Bind(nd2_sa(shared), sizeof shared), ND_SHARING_VIOLATION);
     EXPECT(la->Release() == 0);
     IND2Connector *pc = s.passive.Connector();
     sockaddr_in listening = s.passive.At(PORT1);
-    Returns("connector Bind to a listener's port", pc->Bind(nd2_sa(listening), sizeof listening), ND_SHARING_VIOLATION);
+    nd2_returns("connector Bind to a listener's port", pc->Bind(nd2_sa(listening), sizeof listening), ND_SHARING_VIOLATION);
     EXPECT(pc->Release() == 0);
 
     /* Two connections from the one local port, to two listeners. */
@@ -1442,7 +1429,7 @@ int connect_after_cancel(Pair &s)
     sockaddr_in to = s.passive.At(PORT);
     Nd2Ov conn, again;
     StillPending("Connect, never taken", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn, 500);
-    Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
     Inline(s.active, "Connect after the cancelled Connect", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &again),
            &again, ND_CONNECTION_ACTIVE);
@@ -1491,13 +1478,9 @@ int main(int argc, char **argv)
 {
     return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
                          [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             CHECK_HR(NdStartup());
-                             int rc;
-                             {
+                             return nd2_with_startup([&] {
                                  Pair pair(passiveIp, activeIp);
-                                 rc = c.run(pair);
-                             }
-                             CHECK_HR(NdCleanup());
-                             return rc;
+                                 return c.run(pair);
+                             });
                          });
 }

@@ -75,11 +75,9 @@ struct Side {
     {
         int n = 0;
         for (;;) {
-            DWORD bytes = 0;
+            BOOL ok = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            GetQueuedCompletionStatus(port, &bytes, &key, &ov, 0);
-            if (ov == NULL)
+            if (nd2_next_packet(port, 0, &ok, &key) == NULL)
                 return n;
             n++;
         }
@@ -88,10 +86,9 @@ struct Side {
     /* The one packet for `want`, within 10 s, and no other. */
     void Packet(OVERLAPPED *want, bool ok)
     {
-        DWORD bytes = 0;
+        BOOL got = FALSE;
         ULONG_PTR key = 0;
-        OVERLAPPED *ov = NULL;
-        BOOL got = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 10000);
+        OVERLAPPED *ov = nd2_next_packet(port, 10000, &got, &key);
         if (ov != want)
             FAIL("%s: packet %p, want %p", label, static_cast<void *>(ov), static_cast<void *>(want));
         if ((got != FALSE) != ok)
@@ -124,20 +121,10 @@ struct Side {
     }
 };
 
-void Returns(const char *what, HRESULT got, HRESULT want)
-{
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
-    printf("  %s: %s\n", what, nd2_status_name(want));
-}
-
 /* An overlapped call that must fail inline with `want`. */
 void Inline(Side &side, const char *what, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
-    if (static_cast<HRESULT>(ov->Internal) != want)
-        FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
+    nd2_failed_inline(what, got, ov, want);
     if (side.Drain() != 0)
         FAIL("%s: a packet for a request that failed inline", what);
     printf("  %s: %s inline\n", what, nd2_status_name(want));
@@ -192,7 +179,7 @@ int register_args(Side &s, Side &)
         Nd2Ov ov;
         Inline(s, "Register with an unknown flag 0x10", mr->Register(s.buf, kBuf, 0x10, &ov), &ov, ND_INVALID_PARAMETER);
     }
-    Returns("Register with a NULL OVERLAPPED", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, NULL),
+    nd2_returns("Register with a NULL OVERLAPPED", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, NULL),
             ND_INVALID_PARAMETER);
     {
         /* Unmapped memory: the kernel cannot pin it (IND2MemoryRegion.md: "The specified buffer
@@ -215,7 +202,7 @@ int register_args(Side &s, Side &)
         Inline(s, "Register again (one buffer per region)", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov),
                &ov, ND_INVALID_DEVICE_STATE);
     }
-    Returns("Deregister with a NULL OVERLAPPED", mr->Deregister(NULL), ND_INVALID_PARAMETER);
+    nd2_returns("Deregister with a NULL OVERLAPPED", mr->Deregister(NULL), ND_INVALID_PARAMETER);
     Deregister(s, mr);
     {
         Nd2Ov ov;
@@ -294,7 +281,7 @@ void Hangup(Side &p, Side &a, Link &l)
 void Bind(Side &s, IND2QueuePair *qp, IND2MemoryRegion *mr, IND2MemoryWindow *mw, void *buf, size_t len)
 {
     void *ctx = reinterpret_cast<void *>(0xB1);
-    Returns("Bind", qp->Bind(ctx, mr, mw, buf, len, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE), ND_SUCCESS);
+    nd2_returns("Bind", qp->Bind(ctx, mr, mw, buf, len, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE), ND_SUCCESS);
     s.Completed("Bind", ctx, ND_SUCCESS);
 }
 
@@ -305,7 +292,7 @@ void RemoteWrite(Side &a, Link &l, IND2MemoryRegion *amr, unsigned char byte, vo
     memset(a.buf, byte, 64);
     ND2_SGE sge = {a.buf, 64, amr->GetLocalToken()};
     void *ctx = reinterpret_cast<void *>(0x3A);
-    Returns("Write", l.aqp->Write(ctx, &sge, 1, reinterpret_cast<UINT64>(remote), token, 0), ND_SUCCESS);
+    nd2_returns("Write", l.aqp->Write(ctx, &sge, 1, reinterpret_cast<UINT64>(remote), token, 0), ND_SUCCESS);
     ND2_RESULT r = a.Result();
     EXPECT(r.RequestContext == ctx);
     if (want == ND_SUCCESS ? r.Status != ND_SUCCESS : r.Status == ND_SUCCESS)
@@ -348,14 +335,14 @@ int deregister_bound(Side &p, Side &a)
     /* And locally: a Send from the region to the active side. */
     {
         ND2_SGE rsge = {a.buf + 1024, 64, amr->GetLocalToken()};
-        Returns("active Receive", l.aqp->Receive(reinterpret_cast<void *>(0x4E), &rsge, 1), ND_SUCCESS);
+        nd2_returns("active Receive", l.aqp->Receive(reinterpret_cast<void *>(0x4E), &rsge, 1), ND_SUCCESS);
         ND2_SGE sge = {p.buf, 64, local};
-        Returns("Send from the region", l.pqp->Send(reinterpret_cast<void *>(0x5E), &sge, 1, 0), ND_SUCCESS);
+        nd2_returns("Send from the region", l.pqp->Send(reinterpret_cast<void *>(0x5E), &sge, 1, 0), ND_SUCCESS);
         p.Completed("Send", reinterpret_cast<void *>(0x5E), ND_SUCCESS);
         a.Completed("Receive", reinterpret_cast<void *>(0x4E), ND_SUCCESS);
         EXPECT(a.buf[1024] == 0x11);
     }
-    Returns("Invalidate", l.pqp->Invalidate(reinterpret_cast<void *>(0x1A), mw, 0), ND_SUCCESS);
+    nd2_returns("Invalidate", l.pqp->Invalidate(reinterpret_cast<void *>(0x1A), mw, 0), ND_SUCCESS);
     p.Completed("Invalidate", reinterpret_cast<void *>(0x1A), ND_SUCCESS);
     Deregister(p, mr);
 
@@ -588,7 +575,7 @@ int lifetime_rss(Side &s, Side &)
         IND2MemoryRegion *mr = s.Mr();
         EXPECT(mr->AddRef() == 2);
         IND2MemoryRegion *again = NULL;
-        Returns("QueryInterface", mr->QueryInterface(IID_IND2MemoryRegion, reinterpret_cast<void **>(&again)),
+        nd2_returns("QueryInterface", mr->QueryInterface(IID_IND2MemoryRegion, reinterpret_cast<void **>(&again)),
                 ND_SUCCESS);
         EXPECT(again == mr);
         EXPECT(mr->Release() == 2);
@@ -808,14 +795,10 @@ int main(int argc, char **argv)
 {
     return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
                          [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             CHECK_HR(NdStartup());
-                             int rc;
-                             {
+                             return nd2_with_startup([&] {
                                  Side passive("passive", passiveIp);
                                  Side active("active", activeIp);
-                                 rc = c.run(passive, active);
-                             }
-                             CHECK_HR(NdCleanup());
-                             return rc;
+                                 return c.run(passive, active);
+                             });
                          });
 }

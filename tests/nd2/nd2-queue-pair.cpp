@@ -485,13 +485,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
                          [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             CHECK_HR(NdStartup());
-                             int rc;
-                             {
+                             return nd2_with_startup([&] {
                                  Pair pair(passiveIp, activeIp);
-                                 rc = c.run(pair);
-                             }
-                             CHECK_HR(NdCleanup());
-                             return rc;
+                                 return c.run(pair);
+                             });
                          });
 }
