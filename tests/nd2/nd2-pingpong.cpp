@@ -54,14 +54,6 @@
 /* Each exchange's round trip, timed as tests/bench/verbs-pingpong.c times it. */
 #include "../bench/round-trips.h"
 
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_TOGGLE_COLLECT
-#define CALLGRIND_TOGGLE_COLLECT
-#endif
 #include <algorithm>
 #include <sched.h>
 #include <unistd.h>
