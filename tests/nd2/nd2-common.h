@@ -50,26 +50,65 @@ static inline Nd2Address nd2_address(const char *ip, unsigned short port)
     return Nd2Address(sin6);
 }
 
+/* The role a pair program's command line gives (nd2_parse_pair), and its exchange count. */
+struct Nd2PairOptions {
+    bool server = false;
+    const char *localIp = NULL;
+    const char *serverIp = NULL;
+    unsigned short port = 0;
+    unsigned iters;
+    explicit Nd2PairOptions(unsigned defaultIters) : iters(defaultIters) {}
+};
+
 /*
- * The role words every pair program starts with, "server LOCAL_IP PORT" or "client LOCAL_IP
- * SERVER_IP PORT", into opt (its server, localIp, serverIp and port): the index of the first
- * option after them, or 0 when they are wrong.
+ * The pair programs' usage on stderr, "usage: PROG server LOCAL_IP PORT OPTIONS" and
+ * "PROG client LOCAL_IP SERVER_IP PORT OPTIONS": 2, the exit status.
  */
-template <typename Options> static inline int nd2_parse_role(int argc, char **argv, Options &opt)
+static inline int nd2_pair_usage(const char *argv0, const char *options)
 {
+    fprintf(stderr, "usage: %s server LOCAL_IP PORT %s\n       %s client LOCAL_IP SERVER_IP PORT %s\n", argv0,
+            options, argv0, options);
+    return 2;
+}
+
+/* argv[at] is `name` and a value follows: the value, with `at` moved onto it; NULL otherwise. */
+static inline const char *nd2_option_value(int argc, char **argv, int &at, const char *name)
+{
+    if (strcmp(argv[at], name) != 0 || at + 1 >= argc)
+        return NULL;
+    return argv[++at];
+}
+
+/*
+ * A pair program's command line into opt: the role words, "server LOCAL_IP PORT" or "client
+ * LOCAL_IP SERVER_IP PORT" (opt's server, localIp, serverIp and port), then its options: "--iters
+ * N" (opt.iters), and any other through option(at), which takes argv[at] (and a value after it,
+ * moving `at` onto the value) and says whether it knew it. False when anything is wrong.
+ */
+template <typename Option>
+static inline bool nd2_parse_pair(int argc, char **argv, Nd2PairOptions &opt, Option option)
+{
+    int at;
     if (argc >= 4 && strcmp(argv[1], "server") == 0) {
         opt.server = true;
         opt.localIp = argv[2];
         opt.port = static_cast<unsigned short>(atoi(argv[3]));
-        return 4;
-    }
-    if (argc >= 5 && strcmp(argv[1], "client") == 0) {
+        at = 4;
+    } else if (argc >= 5 && strcmp(argv[1], "client") == 0) {
         opt.localIp = argv[2];
         opt.serverIp = argv[3];
         opt.port = static_cast<unsigned short>(atoi(argv[4]));
-        return 5;
+        at = 5;
+    } else {
+        return false;
     }
-    return 0;
+    for (; at < argc; at++) {
+        if (const char *iters = nd2_option_value(argc, argv, at, "--iters"))
+            opt.iters = static_cast<unsigned>(atoi(iters));
+        else if (!option(at))
+            return false;
+    }
+    return true;
 }
 
 /*
@@ -175,6 +214,25 @@ static inline OVERLAPPED *nd2_next_packet(HANDLE port, DWORD ms, BOOL *ok, ULONG
     *key = 0;
     *ok = GetQueuedCompletionStatus(port, &bytes, key, &ov, ms);
     return ov;
+}
+
+/* The ping-pongs' message pattern i: byte `at` of it. */
+static inline unsigned char nd2_pattern(unsigned i, ULONG at) { return static_cast<unsigned char>(i * 31 + at * 7 + 1); }
+
+/* `size` bytes of pattern i at `buf`. */
+static inline void nd2_fill(unsigned char *buf, ULONG size, unsigned i)
+{
+    for (ULONG at = 0; at < size; at++)
+        buf[at] = nd2_pattern(i, at);
+}
+
+/* Whether `size` bytes at `buf` are pattern i. */
+static inline bool nd2_matches(const unsigned char *buf, ULONG size, unsigned i)
+{
+    for (ULONG at = 0; at < size; at++)
+        if (buf[at] != nd2_pattern(i, at))
+            return false;
+    return true;
 }
 
 /* CLOCK_MONOTONIC in milliseconds. */
@@ -295,6 +353,75 @@ private:
     bool m_useIocp;
     OVERLAPPED m_ov;
     OVERLAPPED m_cqOv;
+};
+
+/* A CQ of `depth` on the adapter's overlapped file. */
+static inline IND2CompletionQueue *nd2_create_cq(IND2Adapter *adapter, HANDLE file, ULONG depth)
+{
+    IND2CompletionQueue *cq = NULL;
+    CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, depth, 0, 0, reinterpret_cast<void **>(&cq)));
+    return cq;
+}
+
+/* A memory region over `size` bytes at `buf`, registered with `flags` (waited for through `waiter`). */
+static inline IND2MemoryRegion *nd2_register(Nd2Waiter &waiter, IND2Adapter *adapter, HANDLE file, void *buf,
+                                             SIZE_T size, ULONG flags)
+{
+    IND2MemoryRegion *mr = NULL;
+    CHECK_HR(adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)));
+    CHECK_HR(waiter.Wait(mr, mr->Register(buf, size, flags, waiter.Ov())));
+    return mr;
+}
+
+/* The other end of nd2_register: deregistered (waited for), its last reference released. */
+static inline void nd2_deregister(Nd2Waiter &waiter, IND2MemoryRegion *mr)
+{
+    CHECK_HR(waiter.Wait(mr, mr->Deregister(waiter.Ov())));
+    EXPECT(mr->Release() == 0);
+}
+
+/* A connector on the adapter's overlapped file. */
+static inline IND2Connector *nd2_create_connector(IND2Adapter *adapter, HANDLE file)
+{
+    IND2Connector *connector = NULL;
+    CHECK_HR(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void **>(&connector)));
+    return connector;
+}
+
+/*
+ * What a pair program's side holds: the adapter and its overlapped file, the waiter of the run,
+ * one CQ, one QP and the connector.
+ */
+struct Nd2PairSide {
+    IND2Adapter *m_adapter = NULL;
+    HANDLE m_file = NULL;
+    Nd2Waiter *m_waiter = NULL;
+    IND2CompletionQueue *m_cq = NULL;
+    IND2QueuePair *m_qp = NULL;
+    IND2Connector *m_connector = NULL;
+
+    /* The QP on m_cq (`context` its context) with one SGE each way, then the connector. */
+    void CreateQpAndConnector(void *context, ULONG receiveDepth, ULONG initiatorDepth)
+    {
+        CHECK_HR(m_adapter->CreateQueuePair(IID_IND2QueuePair, m_cq, m_cq, context, receiveDepth, initiatorDepth, 1, 1,
+                                            0, reinterpret_cast<void **>(&m_qp)));
+        m_connector = nd2_create_connector(m_adapter, m_file);
+    }
+
+    /* The other end of CreateQpAndConnector: both last references released. */
+    void ReleaseQpAndConnector()
+    {
+        EXPECT(m_connector->Release() == 0);
+        EXPECT(m_qp->Release() == 0);
+    }
+
+    /* The CQ released, the waiter forgotten, the adapter closed (nd2_close_adapter). */
+    void CloseAdapter()
+    {
+        EXPECT(m_cq->Release() == 0);
+        m_waiter = NULL;
+        nd2_close_adapter(m_adapter, m_file);
+    }
 };
 
 /* The server's listener: bound to `local`, listening with a backlog of one. */
