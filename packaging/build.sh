@@ -152,6 +152,14 @@ deb_docs() {
     install -D -m 0644 "$root/packaging/debian/lintian/$package" "$dir/usr/share/lintian/overrides/$package"
 }
 
+# control_fields PACKAGE [MULTI_ARCH]: the first fields of a binary package's DEBIAN/control
+# (the package's own fields follow them).
+control_fields() {
+    printf 'Package: %s\nSource: rxe-rs\nVersion: %s\nArchitecture: %s\n' "$1" "$deb_version" "$deb_arch"
+    [[ -z ${2:-} ]] || printf 'Multi-Arch: %s\n' "$2"
+    printf 'Maintainer: %s\nInstalled-Size: @installed_size@\n' "$maintainer"
+}
+
 # deb_build DIR: fills in Installed-Size and the shared-library dependencies, then builds.
 deb_build() {
     local dir=$1 package
@@ -194,13 +202,9 @@ for script in preinst postinst prerm postrm; do
 done
 echo "interest-noawait $multiarch/libibverbs" > "$deb/DEBIAN/triggers"
 chmod 0644 "$deb/DEBIAN/triggers"
-cat > "$deb/DEBIAN/control" << CONTROL
-Package: rxe-rs
-Source: rxe-rs
-Version: $deb_version
-Architecture: $deb_arch
-Maintainer: $maintainer
-Installed-Size: @installed_size@
+{
+    control_fields rxe-rs
+    cat << CONTROL
 Depends: @shlibs@, libibverbs1 (>= $libibverbs_min), libibverbs1 (<< $libibverbs_below)
 Section: net
 Priority: optional
@@ -215,6 +219,7 @@ Description: libibverbs provider for Soft-RoCE (rdma_rxe), written in Rust
  rxe_rs. "update-alternatives --config librxe-rdmav34.so" hands rxe devices
  back to rdma-core's provider.
 CONTROL
+} > "$deb/DEBIAN/control"
 deb_build "$deb"
 
 # libnd-shim0: the NDK face's shared library. The shim reaches libibverbs and librdmacm through
@@ -226,14 +231,9 @@ install -d -m 0755 "$deb/DEBIAN"
 echo "libnd_shim 0 libnd-shim0 (>= $version)" > "$deb/DEBIAN/shlibs"
 echo "activate-noawait ldconfig" > "$deb/DEBIAN/triggers"
 chmod 0644 "$deb/DEBIAN/shlibs" "$deb/DEBIAN/triggers"
-cat > "$deb/DEBIAN/control" << CONTROL
-Package: libnd-shim0
-Source: rxe-rs
-Version: $deb_version
-Architecture: $deb_arch
-Multi-Arch: same
-Maintainer: $maintainer
-Installed-Size: @installed_size@
+{
+    control_fields libnd-shim0 same
+    cat << CONTROL
 Depends: @shlibs@, libibverbs1 (>= $libibverbs_min), librdmacm1 (>= $libibverbs_min)
 Section: libs
 Priority: optional
@@ -246,6 +246,7 @@ Description: NetworkDirect (NDK) connection semantics on rdma_cm - library
  .
  This package holds the shared library.
 CONTROL
+} > "$deb/DEBIAN/control"
 deb_build "$deb"
 
 deb=$work/libnd-shim-dev
@@ -253,14 +254,9 @@ stage_nd_dev "$deb" "$multiarch"
 stage_man "$deb" "${nd_pages[@]}"
 deb_docs "$deb" libnd-shim-dev nd-shim "$root/packaging/debian/nd-shim-copyright.extra"
 install -d -m 0755 "$deb/DEBIAN"
-cat > "$deb/DEBIAN/control" << CONTROL
-Package: libnd-shim-dev
-Source: rxe-rs
-Version: $deb_version
-Architecture: $deb_arch
-Multi-Arch: same
-Maintainer: $maintainer
-Installed-Size: @installed_size@
+{
+    control_fields libnd-shim-dev same
+    cat << CONTROL
 Depends: libnd-shim0 (= $deb_version)
 Section: libdevel
 Priority: optional
@@ -274,6 +270,7 @@ Description: NetworkDirect (NDK) connection semantics on rdma_cm - development f
  This package holds the headers (/usr/include/nd-shim), the link-time
  library and the pkg-config file nd-shim.pc.
 CONTROL
+} > "$deb/DEBIAN/control"
 sed -i 's/^Depends: @shlibs@, /Depends: /' "$deb/DEBIAN/control"
 deb_build "$deb"
 

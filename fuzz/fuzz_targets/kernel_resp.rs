@@ -12,16 +12,11 @@ use rxe_rs::command::{frame_write, frame_write_ex_drv};
 use rxe_rs::errno::Errno;
 use rxe_rs::fuzzing::{device_attr, device_attr_legacy, format_fw_ver, parse_sysfs_gid};
 use rxe_rs::ring::{Geometry, Indices};
-use rxe_rs_fuzz::Input;
+use rxe_rs_fuzz::{bytes_of, Input};
 use zerocopy::FromBytes;
 
 const RESP: usize = size_of::<ib_uverbs_ex_query_device_resp>();
 const LEGACY: usize = size_of::<kernel_abi::ib_uverbs_query_device_resp>();
-
-fn bytes_of<T>(v: &T) -> &[u8] {
-    // SAFETY: plain C data, read-only.
-    unsafe { core::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }
-}
 
 fn model_gid(text: &str) -> Option<[u8; 16]> {
     let groups: Vec<&str> = text.trim().split(':').collect();

@@ -44,6 +44,15 @@ fn model_sockaddr(b: Option<&[u8]>) -> Result<SocketAddr, i32> {
     }
 }
 
+/// A getter's outcome past its refusals: `Ok(status)`, `len` the data's size, the data's first
+/// `copied` bytes at the start of `buffer` and nothing written after them.
+fn expect_copied(r: Result<i32, i32>, status: NdStatus, len: u32, data: &[u8], buffer: &[u8], copied: usize) {
+    assert_eq!(r, Ok(status.raw()));
+    assert_eq!(len as usize, data.len());
+    assert_eq!(&buffer[..copied], &data[..copied]);
+    assert!(buffer[copied..].iter().all(|&b| b == 0xee), "wrote past what it copied");
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input::new(data);
     while !inp.is_empty() {
@@ -124,11 +133,8 @@ fuzz_target!(|data: &[u8]| {
                 } else {
                     NdStatus::ND_SUCCESS
                 };
-                assert_eq!(r, Ok(status.raw()));
-                assert_eq!(len as usize, data.len());
                 let copied = if address && short { 0 } else { data.len().min(room) };
-                assert_eq!(&buffer[..copied], &data[..copied]);
-                assert!(buffer[copied..].iter().all(|&b| b == 0xee), "wrote past what it copied");
+                expect_copied(r, status, len, &data, &buffer, copied);
 
                 // NDK's address getters: a short buffer is untouched and STATUS_BUFFER_TOO_SMALL.
                 let mut buffer = vec![0xeeu8; have as usize + 8];
@@ -150,11 +156,8 @@ fuzz_target!(|data: &[u8]| {
                 } else {
                     NdStatus::ND_SUCCESS
                 };
-                assert_eq!(r, Ok(status.raw()));
-                assert_eq!(len as usize, data.len());
                 let copied = if short { 0 } else { data.len() };
-                assert_eq!(&buffer[..copied], &data[..copied]);
-                assert!(buffer[copied..].iter().all(|&b| b == 0xee));
+                expect_copied(r, status, len, &data, &buffer, copied);
             }
             3 => {
                 let null = inp.u8() % 4 == 0;

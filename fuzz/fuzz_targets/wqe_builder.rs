@@ -4,52 +4,25 @@
 //! leaves the slot as it was, an accepted one writes exactly its data and nothing past it.
 #![no_main]
 
-use kernel_abi::rxe_send_wqe;
 use libfuzzer_sys::fuzz_target;
 use rxe_rs::errno::Errno;
-use rxe_rs::fuzzing::{wr_header, wr_set_inline, wr_set_sges, MwBind, SendLimits, SEND_WQE_HEADER};
+use rxe_rs::fuzzing::{wr_header, wr_set_inline, wr_set_sges, SendLimits, SEND_WQE_HEADER};
 use rxe_rs::libibverbs::qp::*;
-use rxe_rs_fuzz::Input;
-use zerocopy::FromZeros;
+use rxe_rs_fuzz::{bytes_of, garbage_send_slot, Input};
 
-static SOURCE: [u8; 8192] = {
-    let mut s = [0u8; 8192];
-    let mut i = 0;
-    while i < s.len() {
-        s[i] = (i * 13 + 5) as u8;
-        i += 1;
-    }
-    s
-};
-
-fn bytes_of<T>(v: &T) -> &[u8] {
-    // SAFETY: plain integers, initialised.
-    unsafe { core::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }
-}
+/// Readable bytes the SGEs and inline data point into.
+static SOURCE: [u8; 8192] = rxe_rs_fuzz::pattern(13, 5);
 
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input::new(data);
     let qp_type = [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD][inp.below(3) as usize];
-    let max_sge = if inp.u8() % 4 == 0 {
-        inp.u32()
-    } else {
-        u32::from(inp.u8() % 40)
-    };
+    let max_sge = inp.limit40();
     let max_inline = inp.len32();
     let payload_room = (1usize << (8 + inp.below(5))) - SEND_WQE_HEADER;
     let lim = SendLimits::new(qp_type, max_sge, max_inline, payload_room);
 
     let canary = inp.u8() | 1;
-    let mut hdr = rxe_send_wqe::new_zeroed();
-    // SAFETY: plain integers.
-    unsafe {
-        core::ptr::write_bytes(
-            &mut hdr as *mut rxe_send_wqe as *mut u8,
-            canary,
-            size_of::<rxe_send_wqe>(),
-        )
-    };
-    let mut payload = vec![canary; payload_room];
+    let (mut hdr, mut payload) = garbage_send_slot(canary, payload_room);
 
     let opcode = i32::from(inp.u8() % 17);
     let (wr_id, flags, imm, raddr, rkey, ca, sw) = (
@@ -61,14 +34,7 @@ fuzz_target!(|data: &[u8]| {
         inp.u64(),
         inp.u64(),
     );
-    let bind = inp.bool().then(|| MwBind {
-        addr: inp.u64(),
-        length: inp.u64(),
-        mr_lkey: inp.u32(),
-        mw_rkey: inp.u32(),
-        new_rkey: inp.u32(),
-        access: inp.u32(),
-    });
+    let bind = inp.bool().then(|| inp.mw_bind());
     wr_header(&mut hdr, wr_id, opcode, flags, imm, raddr, rkey, ca, sw, bind);
     let w = &hdr.wr;
     assert_eq!((w.wr_id, w.opcode, w.send_flags), (wr_id, opcode as u32, flags));
@@ -103,23 +69,9 @@ fuzz_target!(|data: &[u8]| {
     for _ in 0..inp.below(4) + 1 {
         let before_hdr = bytes_of(&hdr).to_vec();
         let before_payload = payload.clone();
-        let n = if inp.u8() % 8 == 0 {
-            usize::from(inp.u8())
-        } else {
-            usize::from(inp.u8() % 40)
-        };
+        let n = inp.count40();
         let accepted = if inp.bool() {
-            let sges: Vec<ibv_sge> = (0..n)
-                .map(|_| ibv_sge {
-                    addr: inp.u64(),
-                    length: if inp.u8() % 8 == 0 {
-                        inp.u32()
-                    } else {
-                        u32::from(inp.u16())
-                    },
-                    lkey: inp.u32(),
-                })
-                .collect();
+            let sges: Vec<ibv_sge> = (0..n).map(|_| inp.sge(8)).collect();
             let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
             let r = wr_set_sges(&mut hdr, &mut payload, &sges, &lim);
             let model = if n > max_sge as usize || n * 16 > payload_room {

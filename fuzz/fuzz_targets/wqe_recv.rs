@@ -13,28 +13,10 @@ use zerocopy::FromZeros;
 
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input::new(data);
-    let max_sge = if inp.u8() % 4 == 0 {
-        inp.u32()
-    } else {
-        u32::from(inp.u8() % 40)
-    };
+    let max_sge = inp.limit40();
     let room = (1usize << (6 + inp.below(6))).saturating_sub(RECV_WQE_HEADER);
-    let n = if inp.u8() % 8 == 0 {
-        usize::from(inp.u8())
-    } else {
-        usize::from(inp.u8() % 40)
-    };
-    let sges: Vec<ibv_sge> = (0..n)
-        .map(|_| ibv_sge {
-            addr: inp.u64(),
-            length: if inp.u8() % 4 == 0 {
-                inp.u32()
-            } else {
-                u32::from(inp.u16())
-            },
-            lkey: inp.u32(),
-        })
-        .collect();
+    let n = inp.count40();
+    let sges: Vec<ibv_sge> = (0..n).map(|_| inp.sge(4)).collect();
     let wr_id = inp.u64();
     let canary = inp.u8() | 1;
     let mut hdr = rxe_recv_wqe::new_zeroed();

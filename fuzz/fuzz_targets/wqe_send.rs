@@ -5,23 +5,15 @@
 //! inline bytes) and writes nothing past its payload; a refused one leaves the slot untouched.
 #![no_main]
 
-use kernel_abi::{rxe_av, rxe_send_wqe};
+use kernel_abi::rxe_av;
 use libfuzzer_sys::fuzz_target;
-use rxe_rs::fuzzing::{post_send, MwBind, Objects, SendLimits, SEND_WQE_HEADER};
+use rxe_rs::fuzzing::{post_send, Objects, SendLimits, SEND_WQE_HEADER};
 use rxe_rs::libibverbs::qp::*;
-use rxe_rs_fuzz::Input;
+use rxe_rs_fuzz::{bytes_of, garbage_send_slot, Input};
 use zerocopy::FromZeros;
 
 /// Readable bytes the inline SGEs point into.
-static SOURCE: [u8; 8192] = {
-    let mut s = [0u8; 8192];
-    let mut i = 0;
-    while i < s.len() {
-        s[i] = (i * 7 + 3) as u8;
-        i += 1;
-    }
-    s
-};
+static SOURCE: [u8; 8192] = rxe_rs_fuzz::pattern(7, 3);
 
 fn model_allows(qp_type: i32, opcode: i32) -> bool {
     let rc = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
@@ -33,11 +25,6 @@ fn model_allows(qp_type: i32, opcode: i32) -> bool {
         IBV_QPT_UD => ud.contains(&opcode),
         _ => false,
     }
-}
-
-fn bytes_of<T>(v: &T) -> &[u8] {
-    // SAFETY: the WQE types are plain integers; read-only view of initialised memory.
-    unsafe { core::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -126,14 +113,7 @@ fuzz_target!(|data: &[u8]| {
             av,
         }
     } else if opcode == IBV_WR_BIND_MW {
-        Objects::Bind(MwBind {
-            addr: inp.u64(),
-            length: inp.u64(),
-            mr_lkey: inp.u32(),
-            mw_rkey: inp.u32(),
-            new_rkey: inp.u32(),
-            access: inp.u32(),
-        })
+        Objects::Bind(inp.mw_bind())
     } else {
         Objects::None
     };
@@ -191,16 +171,7 @@ fuzz_target!(|data: &[u8]| {
 
     // A slot whose previous contents are garbage, and a canary after the payload.
     let canary = inp.u8() | 1;
-    let mut hdr = rxe_send_wqe::new_zeroed();
-    // SAFETY: plain integers.
-    unsafe {
-        core::ptr::write_bytes(
-            &mut hdr as *mut rxe_send_wqe as *mut u8,
-            canary,
-            size_of::<rxe_send_wqe>(),
-        )
-    };
-    let mut payload = vec![canary; payload_room];
+    let (mut hdr, mut payload) = garbage_send_slot(canary, payload_room);
     let before_hdr = bytes_of(&hdr).to_vec();
 
     // SAFETY: the list has num_sge entries whenever that is at most max_sge; inline SGEs that

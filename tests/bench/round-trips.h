@@ -35,6 +35,16 @@
 #include <string.h>
 #include <time.h>
 
+/* CALLGRIND_TOGGLE_COLLECT around the timed loop: valgrind's, or nothing where its header is missing. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
+
 struct round_trips {
     unsigned n;      /* exchanges */
     int64_t *stamps; /* n + 1 stamps (counter ticks or ns); then the n round trips, sorted */

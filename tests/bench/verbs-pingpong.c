@@ -39,14 +39,6 @@
 
 #include "round-trips.h"
 #include "thread-counts.h"
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_TOGGLE_COLLECT
-#define CALLGRIND_TOGGLE_COLLECT
-#endif
 
 #define DIE(...)                                                                                  \
     do {                                                                                          \

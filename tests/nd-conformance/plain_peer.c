@@ -16,6 +16,8 @@
  * driving program can read it as it happens.
  */
 #define _GNU_SOURCE
+#include "cm_peer.h"
+
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -23,28 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int fail(const char *what)
-{
-    perror(what);
-    return 1;
-}
-
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
-{
-    struct rdma_cm_event *ev;
-    if (rdma_get_cm_event(ch, &ev)) {
-        perror("rdma_get_cm_event");
-        return NULL;
-    }
-    if (ev->event != want) {
-        fprintf(stderr, "event %s (status %d), want %s\n", rdma_event_str(ev->event), ev->status,
-                rdma_event_str(want));
-        rdma_ack_cm_event(ev);
-        return NULL;
-    }
-    return ev;
-}
 
 /* An RC QP on the id's device, and the device's read-limit maxima (what a peer that does not
  * cap itself offers). */
@@ -71,31 +51,21 @@ static int make_qp(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 static int wait_disconnect(struct rdma_event_channel *ch, struct rdma_cm_id *id)
 {
-    struct rdma_cm_event *ev = next_event(ch, RDMA_CM_EVENT_DISCONNECTED);
-    if (!ev)
+    if (expect_event(ch, RDMA_CM_EVENT_DISCONNECTED))
         return 1;
-    rdma_ack_cm_event(ev);
     rdma_disconnect(id);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc != 4) {
-        fprintf(stderr, "usage: plain-peer hold|accept|connect IP PORT\n");
-        return 2;
-    }
-    const char *mode = argv[1];
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[3]))};
-    if (inet_pton(AF_INET, argv[2], &sin.sin_addr) != 1) {
-        fprintf(stderr, "bad address %s\n", argv[2]);
-        return 2;
-    }
-    struct rdma_event_channel *ch = rdma_create_event_channel();
+    struct sockaddr_in sin;
+    struct rdma_event_channel *ch;
     struct rdma_cm_id *id;
-    if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
-        return fail("rdma_create_id");
+    int rc = peer_start(argc, argv, 4, "plain-peer hold|accept|connect IP PORT", 2, &sin, &ch, &id);
+    if (rc)
+        return rc;
+    const char *mode = argv[1];
     struct rdma_conn_param param;
     struct rdma_cm_event *ev;
 
@@ -119,28 +89,24 @@ int main(int argc, char **argv)
         rdma_ack_cm_event(ev);
         if (make_qp(conn, &param) || rdma_accept(conn, &param))
             return fail("rdma_accept");
-        if (!(ev = next_event(ch, RDMA_CM_EVENT_ESTABLISHED)))
+        if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED))
             return 1;
-        rdma_ack_cm_event(ev);
         printf("established\n");
         return wait_disconnect(ch, conn);
     }
     if (!strcmp(mode, "connect")) {
         if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000))
             return fail("rdma_resolve_addr");
-        if (!(ev = next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED)))
+        if (expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED))
             return 1;
-        rdma_ack_cm_event(ev);
         if (rdma_resolve_route(id, 2000))
             return fail("rdma_resolve_route");
-        if (!(ev = next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)))
+        if (expect_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED))
             return 1;
-        rdma_ack_cm_event(ev);
         if (make_qp(id, &param) || rdma_connect(id, &param))
             return fail("rdma_connect");
-        if (!(ev = next_event(ch, RDMA_CM_EVENT_ESTABLISHED)))
+        if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED))
             return 1;
-        rdma_ack_cm_event(ev);
         printf("established\n");
         return wait_disconnect(ch, id);
     }

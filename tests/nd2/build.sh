@@ -16,7 +16,7 @@ if [[ -z ${ND2_CHECK_ONLY:-} ]]; then
 fi
 for src in "$root"/tests/nd2/*.cpp "$root"/tests/nd2/nd2-bindio.c; do
     bin=$out/$(basename "${src%.*}")
-    if [[ -x $bin && $bin -nt $src && $bin -nt $root/tests/nd2/nd2-common.h && $bin -nt $root/tests/bench/thread-counts.h && $bin -nt $root/tests/bench/round-trips.h && $bin -nt $lib ]] &&
+    if [[ -x $bin && $bin -nt $src && $bin -nt $root/tests/nd2/nd2-common.h && $bin -nt $root/tests/nd2/nd2-check.h && $bin -nt $root/tests/bench/thread-counts.h && $bin -nt $root/tests/bench/round-trips.h && $bin -nt $lib ]] &&
         [[ -z $(find "$root/nd-shim/include/nd2" -newer "$bin") ]]; then
         continue
     fi

@@ -12,7 +12,8 @@
  * STATUS_CANCELLED, ND_CONNECTION_REFUSED...), its byte count the OVERLAPPED's InternalHigh.
  */
 #define _GNU_SOURCE
-#include <ndsupport.h>
+#include "nd2-check.h"
+
 #include <ndspi.h>
 #include <ndstatus.h>
 
@@ -27,23 +28,6 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK_HR(call)                                                                            \
-    do {                                                                                          \
-        HRESULT hr_ = (call);                                                                     \
-        if (FAILED(hr_)) {                                                                        \
-            fprintf(stderr, "%s:%d: %s failed: 0x%08x\n", __FILE__, __LINE__, #call, (unsigned)hr_); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define EXPECT(cond)                                                                              \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                  \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
 static const unsigned short kPort = 7430;
 static const unsigned short kRefusedPort = 7431;
 
@@ -56,19 +40,6 @@ static void note(const char *what)
         start = now;
     fprintf(stderr, "nd2-bindio: %8.3f s %s\n",
             (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9, what);
-}
-
-static struct sockaddr_in ipv4(const char *ip, unsigned short port)
-{
-    struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(port);
-    if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) {
-        fprintf(stderr, "bad IPv4 address: %s\n", ip);
-        exit(2);
-    }
-    return sin;
 }
 
 /* One overlapped operation: the OVERLAPPED first, so that the callback's LPOVERLAPPED is the Op. */
@@ -161,7 +132,7 @@ static IND2Provider *open_provider(void)
 
 static IND2Adapter *open_adapter(IND2Provider *provider, const char *ip)
 {
-    struct sockaddr_in at = ipv4(ip, 0);
+    struct sockaddr_in at = nd2_ipv4(ip, 0);
     UINT64 id = 0;
     IND2Adapter *adapter = NULL;
     CHECK_HR(provider->lpVtbl->ResolveAddress(provider, (const struct sockaddr *)&at, sizeof at, &id));
@@ -333,8 +304,8 @@ static int bind_rules(IND2Provider **provider, const char *serverIp, const char 
 static int operations(IND2Provider **pprovider, const char *serverIp, const char *clientIp)
 {
     IND2Provider *provider = *pprovider;
-    struct sockaddr_in listenAt = ipv4(serverIp, kPort), refusedAt = ipv4(serverIp, kRefusedPort);
-    struct sockaddr_in clientAt = ipv4(clientIp, 0);
+    struct sockaddr_in listenAt = nd2_ipv4(serverIp, kPort), refusedAt = nd2_ipv4(serverIp, kRefusedPort);
+    struct sockaddr_in clientAt = nd2_ipv4(clientIp, 0);
     IND2Listener *listener = NULL;
     IND2QueuePair *qp2 = NULL;
     IND2Connector *refused = NULL;
@@ -412,7 +383,7 @@ static int operations(IND2Provider **pprovider, const char *serverIp, const char
 static int cancel_teardown(IND2Provider **pprovider, const char *serverIp, const char *clientIp)
 {
     IND2Provider *provider = *pprovider;
-    struct sockaddr_in listenAt = ipv4(serverIp, kPort);
+    struct sockaddr_in listenAt = nd2_ipv4(serverIp, kPort);
     IND2Listener *listener = NULL;
     Op notify, gcr;
     struct timespec settle = {0, 100000000};

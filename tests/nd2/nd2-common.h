@@ -5,45 +5,13 @@
 #ifndef ND2_COMMON_H
 #define ND2_COMMON_H
 
-#include <ndsupport.h>
+#include "nd2-check.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#define CHECK_HR(call)                                                                            \
-    do {                                                                                          \
-        HRESULT hr_ = (call);                                                                     \
-        if (FAILED(hr_)) {                                                                        \
-            fprintf(stderr, "%s:%d: %s failed: 0x%08x\n", __FILE__, __LINE__, #call, (unsigned)hr_); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define EXPECT(cond)                                                                              \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                  \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-/* An IPv4 sockaddr_in from "a.b.c.d" and a port; exits on a bad address. */
-static inline sockaddr_in nd2_ipv4(const char *ip, unsigned short port)
-{
-    sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(port);
-    if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) {
-        fprintf(stderr, "bad IPv4 address: %s\n", ip);
-        exit(2);
-    }
-    return sin;
-}
 
 /*
  * An IPv4 or IPv6 socket address, as the ND2 calls take one (a sockaddr and its length). A
@@ -78,49 +46,69 @@ static inline Nd2Address nd2_address(const char *ip, unsigned short port)
     memset(&sin6, 0, sizeof sin6);
     sin6.sin6_family = AF_INET6;
     sin6.sin6_port = htons(port);
-    if (inet_pton(AF_INET6, ip, &sin6.sin6_addr) != 1) {
-        fprintf(stderr, "bad IPv6 address: %s\n", ip);
-        exit(2);
-    }
+    nd2_pton(AF_INET6, ip, &sin6.sin6_addr);
     return Nd2Address(sin6);
 }
 
-/* CLOCK_MONOTONIC in microseconds: for the figures the programs print. */
-static inline double nd2_now_us()
+/* The role a pair program's command line gives (nd2_parse_pair), and its exchange count. */
+struct Nd2PairOptions {
+    bool server = false;
+    const char *localIp = NULL;
+    const char *serverIp = NULL;
+    unsigned short port = 0;
+    unsigned iters;
+    explicit Nd2PairOptions(unsigned defaultIters) : iters(defaultIters) {}
+};
+
+/*
+ * The pair programs' usage on stderr, "usage: PROG server LOCAL_IP PORT OPTIONS" and
+ * "PROG client LOCAL_IP SERVER_IP PORT OPTIONS": 2, the exit status.
+ */
+static inline int nd2_pair_usage(const char *argv0, const char *options)
 {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+    fprintf(stderr, "usage: %s server LOCAL_IP PORT %s\n       %s client LOCAL_IP SERVER_IP PORT %s\n", argv0,
+            options, argv0, options);
+    return 2;
 }
 
-/* CPU time the whole process (every thread, the shim's included) has used, in microseconds. */
-static inline double nd2_cpu_us()
+/* argv[at] is `name` and a value follows: the value, with `at` moved onto it; NULL otherwise. */
+static inline const char *nd2_option_value(int argc, char **argv, int &at, const char *name)
 {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+    if (strcmp(argv[at], name) != 0 || at + 1 >= argc)
+        return NULL;
+    return argv[++at];
 }
 
 /*
- * The role words every pair program starts with, "server LOCAL_IP PORT" or "client LOCAL_IP
- * SERVER_IP PORT", into opt (its server, localIp, serverIp and port): the index of the first
- * option after them, or 0 when they are wrong.
+ * A pair program's command line into opt: the role words, "server LOCAL_IP PORT" or "client
+ * LOCAL_IP SERVER_IP PORT" (opt's server, localIp, serverIp and port), then its options: "--iters
+ * N" (opt.iters), and any other through option(at), which takes argv[at] (and a value after it,
+ * moving `at` onto the value) and says whether it knew it. False when anything is wrong.
  */
-template <typename Options> static inline int nd2_parse_role(int argc, char **argv, Options &opt)
+template <typename Option>
+static inline bool nd2_parse_pair(int argc, char **argv, Nd2PairOptions &opt, Option option)
 {
+    int at;
     if (argc >= 4 && strcmp(argv[1], "server") == 0) {
         opt.server = true;
         opt.localIp = argv[2];
         opt.port = static_cast<unsigned short>(atoi(argv[3]));
-        return 4;
-    }
-    if (argc >= 5 && strcmp(argv[1], "client") == 0) {
+        at = 4;
+    } else if (argc >= 5 && strcmp(argv[1], "client") == 0) {
         opt.localIp = argv[2];
         opt.serverIp = argv[3];
         opt.port = static_cast<unsigned short>(atoi(argv[4]));
-        return 5;
+        at = 5;
+    } else {
+        return false;
     }
-    return 0;
+    for (; at < argc; at++) {
+        if (const char *iters = nd2_option_value(argc, argv, at, "--iters"))
+            opt.iters = static_cast<unsigned>(atoi(iters));
+        else if (!option(at))
+            return false;
+    }
+    return true;
 }
 
 /*
@@ -150,6 +138,122 @@ static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], c
     }
     fprintf(stderr, "unknown case %s\n", argv[1]);
     return 2;
+}
+
+#ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
+#define STATUS_ADDRESS_ALREADY_ASSOCIATED ((HRESULT)0xC0000238L)
+#endif
+#ifndef STATUS_BAD_NETWORK_NAME
+#define STATUS_BAD_NETWORK_NAME ((HRESULT)0xC00000CCL)
+#endif
+
+/* The name of an ND2 status code ("ND_PENDING"), or "another code". */
+static inline const char *nd2_status_name(HRESULT hr)
+{
+    switch (hr) {
+#define NAME(code)                                                                                \
+    case code:                                                                                    \
+        return #code;
+        NAME(ND_SUCCESS)
+        NAME(ND_PENDING)
+        NAME(ND_BUFFER_OVERFLOW)
+        NAME(ND_CANCELED)
+        NAME(ND_INVALID_ADDRESS)
+        NAME(ND_INVALID_BUFFER_SIZE)
+        NAME(ND_INVALID_DEVICE_STATE)
+        NAME(ND_INVALID_PARAMETER)
+        NAME(ND_SHARING_VIOLATION)
+        NAME(ND_ADDRESS_ALREADY_EXISTS)
+        NAME(ND_TOO_MANY_ADDRESSES)
+        NAME(ND_CONNECTION_REFUSED)
+        NAME(ND_CONNECTION_INVALID)
+        NAME(ND_CONNECTION_ACTIVE)
+        NAME(ND_CONNECTION_ABORTED)
+        NAME(ND_NETWORK_UNREACHABLE)
+        NAME(ND_HOST_UNREACHABLE)
+        NAME(ND_IO_TIMEOUT)
+        NAME(ND_ACCESS_VIOLATION)
+        NAME(ND_REMOTE_ERROR)
+        NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
+        NAME(STATUS_BAD_NETWORK_NAME)
+        NAME(ND_DEVICE_BUSY)
+        NAME(ND_INVALID_HANDLE)
+        NAME(ND_NO_MEMORY)
+        NAME(ND_INSUFFICIENT_RESOURCES)
+#undef NAME
+    default:
+        return "another code";
+    }
+}
+
+/* A non-overlapped call's exact code (FAIL otherwise), printed by name. */
+static inline void nd2_returns(const char *what, HRESULT got, HRESULT want)
+{
+    if (got != want)
+        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
+    printf("  %s: %s\n", what, nd2_status_name(want));
+}
+
+/* An overlapped call that failed inline: it returned `want` and left `want` in the OVERLAPPED (FAIL otherwise). */
+static inline void nd2_failed_inline(const char *what, HRESULT got, const OVERLAPPED *ov, HRESULT want)
+{
+    if (got != want)
+        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, nd2_status_name(got), nd2_status_name(want));
+    if (static_cast<HRESULT>(ov->Internal) != want)
+        FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
+}
+
+/*
+ * One packet from `port` within `ms` (0: only one already there): its OVERLAPPED, or NULL when
+ * none came; *ok is what GetQueuedCompletionStatus returned, *key the packet's key.
+ */
+static inline OVERLAPPED *nd2_next_packet(HANDLE port, DWORD ms, BOOL *ok, ULONG_PTR *key)
+{
+    DWORD bytes = 0;
+    OVERLAPPED *ov = NULL;
+    *key = 0;
+    *ok = GetQueuedCompletionStatus(port, &bytes, key, &ov, ms);
+    return ov;
+}
+
+/* The ping-pongs' message pattern i: byte `at` of it. */
+static inline unsigned char nd2_pattern(unsigned i, ULONG at) { return static_cast<unsigned char>(i * 31 + at * 7 + 1); }
+
+/* `size` bytes of pattern i at `buf`. */
+static inline void nd2_fill(unsigned char *buf, ULONG size, unsigned i)
+{
+    for (ULONG at = 0; at < size; at++)
+        buf[at] = nd2_pattern(i, at);
+}
+
+/* Whether `size` bytes at `buf` are pattern i. */
+static inline bool nd2_matches(const unsigned char *buf, ULONG size, unsigned i)
+{
+    for (ULONG at = 0; at < size; at++)
+        if (buf[at] != nd2_pattern(i, at))
+            return false;
+    return true;
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline double nd2_now_ms() { return nd2_now_us() / 1e3; }
+
+static inline const sockaddr *nd2_sa(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
+
+/* A zeroed OVERLAPPED whose & gives the OVERLAPPED (programs that wait through a completion port). */
+struct Nd2Ov {
+    OVERLAPPED ov;
+    Nd2Ov() { memset(&ov, 0, sizeof ov); }
+    OVERLAPPED *operator&() { return &ov; }
+};
+
+/* run() between NdStartup and NdCleanup (what run() made is gone by then): run()'s status. */
+template <typename Run> static inline int nd2_with_startup(Run run)
+{
+    CHECK_HR(NdStartup());
+    int rc = run();
+    CHECK_HR(NdCleanup());
+    return rc;
 }
 
 /* An OVERLAPPED with its own manual-reset event (programs that wait on the event). */
@@ -226,10 +330,9 @@ public:
         if (issued != ND_PENDING)
             return issued;
         if (m_useIocp) {
-            DWORD bytes = 0;
+            BOOL ok = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            BOOL ok = GetQueuedCompletionStatus(m_port, &bytes, &key, &ov, INFINITE);
+            OVERLAPPED *ov = nd2_next_packet(m_port, INFINITE, &ok, &key);
             EXPECT(ov == want);
             EXPECT(key == 7);
             HRESULT hr = object->GetOverlappedResult(want, FALSE);
@@ -250,6 +353,75 @@ private:
     bool m_useIocp;
     OVERLAPPED m_ov;
     OVERLAPPED m_cqOv;
+};
+
+/* A CQ of `depth` on the adapter's overlapped file. */
+static inline IND2CompletionQueue *nd2_create_cq(IND2Adapter *adapter, HANDLE file, ULONG depth)
+{
+    IND2CompletionQueue *cq = NULL;
+    CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, depth, 0, 0, reinterpret_cast<void **>(&cq)));
+    return cq;
+}
+
+/* A memory region over `size` bytes at `buf`, registered with `flags` (waited for through `waiter`). */
+static inline IND2MemoryRegion *nd2_register(Nd2Waiter &waiter, IND2Adapter *adapter, HANDLE file, void *buf,
+                                             SIZE_T size, ULONG flags)
+{
+    IND2MemoryRegion *mr = NULL;
+    CHECK_HR(adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)));
+    CHECK_HR(waiter.Wait(mr, mr->Register(buf, size, flags, waiter.Ov())));
+    return mr;
+}
+
+/* The other end of nd2_register: deregistered (waited for), its last reference released. */
+static inline void nd2_deregister(Nd2Waiter &waiter, IND2MemoryRegion *mr)
+{
+    CHECK_HR(waiter.Wait(mr, mr->Deregister(waiter.Ov())));
+    EXPECT(mr->Release() == 0);
+}
+
+/* A connector on the adapter's overlapped file. */
+static inline IND2Connector *nd2_create_connector(IND2Adapter *adapter, HANDLE file)
+{
+    IND2Connector *connector = NULL;
+    CHECK_HR(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void **>(&connector)));
+    return connector;
+}
+
+/*
+ * What a pair program's side holds: the adapter and its overlapped file, the waiter of the run,
+ * one CQ, one QP and the connector.
+ */
+struct Nd2PairSide {
+    IND2Adapter *m_adapter = NULL;
+    HANDLE m_file = NULL;
+    Nd2Waiter *m_waiter = NULL;
+    IND2CompletionQueue *m_cq = NULL;
+    IND2QueuePair *m_qp = NULL;
+    IND2Connector *m_connector = NULL;
+
+    /* The QP on m_cq (`context` its context) with one SGE each way, then the connector. */
+    void CreateQpAndConnector(void *context, ULONG receiveDepth, ULONG initiatorDepth)
+    {
+        CHECK_HR(m_adapter->CreateQueuePair(IID_IND2QueuePair, m_cq, m_cq, context, receiveDepth, initiatorDepth, 1, 1,
+                                            0, reinterpret_cast<void **>(&m_qp)));
+        m_connector = nd2_create_connector(m_adapter, m_file);
+    }
+
+    /* The other end of CreateQpAndConnector: both last references released. */
+    void ReleaseQpAndConnector()
+    {
+        EXPECT(m_connector->Release() == 0);
+        EXPECT(m_qp->Release() == 0);
+    }
+
+    /* The CQ released, the waiter forgotten, the adapter closed (nd2_close_adapter). */
+    void CloseAdapter()
+    {
+        EXPECT(m_cq->Release() == 0);
+        m_waiter = NULL;
+        nd2_close_adapter(m_adapter, m_file);
+    }
 };
 
 /* The server's listener: bound to `local`, listening with a backlog of one. */
@@ -287,14 +459,5 @@ static inline void nd2_connect(Nd2Waiter &waiter, IND2Connector *connector, IND2
                                                        outboundReadLimit, privateData, privateDataSize, waiter.Ov())));
     CHECK_HR(waiter.Wait(connector, connector->CompleteConnect(waiter.Ov())));
 }
-
-/* FAIL(fmt, ...): the file and line, the message, exit 1 (a case program's fatal check). */
-#define FAIL(...)                                                                                 \
-    do {                                                                                          \
-        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                           \
-        fprintf(stderr, __VA_ARGS__);                                                             \
-        fprintf(stderr, "\n");                                                                    \
-        exit(1);                                                                                  \
-    } while (0)
 
 #endif /* ND2_COMMON_H */

@@ -16,58 +16,7 @@
 #include <unistd.h>
 #include <vector>
 
-#ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
-#define STATUS_ADDRESS_ALREADY_ASSOCIATED ((HRESULT)0xC0000238L)
-#endif
-#ifndef STATUS_BAD_NETWORK_NAME
-#define STATUS_BAD_NETWORK_NAME ((HRESULT)0xC00000CCL)
-#endif
-
 namespace {
-
-const char *name(HRESULT hr)
-{
-    switch (hr) {
-#define NAME(code)                                                                                \
-    case code:                                                                                    \
-        return #code;
-        NAME(ND_SUCCESS)
-        NAME(ND_PENDING)
-        NAME(ND_BUFFER_OVERFLOW)
-        NAME(ND_CANCELED)
-        NAME(ND_INVALID_ADDRESS)
-        NAME(ND_INVALID_BUFFER_SIZE)
-        NAME(ND_INVALID_DEVICE_STATE)
-        NAME(ND_INVALID_PARAMETER)
-        NAME(ND_SHARING_VIOLATION)
-        NAME(ND_ADDRESS_ALREADY_EXISTS)
-        NAME(ND_TOO_MANY_ADDRESSES)
-        NAME(ND_CONNECTION_REFUSED)
-        NAME(ND_CONNECTION_INVALID)
-        NAME(ND_CONNECTION_ACTIVE)
-        NAME(ND_CONNECTION_ABORTED)
-        NAME(ND_NETWORK_UNREACHABLE)
-        NAME(ND_HOST_UNREACHABLE)
-        NAME(ND_IO_TIMEOUT)
-        NAME(ND_ACCESS_VIOLATION)
-        NAME(ND_REMOTE_ERROR)
-        NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED)
-        NAME(STATUS_BAD_NETWORK_NAME)
-#undef NAME
-    default:
-        return "another code";
-    }
-}
-
-double now_ms() { return nd2_now_us() / 1e3; }
-
-const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
-
-struct Ov {
-    OVERLAPPED ov;
-    Ov() { memset(&ov, 0, sizeof ov); }
-    OVERLAPPED *operator&() { return &ov; }
-};
 
 /* One side: adapter, overlapped file bound to a completion port, CQ, MR over a buffer. */
 struct Side {
@@ -85,7 +34,7 @@ struct Side {
     Side(const char *labelText, const char *ip) : label(labelText)
     {
         address = nd2_ipv4(ip, 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(address), sizeof address, reinterpret_cast<void **>(&adapter)));
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
         CHECK_HR(adapter->CreateOverlappedFile(&file));
         port = CreateIoCompletionPort(file, NULL, 5, 0);
         EXPECT(port != NULL);
@@ -141,7 +90,7 @@ struct Side {
         CHECK_HR(adapter->CreateListener(IID_IND2Listener, file, reinterpret_cast<void **>(&l)));
         sockaddr_in at = address;
         at.sin_port = htons(portNumber);
-        CHECK_HR(l->Bind(SA(at), sizeof at));
+        CHECK_HR(l->Bind(nd2_sa(at), sizeof at));
         CHECK_HR(l->Listen(0));
         return l;
     }
@@ -157,10 +106,9 @@ struct Side {
     void Drain()
     {
         for (;;) {
-            DWORD bytes = 0;
+            BOOL ok = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            BOOL ok = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 0);
+            OVERLAPPED *ov = nd2_next_packet(port, 0, &ok, &key);
             if (ov == NULL) {
                 EXPECT(ok == FALSE && GetLastError() == WAIT_TIMEOUT);
                 return;
@@ -173,7 +121,7 @@ struct Side {
     /* The one packet for `want` (waiting up to 10 s); `ok` is what GetQueuedCompletionStatus said. */
     void Packet(OVERLAPPED *want, bool ok)
     {
-        double until = now_ms() + 10000;
+        double until = nd2_now_ms() + 10000;
         for (;;) {
             for (size_t at = 0; at < stash.size(); at++) {
                 if (stash[at] == want) {
@@ -185,15 +133,14 @@ struct Side {
                     return;
                 }
             }
-            DWORD bytes = 0;
+            BOOL got = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            BOOL got = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 100);
+            OVERLAPPED *ov = nd2_next_packet(port, 100, &got, &key);
             if (ov == want && (got != FALSE) != ok)
                 FAIL("%s: GetQueuedCompletionStatus said %d for the request", label, got);
             if (ov != NULL)
                 stash.push_back(ov);
-            else if (now_ms() > until)
+            else if (nd2_now_ms() > until)
                 FAIL("%s: no packet for the request", label);
         }
     }
@@ -208,32 +155,21 @@ struct Side {
     }
 };
 
-/* A non-overlapped call's exact code. */
-void Returns(const char *what, HRESULT got, HRESULT want)
-{
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, name(got), name(want));
-    printf("  %s: %s\n", what, name(want));
-}
-
 /* An overlapped call that must fail inline with `want`. */
 void Inline(Side &side, const char *what, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, name(got), name(want));
-    if (static_cast<HRESULT>(ov->Internal) != want)
-        FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
+    nd2_failed_inline(what, got, ov, want);
     side.NoPacket(ov);
-    printf("  %s: %s inline\n", what, name(want));
+    printf("  %s: %s inline\n", what, nd2_status_name(want));
 }
 
 /* The final status of a pending request, waiting up to `ms`. */
 HRESULT Wait(IND2Overlapped *object, OVERLAPPED *ov, double ms)
 {
-    double until = now_ms() + ms;
+    double until = nd2_now_ms() + ms;
     for (;;) {
         HRESULT hr = object->GetOverlappedResult(ov, FALSE);
-        if (hr != ND_PENDING || now_ms() > until)
+        if (hr != ND_PENDING || nd2_now_ms() > until)
             return hr;
         usleep(2000);
     }
@@ -243,7 +179,7 @@ HRESULT Wait(IND2Overlapped *object, OVERLAPPED *ov, double ms)
 void Issued(const char *what, HRESULT got)
 {
     if (got != ND_PENDING)
-        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, nd2_status_name(got));
 }
 
 /* The pending request `ov` completes with `want` within `ms`, with one packet. */
@@ -251,10 +187,10 @@ void Done(Side &side, const char *what, IND2Overlapped *object, OVERLAPPED *ov, 
 {
     HRESULT final = Wait(object, ov, ms);
     if (final != want)
-        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, name(final), name(want));
+        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, nd2_status_name(final), nd2_status_name(want));
     EXPECT(object->GetOverlappedResult(ov, TRUE) == want);
     side.Packet(ov, SUCCEEDED(want));
-    printf("  %s: %s through the completion\n", what, name(want));
+    printf("  %s: %s through the completion\n", what, nd2_status_name(want));
 }
 
 /* An overlapped call that must return ND_PENDING and complete with `want` within `ms`. */
@@ -269,7 +205,7 @@ void Completes(Side &side, const char *what, IND2Overlapped *object, HRESULT got
 void StillPending(const char *what, IND2Overlapped *object, HRESULT got, OVERLAPPED *ov, double ms)
 {
     if (got != ND_PENDING)
-        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, nd2_status_name(got));
     if (Wait(object, ov, ms) != ND_PENDING)
         FAIL("%s: completed, want it still pending after %.0f ms", what, ms);
     printf("  %s: ND_PENDING, still pending after %.0f ms\n", what, ms);
@@ -284,11 +220,11 @@ struct Pair {
 /* A request taken: the passive GetConnectionRequest on `p` (with `get`) issued, the active
  * Connect of `a` with `aqp` to `to` (read limits and private data as given) issued with `conn`,
  * left to complete, and the GetConnectionRequest completed ND_SUCCESS. */
-void Requested(Pair &s, IND2Listener *l, IND2Connector *p, Ov &get, IND2Connector *a, IND2QueuePair *aqp,
-               const sockaddr_in &to, ULONG inbound, ULONG outbound, const void *data, ULONG size, Ov &conn)
+void Requested(Pair &s, IND2Listener *l, IND2Connector *p, Nd2Ov &get, IND2Connector *a, IND2QueuePair *aqp,
+               const sockaddr_in &to, ULONG inbound, ULONG outbound, const void *data, ULONG size, Nd2Ov &conn)
 {
     Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Issued("Connect", a->Connect(aqp, SA(to), sizeof to, inbound, outbound, data, size, &conn));
+    Issued("Connect", a->Connect(aqp, nd2_sa(to), sizeof to, inbound, outbound, data, size, &conn));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
 }
 
@@ -303,10 +239,10 @@ Connection Connect(Pair &s, IND2Listener *l, unsigned short portNumber, IND2Queu
     Connection c;
     c.p = s.passive.Connector();
     c.a = s.active.Connector();
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     EXPECT(l->GetConnectionRequest(c.p, &get) == ND_PENDING);
     sockaddr_in to = s.passive.At(portNumber);
-    EXPECT(c.a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn) == ND_PENDING);
+    EXPECT(c.a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn) == ND_PENDING);
     EXPECT(Wait(l, &get, 15000) == ND_SUCCESS);
     s.passive.Packet(&get, true);
     EXPECT(c.p->Accept(pqp, 0, 0, NULL, 0, &acc) == ND_PENDING);
@@ -324,7 +260,7 @@ Connection Connect(Pair &s, IND2Listener *l, unsigned short portNumber, IND2Queu
  * the passive side disconnects too (its DREP). */
 void Hangup(Pair &s, Connection &c)
 {
-    Ov ad, pd;
+    Nd2Ov ad, pd;
     EXPECT(c.a->Disconnect(&ad) == ND_PENDING);
     EXPECT(c.p->Disconnect(&pd) == ND_PENDING);
     EXPECT(Wait(c.a, &ad, 15000) == ND_SUCCESS);
@@ -339,10 +275,10 @@ void Hangup(Pair &s, Connection &c)
 void DrainCq(Side &side)
 {
     ND2_RESULT r;
-    double quiet = now_ms() + 200;
-    while (now_ms() < quiet) {
+    double quiet = nd2_now_ms() + 200;
+    while (nd2_now_ms() < quiet) {
         if (side.cq->GetResults(&r, 1) == 1)
-            quiet = now_ms() + 200;
+            quiet = nd2_now_ms() + 200;
         else
             usleep(1000);
     }
@@ -364,21 +300,21 @@ int private_data_limit(Pair &s)
     for (unsigned k = 0; k < sizeof data; k++)
         data[k] = pattern(k);
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Inline(s.active, "Connect with 57 bytes", a->Connect(aqp, SA(to), sizeof to, 0, 0, data, 57, &conn), &conn,
+    Inline(s.active, "Connect with 57 bytes", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, data, 57, &conn), &conn,
            ND_INVALID_BUFFER_SIZE);
-    Issued("Connect with 56 bytes, same connector", a->Connect(aqp, SA(to), sizeof to, 0, 0, data, 56, &conn));
+    Issued("Connect with 56 bytes, same connector", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, data, 56, &conn));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
     unsigned char got[196];
     ULONG size = sizeof got;
-    Returns("passive GetPrivateData", p->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("passive GetPrivateData", p->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 56 && memcmp(got, data, 56) == 0);
     Inline(s.passive, "Accept with 197 bytes", p->Accept(pqp, 0, 0, data, 197, &acc), &acc, ND_INVALID_BUFFER_SIZE);
     Issued("Accept with 196 bytes, same connector", p->Accept(pqp, 0, 0, data, 196, &acc));
     Done(s.active, "Connect with 56 bytes, same connector", a, &conn, ND_SUCCESS);
     size = sizeof got;
-    Returns("active GetPrivateData", a->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("active GetPrivateData", a->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 196 && memcmp(got, data, 196) == 0);
     Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
     Done(s.passive, "Accept with 196 bytes, same connector", p, &acc, ND_SUCCESS);
@@ -403,26 +339,26 @@ int reject(Pair &s)
     for (unsigned k = 0; k < sizeof data; k++)
         data[k] = pattern(k);
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
-    Returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
-    Returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
+    nd2_returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
+    nd2_returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
     Done(s.active, "Connect", a, &conn, ND_CONNECTION_REFUSED);
     unsigned char got[148];
     ULONG size = sizeof got;
-    Returns("GetPrivateData after the REJ", a->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("GetPrivateData after the REJ", a->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 148 && memcmp(got, data, 148) == 0);
     ULONG in = 0, out = 0;
-    Returns("GetReadLimits after the REJ", a->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
+    nd2_returns("GetReadLimits after the REJ", a->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
     Inline(s.active, "CompleteConnect after the REJ", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
     Inline(s.passive, "Accept after Reject", p->Accept(pqp, 0, 0, NULL, 0, &acc), &acc, ND_CONNECTION_INVALID);
-    Returns("Reject again", p->Reject(NULL, 0), ND_CONNECTION_INVALID);
+    nd2_returns("Reject again", p->Reject(NULL, 0), ND_CONNECTION_INVALID);
     EXPECT(p->Release() == 0);
 
     /* "The connection attempt may be retried": the same connector connects. */
     IND2Connector *p2 = s.passive.Connector();
     Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
-    Issued("Connect again after ND_CONNECTION_REFUSED", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn));
+    Issued("Connect again after ND_CONNECTION_REFUSED", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
     Issued("Accept", p2->Accept(pqp, 0, 0, NULL, 0, &acc));
     Done(s.active, "Connect again after ND_CONNECTION_REFUSED", a, &conn, ND_SUCCESS);
@@ -440,8 +376,8 @@ int no_listener(Pair &s)
     IND2Connector *a = s.active.Connector();
     IND2QueuePair *aqp = s.active.Qp();
     sockaddr_in to = s.passive.At(7422);
-    Ov conn;
-    Completes(s.active, "Connect to a port nobody listens on", a, a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+    Nd2Ov conn;
+    Completes(s.active, "Connect to a port nobody listens on", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
               &conn, ND_CONNECTION_REFUSED);
     EXPECT(a->Release() == 0);
     return 0;
@@ -454,15 +390,15 @@ int unreachable(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     IND2Connector *a = s.active.Connector();
     sockaddr_in far = nd2_ipv4("203.0.113.1", 7423);
-    Ov conn;
-    Inline(s.active, "Connect to 203.0.113.1 (no route)", a->Connect(aqp, SA(far), sizeof far, 0, 0, NULL, 0, &conn),
+    Nd2Ov conn;
+    Inline(s.active, "Connect to 203.0.113.1 (no route)", a->Connect(aqp, nd2_sa(far), sizeof far, 0, 0, NULL, 0, &conn),
            &conn, ND_NETWORK_UNREACHABLE);
     EXPECT(a->Release() == 0);
     a = s.active.Connector();
     sockaddr_in nobody = nd2_ipv4("198.18.0.77", 7423);
-    Ov conn2;
+    Nd2Ov conn2;
     Completes(s.active, "Connect to 198.18.0.77 (nobody behind it)", a,
-              a->Connect(aqp, SA(nobody), sizeof nobody, 0, 0, NULL, 0, &conn2), &conn2, ND_HOST_UNREACHABLE, 60000);
+              a->Connect(aqp, nd2_sa(nobody), sizeof nobody, 0, 0, NULL, 0, &conn2), &conn2, ND_HOST_UNREACHABLE, 60000);
     EXPECT(a->Release() == 0);
     return 0;
 }
@@ -476,11 +412,11 @@ int io_timeout(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     IND2Connector *a = s.active.Connector();
     sockaddr_in silent = nd2_ipv4("198.18.0.52", 7429);
-    Ov conn;
-    double started = now_ms();
+    Nd2Ov conn;
+    double started = nd2_now_ms();
     Completes(s.active, "Connect to 198.18.0.52 (nobody answers)", a,
-              a->Connect(aqp, SA(silent), sizeof silent, 0, 0, NULL, 0, &conn), &conn, ND_IO_TIMEOUT, 200000);
-    printf("  completed after %.0f s\n", (now_ms() - started) / 1e3);
+              a->Connect(aqp, nd2_sa(silent), sizeof silent, 0, 0, NULL, 0, &conn), &conn, ND_IO_TIMEOUT, 200000);
+    printf("  completed after %.0f s\n", (nd2_now_ms() - started) / 1e3);
     EXPECT(a->Release() == 0);
     return 0;
 }
@@ -493,40 +429,40 @@ int address_errors(Pair &s)
     sockaddr_in taken = s.passive.At(PORT);
     IND2Listener *l2 = NULL;
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
-    Returns("listener Bind to a listener's port", l2->Bind(SA(taken), sizeof taken), ND_SHARING_VIOLATION);
+    nd2_returns("listener Bind to a listener's port", l2->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
     EXPECT(l2->Release() == 0);
     IND2Connector *c = s.passive.Connector();
-    Returns("connector Bind to a listener's port", c->Bind(SA(taken), sizeof taken), ND_SHARING_VIOLATION);
-    Returns("Bind again on the refused connector", c->Bind(SA(taken), sizeof taken), ND_CONNECTION_INVALID);
-    Ov conn;
+    nd2_returns("connector Bind to a listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SHARING_VIOLATION);
+    nd2_returns("Bind again on the refused connector", c->Bind(nd2_sa(taken), sizeof taken), ND_CONNECTION_INVALID);
+    Nd2Ov conn;
     sockaddr_in to = s.active.At(PORT);
-    Inline(s.passive, "Connect on the refused connector", c->Connect(s.passive.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+    Inline(s.passive, "Connect on the refused connector", c->Connect(s.passive.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
            &conn, ND_CONNECTION_INVALID);
     EXPECT(c->Release() == 0);
 
     sockaddr_in testNet = nd2_ipv4("192.0.2.1", 0), loopback = nd2_ipv4("127.0.0.1", 0);
     c = s.passive.Connector();
-    Returns("connector Bind to 192.0.2.1", c->Bind(SA(testNet), sizeof testNet), ND_INVALID_ADDRESS);
+    nd2_returns("connector Bind to 192.0.2.1", c->Bind(nd2_sa(testNet), sizeof testNet), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     c = s.passive.Connector();
-    Returns("connector Bind to 127.0.0.1", c->Bind(SA(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    nd2_returns("connector Bind to 127.0.0.1", c->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     c = s.passive.Connector();
-    Returns("connector Bind with an 8-byte sockaddr_in", c->Bind(SA(s.passive.address), 8), ND_INVALID_ADDRESS);
+    nd2_returns("connector Bind with an 8-byte sockaddr_in", c->Bind(nd2_sa(s.passive.address), 8), ND_INVALID_ADDRESS);
     EXPECT(c->Release() == 0);
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l2)));
-    Returns("listener Bind to 127.0.0.1", l2->Bind(SA(loopback), sizeof loopback), ND_INVALID_ADDRESS);
+    nd2_returns("listener Bind to 127.0.0.1", l2->Bind(nd2_sa(loopback), sizeof loopback), ND_INVALID_ADDRESS);
     EXPECT(l2->Release() == 0);
 
     c = s.passive.Connector();
-    Returns("connector Bind to port 0", c->Bind(SA(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
-    Returns("connector Bind again", c->Bind(SA(s.passive.address), sizeof s.passive.address),
+    nd2_returns("connector Bind to port 0", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    nd2_returns("connector Bind again", c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
             STATUS_ADDRESS_ALREADY_ASSOCIATED);
     EXPECT(c->Release() == 0);
     EXPECT(l->Release() == 0);
     /* The port is free again once its listener is gone. */
     c = s.passive.Connector();
-    Returns("connector Bind to the released listener's port", c->Bind(SA(taken), sizeof taken), ND_SUCCESS);
+    nd2_returns("connector Bind to the released listener's port", c->Bind(nd2_sa(taken), sizeof taken), ND_SUCCESS);
     EXPECT(c->Release() == 0);
     return 0;
 }
@@ -540,7 +476,7 @@ int ports_exhausted(Pair &s)
     HRESULT hr;
     for (;;) {
         IND2Connector *c = s.passive.Connector();
-        hr = c->Bind(SA(s.passive.address), sizeof s.passive.address);
+        hr = c->Bind(nd2_sa(s.passive.address), sizeof s.passive.address);
         if (hr != ND_SUCCESS) {
             EXPECT(c->Release() == 0);
             break;
@@ -549,10 +485,10 @@ int ports_exhausted(Pair &s)
         EXPECT(held.size() < 1000);
     }
     printf("  %zu binds in %s\n", held.size(), getenv("ND_SHIM_PORT_RANGE"));
-    Returns("connector Bind to port 0 with the range used up", hr, ND_TOO_MANY_ADDRESSES);
+    nd2_returns("connector Bind to port 0 with the range used up", hr, ND_TOO_MANY_ADDRESSES);
     IND2Listener *l = NULL;
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
-    Returns("listener Bind to port 0 with the range used up", l->Bind(SA(s.passive.address), sizeof s.passive.address),
+    nd2_returns("listener Bind to port 0 with the range used up", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address),
             ND_TOO_MANY_ADDRESSES);
     EXPECT(l->Release() == 0);
     for (IND2Connector *c : held)
@@ -568,10 +504,10 @@ int cancel_connect(Pair &s)
     IND2Listener *l = s.passive.Listen(PORT);
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov conn, comp;
-    StillPending("Connect, never taken", a, a->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+    Nd2Ov conn, comp;
+    StillPending("Connect, never taken", a, a->Connect(s.active.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
                  1000);
-    Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
     EXPECT(a->GetOverlappedResult(&conn, FALSE) == ND_CANCELED);
     Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
     Inline(s.active, "CompleteConnect after the cancel", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
@@ -592,9 +528,9 @@ int abandoned(Pair &s)
     for (int round = 0; round < 2; round++) {
         IND2Connector *p = s.passive.Connector();
         IND2Connector *a = s.active.Connector();
-        Ov get, conn, acc;
+        Nd2Ov get, conn, acc;
         Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
-        Returns("active CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+        nd2_returns("active CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
         Done(s.active, "Connect, abandoned", a, &conn, ND_CANCELED, 0);
         EXPECT(a->Release() == 0);
         usleep(500 * 1000); /* the REJ reaches the passive CM */
@@ -602,7 +538,7 @@ int abandoned(Pair &s)
             Inline(s.passive, "Accept of the abandoned request", p->Accept(pqp, 0, 0, NULL, 0, &acc), &acc,
                    ND_CONNECTION_ABORTED);
         else
-            Returns("Reject of the abandoned request", p->Reject(NULL, 0), ND_CONNECTION_ABORTED);
+            nd2_returns("Reject of the abandoned request", p->Reject(NULL, 0), ND_CONNECTION_ABORTED);
         EXPECT(p->Release() == 0);
     }
     EXPECT(l->Release() == 0);
@@ -618,14 +554,14 @@ int active_reject(Pair &s)
     IND2Connector *p = s.passive.Connector();
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc;
+    Nd2Ov get, conn, acc;
     Requested(s, l, p, get, a, s.active.Qp(), to, 4, 4, NULL, 0, conn);
     Issued("Accept", p->Accept(s.passive.Qp(), 1, 1, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     ULONG in = 0, out = 0;
-    Returns("active GetReadLimits", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    nd2_returns("active GetReadLimits", a->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 1 && out == 1);
-    Returns("active Reject after Connect", a->Reject(NULL, 0), ND_SUCCESS);
+    nd2_returns("active Reject after Connect", a->Reject(NULL, 0), ND_SUCCESS);
     Done(s.passive, "Accept", p, &acc, ND_CONNECTION_REFUSED);
     EXPECT(a->Release() == 0);
     EXPECT(p->Release() == 0);
@@ -642,12 +578,12 @@ int cancel_accept(Pair &s)
     IND2Connector *p = s.passive.Connector();
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc;
+    Nd2Ov get, conn, acc;
     Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     HRESULT issued = p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc);
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
     StillPending("Accept without the RTU", p, issued, &acc, 1000);
-    Returns("passive CancelOverlappedRequests", p->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("passive CancelOverlappedRequests", p->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.passive, "Accept, cancelled", p, &acc, ND_CANCELED, 0);
     EXPECT(p->Release() == 0);
     EXPECT(a->Release() == 0);
@@ -665,7 +601,7 @@ int complete_connect_aborted(Pair &s)
     IND2Connector *p = s.passive.Connector();
     IND2Connector *a = s.active.Connector();
     sockaddr_in to = s.passive.At(PORT);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     Issued("Accept", p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
@@ -692,12 +628,12 @@ int connection_active(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     Connection c = Connect(s, l, PORT, pqp, aqp);
     sockaddr_in to = s.passive.At(PORT);
-    Ov conn, comp, get, acc, conn2;
-    Inline(s.active, "Connect on a connected connector", c.a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn),
+    Nd2Ov conn, comp, get, acc, conn2;
+    Inline(s.active, "Connect on a connected connector", c.a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
            &conn, ND_CONNECTION_ACTIVE);
     Inline(s.active, "CompleteConnect when connected", c.a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
     IND2Connector *a2 = s.active.Connector();
-    Inline(s.active, "Connect with a connected QP", a2->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+    Inline(s.active, "Connect with a connected QP", a2->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
            ND_CONNECTION_ACTIVE);
     EXPECT(a2->Release() == 0);
     Inline(s.passive, "GetConnectionRequest with a connected connector", l->GetConnectionRequest(c.p, &get), &get,
@@ -705,7 +641,7 @@ int connection_active(Pair &s)
     IND2Connector *p2 = s.passive.Connector();
     IND2Connector *a3 = s.active.Connector();
     Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
-    Issued("Connect with a second QP", a3->Connect(s.active.Qp(), SA(to), sizeof to, 0, 0, NULL, 0, &conn2));
+    Issued("Connect with a second QP", a3->Connect(s.active.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn2));
     Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
     Inline(s.passive, "Accept with the QP of another connection", p2->Accept(pqp, 0, 0, NULL, 0, &acc), &acc,
            ND_CONNECTION_ACTIVE);
@@ -720,9 +656,9 @@ int connection_active(Pair &s)
     ND2_SGE ss = {s.active.buf, 16, s.active.mr->GetLocalToken()};
     CHECK_HR(aqp->Send(s.active.buf, &ss, 1, 0));
     ND2_RESULT r;
-    double until = now_ms() + 5000;
+    double until = nd2_now_ms() + 5000;
     while (s.passive.cq->GetResults(&r, 1) == 0)
-        EXPECT(now_ms() < until);
+        EXPECT(nd2_now_ms() < until);
     EXPECT(r.Status == ND_SUCCESS && r.RequestType == Nd2RequestTypeReceive && r.BytesTransferred == 16);
     EXPECT(memcmp(s.passive.buf, "still connected", 16) == 0);
     Hangup(s, c);
@@ -738,10 +674,10 @@ void *Context(unsigned k) { return reinterpret_cast<void *>(static_cast<uintptr_
 /* Takes `n` completions from `side`'s CQ (waiting up to 10 s) into `out`. */
 void Results(Side &side, ND2_RESULT *out, unsigned n)
 {
-    double until = now_ms() + 10000;
+    double until = nd2_now_ms() + 10000;
     for (unsigned got = 0; got < n;) {
         got += side.cq->GetResults(out + got, n - got);
-        if (got < n && now_ms() > until)
+        if (got < n && nd2_now_ms() > until)
             FAIL("%s: %u of %u completions after 10 s", side.label, got, n);
     }
 }
@@ -755,9 +691,9 @@ void Expect(const char *what, const ND2_RESULT *results, unsigned n, void *ctx, 
             continue;
         if (results[k].Status != status || results[k].RequestType != type || results[k].QueuePairContext != qpContext)
             FAIL("%s: status %s (0x%08x), RequestType %d, QueuePairContext %p; want %s, RequestType %d, %p", what,
-                 name(results[k].Status), (unsigned)results[k].Status, results[k].RequestType,
-                 results[k].QueuePairContext, name(status), type, qpContext);
-        printf("  %s: %s (0x%08x), RequestType %d\n", what, name(status), (unsigned)status, type);
+                 nd2_status_name(results[k].Status), (unsigned)results[k].Status, results[k].RequestType,
+                 results[k].QueuePairContext, nd2_status_name(status), type, qpContext);
+        printf("  %s: %s (0x%08x), RequestType %d\n", what, nd2_status_name(status), (unsigned)status, type);
         return;
     }
     FAIL("%s: no completion with its context", what);
@@ -836,9 +772,9 @@ int srq_request_types(Pair &s)
     ND2_SGE next = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
     CHECK_HR(srq->Receive(Context(3), &next, 1));
     CHECK_HR(pqp->Flush());
-    double until = now_ms() + 1000;
+    double until = nd2_now_ms() + 1000;
     unsigned flushed = 0;
-    while (now_ms() < until) {
+    while (nd2_now_ms() < until) {
         if (s.passive.cq->GetResults(&r, 1) == 0) {
             usleep(1000);
             continue;
@@ -869,13 +805,13 @@ int getters(Pair &s)
     ULONG in = 0, out = 0, size = 0;
     unsigned char buf[256];
     size = sizeof buf;
-    Returns("GetReadLimits on a new connector", fresh->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
-    Returns("GetPrivateData on a new connector", fresh->GetPrivateData(buf, &size), ND_CONNECTION_INVALID);
+    nd2_returns("GetReadLimits on a new connector", fresh->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
+    nd2_returns("GetPrivateData on a new connector", fresh->GetPrivateData(buf, &size), ND_CONNECTION_INVALID);
     size = sizeof buf;
-    Returns("GetLocalAddress on a new connector", fresh->GetLocalAddress(reinterpret_cast<sockaddr *>(buf), &size),
+    nd2_returns("GetLocalAddress on a new connector", fresh->GetLocalAddress(reinterpret_cast<sockaddr *>(buf), &size),
             ND_CONNECTION_INVALID);
     size = sizeof buf;
-    Returns("GetPeerAddress on a new connector", fresh->GetPeerAddress(reinterpret_cast<sockaddr *>(buf), &size),
+    nd2_returns("GetPeerAddress on a new connector", fresh->GetPeerAddress(reinterpret_cast<sockaddr *>(buf), &size),
             ND_CONNECTION_INVALID);
     EXPECT(fresh->Release() == 0);
 
@@ -888,34 +824,34 @@ int getters(Pair &s)
     unsigned char data[56];
     for (unsigned k = 0; k < sizeof data; k++)
         data[k] = pattern(k);
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     Requested(s, l, p, get, a, aqp, to, 3, 2, data, 56, conn);
-    Returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
+    nd2_returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 2 && out == 3);
     size = 0;
-    Returns("GetPrivateData with no buffer", p->GetPrivateData(NULL, &size), ND_BUFFER_OVERFLOW);
+    nd2_returns("GetPrivateData with no buffer", p->GetPrivateData(NULL, &size), ND_BUFFER_OVERFLOW);
     EXPECT(size == 56);
     memset(buf, 0xEE, sizeof buf);
     size = 4;
-    Returns("GetPrivateData with 4 bytes", p->GetPrivateData(buf, &size), ND_BUFFER_OVERFLOW);
+    nd2_returns("GetPrivateData with 4 bytes", p->GetPrivateData(buf, &size), ND_BUFFER_OVERFLOW);
     EXPECT(size == 56 && memcmp(buf, data, 4) == 0 && buf[4] == 0xEE);
     sockaddr_in addr;
     ULONG len = sizeof addr;
-    Returns("passive GetLocalAddress after the request", p->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("passive GetLocalAddress after the request", p->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
     len = sizeof addr;
     /* The request carries the peer's address: Microsoft's ndmpic reads it before Accept. */
-    Returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr);
     unsigned short requestPort = addr.sin_port;
     Issued("Accept", p->Accept(pqp, 8, 8, NULL, 0, &acc));
     Done(s.active, "Connect", a, &conn, ND_SUCCESS);
-    Returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    nd2_returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 3 && out == 2); /* the passive side's 8/8, capped to what Connect offered */
     len = sizeof addr;
-    Returns("active GetLocalAddress while connecting", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("active GetLocalAddress while connecting", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
     unsigned short activePort = addr.sin_port;
@@ -925,21 +861,21 @@ int getters(Pair &s)
 
     memset(&addr, 0xAB, sizeof addr);
     len = 4;
-    Returns("GetPeerAddress with 4 bytes", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetPeerAddress with 4 bytes", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     len = 4;
-    Returns("GetLocalAddress with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     len = sizeof addr;
-    Returns("active GetPeerAddress", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    nd2_returns("active GetPeerAddress", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
     len = sizeof addr;
-    Returns("passive GetPeerAddress", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    nd2_returns("passive GetPeerAddress", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && addr.sin_port == activePort);
     len = 4;
-    Returns("listener GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("listener GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr);
     Connection c = {p, a};
@@ -956,7 +892,7 @@ int disconnect_codes(Pair &s)
 {
     const unsigned short PORT = 7432;
     IND2Connector *fresh = s.passive.Connector();
-    Ov nd, d;
+    Nd2Ov nd, d;
     Inline(s.passive, "NotifyDisconnect on a new connector", fresh->NotifyDisconnect(&nd), &nd, ND_CONNECTION_INVALID);
     Inline(s.passive, "Disconnect on a new connector", fresh->Disconnect(&d), &d, ND_CONNECTION_INVALID);
     EXPECT(fresh->Release() == 0);
@@ -966,9 +902,9 @@ int disconnect_codes(Pair &s)
     Connection c = Connect(s, l, PORT, pqp, s.active.Qp());
     ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
     CHECK_HR(pqp->Receive(s.passive.buf, &rs, 1));
-    Ov nd1, nd2, ad, pd;
+    Nd2Ov nd1, nd2, ad, pd;
     StillPending("NotifyDisconnect", c.p, c.p->NotifyDisconnect(&nd1), &nd1, 200);
-    Returns("CancelOverlappedRequests", c.p->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("CancelOverlappedRequests", c.p->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.passive, "NotifyDisconnect, cancelled", c.p, &nd1, ND_CANCELED, 0);
     Issued("NotifyDisconnect again", c.p->NotifyDisconnect(&nd2));
     Issued("active Disconnect", c.a->Disconnect(&ad));
@@ -997,27 +933,27 @@ int listener_codes(Pair &s)
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
     sockaddr_in addr;
     ULONG len = sizeof addr;
-    Returns("GetLocalAddress before Bind", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress before Bind", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_INVALID_DEVICE_STATE);
     IND2Connector *p = s.passive.Connector();
-    Ov get, get2;
-    Returns("Bind to port 0", l->Bind(SA(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
+    Nd2Ov get, get2;
+    nd2_returns("Bind to port 0", l->Bind(nd2_sa(s.passive.address), sizeof s.passive.address), ND_SUCCESS);
     Inline(s.passive, "GetConnectionRequest before Listen", l->GetConnectionRequest(p, &get), &get,
            ND_INVALID_DEVICE_STATE);
-    Returns("Listen", l->Listen(0), ND_SUCCESS);
-    Returns("Listen again", l->Listen(0), ND_INVALID_DEVICE_STATE);
+    nd2_returns("Listen", l->Listen(0), ND_SUCCESS);
+    nd2_returns("Listen again", l->Listen(0), ND_INVALID_DEVICE_STATE);
     len = sizeof addr;
-    Returns("GetLocalAddress", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    nd2_returns("GetLocalAddress", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.passive.address.sin_addr.s_addr);
     EXPECT(ntohs(addr.sin_port) >= 49152);
     printf("  listening on port %u\n", ntohs(addr.sin_port));
     memset(&addr, 0xAB, sizeof addr);
     len = 4;
-    Returns("GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     StillPending("GetConnectionRequest", l, l->GetConnectionRequest(p, &get2), &get2, 200);
-    Returns("CancelOverlappedRequests", l->CancelOverlappedRequests(), ND_SUCCESS);
+    nd2_returns("CancelOverlappedRequests", l->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.passive, "GetConnectionRequest, cancelled", l, &get2, ND_CANCELED, 0);
     EXPECT(p->Release() == 0);
     EXPECT(l->Release() == 0);
@@ -1030,13 +966,13 @@ int invalid_ip(Pair &s)
 {
     IND2QueuePair *aqp = s.active.Qp();
     IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     sockaddr_in none = nd2_ipv4("0.0.0.0", 7435);
-    Ov conn;
-    double started = now_ms();
-    Inline(s.active, "Connect to 0.0.0.0", a->Connect(aqp, SA(none), sizeof none, 0, 0, NULL, 0, &conn), &conn,
+    Nd2Ov conn;
+    double started = nd2_now_ms();
+    Inline(s.active, "Connect to 0.0.0.0", a->Connect(aqp, nd2_sa(none), sizeof none, 0, 0, NULL, 0, &conn), &conn,
            STATUS_BAD_NETWORK_NAME);
-    EXPECT(now_ms() - started < 1000);
+    EXPECT(nd2_now_ms() - started < 1000);
     EXPECT(a->Release() == 0);
     return 0;
 }
@@ -1052,17 +988,17 @@ int send_no_receive(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     Connection c = Connect(s, l, PORT, pqp, aqp);
     ND2_SGE message = {s.active.buf, 64, s.active.mr->GetLocalToken()};
-    double started = now_ms();
+    double started = nd2_now_ms();
     CHECK_HR(aqp->Send(Context(1), &message, 1, 0));
     ND2_RESULT r;
-    double until = now_ms() + 60000;
+    double until = nd2_now_ms() + 60000;
     while (s.active.cq->GetResults(&r, 1) == 0) {
-        if (now_ms() > until)
+        if (nd2_now_ms() > until)
             FAIL("no completion for the Send after 60 s");
         usleep(1000);
     }
     Expect("Send with no receive posted", &r, 1, Context(1), ND_IO_TIMEOUT, Nd2RequestTypeSend, &s.active);
-    printf("  completed after %.1f s\n", (now_ms() - started) / 1e3);
+    printf("  completed after %.1f s\n", (nd2_now_ms() - started) / 1e3);
     EXPECT(s.passive.cq->GetResults(&r, 1) == 0);
     Hangup(s, c);
     DrainCq(s.active);
@@ -1088,7 +1024,7 @@ int receive_peer_closed(Pair &s)
     Results(s.passive, &r, 1);
     Expect("Receive after the peer released its connector", &r, 1, Context(1), ND_CANCELED, Nd2RequestTypeReceive,
            &s.passive);
-    Ov pd;
+    Nd2Ov pd;
     Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
     EXPECT(c.p->Release() == 0);
     DrainCq(s.active);
@@ -1121,15 +1057,15 @@ int receive_after_flush(Pair &s)
     /* The QP is in error now: a queue's worth of receives, three times over. */
     for (unsigned round = 0; round < 3; round++) {
         for (unsigned k = 0; k < N; k++)
-            Returns("Receive after the peer's disconnect", pqp->Receive(Context(100 + k), &rs, 1), ND_SUCCESS);
+            nd2_returns("Receive after the peer's disconnect", pqp->Receive(Context(100 + k), &rs, 1), ND_SUCCESS);
         Results(s.passive, r, N);
         for (unsigned k = 0; k < N; k++)
             if (r[k].Status != ND_CANCELED || r[k].RequestType != Nd2RequestTypeReceive)
-                FAIL("receive %u after the peer's disconnect: %s (0x%08x)", k, name(r[k].Status),
+                FAIL("receive %u after the peer's disconnect: %s (0x%08x)", k, nd2_status_name(r[k].Status),
                      (unsigned)r[k].Status);
     }
     printf("  %u receives posted after the peer's disconnect: all ND_CANCELED\n", 3 * N);
-    Ov pd;
+    Nd2Ov pd;
     Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
     EXPECT(c.p->Release() == 0);
     EXPECT(l->Release() == 0);
@@ -1138,11 +1074,11 @@ int receive_after_flush(Pair &s)
     IND2QueuePair *fqp = s.passive.Qp();
     CHECK_HR(fqp->Flush());
     for (unsigned k = 0; k < N; k++)
-        Returns("Receive after Flush", fqp->Receive(Context(200 + k), &rs, 1), ND_SUCCESS);
+        nd2_returns("Receive after Flush", fqp->Receive(Context(200 + k), &rs, 1), ND_SUCCESS);
     Results(s.passive, r, N);
     for (unsigned k = 0; k < N; k++)
         if (r[k].Status != ND_CANCELED)
-            FAIL("receive %u after Flush: %s (0x%08x)", k, name(r[k].Status), (unsigned)r[k].Status);
+            FAIL("receive %u after Flush: %s (0x%08x)", k, nd2_status_name(r[k].Status), (unsigned)r[k].Status);
     printf("  %u receives posted after Flush: all ND_CANCELED\n", N);
     DrainCq(s.active);
     DrainCq(s.passive);
@@ -1167,28 +1103,28 @@ bool Lists(const SOCKET_ADDRESS_LIST *list, const sockaddr_in &ip)
 int address_list(Pair &s)
 {
     SIZE_T all = 0;
-    Returns("NdQueryAddressList(0) size probe", NdQueryAddressList(0, NULL, &all), ND_BUFFER_OVERFLOW);
+    nd2_returns("NdQueryAddressList(0) size probe", NdQueryAddressList(0, NULL, &all), ND_BUFFER_OVERFLOW);
     std::vector<char> buf(all);
     SOCKET_ADDRESS_LIST *list = reinterpret_cast<SOCKET_ADDRESS_LIST *>(buf.data());
-    Returns("NdQueryAddressList(0)", NdQueryAddressList(0, list, &all), ND_SUCCESS);
+    nd2_returns("NdQueryAddressList(0)", NdQueryAddressList(0, list, &all), ND_SUCCESS);
     EXPECT(Lists(list, s.passive.address) && Lists(list, s.active.address));
     SIZE_T size = 0;
-    Returns("NdQueryAddressList(EXCLUDE_EMULATOR | EXCLUDE_NDv1) size probe",
+    nd2_returns("NdQueryAddressList(EXCLUDE_EMULATOR | EXCLUDE_NDv1) size probe",
             NdQueryAddressList(ND_QUERY_EXCLUDE_EMULATOR_ADDRESSES | ND_QUERY_EXCLUDE_NDv1_ADDRESSES, NULL, &size),
             ND_BUFFER_OVERFLOW);
     EXPECT(size == all);
     size = 123;
-    Returns("NdQueryAddressList(EXCLUDE_NDv2)", NdQueryAddressList(ND_QUERY_EXCLUDE_NDv2_ADDRESSES, NULL, &size),
+    nd2_returns("NdQueryAddressList(EXCLUDE_NDv2)", NdQueryAddressList(ND_QUERY_EXCLUDE_NDv2_ADDRESSES, NULL, &size),
             ND_SUCCESS);
     EXPECT(size == 0);
     printf("  NdQueryAddressList(EXCLUDE_NDv2): no address, size 0\n");
 
     ULONG mine = 0;
-    Returns("passive IND2Adapter::QueryAddressList size probe", s.passive.adapter->QueryAddressList(NULL, &mine),
+    nd2_returns("passive IND2Adapter::QueryAddressList size probe", s.passive.adapter->QueryAddressList(NULL, &mine),
             ND_BUFFER_OVERFLOW);
     std::vector<char> own(mine);
     SOCKET_ADDRESS_LIST *ownList = reinterpret_cast<SOCKET_ADDRESS_LIST *>(own.data());
-    Returns("passive IND2Adapter::QueryAddressList",
+    nd2_returns("passive IND2Adapter::QueryAddressList",
             s.passive.adapter->QueryAddressList(ownList, &mine), ND_SUCCESS);
     EXPECT(Lists(ownList, s.passive.address) && !Lists(ownList, s.active.address));
     printf("  passive adapter lists %d address(es), its own and not the active side's\n", ownList->iAddressCount);
@@ -1205,7 +1141,7 @@ int churn(Pair &s)
     const unsigned short PORT = 7438;
     const unsigned ROUNDS = 100;
     IND2Listener *l = s.passive.Listen(PORT);
-    double started = now_ms();
+    double started = nd2_now_ms();
     for (unsigned k = 0; k < ROUNDS; k++) {
         IND2QueuePair *pqp = NULL, *aqp = NULL;
         CHECK_HR(s.passive.adapter->CreateQueuePair(IID_IND2QueuePair, s.passive.cq, s.passive.cq, &s.passive, 8, 8,
@@ -1225,12 +1161,12 @@ int churn(Pair &s)
         Results(s.passive, r, 2);
         for (ND2_RESULT &one : r)
             if (one.Status != ND_SUCCESS)
-                FAIL("round %u: passive completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
+                FAIL("round %u: passive completion 0x%08X (%s)", k, (unsigned)one.Status, nd2_status_name(one.Status));
         Results(s.active, r, 2);
         for (ND2_RESULT &one : r)
             if (one.Status != ND_SUCCESS)
-                FAIL("round %u: active completion 0x%08X (%s)", k, (unsigned)one.Status, name(one.Status));
-        Ov ad, pd;
+                FAIL("round %u: active completion 0x%08X (%s)", k, (unsigned)one.Status, nd2_status_name(one.Status));
+        Nd2Ov ad, pd;
         HRESULT a = c.a->Disconnect(&ad), p = c.p->Disconnect(&pd);
         if (a != ND_PENDING || p != ND_PENDING)
             FAIL("round %u: Disconnect returned 0x%08X / 0x%08X", k, (unsigned)a, (unsigned)p);
@@ -1243,7 +1179,7 @@ int churn(Pair &s)
         EXPECT(aqp->Release() == 0);
         EXPECT(pqp->Release() == 0);
     }
-    double secs = (now_ms() - started) / 1e3;
+    double secs = (nd2_now_ms() - started) / 1e3;
     printf("  %u connections in %.1f s (%.1f per second)\n", ROUNDS, secs, ROUNDS / secs);
     DrainCq(s.active);
     DrainCq(s.passive);
@@ -1269,7 +1205,7 @@ int disconnect_in_flight(Pair &s)
     IND2QueuePair *aqp = s.active.Qp();
     Connection c = Connect(s, l, PORT, pqp, aqp);
     ND2_SGE message = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
-    Ov nd, ad, pd;
+    Nd2Ov nd, ad, pd;
     ND2_RESULT r[4];
     Issued("NotifyDisconnect", c.p->NotifyDisconnect(&nd));
     CHECK_HR(pqp->Send(Context(1), &message, 1, 0));
@@ -1280,7 +1216,7 @@ int disconnect_in_flight(Pair &s)
     usleep(20000);
     if (s.passive.cq->GetResults(r, 1) != 0)
         FAIL("the Send in flight completed %s (0x%08x) with the peer's disconnect; want it still outstanding",
-             name(r[0].Status), (unsigned)r[0].Status);
+             nd2_status_name(r[0].Status), (unsigned)r[0].Status);
     printf("  Send in flight: still outstanding after the peer's disconnect\n");
     Results(s.passive, r, 1);
     Expect("Send in flight, soon after", r, 1, Context(1), ND_CANCELED, Nd2RequestTypeSend, &s.passive);
@@ -1312,7 +1248,7 @@ int disconnect_in_flight(Pair &s)
         Results(s.active, r, 2);
         Expect("active Send", r, 2, Context(11), ND_SUCCESS, Nd2RequestTypeSend, &s.active);
         Expect("active Receive", r, 2, Context(10), ND_SUCCESS, Nd2RequestTypeReceive, &s.active);
-        Ov ad2, pd2;
+        Nd2Ov ad2, pd2;
         Issued("active Disconnect at once", d.a->Disconnect(&ad2));
         Results(s.passive, r, 1);
         Expect("passive Send, the peer disconnecting", r, 1, Context(12), ND_SUCCESS, Nd2RequestTypeSend, &s.passive);
@@ -1353,23 +1289,23 @@ int local_address_after_bind(Pair &s)
 {
     const unsigned short PORT = 7460;
     IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     sockaddr_in addr;
     ULONG len = sizeof addr;
-    Returns("GetLocalAddress after Bind to port 0", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress after Bind to port 0", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_family == AF_INET);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
     printf("  bound to port %u\n", ntohs(addr.sin_port));
     unsigned short bound = addr.sin_port;
     len = 4;
-    Returns("GetLocalAddress after Bind with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress after Bind with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr);
 
     IND2Connector *e = s.active.Connector();
     sockaddr_in explicitAt = s.active.At(7461);
-    CHECK_HR(e->Bind(SA(explicitAt), sizeof explicitAt));
+    CHECK_HR(e->Bind(nd2_sa(explicitAt), sizeof explicitAt));
     sockaddr_in got = LocalAddress(e);
     EXPECT(got.sin_addr.s_addr == explicitAt.sin_addr.s_addr && got.sin_port == explicitAt.sin_port);
     printf("  GetLocalAddress after Bind to port 7461: port %u\n", ntohs(got.sin_port));
@@ -1378,7 +1314,7 @@ int local_address_after_bind(Pair &s)
     IND2Listener *l = s.passive.Listen(PORT);
     IND2Connector *p = s.passive.Connector();
     IND2QueuePair *pqp = s.passive.Qp();
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     sockaddr_in to = s.passive.At(PORT);
     Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
     len = sizeof addr;
@@ -1408,27 +1344,27 @@ int connectors_share_port(Pair &s)
     IND2Listener *l2 = s.passive.Listen(PORT2);
     IND2Connector *a1 = s.active.Connector();
     sockaddr_in shared = s.active.At(LOCAL);
-    Returns("first connector Bind", a1->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    nd2_returns("first connector Bind", a1->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
     IND2Connector *a2 = s.active.Connector();
-    Returns("second connector Bind to the same address and port", a2->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    nd2_returns("second connector Bind to the same address and port", a2->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
     EXPECT(LocalAddress(a2).sin_port == shared.sin_port);
     IND2Connector *a3 = s.active.Connector();
-    Returns("third connector Bind to the same address and port", a3->Bind(SA(shared), sizeof shared), ND_SUCCESS);
+    nd2_returns("third connector Bind to the same address and port", a3->Bind(nd2_sa(shared), sizeof shared), ND_SUCCESS);
 
     IND2Listener *la = NULL;
     CHECK_HR(s.active.adapter->CreateListener(IID_IND2Listener, s.active.file, reinterpret_cast<void **>(&la)));
-    Returns("listener Bind to the connectors' port", la->Bind(SA(shared), sizeof shared), ND_SHARING_VIOLATION);
+    nd2_returns("listener Bind to the connectors' port", la->Bind(nd2_sa(shared), sizeof shared), ND_SHARING_VIOLATION);
     EXPECT(la->Release() == 0);
     IND2Connector *pc = s.passive.Connector();
     sockaddr_in listening = s.passive.At(PORT1);
-    Returns("connector Bind to a listener's port", pc->Bind(SA(listening), sizeof listening), ND_SHARING_VIOLATION);
+    nd2_returns("connector Bind to a listener's port", pc->Bind(nd2_sa(listening), sizeof listening), ND_SHARING_VIOLATION);
     EXPECT(pc->Release() == 0);
 
     /* Two connections from the one local port, to two listeners. */
     IND2Connector *p1 = s.passive.Connector(), *p2 = s.passive.Connector();
     IND2QueuePair *pqp1 = s.passive.Qp(), *pqp2 = s.passive.Qp();
     sockaddr_in to1 = s.passive.At(PORT1), to2 = s.passive.At(PORT2);
-    Ov get1, get2, conn1, conn2, acc1, acc2, comp1, comp2, conn3;
+    Nd2Ov get1, get2, conn1, conn2, acc1, acc2, comp1, comp2, conn3;
     Requested(s, l1, p1, get1, a1, s.active.Qp(), to1, 0, 0, NULL, 0, conn1);
     Requested(s, l2, p2, get2, a2, s.active.Qp(), to2, 0, 0, NULL, 0, conn2);
     sockaddr_in addr;
@@ -1468,7 +1404,7 @@ int connectors_share_port(Pair &s)
 
     /* The same local and remote address again: refused. */
     Inline(s.active, "Connect with the same 4-tuple as a live connection",
-           a3->Connect(s.active.Qp(), SA(to1), sizeof to1, 0, 0, NULL, 0, &conn3), &conn3, ND_ADDRESS_ALREADY_EXISTS);
+           a3->Connect(s.active.Qp(), nd2_sa(to1), sizeof to1, 0, 0, NULL, 0, &conn3), &conn3, ND_ADDRESS_ALREADY_EXISTS);
     EXPECT(a3->Release() == 0);
 
     Connection c1 = {p1, a1}, c2 = {p2, a2};
@@ -1488,14 +1424,14 @@ int connect_after_cancel(Pair &s)
     const unsigned short PORT = 7464;
     IND2Listener *l = s.passive.Listen(PORT);
     IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(SA(s.active.address), sizeof s.active.address));
+    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     IND2QueuePair *aqp = s.active.Qp();
     sockaddr_in to = s.passive.At(PORT);
-    Ov conn, again;
-    StillPending("Connect, never taken", a, a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &conn), &conn, 500);
-    Returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+    Nd2Ov conn, again;
+    StillPending("Connect, never taken", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn, 500);
+    nd2_returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
     Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
-    Inline(s.active, "Connect after the cancelled Connect", a->Connect(aqp, SA(to), sizeof to, 0, 0, NULL, 0, &again),
+    Inline(s.active, "Connect after the cancelled Connect", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &again),
            &again, ND_CONNECTION_ACTIVE);
     EXPECT(a->Release() == 0);
     EXPECT(l->Release() == 0);
@@ -1542,13 +1478,9 @@ int main(int argc, char **argv)
 {
     return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
                          [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             CHECK_HR(NdStartup());
-                             int rc;
-                             {
+                             return nd2_with_startup([&] {
                                  Pair pair(passiveIp, activeIp);
-                                 rc = c.run(pair);
-                             }
-                             CHECK_HR(NdCleanup());
-                             return rc;
+                                 return c.run(pair);
+                             });
                          });
 }

@@ -20,40 +20,6 @@
 
 namespace {
 
-const char *name(HRESULT hr)
-{
-    switch (hr) {
-#define NAME(code)                                                                                \
-    case code:                                                                                    \
-        return #code;
-        NAME(ND_SUCCESS)
-        NAME(ND_PENDING)
-        NAME(ND_CANCELED)
-        NAME(ND_DEVICE_BUSY)
-        NAME(ND_INVALID_BUFFER_SIZE)
-        NAME(ND_INVALID_DEVICE_STATE)
-        NAME(ND_INVALID_PARAMETER)
-        NAME(ND_INVALID_HANDLE)
-        NAME(ND_ACCESS_VIOLATION)
-        NAME(ND_REMOTE_ERROR)
-        NAME(ND_NO_MEMORY)
-        NAME(ND_INSUFFICIENT_RESOURCES)
-#undef NAME
-    default:
-        return "another code";
-    }
-}
-
-double now_ms() { return nd2_now_us() / 1e3; }
-
-const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
-
-struct Ov {
-    OVERLAPPED ov;
-    Ov() { memset(&ov, 0, sizeof ov); }
-    OVERLAPPED *operator&() { return &ov; }
-};
-
 const size_t kBuf = 4096;
 
 /* One side: adapter, overlapped file on a completion port, a CQ, a page-aligned buffer. */
@@ -69,7 +35,7 @@ struct Side {
     Side(const char *labelText, const char *ip) : label(labelText)
     {
         address = nd2_ipv4(ip, 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(address), sizeof address, reinterpret_cast<void **>(&adapter)));
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
         CHECK_HR(adapter->CreateOverlappedFile(&file));
         port = CreateIoCompletionPort(file, NULL, 5, 0);
         EXPECT(port != NULL);
@@ -109,11 +75,9 @@ struct Side {
     {
         int n = 0;
         for (;;) {
-            DWORD bytes = 0;
+            BOOL ok = FALSE;
             ULONG_PTR key = 0;
-            OVERLAPPED *ov = NULL;
-            GetQueuedCompletionStatus(port, &bytes, &key, &ov, 0);
-            if (ov == NULL)
+            if (nd2_next_packet(port, 0, &ok, &key) == NULL)
                 return n;
             n++;
         }
@@ -122,10 +86,9 @@ struct Side {
     /* The one packet for `want`, within 10 s, and no other. */
     void Packet(OVERLAPPED *want, bool ok)
     {
-        DWORD bytes = 0;
+        BOOL got = FALSE;
         ULONG_PTR key = 0;
-        OVERLAPPED *ov = NULL;
-        BOOL got = GetQueuedCompletionStatus(port, &bytes, &key, &ov, 10000);
+        OVERLAPPED *ov = nd2_next_packet(port, 10000, &got, &key);
         if (ov != want)
             FAIL("%s: packet %p, want %p", label, static_cast<void *>(ov), static_cast<void *>(want));
         if ((got != FALSE) != ok)
@@ -137,10 +100,10 @@ struct Side {
     /* The next CQ result within `ms`; FAIL if none. */
     ND2_RESULT Result(double ms = 10000)
     {
-        double until = now_ms() + ms;
+        double until = nd2_now_ms() + ms;
         ND2_RESULT r;
         while (cq->GetResults(&r, 1) == 0) {
-            if (now_ms() > until)
+            if (nd2_now_ms() > until)
                 FAIL("%s: no completion within %.0f ms", label, ms);
             usleep(200);
         }
@@ -153,51 +116,41 @@ struct Side {
         ND2_RESULT r = Result();
         if (r.RequestContext != context || r.Status != status)
             FAIL("%s: completion %p 0x%08X (%s), want %p %s", what, r.RequestContext, (unsigned)r.Status,
-                 name(r.Status), context, name(status));
-        printf("  %s: completion %s\n", what, name(status));
+                 nd2_status_name(r.Status), context, nd2_status_name(status));
+        printf("  %s: completion %s\n", what, nd2_status_name(status));
     }
 };
-
-void Returns(const char *what, HRESULT got, HRESULT want)
-{
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s", what, (unsigned)got, name(got), name(want));
-    printf("  %s: %s\n", what, name(want));
-}
 
 /* An overlapped call that must fail inline with `want`. */
 void Inline(Side &side, const char *what, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
-    if (got != want)
-        FAIL("%s: 0x%08X (%s), want %s inline", what, (unsigned)got, name(got), name(want));
-    if (static_cast<HRESULT>(ov->Internal) != want)
-        FAIL("%s: Internal 0x%08X after an inline failure", what, (unsigned)ov->Internal);
+    nd2_failed_inline(what, got, ov, want);
     if (side.Drain() != 0)
         FAIL("%s: a packet for a request that failed inline", what);
-    printf("  %s: %s inline\n", what, name(want));
+    printf("  %s: %s inline\n", what, nd2_status_name(want));
 }
 
 /* An overlapped call that must complete with `want` (ND_PENDING, then one packet). */
 void Completes(Side &side, const char *what, IND2Overlapped *object, HRESULT got, OVERLAPPED *ov, HRESULT want)
 {
     if (got != ND_PENDING)
-        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, name(got));
+        FAIL("%s: returned 0x%08X (%s), want ND_PENDING", what, (unsigned)got, nd2_status_name(got));
     HRESULT final = object->GetOverlappedResult(ov, TRUE);
     if (final != want)
-        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, name(final), name(want));
+        FAIL("%s: completed 0x%08X (%s), want %s", what, (unsigned)final, nd2_status_name(final), nd2_status_name(want));
     side.Packet(ov, SUCCEEDED(want));
-    printf("  %s: %s through the completion\n", what, name(want));
+    printf("  %s: %s through the completion\n", what, nd2_status_name(want));
 }
 
 void Register(Side &side, IND2MemoryRegion *mr, void *at, size_t len, ULONG flags)
 {
-    Ov ov;
+    Nd2Ov ov;
     Completes(side, "Register", mr, mr->Register(at, len, flags, &ov), &ov, ND_SUCCESS);
 }
 
 void Deregister(Side &side, IND2MemoryRegion *mr)
 {
-    Ov ov;
+    Nd2Ov ov;
     Completes(side, "Deregister", mr, mr->Deregister(&ov), &ov, ND_SUCCESS);
 }
 
@@ -208,25 +161,25 @@ int register_args(Side &s, Side &)
 {
     IND2MemoryRegion *mr = s.Mr();
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register NULL, length 0 (ndmrinvalidbuffer server)", mr->Register(NULL, 0, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov),
                &ov, ND_INVALID_PARAMETER);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register NULL, length 64", mr->Register(NULL, 64, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov,
                ND_INVALID_PARAMETER);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register a buffer, length 0 (ndmrinvalidbuffer client)",
                mr->Register(s.buf, 0, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov, ND_INVALID_BUFFER_SIZE);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register with an unknown flag 0x10", mr->Register(s.buf, kBuf, 0x10, &ov), &ov, ND_INVALID_PARAMETER);
     }
-    Returns("Register with a NULL OVERLAPPED", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, NULL),
+    nd2_returns("Register with a NULL OVERLAPPED", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, NULL),
             ND_INVALID_PARAMETER);
     {
         /* Unmapped memory: the kernel cannot pin it (IND2MemoryRegion.md: "The specified buffer
@@ -234,25 +187,25 @@ int register_args(Side &s, Side &)
         void *gone = mmap(NULL, 2 * kBuf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         EXPECT(gone != MAP_FAILED);
         EXPECT(munmap(gone, 2 * kBuf) == 0);
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register unmapped memory", mr->Register(gone, 2 * kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov,
                ND_ACCESS_VIOLATION);
     }
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Deregister, never registered", mr->Deregister(&ov), &ov, ND_INVALID_DEVICE_STATE);
     }
     Register(s, mr, s.buf, kBuf, 0);
     EXPECT(mr->GetLocalToken() != 0 || mr->GetRemoteToken() != 0);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Register again (one buffer per region)", mr->Register(s.buf, kBuf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov),
                &ov, ND_INVALID_DEVICE_STATE);
     }
-    Returns("Deregister with a NULL OVERLAPPED", mr->Deregister(NULL), ND_INVALID_PARAMETER);
+    nd2_returns("Deregister with a NULL OVERLAPPED", mr->Deregister(NULL), ND_INVALID_PARAMETER);
     Deregister(s, mr);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(s, "Deregister again", mr->Deregister(&ov), &ov, ND_INVALID_DEVICE_STATE);
     }
     /* The region is reusable, with other flags (the documentation: the same buffer may be
@@ -294,11 +247,11 @@ Link Connect(Side &p, Side &a, unsigned short portNumber)
     CHECK_HR(p.adapter->CreateListener(IID_IND2Listener, p.file, reinterpret_cast<void **>(&listener)));
     sockaddr_in at = p.address;
     at.sin_port = htons(portNumber);
-    CHECK_HR(listener->Bind(SA(at), sizeof at));
+    CHECK_HR(listener->Bind(nd2_sa(at), sizeof at));
     CHECK_HR(listener->Listen(0));
-    Ov get, conn, acc, comp;
+    Nd2Ov get, conn, acc, comp;
     EXPECT(listener->GetConnectionRequest(l.pc, &get) == ND_PENDING);
-    EXPECT(l.ac->Connect(l.aqp, SA(at), sizeof at, 4, 4, NULL, 0, &conn) == ND_PENDING);
+    EXPECT(l.ac->Connect(l.aqp, nd2_sa(at), sizeof at, 4, 4, NULL, 0, &conn) == ND_PENDING);
     CHECK_HR(listener->GetOverlappedResult(&get, TRUE));
     p.Packet(&get, true);
     EXPECT(l.pc->Accept(l.pqp, 4, 4, NULL, 0, &acc) == ND_PENDING);
@@ -328,7 +281,7 @@ void Hangup(Side &p, Side &a, Link &l)
 void Bind(Side &s, IND2QueuePair *qp, IND2MemoryRegion *mr, IND2MemoryWindow *mw, void *buf, size_t len)
 {
     void *ctx = reinterpret_cast<void *>(0xB1);
-    Returns("Bind", qp->Bind(ctx, mr, mw, buf, len, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE), ND_SUCCESS);
+    nd2_returns("Bind", qp->Bind(ctx, mr, mw, buf, len, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE), ND_SUCCESS);
     s.Completed("Bind", ctx, ND_SUCCESS);
 }
 
@@ -339,13 +292,13 @@ void RemoteWrite(Side &a, Link &l, IND2MemoryRegion *amr, unsigned char byte, vo
     memset(a.buf, byte, 64);
     ND2_SGE sge = {a.buf, 64, amr->GetLocalToken()};
     void *ctx = reinterpret_cast<void *>(0x3A);
-    Returns("Write", l.aqp->Write(ctx, &sge, 1, reinterpret_cast<UINT64>(remote), token, 0), ND_SUCCESS);
+    nd2_returns("Write", l.aqp->Write(ctx, &sge, 1, reinterpret_cast<UINT64>(remote), token, 0), ND_SUCCESS);
     ND2_RESULT r = a.Result();
     EXPECT(r.RequestContext == ctx);
     if (want == ND_SUCCESS ? r.Status != ND_SUCCESS : r.Status == ND_SUCCESS)
-        FAIL("Write: completion 0x%08X (%s), want %s", (unsigned)r.Status, name(r.Status),
+        FAIL("Write: completion 0x%08X (%s), want %s", (unsigned)r.Status, nd2_status_name(r.Status),
              want == ND_SUCCESS ? "ND_SUCCESS" : "a failure");
-    printf("  Write: completion %s\n", name(r.Status));
+    printf("  Write: completion %s\n", nd2_status_name(r.Status));
 }
 
 /* ndmrderegister: Deregister of a region a window is bound to is ND_DEVICE_BUSY; the region
@@ -363,14 +316,14 @@ int deregister_bound(Side &p, Side &a)
     IND2MemoryWindow *mw = p.Mw();
     Bind(p, l.pqp, mr, mw, p.buf, 1024);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(p, "Deregister with a window bound", mr->Deregister(&ov), &ov, ND_DEVICE_BUSY);
         EXPECT(mr->GetOverlappedResult(&ov, FALSE) == ND_DEVICE_BUSY);
     }
     EXPECT(mr->GetLocalToken() == local && mr->GetRemoteToken() == remote);
     printf("  tokens unchanged after the refused Deregister\n");
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(p, "Register on the still registered region", mr->Register(p.buf, kBuf, 0, &ov), &ov,
                ND_INVALID_DEVICE_STATE);
     }
@@ -382,14 +335,14 @@ int deregister_bound(Side &p, Side &a)
     /* And locally: a Send from the region to the active side. */
     {
         ND2_SGE rsge = {a.buf + 1024, 64, amr->GetLocalToken()};
-        Returns("active Receive", l.aqp->Receive(reinterpret_cast<void *>(0x4E), &rsge, 1), ND_SUCCESS);
+        nd2_returns("active Receive", l.aqp->Receive(reinterpret_cast<void *>(0x4E), &rsge, 1), ND_SUCCESS);
         ND2_SGE sge = {p.buf, 64, local};
-        Returns("Send from the region", l.pqp->Send(reinterpret_cast<void *>(0x5E), &sge, 1, 0), ND_SUCCESS);
+        nd2_returns("Send from the region", l.pqp->Send(reinterpret_cast<void *>(0x5E), &sge, 1, 0), ND_SUCCESS);
         p.Completed("Send", reinterpret_cast<void *>(0x5E), ND_SUCCESS);
         a.Completed("Receive", reinterpret_cast<void *>(0x4E), ND_SUCCESS);
         EXPECT(a.buf[1024] == 0x11);
     }
-    Returns("Invalidate", l.pqp->Invalidate(reinterpret_cast<void *>(0x1A), mw, 0), ND_SUCCESS);
+    nd2_returns("Invalidate", l.pqp->Invalidate(reinterpret_cast<void *>(0x1A), mw, 0), ND_SUCCESS);
     p.Completed("Invalidate", reinterpret_cast<void *>(0x1A), ND_SUCCESS);
     Deregister(p, mr);
 
@@ -399,7 +352,7 @@ int deregister_bound(Side &p, Side &a)
     UINT32 remote2 = mr2->GetRemoteToken();
     Bind(p, l.pqp, mr2, mw, p.buf, 512);
     {
-        Ov ov;
+        Nd2Ov ov;
         Inline(p, "Deregister the second region with the window bound", mr2->Deregister(&ov), &ov, ND_DEVICE_BUSY);
     }
     EXPECT(mw->Release() == 0);
@@ -459,7 +412,7 @@ int release_bound_region(Side &p, Side &a)
         IND2MemoryWindow *mw = p.Mw();
         Bind(p, l.pqp, mr, mw, big, len);
         {
-            Ov ov;
+            Nd2Ov ov;
             Inline(p, "Deregister with the window bound", mr->Deregister(&ov), &ov, ND_DEVICE_BUSY);
         }
         EXPECT(mr->Release() == 0);
@@ -519,7 +472,7 @@ void *deregisterer(void *arg)
         } else if (hr == ND_DEVICE_BUSY) {
             r.busy++;
         } else {
-            FAIL("Deregister: 0x%08X (%s)", (unsigned)hr, name(hr));
+            FAIL("Deregister: 0x%08X (%s)", (unsigned)hr, nd2_status_name(hr));
         }
     }
     return NULL;
@@ -539,8 +492,8 @@ int bind_deregister_race(Side &p, Side &a)
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, deregisterer, &r) == 0);
     int binds = 0, refused = 0, failed = 0;
-    double until = now_ms() + 3000;
-    for (int i = 0; i < 3000 && now_ms() < until; i++) {
+    double until = nd2_now_ms() + 3000;
+    for (int i = 0; i < 3000 && nd2_now_ms() < until; i++) {
         HRESULT hr = l.pqp->Bind(reinterpret_cast<void *>(0xB0), r.mr, r.mw, p.buf, 256, ND_OP_FLAG_ALLOW_WRITE);
         if (hr == ND_INVALID_PARAMETER) {
             refused++;
@@ -550,7 +503,7 @@ int bind_deregister_race(Side &p, Side &a)
             continue;
         }
         if (hr != ND_SUCCESS)
-            FAIL("Bind: 0x%08X (%s)", (unsigned)hr, name(hr));
+            FAIL("Bind: 0x%08X (%s)", (unsigned)hr, nd2_status_name(hr));
         binds++;
         ND2_RESULT res = p.Result();
         if (res.Status != ND_SUCCESS) {
@@ -622,7 +575,7 @@ int lifetime_rss(Side &s, Side &)
         IND2MemoryRegion *mr = s.Mr();
         EXPECT(mr->AddRef() == 2);
         IND2MemoryRegion *again = NULL;
-        Returns("QueryInterface", mr->QueryInterface(IID_IND2MemoryRegion, reinterpret_cast<void **>(&again)),
+        nd2_returns("QueryInterface", mr->QueryInterface(IID_IND2MemoryRegion, reinterpret_cast<void **>(&again)),
                 ND_SUCCESS);
         EXPECT(again == mr);
         EXPECT(mr->Release() == 2);
@@ -663,12 +616,12 @@ int lifetime_rss(Side &s, Side &)
     Flat("connector create/bind/release", warm, n, 256, [&] {
         IND2Connector *c = NULL;
         CHECK_HR(s.adapter->CreateConnector(IID_IND2Connector, s.file, reinterpret_cast<void **>(&c)));
-        CHECK_HR(c->Bind(SA(s.address), sizeof s.address));
+        CHECK_HR(c->Bind(nd2_sa(s.address), sizeof s.address));
         EXPECT(c->Release() == 0);
     });
     Flat("adapter open/release", n / 500 < 2 ? 2 : n / 500, n / 50 < 5 ? 5 : n / 50, 256, [&] {
         IND2Adapter *adapter = NULL;
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(s.address), sizeof s.address,
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(s.address), sizeof s.address,
                                reinterpret_cast<void **>(&adapter)));
         HANDLE file = NULL;
         CHECK_HR(adapter->CreateOverlappedFile(&file));
@@ -730,7 +683,7 @@ int release_race(Side &s, Side &)
         for (int t = 0; t < threads; t++) {
             EXPECT(pthread_join(tid[t], NULL) == 0);
             if (r[t].other != ND_SUCCESS)
-                FAIL("a call racing the last Release returned 0x%08X (%s)", (unsigned)r[t].other, name(r[t].other));
+                FAIL("a call racing the last Release returned 0x%08X (%s)", (unsigned)r[t].other, nd2_status_name(r[t].other));
             EXPECT(r[t].refused == 1);
             calls += r[t].calls;
         }
@@ -803,7 +756,7 @@ int deregister_concurrent(Side &s, Side &)
     for (int t = 0; t < threads; t++) {
         EXPECT(pthread_join(tid[t], NULL) == 0);
         if (c[t].other != ND_SUCCESS)
-            FAIL("a Deregister or Register returned 0x%08X (%s)", (unsigned)c[t].other, name(c[t].other));
+            FAIL("a Deregister or Register returned 0x%08X (%s)", (unsigned)c[t].other, nd2_status_name(c[t].other));
         deregistered += c[t].deregistered;
         registered += c[t].registered;
         busy += c[t].busy;
@@ -842,14 +795,10 @@ int main(int argc, char **argv)
 {
     return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
                          [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             CHECK_HR(NdStartup());
-                             int rc;
-                             {
+                             return nd2_with_startup([&] {
                                  Side passive("passive", passiveIp);
                                  Side active("active", activeIp);
-                                 rc = c.run(passive, active);
-                             }
-                             CHECK_HR(NdCleanup());
-                             return rc;
+                                 return c.run(passive, active);
+                             });
                          });
 }

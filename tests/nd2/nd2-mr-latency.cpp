@@ -20,12 +20,8 @@
 
 namespace {
 
-struct Options {
-    bool server = false;
-    const char *localIp = NULL;
-    const char *serverIp = NULL;
-    unsigned short port = 0;
-    unsigned iters = 100;
+struct Options : Nd2PairOptions {
+    Options() : Nd2PairOptions(100) {}
     std::vector<ULONG> sizes;
     bool event = false;
 };
@@ -44,7 +40,7 @@ struct Figures {
     }
 };
 
-class MrLatency {
+class MrLatency : Nd2PairSide {
 public:
     explicit MrLatency(const Options &opt) : m_opt(opt)
     {
@@ -60,25 +56,16 @@ public:
         nd2_open_adapter(local, &m_adapter, &m_file);
         Nd2Waiter waiter(m_file, !m_opt.event);
         m_waiter = &waiter;
-        CHECK_HR(m_adapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_file, 16, 0, 0,
-                                                  reinterpret_cast<void **>(&m_cq)));
+        m_cq = nd2_create_cq(m_adapter, m_file, 16);
         /* The acknowledgements: one region over a small buffer for the whole run. */
-        CHECK_HR(m_adapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_file, reinterpret_cast<void **>(&m_ackMr)));
-        CHECK_HR(waiter.Wait(m_ackMr, m_ackMr->Register(m_ack, sizeof m_ack, ND_MR_FLAG_ALLOW_LOCAL_WRITE,
-                                                        waiter.Ov())));
-        CHECK_HR(m_adapter->CreateQueuePair(IID_IND2QueuePair, m_cq, m_cq, this, 4, 4, 1, 1, 0,
-                                            reinterpret_cast<void **>(&m_qp)));
-        CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&m_connector)));
+        m_ackMr = nd2_register(waiter, m_adapter, m_file, m_ack, sizeof m_ack, ND_MR_FLAG_ALLOW_LOCAL_WRITE);
+        CreateQpAndConnector(this, 4, 4);
 
         int rc = m_opt.server ? Serve(local) : Measure(local);
 
-        EXPECT(m_connector->Release() == 0);
-        EXPECT(m_qp->Release() == 0);
-        CHECK_HR(waiter.Wait(m_ackMr, m_ackMr->Deregister(waiter.Ov())));
-        EXPECT(m_ackMr->Release() == 0);
-        EXPECT(m_cq->Release() == 0);
-        m_waiter = NULL;
-        nd2_close_adapter(m_adapter, m_file);
+        ReleaseQpAndConnector();
+        nd2_deregister(waiter, m_ackMr);
+        CloseAdapter();
         return rc;
     }
 
@@ -204,57 +191,39 @@ private:
     ULONG m_max = 0;
     std::vector<unsigned char> m_buf;
     unsigned char m_ack[8];
-    IND2Adapter *m_adapter = NULL;
-    HANDLE m_file = NULL;
-    Nd2Waiter *m_waiter = NULL;
-    IND2CompletionQueue *m_cq = NULL;
     IND2MemoryRegion *m_ackMr = NULL;
-    IND2QueuePair *m_qp = NULL;
-    IND2Connector *m_connector = NULL;
 };
-
-int usage(const char *argv0)
-{
-    fprintf(stderr,
-            "usage: %s server LOCAL_IP PORT [--iters N] [--sizes B,B,...] [--event]\n"
-            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--sizes B,B,...] [--event]\n",
-            argv0, argv0);
-    return 2;
-}
 
 } // namespace
 
 int main(int argc, char **argv)
 {
     Options opt;
-    int at = nd2_parse_role(argc, argv, opt);
-    if (at == 0)
-        return usage(argv[0]);
-    for (; at < argc; at++) {
-        if (strcmp(argv[at], "--iters") == 0 && at + 1 < argc) {
-            opt.iters = static_cast<unsigned>(atoi(argv[++at]));
-        } else if (strcmp(argv[at], "--sizes") == 0 && at + 1 < argc) {
-            for (char *p = argv[++at]; *p;) {
+    bool ok = nd2_parse_pair(argc, argv, opt, [&](int &at) {
+        if (const char *sizes = nd2_option_value(argc, argv, at, "--sizes")) {
+            for (const char *p = sizes; *p;) {
                 char *end = NULL;
                 unsigned long size = strtoul(p, &end, 10);
                 if (end == p || size == 0 || size > (1UL << 30))
-                    return usage(argv[0]);
+                    return false;
                 opt.sizes.push_back(static_cast<ULONG>(size));
                 p = *end == ',' ? end + 1 : end;
             }
-        } else if (strcmp(argv[at], "--event") == 0) {
-            opt.event = true;
-        } else {
-            return usage(argv[0]);
+            return true;
         }
-    }
+        if (strcmp(argv[at], "--event") == 0) {
+            opt.event = true;
+            return true;
+        }
+        return false;
+    });
+    if (!ok || opt.port == 0 || opt.iters == 0)
+        return nd2_pair_usage(argv[0], "[--iters N] [--sizes B,B,...] [--event]");
     if (opt.sizes.empty()) {
         opt.sizes.push_back(4096);
         opt.sizes.push_back(65536);
         opt.sizes.push_back(1048576);
     }
-    if (opt.port == 0 || opt.iters == 0)
-        return usage(argv[0]);
     MrLatency latency(opt);
     return latency.Run();
 }

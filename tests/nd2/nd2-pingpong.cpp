@@ -37,8 +37,8 @@
  * Private data both ways is checked: the client's "ping" in the REQ, the server's "pong" in the
  * REP. Both ends must be given the same options.
  *
- * The client sends message i filled with pattern(i); the server checks it and answers with
- * pattern(i + 1); the client checks the answer. Every completion's status, type, context and
+ * The client sends message i filled with pattern i (nd2_fill); the server checks it and answers
+ * with pattern i + 1; the client checks the answer. Every completion's status, type, context and
  * length is checked. The client prints the mean round trip, the exchanges per second, the
  * GetResults calls per exchange (two find a completion, the rest find the CQ empty) and the CPU
  * time its process (every thread, the shim's too) used per exchange, and per thread the context
@@ -54,14 +54,6 @@
 /* Each exchange's round trip, timed as tests/bench/verbs-pingpong.c times it. */
 #include "../bench/round-trips.h"
 
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_TOGGLE_COLLECT
-#define CALLGRIND_TOGGLE_COLLECT
-#endif
 #include <algorithm>
 #include <sched.h>
 #include <unistd.h>
@@ -69,12 +61,8 @@
 
 namespace {
 
-struct Options {
-    bool server = false;
-    const char *localIp = NULL;
-    const char *serverIp = NULL;
-    unsigned short port = 0;
-    unsigned iters = 1000;
+struct Options : Nd2PairOptions {
+    Options() : Nd2PairOptions(1000) {}
     ULONG size = 64;
     bool poll = false;
     bool yield = false; /* --yield */
@@ -92,26 +80,10 @@ const double STALL_LIMIT_MS = 50, STALL_WAITED_MS = 5;
 /* The REJ's private data: as much as it carries. */
 const ULONG REJECT_DATA = 148;
 
-unsigned char pattern(unsigned i, ULONG at) { return static_cast<unsigned char>(i * 31 + at * 7 + 1); }
-
-void fill(unsigned char *buf, ULONG size, unsigned i)
-{
-    for (ULONG at = 0; at < size; at++)
-        buf[at] = pattern(i, at);
-}
-
-bool matches(const unsigned char *buf, ULONG size, unsigned i)
-{
-    for (ULONG at = 0; at < size; at++)
-        if (buf[at] != pattern(i, at))
-            return false;
-    return true;
-}
-
 /* The pattern index of the REJ's private data (no exchange uses it). */
 const unsigned REJECT_PATTERN = 0xdead;
 
-class PingPong {
+class PingPong : Nd2PairSide {
 public:
     explicit PingPong(const Options &opt) : m_opt(opt), m_buf(2 * opt.size) {}
 
@@ -124,26 +96,17 @@ public:
         memset(&m_pollOv, 0, sizeof m_pollOv);
         m_waiter = &waiter;
 
-        CHECK_HR(m_adapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_file, 16, 0, 0,
-                                                  reinterpret_cast<void **>(&m_cq)));
-        CHECK_HR(m_adapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_file, reinterpret_cast<void **>(&m_mr)));
-        CHECK_HR(waiter.Wait(m_mr, m_mr->Register(m_buf.data(), m_buf.size(), ND_MR_FLAG_ALLOW_LOCAL_WRITE,
-                                                  waiter.Ov())));
-        CHECK_HR(m_adapter->CreateQueuePair(IID_IND2QueuePair, m_cq, m_cq, this, 4, 4, 1, 1, 0,
-                                            reinterpret_cast<void **>(&m_qp)));
-        CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&m_connector)));
+        m_cq = nd2_create_cq(m_adapter, m_file, 16);
+        m_mr = nd2_register(waiter, m_adapter, m_file, m_buf.data(), m_buf.size(), ND_MR_FLAG_ALLOW_LOCAL_WRITE);
+        CreateQpAndConnector(this, 4, 4);
 
         printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", Role(), (nd2_now_us() - began) / 1e3);
         int rc = m_opt.server ? Serve(local) : Ping(local);
         double releasing = nd2_now_us();
 
-        EXPECT(m_connector->Release() == 0);
-        EXPECT(m_qp->Release() == 0);
-        CHECK_HR(waiter.Wait(m_mr, m_mr->Deregister(waiter.Ov())));
-        EXPECT(m_mr->Release() == 0);
-        EXPECT(m_cq->Release() == 0);
-        m_waiter = NULL;
-        nd2_close_adapter(m_adapter, m_file);
+        ReleaseQpAndConnector();
+        nd2_deregister(waiter, m_mr);
+        CloseAdapter();
         printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
         return rc;
     }
@@ -297,7 +260,7 @@ private:
             nd2_get_request(*m_waiter, listener, refused);
             ExpectPing(refused);
             unsigned char no[REJECT_DATA];
-            fill(no, sizeof no, REJECT_PATTERN);
+            nd2_fill(no, sizeof no, REJECT_PATTERN);
             CHECK_HR(refused->Reject(no, sizeof no));
             EXPECT(refused->Release() == 0);
             printf("server: rejected the first request with %u bytes of private data\n", REJECT_DATA);
@@ -311,12 +274,12 @@ private:
         for (unsigned i = 0; i < m_opt.iters; i++) {
             m_polledExchange = Polled(i);
             Complete(i, true, false);
-            EXPECT(matches(RecvBuf(), m_opt.size, i));
+            EXPECT(nd2_matches(RecvBuf(), m_opt.size, i));
             if (m_opt.stallCheck && EndsWaitedRun(i))
                 usleep(STALL_PAUSE_MS * 1000);
             if (i + 1 < m_opt.iters)
                 PostReceive(i + 1);
-            fill(SendBuf(), m_opt.size, i + 1);
+            nd2_fill(SendBuf(), m_opt.size, i + 1);
             PostSend(i);
             Complete(i, false, true);
         }
@@ -354,7 +317,7 @@ private:
         unsigned char no[REJECT_DATA];
         ULONG noLen = sizeof no;
         CHECK_HR(m_connector->GetPrivateData(no, &noLen));
-        EXPECT(noLen == REJECT_DATA && matches(no, noLen, REJECT_PATTERN));
+        EXPECT(noLen == REJECT_DATA && nd2_matches(no, noLen, REJECT_PATTERN));
         printf("client: refused (ND_CONNECTION_REFUSED) with the server's %u bytes of private data\n", REJECT_DATA);
     }
 
@@ -386,10 +349,10 @@ private:
             round_trips_stamp(&trips, i);
             m_polledExchange = Polled(i);
             PostReceive(i);
-            fill(SendBuf(), m_opt.size, i);
+            nd2_fill(SendBuf(), m_opt.size, i);
             PostSend(i);
             Complete(i, true, true);
-            EXPECT(matches(RecvBuf(), m_opt.size, i + 1));
+            EXPECT(nd2_matches(RecvBuf(), m_opt.size, i + 1));
         }
         round_trips_stamp(&trips, m_opt.iters);
         double elapsed = nd2_now_us() - start, cpu = nd2_cpu_us() - cpuStart;
@@ -415,64 +378,45 @@ private:
 
     Options m_opt;
     std::vector<unsigned char> m_buf;
-    IND2Adapter *m_adapter = NULL;
-    HANDLE m_file = NULL;
-    Nd2Waiter *m_waiter = NULL;
     bool m_earlyReceive = false;
     /* --mixed: this exchange's Notify is polled, on m_pollOv (no event). */
     bool m_polledExchange = false;
     OVERLAPPED m_pollOv;
     unsigned long m_polls = 0;
-    IND2CompletionQueue *m_cq = NULL;
     IND2MemoryRegion *m_mr = NULL;
-    IND2QueuePair *m_qp = NULL;
-    IND2Connector *m_connector = NULL;
 };
-
-int usage(const char *argv0)
-{
-    fprintf(stderr,
-            "usage: %s server LOCAL_IP PORT [--iters N] [--size B] [--poll [--yield]] [--reject] [--server-disconnects]\n"
-            "         [--context-base X] [--mixed N [--stall-check]]\n"
-            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B] [--poll [--yield]] [--reject] "
-            "[--server-disconnects] [--context-base X] [--mixed N [--stall-check]]\n",
-            argv0, argv0);
-    return 2;
-}
 
 } // namespace
 
 int main(int argc, char **argv)
 {
     Options opt;
-    int at = nd2_parse_role(argc, argv, opt);
-    if (at == 0)
-        return usage(argv[0]);
-    for (; at < argc; at++) {
-        if (strcmp(argv[at], "--iters") == 0 && at + 1 < argc)
-            opt.iters = static_cast<unsigned>(atoi(argv[++at]));
-        else if (strcmp(argv[at], "--size") == 0 && at + 1 < argc)
-            opt.size = static_cast<ULONG>(atoi(argv[++at]));
+    bool ok = nd2_parse_pair(argc, argv, opt, [&](int &at) {
+        const char *value;
+        if ((value = nd2_option_value(argc, argv, at, "--size")))
+            opt.size = static_cast<ULONG>(atoi(value));
+        else if ((value = nd2_option_value(argc, argv, at, "--mixed")))
+            opt.mixed = static_cast<unsigned>(strtoul(value, NULL, 0));
+        else if ((value = nd2_option_value(argc, argv, at, "--context-base")))
+            opt.contextBase = static_cast<uintptr_t>(strtoull(value, NULL, 0));
         else if (strcmp(argv[at], "--poll") == 0)
             opt.poll = true;
         else if (strcmp(argv[at], "--yield") == 0)
             opt.yield = true;
-        else if (strcmp(argv[at], "--mixed") == 0 && at + 1 < argc)
-            opt.mixed = static_cast<unsigned>(strtoul(argv[++at], NULL, 0));
         else if (strcmp(argv[at], "--stall-check") == 0)
             opt.stallCheck = true;
         else if (strcmp(argv[at], "--reject") == 0)
             opt.reject = true;
         else if (strcmp(argv[at], "--server-disconnects") == 0)
             opt.serverDisconnects = true;
-        else if (strcmp(argv[at], "--context-base") == 0 && at + 1 < argc)
-            opt.contextBase = static_cast<uintptr_t>(strtoull(argv[++at], NULL, 0));
         else
-            return usage(argv[0]);
-    }
-    if (opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) || (opt.mixed && opt.poll) ||
-        (opt.yield && !opt.poll))
-        return usage(argv[0]);
+            return false;
+        return true;
+    });
+    if (!ok || opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) ||
+        (opt.mixed && opt.poll) || (opt.yield && !opt.poll))
+        return nd2_pair_usage(argv[0], "[--iters N] [--size B] [--poll [--yield]] [--reject] [--server-disconnects] "
+                                       "[--context-base X] [--mixed N [--stall-check]]");
     PingPong pingPong(opt);
     return pingPong.Run();
 }

@@ -25,8 +25,6 @@ namespace {
 
 double now_ms() { return nd2_now_us() / 1e3; }
 
-const sockaddr *SA(const sockaddr_in &a) { return reinterpret_cast<const sockaddr *>(&a); }
-
 void *Context(unsigned k) { return reinterpret_cast<void *>(static_cast<uintptr_t>(0x5100 + k)); }
 
 unsigned char pattern(unsigned k, unsigned seed) { return static_cast<unsigned char>(k * 13 + seed); }
@@ -54,7 +52,7 @@ struct Side {
     Side(const char *labelText, const char *ip) : label(labelText)
     {
         address = nd2_ipv4(ip, 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, SA(address), sizeof address, reinterpret_cast<void **>(&adapter)));
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
         CHECK_HR(adapter->CreateOverlappedFile(&file));
         waiter = new Nd2Waiter(file, false);
         CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 64, 0, 0,
@@ -152,12 +150,12 @@ Connection Connect(Pair &s, unsigned short port, IND2QueuePair *pqp, IND2QueuePa
     sockaddr_in at = s.passive.address;
     at.sin_port = htons(port);
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&c.l)));
-    CHECK_HR(c.l->Bind(SA(at), sizeof at));
+    CHECK_HR(c.l->Bind(nd2_sa(at), sizeof at));
     CHECK_HR(c.l->Listen(0));
     CHECK_HR(s.passive.adapter->CreateConnector(IID_IND2Connector, s.passive.file, reinterpret_cast<void **>(&c.p)));
     CHECK_HR(s.active.adapter->CreateConnector(IID_IND2Connector, s.active.file, reinterpret_cast<void **>(&c.a)));
     HRESULT get = c.l->GetConnectionRequest(c.p, s.passive.waiter->Ov());
-    HRESULT conn = c.a->Connect(aqp, SA(at), sizeof at, 0, 0, NULL, 0, s.active.waiter->Ov());
+    HRESULT conn = c.a->Connect(aqp, nd2_sa(at), sizeof at, 0, 0, NULL, 0, s.active.waiter->Ov());
     CHECK_HR(s.passive.waiter->Wait(c.l, get));
     HRESULT acc = c.p->Accept(pqp, 0, 0, NULL, 0, s.passive.waiter->Ov());
     CHECK_HR(s.active.waiter->Wait(c.a, conn));
@@ -423,7 +421,7 @@ int token_order(Pair &s)
     CHECK_HR(a.adapter->CreateConnector(IID_IND2Connector, a.file, reinterpret_cast<void **>(&conn)));
     sockaddr_in at = s.passive.address;
     at.sin_port = htons(PORT);
-    CHECK_HR(a.waiter->Wait(conn, conn->Connect(qp, SA(at), sizeof at, 1, 1, mine, sizeof mine, a.waiter->Ov())));
+    CHECK_HR(a.waiter->Wait(conn, conn->Connect(qp, nd2_sa(at), sizeof at, 1, 1, mine, sizeof mine, a.waiter->Ov())));
     unsigned char theirs[196]; /* MaxCalleeData: a REP's private data, padded */
     ULONG size = sizeof theirs;
     CHECK_HR(conn->GetPrivateData(theirs, &size));
@@ -487,13 +485,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
                          [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             CHECK_HR(NdStartup());
-                             int rc;
-                             {
+                             return nd2_with_startup([&] {
                                  Pair pair(passiveIp, activeIp);
-                                 rc = c.run(pair);
-                             }
-                             CHECK_HR(NdCleanup());
-                             return rc;
+                                 return c.run(pair);
+                             });
                          });
 }

@@ -25,12 +25,8 @@
 
 namespace {
 
-struct Options {
-    bool server = false;
-    const char *localIp = NULL;
-    const char *serverIp = NULL;
-    unsigned short port = 0;
-    unsigned iters = 1000;
+struct Options : Nd2PairOptions {
+    Options() : Nd2PairOptions(1000) {}
     ULONG size = 64;
 };
 
@@ -51,22 +47,6 @@ enum { MSG_WINDOW = 1, MSG_DOORBELL = 2, MSG_INVALIDATED = 3 };
 
 const unsigned RECEIVE_SLOTS = 4;
 
-unsigned char pattern(unsigned i, ULONG at) { return static_cast<unsigned char>(i * 31 + at * 7 + 1); }
-
-void fill(unsigned char *buf, ULONG size, unsigned i)
-{
-    for (ULONG at = 0; at < size; at++)
-        buf[at] = pattern(i, at);
-}
-
-bool matches(const unsigned char *buf, ULONG size, unsigned i)
-{
-    for (ULONG at = 0; at < size; at++)
-        if (buf[at] != pattern(i, at))
-            return false;
-    return true;
-}
-
 /* Request contexts: receives by slot, the other requests by kind. */
 void *ReceiveContext(unsigned slot) { return reinterpret_cast<void *>(static_cast<uintptr_t>(0x100 + slot)); }
 void *const SEND_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(1));
@@ -75,7 +55,7 @@ void *const READ_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(3));
 void *const BIND_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(4));
 void *const INVALIDATE_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(5));
 
-class RdmaPingPong {
+class RdmaPingPong : Nd2PairSide {
 public:
     explicit RdmaPingPong(const Options &opt)
         : m_opt(opt), m_buf(2 * opt.size + (RECEIVE_SLOTS + 1) * sizeof(Message))
@@ -89,30 +69,20 @@ public:
         nd2_open_adapter(local, &m_adapter, &m_file);
         Nd2Waiter waiter(m_file, true);
         m_waiter = &waiter;
-        CHECK_HR(m_adapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_file, 32, 0, 0,
-                                                  reinterpret_cast<void **>(&m_cq)));
-        CHECK_HR(m_adapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_file, reinterpret_cast<void **>(&m_mr)));
-        CHECK_HR(waiter.Wait(m_mr, m_mr->Register(m_buf.data(), m_buf.size(),
-                                                  ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ |
-                                                      ND_MR_FLAG_ALLOW_REMOTE_WRITE,
-                                                  waiter.Ov())));
+        m_cq = nd2_create_cq(m_adapter, m_file, 32);
+        m_mr = nd2_register(waiter, m_adapter, m_file, m_buf.data(), m_buf.size(),
+                            ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ | ND_MR_FLAG_ALLOW_REMOTE_WRITE);
         CHECK_HR(m_adapter->CreateMemoryWindow(IID_IND2MemoryWindow, reinterpret_cast<void **>(&m_mw)));
-        CHECK_HR(m_adapter->CreateQueuePair(IID_IND2QueuePair, m_cq, m_cq, this, 2 * RECEIVE_SLOTS, 8, 1, 1, 0,
-                                            reinterpret_cast<void **>(&m_qp)));
-        CHECK_HR(m_adapter->CreateConnector(IID_IND2Connector, m_file, reinterpret_cast<void **>(&m_connector)));
+        CreateQpAndConnector(this, 2 * RECEIVE_SLOTS, 8);
 
         printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", Role(), (nd2_now_us() - began) / 1e3);
         int rc = m_opt.server ? Serve(local) : Ping(local);
         double releasing = nd2_now_us();
 
-        EXPECT(m_connector->Release() == 0);
-        EXPECT(m_qp->Release() == 0);
+        ReleaseQpAndConnector();
         EXPECT(m_mw->Release() == 0);
-        CHECK_HR(waiter.Wait(m_mr, m_mr->Deregister(waiter.Ov())));
-        EXPECT(m_mr->Release() == 0);
-        EXPECT(m_cq->Release() == 0);
-        m_waiter = NULL;
-        nd2_close_adapter(m_adapter, m_file);
+        nd2_deregister(waiter, m_mr);
+        CloseAdapter();
         printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
         return rc;
     }
@@ -247,7 +217,7 @@ private:
     /* Writes message i from Staging() into the peer's window, then rings. */
     void WriteAndRing(unsigned i)
     {
-        fill(Staging(), m_opt.size, i);
+        nd2_fill(Staging(), m_opt.size, i);
         ND2_SGE sge = Sge(Staging(), m_opt.size);
         CHECK_HR(m_qp->Write(WRITE_CONTEXT, &sge, 1, m_peer.address, m_peer.token, 0));
         SendMessage(MSG_DOORBELL, i);
@@ -266,7 +236,7 @@ private:
         for (unsigned i = 0; i < m_opt.iters; i++) {
             Message m = Await1(Nd2RequestTypeReceive);
             EXPECT(m.kind == MSG_DOORBELL && m.exchange == i);
-            EXPECT(matches(Window(), m_opt.size, i));
+            EXPECT(nd2_matches(Window(), m_opt.size, i));
             PostReceive();
             WriteAndRing(i + 1);
             Await(answer, 2);
@@ -304,12 +274,12 @@ private:
             WriteAndRing(i);
             Message m = Await(exchange, 3);
             EXPECT(m.kind == MSG_DOORBELL && m.exchange == i + 1);
-            EXPECT(matches(Window(), m_opt.size, i + 1));
+            EXPECT(nd2_matches(Window(), m_opt.size, i + 1));
             PostReceive();
             memset(Staging(), 0, m_opt.size);
             CHECK_HR(m_qp->Read(READ_CONTEXT, &readSge, 1, m_peer.address, m_peer.token, 0));
             Await1(Nd2RequestTypeRead);
-            EXPECT(matches(Staging(), m_opt.size, i));
+            EXPECT(nd2_matches(Staging(), m_opt.size, i));
         }
         double elapsed = nd2_now_us() - start;
         phase = nd2_now_us();
@@ -343,47 +313,27 @@ private:
 
     Options m_opt;
     std::vector<unsigned char> m_buf;
-    IND2Adapter *m_adapter = NULL;
-    HANDLE m_file = NULL;
-    Nd2Waiter *m_waiter = NULL;
-    IND2CompletionQueue *m_cq = NULL;
     IND2MemoryRegion *m_mr = NULL;
     IND2MemoryWindow *m_mw = NULL;
-    IND2QueuePair *m_qp = NULL;
-    IND2Connector *m_connector = NULL;
     WindowToken m_peer;
     unsigned m_posted = 0;
     unsigned m_completed = 0;
     std::deque<Message> m_early;
 };
 
-int usage(const char *argv0)
-{
-    fprintf(stderr,
-            "usage: %s server LOCAL_IP PORT [--iters N] [--size B]\n"
-            "       %s client LOCAL_IP SERVER_IP PORT [--iters N] [--size B]\n",
-            argv0, argv0);
-    return 2;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
 {
     Options opt;
-    int at = nd2_parse_role(argc, argv, opt);
-    if (at == 0)
-        return usage(argv[0]);
-    for (; at < argc; at++) {
-        if (strcmp(argv[at], "--iters") == 0 && at + 1 < argc)
-            opt.iters = static_cast<unsigned>(atoi(argv[++at]));
-        else if (strcmp(argv[at], "--size") == 0 && at + 1 < argc)
-            opt.size = static_cast<ULONG>(atoi(argv[++at]));
-        else
-            return usage(argv[0]);
-    }
-    if (opt.port == 0 || opt.iters == 0 || opt.size == 0)
-        return usage(argv[0]);
+    bool ok = nd2_parse_pair(argc, argv, opt, [&](int &at) {
+        const char *size = nd2_option_value(argc, argv, at, "--size");
+        if (size)
+            opt.size = static_cast<ULONG>(atoi(size));
+        return size != NULL;
+    });
+    if (!ok || opt.port == 0 || opt.iters == 0 || opt.size == 0)
+        return nd2_pair_usage(argv[0], "[--iters N] [--size B]");
     RdmaPingPong pingPong(opt);
     return pingPong.Run();
 }

@@ -13,6 +13,8 @@
  * disconnect and prints "ok". Exit status 0 on success; the reason on stderr otherwise.
  */
 #define _GNU_SOURCE
+#include "../nd-conformance/cm_peer.h"
+
 #include <arpa/inet.h>
 #include <endian.h>
 #include <rdma/rdma_cma.h>
@@ -21,28 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(const char *what)
-{
-    perror(what);
-    return 1;
-}
-
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
-{
-    struct rdma_cm_event *ev;
-    if (rdma_get_cm_event(ch, &ev)) {
-        perror("rdma_get_cm_event");
-        return NULL;
-    }
-    if (ev->event != want) {
-        fprintf(stderr, "event %s (status %d), want %s\n", rdma_event_str(ev->event), ev->status,
-                rdma_event_str(want));
-        rdma_ack_cm_event(ev);
-        return NULL;
-    }
-    return ev;
-}
 
 /* Posts one signaled work request and waits for its completion. */
 static int run(struct rdma_cm_id *id, struct ibv_send_wr *wr, const char *what)
@@ -64,20 +44,12 @@ static int run(struct rdma_cm_id *id, struct ibv_send_wr *wr, const char *what)
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc != 3) {
-        fprintf(stderr, "usage: nd2-verbs-peer IP PORT\n");
-        return 2;
-    }
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
-    if (inet_pton(AF_INET, argv[1], &sin.sin_addr) != 1) {
-        fprintf(stderr, "bad address %s\n", argv[1]);
-        return 2;
-    }
-    struct rdma_event_channel *ch = rdma_create_event_channel();
+    struct sockaddr_in sin;
+    struct rdma_event_channel *ch;
     struct rdma_cm_id *listen_id;
-    if (!ch || rdma_create_id(ch, &listen_id, NULL, RDMA_PS_TCP))
-        return fail("rdma_create_id");
+    int rc = peer_start(argc, argv, 3, "nd2-verbs-peer IP PORT", 1, &sin, &ch, &listen_id);
+    if (rc)
+        return rc;
     if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin) || rdma_listen(listen_id, 1))
         return fail("rdma_listen");
     printf("ready\n");
@@ -127,9 +99,8 @@ int main(int argc, char **argv)
     };
     if (rdma_accept(id, &param))
         return fail("rdma_accept");
-    if (!(ev = next_event(ch, RDMA_CM_EVENT_ESTABLISHED)))
+    if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED))
         return 1;
-    rdma_ack_cm_event(ev);
     fprintf(stderr, "nd2-verbs-peer: ND token 0x%08x, rkey 0x%08x; ours rkey 0x%08x\n", nd_token, nd_rkey, mr->rkey);
 
     struct ibv_sge sge = {.addr = (uintptr_t)(buf + 1024), .length = 1024, .lkey = mr->lkey};
@@ -149,9 +120,8 @@ int main(int argc, char **argv)
     wr.opcode = IBV_WR_SEND;
     if (run(id, &wr, "Send"))
         return 1;
-    if (!(ev = next_event(ch, RDMA_CM_EVENT_DISCONNECTED)))
+    if (expect_event(ch, RDMA_CM_EVENT_DISCONNECTED))
         return 1;
-    rdma_ack_cm_event(ev);
     rdma_disconnect(id);
     rdma_destroy_qp(id);
     ibv_dereg_mr(mr);

@@ -45,7 +45,7 @@ memcheck() {
 
 for provider in stock rxe_rs; do
     run_test "churn.$provider" churn "$provider"
-    grep -E '^[A-Za-z].*(rounds|not supported)' "$RIG_OUT/logs/$RIG_SUITE.churn.$provider.log" | sed 's/^/    /'
+    show_log "churn.$provider" '^[A-Za-z].*(rounds|not supported)'
 done
 # Under valgrind over rxe_rs only (a minute each under emulation): the two libraries are ours;
 # a leak of the stock stack's would not be ours to fix. RIG_LEAKS_MEMCHECK="stock rxe_rs" adds it.

@@ -177,6 +177,22 @@ logging_like_rdma_core() {
         grep -q '^rxe0: rxe_rs: opened context: ' "$log"
 }
 
+# run_built_with_pkg_config PROGRAM COMPILER [FLAG...]: PROGRAM built from PROGRAM.c or PROGRAM.cpp
+# (the one there is) with COMPILER, the FLAGs and pkg-config's nd-shim flags only, linked to the
+# installed libnd_shim.so.0 (ldd), then run.
+run_built_with_pkg_config() {
+    local program=$1 source loaded
+    shift
+    source=$program.c
+    [[ -f $source ]] || source=$program.cpp
+    # shellcheck disable=SC2046 # pkg-config's output is several arguments
+    "$@" -o "$program" "$source" $(pkg-config --cflags --libs nd-shim) || return 1
+    loaded=$(ldd "$program" | awk '$1 == "libnd_shim.so.0" { print $3 }')
+    echo "libnd_shim.so.0 => $loaded"
+    [[ -n $loaded && $(readlink -f "$loaded") == /usr/lib/x86_64-linux-gnu/libnd_shim.so.0 ]] &&
+        timeout "$RIG_TIMEOUT" "$program"
+}
+
 # A C program of the NDK face, built against the installed -dev package with pkg-config only.
 nd_shim_builds_with_pkg_config() {
     local dir
@@ -203,13 +219,7 @@ int main(void)
 }
 C
     echo "pkg-config: $(pkg-config --cflags --libs nd-shim)"
-    # shellcheck disable=SC2046 # pkg-config's output is several arguments
-    gcc -Wall -Werror -o "$dir/open_adapter" "$dir/open_adapter.c" $(pkg-config --cflags --libs nd-shim) || return 1
-    local loaded
-    loaded=$(ldd "$dir/open_adapter" | awk '$1 == "libnd_shim.so.0" { print $3 }')
-    echo "libnd_shim.so.0 => $loaded"
-    [[ -n $loaded && $(readlink -f "$loaded") == /usr/lib/x86_64-linux-gnu/libnd_shim.so.0 ]] &&
-        timeout "$RIG_TIMEOUT" "$dir/open_adapter"
+    run_built_with_pkg_config "$dir/open_adapter" gcc -Wall -Werror
 }
 
 # A C++ ND2 program (ndspi.h, ndsupport.h: COM interfaces through vtable calls), built against
@@ -280,14 +290,7 @@ int main()
 }
 CPP
     echo "pkg-config: $(pkg-config --cflags --libs nd-shim)"
-    # shellcheck disable=SC2046 # pkg-config's output is several arguments
-    g++ -Wall -Wextra -Werror -o "$dir/nd2_adapter" "$dir/nd2_adapter.cpp" $(pkg-config --cflags --libs nd-shim) ||
-        return 1
-    local loaded
-    loaded=$(ldd "$dir/nd2_adapter" | awk '$1 == "libnd_shim.so.0" { print $3 }')
-    echo "libnd_shim.so.0 => $loaded"
-    [[ -n $loaded && $(readlink -f "$loaded") == /usr/lib/x86_64-linux-gnu/libnd_shim.so.0 ]] &&
-        timeout "$RIG_TIMEOUT" "$dir/nd2_adapter"
+    run_built_with_pkg_config "$dir/nd2_adapter" g++ -Wall -Wextra -Werror
 }
 
 # After PACKAGE_ACTION (remove or purge): rdma-core's file is back, no trace of ours, and stock

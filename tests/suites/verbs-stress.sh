@@ -110,7 +110,7 @@ privdrop_run() { # privdrop_run PROVIDER
 }
 for provider in stock rxe_rs; do
     run_test "privdrop.$provider" privdrop_run "$provider"
-    grep -E '^(control|post|MR|CQ|QP|CAP)' "$RIG_OUT/logs/$RIG_SUITE.privdrop.$provider.log" | sed 's/^/    /'
+    show_log "privdrop.$provider" '^(control|post|MR|CQ|QP|CAP)'
 done
 
 # verbs-disassociate (tests/verbs/disassociate.c): the device is removed (`rdma link delete

@@ -237,13 +237,10 @@ int main(int argc, char **argv)
 	use_send = strcmp(argv[2], "send") == 0;
 	use_read = strcmp(argv[2], "read") == 0;
 
-	loopback_open(&client, "rxe1");
-	loopback_open(&server, "rxe0");
-	client_mr = ibv_reg_mr(client.pd, client_buf, sizeof(client_buf), IBV_ACCESS_LOCAL_WRITE);
-	server_mr = ibv_reg_mr(server.pd, server_buf, sizeof(server_buf),
-			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	if (!client_mr || !server_mr)
-		die("ibv_reg_mr: %s", strerror(errno));
+	loopback_open_pair(&client, &server);
+	client_mr = loopback_reg_mr(&client, client_buf, sizeof(client_buf), IBV_ACCESS_LOCAL_WRITE);
+	server_mr = loopback_reg_mr(&server, server_buf, sizeof(server_buf),
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	channel = ibv_create_comp_channel(client.ctx);
 	if (!channel)
 		die("ibv_create_comp_channel: %s", strerror(errno));
@@ -322,7 +319,6 @@ int main(int argc, char **argv)
 		die("teardown: %s", strerror(errno));
 	if (parent_domain && (ibv_dealloc_pd(parent_domain) || ibv_dealloc_td(thread_domain)))
 		die("teardown of the parent domain: %s", strerror(errno));
-	loopback_close(&client);
-	loopback_close(&server);
+	loopback_close_pair(&client, &server);
 	return 0;
 }

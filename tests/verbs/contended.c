@@ -54,17 +54,7 @@ static void *worker(void *arg)
 
 	while (atomic_load(&completed) < total) {
 		if (take_post()) {
-			struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = MSG,
-					       .lkey = client_mr->lkey };
-			struct ibv_send_wr wr = {
-				.wr_id = me,
-				.sg_list = &sge,
-				.num_sge = 1,
-				.opcode = IBV_WR_RDMA_WRITE,
-				.send_flags = IBV_SEND_SIGNALED,
-				.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey },
-			}, *bad;
-			int rc = ibv_post_send(cqp, &wr, &bad);
+			int rc = loopback_post_write(cqp, me, client_buf, MSG, client_mr, server_buf, server_mr);
 
 			if (rc == ENOMEM) {
 				/* The kernel has not consumed far enough yet: give the token back. */
@@ -102,13 +92,10 @@ int main(int argc, char **argv)
 	if (argc != 3 || (threads = atol(argv[1])) <= 0 || threads > 64 || (total = atol(argv[2])) <= 0)
 		die("usage: verbs-contended THREADS(1..64) N");
 
-	loopback_open(&client, "rxe1");
-	loopback_open(&server, "rxe0");
-	client_mr = ibv_reg_mr(client.pd, client_buf, sizeof(client_buf), IBV_ACCESS_LOCAL_WRITE);
-	server_mr = ibv_reg_mr(server.pd, server_buf, sizeof(server_buf),
-			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!client_mr || !server_mr)
-		die("ibv_reg_mr: %s", strerror(errno));
+	loopback_open_pair(&client, &server);
+	client_mr = loopback_reg_mr(&client, client_buf, sizeof(client_buf), IBV_ACCESS_LOCAL_WRITE);
+	server_mr = loopback_reg_mr(&server, server_buf, sizeof(server_buf),
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	client_cq = ibv_create_cq(client.ctx, 2 * SQ_DEPTH, NULL, NULL, 0);
 	server_cq = ibv_create_cq(server.ctx, 16, NULL, NULL, 0);
 	if (!client_cq || !server_cq)
@@ -134,7 +121,6 @@ int main(int argc, char **argv)
 	if (ibv_destroy_qp(cqp) || ibv_destroy_qp(sqp) || ibv_destroy_cq(client_cq) ||
 	    ibv_destroy_cq(server_cq) || ibv_dereg_mr(client_mr) || ibv_dereg_mr(server_mr))
 		die("teardown: %s", strerror(errno));
-	loopback_close(&client);
-	loopback_close(&server);
+	loopback_close_pair(&client, &server);
 	return 0;
 }

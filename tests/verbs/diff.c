@@ -111,6 +111,13 @@ static void charge(const char *key)
 	snprintf(slowest[i].key, sizeof(slowest[i].key), "%s", key);
 }
 
+/* A timed case's end: its time charged, the big lock released. */
+static void case_end(const char *key)
+{
+	charge(key);
+	big_end();
+}
+
 static uint64_t rnd(void)
 {
 	/* xorshift64*: enough to spread the draws, reproducible from the seed. */
@@ -347,6 +354,18 @@ struct qp_case {
 	uint64_t send_ops;
 };
 
+/* What ibv_qp_init_attr and ibv_qp_init_attr_ex (A) both carry of case C, the rest zero. */
+#define QP_INIT_COMMON(a, c, cq, srq_)                                                          \
+	do {                                                                                    \
+		memset(&(a), 0, sizeof(a));                                                     \
+		(a).qp_type = (c)->type;                                                        \
+		(a).send_cq = (cq);                                                             \
+		(a).recv_cq = (cq);                                                             \
+		(a).srq = (srq_);                                                               \
+		(a).cap = (c)->cap;                                                             \
+		(a).sq_sig_all = (c)->sq_sig_all;                                               \
+	} while (0)
+
 static void qp_case(const struct qp_case *c)
 {
 	char key[256], use[128];
@@ -373,13 +392,7 @@ static void qp_case(const struct qp_case *c)
 	if (c->ex) {
 		struct ibv_qp_init_attr_ex a;
 
-		memset(&a, 0, sizeof(a));
-		a.qp_type = c->type;
-		a.send_cq = helper_cq;
-		a.recv_cq = helper_cq;
-		a.srq = srq;
-		a.cap = c->cap;
-		a.sq_sig_all = c->sq_sig_all;
+		QP_INIT_COMMON(a, c, helper_cq, srq);
 		a.comp_mask = IBV_QP_INIT_ATTR_PD | c->comp_mask;
 		a.pd = dev.pd;
 		a.create_flags = c->create_flags;
@@ -389,13 +402,7 @@ static void qp_case(const struct qp_case *c)
 	} else {
 		struct ibv_qp_init_attr a;
 
-		memset(&a, 0, sizeof(a));
-		a.qp_type = c->type;
-		a.send_cq = helper_cq;
-		a.recv_cq = helper_cq;
-		a.srq = srq;
-		a.cap = c->cap;
-		a.sq_sig_all = c->sq_sig_all;
+		QP_INIT_COMMON(a, c, helper_cq, srq);
 		qp = ibv_create_qp(dev.pd, &a);
 		cap = a.cap;
 	}
@@ -414,8 +421,7 @@ static void qp_case(const struct qp_case *c)
 	if (srq && ibv_destroy_srq(srq))
 		die("destroy_srq for %s", key);
 	step_done(STEP_DESTROY);
-	charge(key);
-	big_end();
+	case_end(key);
 }
 
 static const enum ibv_qp_type qp_types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
@@ -518,8 +524,7 @@ static void cq_case(int ex, int cqe, uint64_t wc_flags, uint32_t comp_mask, uint
 	err = errno;
 	if (!cq) {
 		emit(key, "err %d", err);
-		charge(key);
-		big_end();
+		case_end(key);
 		return;
 	}
 	/* Used as the send CQ of an RC QP on itself. */
@@ -534,8 +539,7 @@ static void cq_case(int ex, int cqe, uint64_t wc_flags, uint32_t comp_mask, uint
 	emit(key, "ok cqe=%d use=%s", cq->cqe, use);
 	if ((qp && ibv_destroy_qp(qp)) || ibv_destroy_cq(cq))
 		die("destroy for %s", key);
-	charge(key);
-	big_end();
+	case_end(key);
 }
 
 static void sweep_cqs(void)
@@ -594,8 +598,7 @@ static void srq_case(int ex, uint32_t max_wr, uint32_t max_sge, uint32_t limit, 
 	err = errno;
 	if (!srq) {
 		emit(key, "err %d", err);
-		charge(key);
-		big_end();
+		case_end(key);
 		return;
 	}
 	struct ibv_qp_init_attr qa = { .send_cq = helper_cq, .recv_cq = helper_cq, .srq = srq,
@@ -609,8 +612,7 @@ static void srq_case(int ex, uint32_t max_wr, uint32_t max_sge, uint32_t limit, 
 	emit(key, "ok attr=%u,%u use=%s", got.max_wr, got.max_sge, use);
 	if ((qp && ibv_destroy_qp(qp)) || ibv_destroy_srq(srq))
 		die("destroy for %s", key);
-	charge(key);
-	big_end();
+	case_end(key);
 }
 
 static void sweep_srqs(void)

@@ -77,6 +77,43 @@ void loopback_close(struct loopback_dev *dev)
 		die("ibv_close_device");
 }
 
+void loopback_open_pair(struct loopback_dev *client, struct loopback_dev *server)
+{
+	loopback_open(client, "rxe1");
+	loopback_open(server, "rxe0");
+}
+
+void loopback_close_pair(struct loopback_dev *client, struct loopback_dev *server)
+{
+	loopback_close(client);
+	loopback_close(server);
+}
+
+struct ibv_mr *loopback_reg_mr(struct loopback_dev *dev, void *buf, size_t len, int access)
+{
+	struct ibv_mr *mr = ibv_reg_mr(dev->pd, buf, len, access);
+
+	if (!mr)
+		die("ibv_reg_mr: %s", strerror(errno));
+	return mr;
+}
+
+int loopback_post_write(struct ibv_qp *qp, uint64_t wr_id, void *local, uint32_t len,
+			const struct ibv_mr *lmr, void *remote, const struct ibv_mr *rmr)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = len, .lkey = lmr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)remote, .rkey = rmr->rkey },
+	}, *bad = NULL;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
 static void to_rts(struct ibv_qp *qp, const struct loopback_dev *self,
 		   const struct loopback_dev *peer, uint32_t peer_qpn)
 {

@@ -1,12 +1,13 @@
 /*
  * RC queue pairs between two local rxe devices (rxe1, the client, and rxe0, the server, on the
  * rig's veth pair), connected by hand with ibv_modify_qp: both ends live in one process, so no
- * out-of-band exchange and no rdma_cm. Shared by verbs-stress and verbs-bench.
+ * out-of-band exchange and no rdma_cm. Shared by the tests/verbs programs.
  */
 #ifndef VERBS_LOOPBACK_H
 #define VERBS_LOOPBACK_H
 
 #include <infiniband/verbs.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define LOOPBACK_PORT 1
@@ -25,6 +26,20 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Opens device NAME, allocates its PD and finds the GID of its IPv4 address. */
 void loopback_open(struct loopback_dev *dev, const char *name);
 void loopback_close(struct loopback_dev *dev);
+
+/* The two ends every two-device program opens: the client on rxe1, the server on rxe0. */
+void loopback_open_pair(struct loopback_dev *client, struct loopback_dev *server);
+void loopback_close_pair(struct loopback_dev *client, struct loopback_dev *server);
+
+/* ibv_reg_mr of LEN bytes at BUF on DEV's PD with ACCESS; dies on failure. */
+struct ibv_mr *loopback_reg_mr(struct loopback_dev *dev, void *buf, size_t len, int access);
+
+/*
+ * Posts one signaled RDMA Write of LEN bytes from LOCAL (in LMR) to REMOTE (in RMR) on QP:
+ * ibv_post_send's status.
+ */
+int loopback_post_write(struct ibv_qp *qp, uint64_t wr_id, void *local, uint32_t len,
+			const struct ibv_mr *lmr, void *remote, const struct ibv_mr *rmr);
 
 /* Takes two RC QPs in RESET to RTS, each one's peer the other. */
 void loopback_connect(struct loopback_dev *a, struct ibv_qp *qa, struct loopback_dev *b,

@@ -92,17 +92,7 @@ static struct ibv_qp *create_rc(struct loopback_dev *dev, struct ibv_cq *c)
 
 static int post_write(struct ibv_qp *qp, uint64_t wr_id)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = MSG, .lkey = client_mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey },
-	}, *bad = NULL;
-
-	return ibv_post_send(qp, &wr, &bad);
+	return loopback_post_write(qp, wr_id, client_buf, MSG, client_mr, server_buf, server_mr);
 }
 
 static void *poster(void *arg)
@@ -274,8 +264,7 @@ int main(int argc, char **argv)
 	if (argc != 2 || (rounds = atol(argv[1])) <= 0)
 		die("usage: verbs-race ROUNDS");
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	loopback_open(&client, "rxe1");
-	loopback_open(&server, "rxe0");
+	loopback_open_pair(&client, &server);
 	printf("provider: %s\n", loopback_provider_path(&client));
 
 	client_mr = ibv_reg_mr(client.pd, client_buf, MSG, IBV_ACCESS_LOCAL_WRITE);
@@ -347,8 +336,7 @@ int main(int argc, char **argv)
 	if (ibv_destroy_cq(cq) || ibv_destroy_cq(server_cq) || ibv_dereg_mr(client_mr) ||
 	    ibv_dereg_mr(server_mr))
 		die("tear-down: %s", strerror(errno));
-	loopback_close(&client);
-	loopback_close(&server);
+	loopback_close_pair(&client, &server);
 
 	bool pass = drained && n_bad == 0;
 	for (int i = 0; i < POSTERS; i++)

@@ -178,8 +178,7 @@ int main(int argc, char **argv)
 	int use_td = argc == 3 && !strcmp(argv[2], "td");
 	int abba = argc == 3 && !strcmp(argv[2], "abba");
 
-	loopback_open(&client, "rxe1");
-	loopback_open(&server, "rxe0");
+	loopback_open_pair(&client, &server);
 	printf("provider %s\n", loopback_provider_path(&client));
 
 	if (abba) {
@@ -289,7 +288,6 @@ int main(int argc, char **argv)
 		die("destroy: %s", strerror(errno));
 	if (use_td && (ibv_dealloc_pd(qp_pd) || ibv_dealloc_td(td)))
 		die("dealloc parent domain / td: %s", strerror(errno));
-	loopback_close(&client);
-	loopback_close(&server);
+	loopback_close_pair(&client, &server);
 	return 0;
 }

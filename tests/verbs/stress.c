@@ -413,8 +413,7 @@ int main(int argc, char **argv)
 	if (total_sends < 1000)
 		die("usage: verbs-stress [SENDS >= 1000]");
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	loopback_open(&client, "rxe1");
-	loopback_open(&server, "rxe0");
+	loopback_open_pair(&client, &server);
 	printf("provider: client %s, server %s\n", loopback_provider_path(&client),
 	       loopback_provider_path(&server));
 
@@ -534,8 +533,7 @@ int main(int argc, char **argv)
 		die("ibv_destroy_cq: %s", strerror(errno));
 	if (ibv_dereg_mr(client_mr) || ibv_dereg_mr(server_mr))
 		die("ibv_dereg_mr");
-	loopback_close(&client);
-	loopback_close(&server);
+	loopback_close_pair(&client, &server);
 
 	for (id = 1; id < next_id; id++) {
 		struct meta *m = &meta[id];

@@ -41,6 +41,28 @@ pub enum ContextLayout {
     V65,
 }
 
+/// The ops the layouts after v36 add, in the order the lines added them: v59 the first three,
+/// v62 two more, v64 two more, v65 the ten completion-counter ops.
+const OPS_ADDED: [&str; 17] = [
+    "alloc_dmah",
+    "dealloc_dmah",
+    "reg_mr_ex",
+    "dm_export_dmabuf_fd",
+    "query_port_speed",
+    "alloc_buf",
+    "free_buf",
+    "create_comp_cntr",
+    "destroy_comp_cntr",
+    "inc_comp_cntr",
+    "inc_err_comp_cntr",
+    "qp_attach_comp_cntr",
+    "query_comp_cntr_caps",
+    "read_comp_cntr",
+    "read_err_comp_cntr",
+    "set_comp_cntr",
+    "set_err_comp_cntr",
+];
+
 /// Every layout, oldest first.
 pub const ALL: [ContextLayout; 5] = [
     ContextLayout::V36,
@@ -51,51 +73,17 @@ pub const ALL: [ContextLayout; 5] = [
 ];
 
 impl ContextLayout {
-    /// The ops this layout's `verbs_context_ops` has beyond v36's.
+    /// The ops this layout's `verbs_context_ops` has beyond v36's: a prefix of [`OPS_ADDED`],
+    /// as each line only ever gains ops.
     fn ops_added(self) -> &'static [&'static str] {
-        const V59: &[&str] = &["alloc_dmah", "dealloc_dmah", "reg_mr_ex"];
-        const V62: &[&str] = &[
-            "alloc_dmah",
-            "dealloc_dmah",
-            "reg_mr_ex",
-            "dm_export_dmabuf_fd",
-            "query_port_speed",
-        ];
-        const V64: &[&str] = &[
-            "alloc_dmah",
-            "dealloc_dmah",
-            "reg_mr_ex",
-            "dm_export_dmabuf_fd",
-            "query_port_speed",
-            "alloc_buf",
-            "free_buf",
-        ];
-        const V65: &[&str] = &[
-            "alloc_dmah",
-            "dealloc_dmah",
-            "reg_mr_ex",
-            "dm_export_dmabuf_fd",
-            "query_port_speed",
-            "alloc_buf",
-            "free_buf",
-            "create_comp_cntr",
-            "destroy_comp_cntr",
-            "inc_comp_cntr",
-            "inc_err_comp_cntr",
-            "qp_attach_comp_cntr",
-            "query_comp_cntr_caps",
-            "read_comp_cntr",
-            "read_err_comp_cntr",
-            "set_comp_cntr",
-            "set_err_comp_cntr",
-        ];
-        match self {
-            ContextLayout::V36 => &[],
-            ContextLayout::V59 => V59,
-            ContextLayout::V62 => V62,
-            ContextLayout::V64 => V64,
-            ContextLayout::V65 => V65,
-        }
+        let count = match self {
+            ContextLayout::V36 => 0,
+            ContextLayout::V59 => 3,
+            ContextLayout::V62 => 5,
+            ContextLayout::V64 => 7,
+            ContextLayout::V65 => OPS_ADDED.len(),
+        };
+        &OPS_ADDED[..count]
     }
 
     /// `struct verbs_context_ops` of this layout: its op names in declaration order.

@@ -6,6 +6,8 @@
 //! Which case produces which documented code, with the C cases of the NDK face beside them and
 //! the reason for each code this rig cannot produce, is in `docs/nd-conformance.md`.
 
+mod case_main;
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use nd_shim::{
 const SERVER: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
 const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
 
-type Outcome = Result<(), String>;
+use case_main::{Case, Outcome};
 
 macro_rules! ensure {
     ($cond:expr, $($why:tt)*) => {
@@ -1642,8 +1644,6 @@ fn notify_disconnect_codes() -> Outcome {
     Ok(())
 }
 
-type Case = fn() -> Outcome;
-
 const CASES: &[(&str, Case)] = &[
     ("connect-accept-data", connect_accept_data),
     ("no-listener-refused", no_listener_refused),
@@ -1711,34 +1711,12 @@ fn init_log() {
 fn main() {
     init_log();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("--child") => {
-            if let Err(why) = run_child(&args[1..]) {
-                eprintln!("child {:?}: {why}", &args[1..]);
-                std::process::exit(1);
-            }
+    if args.first().map(String::as_str) == Some("--child") {
+        if let Err(why) = run_child(&args[1..]) {
+            eprintln!("child {:?}: {why}", &args[1..]);
+            std::process::exit(1);
         }
-        Some("--list") => {
-            for (name, _) in CASES {
-                println!("{name}");
-            }
-        }
-        Some(name) => match CASES.iter().find(|(n, _)| *n == name) {
-            Some((_, case)) => match case() {
-                Ok(()) => println!("PASS {name}"),
-                Err(why) => {
-                    println!("FAIL {name}: {why}");
-                    std::process::exit(1);
-                }
-            },
-            None => {
-                eprintln!("no case {name}; --list shows them");
-                std::process::exit(2);
-            }
-        },
-        None => {
-            eprintln!("usage: nd-conformance CASE | --list");
-            std::process::exit(2);
-        }
+        return;
     }
+    case_main::run("nd-conformance", CASES, &args);
 }

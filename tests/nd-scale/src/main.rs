@@ -17,6 +17,9 @@
 //! system's rdma_cm ids and QPs (`rdma resource show`) are back at their starting counts.
 //! Every wait is bounded and fails the case when it runs out; nothing here times speed.
 
+#[path = "../../nd-conformance/src/case_main.rs"]
+mod case_main;
+
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::Command;
@@ -34,7 +37,7 @@ const STORM_PORT: u16 = 7100;
 /// How long any one phase may take before the case fails as hung.
 const PHASE_LIMIT: Duration = Duration::from_secs(240);
 
-type Outcome = Result<(), String>;
+use case_main::{Case, Outcome};
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -466,30 +469,9 @@ fn storm_200() -> Outcome {
     expect_resources_back(start)
 }
 
-type Case = fn() -> Outcome;
-
 const CASES: &[(&str, Case)] = &[("shared-endpoint-1000", shared_endpoint_1000), ("storm-200", storm_200)];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("--list") => CASES.iter().for_each(|(name, _)| println!("{name}")),
-        Some(name) => match CASES.iter().find(|(n, _)| *n == name) {
-            Some((_, case)) => match case() {
-                Ok(()) => println!("PASS {name}"),
-                Err(why) => {
-                    println!("FAIL {name}: {why}");
-                    std::process::exit(1);
-                }
-            },
-            None => {
-                eprintln!("no case {name}; --list shows them");
-                std::process::exit(2);
-            }
-        },
-        None => {
-            eprintln!("usage: nd-scale CASE | --list");
-            std::process::exit(2);
-        }
-    }
+    case_main::run("nd-scale", CASES, &args);
 }

@@ -280,6 +280,12 @@ run_test() {
     fi
 }
 
+# show_log NAME ERE: the lines of case NAME's log (run_test's) that match ERE, indented, in the
+# suite's output: a case's counts, shown pass or fail.
+show_log() {
+    grep -E "$2" "$RIG_OUT/logs/$RIG_SUITE.${1//[^A-Za-z0-9_.-]/_}.log" | sed 's/^/    /'
+}
+
 # stop_background PID: stops what `with_provider ... &` started as PID. PID is the subshell that runs
 # with_provider, and killing it would leave its child, timeout, and the command running; timeout
 # passes the TERM on to the command (and KILLs it 5 s later if it is still there).

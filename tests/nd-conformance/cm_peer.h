@@ -1,0 +1,87 @@
+/*
+ * cm_peer.h: what the plain librdmacm peers (not nd-shim) share: tests/nd-conformance/plain_peer.c
+ * and tests/nd2/nd2-verbs-peer.c. Each reports a failure on stderr and returns the exit status.
+ */
+#ifndef CM_PEER_H
+#define CM_PEER_H
+
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* perror(what); exit status 1. */
+static inline int fail(const char *what)
+{
+    perror(what);
+    return 1;
+}
+
+/* The channel's next event, when it is `want` (the caller acknowledges it); NULL otherwise. */
+static inline struct rdma_cm_event *next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+    struct rdma_cm_event *ev;
+    if (rdma_get_cm_event(ch, &ev)) {
+        perror("rdma_get_cm_event");
+        return NULL;
+    }
+    if (ev->event != want) {
+        fprintf(stderr, "event %s (status %d), want %s\n", rdma_event_str(ev->event), ev->status,
+                rdma_event_str(want));
+        rdma_ack_cm_event(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* The channel's next event is `want`, acknowledged: 0; 1 otherwise. */
+static inline int expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+    struct rdma_cm_event *ev = next_event(ch, want);
+    if (!ev)
+        return 1;
+    rdma_ack_cm_event(ev);
+    return 0;
+}
+
+/* "a.b.c.d" and a port number (the command line's words) into *sin: 0; 2 on a bad address. */
+static inline int peer_address(const char *ip, const char *port, struct sockaddr_in *sin)
+{
+    struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port))};
+    if (inet_pton(AF_INET, ip, &at.sin_addr) != 1) {
+        fprintf(stderr, "bad address %s\n", ip);
+        return 2;
+    }
+    *sin = at;
+    return 0;
+}
+
+/* An event channel and an RDMA_PS_TCP id on it: 0; 1 otherwise. */
+static inline int open_id(struct rdma_event_channel **ch, struct rdma_cm_id **id)
+{
+    *ch = rdma_create_event_channel();
+    if (!*ch || rdma_create_id(*ch, id, NULL, RDMA_PS_TCP))
+        return fail("rdma_create_id");
+    return 0;
+}
+
+/*
+ * A peer's start: stdout line-buffered (the driving program reads it as it happens), argc checked
+ * against `want` (else "usage: USAGE"), argv[ipAt] and argv[ipAt + 1] (IP, PORT) into *sin, an
+ * event channel and an id on it: 0, or the exit status.
+ */
+static inline int peer_start(int argc, char **argv, int want, const char *usage, int ipAt, struct sockaddr_in *sin,
+                             struct rdma_event_channel **ch, struct rdma_cm_id **id)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc != want) {
+        fprintf(stderr, "usage: %s\n", usage);
+        return 2;
+    }
+    if (peer_address(argv[ipAt], argv[ipAt + 1], sin))
+        return 2;
+    return open_id(ch, id);
+}
+
+#endif /* CM_PEER_H */
