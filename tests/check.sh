@@ -102,7 +102,7 @@ miri() {
         --test-threads=1 ah:: boundary:: command:: context:: cq:: device:: libibverbs::layout:: libibverbs::qp:: \
         lifecycle:: lock::tests::a_pair lock::tests::an_unlocked lock::tests::with_unlocks mr:: mw:: pd:: \
         qp::control:: query:: ring:: wqe:: &&
-        MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection:: connection_data:: listen:: \
+        MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p nd-shim --lib -- connection:: connection_data:: endpoint:: listen:: \
             nd2::int_map:: status::
 }
 loom_models() {
