@@ -108,10 +108,12 @@ unsafe fn post_one_send_with(sq: &mut SendQueue, wr: &ibv_send_wr, objects: &WrO
     // SAFETY: forwarded.
     let sges = unsafe { wqe::send_sges(wr, &sq.limits) }?;
     let length = wqe::check_send(wr, sges, objects, &sq.limits)?;
+    let slot = sq.prod_slot_ptr();
     if sq.is_full() {
         return Err(Errno::ENOMEM);
     }
-    let (hdr, payload) = sq.slot_at(sq.prod);
+    // SAFETY: the slot of `prod`, the ring not full: unpublished, ours.
+    let (hdr, payload) = unsafe { sq.slot_parts(slot) };
     // SAFETY: checked above; inline sources per the contract.
     unsafe { wqe::encode_send(wr, sges, length, objects, hdr, payload) };
     sq.advance();
