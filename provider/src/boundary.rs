@@ -23,15 +23,17 @@ pub(crate) fn guard<R>(entry: &'static str, on_panic: R, body: impl FnOnce() -> 
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(payload) => {
-            log_panic(entry, payload.as_ref());
+            log_panic(entry, payload);
             on_panic
         }
     }
 }
 
+/// Logs and drops the payload: taken by value, so the entry's landing pad
+/// keeps nothing alive across the call (no stack slot in its frame).
 #[cold]
 #[inline(never)]
-fn log_panic(entry: &str, payload: &(dyn core::any::Any + Send)) {
+fn log_panic(entry: &str, payload: Box<dyn core::any::Any + Send>) {
     let what = payload
         .downcast_ref::<&str>()
         .copied()

@@ -14,9 +14,10 @@
 //!
 //! The post_send doorbell is a write(), the cheaper call (as in the stock
 //! provider), until the kernel refuses one with EACCES: from then on every
-//! doorbell of the process goes by INVOKE_WRITE, which carries POST_SEND too
-//! ([`write_cmd_doorbell`]). Only the first post after a credential change
-//! pays the refused write(); the stock provider's posts fail there.
+//! doorbell of the QP, and of every QP the process creates later, goes by
+//! INVOKE_WRITE, which carries POST_SEND too ([`doorbell_by_ioctl`]). Only a
+//! QP's first post after a credential change pays the refused write(); the
+//! stock provider's posts fail there.
 //!
 //! A legacy command is `ib_uverbs_cmd_hdr` + body in one write(); sizes are in
 //! 4-byte words and include the header; the body's `response` field carries
@@ -274,30 +275,20 @@ pub fn write_cmd_raw<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errn
 /// serves every context, whoever opened it.
 static DOORBELL_WRITE_REFUSED: AtomicBool = AtomicBool::new(false);
 
-/// Issues the post_send doorbell (or any legacy command that must keep
-/// working after a credential change): by write(), the cheaper call, until
-/// the kernel refuses one with EACCES; then, and for every later call of the
-/// process, by INVOKE_WRITE, which the kernel does not check against the
-/// opener's credentials (`ib_uverbs_ioctl` has no `ib_safe_file_access`). A
-/// kernel without INVOKE_WRITE leaves the EACCES.
-#[inline]
-pub fn write_cmd_doorbell<C: WriteCmd>(fd: RawFd, mut cmd: C) -> Result<C::Resp, Errno> {
-    let mut resp = C::Resp::new_zeroed();
-    cmd.set_response(response_addr(&mut resp));
-    let framed = Framed::new(C::ID, cmd, core::mem::size_of::<C::Resp>())?;
-    if !DOORBELL_WRITE_REFUSED.load(Ordering::Relaxed) {
-        match write_all(fd, framed.as_bytes()) {
-            Err(Errno::EACCES) => {}
-            done => return done.map(|()| resp),
-        }
-    }
-    doorbell_by_ioctl(fd, framed.body)
+/// Whether a doorbell write() of this process was refused: a QP created
+/// since rings its doorbell by INVOKE_WRITE from the start.
+pub fn doorbell_write_refused() -> bool {
+    DOORBELL_WRITE_REFUSED.load(Ordering::Relaxed)
 }
 
-/// [`write_cmd_doorbell`] once write() was refused: out of the hot path.
+/// Issues the post_send doorbell `cmd` by INVOKE_WRITE, which the kernel
+/// does not check against the opener's credentials (`ib_uverbs_ioctl` has
+/// no `ib_safe_file_access`), after the kernel refused a doorbell write()
+/// with EACCES; remembered for the process. A kernel without INVOKE_WRITE
+/// leaves the EACCES.
 #[cold]
 #[inline(never)]
-fn doorbell_by_ioctl<C: WriteCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
+pub fn doorbell_by_ioctl<C: WriteCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
     if !has_ioctl_write(fd) {
         return Err(Errno::EACCES);
     }
@@ -883,17 +874,6 @@ mod tests {
             (attrs[2].attr_id, attrs[2].len, attr_data(&attrs[2])),
             (UVERBS_ATTR_CORE_OUT as u16, 4, resp.as_ptr() as usize as u64)
         );
-    }
-
-    #[test]
-    fn a_doorbell_that_write_refuses_for_another_reason_is_not_retried() {
-        let cmd = ib_uverbs_get_context {
-            response: 0,
-            driver_data: [],
-        };
-        // A bad fd: EBADF from write(), and no switch to the ioctl path.
-        assert_eq!(write_cmd_doorbell(-1, cmd).err(), Some(Errno::EBADF));
-        assert!(!DOORBELL_WRITE_REFUSED.load(Ordering::Relaxed));
     }
 
     #[test]

@@ -78,18 +78,19 @@ unsafe fn wr_objects(wr: &ibv_send_wr, qp_type: c_int) -> WrObjects<'_> {
 /// `IBV_SEND_INLINE` the SGEs describe readable memory.
 #[inline]
 pub(crate) unsafe fn post_one_send(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
-    if sq.limits.names_no_object(wr.opcode) {
-        // The RC/UC request that names no AH or window: built with the
-        // objects known to be none, so nothing about them stays live in
-        // the loop (fewer registers spilled to the stack).
+    if sq.limits.allows_naming_no_object(wr.opcode) {
+        // The RC/UC request that names no AH or window, its opcode allowed:
+        // built with the objects known to be none, so nothing about them
+        // stays live in the loop (fewer registers spilled to the stack).
         // SAFETY: forwarded; wr_objects would have answered None.
-        return unsafe { post_one_send_with(sq, wr, &WrObjects::None) };
+        return unsafe { post_one_send_with(sq, wr, &WrObjects::None, true) };
     }
     // SAFETY: forwarded.
     unsafe { post_one_send_naming_objects(sq, wr) }
 }
 
-/// [`post_one_send`] of a UD request or a window bind.
+/// [`post_one_send`] of a UD request, a window bind, or an opcode the
+/// queue does not allow.
 ///
 /// # Safety
 /// As for [`post_one_send`].
@@ -98,20 +99,33 @@ unsafe fn post_one_send_naming_objects(sq: &mut SendQueue, wr: &ibv_send_wr) -> 
     // SAFETY: forwarded.
     let objects = unsafe { wr_objects(wr, sq.limits.qp_type) };
     // SAFETY: forwarded.
-    unsafe { post_one_send_with(sq, wr, &objects) }
+    unsafe { post_one_send_with(sq, wr, &objects, false) }
 }
 
 /// # Safety
-/// As for [`post_one_send`]; `objects` is what [`wr_objects`] answers for `wr`.
+/// As for [`post_one_send`]; `objects` is what [`wr_objects`] answers for `wr`;
+/// `allowed`: [`SendLimits::allows_naming_no_object`](crate::wqe::SendLimits::allows_naming_no_object)
+/// said yes (a constant at each call).
 #[inline(always)]
-unsafe fn post_one_send_with(sq: &mut SendQueue, wr: &ibv_send_wr, objects: &WrObjects<'_>) -> Result<(), Errno> {
+unsafe fn post_one_send_with(
+    sq: &mut SendQueue,
+    wr: &ibv_send_wr,
+    objects: &WrObjects<'_>,
+    allowed: bool,
+) -> Result<(), Errno> {
     // SAFETY: forwarded.
     let sges = unsafe { wqe::send_sges(wr, &sq.limits) }?;
-    let length = wqe::check_send(wr, sges, objects, &sq.limits)?;
+    let length = if allowed {
+        wqe::check_allowed_send(wr, sges, &sq.limits)?
+    } else {
+        wqe::check_send(wr, sges, objects, &sq.limits)?
+    };
+    let slot = sq.prod_slot_ptr();
     if sq.is_full() {
         return Err(Errno::ENOMEM);
     }
-    let (hdr, payload) = sq.slot_at(sq.prod);
+    // SAFETY: the slot of `prod`, the ring not full: unpublished, ours.
+    let (hdr, payload) = unsafe { sq.slot_parts(slot) };
     // SAFETY: checked above; inline sources per the contract.
     unsafe { wqe::encode_send(wr, sges, length, objects, hdr, payload) };
     sq.advance();

@@ -48,7 +48,22 @@ impl<L: QueueLimits> WorkQueue<L> {
         Ok(self.slot_at(self.prod))
     }
 
-    /// Whether the kernel has not consumed far enough for another slot.
+    /// Where the slot of `prod` starts, for [`slot_parts`](Self::slot_parts)
+    /// once [`is_full`](Self::is_full) said no. Worked out before the
+    /// kernel's consumer index is read: what is loaded before that acquire
+    /// load stays in registers, where loads after it are made again.
+    #[inline(always)]
+    pub(crate) fn prod_slot_ptr(&self) -> *mut [u8] {
+        self.slot_ptr(self.prod)
+    }
+
+    /// The slot of `index` (masked), its whole element.
+    #[inline(always)]
+    fn slot_ptr(&self, index: u32) -> *mut [u8] {
+        let elem = self.ring.geometry().elem_size();
+        core::ptr::slice_from_raw_parts_mut(self.ring.slot_ptr(index).as_ptr(), elem)
+    }
+
     #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {
         self.ring.indices().is_full(self.prod, self.ring.consumed())
@@ -59,9 +74,21 @@ impl<L: QueueLimits> WorkQueue<L> {
     /// one at `prod` when the ring is not full: those the kernel does not read.
     #[inline(always)]
     pub(crate) fn slot_at(&mut self, index: u32) -> (&mut L::Header, &mut [u8]) {
+        let slot = self.slot_ptr(index);
+        // SAFETY: the slot of `index`, which the caller may write (above).
+        unsafe { self.slot_parts(slot) }
+    }
+
+    /// The slot `slot` (from [`prod_slot_ptr`](Self::prod_slot_ptr) or
+    /// `slot_ptr`) as (header, payload).
+    ///
+    /// # Safety
+    /// `slot` is a slot of this ring that the kernel does not read (see
+    /// [`slot_at`](Self::slot_at)).
+    #[inline(always)]
+    pub(crate) unsafe fn slot_parts(&mut self, slot: *mut [u8]) -> (&mut L::Header, &mut [u8]) {
         let header = size_of::<L::Header>();
-        let elem = self.ring.geometry().elem_size();
-        let base = self.ring.slot_ptr(index).as_ptr();
+        let (base, elem) = (slot.cast::<u8>(), slot.len());
         // SAFETY: the slot lies inside the mapping (Producer guarantees it) and
         // is elem >= size_of::<L::Header>() bytes long (checked in new);
         // slots start at the 384-byte queue header plus a multiple of the

@@ -1,8 +1,10 @@
 # Our provider against the stock C provider, both in this one boot, RC from rxe1 to rxe0:
 #   (a) verbs-bench's post_send + poll_cq busy loop (8-byte RDMA WRITE and SEND): ops/s;
 #   (b) the same pair under valgrind's callgrind: user-space instructions per pair, and the
-#       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/); and the WRITE
-#       pair on a parent domain with a thread domain (write-td: no lock on the data path);
+#       functions they go to (callgrind_annotate, kept in RIG_OUT/bench-verbs/); the WRITE
+#       pair on a parent domain with a thread domain (write-td: no lock on the data path); and
+#       the other paths: the WRITE by ibv_wr_* (wr-write), a SEND on UD (ud-send), and a receive
+#       through an SRQ (srq-recv: ibv_post_srq_recv + the poll_cq that takes its completion);
 #   (c) perftest over rdma_cm (-R), server on rxe0 and client on rxe1 (perftest_pair in lib.sh),
 #       both ends on one provider: ib_send_bw/ib_write_bw with 8-byte
 #       messages for the message rate, ib_send_lat/ib_write_lat for the latency (t_typical);
@@ -27,7 +29,8 @@
 # ones); the median is what the summary shows. RIG_BENCH_LOOP_OPS ("write send") the loops of (a),
 # RIG_BENCH_LOOP_PAUSE (0) seconds slept before each of its runs. RIG_BENCH_CONTENDED_ITERS
 # (20000) completions per run of (d), RIG_BENCH_CONTENDED_ROUNDS (3) rounds. RIG_BENCH_PARTS
-# (abcdfg) picks the parts to run. Under software
+# (abcdfg) picks the parts to run; RIG_BENCH_COUNT_OPS ("write send write-td wr-write ud-send
+# srq-recv") the pairs of (b). Under software
 # emulation on a shared host the timed figures vary by a factor of two between rounds: compare
 # the instruction counts, which are exact, and read the timed ratios as "no large loss".
 source "$RIG_ROOT/tests/rig/guest/lib.sh"
@@ -44,6 +47,7 @@ loop_ops=${RIG_BENCH_LOOP_OPS:-write send}
 loop_pause=${RIG_BENCH_LOOP_PAUSE:-0}
 contended_iters=${RIG_BENCH_CONTENDED_ITERS:-20000}
 contended_rounds=${RIG_BENCH_CONTENDED_ROUNDS:-3}
+count_ops=${RIG_BENCH_COUNT_OPS:-write send write-td wr-write ud-send srq-recv}
 summary=()
 
 mkdir -p "$dir"
@@ -92,10 +96,11 @@ echo "-- (a) post_send + poll_cq busy loop, $iters pairs, median of $rounds roun
 done
 
 [[ $parts == *b* ]] &&
-echo "-- (b) user-space instructions per post_send + poll_cq pair (callgrind, $cg_iters pairs)"
+echo "-- (b) user-space instructions per post_send + poll_cq pair (srq-recv: post_srq_recv + poll_cq), callgrind, $cg_iters pairs"
 # write-td: the WRITE pair with the client's QP and CQ on a parent domain with a thread domain
 # (no lock on their data path); the stock provider has no thread domains (n/a).
-[[ $parts == *b* ]] && for op in write send write-td; do
+# shellcheck disable=SC2086 # the ops are a list
+[[ $parts == *b* ]] && for op in $count_ops; do
     declare -A ir=()
     mode=count
     [[ $op == *-td ]] && mode=count-td

@@ -15,7 +15,7 @@ use log::debug;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::batch::Batch;
-use super::object::RxeQp;
+use super::object::{Doorbell, RxeQp};
 use super::wr;
 use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
@@ -136,6 +136,7 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
         batch: UnsafeCell::new(Batch::default()),
         // SAFETY: args.pd is a live PD of ours (checked non-null above).
         domain: unsafe { DomainUse::of(args.pd) },
+        doorbell: Doorbell::unarmed(),
     };
     let mut qp = Creating::new(obj, "QP", fd, |fd, handle| destroy_kernel_qp(fd, handle).map(|_| ()))?;
     let ibqp = qp.get_mut().ibv_qp();
@@ -164,6 +165,7 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     let lock = || unsafe { pd::lock_for(args.pd) };
     let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some(), lock)?;
     let obj = qp.get_mut();
+    obj.doorbell.arm(fd, resp.core.qp_handle);
     obj.sq = Some(sq);
     obj.rq = rq;
 

@@ -200,7 +200,9 @@ mod tests {
                 rq: Some(Locked::new(recv, crate::lock::QueueLock::new())),
                 batch: UnsafeCell::new(Batch::default()),
                 domain: crate::pd::DomainUse::none(),
+                doorbell: crate::qp::object::Doorbell::unarmed(),
             });
+            qp.doorbell.arm(doorbell.as_raw_fd(), 0);
             let base = &mut qp.vqp.get_mut().qp_ex.qp_base;
             base.qp_type = qp_type;
             base.state = IBV_QPS_RTS;
@@ -451,6 +453,28 @@ mod tests {
         assert_eq!(bad, &mut wrs[15] as *mut ibv_send_wr);
         let ids: Vec<u64> = fake.published().iter().map(|w| w.wr.wr_id).collect();
         assert_eq!(ids, (0..15).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_doorbell_that_write_refuses_for_another_reason_is_not_retried() {
+        use core::sync::atomic::Ordering;
+        let mut fake = FakeQp::new(IBV_QPT_RC, 1, 64);
+        // A closed fd: EBADF from write(), and no switch to the ioctl path.
+        let closed = 1 << 20;
+        fake.qp.doorbell.arm(closed, 0);
+        let sge = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let mut w = wr(1, IBV_WR_SEND, &sge);
+        let mut bad = ptr::null_mut();
+        // SAFETY: the test's live QP, a live request.
+        let rc = unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) };
+        assert_eq!(rc, Errno::EBADF.code());
+        assert!(bad.is_null(), "the request was posted; only the doorbell failed");
+        assert!(!crate::command::doorbell_write_refused());
+        assert_eq!(fake.qp.doorbell.fd.load(Ordering::Relaxed), closed);
     }
 
     /// Not a test: the post_send + poll_cq pair `tests/bench/verbs.sh` counts

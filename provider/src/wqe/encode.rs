@@ -11,7 +11,7 @@ use crate::errno::Errno;
 use crate::libibverbs::qp::*;
 
 use super::limits::{SendLimits, SGE_SIZE};
-use super::payload::{copy_inline, write_sges};
+use super::payload::{copy_inline, write_one_sge, write_sges};
 use super::request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
 use super::validate::sge_total;
 
@@ -55,6 +55,11 @@ pub(crate) unsafe fn encode_send(
         // SAFETY: forwarded from this function's contract; check_send
         // proved the bytes fit the payload.
         unsafe { copy_inline(sges, payload) };
+    } else if let [one] = sges {
+        // SAFETY: check_send bounded the SGEs by the queue's sge_room, at
+        // most payload_room / SGE_SIZE, and payload is the rest of one of
+        // the queue's slots (payload_room bytes): one SGE fits.
+        unsafe { write_one_sge(one, payload) };
     } else {
         write_sges(sges, payload);
     }

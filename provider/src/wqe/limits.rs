@@ -26,8 +26,9 @@ pub(crate) struct SendLimits {
     pub payload_room: usize,
     /// Bit `n` set: the legacy opcode `n` is allowed ([`opcode_allowed`]).
     opcodes: u32,
-    /// Bit `n` set: a request with opcode `n` names no provider object (no
-    /// AH: not UD; no window: not BIND_MW) ([`names_no_object`](Self::names_no_object)).
+    /// Bit `n` set: the legacy opcode `n` is allowed and a request with it
+    /// names no provider object (no AH: not UD; no window: not BIND_MW)
+    /// ([`allows_naming_no_object`](Self::allows_naming_no_object)).
     no_objects: u32,
     /// SGEs a WQE may carry: `max_sge`, bounded by the slot.
     pub(super) sge_room: u32,
@@ -43,7 +44,7 @@ impl SendLimits {
         let no_objects = if qp_type == IBV_QPT_UD {
             0
         } else {
-            !(1 << IBV_WR_BIND_MW)
+            opcodes & !(1 << IBV_WR_BIND_MW)
         };
         let sge_room = max_sge.min(u32::try_from(payload_room / SGE_SIZE).unwrap_or(u32::MAX));
         let inline_room = max_inline.min(u32::try_from(payload_room).unwrap_or(u32::MAX));
@@ -59,13 +60,14 @@ impl SendLimits {
         }
     }
 
-    /// Whether a request with `opcode` names no AH or window: true on an RC or
-    /// UC QP for every opcode but BIND_MW, never on a UD QP. One bit test (an
-    /// opcode outside 0..32 tests bit `opcode % 32`: a mere dispatch, the
-    /// request's checks refuse such an opcode either way).
+    /// Whether `opcode` is allowed and a request with it names no AH or
+    /// window: on an RC or UC QP every allowed opcode but BIND_MW, never on a
+    /// UD QP. A request it answers yes for needs no [`allows`](Self::allows).
     #[inline(always)]
-    pub(crate) fn names_no_object(&self, opcode: c_int) -> bool {
-        self.no_objects.wrapping_shr(opcode as u32) & 1 != 0
+    pub(crate) fn allows_naming_no_object(&self, opcode: c_int) -> bool {
+        // A negative opcode is a huge u32, outside the set as any >= 32 is.
+        let op = opcode as u32;
+        op < 32 && (self.no_objects >> op) & 1 != 0
     }
 
     #[inline(always)]

@@ -34,16 +34,7 @@ pub(super) unsafe fn copy_inline(sges: &[ibv_sge], out: &mut [u8]) {
 /// test binary's code units would otherwise decide differently).
 #[inline(always)]
 pub(super) fn write_sges(sges: &[ibv_sge], out: &mut [u8]) {
-    let put = |s: &ibv_sge, chunk: &mut [u8]| {
-        chunk.copy_from_slice(
-            rxe_sge {
-                addr: s.addr,
-                length: s.length,
-                lkey: s.lkey,
-            }
-            .as_bytes(),
-        );
-    };
+    let put = |s: &ibv_sge, chunk: &mut [u8]| chunk.copy_from_slice(kernel_sge(s).as_bytes());
     match (sges, out.get_mut(..SGE_SIZE)) {
         // The common case, without the set-up of the (unrolled) loop.
         ([one], Some(chunk)) => put(one, chunk),
@@ -51,5 +42,36 @@ pub(super) fn write_sges(sges: &[ibv_sge], out: &mut [u8]) {
             .iter()
             .zip(out.chunks_exact_mut(SGE_SIZE))
             .for_each(|(s, chunk)| put(s, chunk)),
+    }
+}
+
+/// Writes one SGE at the start of a payload area, the data path's common
+/// case: no loop, and no length check (the caller's). `ibv_sge` and the
+/// kernel's `rxe_sge` are the same 16 bytes, so it is one copy.
+///
+/// # Safety
+/// `out` is at least [`SGE_SIZE`] bytes long.
+#[inline(always)]
+pub(super) unsafe fn write_one_sge(s: &ibv_sge, out: &mut [u8]) {
+    const {
+        assert!(size_of::<ibv_sge>() == SGE_SIZE);
+        assert!(core::mem::offset_of!(ibv_sge, addr) == core::mem::offset_of!(rxe_sge, addr));
+        assert!(core::mem::offset_of!(ibv_sge, length) == core::mem::offset_of!(rxe_sge, length));
+        assert!(core::mem::offset_of!(ibv_sge, lkey) == core::mem::offset_of!(rxe_sge, lkey));
+    };
+    debug_assert!(out.len() >= SGE_SIZE);
+    // SAFETY: per the contract the first SGE_SIZE bytes of out are ours to
+    // write; s is SGE_SIZE readable bytes with no padding (the assertions:
+    // a u64 and two u32s), laid out as rxe_sge is; the two do not overlap
+    // (out is a ring slot, s the caller's).
+    unsafe { core::ptr::copy_nonoverlapping(core::ptr::from_ref(s).cast::<u8>(), out.as_mut_ptr(), SGE_SIZE) };
+}
+
+#[inline(always)]
+fn kernel_sge(s: &ibv_sge) -> rxe_sge {
+    rxe_sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
     }
 }

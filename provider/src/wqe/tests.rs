@@ -445,15 +445,17 @@ fn type_1_bind_bumps_only_the_key_byte() {
 }
 
 #[test]
-fn only_ud_requests_and_window_binds_name_objects() {
+fn only_ud_requests_and_window_binds_name_objects_and_the_fast_path_takes_allowed_opcodes_only() {
     for qp_type in [IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD] {
         let l = SendLimits::new(qp_type, 1, 0, 64);
         for opcode in (-2..40).chain([c_int::MIN, c_int::MAX]) {
             let names = qp_type == IBV_QPT_UD || opcode == IBV_WR_BIND_MW;
-            // Outside 0..32 the answer only picks a path: both refuse the opcode.
-            if (0..32).contains(&opcode) {
-                assert_eq!(l.names_no_object(opcode), !names, "QP type {qp_type}, opcode {opcode}");
-            } else {
+            assert_eq!(
+                l.allows_naming_no_object(opcode),
+                l.allows(opcode) && !names,
+                "QP type {qp_type}, opcode {opcode}"
+            );
+            if !(0..32).contains(&opcode) {
                 assert!(!l.allows(opcode));
             }
         }

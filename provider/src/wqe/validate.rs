@@ -55,10 +55,18 @@ pub(crate) fn check_send(
     objects: &WrObjects<'_>,
     lim: &SendLimits,
 ) -> Result<u32, Errno> {
-    let opcode = wr.opcode;
-    if !lim.allows(opcode) || matches!(objects, WrObjects::Missing) {
+    if !lim.allows(wr.opcode) || matches!(objects, WrObjects::Missing) {
         return Err(Errno::EINVAL);
     }
+    check_allowed_send(wr, sges, lim)
+}
+
+/// [`check_send`] of a request whose opcode the queue allows and which
+/// names no missing object ([`SendLimits::allows_naming_no_object`]): the
+/// rest of its checks.
+#[inline(always)]
+pub(crate) fn check_allowed_send(wr: &ibv_send_wr, sges: &[ibv_sge], lim: &SendLimits) -> Result<u32, Errno> {
+    let opcode = wr.opcode;
     let length = sge_total(sges).ok_or(Errno::EINVAL)?;
     if wr.send_flags & IBV_SEND_INLINE != 0 {
         // Inline bytes are read here, from addr: a NULL one with a length
