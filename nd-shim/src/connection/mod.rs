@@ -19,9 +19,9 @@
 //!
 //! The shim never adds a timeout of its own: only events end Connecting and Accepting.
 //!
-//! Rooms: [`machine`] (the states, inputs, actions and [`step`]), [`claim`] (which connector's
-//! connection uses a queue pair), [`drive`](mod@drive) (an engine's loop over one input) and
-//! `fuzzing` (the fuzz targets' way in).
+//! Rooms: `machine` (the states, inputs, actions and [`step`]), `claim` (which connector's
+//! connection uses a queue pair), `drive` (an engine's loop over one input) and `fuzzing` (the
+//! fuzz targets' way in).
 
 mod claim;
 mod drive;
