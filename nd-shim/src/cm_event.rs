@@ -4,6 +4,8 @@
 //! kernel's `enum rdma_cm_event_type`), so the event engine converts with [`CmEventKind::from_raw`].
 //! The meaning of each event for ND follows `docs/nd-semantics.md` ("The handshake", "Disconnect").
 
+#![forbid(unsafe_code)]
+
 /// Which end of the handshake a connector is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {

@@ -5,6 +5,8 @@
 //! caps is that of NDK_FN_CONNECT / NDK_FN_ACCEPT: capped to the adapter's maxima, and to the
 //! peer's opposite limit.
 
+#![forbid(unsafe_code)]
+
 use crate::status::NdStatus;
 
 /// Which message private data rides in, and so its limit.

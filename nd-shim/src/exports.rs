@@ -8,6 +8,8 @@
 //! `nd-shim/tests/exports.rs` checks that the library exports exactly the map's names, each at
 //! ND_SHIM_0.
 
+#![forbid(unsafe_code)]
+
 /// Binds the named exports of the invoking module to the version node ND_SHIM_0, when build.rs
 /// gives the linker the script that defines the node (`nd_shim_symver`). Not in the unit tests'
 /// executable, which has no version node (nor under Miri, which runs no assembler).

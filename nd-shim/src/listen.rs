@@ -21,6 +21,8 @@
 //! to the next Get. Handing it over would complete the Get with ND_SUCCESS for a connector that
 //! ignores the request (and, for one that is connecting, replace its rdma_cm id).
 
+#![forbid(unsafe_code)]
+
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::status::NdStatus;
 

@@ -4,6 +4,8 @@
 //! then finds none of its code still running. Below every face and the engine, which all start
 //! threads of the shim's.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 

@@ -26,6 +26,8 @@
 //! Addresses overlap when they are equal or either is a wildcard (0.0.0.0 / ::), as in the
 //! kernel's `cma_check_port`.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};

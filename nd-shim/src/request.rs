@@ -1,6 +1,8 @@
 //! A call that returned ND_PENDING: wait for it, poll it, cancel it, or have a callback run when
 //! it completes (on the thread that processes the adapter's events).
 
+#![forbid(unsafe_code)]
+
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 

@@ -9,6 +9,8 @@
 //! - [`from_cm_event`]: an rdma_cm event and its `status` field, per side of the connection
 //!   (the failure table of `docs/nd-semantics.md`, "Failures seen on the active side").
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 use crate::cm_event::{CmEventKind, Side};

@@ -2,6 +2,8 @@
 //! so the first NDK or ND2 entry that opens something installs one on stderr when
 //! `ND_SHIM_LOG` names a level and the process has none.
 
+#![forbid(unsafe_code)]
+
 use std::io::Write;
 use std::sync::Once;
 

@@ -3,6 +3,8 @@
 //! and event handlers run on the event thread; and [`model`], the primitives of a request's
 //! completion, which a `--cfg loom` build swaps for loom's (docs/safety.md).
 
+#![forbid(unsafe_code)]
+
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};

@@ -2,6 +2,8 @@
 //! step returns in `Err`, and what the entry helpers in `boundary` turn
 //! into a verb's failure (errno set, NULL or the code returned).
 
+#![forbid(unsafe_code)]
+
 use core::ffi::c_int;
 use core::fmt;
 use core::num::NonZero;

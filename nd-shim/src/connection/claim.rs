@@ -1,5 +1,7 @@
 //! Which connector's connection uses a queue pair.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::machine::ConnectorState;

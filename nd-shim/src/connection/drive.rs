@@ -1,5 +1,7 @@
 //! An engine's loop over one input: [`drive`] runs it through [`step`] and carries out the effects.
 
+#![forbid(unsafe_code)]
+
 use super::machine::{step, Action, ConnectorInput, ConnectorState, Effect, Request, Transition};
 use crate::status::NdStatus;
 

@@ -1,6 +1,8 @@
 //! The fuzz targets' way in (cargo feature `fuzzing`): `drive` with an engine of their own.
 //! Not an API.
 
+#![forbid(unsafe_code)]
+
 use super::{Action, ConnectorInput, ConnectorState, Request, Transition};
 use crate::status::NdStatus;
 

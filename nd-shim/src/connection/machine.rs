@@ -1,5 +1,7 @@
 //! The connector state machine's states, inputs and actions, and [`step`]: every transition.
 
+#![forbid(unsafe_code)]
+
 use crate::cm_event::{CmEvent, CmEventKind, Side};
 use crate::connection_data::PrivateDataUse;
 use crate::status::{from_cm_event, NdStatus};

@@ -23,6 +23,8 @@
 //! connection uses a queue pair), `drive` (an engine's loop over one input) and `fuzzing` (the
 //! fuzz targets' way in).
 
+#![forbid(unsafe_code)]
+
 mod claim;
 mod drive;
 mod machine;

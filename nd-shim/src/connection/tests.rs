@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 use super::machine::*;
 use super::*;
 use crate::cm_event::{CmEvent, CmEventKind};

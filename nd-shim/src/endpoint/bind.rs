@@ -1,6 +1,8 @@
 //! An rdma_cm id bound to an address of the adapter, exclusively or shared, with the port space's
 //! reservation ([`crate::ports`]) that goes with it.
 
+#![forbid(unsafe_code)]
+
 use std::net::{IpAddr, SocketAddr};
 
 use crate::engine::AdapterInner;

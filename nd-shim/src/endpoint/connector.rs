@@ -1,6 +1,8 @@
 //! ND2 IND2Connector / NDK connector: the connector's rdma_cm id, driven by its state machine
 //! ([`crate::connection`]).
 
+#![forbid(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 

@@ -1,6 +1,8 @@
 //! What passes between the endpoints' rooms: the completions a call gathers under its object's
 //! lock and runs after it ([`finish`]), and a connection request a listener hands to a connector.
 
+#![forbid(unsafe_code)]
+
 use std::sync::Arc;
 
 use crate::request::Slot;

@@ -1,6 +1,8 @@
 //! ND2 IND2Listener: the listener's rdma_cm id, driven by its state machine ([`crate::listen`]),
 //! handing connection requests to connectors.
 
+#![forbid(unsafe_code)]
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};

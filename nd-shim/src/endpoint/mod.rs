@@ -8,6 +8,8 @@
 //! bound to an address of the adapter) and [`handoff`] (completions run after the lock, and
 //! the connection request a listener hands to a connector).
 
+#![forbid(unsafe_code)]
+
 mod bind;
 mod connector;
 mod handoff;

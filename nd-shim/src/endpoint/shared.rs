@@ -1,5 +1,7 @@
 //! NDK shared endpoint: one local address that many outgoing connections share.
 
+#![forbid(unsafe_code)]
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 

@@ -3,6 +3,8 @@
 //! buys nothing for keys no caller chooses, and costs instructions on every lookup
 //! (docs/nd2-performance.md).
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 

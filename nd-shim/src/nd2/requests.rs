@@ -55,6 +55,8 @@
 //! the unit tests `common_path_exchanges` and `record_path_exchanges`; the figures are in
 //! docs/nd2-performance.md.
 
+#![forbid(unsafe_code)]
+
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -18,6 +18,8 @@
 //! one, only cross-checks, and refuses a release after the newest known: it
 //! may have grown the tables under a PABI it kept.
 
+#![forbid(unsafe_code)]
+
 use core::fmt;
 use core::mem::size_of;
 

@@ -2,6 +2,8 @@
 //! `wr_complete`/`wr_abort`: the WQEs it built on the send queue and its
 //! first error. Pure bookkeeping on the queue; the C entries are in `wr`.
 
+#![forbid(unsafe_code)]
+
 use kernel_abi::rxe_send_wqe;
 
 use crate::errno::Errno;

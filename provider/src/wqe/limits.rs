@@ -1,6 +1,8 @@
 //! What a queue accepts: the slot layout and the limits each request is
 //! checked against.
 
+#![forbid(unsafe_code)]
+
 use core::ffi::c_int;
 use core::mem::size_of;
 

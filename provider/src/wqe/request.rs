@@ -1,6 +1,8 @@
 //! What a send request names beyond its SGEs: the UD destination, the
 //! window bind, the operation built through the `ibv_wr_*` API.
 
+#![forbid(unsafe_code)]
+
 use core::ffi::c_int;
 
 use kernel_abi::rxe_av;
