@@ -357,9 +357,21 @@ fn every_abi_type_in_the_sources_is_in_the_table() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut problems = Vec::new();
     let mut declared = 0;
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+    // src/ and its module directories (ib_user_verbs/).
+    let mut files = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    for path in files {
+        let file = path.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
         // layout.rs holds the macro itself and the table's own (non-ABI) types.
         if file == "layout.rs" || path.extension() != Some("rs".as_ref()) {
             continue;
