@@ -1,6 +1,8 @@
 //! What the Win32 calls share: the types and constants of their signatures, and the wait on a
 //! condition variable until a deadline.
 
+#![forbid(unsafe_code)]
+
 use parking_lot::{Condvar, MutexGuard};
 use std::ffi::c_void;
 use std::time::{Duration, Instant};

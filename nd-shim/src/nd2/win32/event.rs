@@ -1,6 +1,8 @@
 //! The event object: set, reset, taken by a wait (WaitForSingleObject's and
 //! WaitForMultipleObjects', the latter's sleepers on one process-wide condition variable).
 
+#![forbid(unsafe_code)]
+
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -1,6 +1,8 @@
 //! The I/O completion port object: a FIFO of packets, waited on (or abandoned when its handle is
 //! closed).
 
+#![forbid(unsafe_code)]
+
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
