@@ -1,5 +1,4 @@
-//! ND2 IND2Connector / NDK connector: the connector's rdma_cm id, driven by its state machine
-//! ([`crate::connection`]).
+//! ND2 IND2Connector / NDK connector: its rdma_cm id, driven by [`crate::connection`]'s machine.
 
 #![forbid(unsafe_code)]
 
@@ -23,16 +22,14 @@ use super::bind::{bind_connector, bind_exclusive, kernel_bind};
 use super::handoff::{finish, Done, Incoming};
 use super::shared::SharedEndpoint;
 
-/// Address and route resolution timeouts handed to rdma_cm (ARP and path lookup only; the
-/// handshake itself has no timeout of the shim's own).
+/// rdma_cm's address and route resolution timeout (the handshake has no timeout of the shim's).
 const RESOLVE_TIMEOUT_MS: i32 = 2000;
 
 enum Hold {
     Exclusive(PortReservation),
     /// A connection through an NDK shared endpoint.
     Shared(SharedConnection),
-    /// ND2 Bind's address, which other connectors may share, and the 4-tuple of the connection
-    /// started from it.
+    /// ND2 Bind's address, which other connectors may share, and its connection's 4-tuple.
     Connector {
         address: SharedReservation,
         connection: Option<SharedConnection>,
