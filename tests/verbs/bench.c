@@ -184,15 +184,15 @@ static void post_one_ud(uint64_t id)
 		die("post_send (UD): %s", strerror(rc));
 }
 
-/* A WRITE or SEND by ibv_post_send on RC. */
-static void post_one_rc(uint64_t id)
+/* One signalled RC request by ibv_post_send of one SGE from client_buf to or from server_buf. */
+static inline void post_one_rdma(uint64_t id, enum ibv_wr_opcode opcode, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = MSG, .lkey = client_mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = len, .lkey = client_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = id,
 		.sg_list = &sge,
 		.num_sge = 1,
-		.opcode = use_send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
+		.opcode = opcode,
 		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey },
 	}, *bad;
@@ -202,22 +202,16 @@ static void post_one_rc(uint64_t id)
 		die("post_send: %s", strerror(rc));
 }
 
+/* A WRITE or SEND by ibv_post_send on RC. */
+static void post_one_rc(uint64_t id)
+{
+	post_one_rdma(id, use_send ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, MSG);
+}
+
 /* A 4 KiB RDMA READ by ibv_post_send on RC (read). */
 static void post_one_read(uint64_t id)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = READ_LEN, .lkey = client_mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = id,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_READ,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey },
-	}, *bad;
-	int rc = ibv_post_send(cqp, &wr, &bad);
-
-	if (rc)
-		die("post_send (READ): %s", strerror(rc));
+	post_one_rdma(id, IBV_WR_RDMA_READ, READ_LEN);
 }
 
 /* Chosen once in main: the counted code around the provider's is the same for every OP's kind. */
