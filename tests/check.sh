@@ -47,6 +47,13 @@ tests/cost-budget.sh
 echo "== host: cargo build --release --workspace, tests/link-libs.sh, packaging/build.sh"
 cargo build --release --workspace
 tests/link-libs.sh # the names libibverbs and the NDK programs load the libraries by
+# ... and it refuses a directory that holds neither library, saying so.
+no_libs=$(mktemp -d)
+if tests/link-libs.sh "$no_libs" 2> "$no_libs/err" || ! grep -q 'cargo build first' "$no_libs/err"; then
+    echo "check: tests/link-libs.sh accepted a directory without the libraries"
+    exit 1
+fi
+rm -r "$no_libs"
 tests/nd2/build.sh # the ND2 C++ programs the rig suite nd2 runs (the guest sees the tree read-only)
 packaging/build.sh
 
