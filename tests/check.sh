@@ -18,6 +18,10 @@ tests/rig/setup-host.sh
 # The other lines' roots (tests/rig/make-root.sh: debootstrap into /var/cache/rxe-rs-rig/, first
 # run only; a made root returns at once) are made in the background while the host builds.
 mkdir -p target/rig
+# What fails is named again in the last lines (CI keeps only the output's end); the rig's
+# results files are this run's alone.
+failed=()
+rm -f target/rig/{out,debian12-late,trixie,sid,two-guests}/results*
 declare -A root_pid
 for line in trixie sid; do
     tests/rig/make-root.sh "$line" > "target/rig/make-root-$line.log" 2>&1 &
@@ -72,7 +76,6 @@ mkdir -p target/tsan
 
 host_seconds=$((SECONDS - started))
 
-status=0
 # One vCPU per guest: two guests side by side on the machine's two cores, each with two vCPUs,
 # each took about three times as long as alone (nd2 731 s against 236 s, Debian 13's packages 497 s
 # against 139 s); with one vCPU each, 297 s and 133 s (2026-11-26). Likely cause: under software
@@ -150,7 +153,7 @@ aarch64() {
 analysis() { # analysis NAME FUNCTION TITLE
     echo "== host: $3"
     local step_started=$SECONDS
-    "$2" || { echo "check: $1 FAILED"; status=1; }
+    "$2" || { echo "check: $1 FAILED"; failed+=("$1"); }
     echo "$1: $((SECONDS - step_started)) s"
 }
 analyses_started=$SECONDS
@@ -165,34 +168,45 @@ analyses_seconds=$((SECONDS - analyses_started))
 
 roots_started=$SECONDS
 for line in "${!root_pid[@]}"; do
-    wait "${root_pid[$line]}" || status=1
+    wait "${root_pid[$line]}" || failed+=("the $line root")
     cat "target/rig/make-root-$line.log"
 done
 roots_waited=$((SECONDS - roots_started))
 
 echo "== rig: the other lines (tests/lines.sh --lines-only), beside the Debian 12 boot"
 lines_started=$SECONDS
-tests/lines.sh --lines-only || status=1
+tests/lines.sh --lines-only || failed+=("the other lines")
 lines_seconds=$((SECONDS - lines_started))
 
 echo "== rig: Debian 12 again, the late suites: ${late_suites[*]}"
 late_started=$SECONDS
-RIG_OUT=$PWD/target/rig/debian12-late tests/rig/vm suites "${late_suites[@]}" || status=1
+RIG_OUT=$PWD/target/rig/debian12-late tests/rig/vm suites "${late_suites[@]}" || failed+=("the late Debian 12 suites")
 late_seconds=$((SECONDS - late_started))
 
 echo "== rig: waiting for the Debian 12 boot"
-wait "$debian12_pid" || status=1
+wait "$debian12_pid" || failed+=("the Debian 12 boot")
 debian12_seconds=$(cat target/rig/debian12.seconds 2> /dev/null || echo "?")
 
 # Two guests are two cores' work: they start when no other guest runs (more vCPUs than cores slow
 # every guest far more than its share: docs/rig.md).
 echo "== rig: two machines (tests/lines.sh --two-guests-only), alone"
 two_started=$SECONDS
-tests/lines.sh --two-guests-only || status=1
+tests/lines.sh --two-guests-only || failed+=("two guests")
 two_seconds=$((SECONDS - two_started))
 
+if ((${#failed[@]})); then
+    echo "== what failed: $(printf '%s; ' "${failed[@]}")the rig's failing cases, each with its log's end:"
+    for results in target/rig/{out,debian12-late,trixie,sid,two-guests}/results*; do
+        [[ -f $results ]] || continue
+        { grep $'\tfail\t' "$results" || true; } | while IFS=$'\t' read -r suite _ name detail; do
+            echo "  ${results#target/rig/}: $suite $name: $detail"
+            log=$(dirname "$results")/logs/$suite.${name//[^A-Za-z0-9_.-]/_}.log
+            [[ ! -f $log ]] || tail -n 15 "$log" | sed 's/^/      /'
+        done
+    done
+fi
 echo "check: host $host_seconds s; then side by side: Debian 12 boot $debian12_seconds s," \
     "host analyses $analyses_seconds s, waited $roots_waited s for the roots, the other lines $lines_seconds s," \
     "the late Debian 12 suites $late_seconds s;" \
-    "then two guests $two_seconds s; $((SECONDS - started)) s in all, $([[ $status == 0 ]] && echo passed || echo FAILED)"
-exit "$status"
+    "then two guests $two_seconds s; $((SECONDS - started)) s in all, $( ((${#failed[@]})) && echo FAILED || echo passed)"
+((${#failed[@]} == 0))
