@@ -177,6 +177,14 @@ deb_build() {
         -L"$work/shlibs.local" 2> /dev/null |
         sed -n -e "s/:$deb_arch\b//g" -e "s/-$deb_arch-cross\b//g" -e 's/^shlibs:Depends=//p')
     ((${#elves[@]} == 0)) || [[ $shlibs == *libc6* ]] || die "dpkg-shlibdeps found no libc6 dependency for $package ($deb_arch)"
+    # A library linked with packed relative relocations (provider/build.rs) needs the loader of glibc
+    # 2.36 (the GLIBC_ABI_DT_RELR version, which names no symbol: dpkg-shlibdeps does not see it).
+    local elf
+    for elf in "${elves[@]}"; do
+        if readelf -V "$elf" | grep -q 'Name: GLIBC_ABI_DT_RELR'; then
+            shlibs=$(sed -E 's/libc6 \(>= 2\.([0-9]|[12][0-9]|3[0-5])(\.[^)]*)?\)/libc6 (>= 2.36)/' <<< "$shlibs")
+        fi
+    done
     sed -i -e "s|@shlibs@|$shlibs|" -e "s|@installed_size@|$(du -sk --exclude=DEBIAN "$dir" | cut -f1)|" \
         "$dir/DEBIAN/control"
     find "$dir" -path "$dir/DEBIAN" -prune -o -type d -exec chmod 0755 {} +
