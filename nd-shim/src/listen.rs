@@ -316,83 +316,61 @@ pub fn step(state: ListenerState, input: ListenerInput) -> ListenerTransition {
     }
 }
 
-/// What carries out a step's effects: the rdma_cm event engine (`endpoint/listener.rs`), or the fuzz
-/// target's fake (`fuzzing`).
-pub(crate) trait Engine {
-    /// The listener's state, which [`drive`] moves on.
-    fn state(&mut self) -> &mut ListenerState;
-    /// After each step (the engine logs it).
-    fn stepped(&mut self, _from: ListenerState, _input: ListenerInput, _t: &ListenerTransition) {}
-    fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus>;
-    /// [`ListenerEffect::CompleteGets`]: the oldest `count` Gets (those handed a request first).
-    fn complete_gets(&mut self, count: u32, status: NdStatus);
-}
+/// The engine side of the listener: [`Engine`] and [`drive`] (in a module of their own so that
+/// `fuzzing` can make them public).
+mod driver {
+    use crate::listen::{step, ListenerAction, ListenerEffect, ListenerInput, ListenerState, ListenerTransition};
+    use crate::status::NdStatus;
 
-/// Runs one input through [`step`] and carries out its effects in order, as
-/// [`crate::connection::drive`] does for a connector. Returns the call's code.
-pub(crate) fn drive(engine: &mut impl Engine, input: ListenerInput) -> Option<NdStatus> {
-    let from = *engine.state();
-    let t = step(from, input);
-    engine.stepped(from, input, &t);
-    *engine.state() = t.next;
-    let mut returns = t.returns;
-    for effect in t.effects {
-        match effect {
-            ListenerEffect::Do(action) => {
-                if let Err(status) = engine.act(action) {
-                    let before = *engine.state();
-                    let back = drive(engine, ListenerInput::ActionFailed { action, status });
-                    if back.is_some() {
-                        returns = back;
-                    }
-                    if *engine.state() != before {
-                        break;
+    /// What carries out a step's effects: the rdma_cm event engine (`endpoint/listener.rs`), or the fuzz
+    /// target's fake (`fuzzing`, which makes this trait and [`drive`] public).
+    pub trait Engine {
+        /// The listener's state, which [`drive`] moves on.
+        fn state(&mut self) -> &mut ListenerState;
+        /// After each step (the engine logs it).
+        fn stepped(&mut self, _from: ListenerState, _input: ListenerInput, _t: &ListenerTransition) {}
+        fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus>;
+        /// [`ListenerEffect::CompleteGets`]: the oldest `count` Gets (those handed a request first).
+        fn complete_gets(&mut self, count: u32, status: NdStatus);
+    }
+
+    /// Runs one input through [`step`] and carries out its effects in order, as
+    /// [`crate::connection::drive`] does for a connector. Returns the call's code.
+    pub fn drive(engine: &mut impl Engine, input: ListenerInput) -> Option<NdStatus> {
+        let from = *engine.state();
+        let t = step(from, input);
+        engine.stepped(from, input, &t);
+        *engine.state() = t.next;
+        let mut returns = t.returns;
+        for effect in t.effects {
+            match effect {
+                ListenerEffect::Do(action) => {
+                    if let Err(status) = engine.act(action) {
+                        let before = *engine.state();
+                        let back = drive(engine, ListenerInput::ActionFailed { action, status });
+                        if back.is_some() {
+                            returns = back;
+                        }
+                        if *engine.state() != before {
+                            break;
+                        }
                     }
                 }
+                ListenerEffect::CompleteGets { count, status } => engine.complete_gets(count, status),
             }
-            ListenerEffect::CompleteGets { count, status } => engine.complete_gets(count, status),
         }
+        returns
     }
-    returns
 }
+pub(crate) use driver::{drive, Engine};
 
 /// The fuzz targets' way in (cargo feature `fuzzing`): `drive` with an engine of their own.
 /// Not an API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing {
-    use super::{ListenerAction, ListenerInput, ListenerState, ListenerTransition};
-    use crate::status::NdStatus;
-
-    /// As the crate's `Engine`.
-    pub trait Engine {
-        fn state(&mut self) -> &mut ListenerState;
-        fn stepped(&mut self, _from: ListenerState, _input: ListenerInput, _t: &ListenerTransition) {}
-        fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus>;
-        fn complete_gets(&mut self, count: u32, status: NdStatus);
-    }
-
-    struct Wrap<'a, E>(&'a mut E);
-
-    impl<E: Engine> super::Engine for Wrap<'_, E> {
-        fn state(&mut self) -> &mut ListenerState {
-            self.0.state()
-        }
-        fn stepped(&mut self, from: ListenerState, input: ListenerInput, t: &ListenerTransition) {
-            self.0.stepped(from, input, t);
-        }
-        fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus> {
-            self.0.act(action)
-        }
-        fn complete_gets(&mut self, count: u32, status: NdStatus) {
-            self.0.complete_gets(count, status);
-        }
-    }
-
-    /// The engine's loop over one input, exactly as the library runs it.
-    pub fn drive<E: Engine>(engine: &mut E, input: ListenerInput) -> Option<NdStatus> {
-        super::drive(&mut Wrap(engine), input)
-    }
+    /// The crate's engine trait and its loop over one input, exactly as the library runs it.
+    pub use super::driver::{drive, Engine};
 }
 
 #[cfg(test)]

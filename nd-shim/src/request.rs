@@ -214,18 +214,24 @@ mod loom_models {
         }
     }
 
+    /// A new slot, a pending request on it, and the engine's thread completing it ND_SUCCESS.
+    fn completing() -> (Arc<Slot>, Pending, thread::JoinHandle<()>) {
+        let slot = Slot::new();
+        let p = pending(&slot);
+        let engine = {
+            let slot = Arc::clone(&slot);
+            thread::spawn(move || slot.complete(NdStatus::ND_SUCCESS))
+        };
+        (slot, p, engine)
+    }
+
     /// Complete vs cancel vs callback: the engine completes the request while the application
     /// cancels it and registers a callback; whatever the order, it completes exactly once: one
     /// status, which the callback gets once and every later look sees.
     #[test]
     fn loom_complete_vs_cancel_completes_once() {
         loom::model(|| {
-            let slot = Slot::new();
-            let p = pending(&slot);
-            let engine = {
-                let slot = Arc::clone(&slot);
-                thread::spawn(move || slot.complete(NdStatus::ND_SUCCESS))
-            };
+            let (_slot, p, engine) = completing();
             let calls = loom::sync::Arc::new(AtomicUsize::new(0));
             let seen = Arc::new(std::sync::Mutex::new(None));
             {
@@ -251,12 +257,7 @@ mod loom_models {
     #[test]
     fn loom_wait_is_woken_and_release_is_harmless() {
         loom::model(|| {
-            let slot = Slot::new();
-            let p = pending(&slot);
-            let engine = {
-                let slot = Arc::clone(&slot);
-                thread::spawn(move || slot.complete(NdStatus::ND_SUCCESS))
-            };
+            let (slot, p, engine) = completing();
             let canceler = {
                 let p = pending(&slot);
                 thread::spawn(move || {

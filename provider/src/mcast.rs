@@ -30,43 +30,33 @@ fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), Er
     Ok((context_fd(q.context)?, q.handle, unsafe { g.raw }))
 }
 
-/// `attach_mcast`.
-pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    boundary::guard("attach_mcast", Errno::EIO.code(), || {
-        let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
-            command::write_req(
-                fd,
-                ib_uverbs_attach_mcast {
-                    gid,
-                    qp_handle,
-                    mlid: lid,
-                    reserved: 0,
-                    driver_data: [],
-                },
-            )
-        });
-        r.map_or_else(boundary::fail_code, |()| 0)
-    })
+/// An entry point that sends its verb's command (`$cmd`: the QP's handle, the group's GID and the
+/// LID) for the QP and group libibverbs passes: 0, or the errno.
+macro_rules! mcast_verb {
+    ($name:ident, $cmd:ident) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        pub(crate) unsafe extern "C" fn $name(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+            boundary::guard(stringify!($name), Errno::EIO.code(), || {
+                let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
+                    command::write_req(
+                        fd,
+                        $cmd {
+                            gid,
+                            qp_handle,
+                            mlid: lid,
+                            reserved: 0,
+                            driver_data: [],
+                        },
+                    )
+                });
+                r.map_or_else(boundary::fail_code, |()| 0)
+            })
+        }
+    };
 }
 
-/// `detach_mcast`.
-pub(crate) unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    boundary::guard("detach_mcast", Errno::EIO.code(), || {
-        let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
-            command::write_req(
-                fd,
-                ib_uverbs_detach_mcast {
-                    gid,
-                    qp_handle,
-                    mlid: lid,
-                    reserved: 0,
-                    driver_data: [],
-                },
-            )
-        });
-        r.map_or_else(boundary::fail_code, |()| 0)
-    })
-}
+mcast_verb!(attach_mcast, ib_uverbs_attach_mcast);
+mcast_verb!(detach_mcast, ib_uverbs_detach_mcast);
 
 #[cfg(test)]
 mod tests {

@@ -107,48 +107,44 @@ pub(crate) fn device_attr_from(
             resp_len >= offset_of!(ib_uverbs_ex_query_device_resp, $field) + size_of_val(&resp.$field)
         };
     }
+    // The fields the response carries and the attributes take as they are.
+    macro_rules! copy {
+        ($($field:ident => $to:ident),*) => {
+            $(if has!($field) {
+                a.$to = resp.$field;
+            })*
+        };
+    }
+    copy!(
+        timestamp_mask => completion_timestamp_mask,
+        hca_core_clock => hca_core_clock,
+        device_cap_flags_ex => device_cap_flags_ex,
+        max_wq_type_rq => max_wq_type_rq,
+        raw_packet_caps => raw_packet_caps,
+        max_dm_size => max_dm_size,
+        xrc_odp_caps => xrc_odp_caps
+    );
     if has!(odp_caps) {
         a.odp_caps.general_caps = resp.odp_caps.general_caps;
         a.odp_caps.rc_odp_caps = resp.odp_caps.per_transport_caps.rc_odp_caps;
         a.odp_caps.uc_odp_caps = resp.odp_caps.per_transport_caps.uc_odp_caps;
         a.odp_caps.ud_odp_caps = resp.odp_caps.per_transport_caps.ud_odp_caps;
     }
-    if has!(timestamp_mask) {
-        a.completion_timestamp_mask = resp.timestamp_mask;
+    // The structs the attributes take field by field, under the same names.
+    macro_rules! copy_fields {
+        ($($field:ident { $($sub:ident),* })*) => {
+            $(if has!($field) {
+                $(a.$field.$sub = resp.$field.$sub;)*
+            })*
+        };
     }
-    if has!(hca_core_clock) {
-        a.hca_core_clock = resp.hca_core_clock;
-    }
-    if has!(device_cap_flags_ex) {
-        a.device_cap_flags_ex = resp.device_cap_flags_ex;
-    }
-    if has!(rss_caps) {
-        a.rss_caps.supported_qpts = resp.rss_caps.supported_qpts;
-        a.rss_caps.max_rwq_indirection_tables = resp.rss_caps.max_rwq_indirection_tables;
-        a.rss_caps.max_rwq_indirection_table_size = resp.rss_caps.max_rwq_indirection_table_size;
-    }
-    if has!(max_wq_type_rq) {
-        a.max_wq_type_rq = resp.max_wq_type_rq;
-    }
-    if has!(raw_packet_caps) {
-        a.raw_packet_caps = resp.raw_packet_caps;
-    }
-    if has!(tm_caps) {
-        a.tm_caps.max_rndv_hdr_size = resp.tm_caps.max_rndv_hdr_size;
-        a.tm_caps.max_num_tags = resp.tm_caps.max_num_tags;
-        a.tm_caps.flags = resp.tm_caps.flags;
-        a.tm_caps.max_ops = resp.tm_caps.max_ops;
-        a.tm_caps.max_sge = resp.tm_caps.max_sge;
-    }
+    copy_fields!(
+        rss_caps { supported_qpts, max_rwq_indirection_tables, max_rwq_indirection_table_size }
+        tm_caps { max_rndv_hdr_size, max_num_tags, flags, max_ops, max_sge }
+    );
     if has!(cq_moderation_caps) {
         a.cq_mod_caps.max_cq_count = resp.cq_moderation_caps.max_cq_moderation_count;
         a.cq_mod_caps.max_cq_period = resp.cq_moderation_caps.max_cq_moderation_period;
-    }
-    if has!(max_dm_size) {
-        a.max_dm_size = resp.max_dm_size;
-    }
-    if has!(xrc_odp_caps) {
-        a.xrc_odp_caps = resp.xrc_odp_caps;
     }
     a.phys_port_cnt_ex = if num_ports != 0 {
         num_ports

@@ -149,8 +149,15 @@ pub fn graph(src_dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     edges
 }
 
+/// Panics naming an import cycle of `edges`, if there is one.
+pub fn assert_acyclic(edges: &BTreeMap<String, BTreeSet<String>>) {
+    if let Some(c) = cycle(edges) {
+        panic!("import cycle: {}", c.join(" -> "));
+    }
+}
+
 /// A cycle, if any, by depth-first search.
-pub fn cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+fn cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit(
         m: &str,
         edges: &BTreeMap<String, BTreeSet<String>>,

@@ -111,33 +111,48 @@ static inline bool nd2_parse_pair(int argc, char **argv, Nd2PairOptions &opt, Op
     return true;
 }
 
-/*
- * The case programs' main: "--list" prints the case names; "CASE ARG1 ARG2" (`argsUsage` names
- * the two) runs the named case through run(case, ARG1, ARG2) and prints "CASE: ok" when that
- * returns 0. Anything else: usage or "unknown case", 2.
- */
-template <typename Case, size_t N, typename Run>
-static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], const char *argsUsage, Run run)
+/* A case program's command line is "--list": the case names printed, one a line. */
+template <typename Case, size_t N> static inline bool nd2_listed(int argc, char **argv, const Case (&cases)[N])
 {
-    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (const Case &c : cases)
-            printf("%s\n", c.name);
-        return 0;
-    }
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s CASE %s | --list\n", argv[0], argsUsage);
-        return 2;
-    }
+    if (argc != 2 || strcmp(argv[1], "--list") != 0)
+        return false;
+    for (const Case &c : cases)
+        printf("%s\n", c.name);
+    return true;
+}
+
+/* The case named `name` run through run(case), "CASE: ok" printed when that returns 0: its status;
+ * "unknown case" and 2 when no case has the name. */
+template <typename Case, size_t N, typename Run>
+static inline int nd2_run_case(const char *name, const Case (&cases)[N], Run run)
+{
     for (const Case &c : cases) {
-        if (strcmp(argv[1], c.name) != 0)
+        if (strcmp(name, c.name) != 0)
             continue;
-        int rc = run(c, argv[2], argv[3]);
+        int rc = run(c);
         if (rc == 0)
             printf("%s: ok\n", c.name);
         return rc;
     }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
+    fprintf(stderr, "unknown case %s\n", name);
     return 2;
+}
+
+/*
+ * The case programs' main: "--list" prints the case names (nd2_listed); "CASE ARG1 ARG2"
+ * (`argsUsage` names the two) runs the named case through run(case, ARG1, ARG2) (nd2_run_case).
+ * Anything else: usage, 2.
+ */
+template <typename Case, size_t N, typename Run>
+static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], const char *argsUsage, Run run)
+{
+    if (nd2_listed(argc, argv, cases))
+        return 0;
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s CASE %s | --list\n", argv[0], argsUsage);
+        return 2;
+    }
+    return nd2_run_case(argv[1], cases, [&](const Case &c) { return run(c, argv[2], argv[3]); });
 }
 
 #ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
@@ -265,6 +280,19 @@ struct Nd2EventOv : OVERLAPPED {
         EXPECT(hEvent != NULL);
     }
     ~Nd2EventOv() { CloseHandle(hEvent); }
+
+    /* The final status of this OVERLAPPED's request on `object`, waiting up to `ms` for the
+     * event; ND_PENDING if the request is still pending then. */
+    HRESULT Wait(IND2Overlapped *object, DWORD ms)
+    {
+        if (WaitForSingleObject(hEvent, ms) != WAIT_OBJECT_0) {
+            EXPECT(object->GetOverlappedResult(this, FALSE) == ND_PENDING);
+            return ND_PENDING;
+        }
+        HRESULT hr = object->GetOverlappedResult(this, FALSE);
+        EXPECT(hr != ND_PENDING);
+        return hr;
+    }
     Nd2EventOv(const Nd2EventOv &) = delete;
     Nd2EventOv &operator=(const Nd2EventOv &) = delete;
     void Reset() { ResetEvent(hEvent); }
@@ -421,6 +449,25 @@ struct Nd2PairSide {
         EXPECT(m_cq->Release() == 0);
         m_waiter = NULL;
         nd2_close_adapter(m_adapter, m_file);
+    }
+
+    /*
+     * A pair program's run once set up (set-up began at `began`, nd2_now_us): prints how long
+     * set-up took (`role`: the side), runs exchange(), then releases the QP and the connector,
+     * runs release() (the rest the program made), closes the adapter and prints how long the
+     * release took. exchange()'s status.
+     */
+    template <typename Exchange, typename Release>
+    int Timed(const char *role, double began, Exchange exchange, Release release)
+    {
+        printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", role, (nd2_now_us() - began) / 1e3);
+        int rc = exchange();
+        double releasing = nd2_now_us();
+        ReleaseQpAndConnector();
+        release();
+        CloseAdapter();
+        printf("%s: released in %.1f ms\n", role, (nd2_now_us() - releasing) / 1e3);
+        return rc;
     }
 };
 

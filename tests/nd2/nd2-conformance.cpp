@@ -74,14 +74,25 @@ struct Side {
         return c;
     }
 
-    IND2QueuePair *Qp()
+    /* A QP on the side's CQ (8 deep each way, one SGE), released by its caller. */
+    IND2QueuePair *NewQp()
     {
         IND2QueuePair *qp = NULL;
         CHECK_HR(adapter->CreateQueuePair(IID_IND2QueuePair, cq, cq, this, 8, 8, 1, 1, 0,
                                           reinterpret_cast<void **>(&qp)));
+        return qp;
+    }
+
+    /* A NewQp the side releases when it goes. */
+    IND2QueuePair *Qp()
+    {
+        IND2QueuePair *qp = NewQp();
         qps.push_back(qp);
         return qp;
     }
+
+    /* An SGE over `length` bytes of buf from `offset`, with the MR's local token. */
+    ND2_SGE Sge(size_t offset, ULONG length) { return ND2_SGE{buf + offset, length, mr->GetLocalToken()}; }
 
     /* A listener on this side's address and `portNumber`, listening. */
     IND2Listener *Listen(unsigned short portNumber)
@@ -284,43 +295,134 @@ void DrainCq(Side &side)
     }
 }
 
+/* Both sides' CQs drained (DrainCq). */
+void DrainCqs(Pair &s)
+{
+    DrainCq(s.active);
+    DrainCq(s.passive);
+}
+
+/* The end of a case with one connection: Hangup, both CQs drained, the listener released. */
+void Finish(Pair &s, Connection &c, IND2Listener *l)
+{
+    Hangup(s, c);
+    DrainCqs(s);
+    EXPECT(l->Release() == 0);
+}
+
+/* A connected case's start: a listener on the passive side's `port`, a QP on each side and their
+ * connection. With `receive`, a receive with that context over the first 64 bytes of the passive
+ * side's buffer is posted on pqp before the handshake. */
+struct Connected {
+    IND2Listener *l;
+    IND2QueuePair *pqp;
+    IND2QueuePair *aqp;
+    Connection c;
+
+    Connected(Pair &s, unsigned short port, void *receive = NULL)
+        : l(s.passive.Listen(port)), pqp(s.passive.Qp()), aqp(s.active.Qp())
+    {
+        if (receive != NULL) {
+            ND2_SGE rs = s.passive.Sge(0, 64);
+            CHECK_HR(pqp->Receive(receive, &rs, 1));
+        }
+        c = Connect(s, l, port, pqp, aqp);
+    }
+
+    /* The end of the case (Finish). */
+    void Finish(Pair &s) { ::Finish(s, c, l); }
+};
+
 unsigned char pattern(unsigned k) { return static_cast<unsigned char>(k * 7 + 3); }
+
+/* A connection attempt to a listener on the passive side's `port`: a connector (the active one
+ * given or new) and a QP on each side, the address the active side connects to and the
+ * OVERLAPPEDs of the handshake's requests. */
+struct Attempt {
+    IND2Listener *l;
+    IND2Connector *p;
+    IND2Connector *a;
+    IND2QueuePair *pqp;
+    IND2QueuePair *aqp;
+    sockaddr_in to;
+    Nd2Ov get, conn, acc, comp;
+
+    Attempt(Pair &s, unsigned short port, IND2Connector *active = NULL)
+        : l(s.passive.Listen(port)), p(s.passive.Connector()), a(active ? active : s.active.Connector()),
+          pqp(s.passive.Qp()), aqp(s.active.Qp()), to(s.passive.At(port))
+    {
+    }
+
+    /* Requested: the active Connect with aqp (read limits and private data as given). */
+    void Request(Pair &s, ULONG inbound, ULONG outbound, const void *data, ULONG size)
+    {
+        Requested(s, l, p, get, a, aqp, to, inbound, outbound, data, size, conn);
+    }
+
+    /* The passive Accept with pqp (read limits as given, no private data) issued, then the active
+     * Connect completes ND_SUCCESS. */
+    void Accept(Pair &s, ULONG inbound, ULONG outbound)
+    {
+        Issued("Accept", p->Accept(pqp, inbound, outbound, NULL, 0, &acc));
+        Done(s.active, "Connect", a, &conn, ND_SUCCESS);
+    }
+
+    /* The active CompleteConnect completes ND_SUCCESS, then the passive Accept (`accept`). */
+    void Established(Pair &s, const char *accept)
+    {
+        Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
+        Done(s.passive, accept, p, &acc, ND_SUCCESS);
+    }
+
+    /* Both sides hang up (Hangup), then the listener is released. */
+    void Hangup(Pair &s)
+    {
+        Connection c = {p, a};
+        ::Hangup(s, c);
+        EXPECT(l->Release() == 0);
+    }
+
+    /* The connectors released (the active first when `activeFirst`), then the listener. */
+    void Release(bool activeFirst)
+    {
+        EXPECT((activeFirst ? a : p)->Release() == 0);
+        EXPECT((activeFirst ? p : a)->Release() == 0);
+        EXPECT(l->Release() == 0);
+    }
+};
+
+/* `n` bytes of the private-data pattern at `data`. */
+void Patterned(unsigned char *data, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        data[k] = pattern(k);
+}
 
 /* Private data over the limits: ND_INVALID_BUFFER_SIZE inline, and the same connector then
  * succeeds with exactly the limit (Connect 56, Accept 196); each side reads the other's. */
 int private_data_limit(Pair &s)
 {
-    const unsigned short PORT = 7420;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *p = s.passive.Connector();
-    IND2Connector *a = s.active.Connector();
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
+    Attempt t(s, 7420);
     unsigned char data[200];
-    for (unsigned k = 0; k < sizeof data; k++)
-        data[k] = pattern(k);
-    sockaddr_in to = s.passive.At(PORT);
-    Nd2Ov get, conn, acc, comp;
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p, &get));
-    Inline(s.active, "Connect with 57 bytes", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, data, 57, &conn), &conn,
-           ND_INVALID_BUFFER_SIZE);
-    Issued("Connect with 56 bytes, same connector", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, data, 56, &conn));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
+    Patterned(data, sizeof data);
+    Issued("GetConnectionRequest", t.l->GetConnectionRequest(t.p, &t.get));
+    Inline(s.active, "Connect with 57 bytes", t.a->Connect(t.aqp, nd2_sa(t.to), sizeof t.to, 0, 0, data, 57, &t.conn),
+           &t.conn, ND_INVALID_BUFFER_SIZE);
+    Issued("Connect with 56 bytes, same connector",
+           t.a->Connect(t.aqp, nd2_sa(t.to), sizeof t.to, 0, 0, data, 56, &t.conn));
+    Done(s.passive, "GetConnectionRequest", t.l, &t.get, ND_SUCCESS);
     unsigned char got[196];
     ULONG size = sizeof got;
-    nd2_returns("passive GetPrivateData", p->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("passive GetPrivateData", t.p->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 56 && memcmp(got, data, 56) == 0);
-    Inline(s.passive, "Accept with 197 bytes", p->Accept(pqp, 0, 0, data, 197, &acc), &acc, ND_INVALID_BUFFER_SIZE);
-    Issued("Accept with 196 bytes, same connector", p->Accept(pqp, 0, 0, data, 196, &acc));
-    Done(s.active, "Connect with 56 bytes, same connector", a, &conn, ND_SUCCESS);
+    Inline(s.passive, "Accept with 197 bytes", t.p->Accept(t.pqp, 0, 0, data, 197, &t.acc), &t.acc, ND_INVALID_BUFFER_SIZE);
+    Issued("Accept with 196 bytes, same connector", t.p->Accept(t.pqp, 0, 0, data, 196, &t.acc));
+    Done(s.active, "Connect with 56 bytes, same connector", t.a, &t.conn, ND_SUCCESS);
     size = sizeof got;
-    nd2_returns("active GetPrivateData", a->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("active GetPrivateData", t.a->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 196 && memcmp(got, data, 196) == 0);
-    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
-    Done(s.passive, "Accept with 196 bytes, same connector", p, &acc, ND_SUCCESS);
-    Connection c = {p, a};
-    Hangup(s, c);
-    EXPECT(l->Release() == 0);
+    t.Established(s, "Accept with 196 bytes, same connector");
+    t.Hangup(s);
     return 0;
 }
 
@@ -329,57 +431,64 @@ int private_data_limit(Pair &s)
  * connectors refuse what follows; the refused connector may retry and connects. */
 int reject(Pair &s)
 {
-    const unsigned short PORT = 7421;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *p = s.passive.Connector();
-    IND2Connector *a = s.active.Connector();
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
+    Attempt t(s, 7421);
     unsigned char data[149];
-    for (unsigned k = 0; k < sizeof data; k++)
-        data[k] = pattern(k);
-    sockaddr_in to = s.passive.At(PORT);
-    Nd2Ov get, conn, acc, comp;
-    Requested(s, l, p, get, a, aqp, to, 0, 0, NULL, 0, conn);
-    nd2_returns("Reject with 149 bytes", p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
-    nd2_returns("Reject with 148 bytes", p->Reject(data, 148), ND_SUCCESS);
-    Done(s.active, "Connect", a, &conn, ND_CONNECTION_REFUSED);
+    Patterned(data, sizeof data);
+    t.Request(s, 0, 0, NULL, 0);
+    nd2_returns("Reject with 149 bytes", t.p->Reject(data, 149), ND_INVALID_BUFFER_SIZE);
+    nd2_returns("Reject with 148 bytes", t.p->Reject(data, 148), ND_SUCCESS);
+    Done(s.active, "Connect", t.a, &t.conn, ND_CONNECTION_REFUSED);
     unsigned char got[148];
     ULONG size = sizeof got;
-    nd2_returns("GetPrivateData after the REJ", a->GetPrivateData(got, &size), ND_SUCCESS);
+    nd2_returns("GetPrivateData after the REJ", t.a->GetPrivateData(got, &size), ND_SUCCESS);
     EXPECT(size == 148 && memcmp(got, data, 148) == 0);
     ULONG in = 0, out = 0;
-    nd2_returns("GetReadLimits after the REJ", a->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
-    Inline(s.active, "CompleteConnect after the REJ", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
-    Inline(s.passive, "Accept after Reject", p->Accept(pqp, 0, 0, NULL, 0, &acc), &acc, ND_CONNECTION_INVALID);
-    nd2_returns("Reject again", p->Reject(NULL, 0), ND_CONNECTION_INVALID);
-    EXPECT(p->Release() == 0);
+    nd2_returns("GetReadLimits after the REJ", t.a->GetReadLimits(&in, &out), ND_CONNECTION_INVALID);
+    Inline(s.active, "CompleteConnect after the REJ", t.a->CompleteConnect(&t.comp), &t.comp, ND_CONNECTION_INVALID);
+    Inline(s.passive, "Accept after Reject", t.p->Accept(t.pqp, 0, 0, NULL, 0, &t.acc), &t.acc, ND_CONNECTION_INVALID);
+    nd2_returns("Reject again", t.p->Reject(NULL, 0), ND_CONNECTION_INVALID);
+    EXPECT(t.p->Release() == 0);
 
     /* "The connection attempt may be retried": the same connector connects. */
-    IND2Connector *p2 = s.passive.Connector();
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
-    Issued("Connect again after ND_CONNECTION_REFUSED", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
-    Issued("Accept", p2->Accept(pqp, 0, 0, NULL, 0, &acc));
-    Done(s.active, "Connect again after ND_CONNECTION_REFUSED", a, &conn, ND_SUCCESS);
-    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
-    Done(s.passive, "Accept", p2, &acc, ND_SUCCESS);
-    Connection c = {p2, a};
-    Hangup(s, c);
-    EXPECT(l->Release() == 0);
+    t.p = s.passive.Connector();
+    Issued("GetConnectionRequest", t.l->GetConnectionRequest(t.p, &t.get));
+    Issued("Connect again after ND_CONNECTION_REFUSED",
+           t.a->Connect(t.aqp, nd2_sa(t.to), sizeof t.to, 0, 0, NULL, 0, &t.conn));
+    Done(s.passive, "GetConnectionRequest", t.l, &t.get, ND_SUCCESS);
+    Issued("Accept", t.p->Accept(t.pqp, 0, 0, NULL, 0, &t.acc));
+    Done(s.active, "Connect again after ND_CONNECTION_REFUSED", t.a, &t.conn, ND_SUCCESS);
+    t.Established(s, "Accept");
+    t.Hangup(s);
     return 0;
+}
+
+/* `what`: a Connect from a new active connector (first bound to the active address when `bind`)
+ * with `aqp` to `to`, no read limits and no private data, fails with `want`: inline when `ms` is
+ * 0, else through the completion within `ms`. The connector is released; the milliseconds the
+ * Connect took until its failure. */
+double ConnectFails(Pair &s, const char *what, IND2QueuePair *aqp, bool bind, const sockaddr_in &to, HRESULT want,
+                    double ms)
+{
+    IND2Connector *a = s.active.Connector();
+    if (bind)
+        CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
+    Nd2Ov conn;
+    double started = nd2_now_ms();
+    HRESULT got = a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn);
+    if (ms == 0)
+        Inline(s.active, what, got, &conn, want);
+    else
+        Completes(s.active, what, a, got, &conn, want, ms);
+    double took = nd2_now_ms() - started;
+    EXPECT(a->Release() == 0);
+    return took;
 }
 
 /* Nobody listens on the port: ND_CONNECTION_REFUSED (REJ reason 8) through the completion. */
 int no_listener(Pair &s)
 {
-    IND2Connector *a = s.active.Connector();
-    IND2QueuePair *aqp = s.active.Qp();
-    sockaddr_in to = s.passive.At(7422);
-    Nd2Ov conn;
-    Completes(s.active, "Connect to a port nobody listens on", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
-              &conn, ND_CONNECTION_REFUSED);
-    EXPECT(a->Release() == 0);
+    ConnectFails(s, "Connect to a port nobody listens on", s.active.Qp(), false, s.passive.At(7422),
+                 ND_CONNECTION_REFUSED, 15000);
     return 0;
 }
 
@@ -388,18 +497,10 @@ int no_listener(Pair &s)
 int unreachable(Pair &s)
 {
     IND2QueuePair *aqp = s.active.Qp();
-    IND2Connector *a = s.active.Connector();
-    sockaddr_in far = nd2_ipv4("203.0.113.1", 7423);
-    Nd2Ov conn;
-    Inline(s.active, "Connect to 203.0.113.1 (no route)", a->Connect(aqp, nd2_sa(far), sizeof far, 0, 0, NULL, 0, &conn),
-           &conn, ND_NETWORK_UNREACHABLE);
-    EXPECT(a->Release() == 0);
-    a = s.active.Connector();
-    sockaddr_in nobody = nd2_ipv4("198.18.0.77", 7423);
-    Nd2Ov conn2;
-    Completes(s.active, "Connect to 198.18.0.77 (nobody behind it)", a,
-              a->Connect(aqp, nd2_sa(nobody), sizeof nobody, 0, 0, NULL, 0, &conn2), &conn2, ND_HOST_UNREACHABLE, 60000);
-    EXPECT(a->Release() == 0);
+    ConnectFails(s, "Connect to 203.0.113.1 (no route)", aqp, false, nd2_ipv4("203.0.113.1", 7423),
+                 ND_NETWORK_UNREACHABLE, 0);
+    ConnectFails(s, "Connect to 198.18.0.77 (nobody behind it)", aqp, false, nd2_ipv4("198.18.0.77", 7423),
+                 ND_HOST_UNREACHABLE, 60000);
     return 0;
 }
 
@@ -409,15 +510,9 @@ int unreachable(Pair &s)
  * case in the background while the others run. */
 int io_timeout(Pair &s)
 {
-    IND2QueuePair *aqp = s.active.Qp();
-    IND2Connector *a = s.active.Connector();
-    sockaddr_in silent = nd2_ipv4("198.18.0.52", 7429);
-    Nd2Ov conn;
-    double started = nd2_now_ms();
-    Completes(s.active, "Connect to 198.18.0.52 (nobody answers)", a,
-              a->Connect(aqp, nd2_sa(silent), sizeof silent, 0, 0, NULL, 0, &conn), &conn, ND_IO_TIMEOUT, 200000);
-    printf("  completed after %.0f s\n", (nd2_now_ms() - started) / 1e3);
-    EXPECT(a->Release() == 0);
+    double took = ConnectFails(s, "Connect to 198.18.0.52 (nobody answers)", s.active.Qp(), false,
+                               nd2_ipv4("198.18.0.52", 7429), ND_IO_TIMEOUT, 200000);
+    printf("  completed after %.0f s\n", took / 1e3);
     return 0;
 }
 
@@ -496,23 +591,43 @@ int ports_exhausted(Pair &s)
     return 0;
 }
 
+/* A listener on the passive side's `port` that takes no request, and an active connector (bound
+ * to the active address first when `bind`) whose Connect with `aqp` to it was still pending after
+ * `ms`, until CancelOverlappedRequests completed it ND_CANCELED before returning. */
+struct CancelledConnect {
+    IND2Listener *l;
+    IND2Connector *a;
+    sockaddr_in to;
+
+    CancelledConnect(Pair &s, unsigned short port, bool bind, IND2QueuePair *aqp, double ms)
+        : l(s.passive.Listen(port)), a(s.active.Connector()), to(s.passive.At(port))
+    {
+        if (bind)
+            CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
+        Nd2Ov conn;
+        StillPending("Connect, never taken", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+                     ms);
+        nd2_returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
+        EXPECT(a->GetOverlappedResult(&conn, FALSE) == ND_CANCELED);
+        Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
+    }
+
+    /* The connector, then the listener released. */
+    void Release()
+    {
+        EXPECT(a->Release() == 0);
+        EXPECT(l->Release() == 0);
+    }
+};
+
 /* A Connect nobody takes stays pending; CancelOverlappedRequests completes it ND_CANCELED
  * (queued before it returns); CompleteConnect then has nothing to complete. */
 int cancel_connect(Pair &s)
 {
-    const unsigned short PORT = 7425;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *a = s.active.Connector();
-    sockaddr_in to = s.passive.At(PORT);
-    Nd2Ov conn, comp;
-    StillPending("Connect, never taken", a, a->Connect(s.active.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
-                 1000);
-    nd2_returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
-    EXPECT(a->GetOverlappedResult(&conn, FALSE) == ND_CANCELED);
-    Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
-    Inline(s.active, "CompleteConnect after the cancel", a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
-    EXPECT(a->Release() == 0);
-    EXPECT(l->Release() == 0);
+    CancelledConnect x(s, 7425, false, s.active.Qp(), 1000);
+    Nd2Ov comp;
+    Inline(s.active, "CompleteConnect after the cancel", x.a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
+    x.Release();
     return 0;
 }
 
@@ -549,23 +664,15 @@ int abandoned(Pair &s)
  * passive Accept completes ND_CONNECTION_REFUSED. */
 int active_reject(Pair &s)
 {
-    const unsigned short PORT = 7427;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *p = s.passive.Connector();
-    IND2Connector *a = s.active.Connector();
-    sockaddr_in to = s.passive.At(PORT);
-    Nd2Ov get, conn, acc;
-    Requested(s, l, p, get, a, s.active.Qp(), to, 4, 4, NULL, 0, conn);
-    Issued("Accept", p->Accept(s.passive.Qp(), 1, 1, NULL, 0, &acc));
-    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
+    Attempt t(s, 7427);
+    t.Request(s, 4, 4, NULL, 0);
+    t.Accept(s, 1, 1);
     ULONG in = 0, out = 0;
-    nd2_returns("active GetReadLimits", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    nd2_returns("active GetReadLimits", t.a->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 1 && out == 1);
-    nd2_returns("active Reject after Connect", a->Reject(NULL, 0), ND_SUCCESS);
-    Done(s.passive, "Accept", p, &acc, ND_CONNECTION_REFUSED);
-    EXPECT(a->Release() == 0);
-    EXPECT(p->Release() == 0);
-    EXPECT(l->Release() == 0);
+    nd2_returns("active Reject after Connect", t.a->Reject(NULL, 0), ND_SUCCESS);
+    Done(s.passive, "Accept", t.p, &t.acc, ND_CONNECTION_REFUSED);
+    t.Release(true);
     return 0;
 }
 
@@ -573,21 +680,14 @@ int active_reject(Pair &s)
  * CancelOverlappedRequests completes it ND_CANCELED. */
 int cancel_accept(Pair &s)
 {
-    const unsigned short PORT = 7428;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *p = s.passive.Connector();
-    IND2Connector *a = s.active.Connector();
-    sockaddr_in to = s.passive.At(PORT);
-    Nd2Ov get, conn, acc;
-    Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
-    HRESULT issued = p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc);
-    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
-    StillPending("Accept without the RTU", p, issued, &acc, 1000);
-    nd2_returns("passive CancelOverlappedRequests", p->CancelOverlappedRequests(), ND_SUCCESS);
-    Done(s.passive, "Accept, cancelled", p, &acc, ND_CANCELED, 0);
-    EXPECT(p->Release() == 0);
-    EXPECT(a->Release() == 0);
-    EXPECT(l->Release() == 0);
+    Attempt t(s, 7428);
+    t.Request(s, 0, 0, NULL, 0);
+    HRESULT issued = t.p->Accept(t.pqp, 0, 0, NULL, 0, &t.acc);
+    Done(s.active, "Connect", t.a, &t.conn, ND_SUCCESS);
+    StillPending("Accept without the RTU", t.p, issued, &t.acc, 1000);
+    nd2_returns("passive CancelOverlappedRequests", t.p->CancelOverlappedRequests(), ND_SUCCESS);
+    Done(s.passive, "Accept, cancelled", t.p, &t.acc, ND_CANCELED, 0);
+    t.Release(false);
     return 0;
 }
 
@@ -596,24 +696,18 @@ int cancel_accept(Pair &s)
  * ND_CONNECTION_ABORTED inline. */
 int complete_connect_aborted(Pair &s)
 {
-    const unsigned short PORT = 7429;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *p = s.passive.Connector();
-    IND2Connector *a = s.active.Connector();
-    sockaddr_in to = s.passive.At(PORT);
-    Nd2Ov get, conn, acc, comp;
-    Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
-    Issued("Accept", p->Accept(s.passive.Qp(), 0, 0, NULL, 0, &acc));
-    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
-    EXPECT(p->Release() == 0);
+    Attempt t(s, 7429);
+    t.Request(s, 0, 0, NULL, 0);
+    t.Accept(s, 0, 0);
+    EXPECT(t.p->Release() == 0);
     /* Final before Release returned; read through the listener, the connector is gone. */
-    EXPECT(acc.ov.Internal == static_cast<ULONG_PTR>(static_cast<LONG_PTR>(ND_CANCELED)));
-    Done(s.passive, "Accept, its connector released", l, &acc, ND_CANCELED, 0);
+    EXPECT(t.acc.ov.Internal == static_cast<ULONG_PTR>(static_cast<LONG_PTR>(ND_CANCELED)));
+    Done(s.passive, "Accept, its connector released", t.l, &t.acc, ND_CANCELED, 0);
     usleep(500 * 1000); /* the REJ for the released id reaches the active side */
-    Inline(s.active, "CompleteConnect after the passive side abandoned", a->CompleteConnect(&comp), &comp,
+    Inline(s.active, "CompleteConnect after the passive side abandoned", t.a->CompleteConnect(&t.comp), &t.comp,
            ND_CONNECTION_ABORTED);
-    EXPECT(a->Release() == 0);
-    EXPECT(l->Release() == 0);
+    EXPECT(t.a->Release() == 0);
+    EXPECT(t.l->Release() == 0);
     return 0;
 }
 
@@ -623,48 +717,42 @@ int complete_connect_aborted(Pair &s)
 int connection_active(Pair &s)
 {
     const unsigned short PORT = 7430;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
-    Connection c = Connect(s, l, PORT, pqp, aqp);
+    Connected x(s, PORT);
     sockaddr_in to = s.passive.At(PORT);
     Nd2Ov conn, comp, get, acc, conn2;
-    Inline(s.active, "Connect on a connected connector", c.a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
+    Inline(s.active, "Connect on a connected connector", x.c.a->Connect(x.aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn),
            &conn, ND_CONNECTION_ACTIVE);
-    Inline(s.active, "CompleteConnect when connected", c.a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
+    Inline(s.active, "CompleteConnect when connected", x.c.a->CompleteConnect(&comp), &comp, ND_CONNECTION_INVALID);
     IND2Connector *a2 = s.active.Connector();
-    Inline(s.active, "Connect with a connected QP", a2->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
+    Inline(s.active, "Connect with a connected QP", a2->Connect(x.aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn,
            ND_CONNECTION_ACTIVE);
     EXPECT(a2->Release() == 0);
-    Inline(s.passive, "GetConnectionRequest with a connected connector", l->GetConnectionRequest(c.p, &get), &get,
+    Inline(s.passive, "GetConnectionRequest with a connected connector", x.l->GetConnectionRequest(x.c.p, &get), &get,
            ND_CONNECTION_ACTIVE);
     IND2Connector *p2 = s.passive.Connector();
     IND2Connector *a3 = s.active.Connector();
-    Issued("GetConnectionRequest", l->GetConnectionRequest(p2, &get));
+    Issued("GetConnectionRequest", x.l->GetConnectionRequest(p2, &get));
     Issued("Connect with a second QP", a3->Connect(s.active.Qp(), nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn2));
-    Done(s.passive, "GetConnectionRequest", l, &get, ND_SUCCESS);
-    Inline(s.passive, "Accept with the QP of another connection", p2->Accept(pqp, 0, 0, NULL, 0, &acc), &acc,
+    Done(s.passive, "GetConnectionRequest", x.l, &get, ND_SUCCESS);
+    Inline(s.passive, "Accept with the QP of another connection", p2->Accept(x.pqp, 0, 0, NULL, 0, &acc), &acc,
            ND_CONNECTION_ACTIVE);
     EXPECT(p2->Release() == 0);
     EXPECT(Wait(a3, &conn2, 15000) != ND_PENDING);
     s.active.Packet(&conn2, false);
     EXPECT(a3->Release() == 0);
     /* The first connection still carries data. */
-    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
-    CHECK_HR(pqp->Receive(s.passive.buf, &rs, 1));
+    ND2_SGE rs = s.passive.Sge(0, 64);
+    CHECK_HR(x.pqp->Receive(s.passive.buf, &rs, 1));
     memcpy(s.active.buf, "still connected", 16);
-    ND2_SGE ss = {s.active.buf, 16, s.active.mr->GetLocalToken()};
-    CHECK_HR(aqp->Send(s.active.buf, &ss, 1, 0));
+    ND2_SGE ss = s.active.Sge(0, 16);
+    CHECK_HR(x.aqp->Send(s.active.buf, &ss, 1, 0));
     ND2_RESULT r;
     double until = nd2_now_ms() + 5000;
     while (s.passive.cq->GetResults(&r, 1) == 0)
         EXPECT(nd2_now_ms() < until);
     EXPECT(r.Status == ND_SUCCESS && r.RequestType == Nd2RequestTypeReceive && r.BytesTransferred == 16);
     EXPECT(memcmp(s.passive.buf, "still connected", 16) == 0);
-    Hangup(s, c);
-    DrainCq(s.active);
-    DrainCq(s.passive);
-    EXPECT(l->Release() == 0);
+    x.Finish(s);
     return 0;
 }
 
@@ -707,20 +795,16 @@ void Expect(const char *what, const ND2_RESULT *results, unsigned n, void *ctx, 
  * with ND_CANCELED, each reporting its own type. */
 int failed_request_types(Pair &s)
 {
-    const unsigned short PORT = 7433;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
-    Connection c = Connect(s, l, PORT, pqp, aqp);
+    Connected x(s, 7433);
     UINT32 token = s.active.mr->GetLocalToken();
     ND2_SGE receive = {s.active.buf, 64, token};
-    CHECK_HR(aqp->Receive(Context(1), &receive, 1));
+    CHECK_HR(x.aqp->Receive(Context(1), &receive, 1));
     ND2_SGE outside = {s.active.buf + sizeof s.active.buf, 16, token};
-    CHECK_HR(aqp->Send(Context(2), &outside, 1, ND_OP_FLAG_SILENT_SUCCESS));
+    CHECK_HR(x.aqp->Send(Context(2), &outside, 1, ND_OP_FLAG_SILENT_SUCCESS));
     ND2_SGE inside = {s.active.buf + 64, 16, token};
-    CHECK_HR(aqp->Send(Context(3), &inside, 1, 0));
-    CHECK_HR(aqp->Send(Context(4), &inside, 1, ND_OP_FLAG_SILENT_SUCCESS));
-    CHECK_HR(aqp->Write(Context(5), &inside, 1, reinterpret_cast<uintptr_t>(s.passive.buf),
+    CHECK_HR(x.aqp->Send(Context(3), &inside, 1, 0));
+    CHECK_HR(x.aqp->Send(Context(4), &inside, 1, ND_OP_FLAG_SILENT_SUCCESS));
+    CHECK_HR(x.aqp->Write(Context(5), &inside, 1, reinterpret_cast<uintptr_t>(s.passive.buf),
                         s.passive.mr->GetRemoteToken(), 0));
     ND2_RESULT r[5];
     Results(s.active, r, 5);
@@ -734,10 +818,7 @@ int failed_request_types(Pair &s)
     for (unsigned k = 0; k < 5; k++)
         if (r[k].RequestContext != Context(1))
             EXPECT(r[k].RequestContext == Context(2 + order++));
-    Hangup(s, c);
-    DrainCq(s.active);
-    DrainCq(s.passive);
-    EXPECT(l->Release() == 0);
+    x.Finish(s);
     return 0;
 }
 
@@ -758,9 +839,9 @@ int srq_request_types(Pair &s)
     s.passive.qps.push_back(pqp);
     IND2QueuePair *aqp = s.active.Qp();
     Connection c = Connect(s, l, PORT, pqp, aqp);
-    ND2_SGE small = {s.passive.buf, 8, s.passive.mr->GetLocalToken()};
+    ND2_SGE small = s.passive.Sge(0, 8);
     CHECK_HR(srq->Receive(Context(1), &small, 1));
-    ND2_SGE message = {s.active.buf, 16, s.active.mr->GetLocalToken()};
+    ND2_SGE message = s.active.Sge(0, 16);
     CHECK_HR(aqp->Send(Context(2), &message, 1, 0));
     ND2_RESULT r;
     Results(s.passive, &r, 1);
@@ -769,7 +850,7 @@ int srq_request_types(Pair &s)
     Results(s.active, &r, 1);
     EXPECT(FAILED(r.Status));
     Expect("Send to it", &r, 1, Context(2), r.Status, Nd2RequestTypeSend, &s.active);
-    ND2_SGE next = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    ND2_SGE next = s.passive.Sge(0, 64);
     CHECK_HR(srq->Receive(Context(3), &next, 1));
     CHECK_HR(pqp->Flush());
     double until = nd2_now_ms() + 1000;
@@ -785,10 +866,7 @@ int srq_request_types(Pair &s)
     EXPECT(flushed <= 1);
     if (flushed == 0)
         printf("  SRQ Receive after Flush: stays in the SRQ (no completion in 1 s)\n");
-    Hangup(s, c);
-    DrainCq(s.active);
-    DrainCq(s.passive);
-    EXPECT(l->Release() == 0);
+    Finish(s, c, l);
     s.passive.qps.pop_back();
     EXPECT(pqp->Release() == 0);
     EXPECT(srq->Release() == 0);
@@ -800,7 +878,6 @@ int srq_request_types(Pair &s)
  * ND_SUCCESS with the right values. */
 int getters(Pair &s)
 {
-    const unsigned short PORT = 7431;
     IND2Connector *fresh = s.active.Connector();
     ULONG in = 0, out = 0, size = 0;
     unsigned char buf[256];
@@ -815,72 +892,61 @@ int getters(Pair &s)
             ND_CONNECTION_INVALID);
     EXPECT(fresh->Release() == 0);
 
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *p = s.passive.Connector();
-    IND2Connector *a = s.active.Connector();
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
-    sockaddr_in to = s.passive.At(PORT);
+    Attempt t(s, 7431);
     unsigned char data[56];
-    for (unsigned k = 0; k < sizeof data; k++)
-        data[k] = pattern(k);
-    Nd2Ov get, conn, acc, comp;
-    Requested(s, l, p, get, a, aqp, to, 3, 2, data, 56, conn);
-    nd2_returns("passive GetReadLimits after the request", p->GetReadLimits(&in, &out), ND_SUCCESS);
+    Patterned(data, sizeof data);
+    t.Request(s, 3, 2, data, 56);
+    nd2_returns("passive GetReadLimits after the request", t.p->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 2 && out == 3);
     size = 0;
-    nd2_returns("GetPrivateData with no buffer", p->GetPrivateData(NULL, &size), ND_BUFFER_OVERFLOW);
+    nd2_returns("GetPrivateData with no buffer", t.p->GetPrivateData(NULL, &size), ND_BUFFER_OVERFLOW);
     EXPECT(size == 56);
     memset(buf, 0xEE, sizeof buf);
     size = 4;
-    nd2_returns("GetPrivateData with 4 bytes", p->GetPrivateData(buf, &size), ND_BUFFER_OVERFLOW);
+    nd2_returns("GetPrivateData with 4 bytes", t.p->GetPrivateData(buf, &size), ND_BUFFER_OVERFLOW);
     EXPECT(size == 56 && memcmp(buf, data, 4) == 0 && buf[4] == 0xEE);
     sockaddr_in addr;
     ULONG len = sizeof addr;
-    nd2_returns("passive GetLocalAddress after the request", p->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("passive GetLocalAddress after the request", t.p->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
-    EXPECT(len == sizeof addr && addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
+    EXPECT(len == sizeof addr && addr.sin_addr.s_addr == t.to.sin_addr.s_addr && addr.sin_port == t.to.sin_port);
     len = sizeof addr;
     /* The request carries the peer's address: Microsoft's ndmpic reads it before Accept. */
-    nd2_returns("passive GetPeerAddress before Accept", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("passive GetPeerAddress before Accept", t.p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(len == sizeof addr && addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr);
     unsigned short requestPort = addr.sin_port;
-    Issued("Accept", p->Accept(pqp, 8, 8, NULL, 0, &acc));
-    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
-    nd2_returns("active GetReadLimits after Connect", a->GetReadLimits(&in, &out), ND_SUCCESS);
+    t.Accept(s, 8, 8);
+    nd2_returns("active GetReadLimits after Connect", t.a->GetReadLimits(&in, &out), ND_SUCCESS);
     EXPECT(in == 3 && out == 2); /* the passive side's 8/8, capped to what Connect offered */
     len = sizeof addr;
-    nd2_returns("active GetLocalAddress while connecting", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("active GetLocalAddress while connecting", t.a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && ntohs(addr.sin_port) >= 49152);
     unsigned short activePort = addr.sin_port;
     EXPECT(activePort == requestPort);
-    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
-    Done(s.passive, "Accept", p, &acc, ND_SUCCESS);
+    t.Established(s, "Accept");
 
     memset(&addr, 0xAB, sizeof addr);
     len = 4;
-    nd2_returns("GetPeerAddress with 4 bytes", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetPeerAddress with 4 bytes", t.a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     len = 4;
-    nd2_returns("GetLocalAddress with 4 bytes", a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("GetLocalAddress with 4 bytes", t.a->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr && reinterpret_cast<unsigned char *>(&addr)[0] == 0xAB);
     len = sizeof addr;
-    nd2_returns("active GetPeerAddress", a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
-    EXPECT(addr.sin_addr.s_addr == to.sin_addr.s_addr && addr.sin_port == to.sin_port);
+    nd2_returns("active GetPeerAddress", t.a->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    EXPECT(addr.sin_addr.s_addr == t.to.sin_addr.s_addr && addr.sin_port == t.to.sin_port);
     len = sizeof addr;
-    nd2_returns("passive GetPeerAddress", p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
+    nd2_returns("passive GetPeerAddress", t.p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len), ND_SUCCESS);
     EXPECT(addr.sin_addr.s_addr == s.active.address.sin_addr.s_addr && addr.sin_port == activePort);
     len = 4;
-    nd2_returns("listener GetLocalAddress with 4 bytes", l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
+    nd2_returns("listener GetLocalAddress with 4 bytes", t.l->GetLocalAddress(reinterpret_cast<sockaddr *>(&addr), &len),
             ND_BUFFER_OVERFLOW);
     EXPECT(len == sizeof addr);
-    Connection c = {p, a};
-    Hangup(s, c);
-    EXPECT(l->Release() == 0);
+    t.Hangup(s);
     return 0;
 }
 
@@ -900,7 +966,7 @@ int disconnect_codes(Pair &s)
     IND2Listener *l = s.passive.Listen(PORT);
     IND2QueuePair *pqp = s.passive.Qp();
     Connection c = Connect(s, l, PORT, pqp, s.active.Qp());
-    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    ND2_SGE rs = s.passive.Sge(0, 64);
     CHECK_HR(pqp->Receive(s.passive.buf, &rs, 1));
     Nd2Ov nd1, nd2, ad, pd;
     StillPending("NotifyDisconnect", c.p, c.p->NotifyDisconnect(&nd1), &nd1, 200);
@@ -964,16 +1030,9 @@ int listener_codes(Pair &s)
  * expects STATUS_BAD_NETWORK_NAME): inline, at once. */
 int invalid_ip(Pair &s)
 {
-    IND2QueuePair *aqp = s.active.Qp();
-    IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
-    sockaddr_in none = nd2_ipv4("0.0.0.0", 7435);
-    Nd2Ov conn;
-    double started = nd2_now_ms();
-    Inline(s.active, "Connect to 0.0.0.0", a->Connect(aqp, nd2_sa(none), sizeof none, 0, 0, NULL, 0, &conn), &conn,
-           STATUS_BAD_NETWORK_NAME);
-    EXPECT(nd2_now_ms() - started < 1000);
-    EXPECT(a->Release() == 0);
+    double took = ConnectFails(s, "Connect to 0.0.0.0", s.active.Qp(), true, nd2_ipv4("0.0.0.0", 7435),
+                               STATUS_BAD_NETWORK_NAME, 0);
+    EXPECT(took < 1000);
     return 0;
 }
 
@@ -982,14 +1041,10 @@ int invalid_ip(Pair &s)
  * passive side sees no completion. */
 int send_no_receive(Pair &s)
 {
-    const unsigned short PORT = 7436;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
-    Connection c = Connect(s, l, PORT, pqp, aqp);
-    ND2_SGE message = {s.active.buf, 64, s.active.mr->GetLocalToken()};
+    Connected x(s, 7436);
+    ND2_SGE message = s.active.Sge(0, 64);
     double started = nd2_now_ms();
-    CHECK_HR(aqp->Send(Context(1), &message, 1, 0));
+    CHECK_HR(x.aqp->Send(Context(1), &message, 1, 0));
     ND2_RESULT r;
     double until = nd2_now_ms() + 60000;
     while (s.active.cq->GetResults(&r, 1) == 0) {
@@ -1000,10 +1055,7 @@ int send_no_receive(Pair &s)
     Expect("Send with no receive posted", &r, 1, Context(1), ND_IO_TIMEOUT, Nd2RequestTypeSend, &s.active);
     printf("  completed after %.1f s\n", (nd2_now_ms() - started) / 1e3);
     EXPECT(s.passive.cq->GetResults(&r, 1) == 0);
-    Hangup(s, c);
-    DrainCq(s.active);
-    DrainCq(s.passive);
-    EXPECT(l->Release() == 0);
+    x.Finish(s);
     return 0;
 }
 
@@ -1012,24 +1064,17 @@ int send_no_receive(Pair &s)
  * ND_CANCELED once the disconnect arrives; the passive Disconnect then succeeds. */
 int receive_peer_closed(Pair &s)
 {
-    const unsigned short PORT = 7437;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
-    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
-    CHECK_HR(pqp->Receive(Context(1), &rs, 1));
-    Connection c = Connect(s, l, PORT, pqp, aqp);
-    EXPECT(c.a->Release() == 0);
+    Connected x(s, 7437, Context(1));
+    EXPECT(x.c.a->Release() == 0);
     ND2_RESULT r;
     Results(s.passive, &r, 1);
     Expect("Receive after the peer released its connector", &r, 1, Context(1), ND_CANCELED, Nd2RequestTypeReceive,
            &s.passive);
     Nd2Ov pd;
-    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
-    EXPECT(c.p->Release() == 0);
-    DrainCq(s.active);
-    DrainCq(s.passive);
-    EXPECT(l->Release() == 0);
+    Completes(s.passive, "passive Disconnect after the peer's", x.c.p, x.c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    EXPECT(x.c.p->Release() == 0);
+    DrainCqs(s);
+    EXPECT(x.l->Release() == 0);
     return 0;
 }
 
@@ -1041,15 +1086,10 @@ int receive_peer_closed(Pair &s)
  * (ND_NO_MEMORY). Every one posted here must complete within 10 s (Results). */
 int receive_after_flush(Pair &s)
 {
-    const unsigned short PORT = 7439;
     const unsigned N = 8; /* Side::Qp's receive depth: three rounds post three times as many */
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
-    ND2_SGE rs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
-    CHECK_HR(pqp->Receive(Context(1), &rs, 1));
-    Connection c = Connect(s, l, PORT, pqp, aqp);
-    EXPECT(c.a->Release() == 0);
+    Connected x(s, 7439, Context(1));
+    ND2_SGE rs = s.passive.Sge(0, 64);
+    EXPECT(x.c.a->Release() == 0);
     ND2_RESULT r[N];
     Results(s.passive, r, 1);
     Expect("Receive before the peer released its connector", r, 1, Context(1), ND_CANCELED, Nd2RequestTypeReceive,
@@ -1057,7 +1097,7 @@ int receive_after_flush(Pair &s)
     /* The QP is in error now: a queue's worth of receives, three times over. */
     for (unsigned round = 0; round < 3; round++) {
         for (unsigned k = 0; k < N; k++)
-            nd2_returns("Receive after the peer's disconnect", pqp->Receive(Context(100 + k), &rs, 1), ND_SUCCESS);
+            nd2_returns("Receive after the peer's disconnect", x.pqp->Receive(Context(100 + k), &rs, 1), ND_SUCCESS);
         Results(s.passive, r, N);
         for (unsigned k = 0; k < N; k++)
             if (r[k].Status != ND_CANCELED || r[k].RequestType != Nd2RequestTypeReceive)
@@ -1066,9 +1106,9 @@ int receive_after_flush(Pair &s)
     }
     printf("  %u receives posted after the peer's disconnect: all ND_CANCELED\n", 3 * N);
     Nd2Ov pd;
-    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
-    EXPECT(c.p->Release() == 0);
-    EXPECT(l->Release() == 0);
+    Completes(s.passive, "passive Disconnect after the peer's", x.c.p, x.c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    EXPECT(x.c.p->Release() == 0);
+    EXPECT(x.l->Release() == 0);
 
     /* A QP never connected, flushed by the caller. */
     IND2QueuePair *fqp = s.passive.Qp();
@@ -1080,8 +1120,7 @@ int receive_after_flush(Pair &s)
         if (r[k].Status != ND_CANCELED)
             FAIL("receive %u after Flush: %s (0x%08x)", k, nd2_status_name(r[k].Status), (unsigned)r[k].Status);
     printf("  %u receives posted after Flush: all ND_CANCELED\n", N);
-    DrainCq(s.active);
-    DrainCq(s.passive);
+    DrainCqs(s);
     return 0;
 }
 
@@ -1131,6 +1170,39 @@ int address_list(Pair &s)
     return 0;
 }
 
+/* A connection of the churn cases on listener `l` (the passive side's `port`), with QPs of its own
+ * on both sides: a receive with context `ctx` over the first 64 bytes of each side's buffer is
+ * posted before the handshake. Close releases it all. */
+struct Round {
+    IND2QueuePair *pqp;
+    IND2QueuePair *aqp;
+    Connection c;
+
+    Round(Pair &s, IND2Listener *l, unsigned short port, void *ctx)
+        : pqp(s.passive.NewQp()), aqp(s.active.NewQp())
+    {
+        ND2_SGE prs = s.passive.Sge(0, 64);
+        ND2_SGE ars = s.active.Sge(0, 64);
+        CHECK_HR(pqp->Receive(ctx, &prs, 1));
+        CHECK_HR(aqp->Receive(ctx, &ars, 1));
+        c = Connect(s, l, port, pqp, aqp);
+    }
+
+    /* Both Disconnects, issued with `ad` and `pd`, complete ND_SUCCESS with their packets (FAIL
+     * naming `round` otherwise); both connectors and both QPs are released. */
+    void Close(Pair &s, unsigned round, Nd2Ov &ad, Nd2Ov &pd)
+    {
+        if (Wait(c.a, &ad, 15000) != ND_SUCCESS || Wait(c.p, &pd, 15000) != ND_SUCCESS)
+            FAIL("round %u: a Disconnect did not complete ND_SUCCESS", round);
+        s.active.Packet(&ad, true);
+        s.passive.Packet(&pd, true);
+        EXPECT(c.a->Release() == 0);
+        EXPECT(c.p->Release() == 0);
+        EXPECT(aqp->Release() == 0);
+        EXPECT(pqp->Release() == 0);
+    }
+};
+
 /* Connection churn in the pattern of Microsoft's ndconn (our own code): 100 connections one
  * after the other on one listener, each with new connectors and new QPs (QP numbers are
  * reused quickly), a receive posted on both sides before the handshake, one message each way,
@@ -1143,20 +1215,11 @@ int churn(Pair &s)
     IND2Listener *l = s.passive.Listen(PORT);
     double started = nd2_now_ms();
     for (unsigned k = 0; k < ROUNDS; k++) {
-        IND2QueuePair *pqp = NULL, *aqp = NULL;
-        CHECK_HR(s.passive.adapter->CreateQueuePair(IID_IND2QueuePair, s.passive.cq, s.passive.cq, &s.passive, 8, 8,
-                                                    1, 1, 0, reinterpret_cast<void **>(&pqp)));
-        CHECK_HR(s.active.adapter->CreateQueuePair(IID_IND2QueuePair, s.active.cq, s.active.cq, &s.active, 8, 8, 1,
-                                                   1, 0, reinterpret_cast<void **>(&aqp)));
-        ND2_SGE prs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
-        ND2_SGE ars = {s.active.buf, 64, s.active.mr->GetLocalToken()};
-        CHECK_HR(pqp->Receive(Context(1), &prs, 1));
-        CHECK_HR(aqp->Receive(Context(1), &ars, 1));
-        Connection c = Connect(s, l, PORT, pqp, aqp);
-        ND2_SGE pss = {s.passive.buf + 64, 16, s.passive.mr->GetLocalToken()};
-        ND2_SGE ass = {s.active.buf + 64, 16, s.active.mr->GetLocalToken()};
-        CHECK_HR(aqp->Send(Context(2), &ass, 1, 0));
-        CHECK_HR(pqp->Send(Context(2), &pss, 1, 0));
+        Round n(s, l, PORT, Context(1));
+        ND2_SGE pss = s.passive.Sge(64, 16);
+        ND2_SGE ass = s.active.Sge(64, 16);
+        CHECK_HR(n.aqp->Send(Context(2), &ass, 1, 0));
+        CHECK_HR(n.pqp->Send(Context(2), &pss, 1, 0));
         ND2_RESULT r[2];
         Results(s.passive, r, 2);
         for (ND2_RESULT &one : r)
@@ -1167,22 +1230,14 @@ int churn(Pair &s)
             if (one.Status != ND_SUCCESS)
                 FAIL("round %u: active completion 0x%08X (%s)", k, (unsigned)one.Status, nd2_status_name(one.Status));
         Nd2Ov ad, pd;
-        HRESULT a = c.a->Disconnect(&ad), p = c.p->Disconnect(&pd);
+        HRESULT a = n.c.a->Disconnect(&ad), p = n.c.p->Disconnect(&pd);
         if (a != ND_PENDING || p != ND_PENDING)
             FAIL("round %u: Disconnect returned 0x%08X / 0x%08X", k, (unsigned)a, (unsigned)p);
-        if (Wait(c.a, &ad, 15000) != ND_SUCCESS || Wait(c.p, &pd, 15000) != ND_SUCCESS)
-            FAIL("round %u: a Disconnect did not complete ND_SUCCESS", k);
-        s.active.Packet(&ad, true);
-        s.passive.Packet(&pd, true);
-        EXPECT(c.a->Release() == 0);
-        EXPECT(c.p->Release() == 0);
-        EXPECT(aqp->Release() == 0);
-        EXPECT(pqp->Release() == 0);
+        n.Close(s, k, ad, pd);
     }
     double secs = (nd2_now_ms() - started) / 1e3;
     printf("  %u connections in %.1f s (%.1f per second)\n", ROUNDS, secs, ROUNDS / secs);
-    DrainCq(s.active);
-    DrainCq(s.passive);
+    DrainCqs(s);
     EXPECT(l->Release() == 0);
     return 0;
 }
@@ -1200,19 +1255,16 @@ int churn(Pair &s)
 int disconnect_in_flight(Pair &s)
 {
     const unsigned short PORT = 7440;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2QueuePair *pqp = s.passive.Qp();
-    IND2QueuePair *aqp = s.active.Qp();
-    Connection c = Connect(s, l, PORT, pqp, aqp);
-    ND2_SGE message = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
+    Connected x(s, PORT);
+    ND2_SGE message = s.passive.Sge(0, 64);
     Nd2Ov nd, ad, pd;
     ND2_RESULT r[4];
-    Issued("NotifyDisconnect", c.p->NotifyDisconnect(&nd));
-    CHECK_HR(pqp->Send(Context(1), &message, 1, 0));
+    Issued("NotifyDisconnect", x.c.p->NotifyDisconnect(&nd));
+    CHECK_HR(x.pqp->Send(Context(1), &message, 1, 0));
     usleep(20000);
     EXPECT(s.passive.cq->GetResults(r, 1) == 0); /* RNR: in flight */
-    Issued("active Disconnect", c.a->Disconnect(&ad));
-    Done(s.passive, "NotifyDisconnect", c.p, &nd, ND_SUCCESS);
+    Issued("active Disconnect", x.c.a->Disconnect(&ad));
+    Done(s.passive, "NotifyDisconnect", x.c.p, &nd, ND_SUCCESS);
     usleep(20000);
     if (s.passive.cq->GetResults(r, 1) != 0)
         FAIL("the Send in flight completed %s (0x%08x) with the peer's disconnect; want it still outstanding",
@@ -1220,54 +1272,36 @@ int disconnect_in_flight(Pair &s)
     printf("  Send in flight: still outstanding after the peer's disconnect\n");
     Results(s.passive, r, 1);
     Expect("Send in flight, soon after", r, 1, Context(1), ND_CANCELED, Nd2RequestTypeSend, &s.passive);
-    Completes(s.passive, "passive Disconnect after the peer's", c.p, c.p->Disconnect(&pd), &pd, ND_SUCCESS);
-    Done(s.active, "active Disconnect", c.a, &ad, ND_SUCCESS);
-    EXPECT(c.a->Release() == 0);
-    EXPECT(c.p->Release() == 0);
-    DrainCq(s.active);
-    DrainCq(s.passive);
+    Completes(s.passive, "passive Disconnect after the peer's", x.c.p, x.c.p->Disconnect(&pd), &pd, ND_SUCCESS);
+    Done(s.active, "active Disconnect", x.c.a, &ad, ND_SUCCESS);
+    EXPECT(x.c.a->Release() == 0);
+    EXPECT(x.c.p->Release() == 0);
+    DrainCqs(s);
 
     const unsigned ROUNDS = 20;
     for (unsigned k = 0; k < ROUNDS; k++) {
-        IND2QueuePair *p2 = NULL, *a2 = NULL;
-        CHECK_HR(s.passive.adapter->CreateQueuePair(IID_IND2QueuePair, s.passive.cq, s.passive.cq, &s.passive, 8, 8,
-                                                    1, 1, 0, reinterpret_cast<void **>(&p2)));
-        CHECK_HR(s.active.adapter->CreateQueuePair(IID_IND2QueuePair, s.active.cq, s.active.cq, &s.active, 8, 8, 1,
-                                                   1, 0, reinterpret_cast<void **>(&a2)));
-        ND2_SGE prs = {s.passive.buf, 64, s.passive.mr->GetLocalToken()};
-        ND2_SGE ars = {s.active.buf, 64, s.active.mr->GetLocalToken()};
-        CHECK_HR(p2->Receive(Context(10), &prs, 1));
-        CHECK_HR(a2->Receive(Context(10), &ars, 1));
-        Connection d = Connect(s, l, PORT, p2, a2);
-        ND2_SGE pss = {s.passive.buf + 64, 64, s.passive.mr->GetLocalToken()};
-        ND2_SGE ass = {s.active.buf + 64, 64, s.active.mr->GetLocalToken()};
-        CHECK_HR(a2->Send(Context(11), &ass, 1, 0));
+        Round n(s, x.l, PORT, Context(10));
+        ND2_SGE pss = s.passive.Sge(64, 64);
+        ND2_SGE ass = s.active.Sge(64, 64);
+        CHECK_HR(n.aqp->Send(Context(11), &ass, 1, 0));
         Results(s.passive, r, 1);
         Expect("passive Receive", r, 1, Context(10), ND_SUCCESS, Nd2RequestTypeReceive, &s.passive);
-        CHECK_HR(p2->Send(Context(12), &pss, 1, 0));
+        CHECK_HR(n.pqp->Send(Context(12), &pss, 1, 0));
         Results(s.active, r, 2);
         Expect("active Send", r, 2, Context(11), ND_SUCCESS, Nd2RequestTypeSend, &s.active);
         Expect("active Receive", r, 2, Context(10), ND_SUCCESS, Nd2RequestTypeReceive, &s.active);
         Nd2Ov ad2, pd2;
-        Issued("active Disconnect at once", d.a->Disconnect(&ad2));
+        Issued("active Disconnect at once", n.c.a->Disconnect(&ad2));
         Results(s.passive, r, 1);
         Expect("passive Send, the peer disconnecting", r, 1, Context(12), ND_SUCCESS, Nd2RequestTypeSend, &s.passive);
-        HRESULT p = d.p->Disconnect(&pd2);
+        HRESULT p = n.c.p->Disconnect(&pd2);
         if (p != ND_PENDING && p != ND_SUCCESS)
             FAIL("round %u: passive Disconnect returned 0x%08X", k, (unsigned)p);
-        if (Wait(d.a, &ad2, 15000) != ND_SUCCESS || Wait(d.p, &pd2, 15000) != ND_SUCCESS)
-            FAIL("round %u: a Disconnect did not complete ND_SUCCESS", k);
-        s.active.Packet(&ad2, true);
-        s.passive.Packet(&pd2, true);
-        EXPECT(d.a->Release() == 0);
-        EXPECT(d.p->Release() == 0);
-        EXPECT(a2->Release() == 0);
-        EXPECT(p2->Release() == 0);
+        n.Close(s, k, ad2, pd2);
     }
     printf("  %u exchanges with the receiver disconnecting at once: every Send ND_SUCCESS\n", ROUNDS);
-    DrainCq(s.active);
-    DrainCq(s.passive);
-    EXPECT(l->Release() == 0);
+    DrainCqs(s);
+    EXPECT(x.l->Release() == 0);
     return 0;
 }
 
@@ -1287,7 +1321,6 @@ sockaddr_in LocalAddress(IND2Connector *c)
  * the active side's Connect then goes out from that port. */
 int local_address_after_bind(Pair &s)
 {
-    const unsigned short PORT = 7460;
     IND2Connector *a = s.active.Connector();
     CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     sockaddr_in addr;
@@ -1311,25 +1344,17 @@ int local_address_after_bind(Pair &s)
     printf("  GetLocalAddress after Bind to port 7461: port %u\n", ntohs(got.sin_port));
     EXPECT(e->Release() == 0);
 
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *p = s.passive.Connector();
-    IND2QueuePair *pqp = s.passive.Qp();
-    Nd2Ov get, conn, acc, comp;
-    sockaddr_in to = s.passive.At(PORT);
-    Requested(s, l, p, get, a, s.active.Qp(), to, 0, 0, NULL, 0, conn);
+    Attempt t(s, 7460, a);
+    t.Request(s, 0, 0, NULL, 0);
     len = sizeof addr;
-    CHECK_HR(p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len));
+    CHECK_HR(t.p->GetPeerAddress(reinterpret_cast<sockaddr *>(&addr), &len));
     EXPECT(addr.sin_port == bound);
     printf("  the request came from the bound port\n");
     EXPECT(LocalAddress(a).sin_port == bound);
-    Issued("Accept", p->Accept(pqp, 0, 0, NULL, 0, &acc));
-    Done(s.active, "Connect", a, &conn, ND_SUCCESS);
-    Completes(s.active, "CompleteConnect", a, a->CompleteConnect(&comp), &comp, ND_SUCCESS);
-    Done(s.passive, "Accept", p, &acc, ND_SUCCESS);
+    t.Accept(s, 0, 0);
+    t.Established(s, "Accept");
     EXPECT(LocalAddress(a).sin_port == bound);
-    Connection c = {p, a};
-    Hangup(s, c);
-    EXPECT(l->Release() == 0);
+    t.Hangup(s);
     return 0;
 }
 
@@ -1386,11 +1411,11 @@ int connectors_share_port(Pair &s)
 
     /* Data on both: a send from each passive QP to the active side's receives. */
     IND2QueuePair *aqp1 = s.active.qps[s.active.qps.size() - 2], *aqp2 = s.active.qps.back();
-    ND2_SGE r1 = {s.active.buf, 64, s.active.mr->GetLocalToken()};
-    ND2_SGE r2 = {s.active.buf + 64, 64, s.active.mr->GetLocalToken()};
+    ND2_SGE r1 = s.active.Sge(0, 64);
+    ND2_SGE r2 = s.active.Sge(64, 64);
     CHECK_HR(aqp1->Receive(s.active.buf, &r1, 1));
     CHECK_HR(aqp2->Receive(s.active.buf + 64, &r2, 1));
-    ND2_SGE s1 = {s.passive.buf, 8, s.passive.mr->GetLocalToken()};
+    ND2_SGE s1 = s.passive.Sge(0, 8);
     CHECK_HR(pqp1->Send(s.passive.buf, &s1, 1, 0));
     CHECK_HR(pqp2->Send(s.passive.buf, &s1, 1, 0));
     ND2_RESULT r;
@@ -1410,8 +1435,7 @@ int connectors_share_port(Pair &s)
     Connection c1 = {p1, a1}, c2 = {p2, a2};
     Hangup(s, c1);
     Hangup(s, c2);
-    DrainCq(s.active);
-    DrainCq(s.passive);
+    DrainCqs(s);
     EXPECT(l1->Release() == 0);
     EXPECT(l2->Release() == 0);
     return 0;
@@ -1421,20 +1445,12 @@ int connectors_share_port(Pair &s)
  * Connect's documented codes, as programs written for Windows providers expect). */
 int connect_after_cancel(Pair &s)
 {
-    const unsigned short PORT = 7464;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2Connector *a = s.active.Connector();
-    CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
     IND2QueuePair *aqp = s.active.Qp();
-    sockaddr_in to = s.passive.At(PORT);
-    Nd2Ov conn, again;
-    StillPending("Connect, never taken", a, a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &conn), &conn, 500);
-    nd2_returns("CancelOverlappedRequests", a->CancelOverlappedRequests(), ND_SUCCESS);
-    Done(s.active, "Connect, cancelled", a, &conn, ND_CANCELED, 0);
-    Inline(s.active, "Connect after the cancelled Connect", a->Connect(aqp, nd2_sa(to), sizeof to, 0, 0, NULL, 0, &again),
-           &again, ND_CONNECTION_ACTIVE);
-    EXPECT(a->Release() == 0);
-    EXPECT(l->Release() == 0);
+    CancelledConnect x(s, 7464, true, aqp, 500);
+    Nd2Ov again;
+    Inline(s.active, "Connect after the cancelled Connect",
+           x.a->Connect(aqp, nd2_sa(x.to), sizeof x.to, 0, 0, NULL, 0, &again), &again, ND_CONNECTION_ACTIVE);
+    x.Release();
     return 0;
 }
 

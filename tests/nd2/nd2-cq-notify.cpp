@@ -52,22 +52,10 @@ const unsigned short PORT = 7460;
 
 typedef Nd2EventOv Ov;
 
-/* The final status of `ov`'s request on `object`, waiting up to `ms`; ND_PENDING if it is not. */
-HRESULT Wait(IND2Overlapped *object, Ov &ov, DWORD ms)
-{
-    if (WaitForSingleObject(ov.hEvent, ms) != WAIT_OBJECT_0) {
-        EXPECT(object->GetOverlappedResult(&ov, FALSE) == ND_PENDING);
-        return ND_PENDING;
-    }
-    HRESULT hr = object->GetOverlappedResult(&ov, FALSE);
-    EXPECT(hr != ND_PENDING);
-    return hr;
-}
-
 /* `ov`'s request completes within WAIT_MS with `want`. */
 void Completes(const char *what, IND2Overlapped *object, Ov &ov, HRESULT want)
 {
-    HRESULT hr = Wait(object, ov, WAIT_MS);
+    HRESULT hr = ov.Wait(object, WAIT_MS);
     if (hr != want)
         FAIL("%s: 0x%08x, want 0x%08x%s", what, (unsigned)hr, (unsigned)want,
              hr == ND_PENDING ? " (still pending after 10 s)" : "");
@@ -76,7 +64,7 @@ void Completes(const char *what, IND2Overlapped *object, Ov &ov, HRESULT want)
 /* `ov`'s request is still pending after `ms`. */
 void StaysPending(const char *what, IND2Overlapped *object, Ov &ov, DWORD ms)
 {
-    HRESULT hr = Wait(object, ov, ms);
+    HRESULT hr = ov.Wait(object, ms);
     if (hr != ND_PENDING)
         FAIL("%s: completed 0x%08x, want still pending", what, (unsigned)hr);
 }
@@ -117,7 +105,7 @@ struct End {
     {
         if (issued != ND_PENDING)
             return issued;
-        HRESULT hr = Wait(object, ov, 15000);
+        HRESULT hr = ov.Wait(object, 15000);
         EXPECT(hr != ND_PENDING);
         return hr;
     }
@@ -285,7 +273,7 @@ ULONG NextResults(End &end, Ov &ov, bool &drained, ND2_RESULT *got, Waits &w)
             if (hr == ND_PENDING && end.cq->GetOverlappedResult(&ov, FALSE) != ND_PENDING)
                 w.atOnce++;
             if (hr == ND_PENDING)
-                hr = Wait(end.cq, ov, WAIT_MS);
+                hr = ov.Wait(end.cq, WAIT_MS);
             if (hr == ND_PENDING)
                 FAIL("Notify(ANY) after GetResults came up short: no completion in 10 s (a lost one?)");
             CHECK_HR(hr);
@@ -603,7 +591,7 @@ void *notifier(void *arg)
         }
         if (hr == ND_PENDING) {
             n.cq->CancelOverlappedRequests();
-            hr = Wait(n.cq, ov, WAIT_MS);
+            hr = ov.Wait(n.cq, WAIT_MS);
             if (hr != ND_CANCELED && hr != ND_SUCCESS)
                 n.failed = hr;
             return NULL;
@@ -723,11 +711,8 @@ const Case CASES[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (const Case &c : CASES)
-            printf("%s\n", c.name);
+    if (nd2_listed(argc, argv, CASES))
         return 0;
-    }
     Args args = {NULL, NULL, 0};
     if (argc == 6 && strcmp(argv[4], "--count") == 0)
         args.count = strtoul(argv[5], NULL, 0);
@@ -743,16 +728,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "--count: at least 1\n");
         return 2;
     }
-    for (const Case &c : CASES) {
-        if (strcmp(argv[1], c.name) != 0)
-            continue;
-        CHECK_HR(NdStartup());
-        int rc = c.run(args);
-        CHECK_HR(NdCleanup());
-        if (rc == 0)
-            printf("%s: ok\n", c.name);
-        return rc;
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
+    return nd2_run_case(argv[1], CASES, [&](const Case &c) { return nd2_with_startup([&] { return c.run(args); }); });
 }

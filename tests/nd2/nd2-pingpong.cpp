@@ -100,15 +100,9 @@ public:
         m_mr = nd2_register(waiter, m_adapter, m_file, m_buf.data(), m_buf.size(), ND_MR_FLAG_ALLOW_LOCAL_WRITE);
         CreateQpAndConnector(this, 4, 4);
 
-        printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", Role(), (nd2_now_us() - began) / 1e3);
-        int rc = m_opt.server ? Serve(local) : Ping(local);
-        double releasing = nd2_now_us();
-
-        ReleaseQpAndConnector();
-        nd2_deregister(waiter, m_mr);
-        CloseAdapter();
-        printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
-        return rc;
+        return Timed(
+            Role(), began, [&] { return m_opt.server ? Serve(local) : Ping(local); },
+            [&] { nd2_deregister(waiter, m_mr); });
     }
 
 private:

@@ -75,16 +75,12 @@ public:
         CHECK_HR(m_adapter->CreateMemoryWindow(IID_IND2MemoryWindow, reinterpret_cast<void **>(&m_mw)));
         CreateQpAndConnector(this, 2 * RECEIVE_SLOTS, 8);
 
-        printf("%s: set up in %.1f ms (adapter, CQ, MR, QP, connector)\n", Role(), (nd2_now_us() - began) / 1e3);
-        int rc = m_opt.server ? Serve(local) : Ping(local);
-        double releasing = nd2_now_us();
-
-        ReleaseQpAndConnector();
-        EXPECT(m_mw->Release() == 0);
-        nd2_deregister(waiter, m_mr);
-        CloseAdapter();
-        printf("%s: released in %.1f ms\n", Role(), (nd2_now_us() - releasing) / 1e3);
-        return rc;
+        return Timed(
+            Role(), began, [&] { return m_opt.server ? Serve(local) : Ping(local); },
+            [&] {
+                EXPECT(m_mw->Release() == 0);
+                nd2_deregister(waiter, m_mr);
+            });
     }
 
 private:

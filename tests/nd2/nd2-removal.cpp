@@ -36,15 +36,7 @@ typedef Nd2EventOv Ov;
 /* The final status of `ov`'s request on `object` (issued returned `issued`), waiting up to `ms`. */
 HRESULT Wait(IND2Overlapped *object, HRESULT issued, Ov &ov, DWORD ms)
 {
-    if (issued != ND_PENDING)
-        return issued;
-    if (WaitForSingleObject(ov.hEvent, ms) != WAIT_OBJECT_0) {
-        EXPECT(object->GetOverlappedResult(&ov, FALSE) == ND_PENDING);
-        return ND_PENDING;
-    }
-    HRESULT hr = object->GetOverlappedResult(&ov, FALSE);
-    EXPECT(hr != ND_PENDING);
-    return hr;
+    return issued != ND_PENDING ? issued : ov.Wait(object, ms);
 }
 
 void ExpectRemoved(const char *what, HRESULT hr, double since)
@@ -200,23 +192,11 @@ const Case CASES[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-        for (const Case &c : CASES)
-            printf("%s\n", c.name);
+    if (nd2_listed(argc, argv, CASES))
         return 0;
-    }
     if (argc != 5) {
         fprintf(stderr, "usage: %s CASE IP PEER_IP READY_FILE | --list\n", argv[0]);
         return 2;
     }
-    for (const Case &c : CASES) {
-        if (strcmp(argv[1], c.name) != 0)
-            continue;
-        int rc = c.run(argv[2], argv[3], argv[4]);
-        if (rc == 0)
-            printf("%s: ok\n", c.name);
-        return rc;
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
+    return nd2_run_case(argv[1], CASES, [&](const Case &c) { return c.run(argv[2], argv[3], argv[4]); });
 }

@@ -29,6 +29,31 @@ double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+int loopback_thread_domain(struct loopback_dev *dev, struct ibv_td **td, struct ibv_pd **parent,
+			   struct ibv_cq_init_attr_ex *ca)
+{
+	struct ibv_td_init_attr ta = { 0 };
+
+	*td = ibv_alloc_td(dev->ctx, &ta);
+	if (!*td) {
+		printf("thread domain: ibv_alloc_td: %s (this provider has none)\n", strerror(errno));
+		return 2;
+	}
+	struct ibv_parent_domain_init_attr pa = { .pd = dev->pd, .td = *td };
+	*parent = ibv_alloc_parent_domain(dev->ctx, &pa);
+	if (!*parent)
+		die("ibv_alloc_parent_domain: %s", strerror(errno));
+	ca->comp_mask |= IBV_CQ_INIT_ATTR_MASK_PD;
+	ca->parent_domain = *parent;
+	return 0;
+}
+
+void loopback_free_thread_domain(struct ibv_td *td, struct ibv_pd *parent)
+{
+	if (ibv_dealloc_pd(parent) || ibv_dealloc_td(td))
+		die("dealloc parent domain / td: %s", strerror(errno));
+}
+
 /* RoCEv2 carries IPv4 addresses as IPv4-mapped IPv6 GIDs (::ffff:a.b.c.d). */
 static int is_ipv4_mapped(const union ibv_gid *gid)
 {

@@ -31,6 +31,16 @@ void loopback_close(struct loopback_dev *dev);
 void loopback_open_pair(struct loopback_dev *client, struct loopback_dev *server);
 void loopback_close_pair(struct loopback_dev *client, struct loopback_dev *server);
 
+/*
+ * A thread domain on DEV (*td) and a parent domain of DEV's PD with it (*parent), with CA (a CQ's
+ * attributes) set to create the CQ in that parent domain: 0; or, when the provider has no thread
+ * domains, 2 (the programs' exit status for it) with the reason printed. Dies on other failures.
+ */
+int loopback_thread_domain(struct loopback_dev *dev, struct ibv_td **td, struct ibv_pd **parent,
+			   struct ibv_cq_init_attr_ex *ca);
+/* The other end of loopback_thread_domain: the parent domain, then the thread domain freed. */
+void loopback_free_thread_domain(struct ibv_td *td, struct ibv_pd *parent);
+
 /* ibv_reg_mr of LEN bytes at BUF on DEV's PD with ACCESS; dies on failure. */
 struct ibv_mr *loopback_reg_mr(struct loopback_dev *dev, void *buf, size_t len, int access);
 

@@ -98,10 +98,10 @@ static void reap_server(int n)
 	}
 }
 
-/* Opens a pair on X (B's first completion), holds it across the main thread's reset, closes it. */
-static void *holder(void *arg)
+/* Opens a pair on X (ibv_start_poll until it has a completion) and records that completion's QP
+ * number and wr_id in pair_qp_num and pair_wr_id. */
+static void open_pair(void)
 {
-	(void)arg;
 	struct ibv_poll_cq_attr pa = { 0 };
 	int rc;
 	while ((rc = ibv_start_poll(x, &pa)) == ENOENT)
@@ -110,6 +110,13 @@ static void *holder(void *arg)
 		die("ibv_start_poll: %s", strerror(rc));
 	pair_qp_num = ibv_wc_read_qp_num(x);
 	pair_wr_id = x->wr_id;
+}
+
+/* Opens a pair on X (B's first completion), holds it across the main thread's reset, closes it. */
+static void *holder(void *arg)
+{
+	(void)arg;
+	open_pair();
 	sem_post(&opened);
 	wait_sem(&reset_done);
 	ibv_end_poll(x);
@@ -127,20 +134,8 @@ static int round_(const char *mode, long i)
 	struct ibv_pd *parent = NULL;
 	struct ibv_cq_init_attr_ex ca = { .cqe = 64, .wc_flags = IBV_WC_EX_WITH_QP_NUM };
 
-	if (td_mode) {
-		struct ibv_td_init_attr ta = { 0 };
-		td = ibv_alloc_td(client.ctx, &ta);
-		if (!td) {
-			printf("thread domain: ibv_alloc_td: %s (this provider has none)\n", strerror(errno));
-			return 2;
-		}
-		struct ibv_parent_domain_init_attr pa = { .pd = client.pd, .td = td };
-		parent = ibv_alloc_parent_domain(client.ctx, &pa);
-		if (!parent)
-			die("ibv_alloc_parent_domain: %s", strerror(errno));
-		ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
-		ca.parent_domain = parent;
-	}
+	if (td_mode && loopback_thread_domain(&client, &td, &parent, &ca))
+		return 2;
 	x = ibv_create_cq_ex(client.ctx, &ca);
 	if (!x)
 		die("ibv_create_cq_ex: %s", strerror(errno));
@@ -168,20 +163,12 @@ static int round_(const char *mode, long i)
 	usleep(200 * 1000); /* the kernel's flush of A's receives */
 
 	pthread_t t;
-	struct ibv_poll_cq_attr pattr = { 0 };
 	if (busy && pthread_create(&t, NULL, holder, NULL))
 		die("pthread_create");
 	if (busy)
 		wait_sem(&opened);
-	if (self) {
-		int rc;
-		while ((rc = ibv_start_poll(x, &pattr)) == ENOENT)
-			;
-		if (rc)
-			die("ibv_start_poll: %s", strerror(rc));
-		pair_qp_num = ibv_wc_read_qp_num(x);
-		pair_wr_id = x->wr_id;
-	}
+	if (self)
+		open_pair();
 	if (destroy) {
 		if (ibv_destroy_qp(a))
 			die("ibv_destroy_qp A: %s", strerror(errno));
@@ -233,8 +220,8 @@ static int round_(const char *mode, long i)
 		die("ibv_destroy_qp A: %s", strerror(errno));
 	if (ibv_destroy_qp(b) || ibv_destroy_qp(pa_) || ibv_destroy_qp(pb) || ibv_destroy_cq(ibv_cq_ex_to_cq(x)))
 		die("destroy: %s", strerror(errno));
-	if (td_mode && (ibv_dealloc_pd(parent) || ibv_dealloc_td(td)))
-		die("dealloc parent domain / td: %s", strerror(errno));
+	if (td_mode)
+		loopback_free_thread_domain(td, parent);
 	/* The server's flushed receive on A's peer (A is gone: its peer goes to error or stays). */
 	struct ibv_wc drain[8];
 	while (ibv_poll_cq(server_cq, 8, drain) > 0)

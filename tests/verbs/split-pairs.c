@@ -201,20 +201,8 @@ int main(int argc, char **argv)
 		.cqe = 64,
 		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN,
 	};
-	if (use_td) {
-		struct ibv_td_init_attr td_attr = { 0 };
-		td = ibv_alloc_td(client.ctx, &td_attr);
-		if (!td) {
-			printf("thread domain: ibv_alloc_td: %s (this provider has none)\n", strerror(errno));
-			return 2;
-		}
-		struct ibv_parent_domain_init_attr pd_attr = { .pd = client.pd, .td = td };
-		qp_pd = ibv_alloc_parent_domain(client.ctx, &pd_attr);
-		if (!qp_pd)
-			die("ibv_alloc_parent_domain: %s", strerror(errno));
-		cq_attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
-		cq_attr.parent_domain = qp_pd;
-	}
+	if (use_td && loopback_thread_domain(&client, &td, &qp_pd, &cq_attr))
+		return 2;
 	client_cq = ibv_create_cq_ex(client.ctx, &cq_attr);
 	server_cq = ibv_create_cq(server.ctx, 64, NULL, NULL, 0);
 	if (!client_cq || !server_cq)
@@ -286,8 +274,8 @@ int main(int argc, char **argv)
 	if (ibv_destroy_qp(cqp) || ibv_destroy_qp(sqp) || ibv_destroy_cq(ibv_cq_ex_to_cq(client_cq)) ||
 	    ibv_destroy_cq(server_cq) || ibv_dereg_mr(client_mr) || ibv_dereg_mr(server_mr))
 		die("destroy: %s", strerror(errno));
-	if (use_td && (ibv_dealloc_pd(qp_pd) || ibv_dealloc_td(td)))
-		die("dealloc parent domain / td: %s", strerror(errno));
+	if (use_td)
+		loopback_free_thread_domain(td, qp_pd);
 	loopback_close_pair(&client, &server);
 	return 0;
 }

@@ -186,6 +186,16 @@ static struct meta *complete(const struct ibv_wc *wc)
 	return m;
 }
 
+/* complete() of WC, which must be a completion of KIND if it is ours (dies saying WRONG otherwise). */
+static struct meta *complete_kind(const struct ibv_wc *wc, enum kind kind, const char *wrong)
+{
+	struct meta *m = complete(wc);
+
+	if (m && m->kind != kind)
+		die("%s", wrong);
+	return m;
+}
+
 static void *client_poller(void *arg)
 {
 	struct ibv_wc wc[POLL_BATCH];
@@ -199,12 +209,10 @@ static void *client_poller(void *arg)
 		if (n == 0)
 			sched_yield();
 		for (i = 0; i < n; i++) {
-			struct meta *m = complete(&wc[i]);
+			struct meta *m = complete_kind(&wc[i], KIND_SEND, "a receive completed on the client CQ");
 
 			if (!m)
 				continue;
-			if (m->kind != KIND_SEND)
-				die("a receive completed on the client CQ");
 			if (wc[i].status == IBV_WC_SUCCESS)
 				ATOMIC_ADD(&n_send_done, 1);
 			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
@@ -261,13 +269,10 @@ static void *server_poller(void *arg)
 		if (n < 0)
 			die("server poll_cq: %d", n);
 		for (i = 0; i < n; i++) {
-			struct meta *m = complete(&wc[i]);
+			struct meta *m = complete_kind(&wc[i], KIND_RECV, "a send completed on the server CQ");
 
-			if (!m)
-				continue;
-			if (m->kind != KIND_RECV)
-				die("a send completed on the server CQ");
-			on_receive(&wc[i], m);
+			if (m)
+				on_receive(&wc[i], m);
 		}
 		pthread_mutex_unlock(&server_lock);
 		if (n == 0)

@@ -6,8 +6,8 @@ use super::machine::{step, Action, ConnectorInput, ConnectorState, Effect, Reque
 use crate::status::NdStatus;
 
 /// What carries out a step's effects: the rdma_cm event engine (`endpoint/connector.rs`), or the fuzz
-/// target's fake (`fuzzing`).
-pub(crate) trait Engine {
+/// target's fake (`fuzzing`, which makes this trait and [`drive`] public).
+pub trait Engine {
     /// The connector's state, which [`drive`] moves on.
     fn state(&mut self) -> &mut ConnectorState;
     /// Once, when a step turns out to have effects, before the first: a call stores its
@@ -25,7 +25,7 @@ pub(crate) trait Engine {
 /// inline is fed back as [`ConnectorInput::ActionFailed`], whose `returns` (if any) replaces the
 /// call's, and when that moves the state the step's remaining effects are dropped. Returns the
 /// call's code (`None` for an event).
-pub(crate) fn drive(engine: &mut impl Engine, input: ConnectorInput) -> Option<NdStatus> {
+pub fn drive(engine: &mut impl Engine, input: ConnectorInput) -> Option<NdStatus> {
     let from = *engine.state();
     let t = step(from, input);
     engine.stepped(from, input, &t);

@@ -3,46 +3,10 @@
 
 #![forbid(unsafe_code)]
 
-use super::{Action, ConnectorInput, ConnectorState, Request, Transition};
-use crate::status::NdStatus;
+use super::ConnectorState;
 
-/// As the crate's `Engine`.
-pub trait Engine {
-    fn state(&mut self) -> &mut ConnectorState;
-    fn prepare(&mut self) {}
-    fn stepped(&mut self, _from: ConnectorState, _input: ConnectorInput, _t: &Transition) {}
-    fn act(&mut self, action: Action) -> Result<(), NdStatus>;
-    fn complete(&mut self, request: Request, status: NdStatus);
-    fn peer_disconnected(&mut self);
-}
-
-struct Wrap<'a, E>(&'a mut E);
-
-impl<E: Engine> super::Engine for Wrap<'_, E> {
-    fn state(&mut self) -> &mut ConnectorState {
-        self.0.state()
-    }
-    fn prepare(&mut self) {
-        self.0.prepare();
-    }
-    fn stepped(&mut self, from: ConnectorState, input: ConnectorInput, t: &Transition) {
-        self.0.stepped(from, input, t);
-    }
-    fn act(&mut self, action: Action) -> Result<(), NdStatus> {
-        self.0.act(action)
-    }
-    fn complete(&mut self, request: Request, status: NdStatus) {
-        self.0.complete(request, status);
-    }
-    fn peer_disconnected(&mut self) {
-        self.0.peer_disconnected();
-    }
-}
-
-/// The engine's loop over one input, exactly as the library runs it.
-pub fn drive<E: Engine>(engine: &mut E, input: ConnectorInput) -> Option<NdStatus> {
-    super::drive(&mut Wrap(engine), input)
-}
+/// The crate's engine trait and its loop over one input, exactly as the library runs it.
+pub use super::drive::{drive, Engine};
 
 /// A queue pair's claim (`QpClaim`), as Connect and Accept take it.
 #[derive(Debug, Default)]

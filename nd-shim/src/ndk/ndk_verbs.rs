@@ -219,43 +219,32 @@ unsafe extern "C" fn send(
     })
 }
 
-unsafe extern "C" fn write(
-    qp: *mut NdkQp,
-    context: *mut c_void,
-    sge: *const NdkSge,
-    count: u32,
-    remote_address: u64,
-    remote_token: u32,
-    flags: u32,
-) -> NtStatus {
-    status_boundary("NdkWrite", || {
-        // SAFETY: forwarded caller promises.
-        let (qp, sges) = unsafe { posting(qp, sge, count)? };
-        qp.qp
-            .write(context as u64, &sges, remote_address, remote_token, flags)
-            .map_err(code)?;
-        Ok(STATUS_SUCCESS)
-    })
+/// An RDMA entry (`NdkWrite`, `NdkRead`): the QP's `$method` with the caller's SGEs, the
+/// remote address and its token.
+macro_rules! rdma_entry {
+    ($name:ident, $what:literal, $method:ident) => {
+        unsafe extern "C" fn $name(
+            qp: *mut NdkQp,
+            context: *mut c_void,
+            sge: *const NdkSge,
+            count: u32,
+            remote_address: u64,
+            remote_token: u32,
+            flags: u32,
+        ) -> NtStatus {
+            status_boundary($what, || {
+                // SAFETY: forwarded caller promises.
+                let (qp, sges) = unsafe { posting(qp, sge, count)? };
+                qp.qp
+                    .$method(context as u64, &sges, remote_address, remote_token, flags)
+                    .map_err(code)?;
+                Ok(STATUS_SUCCESS)
+            })
+        }
+    };
 }
-
-unsafe extern "C" fn read(
-    qp: *mut NdkQp,
-    context: *mut c_void,
-    sge: *const NdkSge,
-    count: u32,
-    remote_address: u64,
-    remote_token: u32,
-    flags: u32,
-) -> NtStatus {
-    status_boundary("NdkRead", || {
-        // SAFETY: forwarded caller promises.
-        let (qp, sges) = unsafe { posting(qp, sge, count)? };
-        qp.qp
-            .read(context as u64, &sges, remote_address, remote_token, flags)
-            .map_err(code)?;
-        Ok(STATUS_SUCCESS)
-    })
-}
+rdma_entry!(write, "NdkWrite", write);
+rdma_entry!(read, "NdkRead", read);
 
 #[repr(C)]
 pub struct NdkMr {
