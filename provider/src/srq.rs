@@ -116,6 +116,25 @@ impl RxeSrq {
         self.vsrq.get().cast::<ibv_srq>()
     }
 
+    /// An SRQ on `rq` as create_srq leaves it, for the tests' fake rings.
+    #[cfg(test)]
+    pub(crate) fn fake(rq: recv_queue::RecvQueue, lock: crate::lock::QueueLock) -> Box<RxeSrq> {
+        Box::new(RxeSrq {
+            // SAFETY: plain C data, all-zero as create_srq starts it.
+            vsrq: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            cmd_fd: -1,
+            rq: Some(Locked::new(rq, lock)),
+            lost: AtomicBool::new(false),
+            domain: DomainUse::none(),
+        })
+    }
+
+    /// The `ibv_srq` libibverbs hands back to us.
+    #[cfg(test)]
+    pub(crate) fn as_ibv_srq(&self) -> *mut ibv_srq {
+        self.ibv_srq()
+    }
+
     /// The kernel's handle (written once, before publication).
     fn handle(&self) -> u32 {
         // SAFETY: handle is set at creation and never written again.

@@ -83,6 +83,7 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
 /// `ibv_wr_*` contract: one thread builds a batch at a time); a builder
 /// called outside a batch is ignored (the stock provider would write into
 /// the ring unlocked).
+#[inline(always)]
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
     // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; it
     // begins our RxeQp.
@@ -91,7 +92,7 @@ fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQue
     };
     let Some(sq) = &q.sq else { return dflt };
     if !sq.lock.pair_open() {
-        warn!("ibv_wr_* builder outside wr_start/wr_complete: ignored");
+        misuse("ibv_wr_* builder outside wr_start/wr_complete: ignored");
         return dflt;
     }
     // SAFETY: the batch is open (wr_start took sq.lock, wr_complete or
@@ -101,7 +102,16 @@ fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQue
     f(q, wq, batch)
 }
 
+/// Logs a misuse of the `ibv_wr_*` pairs, out of line: the entries' frames stay as small as
+/// their normal paths need.
+#[cold]
+#[inline(never)]
+fn misuse(what: &'static str) {
+    warn!("{what}");
+}
+
 /// The `wr_id` and `wr_flags` the application set in `ibv_qp_ex`.
+#[inline(always)]
 fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
     // SAFETY: plain fields of our live QP's ibv_qp_ex, which the building
     // thread wrote before calling the builder.
@@ -112,6 +122,7 @@ fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
 }
 
 /// A builder body: the request for `opcode` with the batch's wr_id/flags.
+#[inline(always)]
 fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) {
     with_batch(ibqp, (), |q, wq, batch| {
         let (wr_id, send_flags) = wr_id_flags(q);
@@ -131,7 +142,7 @@ fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) 
     })
 }
 
-unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
+pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     boundary::guard("wr_start", (), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_start).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
@@ -140,7 +151,7 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
         let Some(sq) = &q.sq else { return };
         if sq.lock.hold().is_err() {
             // The stock provider deadlocks on its own spin lock here.
-            warn!("wr_start while this thread's batch is open: the batch goes on");
+            misuse("wr_start while this thread's batch is open: the batch goes on");
             return;
         }
         // SAFETY: we hold the lock now.
@@ -148,7 +159,7 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     })
 }
 
-unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
+pub(super) unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
     boundary::guard("wr_complete", Errno::EIO.code(), || {
         // SAFETY: a QP of ours (libibverbs' ibv_wr_complete).
         let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
@@ -158,7 +169,7 @@ unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
         if !sq.lock.pair_open() {
             // The stock provider would unlock whoever holds the lock and
             // publish its stale index (nothing new): report the misuse.
-            warn!("wr_complete without wr_start: nothing posted");
+            misuse("wr_complete without wr_start: nothing posted");
             return Errno::EINVAL.code();
         }
         let accepts = sq_accepts_posts(q);
@@ -195,7 +206,7 @@ unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
         };
         let Some(sq) = &q.sq else { return };
         if !sq.lock.pair_open() {
-            warn!("wr_abort without wr_start: refused");
+            misuse("wr_abort without wr_start: refused");
             return;
         }
         // SAFETY: the batch is open: its lock is held (checked above).
@@ -226,7 +237,7 @@ unsafe extern "C" fn wr_local_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
     })
 }
 
-unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
+pub(super) unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
     boundary::guard("wr_rdma_write", (), || {
         build(ibqp, IBV_WR_RDMA_WRITE, |r| {
             (r.rkey, r.remote_addr) = (rkey, remote_addr)
@@ -347,13 +358,11 @@ unsafe extern "C" fn wr_set_ud_addr(ibqp: *mut c_void, ah: *mut ibv_ah, remote_q
     })
 }
 
-unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length: u32) {
+pub(super) unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length: u32) {
     boundary::guard("wr_set_sge", (), || {
-        // A zero-length SGE is no data at all, as for the stock provider.
-        let sge = [ibv_sge { addr, length, lkey }];
-        let sges: &[ibv_sge] = if length == 0 { &[] } else { &sge };
+        let sge = ibv_sge { addr, length, lkey };
         with_batch(ibqp, (), |_, wq, batch| {
-            batch.set(wq, |hdr, payload, lim| wqe::set_sges(hdr, payload, sges, lim))
+            batch.set(wq, |hdr, payload, lim| wqe::set_sge(hdr, payload, &sge, lim))
         })
     })
 }
