@@ -40,14 +40,12 @@ impl<L: QueueLimits> WorkQueue<L> {
 
     /// The next free slot as (header, payload), or `ENOMEM` when the ring is
     /// full (the kernel has not consumed far enough).
-    #[inline(always)]
+    #[inline]
     pub(crate) fn next_slot(&mut self) -> Result<(&mut L::Header, &mut [u8]), Errno> {
-        let slot = self.prod_slot_ptr();
         if self.is_full() {
             return Err(Errno::ENOMEM);
         }
-        // SAFETY: the slot of `prod`, the ring not full: unpublished, ours.
-        Ok(unsafe { self.slot_parts(slot) })
+        Ok(self.slot_at(self.prod))
     }
 
     /// Where the slot of `prod` starts, for [`slot_parts`](Self::slot_parts)

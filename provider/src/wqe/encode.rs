@@ -286,6 +286,7 @@ pub(crate) unsafe fn set_inline(
 }
 
 /// Writes a validated receive request into a slot.
+#[inline(always)]
 pub(crate) fn encode_recv(wr_id: u64, sges: &[ibv_sge], length: u32, wqe: &mut rxe_recv_wqe, payload: &mut [u8]) {
     *wqe = rxe_recv_wqe::new_zeroed();
     wqe.wr_id = wr_id;
