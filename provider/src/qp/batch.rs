@@ -51,19 +51,23 @@ impl Batch {
     /// failed, a UD WQE still without its address, or a full ring, out of line.
     #[inline(always)]
     pub(crate) fn build(&mut self, wq: &mut WorkQueue<SendLimits>, req: &SendRequest) {
-        if self.flags & (FAILED | NEEDS_UD) != 0 || wq.is_full() {
+        self.build_with(wq, || *req);
+    }
+
+    /// [`build`](Self::build) of the request `make` answers, asked only once the slot is known
+    /// free (what it reads is not held across the ring's test).
+    #[inline(always)]
+    pub(crate) fn build_with(&mut self, wq: &mut WorkQueue<SendLimits>, make: impl FnOnce() -> SendRequest) {
+        if self.flags & (FAILED | NEEDS_UD) != 0 {
             return self.build_refused();
         }
         let index = wq.prod;
-        let (hdr, _) = wq.slot_at(index);
-        wqe::encode_header(req, hdr);
-        wq.advance();
+        let ud = wq.limits.qp_type == IBV_QPT_UD;
+        if !wq.fill_next(|hdr, _| wqe::encode_header(&make(), hdr)) {
+            return self.build_refused();
+        }
         self.last = index;
-        self.flags = if wq.limits.qp_type == IBV_QPT_UD {
-            BUILT | NEEDS_UD
-        } else {
-            BUILT
-        };
+        self.flags = if ud { BUILT | NEEDS_UD } else { BUILT };
     }
 
     /// [`build`](Self::build) refused: the batch's first error stays, a UD WQE without its
@@ -126,13 +130,26 @@ impl Batch {
         }
     }
 
+    /// Whether `wr_complete` publishes what the batch built (if anything, [`built`](Self::built)):
+    /// no error, no UD WQE without its address, and a QP that takes sends.
+    #[inline(always)]
+    pub(crate) fn ready(&self, accepts_posts: bool) -> bool {
+        self.flags & (FAILED | NEEDS_UD) == 0 && accepts_posts
+    }
+
+    /// Whether the batch built a WQE.
+    #[inline(always)]
+    pub(crate) fn built(&self) -> bool {
+        self.flags & BUILT != 0
+    }
+
     /// `wr_complete` up to the doorbell: `Ok(true)` when there is something
     /// to publish (the caller then publishes), `Ok(false)` for an empty
     /// batch; an error refuses the whole batch and rewinds our producer.
     #[inline(always)]
     pub(crate) fn finish(&mut self, wq: &mut WorkQueue<SendLimits>, accepts_posts: bool) -> Result<bool, Errno> {
-        if self.flags & (FAILED | NEEDS_UD) == 0 && accepts_posts {
-            return Ok(self.flags & BUILT != 0);
+        if self.ready(accepts_posts) {
+            return Ok(self.built());
         }
         self.finish_refused(wq, accepts_posts)
     }

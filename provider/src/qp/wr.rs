@@ -125,20 +125,22 @@ fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
 #[inline(always)]
 fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) {
     with_batch(ibqp, (), |q, wq, batch| {
-        let (wr_id, send_flags) = wr_id_flags(q);
-        let mut req = SendRequest {
-            wr_id,
-            opcode,
-            send_flags,
-            imm_data: 0,
-            remote_addr: 0,
-            rkey: 0,
-            compare_add: 0,
-            swap: 0,
-            bind: None,
-        };
-        fill(&mut req);
-        batch.build(wq, &req);
+        batch.build_with(wq, || {
+            let (wr_id, send_flags) = wr_id_flags(q);
+            let mut req = SendRequest {
+                wr_id,
+                opcode,
+                send_flags,
+                imm_data: 0,
+                remote_addr: 0,
+                rkey: 0,
+                compare_add: 0,
+                swap: 0,
+                bind: None,
+            };
+            fill(&mut req);
+            req
+        });
     })
 }
 
@@ -173,29 +175,54 @@ pub(super) unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
             return Errno::EINVAL.code();
         }
         let accepts = sq_accepts_posts(q);
-        // A panic in finish must neither leave the lock held nor a batch
-        // half-published: forget the batch, then release.
-        let r = boundary::guard("wr_complete", Err(Errno::EIO), || {
-            // SAFETY: the batch is open: its lock is held (checked above).
-            let wq = unsafe { sq.held() };
-            // SAFETY: the batch is guarded by the same lock.
-            let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
-            if r == Ok(true) {
-                wq.publish();
-            }
-            r
-        });
-        if r == Err(Errno::EIO) {
-            // SAFETY: as above; finish's borrow ended.
-            unsafe { (*q.batch.get()).abort(sq.held()) };
+        // SAFETY: the batch is open: its lock is held (checked above), which guards the
+        // queue and the batch.
+        let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
+        if !batch.ready(accepts) {
+            return complete_refused(q, accepts);
+        }
+        // Nothing here panics (the publish is one store), so the lock is released below.
+        let built = batch.built();
+        if built {
+            wq.publish();
         }
         sq.lock.release_held();
-        match r {
-            Ok(true) => ring_doorbell(q).map_or_else(Errno::code, |()| 0),
-            Ok(false) => 0,
-            Err(e) => e.code(),
+        if built {
+            ring_doorbell(q).map_or_else(Errno::code, |()| 0)
+        } else {
+            0
         }
     })
+}
+
+/// [`wr_complete`] of a batch that is refused (an error, a UD WQE without its address, a QP
+/// that takes no sends yet): its errno, the batch forgotten and the lock released.
+#[cold]
+#[inline(never)]
+fn complete_refused(q: &RxeQp, accepts: bool) -> c_int {
+    let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
+    // A panic in finish must neither leave the lock held nor a batch
+    // half-published: forget the batch, then release.
+    let r = boundary::guard("wr_complete", Err(Errno::EIO), || {
+        // SAFETY: the batch is open: its lock is held (the caller checked).
+        let wq = unsafe { sq.held() };
+        // SAFETY: the batch is guarded by the same lock.
+        let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
+        if r == Ok(true) {
+            wq.publish();
+        }
+        r
+    });
+    if r == Err(Errno::EIO) {
+        // SAFETY: as above; finish's borrow ended.
+        unsafe { (*q.batch.get()).abort(sq.held()) };
+    }
+    sq.lock.release_held();
+    match r {
+        Ok(true) => ring_doorbell(q).map_or_else(Errno::code, |()| 0),
+        Ok(false) => 0,
+        Err(e) => e.code(),
+    }
 }
 
 unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
