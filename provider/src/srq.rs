@@ -491,6 +491,49 @@ mod tests {
     }
 
     #[test]
+    fn a_single_receive_of_one_sge_is_built_whole_and_refused_on_a_full_ring() {
+        // 4 slots of 128 bytes: capacity 3.
+        let fq = FakeRing::new(7, 3, 0);
+        let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 1).unwrap();
+        let mut sge = [ibv_sge {
+            addr: 0x1000,
+            length: 24,
+            lkey: 7,
+        }];
+        for id in 0..3 {
+            let mut w = recv_wr(id, &mut sge);
+            let mut bad: *mut ibv_recv_wr = ptr::null_mut();
+            // SAFETY: a live request on our stack.
+            assert_eq!(unsafe { post_recv_list(&mut rq, &mut w, &mut bad) }, 0);
+            assert!(bad.is_null());
+        }
+        assert_eq!(fq.kernel.produced(), 3);
+        let k: rxe_recv_wqe = fq.kernel.read_slot(2);
+        assert_eq!(
+            (k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge, k.dma.cur_sge),
+            (2, 24, 24, 1, 0)
+        );
+        let mut w = recv_wr(3, &mut sge);
+        let mut bad: *mut ibv_recv_wr = ptr::null_mut();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { post_recv_list(&mut rq, &mut w, &mut bad) },
+            Errno::ENOMEM.code()
+        );
+        assert_eq!(bad, ptr::addr_of_mut!(w));
+        assert_eq!(fq.kernel.produced(), 3);
+        // On a queue of max_sge 0, one SGE is too many.
+        let fq = FakeRing::new(7, 3, 0);
+        let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { post_recv_list(&mut rq, &mut w, &mut bad) },
+            Errno::EINVAL.code()
+        );
+        assert_eq!(fq.kernel.produced(), 0);
+    }
+
+    #[test]
     fn srq_receives_are_built_in_place_and_a_bad_one_stops_the_list() {
         // 4 slots of 128 bytes: capacity 3; 128 - 40 = 88 bytes hold 5 SGEs.
         let fq = FakeRing::new(7, 3, 0);

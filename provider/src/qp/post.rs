@@ -710,6 +710,58 @@ mod tests {
     }
 
     #[test]
+    fn a_ud_send_carries_its_destination_and_one_without_an_ah_or_of_another_opcode_is_einval() {
+        let fake = FakeQp::new(IBV_QPT_UD, 1, 64);
+        let ah = crate::ah::RxeAh::fake(7);
+        let sge = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let ud = |wr_id, opcode, ah: *mut crate::libibverbs::control_objects::ibv_ah| {
+            let mut w = wr(wr_id, opcode, &sge);
+            w.wr.ud = ibv_send_wr_ud {
+                ah,
+                remote_qpn: 0x12,
+                remote_qkey: 0x3456,
+            };
+            w
+        };
+        let ours = ptr::from_ref(&ah).cast_mut().cast();
+        for mut w in [
+            ud(1, IBV_WR_SEND, ptr::null_mut()),
+            ud(2, IBV_WR_RDMA_WRITE, ours),
+            ud(3, IBV_WR_BIND_MW, ours),
+        ] {
+            let mut bad: *mut ibv_send_wr = ptr::null_mut();
+            // SAFETY: a live QP of ours, a live request (its AH ours or null).
+            assert_eq!(
+                unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) },
+                Errno::EINVAL.code()
+            );
+            assert_eq!(bad, &mut w as *mut ibv_send_wr);
+            assert!(fake.published().is_empty());
+        }
+        let mut w = ud(4, IBV_WR_SEND_WITH_IMM, ours);
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) }, 0);
+        let posted = fake.published();
+        // SAFETY: the ud arm was written for a UD QP.
+        let u = unsafe { posted[0].wr.wr.ud };
+        assert_eq!(
+            (
+                posted[0].wr.wr_id,
+                u.remote_qpn,
+                u.remote_qkey,
+                u.ah_num,
+                posted[0].dma.length
+            ),
+            (4, 0x12, 0x3456, 7, 8)
+        );
+    }
+
+    #[test]
     fn an_inline_sge_at_address_0_with_a_length_is_einval() {
         let fake = FakeQp::new(IBV_QPT_RC, 2, 64);
         let data = [7u8; 8];
