@@ -516,20 +516,16 @@ mod tests {
         let mut w = recv_wr(3, &mut sge);
         let mut bad: *mut ibv_recv_wr = ptr::null_mut();
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { post_recv_list(&mut rq, &mut w, &mut bad) },
-            Errno::ENOMEM.code()
-        );
+        let rc = unsafe { post_recv_list(&mut rq, &mut w, &mut bad) };
+        assert_eq!(rc, Errno::ENOMEM.code());
         assert_eq!(bad, ptr::addr_of_mut!(w));
         assert_eq!(fq.kernel.produced(), 3);
         // On a queue of max_sge 0, one SGE is too many.
         let fq = FakeRing::new(7, 3, 0);
         let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 0).unwrap();
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { post_recv_list(&mut rq, &mut w, &mut bad) },
-            Errno::EINVAL.code()
-        );
+        let rc = unsafe { post_recv_list(&mut rq, &mut w, &mut bad) };
+        assert_eq!(rc, Errno::EINVAL.code());
         assert_eq!(fq.kernel.produced(), 0);
     }
 

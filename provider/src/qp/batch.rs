@@ -46,16 +46,17 @@ impl Batch {
         }
     }
 
-    /// A builder: the header of a new WQE in the next free slot. Inlined into each builder, so
-    /// that its request's constant fields fold into the header's writes; a batch that already
-    /// failed, a UD WQE still without its address, or a full ring, out of line.
-    #[inline(always)]
+    /// [`build_with`](Self::build_with) of `req` (the tests').
+    #[cfg(test)]
     pub(crate) fn build(&mut self, wq: &mut WorkQueue<SendLimits>, req: &SendRequest) {
         self.build_with(wq, || *req);
     }
 
-    /// [`build`](Self::build) of the request `make` answers, asked only once the slot is known
-    /// free (what it reads is not held across the ring's test).
+    /// A builder: the header of a new WQE in the next free slot, for the request `make`
+    /// answers, asked only once the slot is known free (what it reads is not held across the
+    /// ring's test). Inlined into each builder, so that its request's constant fields fold into
+    /// the header's writes; a batch that already failed, a UD WQE still without its address,
+    /// or a full ring, out of line.
     #[inline(always)]
     pub(crate) fn build_with(&mut self, wq: &mut WorkQueue<SendLimits>, make: impl FnOnce() -> SendRequest) {
         if self.flags & (FAILED | NEEDS_UD) != 0 {

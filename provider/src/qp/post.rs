@@ -480,14 +480,16 @@ mod tests {
     /// Not a test: the post_send + poll_cq pair `tests/bench/verbs.sh` counts
     /// in the rig (one signalled 8-byte RDMA WRITE, its completion polled),
     /// on fake rings, so the instructions can be counted on the host.
-    /// `tests/cost-budget.sh` runs it and its two siblings (SEND; WRITE with
-    /// the QP and the CQ on a thread domain) under callgrind and holds the
-    /// provider's instructions per pair to `provider/perf-budget.txt`:
+    /// `tests/cost-budget.sh` runs it and its siblings (SEND; WRITE with the
+    /// QP and the CQ on a thread domain; WRITE by `ibv_wr_*`; SEND on UD; a
+    /// receive through an SRQ) under callgrind and holds the provider's
+    /// instructions per pair to `provider/perf-budget.txt`:
     ///
     /// ```text
     /// cargo test --release -p rxe-rs-provider --lib --no-run   # prints the test binary
     /// valgrind --tool=callgrind --toggle-collect='rxe_rs::qp::post::post_send' \
-    ///     --toggle-collect='rxe_rs::cq::*poll_cq' target/release/deps/rxe_rs-HASH \
+    ///     --toggle-collect='rxe_rs::cq::*poll_cq' --toggle-collect='rxe_rs::qp::wr::wr_*' \
+    ///     --toggle-collect='rxe_rs::srq::post_srq_recv' target/release/deps/rxe_rs-HASH \
     ///     --ignored --exact qp::post::tests::hot_path_pairs --test-threads=1
     /// ```
     ///
@@ -735,10 +737,8 @@ mod tests {
         ] {
             let mut bad: *mut ibv_send_wr = ptr::null_mut();
             // SAFETY: a live QP of ours, a live request (its AH ours or null).
-            assert_eq!(
-                unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) },
-                Errno::EINVAL.code()
-            );
+            let rc = unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) };
+            assert_eq!(rc, Errno::EINVAL.code());
             assert_eq!(bad, &mut w as *mut ibv_send_wr);
             assert!(fake.published().is_empty());
         }
