@@ -16,7 +16,7 @@ use crate::wqe::{self, SendLimits, SendRequest, UdDest};
 /// test one byte, [`flags`](Self::flags).
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    /// [`FAILED`], [`NEEDS_UD`], [`BUILT`].
+    /// [`FAILED`], [`NEEDS_UD`], [`BUILT`], [`SETTABLE`].
     flags: u8,
     /// The first error of the batch, when [`FAILED`].
     err: Option<Errno>,
@@ -30,6 +30,8 @@ const FAILED: u8 = 1;
 const NEEDS_UD: u8 = 2;
 /// A WQE was built (`last` is its slot).
 const BUILT: u8 = 4;
+/// [`BUILT`] and not [`FAILED`]: a setter's one test.
+const SETTABLE: u8 = 8;
 
 impl Batch {
     /// `wr_start`: a fresh batch from the published producer index.
@@ -41,7 +43,7 @@ impl Batch {
 
     pub(crate) fn fail(&mut self, e: Errno) {
         if self.flags & FAILED == 0 {
-            self.flags |= FAILED;
+            self.flags = (self.flags | FAILED) & !SETTABLE;
             self.err = Some(e);
         }
     }
@@ -68,7 +70,11 @@ impl Batch {
             return self.build_refused();
         }
         self.last = index;
-        self.flags = if ud { BUILT | NEEDS_UD } else { BUILT };
+        self.flags = if ud {
+            BUILT | SETTABLE | NEEDS_UD
+        } else {
+            BUILT | SETTABLE
+        };
     }
 
     /// [`build`](Self::build) refused: the batch's first error stays, a UD WQE without its
@@ -93,7 +99,7 @@ impl Batch {
         wq: &mut WorkQueue<SendLimits>,
         f: impl FnOnce(&mut rxe_send_wqe, &mut [u8], &SendLimits) -> Result<(), Errno>,
     ) {
-        if self.flags & (FAILED | BUILT) != BUILT {
+        if self.flags & SETTABLE == 0 {
             return self.set_refused();
         }
         let limits = wq.limits;

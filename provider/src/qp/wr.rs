@@ -36,7 +36,7 @@ use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_ah, ibv_mw};
 use crate::libibverbs::device_context::opaque_fn;
 use crate::libibverbs::qp::*;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::{Locked, WorkQueue};
 use crate::wqe::{self, MwBind, SendLimits, SendRequest, UdDest};
 
 /// The send operations a QP of `qp_type` may be created with, as the stock
@@ -78,6 +78,22 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
     Ok(())
 }
 
+/// The QP of an `ibv_qp_ex` callback and its send queue, without a test: libibverbs' inline
+/// `ibv_wr_*` read the callback from that very `ibv_qp_ex` (so it is not null), and
+/// [`set_send_ops`] gives a QP callbacks only once its send queue is mapped (create, after
+/// `sq` is set; it is never unset).
+///
+/// # Safety
+/// `ibqp` is the `ibv_qp_ex` of a live QP of ours with callbacks (libibverbs' `ibv_wr_*`).
+#[inline(always)]
+unsafe fn wr_qp<'a>(ibqp: *mut c_void) -> (&'a RxeQp, &'a Locked<SendLimits>) {
+    // SAFETY: per the contract: not null, and it begins our RxeQp (from_ibv_qp's layout).
+    let q = unsafe { &*ibqp.cast::<RxeQp>() };
+    // SAFETY: per the contract, sq is Some (set before the callbacks, never unset).
+    let sq = unsafe { q.sq.as_ref().unwrap_unchecked() };
+    (q, sq)
+}
+
 /// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
 /// `wr_complete`/`wr_abort`, on whichever thread continues the batch (the
 /// `ibv_wr_*` contract: one thread builds a batch at a time); a builder
@@ -85,12 +101,8 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
 /// the ring unlocked).
 #[inline(always)]
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
-    // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; it
-    // begins our RxeQp.
-    let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-        return dflt;
-    };
-    let Some(sq) = &q.sq else { return dflt };
+    // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours.
+    let (q, sq) = unsafe { wr_qp(ibqp) };
     if !sq.lock.pair_open() {
         misuse("ibv_wr_* builder outside wr_start/wr_complete: ignored");
         return dflt;
@@ -146,11 +158,8 @@ fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) 
 
 pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     boundary::guard("wr_start", (), || {
-        // SAFETY: a QP of ours (libibverbs' ibv_wr_start).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-            return;
-        };
-        let Some(sq) = &q.sq else { return };
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_start).
+        let (q, sq) = unsafe { wr_qp(ibqp) };
         if sq.lock.hold().is_err() {
             // The stock provider deadlocks on its own spin lock here.
             misuse("wr_start while this thread's batch is open: the batch goes on");
@@ -163,11 +172,8 @@ pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
 
 pub(super) unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
     boundary::guard("wr_complete", Errno::EIO.code(), || {
-        // SAFETY: a QP of ours (libibverbs' ibv_wr_complete).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-            return Errno::EINVAL.code();
-        };
-        let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_complete).
+        let (q, sq) = unsafe { wr_qp(ibqp) };
         if !sq.lock.pair_open() {
             // The stock provider would unlock whoever holds the lock and
             // publish its stale index (nothing new): report the misuse.
@@ -227,11 +233,8 @@ fn complete_refused(q: &RxeQp, accepts: bool) -> c_int {
 
 unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
     boundary::guard("wr_abort", (), || {
-        // SAFETY: a QP of ours (libibverbs' ibv_wr_abort).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-            return;
-        };
-        let Some(sq) = &q.sq else { return };
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_abort).
+        let (q, sq) = unsafe { wr_qp(ibqp) };
         if !sq.lock.pair_open() {
             misuse("wr_abort without wr_start: refused");
             return;
