@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The data path's cost, held by a budget: builds the provider's unit-test binary (release), runs
-# its instruction-count harnesses (qp::post::tests::hot_path_pairs*: post_send + poll_cq through
-# the C entries on fake rings, the doorbell to /dev/null) under callgrind, which counts exactly,
-# and compares the provider's own instructions per pair (those in the test binary, so not libc's
+# its instruction-count harnesses (qp::post::tests::hot_path_pairs*: a post (post_send, the
+# ibv_wr_* calls of one WRITE, or post_srq_recv) + the poll_cq of its completion, through the C
+# entries on fake rings, the doorbell to /dev/null) under callgrind, which counts exactly, and
+# compares the provider's own instructions per pair (those in the test binary, so not libc's
 # write() wrapper of the doorbell) with provider/perf-budget.txt. Prints the figures; exits 1
 # when a case is above its budget plus the file's margin.
 #
@@ -47,7 +48,7 @@ margin=$(awk '$1 == "margin-percent" { print $2 }' "$budget_file")
 recorded_rustc=$(awk '$1 == "rustc" { print "rustc " $2 }' "$budget_file")
 echo "cost-budget: $(cd "$tree" && git log -1 --format='%h %s' 2>/dev/null | cut -c1-72) ($tree)"
 echo "cost-budget: $(rustc --version), $(valgrind --version); the budget was set with ${recorded_rustc:-an unrecorded rustc}"
-echo "cost-budget: instructions per post_send + poll_cq pair, $pairs pairs, callgrind (exact)"
+echo "cost-budget: instructions per post + poll_cq pair, $pairs pairs, callgrind (exact)"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -60,6 +61,7 @@ while read -r case test budget; do
     out=$work/$case.out
     valgrind --tool=callgrind --callgrind-out-file="$out" \
         --toggle-collect='rxe_rs::qp::post::post_send' --toggle-collect='rxe_rs::cq::*poll_cq' \
+        --toggle-collect='rxe_rs::qp::wr::wr_*' --toggle-collect='rxe_rs::srq::post_srq_recv' \
         "$bin" --ignored --exact "qp::post::tests::$test" --test-threads=1 > "$work/$case.log" 2>&1 || {
         cat "$work/$case.log" >&2
         echo "cost-budget: $test failed under callgrind" >&2

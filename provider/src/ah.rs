@@ -40,6 +40,21 @@ pub(crate) struct RxeAh {
     domain: DomainUse,
 }
 
+impl RxeAh {
+    /// An AH as create_ah leaves it with the kernel's index `ah_num` (0: none, the address
+    /// vector travels in each WQE), for tests.
+    #[cfg(test)]
+    pub(crate) fn fake(ah_num: u32) -> RxeAh {
+        RxeAh {
+            // SAFETY: plain C data, all-zero.
+            ibv_ah: unsafe { core::mem::zeroed() },
+            ah_num,
+            av: rxe_av::new_zeroed(),
+            domain: DomainUse::none(),
+        }
+    }
+}
+
 /// CREATE_AH's response: the core part, then rxe's driver part.
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]

@@ -290,6 +290,24 @@ impl QueueLock {
         Ok(r)
     }
 
+    /// [`with`](Self::with) when the lock is free now (or on a thread domain with no pair
+    /// open): `f`'s answer; `None`, nothing taken and `f` not run, otherwise, for the caller's
+    /// out-of-line path (which waits, or is refused, in `with`). The fast path's registers are
+    /// then the fast path's own.
+    #[inline(always)]
+    pub(crate) fn try_with<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        if !(self.raw.state.load(Ordering::Relaxed) == TD_IDLE || self.raw.try_lock()) {
+            return None;
+        }
+        let guard = UnlockOnUnwind(self);
+        let r = f();
+        // The normal path unlocks here; the guard's drop is the unwind path.
+        core::mem::forget(guard);
+        // SAFETY: taken above.
+        unsafe { self.release() };
+        Some(r)
+    }
+
     /// Opens a pair: takes the lock for a later
     /// [`release_held`](Self::release_held) in another C call (waiting while
     /// another thread's pair is open), recording this thread as the opener.

@@ -11,7 +11,7 @@ use crate::errno::Errno;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::ring::Producer;
 use crate::work_queue::WorkQueue;
-use crate::wqe::{self, RecvLimits, RECV_WQE_HEADER};
+use crate::wqe::{self, RecvLimits, RECV_WQE_HEADER, SGE_SIZE};
 
 /// A receive queue (a QP's or an SRQ's).
 pub(crate) type RecvQueue = WorkQueue<RecvLimits>;
@@ -35,7 +35,34 @@ pub(crate) fn map(fd: RawFd, mi: &mminfo, max_sge: u32) -> Result<RecvQueue, Err
 /// # Safety
 /// `wr` is a list of live `ibv_recv_wr` whose `sg_list`s have `num_sge`
 /// entries; `bad_wr` is writable.
+#[inline(always)]
 pub(crate) unsafe fn post_recv_list(rq: &mut RecvQueue, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
+    // SAFETY: the caller's live request (not null: the callers return before a null list).
+    let w = unsafe { &*wr };
+    // The data path's common case, without the list's loop: one request of one SGE, which
+    // the queue takes (max_sge and the slot's room), the ring not full.
+    if w.next.is_null() && w.num_sge == 1 && !w.sg_list.is_null() && !rq.is_full() {
+        let lim = rq.limits;
+        if lim.max_sge != 0 && lim.payload_room >= SGE_SIZE {
+            // SAFETY: num_sge is 1 (ibv_post_recv contract).
+            let sge = unsafe { &*w.sg_list };
+            let (hdr, payload) = rq.slot_at(rq.prod);
+            wqe::encode_recv(w.wr_id, core::slice::from_ref(sge), sge.length, hdr, payload);
+            rq.advance();
+            rq.publish();
+            return 0;
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { post_recv_list_general(rq, wr, bad_wr) }
+}
+
+/// [`post_recv_list`] of a list, or of a request it may refuse.
+///
+/// # Safety
+/// As for [`post_recv_list`].
+#[inline(never)]
+unsafe fn post_recv_list_general(rq: &mut RecvQueue, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
     let mut cur = wr;
     let mut rc = 0;
     let mut posted = false;

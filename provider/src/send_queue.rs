@@ -85,8 +85,27 @@ pub(crate) unsafe fn post_one_send(sq: &mut SendQueue, wr: &ibv_send_wr) -> Resu
         // SAFETY: forwarded; wr_objects would have answered None.
         return unsafe { post_one_send_with(sq, wr, &WrObjects::None, true) };
     }
+    if sq.limits.qp_type == IBV_QPT_UD {
+        // SAFETY: forwarded.
+        return unsafe { post_one_send_ud(sq, wr) };
+    }
     // SAFETY: forwarded.
     unsafe { post_one_send_naming_objects(sq, wr) }
+}
+
+/// [`post_one_send`] on a UD QP: [`post_one_send_naming_objects`] with the objects known to
+/// be a UD destination (or missing), so that the WQE's writers need not ask.
+///
+/// # Safety
+/// As for [`post_one_send`].
+#[inline(never)]
+unsafe fn post_one_send_ud(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
+    // SAFETY: forwarded (a UD QP).
+    match unsafe { wr_objects(wr, IBV_QPT_UD) } {
+        // SAFETY: forwarded.
+        objects @ WrObjects::Ud(_) => unsafe { post_one_send_with(sq, wr, &objects, false) },
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// [`post_one_send`] of a UD request, a window bind, or an opcode the

@@ -116,6 +116,25 @@ impl RxeSrq {
         self.vsrq.get().cast::<ibv_srq>()
     }
 
+    /// An SRQ on `rq` as create_srq leaves it, for the tests' fake rings.
+    #[cfg(test)]
+    pub(crate) fn fake(rq: recv_queue::RecvQueue, lock: crate::lock::QueueLock) -> Box<RxeSrq> {
+        Box::new(RxeSrq {
+            // SAFETY: plain C data, all-zero as create_srq starts it.
+            vsrq: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            cmd_fd: -1,
+            rq: Some(Locked::new(rq, lock)),
+            lost: AtomicBool::new(false),
+            domain: DomainUse::none(),
+        })
+    }
+
+    /// The `ibv_srq` libibverbs hands back to us.
+    #[cfg(test)]
+    pub(crate) fn as_ibv_srq(&self) -> *mut ibv_srq {
+        self.ibv_srq()
+    }
+
     /// The kernel's handle (written once, before publication).
     fn handle(&self) -> u32 {
         // SAFETY: handle is set at creation and never written again.
@@ -469,6 +488,45 @@ mod tests {
             sg_list: sges.as_mut_ptr(),
             num_sge: sges.len() as c_int,
         }
+    }
+
+    #[test]
+    fn a_single_receive_of_one_sge_is_built_whole_and_refused_on_a_full_ring() {
+        // 4 slots of 128 bytes: capacity 3.
+        let fq = FakeRing::new(7, 3, 0);
+        let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 1).unwrap();
+        let mut sge = [ibv_sge {
+            addr: 0x1000,
+            length: 24,
+            lkey: 7,
+        }];
+        for id in 0..3 {
+            let mut w = recv_wr(id, &mut sge);
+            let mut bad: *mut ibv_recv_wr = ptr::null_mut();
+            // SAFETY: a live request on our stack.
+            assert_eq!(unsafe { post_recv_list(&mut rq, &mut w, &mut bad) }, 0);
+            assert!(bad.is_null());
+        }
+        assert_eq!(fq.kernel.produced(), 3);
+        let k: rxe_recv_wqe = fq.kernel.read_slot(2);
+        assert_eq!(
+            (k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge, k.dma.cur_sge),
+            (2, 24, 24, 1, 0)
+        );
+        let mut w = recv_wr(3, &mut sge);
+        let mut bad: *mut ibv_recv_wr = ptr::null_mut();
+        // SAFETY: as above.
+        let rc = unsafe { post_recv_list(&mut rq, &mut w, &mut bad) };
+        assert_eq!(rc, Errno::ENOMEM.code());
+        assert_eq!(bad, ptr::addr_of_mut!(w));
+        assert_eq!(fq.kernel.produced(), 3);
+        // On a queue of max_sge 0, one SGE is too many.
+        let fq = FakeRing::new(7, 3, 0);
+        let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        // SAFETY: as above.
+        let rc = unsafe { post_recv_list(&mut rq, &mut w, &mut bad) };
+        assert_eq!(rc, Errno::EINVAL.code());
+        assert_eq!(fq.kernel.produced(), 0);
     }
 
     #[test]

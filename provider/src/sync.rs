@@ -75,14 +75,14 @@ impl Parker {
     }
 }
 
-/// The calling thread's id, never 0: the address of a thread-local byte.
+/// The calling thread's id, never 0: `pthread_self()`, the address of the thread's descriptor
+/// (unique among live threads). One load in libc, where a thread-local of this library would
+/// be a call of `__tls_get_addr` (a shared library's thread-locals are dynamic).
 #[cfg(not(loom))]
 #[inline]
 pub(crate) fn this_thread() -> usize {
-    thread_local! {
-        static MARK: u8 = const { 0 };
-    }
-    MARK.with(|m| core::ptr::from_ref(m) as usize)
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as usize }
 }
 
 /// loom's model of parking_lot_core's spin: one spin (a yield), then "park now", so the models

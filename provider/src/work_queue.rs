@@ -48,6 +48,24 @@ impl<L: QueueLimits> WorkQueue<L> {
         Ok(self.slot_at(self.prod))
     }
 
+    /// Fills the next free slot with `fill` (header, payload) and takes it (our producer index
+    /// moves past it, unpublished); `false`, nothing written, when the ring is full. The slot's
+    /// address and the next index are worked out before the kernel's consumer index is read
+    /// (see [`prod_slot_ptr`](Self::prod_slot_ptr)).
+    #[inline(always)]
+    pub(crate) fn fill_next(&mut self, fill: impl FnOnce(&mut L::Header, &mut [u8])) -> bool {
+        let slot = self.prod_slot_ptr();
+        let next = self.ring.indices().next(self.prod);
+        if self.is_full() {
+            return false;
+        }
+        // SAFETY: the slot of `prod`, the ring not full: unpublished, ours.
+        let (hdr, payload) = unsafe { self.slot_parts(slot) };
+        fill(hdr, payload);
+        self.prod = next;
+        true
+    }
+
     /// Where the slot of `prod` starts, for [`slot_parts`](Self::slot_parts)
     /// once [`is_full`](Self::is_full) said no. Worked out before the
     /// kernel's consumer index is read: what is loaded before that acquire

@@ -107,6 +107,14 @@ impl RxeCq {
         self.lock.with(|| f(unsafe { &mut *self.state.get() }))
     }
 
+    /// [`locked`](Self::locked) when the lock is free now; `None` (nothing run) otherwise
+    /// ([`QueueLock::try_with`]).
+    #[inline(always)]
+    pub(super) fn try_locked<R>(&self, f: impl FnOnce(&mut PollState) -> R) -> Option<R> {
+        // SAFETY: the lock is held while f runs, so this is the only reference.
+        self.lock.try_with(|| f(unsafe { &mut *self.state.get() }))
+    }
+
     /// # Safety
     /// A pair is open on the lock (between a successful `start_poll` and
     /// `end_poll`, on whichever thread continues it, one at a time, as the

@@ -65,23 +65,27 @@ pub(crate) unsafe extern "C" fn poll_cq(ibcq: *mut ibv_cq, ne: c_int, wc: *mut i
         // this load is concurrent with this poll, which may then see what it
         // drops; one that returned before this poll began is seen here.
         if cq.purge.is_queued() {
-            return poll_cq_purging(cq, out);
+            return poll_cq_slow(cq, out);
         }
-        cq.locked(|s| match s.poll(out) {
+        // The lock free now: the usual call. Taken by another thread, or refused, out of line.
+        cq.try_locked(|s| match s.poll(out) {
             // n <= ne, which came from a c_int.
             Ok(n) => n as c_int,
             Err(errno) => errno.negative(),
         })
-        .unwrap_or_else(Errno::negative)
+        .unwrap_or_else(|| poll_cq_slow(cq, out))
     })
 }
 
-/// [`poll_cq`] with the CQ's queued purges applied first, under the lock.
+/// [`poll_cq`] with the CQ's queued purges applied first, under the lock, and when the lock
+/// was not free (it waits, or EDEADLK inside this thread's `start_poll`).
 #[cold]
 #[inline(never)]
-fn poll_cq_purging(cq: &RxeCq, out: &mut [MaybeUninit<ibv_wc>]) -> c_int {
+fn poll_cq_slow(cq: &RxeCq, out: &mut [MaybeUninit<ibv_wc>]) -> c_int {
     cq.locked(|s| {
-        cq.purge.apply(s);
+        if cq.purge.is_queued() {
+            cq.purge.apply(s);
+        }
         match s.poll(out) {
             // n <= ne, which came from a c_int.
             Ok(n) => n as c_int,

@@ -480,14 +480,16 @@ mod tests {
     /// Not a test: the post_send + poll_cq pair `tests/bench/verbs.sh` counts
     /// in the rig (one signalled 8-byte RDMA WRITE, its completion polled),
     /// on fake rings, so the instructions can be counted on the host.
-    /// `tests/cost-budget.sh` runs it and its two siblings (SEND; WRITE with
-    /// the QP and the CQ on a thread domain) under callgrind and holds the
-    /// provider's instructions per pair to `provider/perf-budget.txt`:
+    /// `tests/cost-budget.sh` runs it and its siblings (SEND; WRITE with the
+    /// QP and the CQ on a thread domain; WRITE by `ibv_wr_*`; SEND on UD; a
+    /// receive through an SRQ) under callgrind and holds the provider's
+    /// instructions per pair to `provider/perf-budget.txt`:
     ///
     /// ```text
     /// cargo test --release -p rxe-rs-provider --lib --no-run   # prints the test binary
     /// valgrind --tool=callgrind --toggle-collect='rxe_rs::qp::post::post_send' \
-    ///     --toggle-collect='rxe_rs::cq::*poll_cq' target/release/deps/rxe_rs-HASH \
+    ///     --toggle-collect='rxe_rs::cq::*poll_cq' --toggle-collect='rxe_rs::qp::wr::wr_*' \
+    ///     --toggle-collect='rxe_rs::srq::post_srq_recv' target/release/deps/rxe_rs-HASH \
     ///     --ignored --exact qp::post::tests::hot_path_pairs --test-threads=1
     /// ```
     ///
@@ -512,16 +514,150 @@ mod tests {
         hot_path(IBV_WR_RDMA_WRITE, true);
     }
 
+    /// The WRITE of [`hot_path_pairs`] by `ibv_wr_*` (`wr_start`, `wr_rdma_write`, `wr_set_sge`,
+    /// `wr_complete`) and the poll_cq of its completion.
+    #[test]
+    #[ignore = "an instruction-count harness (tests/cost-budget.sh), not a test"]
+    fn hot_path_pairs_wr() {
+        use core::ffi::c_void;
+        let fake = FakeQp::new(IBV_QPT_RC, 1, 64);
+        let start: unsafe extern "C" fn(*mut c_void) = std::hint::black_box(super::super::wr::wr_start);
+        let write: unsafe extern "C" fn(*mut c_void, u32, u64) = std::hint::black_box(super::super::wr::wr_rdma_write);
+        let set_sge: unsafe extern "C" fn(*mut c_void, u32, u64, u32) =
+            std::hint::black_box(super::super::wr::wr_set_sge);
+        let complete: unsafe extern "C" fn(*mut c_void) -> c_int = std::hint::black_box(super::super::wr::wr_complete);
+        let qx = fake.ibv_qp().cast::<c_void>();
+        let ex = fake.qp.vqp.get().cast::<ibv_qp_ex_base>();
+        count_pairs(
+            |i| {
+                // SAFETY: a live QP of ours, its ibv_qp_ex written as the inline ibv_wr_* do.
+                unsafe {
+                    start(qx);
+                    (*ex).wr_id = i;
+                    (*ex).wr_flags = IBV_SEND_SIGNALED;
+                    write(qx, 2, 0x2000);
+                    set_sge(qx, 1, 0x1000, 8);
+                    assert_eq!(complete(qx), 0);
+                }
+                fake.consume_all();
+            },
+            false,
+        );
+    }
+
+    /// [`hot_path_pairs`] with an 8-byte SEND on a UD QP, through an AH with the kernel's index
+    /// (as rxe gives one since Linux 5.10).
+    #[test]
+    #[ignore = "an instruction-count harness (tests/cost-budget.sh), not a test"]
+    fn hot_path_pairs_ud() {
+        let fake = FakeQp::new(IBV_QPT_UD, 1, 64);
+        let ah = crate::ah::RxeAh::fake(1);
+        let sge = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let mut w = wr(0, IBV_WR_SEND, &sge);
+        w.send_flags = IBV_SEND_SIGNALED;
+        w.wr.ud = ibv_send_wr_ud {
+            ah: ptr::from_ref(&ah).cast_mut().cast(),
+            remote_qpn: 0x12,
+            remote_qkey: 0x1111_1111,
+        };
+        let post: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int =
+            std::hint::black_box(post_send);
+        count_pairs(
+            |i| {
+                w.wr_id = i;
+                let mut bad = ptr::null_mut();
+                // SAFETY: a live QP of ours, a live request naming a live AH.
+                assert_eq!(unsafe { post(fake.ibv_qp(), &mut w, &mut bad) }, 0);
+                fake.consume_all();
+            },
+            false,
+        );
+    }
+
+    /// A receive posted to an SRQ (`post_srq_recv`, one 8-byte SGE) and the poll_cq of its
+    /// completion.
+    #[test]
+    #[ignore = "an instruction-count harness (tests/cost-budget.sh), not a test"]
+    fn hot_path_pairs_srq() {
+        use crate::libibverbs::srq::ibv_srq;
+        let ring = FakeRing::new(7, 15, 0);
+        let rq = crate::recv_queue::map(ring.raw_fd(), &ring.mi, 1).unwrap();
+        let srq = crate::srq::RxeSrq::fake(rq, crate::lock::QueueLock::new());
+        let mut sge = [ibv_sge {
+            addr: 0x2000,
+            length: 8,
+            lkey: 1,
+        }];
+        let mut w = ibv_recv_wr {
+            wr_id: 0,
+            next: ptr::null_mut(),
+            sg_list: sge.as_mut_ptr(),
+            num_sge: 1,
+        };
+        let post: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int =
+            std::hint::black_box(crate::srq::post_srq_recv);
+        count_pairs(
+            |i| {
+                w.wr_id = i;
+                let mut bad = ptr::null_mut();
+                // SAFETY: a live SRQ of ours, a live request.
+                assert_eq!(unsafe { post(srq.as_ibv_srq(), &mut w, &mut bad) }, 0);
+                let k = &ring.kernel;
+                k.release_consumer(k.producer_index());
+            },
+            true,
+        );
+    }
+
+    /// Runs `post(i)` (which also lets the kernel's side take what it posted) and polls the
+    /// completion of `i` (a RECV's when `recv`), `RXE_RS_HOT_PATH_PAIRS` times.
+    fn count_pairs(mut post: impl FnMut(u64), recv: bool) {
+        use crate::cq::testing::fake_rxe_cq_with;
+        use crate::libibverbs::cq::ibv_wc;
+        use crate::lock::QueueLock;
+        use kernel_abi::ib_uverbs_wc;
+        use zerocopy::FromZeros;
+        let pairs = harness_pairs();
+        let (cq_kernel, cq) = fake_rxe_cq_with(0, QueueLock::new());
+        // SAFETY: plain C data.
+        let mut wc: ibv_wc = unsafe { core::mem::zeroed() };
+        let mut cqe = ib_uverbs_wc::new_zeroed();
+        if recv {
+            cqe.opcode = 128; // IB_WC_RECV, as rxe writes it
+            cqe.byte_len = 8;
+        }
+        let poll: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int =
+            std::hint::black_box(crate::cq::poll_cq);
+        for i in 0..pairs {
+            post(i);
+            cqe.wr_id = i;
+            cq_kernel.produce(&cqe);
+            // SAFETY: a live CQ of ours, room for one completion.
+            assert_eq!(unsafe { poll(cq.cast(), 1, &mut wc) }, 1);
+            assert_eq!(wc.wr_id, i);
+        }
+        // SAFETY: made by fake_rxe_cq_with, not used again.
+        drop(unsafe { Box::from_raw(cq.cast::<crate::cq::RxeCq>()) });
+    }
+
+    fn harness_pairs() -> u64 {
+        std::env::var("RXE_RS_HOT_PATH_PAIRS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000)
+    }
+
     fn hot_path(opcode: c_int, thread_domain: bool) {
         use crate::cq::testing::fake_rxe_cq_with;
         use crate::libibverbs::cq::ibv_wc;
         use crate::lock::QueueLock;
         use kernel_abi::ib_uverbs_wc;
         use zerocopy::FromZeros;
-        let pairs: u64 = std::env::var("RXE_RS_HOT_PATH_PAIRS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(10_000);
+        let pairs = harness_pairs();
         let lock = || {
             if thread_domain {
                 QueueLock::unlocked()
@@ -573,6 +709,56 @@ mod tests {
         }
         // SAFETY: made by fake_rxe_cq_with, not used again.
         drop(unsafe { Box::from_raw(cq.cast::<crate::cq::RxeCq>()) });
+    }
+
+    #[test]
+    fn a_ud_send_carries_its_destination_and_one_without_an_ah_or_of_another_opcode_is_einval() {
+        let fake = FakeQp::new(IBV_QPT_UD, 1, 64);
+        let ah = crate::ah::RxeAh::fake(7);
+        let sge = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let ud = |wr_id, opcode, ah: *mut crate::libibverbs::control_objects::ibv_ah| {
+            let mut w = wr(wr_id, opcode, &sge);
+            w.wr.ud = ibv_send_wr_ud {
+                ah,
+                remote_qpn: 0x12,
+                remote_qkey: 0x3456,
+            };
+            w
+        };
+        let ours = ptr::from_ref(&ah).cast_mut().cast();
+        for mut w in [
+            ud(1, IBV_WR_SEND, ptr::null_mut()),
+            ud(2, IBV_WR_RDMA_WRITE, ours),
+            ud(3, IBV_WR_BIND_MW, ours),
+        ] {
+            let mut bad: *mut ibv_send_wr = ptr::null_mut();
+            // SAFETY: a live QP of ours, a live request (its AH ours or null).
+            let rc = unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) };
+            assert_eq!(rc, Errno::EINVAL.code());
+            assert_eq!(bad, &mut w as *mut ibv_send_wr);
+            assert!(fake.published().is_empty());
+        }
+        let mut w = ud(4, IBV_WR_SEND_WITH_IMM, ours);
+        let mut bad: *mut ibv_send_wr = ptr::null_mut();
+        // SAFETY: as above.
+        assert_eq!(unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) }, 0);
+        let posted = fake.published();
+        // SAFETY: the ud arm was written for a UD QP.
+        let u = unsafe { posted[0].wr.wr.ud };
+        assert_eq!(
+            (
+                posted[0].wr.wr_id,
+                u.remote_qpn,
+                u.remote_qkey,
+                u.ah_num,
+                posted[0].dma.length
+            ),
+            (4, 0x12, 0x3456, 7, 8)
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_ah, ibv_mw};
 use crate::libibverbs::device_context::opaque_fn;
 use crate::libibverbs::qp::*;
-use crate::work_queue::WorkQueue;
+use crate::work_queue::{Locked, WorkQueue};
 use crate::wqe::{self, MwBind, SendLimits, SendRequest, UdDest};
 
 /// The send operations a QP of `qp_type` may be created with, as the stock
@@ -78,20 +78,33 @@ pub(crate) fn check_send_ops(qp_type: c_int, flags: u64, layout: QpExLayout) -> 
     Ok(())
 }
 
+/// The QP of an `ibv_qp_ex` callback and its send queue, without a test: libibverbs' inline
+/// `ibv_wr_*` read the callback from that very `ibv_qp_ex` (so it is not null), and
+/// [`set_send_ops`] gives a QP callbacks only once its send queue is mapped (create, after
+/// `sq` is set; it is never unset).
+///
+/// # Safety
+/// `ibqp` is the `ibv_qp_ex` of a live QP of ours with callbacks (libibverbs' `ibv_wr_*`).
+#[inline(always)]
+unsafe fn wr_qp<'a>(ibqp: *mut c_void) -> (&'a RxeQp, &'a Locked<SendLimits>) {
+    // SAFETY: per the contract: not null, and it begins our RxeQp (from_ibv_qp's layout).
+    let q = unsafe { &*ibqp.cast::<RxeQp>() };
+    // SAFETY: per the contract, sq is Some (set before the callbacks, never unset).
+    let sq = unsafe { q.sq.as_ref().unwrap_unchecked() };
+    (q, sq)
+}
+
 /// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
 /// `wr_complete`/`wr_abort`, on whichever thread continues the batch (the
 /// `ibv_wr_*` contract: one thread builds a batch at a time); a builder
 /// called outside a batch is ignored (the stock provider would write into
 /// the ring unlocked).
+#[inline(always)]
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
-    // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; it
-    // begins our RxeQp.
-    let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-        return dflt;
-    };
-    let Some(sq) = &q.sq else { return dflt };
+    // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours.
+    let (q, sq) = unsafe { wr_qp(ibqp) };
     if !sq.lock.pair_open() {
-        warn!("ibv_wr_* builder outside wr_start/wr_complete: ignored");
+        misuse("ibv_wr_* builder outside wr_start/wr_complete: ignored");
         return dflt;
     }
     // SAFETY: the batch is open (wr_start took sq.lock, wr_complete or
@@ -101,7 +114,16 @@ fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQue
     f(q, wq, batch)
 }
 
+/// Logs a misuse of the `ibv_wr_*` pairs, out of line: the entries' frames stay as small as
+/// their normal paths need.
+#[cold]
+#[inline(never)]
+fn misuse(what: &'static str) {
+    warn!("{what}");
+}
+
 /// The `wr_id` and `wr_flags` the application set in `ibv_qp_ex`.
+#[inline(always)]
 fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
     // SAFETY: plain fields of our live QP's ibv_qp_ex, which the building
     // thread wrote before calling the builder.
@@ -112,35 +134,35 @@ fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
 }
 
 /// A builder body: the request for `opcode` with the batch's wr_id/flags.
+#[inline(always)]
 fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) {
     with_batch(ibqp, (), |q, wq, batch| {
-        let (wr_id, send_flags) = wr_id_flags(q);
-        let mut req = SendRequest {
-            wr_id,
-            opcode,
-            send_flags,
-            imm_data: 0,
-            remote_addr: 0,
-            rkey: 0,
-            compare_add: 0,
-            swap: 0,
-            bind: None,
-        };
-        fill(&mut req);
-        batch.build(wq, &req);
+        batch.build_with(wq, || {
+            let (wr_id, send_flags) = wr_id_flags(q);
+            let mut req = SendRequest {
+                wr_id,
+                opcode,
+                send_flags,
+                imm_data: 0,
+                remote_addr: 0,
+                rkey: 0,
+                compare_add: 0,
+                swap: 0,
+                bind: None,
+            };
+            fill(&mut req);
+            req
+        });
     })
 }
 
-unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
+pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     boundary::guard("wr_start", (), || {
-        // SAFETY: a QP of ours (libibverbs' ibv_wr_start).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-            return;
-        };
-        let Some(sq) = &q.sq else { return };
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_start).
+        let (q, sq) = unsafe { wr_qp(ibqp) };
         if sq.lock.hold().is_err() {
             // The stock provider deadlocks on its own spin lock here.
-            warn!("wr_start while this thread's batch is open: the batch goes on");
+            misuse("wr_start while this thread's batch is open: the batch goes on");
             return;
         }
         // SAFETY: we hold the lock now.
@@ -148,54 +170,73 @@ unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     })
 }
 
-unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
+pub(super) unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
     boundary::guard("wr_complete", Errno::EIO.code(), || {
-        // SAFETY: a QP of ours (libibverbs' ibv_wr_complete).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-            return Errno::EINVAL.code();
-        };
-        let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_complete).
+        let (q, sq) = unsafe { wr_qp(ibqp) };
         if !sq.lock.pair_open() {
             // The stock provider would unlock whoever holds the lock and
             // publish its stale index (nothing new): report the misuse.
-            warn!("wr_complete without wr_start: nothing posted");
+            misuse("wr_complete without wr_start: nothing posted");
             return Errno::EINVAL.code();
         }
         let accepts = sq_accepts_posts(q);
-        // A panic in finish must neither leave the lock held nor a batch
-        // half-published: forget the batch, then release.
-        let r = boundary::guard("wr_complete", Err(Errno::EIO), || {
-            // SAFETY: the batch is open: its lock is held (checked above).
-            let wq = unsafe { sq.held() };
-            // SAFETY: the batch is guarded by the same lock.
-            let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
-            if r == Ok(true) {
-                wq.publish();
-            }
-            r
-        });
-        if r == Err(Errno::EIO) {
-            // SAFETY: as above; finish's borrow ended.
-            unsafe { (*q.batch.get()).abort(sq.held()) };
+        // SAFETY: the batch is open: its lock is held (checked above), which guards the
+        // queue and the batch.
+        let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
+        if !batch.ready(accepts) {
+            return complete_refused(q, accepts);
+        }
+        // Nothing here panics (the publish is one store), so the lock is released below.
+        let built = batch.built();
+        if built {
+            wq.publish();
         }
         sq.lock.release_held();
-        match r {
-            Ok(true) => ring_doorbell(q).map_or_else(Errno::code, |()| 0),
-            Ok(false) => 0,
-            Err(e) => e.code(),
+        if built {
+            ring_doorbell(q).map_or_else(Errno::code, |()| 0)
+        } else {
+            0
         }
     })
 }
 
+/// [`wr_complete`] of a batch that is refused (an error, a UD WQE without its address, a QP
+/// that takes no sends yet): its errno, the batch forgotten and the lock released.
+#[cold]
+#[inline(never)]
+fn complete_refused(q: &RxeQp, accepts: bool) -> c_int {
+    let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
+    // A panic in finish must neither leave the lock held nor a batch
+    // half-published: forget the batch, then release.
+    let r = boundary::guard("wr_complete", Err(Errno::EIO), || {
+        // SAFETY: the batch is open: its lock is held (the caller checked).
+        let wq = unsafe { sq.held() };
+        // SAFETY: the batch is guarded by the same lock.
+        let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
+        if r == Ok(true) {
+            wq.publish();
+        }
+        r
+    });
+    if r == Err(Errno::EIO) {
+        // SAFETY: as above; finish's borrow ended.
+        unsafe { (*q.batch.get()).abort(sq.held()) };
+    }
+    sq.lock.release_held();
+    match r {
+        Ok(true) => ring_doorbell(q).map_or_else(Errno::code, |()| 0),
+        Ok(false) => 0,
+        Err(e) => e.code(),
+    }
+}
+
 unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
     boundary::guard("wr_abort", (), || {
-        // SAFETY: a QP of ours (libibverbs' ibv_wr_abort).
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(ibqp.cast()) }) else {
-            return;
-        };
-        let Some(sq) = &q.sq else { return };
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_abort).
+        let (q, sq) = unsafe { wr_qp(ibqp) };
         if !sq.lock.pair_open() {
-            warn!("wr_abort without wr_start: refused");
+            misuse("wr_abort without wr_start: refused");
             return;
         }
         // SAFETY: the batch is open: its lock is held (checked above).
@@ -226,7 +267,7 @@ unsafe extern "C" fn wr_local_inv(ibqp: *mut c_void, invalidate_rkey: u32) {
     })
 }
 
-unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
+pub(super) unsafe extern "C" fn wr_rdma_write(ibqp: *mut c_void, rkey: u32, remote_addr: u64) {
     boundary::guard("wr_rdma_write", (), || {
         build(ibqp, IBV_WR_RDMA_WRITE, |r| {
             (r.rkey, r.remote_addr) = (rkey, remote_addr)
@@ -347,13 +388,11 @@ unsafe extern "C" fn wr_set_ud_addr(ibqp: *mut c_void, ah: *mut ibv_ah, remote_q
     })
 }
 
-unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length: u32) {
+pub(super) unsafe extern "C" fn wr_set_sge(ibqp: *mut c_void, lkey: u32, addr: u64, length: u32) {
     boundary::guard("wr_set_sge", (), || {
-        // A zero-length SGE is no data at all, as for the stock provider.
-        let sge = [ibv_sge { addr, length, lkey }];
-        let sges: &[ibv_sge] = if length == 0 { &[] } else { &sge };
+        let sge = ibv_sge { addr, length, lkey };
         with_batch(ibqp, (), |_, wq, batch| {
-            batch.set(wq, |hdr, payload, lim| wqe::set_sges(hdr, payload, sges, lim))
+            batch.set(wq, |hdr, payload, lim| wqe::set_sge(hdr, payload, &sge, lim))
         })
     })
 }

@@ -5,13 +5,13 @@ use core::ffi::c_int;
 use kernel_abi::{
     rxe_recv_wqe, rxe_send_wqe, rxe_send_wr_wr_atomic, rxe_send_wr_wr_flush, rxe_send_wr_wr_mw, rxe_send_wr_wr_rdma,
 };
-use zerocopy::FromZeros;
+use zerocopy::{FromZeros, IntoBytes};
 
 use crate::errno::Errno;
 use crate::libibverbs::qp::*;
 
 use super::limits::{SendLimits, SGE_SIZE};
-use super::payload::{copy_inline, write_one_sge, write_sges};
+use super::payload::{copy_inline, kernel_sge, write_one_sge, write_sges};
 use super::request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
 use super::validate::sge_total;
 
@@ -150,6 +150,7 @@ pub(crate) fn set_atomic(wqe: &mut rxe_send_wqe, remote_addr: u64, rkey: u32, co
 }
 
 /// The operands of a window bind.
+#[inline]
 pub(crate) fn set_mw(wqe: &mut rxe_send_wqe, b: &MwBind) {
     wqe.wr.wr.mw = rxe_send_wr_wr_mw {
         addr: b.addr,
@@ -164,6 +165,7 @@ pub(crate) fn set_mw(wqe: &mut rxe_send_wqe, b: &MwBind) {
 /// Writes the header of a send WQE built through the `ibv_wr_*` API: the
 /// operation and its operands, no data. The data setters add it with
 /// [`set_sges`] or [`set_inline`], [`set_ud`] the UD destination.
+#[inline(always)]
 pub(crate) fn encode_header(req: &SendRequest, wqe: &mut rxe_send_wqe) {
     write_header(wqe, req.wr_id, req.opcode, req.send_flags, req.imm_data);
     set_data(wqe, 0, 0);
@@ -220,6 +222,34 @@ pub(crate) fn set_sges(
     Ok(())
 }
 
+/// [`set_sges`] of one SGE (`ibv_wr_set_sge`), without the list's loop; a zero-length SGE is
+/// no data at all, as for the stock provider.
+#[inline(always)]
+pub(crate) fn set_sge(
+    wqe: &mut rxe_send_wqe,
+    payload: &mut [u8],
+    sge: &ibv_sge,
+    lim: &SendLimits,
+) -> Result<(), Errno> {
+    let num_sge = if sge.length == 0 {
+        0
+    } else {
+        // sge_room: max_sge, bounded by the slot's room (which `payload` is).
+        match payload.get_mut(..SGE_SIZE) {
+            Some(chunk) if lim.sge_room != 0 => chunk.copy_from_slice(kernel_sge(sge).as_bytes()),
+            _ => return Err(Errno::ENOSPC),
+        }
+        1
+    };
+    wqe.wr.send_flags &= !IBV_SEND_INLINE;
+    // The builder zeroed the progress fields (cur_sge, sge_offset), which no setter writes.
+    let dma = &mut wqe.dma;
+    dma.length = sge.length;
+    dma.resid = sge.length;
+    dma.num_sge = num_sge;
+    Ok(())
+}
+
 /// Copies inline data into a built send WQE (`ibv_wr_set_inline_data`,
 /// `ibv_wr_set_inline_data_list`): the whole list is measured first, in
 /// 64 bits, and refused with `ENOSPC` when it exceeds the QP's
@@ -256,6 +286,7 @@ pub(crate) unsafe fn set_inline(
 }
 
 /// Writes a validated receive request into a slot.
+#[inline(always)]
 pub(crate) fn encode_recv(wr_id: u64, sges: &[ibv_sge], length: u32, wqe: &mut rxe_recv_wqe, payload: &mut [u8]) {
     *wqe = rxe_recv_wqe::new_zeroed();
     wqe.wr_id = wr_id;

@@ -14,7 +14,7 @@ use crate::libibverbs::qp::*;
 pub(crate) const SEND_WQE_HEADER: usize = size_of::<rxe_send_wqe>();
 /// Bytes of a receive slot before its SGEs.
 pub(crate) const RECV_WQE_HEADER: usize = size_of::<rxe_recv_wqe>();
-pub(super) const SGE_SIZE: usize = size_of::<rxe_sge>();
+pub(crate) const SGE_SIZE: usize = size_of::<rxe_sge>();
 
 /// What a send queue accepts: the QP type, its capabilities as the kernel
 /// granted them, and the payload room of one slot; and, derived from them

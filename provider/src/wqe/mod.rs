@@ -24,8 +24,10 @@ mod payload;
 mod request;
 mod validate;
 
-pub(crate) use encode::{encode_header, encode_recv, encode_send, next_rkey, set_flush, set_inline, set_sges, set_ud};
-pub(crate) use limits::{QueueLimits, RecvLimits, SendLimits, RECV_WQE_HEADER, SEND_WQE_HEADER};
+pub(crate) use encode::{
+    encode_header, encode_recv, encode_send, next_rkey, set_flush, set_inline, set_sge, set_sges, set_ud,
+};
+pub(crate) use limits::{QueueLimits, RecvLimits, SendLimits, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE};
 pub(crate) use request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
 pub(crate) use validate::{check_allowed_send, check_send, send_sges, validate_recv};
 // The fuzz targets' model checks the opcode table directly.

@@ -68,7 +68,7 @@ pub(super) unsafe fn write_one_sge(s: &ibv_sge, out: &mut [u8]) {
 }
 
 #[inline(always)]
-fn kernel_sge(s: &ibv_sge) -> rxe_sge {
+pub(super) fn kernel_sge(s: &ibv_sge) -> rxe_sge {
     rxe_sge {
         addr: s.addr,
         length: s.length,
