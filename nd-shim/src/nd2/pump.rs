@@ -14,12 +14,17 @@
 //!   that never wait in the shim (they poll GetOverlappedResult(FALSE) or Internal).
 //!
 //! Every channel is in both sets (but while the relay is parked: below), EPOLLEXCLUSIVE, added
-//! to the leader's set first. An exclusive
-//! entry on the channel's wait queue wakes its set's sleeper and stops the wake-up there only if
-//! the set has a sleeper; the kernel walks the entries in the order they were added. So an event
-//! wakes the leader if one is asleep, else a relay, never both: a strict priority, whatever order
-//! the threads went to sleep in. (An event a relay took while no leader slept leaves the channel
-//! on the leader set's ready list; the next leader's epoll_wait finds it empty and sleeps on.)
+//! to the leader's set first. An exclusive entry on the channel's wait queue wakes its set's
+//! sleeper and stops the wake-up there only if the set has a sleeper, so an event wakes one
+//! thread, never both. Which one is a preference, not a condition of correctness: Linux walks
+//! the entries in the order they were added (the leader's first), but epoll_ctl(2) promises no
+//! order. If the relay is woken while the leader sleeps, its read completes what the leader
+//! waits for (a CQ event completes a Notify) and that completion kicks the leader (below): the
+//! leader's wait ends one wake-up later, with no event lost
+//! (`a_leader_is_woken_whichever_set_the_kernel_wakes_first` adds the relay's entry first). What
+//! every drain must do for that: whatever it makes ready calls [`kick`]. (An event a relay took
+//! while no leader slept leaves the channel on the leader set's ready list; the next leader's
+//! epoll_wait finds it empty and sleeps on.)
 //!
 //! The channels are level-triggered: a [`Drain`] may take one event per turn and leave the rest,
 //! which the next epoll_wait reports again. So a wake-up costs epoll_wait and one read, not a
@@ -343,7 +348,7 @@ impl Pump {
         // drop), which takes it out of the sets first; the borrow ends with this call.
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         let mut added = None;
-        for set in [&self.epoll, &self.relay_epoll] {
+        for set in self.sets_in_order() {
             let event = EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, token);
             match set.add(fd, event) {
                 Ok(()) | Err(Errno::EEXIST) => added = Some(set),
@@ -357,6 +362,17 @@ impl Pump {
             }
         }
         Ok(())
+    }
+
+    /// The leader's set, then the relays': the order [`attach`](Pump::attach) adds a source's
+    /// entries in (a preference, not a condition of correctness: module doc). Tests may reverse
+    /// it.
+    fn sets_in_order(&self) -> [&Epoll; 2] {
+        #[cfg(test)]
+        if tests::RELAY_SET_FIRST.load(Ordering::SeqCst) {
+            return [&self.relay_epoll, &self.epoll];
+        }
+        [&self.epoll, &self.relay_epoll]
     }
 
     /// Takes a source's descriptor out of both sets (not in them is no error).
@@ -781,6 +797,95 @@ mod tests {
     use nix::sys::epoll::EpollTimeout;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
+
+    /// Sources registered while this is set have the relays' entry added before the leader's.
+    pub(super) static RELAY_SET_FIRST: AtomicBool = AtomicBool::new(false);
+
+    /// A source that completes what a leader waits for, as a CQ's event completes a Notify:
+    /// its drain reads the eventfd, counts the read with the thread that made it, and kicks.
+    struct Completing {
+        fd: i32,
+        read_by: Mutex<Vec<std::thread::ThreadId>>,
+    }
+
+    impl Drain for Completing {
+        fn drain(&self) {
+            let mut value: u64 = 0;
+            // SAFETY: a live non-blocking eventfd, 8 bytes into a local.
+            if unsafe { libc::read(self.fd, std::ptr::addr_of_mut!(value).cast(), 8) } == 8 {
+                self.read_by.lock().push(std::thread::current().id());
+                kick();
+            }
+        }
+    }
+
+    /// The leader's wake-up needs no order of the channel's two EPOLLEXCLUSIVE entries: with
+    /// the leader's entry first the leader reads the event itself; with the relays' first the
+    /// relay asleep there may take it, and its read (which completes what the leader waits for,
+    /// and kicks) ends the leader's wait. Either way the wait ends, after one read.
+    #[test]
+    fn a_leader_is_woken_whichever_set_the_kernel_wakes_first() {
+        let _pump = exclusive_for_test();
+        for relay_first in [false, true] {
+            RELAY_SET_FIRST.store(relay_first, Ordering::SeqCst);
+            // SAFETY: a plain system call.
+            let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+            assert!(fd >= 0);
+            let source = Arc::new(Completing {
+                fd,
+                read_by: Mutex::new(Vec::new()),
+            });
+            let weak: Weak<dyn Drain> = Arc::downgrade(&source) as Weak<dyn Drain>;
+            let registration = register(fd, weak).unwrap();
+            RELAY_SET_FIRST.store(false, Ordering::SeqCst);
+            let stop = Arc::new(AtomicBool::new(false));
+            let relay = {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut relay = Relay::new();
+                    while !stop.load(Ordering::SeqCst) {
+                        relay.turn(20);
+                    }
+                    std::thread::current().id()
+                })
+            };
+            let writer = std::thread::spawn(move || {
+                // Both asleep in their sets by then, as a rule.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                signal(fd);
+            });
+            let leader = loop {
+                if let Some(leader) = lead() {
+                    break leader;
+                }
+                std::thread::yield_now();
+            };
+            // A deadline: the leader waits in its set (it parks nothing).
+            let waited_from = Instant::now();
+            let deadline = Some(waited_from + std::time::Duration::from_secs(10));
+            assert!(
+                leader.wait_until(deadline, || !source.read_by.lock().is_empty()),
+                "the leader's wait ended (relay's entry first: {relay_first})"
+            );
+            assert!(
+                waited_from.elapsed() < std::time::Duration::from_secs(5),
+                "by the event, not the deadline"
+            );
+            drop(leader);
+            writer.join().unwrap();
+            stop.store(true, Ordering::SeqCst);
+            let relay_id = relay.join().unwrap();
+            let read_by = source.read_by.lock().clone();
+            assert_eq!(read_by.len(), 1, "one read");
+            eprintln!(
+                "relay's entry first: {relay_first}; read by the {}",
+                if read_by[0] == relay_id { "relay" } else { "leader" }
+            );
+            unregister(&registration);
+            // SAFETY: the eventfd is ours and out of the sets.
+            unsafe { libc::close(fd) };
+        }
+    }
 
     /// A source over an eventfd: counts its drains; a ring is a write of its own eventfd.
     struct Counter {
