@@ -346,7 +346,10 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             request.complete(NdStatus::ND_SUCCESS, 0);
             return Ok(ND_PENDING);
         }
-        let armed = Armed { any };
+        let armed = Armed {
+            any,
+            _watch: super::pump::watch(),
+        };
         let arm = |solicited_only| {
             // SAFETY: the CQ is live.
             unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) }
@@ -372,9 +375,12 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
     })
 }
 
-/// What a waiting ANY or SOLICITED request waits for.
+/// What a waiting ANY or SOLICITED request waits for, and, if its thread is not the one that
+/// last waited in the shim, its place among the pump's followers while it waits (pump.rs, rule
+/// 5: the relay reads for it whenever no leader does).
 struct Armed {
     any: bool,
+    _watch: Option<super::pump::Follower>,
 }
 
 /// Queues `request` as waiting, numbered from `serial`, and arms the CQ with `arm` (given
@@ -722,7 +728,10 @@ mod tests {
     fn a_failed_arm_fails_only_a_request_that_no_event_completed() {
         let notifies = FrontMutex::new(VecDeque::new());
         let serial = AtomicU64::new(0);
-        let armed = || Armed { any: true };
+        let armed = || Armed {
+            any: true,
+            _watch: None,
+        };
         let completed = AtomicU64::new(0);
         let failed = AtomicU64::new(0);
         let fail = |_request: u32, _code: i32| {
@@ -857,7 +866,10 @@ mod loom_models {
                 notifies,
                 serial,
                 1,
-                Armed { any: true },
+                Armed {
+                    any: true,
+                    _watch: None,
+                },
                 |_| -libc::EINVAL,
                 |_, _| {
                     failed_inline.fetch_add(1, Ordering::SeqCst);
