@@ -43,7 +43,8 @@
  *                  look that first sees the message sees the completion too); the client
  *                  fails if the typical (median) delay is MEMORY_POLL_LIMIT_MS (10 ms, the parked
  *                  relay's tick) or more, or if fewer than MEMORY_POLL_TIMED (5) Notify requests
- *                  were timed (the others' message came before the Notify).
+ *                  were timed (the others' message came before the Notify). The server pauses
+ *                  MEMORY_POLL_PAUSE_MS (2 ms) before each polled answer, so that it rarely does.
  *     --context-base X  request contexts are X + 2i (receive i) and X + 2i + 1 (send i) instead
  *                  of 2i and 2i + 1: with the top bits set (0xfc00000000000000), every request
  *                  takes nd-shim's record path instead of the direct one (nd-shim/src/nd2/requests.rs).
@@ -96,8 +97,9 @@ const double STALL_LIMIT_MS = 50, STALL_WAITED_MS = 5;
 /* --memory-poll: the Notify's typical delay must stay under the limit; the main thread's
  * short waits during each polled exchange last this long. */
 const double MEMORY_POLL_LIMIT_MS = 10, WAITER_WINDOW_MS = 50;
-/* --memory-poll: at least this many Notify delays timed, or the case proves nothing. */
-const unsigned MEMORY_POLL_TIMED = 5;
+/* --memory-poll: at least this many Notify delays timed, or the case proves nothing; the
+ * server's pause before each polled answer, so that the client's Notify is armed before it. */
+const unsigned MEMORY_POLL_TIMED = 5, MEMORY_POLL_PAUSE_MS = 2;
 
 /* The REJ's private data: as much as it carries. */
 const ULONG REJECT_DATA = 148;
@@ -342,6 +344,8 @@ private:
             EXPECT(nd2_matches(RecvBuf(), m_opt.size, i));
             if (m_opt.stallCheck && EndsWaitedRun(i))
                 usleep(STALL_PAUSE_MS * 1000);
+            if (m_opt.memoryPoll && Polled(i))
+                usleep(MEMORY_POLL_PAUSE_MS * 1000);
             if (i + 1 < m_opt.iters)
                 PostReceive(i + 1);
             nd2_fill(SendBuf(), m_opt.size, i + 1);
