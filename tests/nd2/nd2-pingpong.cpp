@@ -30,6 +30,21 @@
  *                  check that no completion waits for a parked relay's tick (100 ms) once the
  *                  program stops waiting, for a quiet machine by hand (a loaded one can delay
  *                  an exchange as long, so the rig suite runs --mixed without it).
+ *     --memory-poll  (both ends, with --mixed N; the client acts on it) the client's polled
+ *                  exchanges run on a second thread that has never waited in the shim, and its
+ *                  Notify is polled in memory alone (HasOverlappedIoCompleted, sched_yield between
+ *                  looks), calling nothing in nd-shim until it completes, as a program polling
+ *                  OVERLAPPED.Internal does. The main thread waits in the waited exchanges (nd-shim's
+ *                  relay is parked when a polled one starts), and during the first
+ *                  WAITER_WINDOW_MS (50 ms) of each polled one keeps coming back to wait and leaving
+ *                  at once (WaitForSingleObject(INFINITE) on a set event, each 1 ms), as a thread
+ *                  draining a busy port does. The poller times each Notify from the moment its
+ *                  message is in the receive buffer (seen in memory) to its completion (0 when the
+ *                  look that first sees the message sees the completion too); the client
+ *                  fails if the typical (median) delay is MEMORY_POLL_LIMIT_MS (10 ms, the parked
+ *                  relay's tick) or more, or if fewer than MEMORY_POLL_TIMED (5) Notify requests
+ *                  were timed (the others' message came before the Notify). The server pauses
+ *                  MEMORY_POLL_PAUSE_MS (2 ms) before each polled answer, so that it rarely does.
  *     --context-base X  request contexts are X + 2i (receive i) and X + 2i + 1 (send i) instead
  *                  of 2i and 2i + 1: with the top bits set (0xfc00000000000000), every request
  *                  takes nd-shim's record path instead of the direct one (nd-shim/src/nd2/requests.rs).
@@ -55,6 +70,8 @@
 #include "../bench/round-trips.h"
 
 #include <algorithm>
+#include <atomic>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 #include <vector>
@@ -71,11 +88,18 @@ struct Options : Nd2PairOptions {
     uintptr_t contextBase = 0;
     unsigned mixed = 0;
     bool stallCheck = false;
+    bool memoryPoll = false;
 };
 
 /* The server's pause at the end of each waited run (--stall-check), and the client's limits. */
 const unsigned STALL_PAUSE_MS = 150;
 const double STALL_LIMIT_MS = 50, STALL_WAITED_MS = 5;
+/* --memory-poll: the Notify's typical delay must stay under the limit; the main thread's
+ * short waits during each polled exchange last this long. */
+const double MEMORY_POLL_LIMIT_MS = 10, WAITER_WINDOW_MS = 50;
+/* --memory-poll: at least this many Notify delays timed, or the case proves nothing; the
+ * server's pause before each polled answer, so that the client's Notify is armed before it. */
+const unsigned MEMORY_POLL_TIMED = 5, MEMORY_POLL_PAUSE_MS = 2;
 
 /* The REJ's private data: as much as it carries. */
 const ULONG REJECT_DATA = 148;
@@ -141,6 +165,28 @@ private:
                     sched_yield();
                 continue;
             }
+            if (m_polledExchange && m_opt.memoryPoll && !m_opt.server) {
+                /* --memory-poll: the Notify polled in memory, nothing called meanwhile. */
+                HRESULT hr = m_cq->Notify(ND_CQ_NOTIFY_ANY, &m_pollOv);
+                if (hr == ND_PENDING) {
+                    /* The message is in memory a moment before its completion's event. */
+                    double landed = 0;
+                    bool before = nd2_matches(RecvBuf(), m_opt.size, m_exchange + 1);
+                    while (!HasOverlappedIoCompleted(&m_pollOv)) {
+                        if (!before && landed == 0 && nd2_matches(RecvBuf(), m_opt.size, m_exchange + 1))
+                            landed = nd2_now_us();
+                        sched_yield();
+                    }
+                    /* Seen in memory between two looks with the completion: no delay seen. */
+                    if (landed != 0)
+                        m_notifyDelays.push_back((nd2_now_us() - landed) / 1e3);
+                    else if (!before && nd2_matches(RecvBuf(), m_opt.size, m_exchange + 1))
+                        m_notifyDelays.push_back(0);
+                    hr = static_cast<HRESULT>(m_pollOv.Internal);
+                }
+                CHECK_HR(hr);
+                continue;
+            }
             if (m_polledExchange) {
                 /* --mixed: the Notify polled, nobody waiting in the shim. */
                 HRESULT hr = m_cq->Notify(ND_CQ_NOTIFY_ANY, &m_pollOv);
@@ -193,6 +239,27 @@ private:
                "max %.3f ms\n",
                waited.size(), waitedTypical, waited.empty() ? 0 : waited.back(), polled.size(), polledTypical,
                polledMax);
+        if (m_opt.memoryPoll) {
+            std::vector<double> &d = m_notifyDelays;
+            std::sort(d.begin(), d.end());
+            double typical = d.empty() ? 0 : d[d.size() / 2];
+            printf("client: memory poll: %zu Notify delays timed (message in memory to completion): typical %.3f ms, "
+                   "min %.3f ms, max %.3f ms\n",
+                   d.size(), typical, d.empty() ? 0 : d.front(), d.empty() ? 0 : d.back());
+            if (d.size() < MEMORY_POLL_TIMED) {
+                fprintf(stderr, "client: memory poll FAILED: %zu of %zu polled exchanges timed (want %u)\n",
+                        d.size(), polled.size(), MEMORY_POLL_TIMED);
+                return false;
+            }
+            if (typical >= MEMORY_POLL_LIMIT_MS) {
+                fprintf(stderr,
+                        "client: memory poll FAILED: a Notify polled in memory typically completed %.3f ms (>= %.0f "
+                        "ms) after its message: it waited for nd-shim's parked relay, not for its event\n",
+                        typical, MEMORY_POLL_LIMIT_MS);
+                return false;
+            }
+            printf("client: memory poll passed (typical delay under %.0f ms)\n", MEMORY_POLL_LIMIT_MS);
+        }
         if (!m_opt.stallCheck)
             return true;
         if (waitedTypical >= STALL_WAITED_MS) {
@@ -271,6 +338,8 @@ private:
             EXPECT(nd2_matches(RecvBuf(), m_opt.size, i));
             if (m_opt.stallCheck && EndsWaitedRun(i))
                 usleep(STALL_PAUSE_MS * 1000);
+            if (m_opt.memoryPoll && Polled(i))
+                usleep(MEMORY_POLL_PAUSE_MS * 1000);
             if (i + 1 < m_opt.iters)
                 PostReceive(i + 1);
             nd2_fill(SendBuf(), m_opt.size, i + 1);
@@ -339,14 +408,19 @@ private:
         thread_counts_start(&counts);
         CALLGRIND_TOGGLE_COLLECT;
         double start = nd2_now_us(), cpuStart = nd2_cpu_us();
-        for (unsigned i = 0; i < m_opt.iters; i++) {
-            round_trips_stamp(&trips, i);
-            m_polledExchange = Polled(i);
-            PostReceive(i);
-            nd2_fill(SendBuf(), m_opt.size, i);
-            PostSend(i);
-            Complete(i, true, true);
-            EXPECT(nd2_matches(RecvBuf(), m_opt.size, i + 1));
+        m_trips = &trips;
+        if (m_opt.memoryPoll) {
+            /* The polled runs on a thread of their own; the two take turns. */
+            m_setEvent = CreateEventA(NULL, TRUE, TRUE, NULL);
+            pthread_t poller;
+            if (pthread_create(&poller, NULL, PolledRuns, this) != 0)
+                FAIL("pthread_create");
+            Runs(false);
+            pthread_join(poller, NULL);
+            CloseHandle(m_setEvent);
+        } else {
+            for (unsigned i = 0; i < m_opt.iters; i++)
+                Exchange(i);
         }
         round_trips_stamp(&trips, m_opt.iters);
         double elapsed = nd2_now_us() - start, cpu = nd2_cpu_us() - cpuStart;
@@ -370,8 +444,57 @@ private:
         return mixedOk ? 0 : 1;
     }
 
+    /* The client's exchange i, timed. */
+    void Exchange(unsigned i)
+    {
+        round_trips_stamp(m_trips, i);
+        m_exchange = i;
+        m_polledExchange = Polled(i);
+        PostReceive(i);
+        nd2_fill(SendBuf(), m_opt.size, i);
+        PostSend(i);
+        Complete(i, true, true);
+        EXPECT(nd2_matches(RecvBuf(), m_opt.size, i + 1));
+    }
+
+    /* --memory-poll: the exchanges of one kind (polled or waited), each at its turn. */
+    void Runs(bool polled)
+    {
+        for (;;) {
+            unsigned i = m_turn.load();
+            if (i >= m_opt.iters)
+                return;
+            if (Polled(i) != polled) {
+                if (!polled && nd2_now_ms() - m_turnAt < WAITER_WINDOW_MS) {
+                    /* A wait that is satisfied at once: the leader role taken and left. */
+                    EXPECT(WaitForSingleObject(m_setEvent, INFINITE) == WAIT_OBJECT_0);
+                    usleep(1000);
+                } else {
+                    sched_yield();
+                }
+                continue;
+            }
+            Exchange(i);
+            m_turnAt = nd2_now_ms();
+            m_turn.store(i + 1);
+        }
+    }
+
+    static void *PolledRuns(void *self)
+    {
+        static_cast<PingPong *>(self)->Runs(true);
+        return NULL;
+    }
+
     Options m_opt;
     std::vector<unsigned char> m_buf;
+    round_trips *m_trips = NULL;
+    /* --memory-poll: whose turn, since when (ms), the exchange under way, the Notify delays. */
+    std::atomic<unsigned> m_turn{0};
+    std::atomic<double> m_turnAt{0};
+    unsigned m_exchange = 0;
+    HANDLE m_setEvent = NULL;
+    std::vector<double> m_notifyDelays;
     bool m_earlyReceive = false;
     /* --mixed: this exchange's Notify is polled, on m_pollOv (no event). */
     bool m_polledExchange = false;
@@ -399,6 +522,8 @@ int main(int argc, char **argv)
             opt.yield = true;
         else if (strcmp(argv[at], "--stall-check") == 0)
             opt.stallCheck = true;
+        else if (strcmp(argv[at], "--memory-poll") == 0)
+            opt.memoryPoll = true;
         else if (strcmp(argv[at], "--reject") == 0)
             opt.reject = true;
         else if (strcmp(argv[at], "--server-disconnects") == 0)
@@ -407,10 +532,10 @@ int main(int argc, char **argv)
             return false;
         return true;
     });
-    if (!ok || opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) ||
+    if (!ok || opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) || (opt.memoryPoll && !opt.mixed) ||
         (opt.mixed && opt.poll) || (opt.yield && !opt.poll))
         return nd2_pair_usage(argv[0], "[--iters N] [--size B] [--poll [--yield]] [--reject] [--server-disconnects] "
-                                       "[--context-base X] [--mixed N [--stall-check]]");
+                                       "[--context-base X] [--mixed N [--stall-check] [--memory-poll]]");
     PingPong pingPong(opt);
     return pingPong.Run();
 }

@@ -151,6 +151,10 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     # Waits, then polls of the Notify with nobody waiting (issue 29 item 8). No time asserted here:
     # --stall-check, which fails on a slow polled exchange, is for a quiet machine, by hand.
     run_test "pingpong-mixed.$provider" nd2_pair nd2-pingpong "$provider" 7411 --iters 160 --mixed 20
+    # A Notify polled in memory alone, on a thread that never waited, right after a waited exchange
+    # parked nd-shim's relay: read at its event, not at the relay's tick (fails at 5 ms typical).
+    run_test "pingpong-memory-poll.$provider" nd2_pair nd2-pingpong "$provider" 7414 --iters 100 --mixed 1 \
+        --memory-poll
     # Contexts with their top bits set: nd-shim's record path (the others take the direct one).
     run_test "pingpong-recorded.$provider" nd2_pair nd2-pingpong "$provider" 7408 --iters 200 \
         --context-base 0xfc00000000000000

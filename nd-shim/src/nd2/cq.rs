@@ -122,9 +122,9 @@ pub(crate) struct CqBody {
     adapter: Arc<AdapterBody>,
     pub(super) cq: Arc<CompletionQueue>,
     file: Arc<OverlappedFile>,
-    /// The waiting ANY and SOLICITED requests, with whether each is ANY and its serial number
+    /// The waiting ANY and SOLICITED requests, with what each waits for and its serial number
     /// (parking_lot's: taken on every CQ event and every Notify that waits).
-    notifies: Mutex<VecDeque<(Request, bool, u64)>>,
+    notifies: FrontMutex<VecDeque<(Request, Armed, u64)>>,
     /// The serial number of the next waiting request: what a Notify whose arming failed takes its
     /// own request back by, if no event completed it meanwhile (exactly once either way).
     serial: AtomicU64,
@@ -151,7 +151,7 @@ impl CqBody {
             adapter,
             cq: Arc::new(cq),
             file,
-            notifies: Mutex::new(VecDeque::new()),
+            notifies: FrontMutex::new(VecDeque::new()),
             serial: AtomicU64::new(0),
             errors: Mutex::new(Vec::new()),
             front: Front::default(),
@@ -196,7 +196,7 @@ impl Notified for CqBody {
             .failure
             .compare_exchange(0, status.0, Ordering::AcqRel, Ordering::Acquire);
         let errors: Vec<Request> = std::mem::take(&mut *self.errors.lock());
-        let waiting: Vec<(Request, bool, u64)> = self.notifies.lock().drain(..).collect();
+        let waiting: Vec<(Request, Armed, u64)> = self.notifies.lock().drain(..).collect();
         for request in errors.into_iter().chain(waiting.into_iter().map(|(r, _, _)| r)) {
             request.complete(status, 0);
         }
@@ -220,7 +220,7 @@ impl Drop for CqBody {
 impl Overlapped for CqBody {
     fn cancel(&self) {
         let errors: Vec<Request> = std::mem::take(&mut *self.errors.lock());
-        let waiting: Vec<(Request, bool, u64)> = self.notifies.lock().drain(..).collect();
+        let waiting: Vec<(Request, Armed, u64)> = self.notifies.lock().drain(..).collect();
         for request in errors.into_iter().chain(waiting.into_iter().map(|(r, _, _)| r)) {
             request.complete(NdStatus::ND_CANCELED, 0);
         }
@@ -346,26 +346,16 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             request.complete(NdStatus::ND_SUCCESS, 0);
             return Ok(ND_PENDING);
         }
-        let serial = cq.serial.fetch_add(1, Ordering::Relaxed);
-        let solicited_only = {
-            let mut notifies = cq.notifies.lock();
-            notifies.push_back((request, any, serial));
-            i32::from(!notifies.iter().any(|&(_, any, _)| any))
+        let armed = Armed {
+            any,
+            _watch: super::pump::watch(),
         };
-        // SAFETY: the CQ is live.
-        let armed = unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) };
-        if armed != 0 {
-            let failed = code(crate::status::from_errno(armed.abs()));
-            // The request fails inline only if it is still waiting; one an event (or a cancel,
-            // or the CQ's failure) completed meanwhile has its completion, and the call reports
-            // that (ND_PENDING), not a second outcome.
-            return match take_back(&mut cq.notifies.lock(), serial) {
-                Some(request) => {
-                    request.fail(failed);
-                    Err(failed)
-                }
-                None => Ok(ND_PENDING),
-            };
+        let arm = |solicited_only| {
+            // SAFETY: the CQ is live.
+            unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) }
+        };
+        if let Some(outcome) = queue_and_arm(&cq.notifies, &cq.serial, request, armed, arm, Request::fail) {
+            return outcome;
         }
         // A failure (the device's removal) that drained the requests before this one was queued:
         // it fails this one too.
@@ -382,6 +372,48 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             cq.notified();
         }
         Ok(ND_PENDING)
+    })
+}
+
+/// What a waiting ANY or SOLICITED request waits for, and, if its thread is not the one that
+/// last waited in the shim, its place among the pump's followers while it waits (pump.rs, rule
+/// 5: the relay reads for it whenever no leader does).
+struct Armed {
+    any: bool,
+    _watch: Option<super::pump::Follower>,
+}
+
+/// Queues `request` as waiting, numbered from `serial`, and arms the CQ with `arm` (given
+/// solicited_only; 0 or minus an errno, as ibv_req_notify_cq): None if armed (the request
+/// waits). Else the call's outcome: the arm's failure, with the request taken back and failed
+/// by `fail` if it still waits; ND_PENDING if an event, a cancel or the CQ's failure completed
+/// it meanwhile (it has that completion, and the call reports no second outcome). The lock is
+/// not held across `arm`.
+fn queue_and_arm<R>(
+    notifies: &FrontMutex<VecDeque<(R, Armed, u64)>>,
+    serial: &AtomicU64,
+    request: R,
+    armed: Armed,
+    arm: impl FnOnce(i32) -> i32,
+    fail: impl FnOnce(R, HResult),
+) -> Option<Result<HResult, HResult>> {
+    let serial = serial.fetch_add(1, Ordering::Relaxed);
+    let solicited_only = {
+        let mut notifies = notifies.lock();
+        notifies.push_back((request, armed, serial));
+        i32::from(!notifies.iter().any(|(_, armed, _)| armed.any))
+    };
+    let armed = arm(solicited_only);
+    if armed == 0 {
+        return None;
+    }
+    let failed = code(crate::status::from_errno(armed.abs()));
+    Some(match take_back(&mut notifies.lock(), serial) {
+        Some(request) => {
+            fail(request, failed);
+            Err(failed)
+        }
+        None => Ok(ND_PENDING),
     })
 }
 
@@ -603,7 +635,8 @@ fn model_get<T>(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{model_get, take, Front};
+    use super::{model_get, queue_and_arm, take, Armed, Front, FrontMutex};
+    use crate::nd2::{ND_PENDING, ND_SUCCESS};
     use std::collections::VecDeque;
     use std::mem::MaybeUninit;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -686,6 +719,63 @@ mod tests {
         assert_eq!(seen, (0..N).collect::<Vec<_>>());
         assert!(get(&front, &cq, 8).is_empty(), "none twice");
     }
+
+    /// A failed arm (ibv_req_notify_cq's EINVAL, injected) while the CQ's event completes the
+    /// request inside the arm's window: the request completes once (the event's), and the call
+    /// returns ND_PENDING, not the failure as a second outcome. With no event meanwhile the
+    /// request fails inline, once; an arm that succeeds leaves it waiting.
+    #[test]
+    fn a_failed_arm_fails_only_a_request_that_no_event_completed() {
+        let notifies = FrontMutex::new(VecDeque::new());
+        let serial = AtomicU64::new(0);
+        let armed = || Armed {
+            any: true,
+            _watch: None,
+        };
+        let completed = AtomicU64::new(0);
+        let failed = AtomicU64::new(0);
+        let fail = |_request: u32, _code: i32| {
+            failed.fetch_add(1, Ordering::SeqCst);
+        };
+
+        // The event's notified() comes between the queueing and the arm's failure.
+        let outcome = queue_and_arm(
+            &notifies,
+            &serial,
+            1u32,
+            armed(),
+            |_| {
+                let (request, _, _) = notifies.lock().pop_front().expect("queued before the arm");
+                assert_eq!(request, 1);
+                completed.fetch_add(1, Ordering::SeqCst);
+                -libc::EINVAL
+            },
+            fail,
+        );
+        assert_eq!(
+            outcome,
+            Some(Ok(ND_PENDING)),
+            "the event's completion is the only outcome"
+        );
+        assert_eq!(
+            (completed.load(Ordering::SeqCst), failed.load(Ordering::SeqCst)),
+            (1, 0)
+        );
+
+        // No event: the request is taken back and fails inline, once.
+        let outcome = queue_and_arm(&notifies, &serial, 2u32, armed(), |_| -libc::EINVAL, fail);
+        assert!(matches!(outcome, Some(Err(code)) if code != ND_SUCCESS && code != ND_PENDING));
+        assert_eq!(failed.load(Ordering::SeqCst), 1);
+        assert!(notifies.lock().is_empty(), "taken back");
+
+        // Another request waiting is not the one taken back.
+        assert_eq!(queue_and_arm(&notifies, &serial, 3u32, armed(), |_| 0, fail), None);
+        let outcome = queue_and_arm(&notifies, &serial, 4u32, armed(), |_| -libc::EINVAL, fail);
+        assert!(matches!(outcome, Some(Err(_))));
+        assert_eq!(failed.load(Ordering::SeqCst), 2);
+        let left: Vec<u32> = notifies.lock().iter().map(|(request, _, _)| *request).collect();
+        assert_eq!(left, [3], "the armed request still waits");
+    }
 }
 
 /// The front's protocol under loom (`RUSTFLAGS="--cfg loom" cargo test --release -p nd-shim
@@ -729,6 +819,64 @@ mod loom_models {
         let n = model_get(front, &mut out, |rest| cq.poll(rest));
         // SAFETY: model_get wrote the first n.
         out[..n].iter().map(|v| unsafe { v.assume_init() }).collect()
+    }
+
+    /// A Notify whose arm fails (injected) while the CQ's event (`notified`: the oldest waiting
+    /// request, under the list's lock) races it: in every interleaving the request completes
+    /// once, by the event or by the inline failure, and the call fails inline only if it failed
+    /// the request itself.
+    #[test]
+    fn loom_a_failed_arm_and_an_event_complete_a_request_once() {
+        use super::{queue_and_arm, Armed, FrontMutex};
+        use crate::nd2::ND_PENDING;
+        use loom::sync::atomic::AtomicUsize;
+        loom::model(|| {
+            let notifies = Arc::new(FrontMutex::new(VecDeque::<(u32, Armed, u64)>::new()));
+            let completions = Arc::new(AtomicUsize::new(0));
+            let event = {
+                let (notifies, completions) = (Arc::clone(&notifies), Arc::clone(&completions));
+                thread::spawn(move || {
+                    if notifies.lock().pop_front().is_some() {
+                        completions.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            };
+            let serial = std::sync::atomic::AtomicU64::new(0);
+            let failed_inline = AtomicUsize::new(0);
+            let outcome = queue_and_arm_model(&notifies, &serial, &failed_inline, &completions);
+            event.join().unwrap();
+            assert_eq!(completions.load(Ordering::SeqCst), 1, "one completion");
+            match outcome {
+                Some(Err(_)) => assert_eq!(failed_inline.load(Ordering::SeqCst), 1),
+                Some(Ok(hr)) => {
+                    assert_eq!(hr, ND_PENDING);
+                    assert_eq!(failed_inline.load(Ordering::SeqCst), 0);
+                }
+                None => unreachable!("the arm failed"),
+            }
+        });
+
+        fn queue_and_arm_model(
+            notifies: &FrontMutex<VecDeque<(u32, Armed, u64)>>,
+            serial: &std::sync::atomic::AtomicU64,
+            failed_inline: &AtomicUsize,
+            completions: &AtomicUsize,
+        ) -> Option<Result<i32, i32>> {
+            queue_and_arm(
+                notifies,
+                serial,
+                1,
+                Armed {
+                    any: true,
+                    _watch: None,
+                },
+                |_| -libc::EINVAL,
+                |_, _| {
+                    failed_inline.fetch_add(1, Ordering::SeqCst);
+                    completions.fetch_add(1, Ordering::SeqCst);
+                },
+            )
+        }
     }
 
     /// No completion lost or returned twice, the order kept, and no Notify left waiting on a
