@@ -450,13 +450,16 @@ unsafe fn poll_batch(cq: *mut ffi::ibv_cq, wcs: &mut [MaybeUninit<ffi::ibv_wc>; 
 }
 
 /// A work completion as ND2_RESULT, with its QueuePairContext, RequestContext and RequestType.
-#[inline]
+/// A success is ND_SUCCESS whatever the request (from_wc_status_for), so only a failure is
+/// translated, out of line.
+#[inline(always)]
 fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usize, u64, u32)) -> Nd2Result {
-    if wc.status != 0 {
-        log_failed(wc, request_type);
-    }
     Nd2Result {
-        status: from_wc_status_for(wc.status, RequestKind::from_nd2(request_type)).0,
+        status: if wc.status == 0 {
+            ND_SUCCESS
+        } else {
+            failed_status(wc, request_type)
+        },
         bytes_transferred: wc.byte_len,
         queue_pair_context: qp_context as *mut c_void,
         request_context: request_context as *mut c_void,
@@ -464,11 +467,11 @@ fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usi
     }
 }
 
-/// A completion in error, at debug level: the verbs status, opcode and vendor code say which
-/// request failed and why (ND2_RESULT keeps only the ND code).
+/// A completion in error: its ND code, logged at debug level with the verbs status, opcode and
+/// vendor code, which say which request failed and why (ND2_RESULT keeps only the ND code).
 #[cold]
 #[inline(never)]
-fn log_failed(wc: &ffi::ibv_wc, request_type: u32) {
+fn failed_status(wc: &ffi::ibv_wc, request_type: u32) -> HResult {
     log::debug!(
         "completion in error: QP {} request type {} wc status {} opcode {} vendor_err {:#x}",
         wc.qp_num,
@@ -477,6 +480,7 @@ fn log_failed(wc: &ffi::ibv_wc, request_type: u32) {
         wc.opcode,
         wc.vendor_err
     );
+    from_wc_status_for(wc.status, RequestKind::from_nd2(request_type)).0
 }
 
 unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max: u32) -> u32 {
