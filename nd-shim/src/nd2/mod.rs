@@ -224,10 +224,7 @@ impl<T: Class> Com<T> {
             self.give_back();
             return Err(ND_INVALID_HANDLE);
         }
-        // SAFETY: not NULL while the count is not 0 (stored before it was published, taken only
-        // after it reached 0); from Arc::into_raw, and the object's own count keeps it alive
-        // until the last count, ours at the earliest, is given back.
-        let body = unsafe { &*self.body.load(Ordering::Acquire) };
+        let body = self.body.load(Ordering::Acquire).cast_const();
         Ok(Held { shell: self, body })
     }
 
@@ -281,7 +278,7 @@ impl<T: Class> Com<T> {
     /// A strong reference to the body, for objects (and calls) that must keep this one alive.
     fn arc(&self) -> Result<Arc<T>, HResult> {
         let held = self.hold()?;
-        let body: *const T = held.body;
+        let body = held.body;
         // SAFETY: the pointer came from Arc::into_raw and the object holds that count while held.
         unsafe { Arc::increment_strong_count(body) };
         // SAFETY: the count just taken is handed to the new Arc.
@@ -289,16 +286,22 @@ impl<T: Class> Com<T> {
     }
 }
 
-/// A call's count on an object ([`Com::hold`]): derefs to the body.
+/// A call's count on an object ([`Com::hold`]): derefs to the body. The body is kept as the
+/// pointer from Arc::into_raw, not a `&T`: the last release may free it while the guard itself
+/// is being dropped (a reference held then would outlive its memory), and [`Com::arc`] reaches
+/// Arc's count before the body, outside what a `&T` may reach.
 pub(crate) struct Held<'a, T: Class> {
     shell: &'a Com<T>,
-    body: &'a T,
+    body: *const T,
 }
 
 impl<T: Class> std::ops::Deref for Held<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        self.body
+        // SAFETY: not NULL while the count is not 0 (stored before it was published, taken
+        // only after it reached 0); from Arc::into_raw, and the object's own count keeps it
+        // alive until the last count, this guard's at the earliest, is given back.
+        unsafe { &*self.body }
     }
 }
 
