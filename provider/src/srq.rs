@@ -578,11 +578,13 @@ mod tests {
         assert_eq!(fq.kernel.produced(), 1);
         let k: rxe_recv_wqe = fq.kernel.read_slot(0);
         assert_eq!((k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge), (1, 128, 128, 2));
-        // Three more: two go in, then the ring is full (ENOMEM).
+        // Three more: two go in, then the ring is full (ENOMEM). The three
+        // share one SGE list: each `&mut c` would invalidate the pointer
+        // the request before holds.
         let mut w5 = recv_wr(5, &mut c);
-        let mut w4 = recv_wr(4, &mut c);
+        let mut w4 = ibv_recv_wr { wr_id: 4, ..w5 };
         w4.next = &mut w5;
-        let mut w3 = recv_wr(3, &mut c);
+        let mut w3 = ibv_recv_wr { wr_id: 3, ..w4 };
         w3.next = &mut w4;
         assert_eq!(
             // SAFETY: as above.

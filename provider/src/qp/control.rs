@@ -821,10 +821,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(
-        miri,
-        ignore = "under Miri the deaf kernel is a temporary file, and the create fails with EIO before the undo this test checks"
-    )]
     fn a_failed_create_whose_undo_succeeds_frees_the_qp() {
         // What an earlier test on this thread left (Miri runs them all on one).
         crate::lifecycle::fault::take_leaked();
@@ -850,10 +846,6 @@ mod tests {
     /// qp::tests::a_failed_undo_leaks_the_qp_the_kernel_may_still_name`) the
     /// read below is what would be a use-after-free if it were freed.
     #[test]
-    #[cfg_attr(
-        miri,
-        ignore = "under Miri the deaf kernel is a temporary file, and the create fails with EIO before the undo this test checks"
-    )]
     fn a_failed_undo_leaks_the_qp_the_kernel_may_still_name() {
         // What an earlier test on this thread left (Miri runs them all on one).
         crate::lifecycle::fault::take_leaked();
