@@ -13,9 +13,10 @@
 # Prints each run's mean round trip, exchanges per second, CQ polls, CPU time per exchange and
 # typical round trip (the median of the run's exchanges, each timed: tests/bench/round-trips.h)
 # side by side, with the clients' context switches and system calls per exchange, per thread
-# (tests/bench/thread-counts.h: exact counts, unlike the times), then the medians over
-# the rounds and the ratios ND2 / verbs, and each program's best typical round trip over the
-# rounds and their ratio; never fails on a time. RIG_BENCH_ITERATIONS (1000),
+# (tests/bench/thread-counts.h: exact counts, unlike the times), and each client's slowest
+# exchange (its round trip, and which exchange, from 0), then the medians over the rounds and
+# the ratios ND2 / verbs, and each program's best typical round trip over the rounds and their
+# ratio; never fails on a time. RIG_BENCH_ITERATIONS (1000),
 # RIG_BENCH_SIZE (64), RIG_BENCH_ROUNDS (3).
 # Then, per provider, both clients polling under valgrind's callgrind (their servers polling
 # natively), only the exchanges counted: user-space instructions per exchange, the polls per
@@ -100,8 +101,9 @@ failed() {
 }
 
 # one PROVIDER PROGRAM [OPTION...]: one ping-pong; prints "ROUND_TRIP_US EXCHANGES_PER_S POLLS CPU_US
-# TYPICAL_US VOLUNTARY INVOLUNTARY SYSCALLS" and on a second line the client's counts per thread,
-# or fails (ROUND_TRIP_US: the mean; POLLS: CQ polls per exchange, two of which find a completion;
+# TYPICAL_US VOLUNTARY INVOLUNTARY SYSCALLS", on a second line the client's counts per thread and
+# on a third its slowest exchange ("MAX us (exchange I)", I from 0: round-trips.h), or fails
+# (ROUND_TRIP_US: the mean; POLLS: CQ polls per exchange, two of which find a completion;
 # CPU_US: the client process's CPU time per exchange, every thread; TYPICAL_US: the median of the
 # exchanges' round trips, or n/a if the client did not print it: tests/bench/round-trips.h;
 # VOLUNTARY, INVOLUNTARY: its context switches per exchange, every thread; SYSCALLS: its system
@@ -116,6 +118,7 @@ one() {
         "${typical:-n/a}" \
         "$(sed -n 's/^client counts per exchange: total \([0-9.]*\) voluntary, \([0-9.]*\) involuntary, \([0-9.n/a]*\) syscalls.*/\1 \2 \3/p' <<< "$out")"
     grep '^client counts per exchange' <<< "$out" | sed 's/^client counts per exchange: total [^|]*| //'
+    echo "$(sed -n 's/^client latency per exchange: .* max \([0-9.]* us (exchange [0-9]*\) of.*/\1)/p' <<< "$out")"
 }
 
 cg_iters=${RIG_BENCH_CALLGRIND_ITERS:-200}
@@ -195,8 +198,9 @@ for mode_name in "${modes[@]}"; do
             printf '%-8s %-6s %16s %9s %7s %6s %9s %16s %9s %7s %6s %9s\n' "$provider" "$round" "$nrt" "$nrate" \
                 "$npolls" "$ncpu" "$ntyp" "$vrt" "$vrate" "$vpolls" "$vcpu" "$vtyp"
             # Per exchange, the client's: context switches voluntary/involuntary, system calls.
-            printf '  counts  ND2 %s/%s/%s: %s\n' "$nvol" "$ninv" "$nsys" "$(tail -n +2 <<< "$nd2")"
-            printf '  counts  verbs %s/%s/%s: %s\n' "$vvol" "$vinv" "$vsys" "$(tail -n +2 <<< "$verbs")"
+            printf '  counts  ND2 %s/%s/%s: %s\n' "$nvol" "$ninv" "$nsys" "$(sed -n 2p <<< "$nd2")"
+            printf '  counts  verbs %s/%s/%s: %s\n' "$vvol" "$vinv" "$vsys" "$(sed -n 2p <<< "$verbs")"
+            printf '  max     ND2 %s, verbs %s\n' "$(sed -n 3p <<< "$nd2")" "$(sed -n 3p <<< "$verbs")"
             runs+=("$nrt $nrate $vrt $vrate $ncpu $vcpu $ntyp $vtyp")
         done
         ((${#runs[@]} > 0)) || continue

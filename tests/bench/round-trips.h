@@ -102,14 +102,19 @@ static inline int round_trips_compare(const void *a, const void *b)
  * Turns the stamps into the n round trips, sorted; then the median, min, nearest-rank 99th
  * percentile and max, in ns (n > 0).
  */
-static inline void round_trips_stats(struct round_trips *r, double *typical, double *min, double *p99, double *max)
+static inline void round_trips_stats(struct round_trips *r, double *typical, double *min, double *p99, double *max,
+                                     unsigned *slowest)
 {
     unsigned n = r->n;
     int64_t *d = r->stamps;
     /* ns per stamp unit: 1 where the stamps are clock reads. */
     double ticks = (double)(d[n] - d[0]), unit = ticks > 0 ? (double)(r->clock1 - r->clock0) / ticks : 1;
-    for (unsigned i = 0; i < n; i++)
+    *slowest = 0;
+    for (unsigned i = 0; i < n; i++) {
         d[i] = d[i + 1] - d[i];
+        if (d[i] > d[*slowest])
+            *slowest = i;
+    }
     qsort(d, n, sizeof *d, round_trips_compare);
     *typical = unit * (n % 2 ? (double)d[n / 2] : ((double)d[n / 2 - 1] + (double)d[n / 2]) / 2);
     *min = unit * (double)d[0];
@@ -121,10 +126,11 @@ static inline void round_trips_stats(struct round_trips *r, double *typical, dou
 static inline void round_trips_print(struct round_trips *r, const char *who)
 {
     double typical, min, p99, max;
+    unsigned slowest;
     if (r->n > 0) {
-        round_trips_stats(r, &typical, &min, &p99, &max);
-        printf("%s latency per exchange: typical %.1f us, min %.1f us, p99 %.1f us, max %.1f us\n", who,
-               typical / 1e3, min / 1e3, p99 / 1e3, max / 1e3);
+        round_trips_stats(r, &typical, &min, &p99, &max, &slowest);
+        printf("%s latency per exchange: typical %.1f us, min %.1f us, p99 %.1f us, max %.1f us (exchange %u of %u)\n",
+               who, typical / 1e3, min / 1e3, p99 / 1e3, max / 1e3, slowest, r->n);
     }
     free(r->stamps);
     r->stamps = NULL;

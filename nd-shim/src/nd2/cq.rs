@@ -340,12 +340,10 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             }
             return Ok(ND_PENDING);
         }
-        // A completion not yet returned (in the front, or in the CQ now): the request completes
-        // at once, the CQ unarmed (no system call).
-        if cq.holds_one() {
-            request.complete(NdStatus::ND_SUCCESS, 0);
-            return Ok(ND_PENDING);
-        }
+        // The request waits, the CQ is armed, and then looked at (below): a completion already
+        // there (in the front, or in the CQ) completes the request at once. No look before the
+        // arm: a program Notifies after GetResults found the CQ empty (IND2CompletionQueue.md),
+        // so that look would be one more empty poll on every wait.
         let armed = Armed {
             any,
             _watch: super::pump::watch(),
@@ -365,8 +363,8 @@ unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HR
             return Ok(ND_PENDING);
         }
         // A completion that came before the arm raised no event: found now (and left at the
-        // front for GetResults), it completes the waiting requests as an event would (its
-        // event, if the arm saw it, later completes the next ones early: a wake-up that finds
+        // front for GetResults), it completes the waiting requests as an event would (an event
+        // the arm still raises later completes the next ones early: a wake-up that finds
         // nothing, never a lost one).
         if cq.holds_one() {
             cq.notified();
@@ -400,8 +398,10 @@ fn queue_and_arm<R>(
     let serial = serial.fetch_add(1, Ordering::Relaxed);
     let solicited_only = {
         let mut notifies = notifies.lock();
+        let any = armed.any;
         notifies.push_back((request, armed, serial));
-        i32::from(!notifies.iter().any(|(_, armed, _)| armed.any))
+        // An ANY request arms for any completion, whatever else waits.
+        i32::from(!any && !notifies.iter().any(|(_, armed, _)| armed.any))
     };
     let armed = arm(solicited_only);
     if armed == 0 {
@@ -900,11 +900,9 @@ mod loom_models {
             let notifier = {
                 let (front, cq) = (Arc::clone(&front), Arc::clone(&cq));
                 thread::spawn(move || {
-                    // Notify: a look, the arm, a look again (cq.rs's notify).
-                    front.holds_one(|out| cq.poll(&mut out[..1])) || {
-                        cq.arm();
-                        front.holds_one(|out| cq.poll(&mut out[..1]))
-                    }
+                    // Notify: the arm, then a look (cq.rs's notify).
+                    cq.arm();
+                    front.holds_one(|out| cq.poll(&mut out[..1]))
                 })
             };
             let first = get(&front, &cq, 1);

@@ -153,10 +153,20 @@ impl Request {
 }
 
 impl Drop for Request {
+    /// A completed request's drop is one comparison, inline (its file's count aside).
+    #[inline]
     fn drop(&mut self) {
-        if self.ov.is_null() {
-            return;
+        if !self.ov.is_null() {
+            self.dropped_pending();
         }
+    }
+}
+
+impl Request {
+    /// Dropped without completing: cancelled, or the inline failure of a panicking call.
+    #[cold]
+    #[inline(never)]
+    fn dropped_pending(&mut self) {
         if std::thread::panicking() {
             self.fail_once(super::ND_INTERNAL_ERROR);
         } else {
