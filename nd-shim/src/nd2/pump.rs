@@ -1016,6 +1016,31 @@ mod tests {
     }
 
     // One test: the leader role is process-wide.
+    /// The leader role, once the thread that held it (another test's) has left.
+    fn lead_when_free() -> Leader {
+        loop {
+            if let Some(leader) = lead() {
+                return leader;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// `leader` waits with no deadline for a flag that another thread sets 20 ms later, kicking.
+    fn wait_for_a_kick_20_ms_later(leader: &Leader) {
+        let flag = Arc::new(AtomicBool::new(false));
+        let setter = {
+            let flag = Arc::clone(&flag);
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                flag.store(true, Ordering::SeqCst);
+                kick();
+            })
+        };
+        assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
+        setter.join().unwrap();
+    }
+
     #[test]
     fn leader_reads_sources_and_is_woken_by_kick() {
         let _pump = exclusive_for_test();
@@ -1033,12 +1058,7 @@ mod tests {
 
         // The leader drains a source that fires while it waits.
         // Other tests' port waits may hold the role for a moment.
-        let leader = loop {
-            if let Some(leader) = lead() {
-                break leader;
-            }
-            std::thread::yield_now();
-        };
+        let leader = lead_when_free();
         assert!(lead().is_none(), "one leader at a time");
         let writer = std::thread::spawn(move || signal(fd));
         assert!(leader.wait_until(None, || counter.drained.load(Ordering::SeqCst) == 1));
@@ -1066,23 +1086,8 @@ mod tests {
         // read.
         let pump = pump().unwrap();
         let mut relay = Relay::new();
-        let leader = loop {
-            if let Some(leader) = lead() {
-                break leader;
-            }
-            std::thread::yield_now();
-        };
-        let flag = Arc::new(AtomicBool::new(false));
-        let setter = {
-            let flag = Arc::clone(&flag);
-            std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                flag.store(true, Ordering::SeqCst);
-                kick();
-            })
-        };
-        assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
-        setter.join().unwrap();
+        let leader = lead_when_free();
+        wait_for_a_kick_20_ms_later(&leader);
         assert!(pump.parked.load(Ordering::SeqCst), "the leader parked the relay");
         assert!(counter.blocking.load(Ordering::SeqCst));
         assert!(counter.direct.load(Ordering::SeqCst) >= 1, "woken in the direct read");
@@ -1182,23 +1187,8 @@ mod tests {
         assert!(watched.is_some(), "another thread's Notify is watched");
         assert!(!pump.parked.load(Ordering::SeqCst), "no leader: unparked at the arm");
         // While it waits, a leader with no deadline does not park: the relay keeps reading.
-        let leader = loop {
-            if let Some(leader) = lead() {
-                break leader;
-            }
-            std::thread::yield_now();
-        };
-        let flag = Arc::new(AtomicBool::new(false));
-        let setter = {
-            let flag = Arc::clone(&flag);
-            std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                flag.store(true, Ordering::SeqCst);
-                kick();
-            })
-        };
-        assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
-        setter.join().unwrap();
+        let leader = lead_when_free();
+        wait_for_a_kick_20_ms_later(&leader);
         assert!(!pump.parked.load(Ordering::SeqCst), "no park while a Notify is watched");
         drop(leader);
         drop(watched);
