@@ -32,6 +32,7 @@ pub mod command;
 mod context;
 mod cq;
 mod device;
+mod entry;
 pub mod errno;
 pub mod libibverbs;
 mod lifecycle;

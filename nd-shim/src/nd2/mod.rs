@@ -50,6 +50,8 @@ use crate::sys;
 mod adapter;
 mod cq;
 mod doorbell;
+mod entry_connection;
+mod entry_data;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

@@ -19,6 +19,7 @@
 //! `docs/nd-conformance.md`.
 
 mod boundary;
+mod entry;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

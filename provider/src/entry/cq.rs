@@ -1,0 +1,1 @@
+//! The C entries of completion queues and `ibv_cq_ex`.

@@ -1,0 +1,1 @@
+//! The C entries of shared receive queues.
