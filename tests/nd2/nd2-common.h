@@ -271,6 +271,26 @@ template <typename Run> static inline int nd2_with_startup(Run run)
     return rc;
 }
 
+/* One row of a case program's table: the case's name and what runs it on the program's fixtures. */
+template <typename... Fixture> struct Nd2Case {
+    const char *name;
+    int (*run)(Fixture &...);
+};
+
+/* nd2_case_main for programs whose case runs on one Fixture(ARG1, ARG2), made between NdStartup
+ * and NdCleanup. */
+template <typename Fixture, size_t N>
+static inline int nd2_fixture_main(int argc, char **argv, const Nd2Case<Fixture> (&cases)[N], const char *argsUsage)
+{
+    return nd2_case_main(argc, argv, cases, argsUsage,
+                         [](const Nd2Case<Fixture> &c, const char *arg1, const char *arg2) {
+                             return nd2_with_startup([&] {
+                                 Fixture fixture(arg1, arg2);
+                                 return c.run(fixture);
+                             });
+                         });
+}
+
 /* An OVERLAPPED with its own manual-reset event (programs that wait on the event). */
 struct Nd2EventOv : OVERLAPPED {
     Nd2EventOv()

@@ -1454,10 +1454,7 @@ int connect_after_cancel(Pair &s)
     return 0;
 }
 
-struct Case {
-    const char *name;
-    int (*run)(Pair &);
-} const cases[] = {
+const Nd2Case<Pair> cases[] = {
     {"private-data-limit", private_data_limit},
     {"reject", reject},
     {"no-listener", no_listener},
@@ -1492,11 +1489,5 @@ struct Case {
 
 int main(int argc, char **argv)
 {
-    return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
-                         [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             return nd2_with_startup([&] {
-                                 Pair pair(passiveIp, activeIp);
-                                 return c.run(pair);
-                             });
-                         });
+    return nd2_fixture_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP");
 }

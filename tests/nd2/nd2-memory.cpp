@@ -776,10 +776,7 @@ int deregister_concurrent(Side &s, Side &)
     return 0;
 }
 
-struct Case {
-    const char *name;
-    int (*run)(Side &, Side &);
-} const cases[] = {
+const Nd2Case<Side, Side> cases[] = {
     {"register-args", register_args},
     {"deregister-bound", deregister_bound},
     {"bind-deregister-race", bind_deregister_race},
@@ -794,7 +791,7 @@ struct Case {
 int main(int argc, char **argv)
 {
     return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
-                         [](const Case &c, const char *passiveIp, const char *activeIp) {
+                         [](const Nd2Case<Side, Side> &c, const char *passiveIp, const char *activeIp) {
                              return nd2_with_startup([&] {
                                  Side passive("passive", passiveIp);
                                  Side active("active", activeIp);

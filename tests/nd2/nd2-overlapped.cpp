@@ -178,10 +178,7 @@ int bad_input(Rig &rig)
     return 0;
 }
 
-struct Case {
-    const char *name;
-    int (*run)(Rig &);
-} const cases[] = {
+const Nd2Case<Rig> cases[] = {
     {"cancel-order", cancel_order},
     {"event-bit", event_bit},
     {"release-pending", release_pending},
@@ -192,7 +189,7 @@ struct Case {
 
 int main(int argc, char **argv)
 {
-    return nd2_case_main(argc, argv, cases, "LOCAL_IP PORT", [](const Case &c, const char *localIp, const char *port) {
+    return nd2_case_main(argc, argv, cases, "LOCAL_IP PORT", [](const Nd2Case<Rig> &c, const char *localIp, const char *port) {
         Rig rig(localIp, static_cast<unsigned short>(atoi(port)));
         return c.run(rig);
     });

@@ -467,10 +467,7 @@ int token_order(Pair &s)
     return 0;
 }
 
-struct Case {
-    const char *name;
-    int (*run)(Pair &);
-} const cases[] = {
+const Nd2Case<Pair> cases[] = {
     {"max-limits", max_limits},
     {"sge-rounding", sge_rounding},
     {"inline-data", inline_data},
@@ -483,11 +480,5 @@ struct Case {
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    return nd2_case_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP",
-                         [](const Case &c, const char *passiveIp, const char *activeIp) {
-                             return nd2_with_startup([&] {
-                                 Pair pair(passiveIp, activeIp);
-                                 return c.run(pair);
-                             });
-                         });
+    return nd2_fixture_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP");
 }

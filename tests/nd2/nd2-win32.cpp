@@ -23,32 +23,26 @@ void note(const char *what)
     fprintf(stderr, "nd2-win32: %8.3f s %s\n", (nd2_now_us() - start) / 1e6, what);
 }
 
-/* One side: adapter, overlapped file, CQ, registered buffer, QP, connector. */
-struct Side {
-    IND2Adapter *adapter = NULL;
-    HANDLE file = NULL;
-    IND2CompletionQueue *cq = NULL;
+/* One side (Nd2PairSide without its waiter): adapter, overlapped file, CQ, registered buffer, QP,
+ * connector. */
+struct Side : Nd2PairSide {
     IND2MemoryRegion *mr = NULL;
-    IND2QueuePair *qp = NULL;
-    IND2Connector *connector = NULL;
     char buf[64];
 
     void Open(const char *ip)
     {
         sockaddr_in local = nd2_ipv4(ip, 0);
-        nd2_open_adapter(local, &adapter, &file);
-        CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0,
-                                                reinterpret_cast<void **>(&cq)));
-        CHECK_HR(adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)));
+        nd2_open_adapter(local, &m_adapter, &m_file);
+        CHECK_HR(m_adapter->CreateCompletionQueue(IID_IND2CompletionQueue, m_file, 16, 0, 0,
+                                                  reinterpret_cast<void **>(&m_cq)));
+        CHECK_HR(m_adapter->CreateMemoryRegion(IID_IND2MemoryRegion, m_file, reinterpret_cast<void **>(&mr)));
         OVERLAPPED ov;
         memset(&ov, 0, sizeof ov);
         HRESULT hr = mr->Register(buf, sizeof buf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov);
         if (hr == ND_PENDING)
             hr = mr->GetOverlappedResult(&ov, TRUE);
         CHECK_HR(hr);
-        CHECK_HR(adapter->CreateQueuePair(IID_IND2QueuePair, cq, cq, this, 4, 4, 1, 1, 0,
-                                          reinterpret_cast<void **>(&qp)));
-        CHECK_HR(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void **>(&connector)));
+        CreateQpAndConnector(this, 4, 4);
     }
 
     ND2_SGE Sge()
@@ -64,16 +58,14 @@ struct Side {
     void Close()
     {
         OVERLAPPED ov;
-        EXPECT(connector->Release() == 0);
-        EXPECT(qp->Release() == 0);
+        ReleaseQpAndConnector();
         memset(&ov, 0, sizeof ov);
         HRESULT hr = mr->Deregister(&ov);
         if (hr == ND_PENDING)
             hr = mr->GetOverlappedResult(&ov, TRUE);
         CHECK_HR(hr);
         EXPECT(mr->Release() == 0);
-        EXPECT(cq->Release() == 0);
-        nd2_close_adapter(adapter, file);
+        CloseAdapter();
     }
 };
 
@@ -89,28 +81,28 @@ struct Pair {
         client.Open(clientIp);
         note("connecting");
         sockaddr_in listenAt = nd2_ipv4(serverIp, kPort);
-        IND2Listener *listener = nd2_listen(server.adapter, server.file, listenAt);
+        IND2Listener *listener = nd2_listen(server.m_adapter, server.m_file, listenAt);
         OVERLAPPED req, conn;
         memset(&req, 0, sizeof req);
         memset(&conn, 0, sizeof conn);
-        EXPECT(listener->GetConnectionRequest(server.connector, &req) == ND_PENDING);
+        EXPECT(listener->GetConnectionRequest(server.m_connector, &req) == ND_PENDING);
         sockaddr_in clientAt = nd2_ipv4(clientIp, 0);
-        CHECK_HR(client.connector->Bind(reinterpret_cast<const sockaddr *>(&clientAt), sizeof clientAt));
-        HRESULT connecting = client.connector->Connect(client.qp, reinterpret_cast<const sockaddr *>(&listenAt),
+        CHECK_HR(client.m_connector->Bind(reinterpret_cast<const sockaddr *>(&clientAt), sizeof clientAt));
+        HRESULT connecting = client.m_connector->Connect(client.m_qp, reinterpret_cast<const sockaddr *>(&listenAt),
                                                        sizeof listenAt, 0, 0, NULL, 0, &conn);
         EXPECT(connecting == ND_PENDING);
         CHECK_HR(listener->GetOverlappedResult(&req, TRUE));
         OVERLAPPED acc;
         memset(&acc, 0, sizeof acc);
-        HRESULT accepting = server.connector->Accept(server.qp, 0, 0, NULL, 0, &acc);
-        CHECK_HR(client.connector->GetOverlappedResult(&conn, TRUE));
+        HRESULT accepting = server.m_connector->Accept(server.m_qp, 0, 0, NULL, 0, &acc);
+        CHECK_HR(client.m_connector->GetOverlappedResult(&conn, TRUE));
         memset(&conn, 0, sizeof conn);
-        HRESULT completing = client.connector->CompleteConnect(&conn);
+        HRESULT completing = client.m_connector->CompleteConnect(&conn);
         if (completing == ND_PENDING)
-            completing = client.connector->GetOverlappedResult(&conn, TRUE);
+            completing = client.m_connector->GetOverlappedResult(&conn, TRUE);
         CHECK_HR(completing);
         if (accepting == ND_PENDING)
-            accepting = server.connector->GetOverlappedResult(&acc, TRUE);
+            accepting = server.m_connector->GetOverlappedResult(&acc, TRUE);
         CHECK_HR(accepting);
         EXPECT(listener->Release() == 0);
         note("connected");
@@ -123,12 +115,12 @@ struct Pair {
         OVERLAPPED cd, sd;
         memset(&cd, 0, sizeof cd);
         memset(&sd, 0, sizeof sd);
-        HRESULT c = client.connector->Disconnect(&cd);
-        HRESULT s = server.connector->Disconnect(&sd);
+        HRESULT c = client.m_connector->Disconnect(&cd);
+        HRESULT s = server.m_connector->Disconnect(&sd);
         if (c == ND_PENDING)
-            c = client.connector->GetOverlappedResult(&cd, TRUE);
+            c = client.m_connector->GetOverlappedResult(&cd, TRUE);
         if (s == ND_PENDING)
-            s = server.connector->GetOverlappedResult(&sd, TRUE);
+            s = server.m_connector->GetOverlappedResult(&sd, TRUE);
         EXPECT(c == ND_SUCCESS && s == ND_SUCCESS);
         client.Close();
         server.Close();
@@ -139,9 +131,9 @@ struct Pair {
     void Exchange()
     {
         ND2_SGE rsge = server.Sge(), ssge = client.Sge();
-        CHECK_HR(server.qp->Receive(reinterpret_cast<void *>(1), &rsge, 1));
+        CHECK_HR(server.m_qp->Receive(reinterpret_cast<void *>(1), &rsge, 1));
         ssge.BufferLength = 8;
-        CHECK_HR(client.qp->Send(reinterpret_cast<void *>(2), &ssge, 1, 0));
+        CHECK_HR(client.m_qp->Send(reinterpret_cast<void *>(2), &ssge, 1, 0));
     }
 
     /* Takes the one result of `side`'s CQ (`context` its request's). */
@@ -149,7 +141,7 @@ struct Pair {
     {
         ND2_RESULT result;
         for (int tries = 0; tries < 5000; tries++) {
-            ULONG n = side.cq->GetResults(&result, 1);
+            ULONG n = side.m_cq->GetResults(&result, 1);
             if (n == 1) {
                 EXPECT(result.Status == ND_SUCCESS);
                 EXPECT(reinterpret_cast<ULONG_PTR>(result.RequestContext) == context);
@@ -167,7 +159,7 @@ void ArmNotify(Side &side, OVERLAPPED &ov, HANDLE event)
 {
     memset(&ov, 0, sizeof ov);
     ov.hEvent = event;
-    EXPECT(side.cq->Notify(ND_CQ_NOTIFY_ANY, &ov) == ND_PENDING);
+    EXPECT(side.m_cq->Notify(ND_CQ_NOTIFY_ANY, &ov) == ND_PENDING);
     EXPECT(!HasOverlappedIoCompleted(&ov));
 }
 
@@ -188,7 +180,7 @@ int wait_multiple(Pair &pair)
     pair.Exchange();
     EXPECT(WaitForMultipleObjects(2, any, FALSE, 10000) == WAIT_OBJECT_0 + 1);
     EXPECT(HasOverlappedIoCompleted(&sov));
-    EXPECT(pair.server.cq->GetOverlappedResult(&sov, FALSE) == ND_SUCCESS);
+    EXPECT(pair.server.m_cq->GetOverlappedResult(&sov, FALSE) == ND_SUCCESS);
     /* Auto-reset: the wait took it. */
     EXPECT(WaitForMultipleObjectsEx(2, any, FALSE, 0, TRUE) == WAIT_TIMEOUT);
     Pair::ExpectResult(pair.server, 1);
@@ -221,7 +213,7 @@ int wait_multiple(Pair &pair)
     EXPECT(WaitForMultipleObjects(0, any, FALSE, 0) == WAIT_FAILED && GetLastError() == ERROR_INVALID_PARAMETER);
     HANDLE twice[2] = {s, s};
     EXPECT(WaitForMultipleObjects(2, twice, TRUE, 0) == WAIT_FAILED && GetLastError() == ERROR_INVALID_PARAMETER);
-    HANDLE withFile[2] = {s, pair.server.file};
+    HANDLE withFile[2] = {s, pair.server.m_file};
     EXPECT(WaitForMultipleObjects(2, withFile, FALSE, 0) == WAIT_FAILED && GetLastError() == ERROR_INVALID_HANDLE);
     CloseHandle(idle);
     CloseHandle(s);
@@ -233,9 +225,9 @@ int wait_multiple(Pair &pair)
  * one, in one call; a timeout is FALSE with WAIT_TIMEOUT. */
 int gqcs_ex(Pair &pair)
 {
-    HANDLE port = CreateIoCompletionPort(pair.server.file, NULL, 11, 0);
+    HANDLE port = CreateIoCompletionPort(pair.server.m_file, NULL, 11, 0);
     EXPECT(port != NULL);
-    EXPECT(CreateIoCompletionPort(pair.client.file, port, 22, 0) == port);
+    EXPECT(CreateIoCompletionPort(pair.client.m_file, port, 22, 0) == port);
     OVERLAPPED_ENTRY entries[4];
     ULONG n = 99;
     SetLastError(0);
@@ -268,7 +260,7 @@ int gqcs_ex(Pair &pair)
     /* A cancelled Notify's packet is returned too (TRUE), its status in Internal. */
     ArmNotify(pair.server, sov, NULL);
     EXPECT(PostQueuedCompletionStatus(port, 5, 33, NULL) == TRUE);
-    CHECK_HR(pair.server.cq->CancelOverlappedRequests());
+    CHECK_HR(pair.server.m_cq->CancelOverlappedRequests());
     n = 0;
     EXPECT(GetQueuedCompletionStatusEx(port, entries, 4, &n, 10000, FALSE) == TRUE);
     EXPECT(n == 2);
@@ -285,7 +277,7 @@ int gqcs_ex(Pair &pair)
  * OVERLAPPED (after that thread took a real completion from it). */
 int port_close(Pair &pair)
 {
-    HANDLE port = CreateIoCompletionPort(pair.server.file, NULL, 11, 0);
+    HANDLE port = CreateIoCompletionPort(pair.server.m_file, NULL, 11, 0);
     EXPECT(port != NULL);
     OVERLAPPED sov;
     ArmNotify(pair.server, sov, NULL);
@@ -421,8 +413,7 @@ int nd1_refused(const char *serverIp, const char *)
     CHECK_HR(NdCleanup());
     void *out = reinterpret_cast<void *>(1);
     EXPECT(adapter->QueryInterface(IID_INDAdapter, &out) == E_NOINTERFACE && out == NULL);
-    IND2Connector *connector = NULL;
-    CHECK_HR(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void **>(&connector)));
+    IND2Connector *connector = nd2_create_connector(adapter, file);
     EXPECT(connector->QueryInterface(IID_INDConnector, &out) == E_NOINTERFACE && out == NULL);
     EXPECT(adapter->CreateConnector(IID_INDConnector, file, &out) == E_NOINTERFACE);
     EXPECT(connector->Release() == 0);
