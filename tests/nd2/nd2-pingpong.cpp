@@ -503,6 +503,31 @@ private:
     IND2MemoryRegion *m_mr = NULL;
 };
 
+/* The options without a value: each sets its flag. */
+const struct {
+    const char *name;
+    bool Options::*flag;
+} FLAGS[] = {
+    {"--poll", &Options::poll},
+    {"--yield", &Options::yield},
+    {"--stall-check", &Options::stallCheck},
+    {"--memory-poll", &Options::memoryPoll},
+    {"--reject", &Options::reject},
+    {"--server-disconnects", &Options::serverDisconnects},
+};
+
+/* `arg` one of FLAGS: its flag set in opt, true; false otherwise. */
+bool SetFlag(Options &opt, const char *arg)
+{
+    for (const auto &f : FLAGS) {
+        if (strcmp(arg, f.name) == 0) {
+            opt.*f.flag = true;
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -516,20 +541,8 @@ int main(int argc, char **argv)
             opt.mixed = static_cast<unsigned>(strtoul(value, NULL, 0));
         else if ((value = nd2_option_value(argc, argv, at, "--context-base")))
             opt.contextBase = static_cast<uintptr_t>(strtoull(value, NULL, 0));
-        else if (strcmp(argv[at], "--poll") == 0)
-            opt.poll = true;
-        else if (strcmp(argv[at], "--yield") == 0)
-            opt.yield = true;
-        else if (strcmp(argv[at], "--stall-check") == 0)
-            opt.stallCheck = true;
-        else if (strcmp(argv[at], "--memory-poll") == 0)
-            opt.memoryPoll = true;
-        else if (strcmp(argv[at], "--reject") == 0)
-            opt.reject = true;
-        else if (strcmp(argv[at], "--server-disconnects") == 0)
-            opt.serverDisconnects = true;
         else
-            return false;
+            return SetFlag(opt, argv[at]);
         return true;
     });
     if (!ok || opt.port == 0 || opt.iters == 0 || opt.size == 0 || (opt.stallCheck && !opt.mixed) || (opt.memoryPoll && !opt.mixed) ||

@@ -55,6 +55,25 @@ void *const READ_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(3));
 void *const BIND_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(4));
 void *const INVALIDATE_CONTEXT = reinterpret_cast<void *>(static_cast<uintptr_t>(5));
 
+/* The context a request of `type` (not a receive) is posted with. */
+void *ContextOf(ND2_REQUEST_TYPE type)
+{
+    switch (type) {
+    case Nd2RequestTypeSend:
+        return SEND_CONTEXT;
+    case Nd2RequestTypeWrite:
+        return WRITE_CONTEXT;
+    case Nd2RequestTypeRead:
+        return READ_CONTEXT;
+    case Nd2RequestTypeBind:
+        return BIND_CONTEXT;
+    case Nd2RequestTypeInvalidate:
+        return INVALIDATE_CONTEXT;
+    default:
+        return NULL;
+    }
+}
+
 class RdmaPingPong : Nd2PairSide {
 public:
     explicit RdmaPingPong(const Options &opt)
@@ -172,21 +191,10 @@ private:
                 got = *Slot(slot);
                 break;
             }
-            case Nd2RequestTypeSend:
-                EXPECT(r.RequestContext == SEND_CONTEXT);
-                break;
-            case Nd2RequestTypeWrite:
-                EXPECT(r.RequestContext == WRITE_CONTEXT);
-                break;
-            case Nd2RequestTypeRead:
-                EXPECT(r.RequestContext == READ_CONTEXT);
-                EXPECT(r.BytesTransferred == m_opt.size);
-                break;
-            case Nd2RequestTypeBind:
-                EXPECT(r.RequestContext == BIND_CONTEXT);
-                break;
-            case Nd2RequestTypeInvalidate:
-                EXPECT(r.RequestContext == INVALIDATE_CONTEXT);
+            default:
+                EXPECT(r.RequestContext == ContextOf(r.RequestType));
+                if (r.RequestType == Nd2RequestTypeRead)
+                    EXPECT(r.BytesTransferred == m_opt.size);
                 break;
             }
             seen[k] = true;
