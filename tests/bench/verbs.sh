@@ -146,6 +146,28 @@ perf_figure() {
     awk -v c="$2" '/^ *#bytes/ { hdr = 1; next } hdr && $1 ~ /^[0-9]+$/ && NF >= c { print $c; exit }' "$1"
 }
 
+# perf_round NAME COLUMN [UNIT]: round $r of perftest $t with ${args[@]} on provider $p (perf_run):
+# its figure (perf_figure's COLUMN) added to $dir/NAME.$p.figures and printed, its output kept as
+# NAME.$p.$r.out; its log kept as NAME.$p.$r.log when it failed.
+perf_round() {
+    local name=$1 col=$2 unit=${3:+ $3} f
+    if perf_run "$p" "$t" "${args[@]}"; then
+        f=$(perf_figure "$dir/$t.$p.out" "$col")
+        cp "$dir/$t.$p.out" "$dir/$name.$p.$r.out"
+        # perftest prints inf (or, with -F, 0) when it failed to measure its clock: no figure then.
+        if [[ $f =~ ^[0-9]+(\.[0-9]+)?$ && ! $f =~ ^0+(\.0+)?$ ]]; then
+            echo "$f" >> "$dir/$name.$p.figures"
+            echo "  round $r: $p $t ${args[*]}: $f$unit"
+        else
+            echo "  round $r: $p $t ${args[*]}: no figure (${f:-none}; bench-verbs/$name.$p.$r.out)"
+        fi
+    else
+        cp "$dir/$t.$p.log" "$dir/$name.$p.$r.log"
+        echo "  round $r: $p $t ${args[*]}: failed or timed out (bench-verbs/$name.$p.$r.log):"
+        tail -n 8 "$dir/$t.$p.log" | sed 's/^/    | /'
+    fi
+}
+
 [[ $parts == *d* ]] &&
 echo "-- (d) contended: threads posting on one QP and polling one CQ, $contended_iters WRITEs, median of $contended_rounds rounds (providers alternate)"
 [[ $parts == *d* ]] && for threads in 4 8; do
@@ -187,22 +209,7 @@ fi
     for p in "${providers[@]}"; do : > "$dir/$t.$p.figures"; done
     for ((r = 1; r <= rounds; r++)); do
         for p in "${providers[@]}"; do
-            if perf_run "$p" "$t" "${args[@]}"; then
-                f=$(perf_figure "$dir/$t.$p.out" "$col")
-                cp "$dir/$t.$p.out" "$dir/$t.$p.$r.out"
-                # perftest prints inf (or, with -F, 0) when it failed to measure its clock: no
-                # figure then.
-                if [[ $f =~ ^[0-9]+(\.[0-9]+)?$ && ! $f =~ ^0+(\.0+)?$ ]]; then
-                    echo "$f" >> "$dir/$t.$p.figures"
-                    echo "  round $r: $p $t ${args[*]}: $f"
-                else
-                    echo "  round $r: $p $t ${args[*]}: no figure (${f:-none}; bench-verbs/$t.$p.$r.out)"
-                fi
-            else
-                cp "$dir/$t.$p.log" "$dir/$t.$p.$r.log"
-                echo "  round $r: $p $t ${args[*]}: failed or timed out (bench-verbs/$t.$p.$r.log):"
-                tail -n 8 "$dir/$t.$p.log" | sed 's/^/    | /'
-            fi
+            perf_round "$t" "$col"
         done
     done
     for p in "${providers[@]}"; do fig[$p]=$(median < "$dir/$t.$p.figures"); done
@@ -224,20 +231,7 @@ if [[ $parts == *f* ]]; then
         ((r % 2)) || order=("${providers[1]}" "${providers[0]}")
         for p in "${order[@]}"; do
             # Column 4 of ib_read_bw's result line: BW average[MB/sec].
-            if perf_run "$p" "$t" "${args[@]}"; then
-                f=$(perf_figure "$dir/$t.$p.out" 4)
-                cp "$dir/$t.$p.out" "$dir/read4k.$p.$r.out"
-                if [[ $f =~ ^[0-9]+(\.[0-9]+)?$ && ! $f =~ ^0+(\.0+)?$ ]]; then
-                    echo "$f" >> "$dir/read4k.$p.figures"
-                    echo "  round $r: $p $t ${args[*]}: $f MB/s"
-                else
-                    echo "  round $r: $p $t ${args[*]}: no figure (${f:-none}; bench-verbs/read4k.$p.$r.out)"
-                fi
-            else
-                cp "$dir/$t.$p.log" "$dir/read4k.$p.$r.log"
-                echo "  round $r: $p $t ${args[*]}: failed or timed out (bench-verbs/read4k.$p.$r.log):"
-                tail -n 8 "$dir/$t.$p.log" | sed 's/^/    | /'
-            fi
+            perf_round read4k 4 MB/s
             log=$dir/rate.read.$p.$r.log
             with_provider "$p" "$dir/rate.read.$p.served" "$bench" rate read "$read_iters" > "$log" 2>&1 &&
                 expect_provider "$dir/rate.read.$p.served" "$p" &&

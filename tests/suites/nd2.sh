@@ -124,24 +124,12 @@ for provider in ${RIG_ND_PROVIDERS:-stock rxe_rs}; do
     for name in $("$nd2_bin/nd2-overlapped" --list); do
         run_test "overlapped-$name.$provider" nd2_overlapped "$provider" "$name" 7410
     done
-    for name in $("$nd2_bin/nd2-win32" --list); do
-        run_test "win32-$name.$provider" nd2_win32 "$provider" "$name"
-    done
-    for name in $("$nd2_bin/nd2-bindio" --list); do
-        run_test "bindio-$name.$provider" nd2_bindio "$provider" "$name"
-    done
-    for name in $("$nd2_bin/nd2-conformance" --list); do
-        [[ $name == io-timeout ]] && continue
-        run_test "conformance-$name.$provider" nd2_conformance "$provider" "$name"
-    done
-    for name in $("$nd2_bin/nd2-queue-pair" --list); do
-        run_test "queue-pair-$name.$provider" nd2_queue_pair "$provider" "$name"
-    done
-    for name in $("$nd2_bin/nd2-cq-notify" --list); do
-        run_test "cq-notify-$name.$provider" nd2_cq_notify "$provider" "$name"
-    done
-    for name in $("$nd2_bin/nd2-memory" --list); do
-        run_test "memory-$name.$provider" nd2_memory "$provider" "$name"
+    # Each case program's cases, run by its function nd2_PROGRAM (conformance's io-timeout above).
+    for program in win32 bindio conformance queue-pair cq-notify memory; do
+        for name in $("$nd2_bin/nd2-$program" --list); do
+            [[ $program-$name == conformance-io-timeout ]] && continue
+            run_test "$program-$name.$provider" "nd2_${program//-/_}" "$provider" "$name"
+        done
     done
     RIG_TIMEOUT=240 run_test "stress.$provider" nd2_stress "$provider"
     run_test "adapter-info.$provider" nd2_adapter_info "$provider"

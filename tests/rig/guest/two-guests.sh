@@ -200,10 +200,9 @@ ND2="env ND_SHIM_LOG=debug $RIG_ROOT/target/nd2"
 PAIRINGS=(${RIG_TWO_PAIRINGS:-rxe_rs-rxe_rs rxe_rs-stock stock-rxe_rs stock-stock})
 for pairing in "${PAIRINGS[@]}"; do
     sp=${pairing%-*} cp=${pairing#*-}
-    step ibv_rc_pingpong "$sp" "$cp" tcp:18515 \
-        "ibv_rc_pingpong -d rxe0 -g $gid -n 200" "ibv_rc_pingpong -d rxe0 -g $gid -n 200 $S"
-    step ibv_ud_pingpong "$sp" "$cp" tcp:18515 \
-        "ibv_ud_pingpong -d rxe0 -g $gid -n 200" "ibv_ud_pingpong -d rxe0 -g $gid -n 200 $S"
+    for pingpong in ibv_rc_pingpong ibv_ud_pingpong; do
+        step $pingpong "$sp" "$cp" tcp:18515 "$pingpong -d rxe0 -g $gid -n 200" "$pingpong -d rxe0 -g $gid -n 200 $S"
+    done
     step rping "$sp" "$cp" cm:7174 \
         "rping -s -a $S -p 7174 -C 50" "rping -c -a $S -I $C -p 7174 -C 50"
     step rdma_server-client "$sp" "$cp" cm:7471 \
