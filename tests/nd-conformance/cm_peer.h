@@ -84,4 +84,28 @@ static inline int peer_start(int argc, char **argv, int want, const char *usage,
     return open_id(ch, id);
 }
 
+/* Bound to *sin and listening with `backlog`, "ready" printed: 0; 1 otherwise. */
+static inline int peer_listen(struct rdma_cm_id *id, struct sockaddr_in *sin, int backlog)
+{
+    if (rdma_bind_addr(id, (struct sockaddr *)sin))
+        return fail("rdma_bind_addr");
+    if (rdma_listen(id, backlog))
+        return fail("rdma_listen");
+    printf("ready\n");
+    return 0;
+}
+
+/* An RC QP on the id (4 deep each way, one SGE), in `pd` (NULL: the device's default PD): 0; 1
+ * otherwise. */
+static inline int peer_rc_qp(struct rdma_cm_id *id, struct ibv_pd *pd)
+{
+    struct ibv_qp_init_attr init = {
+        .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+        .qp_type = IBV_QPT_RC,
+    };
+    if (rdma_create_qp(id, pd, &init))
+        return fail("rdma_create_qp");
+    return 0;
+}
+
 #endif /* CM_PEER_H */

@@ -33,12 +33,8 @@ static int make_qp(struct rdma_cm_id *id, struct rdma_conn_param *param)
     struct ibv_device_attr attr;
     if (ibv_query_device(id->verbs, &attr))
         return fail("ibv_query_device");
-    struct ibv_qp_init_attr init = {
-        .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-        .qp_type = IBV_QPT_RC,
-    };
-    if (rdma_create_qp(id, NULL, &init))
-        return fail("rdma_create_qp");
+    if (peer_rc_qp(id, NULL))
+        return 1;
     memset(param, 0, sizeof *param);
     param->responder_resources = (uint8_t)(attr.max_qp_rd_atom > 255 ? 255 : attr.max_qp_rd_atom);
     param->initiator_depth = (uint8_t)(attr.max_qp_init_rd_atom > 255 ? 255 : attr.max_qp_init_rd_atom);
@@ -49,8 +45,12 @@ static int make_qp(struct rdma_cm_id *id, struct rdma_conn_param *param)
     return 0;
 }
 
-static int wait_disconnect(struct rdma_event_channel *ch, struct rdma_cm_id *id)
+/* ESTABLISHED ("established" printed), then the peer's disconnect: the exit status. */
+static int until_disconnected(struct rdma_event_channel *ch, struct rdma_cm_id *id)
 {
+    if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED))
+        return 1;
+    printf("established\n");
     if (expect_event(ch, RDMA_CM_EVENT_DISCONNECTED))
         return 1;
     rdma_disconnect(id);
@@ -70,11 +70,8 @@ int main(int argc, char **argv)
     struct rdma_cm_event *ev;
 
     if (!strcmp(mode, "hold") || !strcmp(mode, "accept")) {
-        if (rdma_bind_addr(id, (struct sockaddr *)&sin))
-            return fail("rdma_bind_addr");
-        if (rdma_listen(id, 4))
-            return fail("rdma_listen");
-        printf("ready\n");
+        if (peer_listen(id, &sin, 4))
+            return 1;
         if (!strcmp(mode, "hold")) {
             char buf[64];
             while (read(0, buf, sizeof buf) > 0)
@@ -89,10 +86,7 @@ int main(int argc, char **argv)
         rdma_ack_cm_event(ev);
         if (make_qp(conn, &param) || rdma_accept(conn, &param))
             return fail("rdma_accept");
-        if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED))
-            return 1;
-        printf("established\n");
-        return wait_disconnect(ch, conn);
+        return until_disconnected(ch, conn);
     }
     if (!strcmp(mode, "connect")) {
         if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000))
@@ -105,10 +99,7 @@ int main(int argc, char **argv)
             return 1;
         if (make_qp(id, &param) || rdma_connect(id, &param))
             return fail("rdma_connect");
-        if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED))
-            return 1;
-        printf("established\n");
-        return wait_disconnect(ch, id);
+        return until_disconnected(ch, id);
     }
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

@@ -50,9 +50,8 @@ int main(int argc, char **argv)
     int rc = peer_start(argc, argv, 3, "nd2-verbs-peer IP PORT", 1, &sin, &ch, &listen_id);
     if (rc)
         return rc;
-    if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin) || rdma_listen(listen_id, 1))
-        return fail("rdma_listen");
-    printf("ready\n");
+    if (peer_listen(listen_id, &sin, 1))
+        return 1;
     struct rdma_cm_event *ev = next_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
     if (!ev)
         return 1;
@@ -78,12 +77,8 @@ int main(int argc, char **argv)
                            : NULL;
     if (!mr)
         return fail("ibv_reg_mr");
-    struct ibv_qp_init_attr init = {
-        .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-        .qp_type = IBV_QPT_RC,
-    };
-    if (rdma_create_qp(id, pd, &init))
-        return fail("rdma_create_qp");
+    if (peer_rc_qp(id, pd))
+        return 1;
     unsigned char mine[12];
     uint64_t addr = htobe64((uint64_t)(uintptr_t)buf);
     uint32_t token = htonl(mr->rkey);
