@@ -436,6 +436,45 @@ static inline IND2Connector *nd2_create_connector(IND2Adapter *adapter, HANDLE f
     return connector;
 }
 
+/* A memory region on the adapter's overlapped file, not registered yet. */
+static inline IND2MemoryRegion *nd2_create_mr(IND2Adapter *adapter, HANDLE file)
+{
+    IND2MemoryRegion *mr = NULL;
+    CHECK_HR(adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)));
+    return mr;
+}
+
+/*
+ * What a case program's side opens, both sides in one process (after NdStartup): the adapter of
+ * `ip`, its overlapped file bound to a completion port (key 5) and a CQ of `cqDepth`; `label`
+ * names the side in failures. ClosePort() is the other end, once the side released the CQ.
+ */
+struct Nd2PortSide {
+    const char *label;
+    sockaddr_in address;
+    IND2Adapter *adapter = NULL;
+    HANDLE file = NULL;
+    HANDLE port = NULL;
+    IND2CompletionQueue *cq = NULL;
+
+    Nd2PortSide(const char *labelText, const char *ip, ULONG cqDepth) : label(labelText), address(nd2_ipv4(ip, 0))
+    {
+        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
+        CHECK_HR(adapter->CreateOverlappedFile(&file));
+        port = CreateIoCompletionPort(file, NULL, 5, 0);
+        EXPECT(port != NULL);
+        cq = nd2_create_cq(adapter, file, cqDepth);
+    }
+
+    /* The port and the file closed, the adapter's last reference released. */
+    void ClosePort()
+    {
+        CloseHandle(port);
+        CloseHandle(file);
+        EXPECT(adapter->Release() == 0);
+    }
+};
+
 /*
  * What a pair program's side holds: the adapter and its overlapped file, the waiter of the run,
  * one CQ, one QP and the connector.

@@ -19,28 +19,15 @@
 namespace {
 
 /* One side: adapter, overlapped file bound to a completion port, CQ, MR over a buffer. */
-struct Side {
-    const char *label;
-    sockaddr_in address;
-    IND2Adapter *adapter = NULL;
-    HANDLE file = NULL;
-    HANDLE port = NULL;
-    IND2CompletionQueue *cq = NULL;
+struct Side : Nd2PortSide {
     IND2MemoryRegion *mr = NULL;
     unsigned char buf[1024];
     std::vector<IND2QueuePair *> qps;
     std::vector<OVERLAPPED *> stash; /* packets taken from the port, not yet asked for */
 
-    Side(const char *labelText, const char *ip) : label(labelText)
+    Side(const char *labelText, const char *ip) : Nd2PortSide(labelText, ip, 32)
     {
-        address = nd2_ipv4(ip, 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
-        CHECK_HR(adapter->CreateOverlappedFile(&file));
-        port = CreateIoCompletionPort(file, NULL, 5, 0);
-        EXPECT(port != NULL);
-        CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 32, 0, 0,
-                                                reinterpret_cast<void **>(&cq)));
-        CHECK_HR(adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)));
+        mr = nd2_create_mr(adapter, file);
         OVERLAPPED ov;
         memset(&ov, 0, sizeof ov);
         EXPECT(mr->Register(buf, sizeof buf, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov) == ND_PENDING);
@@ -62,17 +49,10 @@ struct Side {
         Drain();
         if (!stash.empty())
             FAIL("%s: %zu packets nobody asked for", label, stash.size());
-        CloseHandle(port);
-        CloseHandle(file);
-        EXPECT(adapter->Release() == 0);
+        ClosePort();
     }
 
-    IND2Connector *Connector()
-    {
-        IND2Connector *c = NULL;
-        CHECK_HR(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void **>(&c)));
-        return c;
-    }
+    IND2Connector *Connector() { return nd2_create_connector(adapter, file); }
 
     /* A QP on the side's CQ (8 deep each way, one SGE), released by its caller. */
     IND2QueuePair *NewQp()

@@ -23,24 +23,11 @@ namespace {
 const size_t kBuf = 4096;
 
 /* One side: adapter, overlapped file on a completion port, a CQ, a page-aligned buffer. */
-struct Side {
-    const char *label;
-    sockaddr_in address;
-    IND2Adapter *adapter = NULL;
-    HANDLE file = NULL;
-    HANDLE port = NULL;
-    IND2CompletionQueue *cq = NULL;
+struct Side : Nd2PortSide {
     unsigned char *buf = NULL;
 
-    Side(const char *labelText, const char *ip) : label(labelText)
+    Side(const char *labelText, const char *ip) : Nd2PortSide(labelText, ip, 64)
     {
-        address = nd2_ipv4(ip, 0);
-        CHECK_HR(NdOpenAdapter(IID_IND2Adapter, nd2_sa(address), sizeof address, reinterpret_cast<void **>(&adapter)));
-        CHECK_HR(adapter->CreateOverlappedFile(&file));
-        port = CreateIoCompletionPort(file, NULL, 5, 0);
-        EXPECT(port != NULL);
-        CHECK_HR(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 64, 0, 0,
-                                                reinterpret_cast<void **>(&cq)));
         buf = static_cast<unsigned char *>(aligned_alloc(4096, kBuf));
         EXPECT(buf != NULL);
         memset(buf, 0, kBuf);
@@ -50,18 +37,11 @@ struct Side {
     {
         EXPECT(cq->Release() == 0);
         Drain();
-        CloseHandle(port);
-        CloseHandle(file);
-        EXPECT(adapter->Release() == 0);
+        ClosePort();
         free(buf);
     }
 
-    IND2MemoryRegion *Mr()
-    {
-        IND2MemoryRegion *mr = NULL;
-        CHECK_HR(adapter->CreateMemoryRegion(IID_IND2MemoryRegion, file, reinterpret_cast<void **>(&mr)));
-        return mr;
-    }
+    IND2MemoryRegion *Mr() { return nd2_create_mr(adapter, file); }
 
     IND2MemoryWindow *Mw()
     {
