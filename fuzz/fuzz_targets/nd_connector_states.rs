@@ -108,14 +108,7 @@ impl conn::Engine for ConnEngine<'_> {
         self.prepared = true;
     }
     fn act(&mut self, action: Action) -> Result<(), St> {
-        self.trace.push(Out::Act(action));
-        match self.fail {
-            Some((a, code)) if a == action => {
-                self.fail = None;
-                Err(code)
-            }
-            _ => Ok(()),
-        }
+        act(&mut self.trace, &mut self.fail, action)
     }
     fn complete(&mut self, request: Request, status: St) {
         self.trace.push(Out::Done(request, status));
@@ -254,6 +247,18 @@ struct Want {
     trace: Vec<Out>,
 }
 
+/// `action` recorded in `trace`; it fails, once, when `fail` names it.
+fn act(trace: &mut Vec<Out>, fail: &mut Fail, action: Action) -> Result<(), St> {
+    trace.push(Out::Act(action));
+    match *fail {
+        Some((a, code)) if a == action => {
+            *fail = None;
+            Err(code)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Actions as the model expects them, failing as the fake engine will.
 struct Acts {
     fail: Fail,
@@ -262,14 +267,7 @@ struct Acts {
 
 impl Acts {
     fn act(&mut self, action: Action) -> Result<(), St> {
-        self.trace.push(Out::Act(action));
-        match self.fail {
-            Some((a, code)) if a == action => {
-                self.fail = None;
-                Err(code)
-            }
-            _ => Ok(()),
-        }
+        act(&mut self.trace, &mut self.fail, action)
     }
     /// An action whose failure changes nothing for the application (teardown steps).
     fn quiet(&mut self, action: Action) {
@@ -277,6 +275,20 @@ impl Acts {
     }
     fn done(&mut self, request: Request, status: St) {
         self.trace.push(Out::Done(request, status));
+    }
+    /// A call's `action`: taken, the connector goes to `then` and the call returns `status`;
+    /// failed, the connector is failed with the code, which the call returns.
+    fn then(&mut self, next: &mut Model, action: Action, then: M, status: St) -> St {
+        match self.act(action) {
+            Ok(()) => {
+                next.m = then;
+                status
+            }
+            Err(code) => {
+                next.m = M::Failed(code);
+                code
+            }
+        }
     }
 }
 
@@ -323,17 +335,8 @@ fn model_call(from: Model, call: Call, qp_busy: bool, fail: Fail) -> Want {
     let m = from.m;
     match call {
         Call::Bind => match m {
-            M::Idle => match acts.act(A::BindAddress) {
-                Ok(()) => {
-                    next.m = M::Bound;
-                    returns = St::ND_SUCCESS;
-                }
-                // IND2Connector::Bind: errors do not allow the connector to be used again.
-                Err(code) => {
-                    next.m = M::Failed(code);
-                    returns = code;
-                }
-            },
+            // IND2Connector::Bind: errors do not allow the connector to be used again.
+            M::Idle => returns = acts.then(&mut next, A::BindAddress, M::Bound, St::ND_SUCCESS),
             M::Failed(_) => return refuse(St::ND_CONNECTION_INVALID),
             // nd-semantics.md "Ports": binding a bound or connected connector again.
             _ => return refuse(St::STATUS_ADDRESS_ALREADY_ASSOCIATED),
@@ -418,16 +421,7 @@ fn model_call(from: Model, call: Call, qp_busy: bool, fail: Fail) -> Want {
                     return refuse(St::ND_INVALID_BUFFER_SIZE);
                 }
                 next.qp = Some(qp);
-                match acts.act(A::AcceptRequest) {
-                    Ok(()) => {
-                        next.m = M::Accepting;
-                        returns = St::ND_PENDING;
-                    }
-                    Err(code) => {
-                        next.m = M::Failed(code);
-                        returns = code;
-                    }
-                }
+                returns = acts.then(&mut next, A::AcceptRequest, M::Accepting, St::ND_PENDING);
             }
             // The failure's code (the peer gave up first: ND_CONNECTION_ABORTED, ...).
             M::Failed(code) => return refuse(code),
@@ -441,16 +435,7 @@ fn model_call(from: Model, call: Call, qp_busy: bool, fail: Fail) -> Want {
                 if pd > MAX_REJECT_DATA {
                     return refuse(St::ND_INVALID_BUFFER_SIZE);
                 }
-                match acts.act(A::RejectPeer) {
-                    Ok(()) => {
-                        next.m = M::Rejected;
-                        returns = St::ND_SUCCESS;
-                    }
-                    Err(code) => {
-                        next.m = M::Failed(code);
-                        returns = code;
-                    }
-                }
+                returns = acts.then(&mut next, A::RejectPeer, M::Rejected, St::ND_SUCCESS);
             }
             M::Failed(code) => return refuse(code),
             _ => return refuse(St::ND_CONNECTION_INVALID),
@@ -1162,49 +1147,42 @@ impl World {
             );
             in_use
         });
-        let (input, pending, qp) = match call {
-            Call::Bind => (I::Bind, None, None),
-            Call::Connect { pd, qp } => (
-                I::Connect {
-                    private_data_len: pd,
-                    qp_in_use: busy,
-                },
-                Some(Request::Connect),
-                Some(qp),
-            ),
-            Call::ConnectShared { pd, qp } => (
-                I::ConnectWithSharedEndpoint {
-                    private_data_len: pd,
-                    qp_in_use: busy,
-                },
-                Some(Request::Connect),
-                Some(qp),
-            ),
-            Call::NdkConnect { pd, qp } => (
-                I::BindAndConnect {
-                    private_data_len: pd,
-                    qp_in_use: busy,
-                },
-                Some(Request::Connect),
-                Some(qp),
-            ),
-            Call::CompleteConnect => (I::CompleteConnect, None, None),
-            Call::Accept { pd, qp } => (
-                I::Accept {
-                    private_data_len: pd,
-                    qp_in_use: busy,
-                },
-                Some(Request::Accept),
-                Some(qp),
-            ),
-            Call::Reject { pd } => (I::Reject { private_data_len: pd }, None, None),
-            Call::Disconnect => (I::Disconnect, Some(Request::Disconnect), None),
-            Call::NotifyDisconnect => (I::NotifyDisconnect, Some(Request::NotifyDisconnect), None),
-            Call::Cancel => (I::Cancel, None, None),
-            Call::Release => (I::Release, None, None),
+        let input = match call {
+            Call::Bind => I::Bind,
+            Call::Connect { pd, .. } => I::Connect {
+                private_data_len: pd,
+                qp_in_use: busy,
+            },
+            Call::ConnectShared { pd, .. } => I::ConnectWithSharedEndpoint {
+                private_data_len: pd,
+                qp_in_use: busy,
+            },
+            Call::NdkConnect { pd, .. } => I::BindAndConnect {
+                private_data_len: pd,
+                qp_in_use: busy,
+            },
+            Call::CompleteConnect => I::CompleteConnect,
+            Call::Accept { pd, .. } => I::Accept {
+                private_data_len: pd,
+                qp_in_use: busy,
+            },
+            Call::Reject { pd } => I::Reject { private_data_len: pd },
+            Call::Disconnect => I::Disconnect,
+            Call::NotifyDisconnect => I::NotifyDisconnect,
+            Call::Cancel => I::Cancel,
+            Call::Release => I::Release,
+        };
+        // The request the call leaves pending (its completion awaited).
+        let pending = match call {
+            Call::Connect { .. } | Call::ConnectShared { .. } | Call::NdkConnect { .. } => Some(Request::Connect),
+            Call::Accept { .. } => Some(Request::Accept),
+            Call::Disconnect => Some(Request::Disconnect),
+            Call::NotifyDisconnect => Some(Request::NotifyDisconnect),
+            _ => None,
         };
         let want = model_call(self.conns[k].model, call, busy, fail);
-        self.run_connector(k, input, want, fail, pending, qp);
+        // The QP the call names: its claim's (call_qp).
+        self.run_connector(k, input, want, fail, pending, call_qp);
         // Connector::connect / accept: the call's claim stays only with the connection.
         if let Some(qp) = call_qp {
             let c = &self.conns[k];
