@@ -144,23 +144,20 @@ impl Side {
     fn received(&self, ctx: u64, offset: usize, want: &[u8]) -> Outcome {
         let c = self.wait_completion(ctx)?;
         ensure!(c.status == NdStatus::ND_SUCCESS, "receive completed {}", c.status);
-        let mut got = vec![0u8; want.len()];
-        ok("read", self.mr.read(offset, &mut got))?;
-        ensure!(
-            got == want,
-            "received {:?}, want {:?}",
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(want)
-        );
-        Ok(())
+        self.holds("received", offset, want)
     }
 
     fn memory_holds(&self, offset: usize, want: &[u8]) -> Outcome {
+        self.holds("memory holds", offset, want)
+    }
+
+    /// The MR holds `want` at `offset`; otherwise "`what` GOT, want WANT".
+    fn holds(&self, what: &str, offset: usize, want: &[u8]) -> Outcome {
         let mut got = vec![0u8; want.len()];
         ok("read", self.mr.read(offset, &mut got))?;
         ensure!(
             got == want,
-            "memory holds {:?}, want {:?}",
+            "{what} {:?}, want {:?}",
             String::from_utf8_lossy(&got),
             String::from_utf8_lossy(want)
         );
@@ -200,6 +197,25 @@ fn listening(side: &Side, port: u16) -> Result<Listener, String> {
     ok("listener bind", listener.bind(SocketAddr::new(SERVER, port)))?;
     ok("listen", listener.listen(4))?;
     Ok(listener)
+}
+
+/// A listener on SERVER:`port` for each of `ports`.
+fn listening_on(side: &Side, ports: &[u16]) -> Result<Vec<Listener>, String> {
+    ports.iter().map(|p| listening(side, *p)).collect()
+}
+
+/// A request from each of `listeners` in turn, accepted on a QP of its own; the connections are
+/// held 300 ms.
+fn accept_in_turn(side: &Side, listeners: &[&Listener]) -> Outcome {
+    let mut accepted = Vec::new();
+    for listener in listeners {
+        let connector = request(side, listener)?;
+        let qp = side.another_qp()?;
+        expect("Accept", accept(&connector, &qp)?.wait(), NdStatus::ND_SUCCESS)?;
+        accepted.push((connector, qp));
+    }
+    thread::sleep(Duration::from_millis(300));
+    Ok(())
 }
 
 fn wait_ready(ready: &mpsc::Receiver<()>) -> Outcome {
@@ -253,6 +269,16 @@ fn connect(connector: &Connector, qp: &QueuePair, port: u16, private_data: &[u8]
     )
 }
 
+/// Connect on `connector` to SERVER:`port` (no private data) ends with `want`.
+fn connect_ends(what: &str, connector: &Connector, qp: &QueuePair, port: u16, want: NdStatus) -> Outcome {
+    expect(what, connect(connector, qp, port, &[])?.wait(), want)
+}
+
+/// Connect to `ip`:`port` on `qp`, no reads either way and no private data.
+fn connect_to(connector: &Connector, qp: &QueuePair, ip: IpAddr, port: u16) -> Result<Pending, String> {
+    ok("connect", connector.connect(qp, SocketAddr::new(ip, port), 0, 0, &[]))
+}
+
 /// Accept on `qp`, no reads either way and no private data.
 fn accept(connector: &Connector, qp: &QueuePair) -> Result<Pending, String> {
     ok("accept", connector.accept(qp, 0, 0, &[]))
@@ -261,11 +287,7 @@ fn accept(connector: &Connector, qp: &QueuePair) -> Result<Pending, String> {
 /// A new connector on `side`, connected to SERVER:`port` (Connect and CompleteConnect succeed).
 fn connected(side: &Side, port: u16) -> Result<Connector, String> {
     let connector = Connector::new(&side.adapter);
-    expect(
-        "Connect",
-        connect(&connector, &side.qp, port, &[])?.wait(),
-        NdStatus::ND_SUCCESS,
-    )?;
+    connect_ends("Connect", &connector, &side.qp, port, NdStatus::ND_SUCCESS)?;
     ok("complete_connect", connector.complete_connect())?;
     Ok(connector)
 }
@@ -388,11 +410,7 @@ fn connect_state_errors() -> Outcome {
         connector.complete_connect(),
         NdStatus::ND_CONNECTION_INVALID,
     )?;
-    expect(
-        "Connect",
-        connect(&connector, &side.qp, PORT, &[])?.wait(),
-        NdStatus::ND_SUCCESS,
-    )?;
+    connect_ends("Connect", &connector, &side.qp, PORT, NdStatus::ND_SUCCESS)?;
     ok("complete_connect", connector.complete_connect())?;
     expect_err(
         "Connect on a connected connector",
@@ -505,10 +523,7 @@ fn host_unreachable() -> Outcome {
     let side = Side::open(CLIENT, true)?;
     let connector = Connector::new(&side.adapter);
     let nobody = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 77));
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(nobody, 7006), 0, 0, &[]),
-    )?;
+    let connect = connect_to(&connector, &side.qp, nobody, 7006)?;
     expect("Connect to 198.18.0.77", connect.wait(), NdStatus::ND_HOST_UNREACHABLE)
 }
 
@@ -637,20 +652,9 @@ fn shared_endpoint() -> Outcome {
     const PORTS: [u16; 2] = [7012, 7013];
     let (ready, server) = passive(|ready| {
         let side = Side::open(SERVER, false)?;
-        let listeners = PORTS
-            .iter()
-            .map(|p| listening(&side, *p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let listeners = listening_on(&side, &PORTS)?;
         ready.send(()).ok();
-        let mut accepted = Vec::new();
-        for listener in &listeners {
-            let connector = request(&side, listener)?;
-            let qp = side.another_qp()?;
-            expect("Accept", accept(&connector, &qp)?.wait(), NdStatus::ND_SUCCESS)?;
-            accepted.push((connector, qp));
-        }
-        thread::sleep(Duration::from_millis(300));
-        Ok(())
+        accept_in_turn(&side, &[&listeners[0], &listeners[1]])
     });
     let side = active(&ready)?;
     let endpoint = ok(
@@ -910,10 +914,7 @@ fn io_timeout() -> Outcome {
     let side = Side::open(CLIENT, true)?;
     let connector = Connector::new(&side.adapter);
     let silent = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 50));
-    let connect = ok(
-        "connect",
-        connector.connect(&side.qp, SocketAddr::new(silent, 7017), 0, 0, &[]),
-    )?;
+    let connect = connect_to(&connector, &side.qp, silent, 7017)?;
     let started = Instant::now();
     let status = connect
         .wait_for(Duration::from_secs(180))
@@ -952,20 +953,14 @@ fn unanswered_survival() -> Outcome {
     // The request nobody accepts.
     let held_connector = Connector::new(&active.adapter);
     let held_qp = active.another_qp()?;
-    let held = ok(
-        "connect",
-        held_connector.connect(&held_qp, SocketAddr::new(SERVER, held_port), 0, 0, &[]),
-    )?;
+    let held = connect_to(&held_connector, &held_qp, SERVER, held_port)?;
     let held_request = request(&passive, &held_listener)?;
     let started_req = Instant::now();
 
     // The REP nobody completes.
     let uncompleted_connector = Connector::new(&active.adapter);
     let uncompleted_qp = active.another_qp()?;
-    let uncompleted = ok(
-        "connect",
-        uncompleted_connector.connect(&uncompleted_qp, SocketAddr::new(SERVER, uncompleted_port), 0, 0, &[]),
-    )?;
+    let uncompleted = connect_to(&uncompleted_connector, &uncompleted_qp, SERVER, uncompleted_port)?;
     let accepting = request(&passive, &accept_listener)?;
     let accepted_qp = passive.another_qp()?;
     let accept = accept(&accepting, &accepted_qp)?;
@@ -1323,21 +1318,10 @@ fn mp_shared_endpoint() -> Outcome {
     const LOCAL: u16 = 7214;
     let (ready, server) = passive(|ready| {
         let side = Side::open(SERVER, false)?;
-        let listeners = PORTS
-            .iter()
-            .map(|p| listening(&side, *p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let listeners = listening_on(&side, &PORTS)?;
         ready.send(()).ok();
-        let mut accepted = Vec::new();
         // The other process's connection, then ours to :7213 and ours to :7212 again.
-        for listener in [&listeners[0], &listeners[1], &listeners[0]] {
-            let connector = request(&side, listener)?;
-            let qp = side.another_qp()?;
-            expect("Accept", accept(&connector, &qp)?.wait(), NdStatus::ND_SUCCESS)?;
-            accepted.push((connector, qp));
-        }
-        thread::sleep(Duration::from_millis(300));
-        Ok(())
+        accept_in_turn(&side, &[&listeners[0], &listeners[1], &listeners[0]])
     });
     wait_ready(&ready)?;
     let mut other = Helper::shim(&["shared", "7214", "7212"])?;
@@ -1434,11 +1418,7 @@ fn qp_accept_active() -> Outcome {
     let first = connected(&side, PORT)?;
     let qp = side.another_qp()?;
     let second = Connector::new(&side.adapter);
-    expect(
-        "Connect (second)",
-        connect(&second, &qp, PORT, &[])?.wait(),
-        NdStatus::ND_SUCCESS,
-    )?;
+    connect_ends("Connect (second)", &second, &qp, PORT, NdStatus::ND_SUCCESS)?;
     ok("complete_connect (second)", second.complete_connect())?;
     go_rx
         .recv_timeout(Duration::from_secs(20))
@@ -1521,9 +1501,11 @@ fn retry_after_refused() -> Outcome {
     const PORT: u16 = 7023;
     let side = Side::open(CLIENT, true)?;
     let connector = Connector::new(&side.adapter);
-    expect(
+    connect_ends(
         "Connect with no listener",
-        connect(&connector, &side.qp, PORT, &[])?.wait(),
+        &connector,
+        &side.qp,
+        PORT,
         NdStatus::ND_CONNECTION_REFUSED,
     )?;
     let first_local = connector.local_address().ok_or("no local address after the attempt")?;
@@ -1531,9 +1513,11 @@ fn retry_after_refused() -> Outcome {
         expect("Accept", accept(c, &side.qp)?.wait(), NdStatus::ND_SUCCESS)
     });
     wait_ready(&ready)?;
-    expect(
+    connect_ends(
         "Connect again on the same connector",
-        connect(&connector, &side.qp, PORT, &[])?.wait(),
+        &connector,
+        &side.qp,
+        PORT,
         NdStatus::ND_SUCCESS,
     )?;
     ok("complete_connect", connector.complete_connect())?;
