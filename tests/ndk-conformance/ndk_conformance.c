@@ -616,6 +616,33 @@ static int case_start(struct server *srv, uint16_t port, int (*body)(struct serv
     return client_open(s, 1, c);
 }
 
+/* A case's passive side's opening: its first connector `c` (server_next), or -1 from the case. */
+#define SERVER_FIRST                                                                                                   \
+    NDK_CONNECTOR *c = server_next(srv, 1);                                                                            \
+    if (!c)                                                                                                            \
+        return -1
+
+/* A case with the active side only: the side `s` and its connector `c` (client_open), or -1 from
+ * the case. */
+#define CLIENT_START                                                                                                   \
+    struct side s;                                                                                                     \
+    NDK_CONNECTOR *c;                                                                                                  \
+    if (client_open(&s, 1, &c) < 0)                                                                                    \
+        return -1
+
+/* The sides a case declares: the passive side `srv`, the active side `s` and its connector `c`. */
+#define CASE_SIDES                                                                                                     \
+    struct server srv;                                                                                                 \
+    struct side s;                                                                                                     \
+    NDK_CONNECTOR *c
+
+/* A case's opening: CASE_SIDES, started by case_start (the passive side on PORT running BODY with
+ * ARG); the case returns -1 when that fails. */
+#define CASE_START(port, body, arg)                                                                                    \
+    CASE_SIDES;                                                                                                        \
+    if (case_start(&srv, (port), (body), (arg), &s, &c) < 0)                                                           \
+        return -1
+
 /* Ends a case with both sides: waits for the passive side, then closes the active side (and `c`,
  * unless NULL: a case that closes its connector before the passive side ends does so itself).
  * Returns the passive side's result. */
@@ -636,6 +663,14 @@ static int connected(struct side *s, NDK_CONNECTOR *c, uint16_t port)
     return 0;
 }
 
+/* A receive posted (context `ctx`, at offset 0), then connected as connected() does. */
+static int connected_receiving(struct side *s, NDK_CONNECTOR *c, uint16_t port, uintptr_t ctx)
+{
+    if (post_receive(s, ctx, 0) < 0)
+        return -1;
+    return connected(s, c, port);
+}
+
 /* A shared endpoint on CLIENT_IP, its port from the ND range. */
 static int shared_endpoint_open(struct side *s, NDK_SHARED_ENDPOINT **e)
 {
@@ -643,6 +678,14 @@ static int shared_endpoint_open(struct side *s, NDK_SHARED_ENDPOINT **e)
     OK("NdkCreateSharedEndpoint",
        s->adapter->Dispatch->NdkCreateSharedEndpoint(s->adapter, SA(at), sizeof at, NULL, NULL, e));
     return 0;
+}
+
+/* The active side (polled) on CLIENT_IP and a shared endpoint on it (shared_endpoint_open). */
+static int client_endpoint_open(struct side *s, NDK_SHARED_ENDPOINT **e)
+{
+    if (side_open(s, CLIENT_IP, 1) < 0)
+        return -1;
+    return shared_endpoint_open(s, e);
 }
 
 /* A listener on the active side's adapter at `at`, only for its address: nobody connects to it. */
@@ -676,20 +719,33 @@ static int check_ipv4(const char *what, struct sockaddr_in *sin, ULONG len, cons
     return 0;
 }
 
+/* The private data the peer sent on `c` (its REQ or REP, `msg`), which must be `want` bytes (RDS's
+ * limit), into `pd`, and the read limits into *in and *out; `who` prefixes the calls' output. */
+static int connection_data(NDK_CONNECTOR *c, const char *who, const char *msg, uint8_t *pd, ULONG want, ULONG *in,
+                           ULONG *out)
+{
+    const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
+    char what[64];
+    ULONG len = 0;
+    snprintf(what, sizeof what, "%sNdkGetConnectionData (size)", who);
+    OK(what, d->NdkGetConnectionData(c, in, out, NULL, &len));
+    ENSURE(len == want, "%s private data size %u, want %u (RDS)", msg, len, want);
+    snprintf(what, sizeof what, "%sNdkGetConnectionData", who);
+    OK(what, d->NdkGetConnectionData(c, in, out, pd, &len));
+    return 0;
+}
+
 /* ---- connect-accept-data ---------------------------------------------------------------- */
 
 static int cad_server(struct server *srv)
 {
     struct side *s = &srv->side;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
-    ULONG in = 0, out = 0, len = 0;
-    OK("server NdkGetConnectionData (size)", d->NdkGetConnectionData(c, &in, &out, NULL, &len));
-    ENSURE(len == 56, "REQ private data size %u, want 56 (RDS)", len);
+    ULONG in = 0, out = 0;
     uint8_t pd[56];
-    OK("server NdkGetConnectionData", d->NdkGetConnectionData(c, &in, &out, pd, &len));
+    if (connection_data(c, "server ", "REQ", pd, sizeof pd, &in, &out) < 0)
+        return -1;
     ENSURE(pd[20] == 20 && pd[55] == 55, "REQ private data does not match what the client sent");
     printf("  server read limits: inbound %u outbound %u\n", in, out);
     uint64_t client_va;
@@ -735,22 +791,17 @@ static int cad_server(struct server *srv)
 
 static int case_connect_accept_data(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7101, cad_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7101, cad_server, NULL);
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
     if (post_receive(&s, 1, 0) < 0)
         return -1;
     uint8_t req[56];
     token_data(&s, req, sizeof req);
     EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7101, req, sizeof req, 15000), STATUS_SUCCESS);
-    ULONG in = 99, out = 99, len = 0;
-    OK("NdkGetConnectionData (size)", d->NdkGetConnectionData(c, &in, &out, NULL, &len));
-    ENSURE(len == 196, "REP private data size %u, want 196 (RDS)", len);
+    ULONG in = 99, out = 99;
     uint8_t rep[196];
-    OK("NdkGetConnectionData", d->NdkGetConnectionData(c, &in, &out, rep, &len));
+    if (connection_data(c, "", "REP", rep, sizeof rep, &in, &out) < 0)
+        return -1;
     ENSURE(rep[100] == 100 && rep[195] == 195, "REP private data does not match what the server sent");
     ENSURE(in <= 4 && out <= 4, "read limits %u/%u exceed what was asked", in, out);
     printf("  client read limits: inbound %u outbound %u\n", in, out);
@@ -787,10 +838,7 @@ static int case_connect_accept_data(void)
 
 static int case_no_listener_refused(void)
 {
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (client_open(&s, 1, &c) < 0)
-        return -1;
+    CLIENT_START;
     EXPECT_DONE("NdkConnect to a port nobody listens on", client_connect(&s, c, SERVER_IP, 7102, NULL, 0, 15000),
            STATUS_CONNECTION_REFUSED);
     return client_close(&s, c);
@@ -800,9 +848,7 @@ static int case_no_listener_refused(void)
 
 static int reject_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     uint8_t rej[149];
     for (size_t i = 0; i < sizeof rej; i++)
         rej[i] = (uint8_t)(0xA0 + i);
@@ -815,11 +861,7 @@ static int reject_server(struct server *srv)
 
 static int case_listener_reject(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7103, reject_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7103, reject_server, NULL);
     EXPECT_DONE("NdkConnect to a rejecting listener", client_connect(&s, c, SERVER_IP, 7103, NULL, 0, 15000),
            STATUS_CONNECTION_REFUSED);
     ULONG len = 0;
@@ -844,9 +886,7 @@ static int case_listener_reject(void)
 
 static int limit_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     uint8_t pd[197] = {0};
     EXPECT_INLINE("NdkAccept with 197 bytes", accept_on(&srv->side, c, srv->side.qp, pd, 197, NULL),
            STATUS_INVALID_BUFFER_SIZE);
@@ -857,11 +897,7 @@ static int limit_server(struct server *srv)
 
 static int case_private_data_limit(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7104, limit_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7104, limit_server, NULL);
     uint8_t pd[57] = {0};
     EXPECT_INLINE("NdkConnect with 57 bytes (inline)", client_connect(&s, c, SERVER_IP, 7104, pd, 57, 1000),
            STATUS_INVALID_BUFFER_SIZE);
@@ -887,11 +923,7 @@ static int accept_server(struct server *srv)
 
 static int case_connect_state_errors(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7105, accept_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7105, accept_server, NULL);
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
     EXPECT("NdkCompleteConnect on a new connector", complete_connect(c), STATUS_CONNECTION_INVALID);
     EXPECT("NdkReject on a new connector", d->NdkReject(c, NULL, 0), STATUS_CONNECTION_INVALID);
@@ -913,9 +945,7 @@ static int case_connect_state_errors(void)
 
 static int refused_accept_server(struct server *srv)
 {
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     /* Through the completion as a rule; inline when the active side's REJ came before the call
      * looked at its request again (as EXPECT_ACCEPTED allows; seen once over rxe_rs on one vCPU). */
     EXPECT_SETTLED("NdkAccept when the active side rejects", server_accept(srv, c), STATUS_CONNECTION_REFUSED);
@@ -925,11 +955,7 @@ static int refused_accept_server(struct server *srv)
 
 static int case_active_reject(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7106, refused_accept_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7106, refused_accept_server, NULL);
     EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7106, NULL, 0, 15000), STATUS_SUCCESS);
     uint8_t pd[8] = "no thx";
     OK("NdkReject after the REP", c->Dispatch->NdkReject(c, pd, sizeof pd));
@@ -942,9 +968,7 @@ static int case_active_reject(void)
 static int flush_server(struct server *srv)
 {
     struct side *s = &srv->side;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     if (post_receive(s, 200, 0) < 0)
         return -1;
     EXPECT_ACCEPTED("NdkAccept", accept_on(s, c, s->qp, NULL, 0, &srv->disconnected));
@@ -963,14 +987,8 @@ static int flush_server(struct server *srv)
 
 static int case_disconnect_event(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7107, flush_server, NULL, &s, &c) < 0)
-        return -1;
-    if (post_receive(&s, 3, 0) < 0)
-        return -1;
-    if (connected(&s, c, 7107) < 0)
+    CASE_START(7107, flush_server, NULL);
+    if (connected_receiving(&s, c, 7107, 3) < 0)
         return -1;
     EXPECT_DONE("NdkDisconnect", disconnect_on(&s, c), STATUS_SUCCESS);
     if (wait_result(&s, 3, STATUS_CANCELLED, "active receive after NdkDisconnect") < 0)
@@ -995,14 +1013,8 @@ static int wait_disconnect_server(struct server *srv)
 
 static int case_close_disconnects(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7108, wait_disconnect_server, NULL, &s, &c) < 0)
-        return -1;
-    if (post_receive(&s, 4, 0) < 0)
-        return -1;
-    if (connected(&s, c, 7108) < 0)
+    CASE_START(7108, wait_disconnect_server, NULL);
+    if (connected_receiving(&s, c, 7108, 4) < 0)
         return -1;
     OK("NdkCloseConnector while connected", c->Dispatch->NdkCloseConnector(c));
     if (wait_result(&s, 4, STATUS_CANCELLED, "receive after the connector's close") < 0)
@@ -1016,19 +1028,13 @@ static int case_close_disconnects(void)
 static int hold_server(struct server *srv)
 {
     /* Takes the connector and never accepts: the client's NdkConnect stays pending. */
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     return server_close_when_done(srv, c, 15000);
 }
 
 static int case_cancel_connect(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7109, hold_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7109, hold_server, NULL);
     struct request r;
     NTSTATUS st = connect_start(&s, c, SERVER_IP, 7109, &r);
     EXPECT("NdkConnect", st, STATUS_PENDING);
@@ -1091,10 +1097,8 @@ static int case_shared_endpoint(void)
         return -1;
     ENSURE(signal_wait(&second_ready, 1, NULL, 0, 10000), "second listener did not start");
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
     NDK_SHARED_ENDPOINT *e;
-    if (shared_endpoint_open(&s, &e) < 0)
+    if (client_endpoint_open(&s, &e) < 0)
         return -1;
     struct sockaddr_in local;
     ULONG len = sizeof local;
@@ -1147,10 +1151,8 @@ static int case_shared_endpoint(void)
 static int case_shared_endpoint_failures(void)
 {
     struct side s;
-    if (side_open(&s, CLIENT_IP, 1) < 0)
-        return -1;
     NDK_SHARED_ENDPOINT *e;
-    if (shared_endpoint_open(&s, &e) < 0)
+    if (client_endpoint_open(&s, &e) < 0)
         return -1;
     static const struct {
         const char *what, *ip;
@@ -1184,9 +1186,7 @@ static int case_shared_endpoint_failures(void)
 static int cancel_accept_server(struct server *srv)
 {
     struct side *s = &srv->side;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     struct request r;
     request_init(&r);
     NTSTATUS st = c->Dispatch->NdkAccept(c, s->qp, 0, 0, NULL, 0, NULL, NULL, on_complete, &r);
@@ -1201,11 +1201,7 @@ static int cancel_accept_server(struct server *srv)
 
 static int case_cancel_accept(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7129, cancel_accept_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7129, cancel_accept_server, NULL);
     EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7129, NULL, 0, 15000), STATUS_SUCCESS);
     return case_end(&srv, &s, c);
 }
@@ -1223,10 +1219,7 @@ static int case_address_errors(void)
     EXPECT("NdkOpenAdapter with an 8-byte sockaddr_in", NdkOpenAdapter(SA(client), 8, 0, &none), STATUS_INVALID_ADDRESS);
     ENSURE(none == NULL, "a failed NdkOpenAdapter wrote a handle");
 
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (client_open(&s, 1, &c) < 0)
-        return -1;
+    CLIENT_START;
     NDK_ADAPTER *a = s.adapter;
     /* A failed bind leaves its connector unusable ("errors do not allow the connector to be
      * used to retry"): each address error gets a connector of its own, and the first one
@@ -1291,10 +1284,7 @@ static int case_address_errors(void)
 
 static int case_host_unreachable(void)
 {
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (client_open(&s, 1, &c) < 0)
-        return -1;
+    CLIENT_START;
     struct request r;
     NTSTATUS st = connect_start(&s, c, "198.18.0.77", 7121, &r);
     EXPECT("NdkConnect to 198.18.0.77", st, STATUS_PENDING);
@@ -1304,10 +1294,7 @@ static int case_host_unreachable(void)
 
 static int case_network_unreachable(void)
 {
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (client_open(&s, 1, &c) < 0)
-        return -1;
+    CLIENT_START;
     EXPECT_INLINE("NdkConnect to 203.0.113.1 (no route, inline)", client_connect(&s, c, "203.0.113.1", 7122, NULL, 0, 1000),
            STATUS_NETWORK_UNREACHABLE);
     return client_close(&s, c);
@@ -1325,11 +1312,7 @@ static int untouched(const uint8_t *b, size_t n)
 
 static int case_getters_short_buffers(void)
 {
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7123, accept_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(7123, accept_server, NULL);
     NDK_ADAPTER *a = s.adapter;
     const NDK_CONNECTOR_DISPATCH *d = c->Dispatch;
     uint8_t buf[256];
@@ -1490,9 +1473,7 @@ static int paused_server(struct server *srv)
     printf("  no connect event while paused, 1 s after the request went out\n");
     long long resumed = now_ms();
     OK("NdkControlConnectEvents(resume)", srv->listener->Dispatch->NdkControlConnectEvents(srv->listener, 0));
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     long long after = now_ms() - resumed;
     ENSURE(after < 2000, "the connect event came %lld ms after the resume: not the request held during the pause",
            after);
@@ -1538,9 +1519,7 @@ struct abandon {
 static int abandoned_server(struct server *srv)
 {
     struct abandon *ab = srv->arg;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     signal_raise(&ab->taken, NULL);
     ENSURE(signal_wait(&ab->cancelled, 1, NULL, 0, 20000), "the active side never cancelled");
     usleep(500 * 1000);
@@ -1559,11 +1538,7 @@ static int abandon_case(uint16_t port)
     struct abandon ab;
     signal_init(&ab.taken);
     signal_init(&ab.cancelled);
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, port, abandoned_server, &ab, &s, &c) < 0)
-        return -1;
+    CASE_START(port, abandoned_server, &ab);
     struct request r;
     NTSTATUS st = connect_start(&s, c, SERVER_IP, port, &r);
     EXPECT("NdkConnect", st, STATUS_PENDING);
@@ -1609,9 +1584,7 @@ static int tc(const char *args)
 static int abandon_after_rep(struct server *srv, ULONG read_limit, const char *netem)
 {
     struct rep_then_close *rc = srv->arg;
-    NDK_CONNECTOR *c = server_next(srv, 1);
-    if (!c)
-        return -1;
+    SERVER_FIRST;
     struct request r;
     request_init(&r);
     NTSTATUS st = c->Dispatch->NdkAccept(c, srv->side.qp, read_limit, read_limit, NULL, 0, NULL, NULL, on_complete, &r);
@@ -1641,6 +1614,14 @@ static int abandoned_case_start(struct rep_then_close *rc, struct server *srv, u
     return 0;
 }
 
+/* A rep_then_close case's opening: the struct `rc` and the sides (CASE_SIDES) declared and started
+ * by abandoned_case_start (the passive side on PORT running BODY), or -1 from the case. */
+#define ABANDONED_CASE_START(rc, port, body)                                                                           \
+    struct rep_then_close rc;                                                                                          \
+    CASE_SIDES;                                                                                                        \
+    if (abandoned_case_start(&rc, &srv, (port), (body), &s, &c) < 0)                                                   \
+        return -1
+
 static int rep_then_close_server(struct server *srv)
 {
     return abandon_after_rep(srv, 4, NULL);
@@ -1648,12 +1629,7 @@ static int rep_then_close_server(struct server *srv)
 
 static int case_complete_connect_aborted(void)
 {
-    struct rep_then_close rc;
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (abandoned_case_start(&rc, &srv, 7130, rep_then_close_server, &s, &c) < 0)
-        return -1;
+    ABANDONED_CASE_START(rc, 7130, rep_then_close_server);
     /* Let the REJ arrive and its event run. */
     drive(s.adapter, s.polled, 500);
     EXPECT("NdkCompleteConnect after the passive side abandoned", complete_connect(c), STATUS_CONNECTION_ABORTED);
@@ -1691,11 +1667,7 @@ static int case_passive_disconnects_first(void)
 {
     struct disconnect_first df;
     signal_init(&df.completed);
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, 7131, disconnect_first_server, &df, &s, &c) < 0)
-        return -1;
+    CASE_START(7131, disconnect_first_server, &df);
     if (post_receive(&s, 6, 0) < 0)
         return -1;
     EXPECT_DONE("NdkConnect", client_connect(&s, c, SERVER_IP, 7131, NULL, 0, 15000), STATUS_SUCCESS);
@@ -1732,12 +1704,7 @@ static int late_rej_server(struct server *srv)
 
 static int case_rej_after_complete_connect(void)
 {
-    struct rep_then_close lr;
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (abandoned_case_start(&lr, &srv, 7132, late_rej_server, &s, &c) < 0)
-        return -1;
+    ABANDONED_CASE_START(lr, 7132, late_rej_server);
     long long closed = now_ms();
     struct signal own;
     signal_init(&own);
@@ -1766,12 +1733,7 @@ static int case_rej_after_complete_connect(void)
  * REJ (STATUS_SUCCESS, about 3 s after the close), not stay pending. */
 static int case_rej_during_disconnect(void)
 {
-    struct rep_then_close lr;
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (abandoned_case_start(&lr, &srv, 7134, late_rej_server, &s, &c) < 0)
-        return -1;
+    ABANDONED_CASE_START(lr, 7134, late_rej_server);
     long long closed = now_ms();
     OK("NdkCompleteConnect while the passive side's REJ is on its way", complete_connect(c));
     struct request r;
@@ -1838,11 +1800,7 @@ static int case_disconnect_peer_vanished(void)
     const char *port_text = getenv("NDK_VANISH_PORT");
     const uint16_t port = port_text ? (uint16_t)atoi(port_text) : 7133;
     const int together = getenv("NDK_VANISH_TOGETHER") != NULL;
-    struct server srv;
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (case_start(&srv, port, vanishing_server, NULL, &s, &c) < 0)
-        return -1;
+    CASE_START(port, vanishing_server, NULL);
     if (connected(&s, c, port) < 0)
         return -1;
     if (vanish_barrier("connected") < 0)
@@ -1868,10 +1826,7 @@ static int case_disconnect_peer_vanished(void)
 
 static int case_io_timeout(void)
 {
-    struct side s;
-    NDK_CONNECTOR *c;
-    if (client_open(&s, 1, &c) < 0)
-        return -1;
+    CLIENT_START;
     long long started = now_ms();
     struct request r;
     NTSTATUS st = connect_start(&s, c, "198.18.0.51", 7127, &r);
