@@ -569,12 +569,18 @@ static NTSTATUS server_accept(struct server *srv, NDK_CONNECTOR *c)
     return accept_on(&srv->side, c, srv->side.qp, NULL, 0, NULL);
 }
 
+/* A passive side that passed: its connector closed, 0. */
+static int passed_closing(NDK_CONNECTOR *c)
+{
+    c->Dispatch->NdkCloseConnector(c);
+    return 0;
+}
+
 /* The end of a passive side that holds its connection until the active side is finished. */
 static int server_close_when_done(struct server *srv, NDK_CONNECTOR *c, int timeout_ms)
 {
     signal_wait(&srv->done, 1, NULL, 0, timeout_ms);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 /* The passive side's first connector, its NdkAccept (on the side's own QP, no private data,
@@ -855,8 +861,7 @@ static int reject_server(struct server *srv)
     EXPECT("NdkReject with 149 bytes", c->Dispatch->NdkReject(c, rej, 149), STATUS_INVALID_BUFFER_SIZE);
     EXPECT("NdkReject with 148 bytes", c->Dispatch->NdkReject(c, rej, 148), STATUS_SUCCESS);
     EXPECT_INLINE("NdkAccept after NdkReject", server_accept(srv, c), STATUS_CONNECTION_INVALID);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 static int case_listener_reject(void)
@@ -949,8 +954,7 @@ static int refused_accept_server(struct server *srv)
     /* Through the completion as a rule; inline when the active side's REJ came before the call
      * looked at its request again (as EXPECT_ACCEPTED allows; seen once over rxe_rs on one vCPU). */
     EXPECT_SETTLED("NdkAccept when the active side rejects", server_accept(srv, c), STATUS_CONNECTION_REFUSED);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 static int case_active_reject(void)
@@ -981,8 +985,7 @@ static int flush_server(struct server *srv)
     EXPECT_INLINE("passive NdkDisconnect", disconnect_on(s, c), STATUS_SUCCESS);
     usleep(500 * 1000);
     ENSURE(signal_count(&srv->disconnected) == 1, "DisconnectEvent called again after this side's NdkDisconnect");
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 static int case_disconnect_event(void)
@@ -1007,8 +1010,7 @@ static int wait_disconnect_server(struct server *srv)
         return -1;
     if (exactly_once(&srv->disconnected, NULL, 0, 1000, "passive DisconnectEvent after the active side's NdkCloseConnector") < 0)
         return -1;
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 static int case_close_disconnects(void)
@@ -1195,8 +1197,7 @@ static int cancel_accept_server(struct server *srv)
     EXPECT_DONE("NdkAccept without the RTU, after 1 s", finish(st, &r, s->adapter, 0, 1000), STATUS_PENDING);
     OK("NdkCancelConnector", c->Dispatch->NdkCancelConnector(c));
     EXPECT_DONE("NdkAccept after cancel", finish(st, &r, s->adapter, 0, 5000), STATUS_CANCELLED);
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 static int case_cancel_accept(void)
@@ -1529,8 +1530,7 @@ static int abandoned_server(struct server *srv)
         EXPECT("NdkReject after the active side abandoned", c->Dispatch->NdkReject(c, NULL, 0),
                STATUS_CONNECTION_ABORTED);
     }
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 static int abandon_case(uint16_t port)
@@ -1659,8 +1659,7 @@ static int disconnect_first_server(struct server *srv)
                 STATUS_SUCCESS);
     usleep(500 * 1000);
     ENSURE(signal_count(&srv->disconnected) == 0, "passive DisconnectEvent called after its own NdkDisconnect");
-    c->Dispatch->NdkCloseConnector(c);
-    return 0;
+    return passed_closing(c);
 }
 
 static int case_passive_disconnects_first(void)
