@@ -37,6 +37,17 @@ static void step(const char *what)
 	       v[1], v[2], v[3]);
 }
 
+/* What the step `what` (a call's name) made: its step printed; when it is NULL, why, and exit 1. */
+static void *made(void *p, const char *what)
+{
+	if (!p) {
+		perror(what);
+		exit(1);
+	}
+	step(what);
+	return p;
+}
+
 #define MAX_GROUPS 64
 
 struct group {
@@ -102,12 +113,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	step("start");
-	list = ibv_get_device_list(NULL);
-	if (!list) {
-		perror("ibv_get_device_list");
-		return 1;
-	}
-	step("ibv_get_device_list");
+	list = made(ibv_get_device_list(NULL), "ibv_get_device_list");
 	for (int i = 0; list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
 			ctx = ibv_open_device(list[i]);
@@ -116,12 +122,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	step("ibv_open_device");
-	pd = ibv_alloc_pd(ctx);
-	if (!pd) {
-		perror("ibv_alloc_pd");
-		return 1;
-	}
-	step("ibv_alloc_pd");
+	pd = made(ibv_alloc_pd(ctx), "ibv_alloc_pd");
 	mappings(argc > 2 ? argv[2] : NULL);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

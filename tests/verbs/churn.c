@@ -79,6 +79,21 @@ static void must_zero(int rc, const char *what)
 		die("%s: %s (%d)", what, strerror(rc), rc);
 }
 
+/* What a create call returned, when not NULL; dies with errno otherwise. */
+static void *must_made(void *p, const char *what)
+{
+	must(p != NULL, what);
+	return p;
+}
+
+/* As must_made, for a verb the provider may lack: NULL (errno EOPNOTSUPP or ENOSYS) when it does. */
+static void *may_make(void *p, const char *what)
+{
+	if (!p && (errno == EOPNOTSUPP || errno == ENOSYS))
+		return NULL;
+	return must_made(p, what);
+}
+
 static int round_device(struct churn *c)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -88,8 +103,7 @@ static int round_device(struct churn *c)
 		if (!strcmp(ibv_get_device_name(list[i]), c->name))
 			device = list[i];
 	must(device != NULL, "the device");
-	struct ibv_context *ctx = ibv_open_device(device);
-	must(ctx != NULL, "ibv_open_device");
+	struct ibv_context *ctx = must_made(ibv_open_device(device), "ibv_open_device");
 	struct ibv_device_attr attr;
 	must_zero(ibv_query_device(ctx, &attr), "ibv_query_device");
 	must_zero(ibv_close_device(ctx), "ibv_close_device");
@@ -99,24 +113,23 @@ static int round_device(struct churn *c)
 
 static int round_pd(struct churn *c)
 {
-	struct ibv_pd *pd = ibv_alloc_pd(c->dev.ctx);
-	must(pd != NULL, "ibv_alloc_pd");
+	struct ibv_pd *pd = must_made(ibv_alloc_pd(c->dev.ctx), "ibv_alloc_pd");
 	must_zero(ibv_dealloc_pd(pd), "ibv_dealloc_pd");
 	return 0;
 }
 
 static int round_mr(struct churn *c)
 {
-	struct ibv_mr *mr = ibv_reg_mr(c->dev.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	must(mr != NULL, "ibv_reg_mr");
+	struct ibv_mr *mr = must_made(ibv_reg_mr(c->dev.pd, buf, sizeof(buf),
+						 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+				      "ibv_reg_mr");
 	must_zero(ibv_dereg_mr(mr), "ibv_dereg_mr");
 	return 0;
 }
 
 static int round_mw(struct churn *c, enum ibv_mw_type type)
 {
-	struct ibv_mw *mw = ibv_alloc_mw(c->dev.pd, type);
-	must(mw != NULL, "ibv_alloc_mw");
+	struct ibv_mw *mw = must_made(ibv_alloc_mw(c->dev.pd, type), "ibv_alloc_mw");
 	must_zero(ibv_dealloc_mw(mw), "ibv_dealloc_mw");
 	return 0;
 }
@@ -126,8 +139,7 @@ static int round_mw2(struct churn *c) { return round_mw(c, IBV_MW_TYPE_2); }
 
 static int round_cq(struct churn *c)
 {
-	struct ibv_cq *cq = ibv_create_cq(c->dev.ctx, 64, NULL, NULL, 0);
-	must(cq != NULL, "ibv_create_cq");
+	struct ibv_cq *cq = must_made(ibv_create_cq(c->dev.ctx, 64, NULL, NULL, 0), "ibv_create_cq");
 	must_zero(ibv_destroy_cq(cq), "ibv_destroy_cq");
 	return 0;
 }
@@ -138,18 +150,15 @@ static int round_cq_ex(struct churn *c)
 		.cqe = 64,
 		.wc_flags = IBV_WC_STANDARD_FLAGS,
 	};
-	struct ibv_cq_ex *cq = ibv_create_cq_ex(c->dev.ctx, &attr);
-	must(cq != NULL, "ibv_create_cq_ex");
+	struct ibv_cq_ex *cq = must_made(ibv_create_cq_ex(c->dev.ctx, &attr), "ibv_create_cq_ex");
 	must_zero(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), "ibv_destroy_cq (extended)");
 	return 0;
 }
 
 static int round_cq_channel(struct churn *c)
 {
-	struct ibv_comp_channel *channel = ibv_create_comp_channel(c->dev.ctx);
-	must(channel != NULL, "ibv_create_comp_channel");
-	struct ibv_cq *cq = ibv_create_cq(c->dev.ctx, 64, NULL, channel, 0);
-	must(cq != NULL, "ibv_create_cq on a channel");
+	struct ibv_comp_channel *channel = must_made(ibv_create_comp_channel(c->dev.ctx), "ibv_create_comp_channel");
+	struct ibv_cq *cq = must_made(ibv_create_cq(c->dev.ctx, 64, NULL, channel, 0), "ibv_create_cq on a channel");
 	must_zero(ibv_req_notify_cq(cq, 0), "ibv_req_notify_cq");
 	must_zero(ibv_destroy_cq(cq), "ibv_destroy_cq");
 	must_zero(ibv_destroy_comp_channel(channel), "ibv_destroy_comp_channel");
@@ -159,8 +168,7 @@ static int round_cq_channel(struct churn *c)
 static int round_srq(struct churn *c)
 {
 	struct ibv_srq_init_attr attr = { .attr = { .max_wr = 64, .max_sge = 1 } };
-	struct ibv_srq *srq = ibv_create_srq(c->dev.pd, &attr);
-	must(srq != NULL, "ibv_create_srq");
+	struct ibv_srq *srq = must_made(ibv_create_srq(c->dev.pd, &attr), "ibv_create_srq");
 	must_zero(ibv_destroy_srq(srq), "ibv_destroy_srq");
 	return 0;
 }
@@ -174,9 +182,7 @@ static struct ibv_qp *create_qp(struct churn *c, enum ibv_qp_type type, struct i
 		.cap = { .max_send_wr = 64, .max_recv_wr = srq ? 0 : 64, .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = type,
 	};
-	struct ibv_qp *qp = ibv_create_qp(c->dev.pd, &attr);
-	must(qp != NULL, "ibv_create_qp");
-	return qp;
+	return must_made(ibv_create_qp(c->dev.pd, &attr), "ibv_create_qp");
 }
 
 static int round_rc_qp(struct churn *c)
@@ -217,8 +223,7 @@ static int round_qp_ex(struct churn *c)
 		.pd = c->dev.pd,
 		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
 	};
-	struct ibv_qp *qp = ibv_create_qp_ex(c->dev.ctx, &attr);
-	must(qp != NULL, "ibv_create_qp_ex");
+	struct ibv_qp *qp = must_made(ibv_create_qp_ex(c->dev.ctx, &attr), "ibv_create_qp_ex");
 	must_zero(ibv_destroy_qp(qp), "ibv_destroy_qp (extended)");
 	return 0;
 }
@@ -230,8 +235,7 @@ static int round_ah(struct churn *c)
 		.grh = { .dgid = c->dev.gid, .sgid_index = (uint8_t)c->dev.gid_index, .hop_limit = 1 },
 		.port_num = LOOPBACK_PORT,
 	};
-	struct ibv_ah *ah = ibv_create_ah(c->dev.pd, &attr);
-	must(ah != NULL, "ibv_create_ah");
+	struct ibv_ah *ah = must_made(ibv_create_ah(c->dev.pd, &attr), "ibv_create_ah");
 	must_zero(ibv_destroy_ah(ah), "ibv_destroy_ah");
 	return 0;
 }
@@ -239,10 +243,9 @@ static int round_ah(struct churn *c)
 static int round_td(struct churn *c)
 {
 	struct ibv_td_init_attr attr = {};
-	struct ibv_td *td = ibv_alloc_td(c->dev.ctx, &attr);
-	if (!td && (errno == EOPNOTSUPP || errno == ENOSYS))
+	struct ibv_td *td = may_make(ibv_alloc_td(c->dev.ctx, &attr), "ibv_alloc_td");
+	if (!td)
 		return errno;
-	must(td != NULL, "ibv_alloc_td");
 	must_zero(ibv_dealloc_td(td), "ibv_dealloc_td");
 	return 0;
 }
@@ -250,10 +253,9 @@ static int round_td(struct churn *c)
 static int round_parent_domain(struct churn *c)
 {
 	struct ibv_parent_domain_init_attr attr = { .pd = c->dev.pd };
-	struct ibv_pd *pd = ibv_alloc_parent_domain(c->dev.ctx, &attr);
-	if (!pd && (errno == EOPNOTSUPP || errno == ENOSYS))
+	struct ibv_pd *pd = may_make(ibv_alloc_parent_domain(c->dev.ctx, &attr), "ibv_alloc_parent_domain");
+	if (!pd)
 		return errno;
-	must(pd != NULL, "ibv_alloc_parent_domain");
 	must_zero(ibv_dealloc_pd(pd), "ibv_dealloc_pd (parent domain)");
 	return 0;
 }
