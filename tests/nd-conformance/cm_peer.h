@@ -66,22 +66,30 @@ static inline int open_id(struct rdma_event_channel **ch, struct rdma_cm_id **id
     return 0;
 }
 
+/* A peer's address (its command line's IP and PORT) and its event channel and id. */
+struct peer {
+    struct sockaddr_in sin;
+    struct rdma_event_channel *ch;
+    struct rdma_cm_id *id;
+};
+
 /*
  * A peer's start: stdout line-buffered (the driving program reads it as it happens), argc checked
- * against `want` (else "usage: USAGE"), argv[ipAt] and argv[ipAt + 1] (IP, PORT) into *sin, an
- * event channel and an id on it: 0, or the exit status.
+ * against `want` (else "usage: USAGE"), argv[ipAt] and argv[ipAt + 1] (IP, PORT) into p->sin, an
+ * event channel and an id on it (p->ch, p->id). On failure the program exits: 2 for the command
+ * line, 1 for the id.
  */
-static inline int peer_start(int argc, char **argv, int want, const char *usage, int ipAt, struct sockaddr_in *sin,
-                             struct rdma_event_channel **ch, struct rdma_cm_id **id)
+static inline void peer_start(int argc, char **argv, int want, const char *usage, int ipAt, struct peer *p)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != want) {
         fprintf(stderr, "usage: %s\n", usage);
-        return 2;
+        exit(2);
     }
-    if (peer_address(argv[ipAt], argv[ipAt + 1], sin))
-        return 2;
-    return open_id(ch, id);
+    if (peer_address(argv[ipAt], argv[ipAt + 1], &p->sin))
+        exit(2);
+    if (open_id(&p->ch, &p->id))
+        exit(1);
 }
 
 /* Bound to *sin and listening with `backlog`, "ready" printed: 0; 1 otherwise. */

@@ -59,18 +59,14 @@ static int until_disconnected(struct rdma_event_channel *ch, struct rdma_cm_id *
 
 int main(int argc, char **argv)
 {
-    struct sockaddr_in sin;
-    struct rdma_event_channel *ch;
-    struct rdma_cm_id *id;
-    int rc = peer_start(argc, argv, 4, "plain-peer hold|accept|connect IP PORT", 2, &sin, &ch, &id);
-    if (rc)
-        return rc;
+    struct peer p;
+    peer_start(argc, argv, 4, "plain-peer hold|accept|connect IP PORT", 2, &p);
     const char *mode = argv[1];
     struct rdma_conn_param param;
     struct rdma_cm_event *ev;
 
     if (!strcmp(mode, "hold") || !strcmp(mode, "accept")) {
-        if (peer_listen(id, &sin, 4))
+        if (peer_listen(p.id, &p.sin, 4))
             return 1;
         if (!strcmp(mode, "hold")) {
             char buf[64];
@@ -78,7 +74,7 @@ int main(int argc, char **argv)
                 ;
             return 0;
         }
-        if (!(ev = next_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST)))
+        if (!(ev = next_event(p.ch, RDMA_CM_EVENT_CONNECT_REQUEST)))
             return 1;
         struct rdma_cm_id *conn = ev->id;
         fprintf(stderr, "plain-peer: REQ asks responder_resources %u initiator_depth %u\n",
@@ -86,20 +82,20 @@ int main(int argc, char **argv)
         rdma_ack_cm_event(ev);
         if (make_qp(conn, &param) || rdma_accept(conn, &param))
             return fail("rdma_accept");
-        return until_disconnected(ch, conn);
+        return until_disconnected(p.ch, conn);
     }
     if (!strcmp(mode, "connect")) {
-        if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000))
+        if (rdma_resolve_addr(p.id, NULL, (struct sockaddr *)&p.sin, 2000))
             return fail("rdma_resolve_addr");
-        if (expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED))
+        if (expect_event(p.ch, RDMA_CM_EVENT_ADDR_RESOLVED))
             return 1;
-        if (rdma_resolve_route(id, 2000))
+        if (rdma_resolve_route(p.id, 2000))
             return fail("rdma_resolve_route");
-        if (expect_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED))
+        if (expect_event(p.ch, RDMA_CM_EVENT_ROUTE_RESOLVED))
             return 1;
-        if (make_qp(id, &param) || rdma_connect(id, &param))
+        if (make_qp(p.id, &param) || rdma_connect(p.id, &param))
             return fail("rdma_connect");
-        return until_disconnected(ch, id);
+        return until_disconnected(p.ch, p.id);
     }
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

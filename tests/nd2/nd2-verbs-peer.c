@@ -44,15 +44,11 @@ static int run(struct rdma_cm_id *id, struct ibv_send_wr *wr, const char *what)
 
 int main(int argc, char **argv)
 {
-    struct sockaddr_in sin;
-    struct rdma_event_channel *ch;
-    struct rdma_cm_id *listen_id;
-    int rc = peer_start(argc, argv, 3, "nd2-verbs-peer IP PORT", 1, &sin, &ch, &listen_id);
-    if (rc)
-        return rc;
-    if (peer_listen(listen_id, &sin, 1))
+    struct peer p;
+    peer_start(argc, argv, 3, "nd2-verbs-peer IP PORT", 1, &p);
+    if (peer_listen(p.id, &p.sin, 1))
         return 1;
-    struct rdma_cm_event *ev = next_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+    struct rdma_cm_event *ev = next_event(p.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
     if (!ev)
         return 1;
     struct rdma_cm_id *id = ev->id;
@@ -94,7 +90,7 @@ int main(int argc, char **argv)
     };
     if (rdma_accept(id, &param))
         return fail("rdma_accept");
-    if (expect_event(ch, RDMA_CM_EVENT_ESTABLISHED))
+    if (expect_event(p.ch, RDMA_CM_EVENT_ESTABLISHED))
         return 1;
     fprintf(stderr, "nd2-verbs-peer: ND token 0x%08x, rkey 0x%08x; ours rkey 0x%08x\n", nd_token, nd_rkey, mr->rkey);
 
@@ -115,15 +111,15 @@ int main(int argc, char **argv)
     wr.opcode = IBV_WR_SEND;
     if (run(id, &wr, "Send"))
         return 1;
-    if (expect_event(ch, RDMA_CM_EVENT_DISCONNECTED))
+    if (expect_event(p.ch, RDMA_CM_EVENT_DISCONNECTED))
         return 1;
     rdma_disconnect(id);
     rdma_destroy_qp(id);
     ibv_dereg_mr(mr);
     ibv_dealloc_pd(pd);
     rdma_destroy_id(id);
-    rdma_destroy_id(listen_id);
-    rdma_destroy_event_channel(ch);
+    rdma_destroy_id(p.id);
+    rdma_destroy_event_channel(p.ch);
     printf("ok\n");
     return 0;
 }
