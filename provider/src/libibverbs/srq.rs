@@ -3,6 +3,7 @@
 //! `verbs_srq`. The same from rdma-core v34 to v65; offsets taken from the
 //! installed v44 headers with a C probe and asserted below.
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_int, c_void};
