@@ -162,6 +162,7 @@ pub(crate) fn create(args: &CreateArgs, ex_flags: Option<u32>, lock: QueueLock) 
     cq.created(handle);
     let (ring, cqe) = map_cq_ring(fd, &mi, asked, granted)?;
     let c = cq.get_mut();
+    c.handle = handle;
     let vcq = c.vcq.get_mut();
     vcq.handle = handle;
     vcq.cqe = cqe;

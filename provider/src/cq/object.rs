@@ -26,6 +26,9 @@ use crate::pd::DomainUse;
 pub(crate) struct RxeCq {
     pub(crate) vcq: UnsafeCell<ibv_cq_ex>,
     pub(crate) cmd_fd: RawFd,
+    /// The kernel's handle, as `vcq.handle` has it: both written once, before the CQ is
+    /// handed out.
+    pub(crate) handle: u32,
     pub(crate) lock: QueueLock,
     pub(crate) state: UnsafeCell<PollState>,
     /// The purges of QPs reset or destroyed, until a poll applies them.
@@ -76,6 +79,7 @@ impl RxeCq {
                 read_completion_wallclock_ns: None,
             }),
             cmd_fd,
+            handle: 0,
             lock,
             state: UnsafeCell::new(PollState::new(None)),
             purge: PurgeQueue::new(),
@@ -85,6 +89,11 @@ impl RxeCq {
 
     pub(crate) fn vcq(&self) -> *mut ibv_cq_ex {
         self.vcq.get()
+    }
+
+    /// The kernel's handle of the CQ.
+    pub(crate) fn handle(&self) -> u32 {
+        self.handle
     }
 
     /// Drops `qp_num`'s completions from this CQ: queued, and applied at once if the CQ has a

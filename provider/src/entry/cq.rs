@@ -20,6 +20,7 @@ use crate::cq::poll::{poll_answer, poll_cq_slow};
 use crate::cq::poll_state::PollState;
 use crate::cq::purge::{Purge, PurgeQueue};
 use crate::errno::Errno;
+use crate::libibverbs::control_objects::ibv_pd;
 use crate::libibverbs::cq::*;
 use crate::libibverbs::device_context::ibv_context;
 use crate::lifecycle;
@@ -34,12 +35,6 @@ impl RxeCq {
     pub(crate) unsafe fn from_ptr<'a, T>(cq: *mut T) -> Option<&'a RxeCq> {
         // SAFETY: per the contract; vcq is at offset 0 of a live RxeCq.
         unsafe { cq.cast::<RxeCq>().as_ref() }
-    }
-
-    /// The kernel's handle of the CQ.
-    pub(crate) fn handle(&self) -> u32 {
-        // SAFETY: handle is written once, before the CQ is handed out.
-        unsafe { (*self.vcq()).handle }
     }
 
     /// Sets `ibv_cq.cqe` after a resize.
@@ -73,11 +68,12 @@ impl RxeCq {
             return None;
         }
         // SAFETY: we hold the lock and no pair is open (it would hold the lock): no other
-        // reference to the poll state lives.
-        let r = f(unsafe { &mut *self.state.get() });
-        // SAFETY: taken just above.
-        unsafe { self.lock.release() };
-        Some(r)
+        // reference to the poll state lives while f runs; then we release what we took.
+        unsafe {
+            let r = f(&mut *self.state.get());
+            self.lock.release();
+            Some(r)
+        }
     }
 
     /// # Safety
@@ -246,6 +242,21 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
         };
         let with_pd = attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0;
         let created = ex_create_flags(attr).and_then(|flags| {
+            let (cqe, comp_vector) = (attr.cqe as c_int, attr.comp_vector as c_int);
+            let parent_domain = attr.parent_domain.cast::<ibv_pd>();
+            // SAFETY: libibverbs passes our context; the channel is the application's (or
+            // NULL); a PD given (its comp_mask bit set) is one of ours or NULL (lock_for and
+            // DomainUse::of take NULL).
+            let (args, (pd_lock, domain)) = unsafe {
+                (
+                    create_args(context, cqe, attr.channel, comp_vector)?,
+                    if with_pd {
+                        (pd::lock_for(parent_domain), DomainUse::of(parent_domain))
+                    } else {
+                        (QueueLock::new(), DomainUse::none())
+                    },
+                )
+            };
             // A parent domain with a TD: no lock. Anything else given as
             // the PD is ignored, as the stock provider ignores it (mlx5
             // refuses what is not a parent domain; verbs-diff compares
@@ -255,22 +266,16 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
                 // ibv_create_cq_ex): no lock, as on a thread domain.
                 QueueLock::unlocked()
             } else if with_pd {
-                // SAFETY: a PD of ours or null (lock_for takes null).
-                unsafe { pd::lock_for(attr.parent_domain.cast()) }
+                pd_lock
             } else {
                 QueueLock::new()
             };
-            let (cqe, comp_vector) = (attr.cqe as c_int, attr.comp_vector as c_int);
-            // SAFETY: libibverbs passes our context; the channel is the application's (or NULL).
-            let args = unsafe { create_args(context, cqe, attr.channel, comp_vector) }?;
-            control::create(&args, Some(flags), lock)
+            let mut cq = control::create(&args, Some(flags), lock)?;
+            cq.get_mut().domain = domain;
+            Ok(cq)
         });
         match created {
             Ok(mut cq) => {
-                if with_pd {
-                    // SAFETY: as for lock_for above.
-                    cq.get_mut().domain = unsafe { DomainUse::of(attr.parent_domain.cast()) };
-                }
                 set_ex_callbacks(cq.get_mut().vcq.get_mut(), attr.wc_flags);
                 cq.finish().as_ptr().cast::<ibv_cq_ex>()
             }
@@ -290,22 +295,26 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
         let Some(obj) = NonNull::new(ibcq.cast::<RxeCq>()) else {
             return Errno::EINVAL.code();
         };
-        let wait = |resp: &ib_uverbs_destroy_cq_resp| {
-            // SAFETY: libibverbs initialised mutex/cond (verbs_init_cq) and
-            // updates the counters under that mutex (ibv_ack_cq_events,
-            // ibv_ack_async_event). The kernel reports no more events for
-            // this CQ.
-            unsafe {
-                lifecycle::wait_for_acks(addr_of_mut!((*vcq).mutex), addr_of_mut!((*vcq).cond), || {
-                    ptr::read_volatile(addr_of_mut!((*vcq).comp_events_completed)) == resp.comp_events_reported
-                        && ptr::read_volatile(addr_of_mut!((*vcq).async_events_completed)) == resp.async_events_reported
-                })
-            }
-        };
         // SAFETY: the CQ came from Creating::finish in create_cq(_ex);
         // libibverbs does not use it after a successful destroy. Freeing
-        // it unmaps the ring.
-        match unsafe { lifecycle::destroy(obj, || destroy_kernel_cq(fd, handle), wait) } {
+        // it unmaps the ring. The wait: libibverbs initialised mutex/cond
+        // (verbs_init_cq) and updates the counters under that mutex
+        // (ibv_ack_cq_events, ibv_ack_async_event); the kernel reports no
+        // more events for this CQ once its destroy succeeded.
+        let destroyed = unsafe {
+            lifecycle::destroy(
+                obj,
+                || destroy_kernel_cq(fd, handle),
+                |resp: &ib_uverbs_destroy_cq_resp| {
+                    lifecycle::wait_for_acks(addr_of_mut!((*vcq).mutex), addr_of_mut!((*vcq).cond), || {
+                        ptr::read_volatile(addr_of_mut!((*vcq).comp_events_completed)) == resp.comp_events_reported
+                            && ptr::read_volatile(addr_of_mut!((*vcq).async_events_completed))
+                                == resp.async_events_reported
+                    })
+                },
+            )
+        };
+        match destroyed {
             Ok(()) => 0,
             Err(errno) => errno.code(),
         }
@@ -417,20 +426,45 @@ unsafe extern "C" fn start_poll(current: *mut ibv_cq_ex, _attr: *mut ibv_poll_cq
     })
 }
 
+/// Why an `ibv_cq_ex` callback that continues a pair does not: see [`in_pair`].
+enum NotInPair {
+    NoCq,
+    NoPair,
+}
+
+/// The CQ of an `ibv_cq_ex` callback that continues a pair (`next_poll`, `end_poll`, the
+/// `read_*`) and its poll state, which the open pair holds the lock of.
+///
+/// # Safety
+/// `current` is NULL or our live `ibv_cq_ex`, and a pair open on it is continued by one thread
+/// at a time, as the `ibv_cq_ex` API requires of the application.
+#[inline(always)]
+unsafe fn in_pair<'a>(current: *mut ibv_cq_ex) -> Result<(&'a RxeCq, &'a mut PollState), NotInPair> {
+    // SAFETY: per the contract; with the pair open (a successful start_poll holds the lock)
+    // the poll state is the continuing thread's alone.
+    unsafe {
+        let cq = RxeCq::from_ptr(current).ok_or(NotInPair::NoCq)?;
+        if !cq.lock.pair_open() {
+            return Err(NotInPair::NoPair);
+        }
+        Ok((cq, cq.state_locked()))
+    }
+}
+
 unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
     boundary::guard("next_poll", Errno::EIO.code(), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
-            return Errno::EINVAL.code();
+        let (cq, state) = match unsafe { in_pair(current) } {
+            Ok(in_pair) => in_pair,
+            Err(NotInPair::NoCq) => return Errno::EINVAL.code(),
+            Err(NotInPair::NoPair) => {
+                // The stock provider would read the ring unlocked.
+                warn!("next_poll without a successful start_poll: refused");
+                boundary::set_errno(Errno::EINVAL);
+                return Errno::EINVAL.code();
+            }
         };
-        if !cq.lock.pair_open() {
-            // The stock provider would read the ring unlocked.
-            warn!("next_poll without a successful start_poll: refused");
-            boundary::set_errno(Errno::EINVAL);
-            return Errno::EINVAL.code();
-        }
-        // SAFETY: the pair is open (a successful start_poll holds the lock).
-        match unsafe { cq.state_locked() }.next() {
+        match state.next() {
             Ok(wc) => {
                 cq.set_current(&wc);
                 0
@@ -448,19 +482,17 @@ unsafe extern "C" fn next_poll(current: *mut ibv_cq_ex) -> c_int {
 unsafe extern "C" fn end_poll(current: *mut ibv_cq_ex) {
     boundary::guard("end_poll", (), || {
         // SAFETY: the application passes its live ibv_cq_ex of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
-            return;
+        let (cq, state) = match unsafe { in_pair(current) } {
+            Ok(in_pair) => in_pair,
+            Err(NotInPair::NoCq) => return,
+            Err(NotInPair::NoPair) => {
+                // The stock provider would unlock whoever holds the lock.
+                warn!("end_poll without a successful start_poll: refused");
+                return;
+            }
         };
-        if !cq.lock.pair_open() {
-            // The stock provider would unlock whoever holds the lock.
-            warn!("end_poll without a successful start_poll: refused");
-            return;
-        }
         // The lock is released even if end() panics.
-        boundary::guard("end_poll", (), || {
-            // SAFETY: the pair is open (a successful start_poll holds the lock).
-            cq.end_pair(unsafe { cq.state_locked() });
-        });
+        boundary::guard("end_poll", (), || cq.end_pair(state));
         cq.lock.release_held();
     })
 }
@@ -471,17 +503,16 @@ where
     R: Copy,
 {
     boundary::guard(entry, on_error, || {
-        // SAFETY: the application passes its live ibv_cq_ex of ours (read_* are its callbacks).
-        let Some(cq) = (unsafe { RxeCq::from_ptr(current) }) else {
-            return on_error;
-        };
-        if !cq.lock.pair_open() {
-            warn!("{entry} outside start_poll/end_poll: refused");
-            return on_error;
+        // SAFETY: the application passes its live ibv_cq_ex of ours (read_* are its
+        // callbacks, valid only between a successful start_poll and end_poll).
+        match unsafe { in_pair(current) } {
+            Ok((_, state)) => f(&state.current),
+            Err(NotInPair::NoCq) => on_error,
+            Err(NotInPair::NoPair) => {
+                warn!("{entry} outside start_poll/end_poll: refused");
+                on_error
+            }
         }
-        // SAFETY: a pair is open: read_* is only valid between a successful
-        // start_poll and end_poll, with the lock held.
-        f(&unsafe { cq.state_locked() }.current)
     })
 }
 
@@ -534,7 +565,7 @@ mod tests {
 
     use super::*;
     use crate::cq::poll::SUPPORTED_WC_FLAGS;
-    use crate::cq::testing::{assert_wc_is, cqe, fake_rxe_cq, fake_rxe_cq_with};
+    use crate::cq::testing::{assert_wc_is, cqe, fake_cq, fake_rxe_cq, fake_rxe_cq_with};
     use crate::ring::testing::FakeRing;
     use crate::ring::Consumer;
 
@@ -558,17 +589,13 @@ mod tests {
 
     #[test]
     fn only_the_requested_readers_are_set() {
-        let (_fq, p) = fake_rxe_cq(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_SL);
-        // SAFETY: p is a live CQ of ours, freed at the end.
-        unsafe {
-            let v = &*p;
-            assert!(v.start_poll.is_some() && v.next_poll.is_some() && v.end_poll.is_some());
-            assert!(v.read_opcode.is_some() && v.read_vendor_err.is_some() && v.read_wc_flags.is_some());
-            assert!(v.read_byte_len.is_some() && v.read_sl.is_some());
-            assert!(v.read_imm_data.is_none() && v.read_qp_num.is_none() && v.read_src_qp.is_none());
-            assert!(v.read_slid.is_none() && v.read_dlid_path_bits.is_none() && v.read_completion_ts.is_none());
-            drop(Box::from_raw(p.cast::<RxeCq>()));
-        }
+        let (_fq, mut cq) = fake_cq(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_SL, QueueLock::new());
+        let v = cq.vcq.get_mut();
+        assert!(v.start_poll.is_some() && v.next_poll.is_some() && v.end_poll.is_some());
+        assert!(v.read_opcode.is_some() && v.read_vendor_err.is_some() && v.read_wc_flags.is_some());
+        assert!(v.read_byte_len.is_some() && v.read_sl.is_some());
+        assert!(v.read_imm_data.is_none() && v.read_qp_num.is_none() && v.read_src_qp.is_none());
+        assert!(v.read_slid.is_none() && v.read_dlid_path_bits.is_none() && v.read_completion_ts.is_none());
     }
 
     #[test]
@@ -742,21 +769,22 @@ mod tests {
         });
         seen.sort_unstable();
         assert_eq!(seen, (0..N as u64).collect::<Vec<_>>());
-        // SAFETY: made by fake_rxe_cq, the threads are done with it.
-        drop(unsafe { Box::from_raw(p.cast::<RxeCq>()) });
+        // The threads are done with it.
+        free(p);
     }
 
     fn poll_cq_ids(cq: *mut ibv_cq_ex) -> Vec<(u32, u64)> {
         let mut out = vec![MaybeUninit::<ibv_wc>::uninit(); 16];
-        // SAFETY: our live fake CQ; room for 16.
-        let n = unsafe { poll_cq(cq.cast(), 16, out.as_mut_ptr().cast()) };
-        assert!(n >= 0, "poll_cq: {n}");
-        out[..n as usize]
-            .iter()
-            // SAFETY: poll_cq initialised the first n entries.
-            .map(|w| unsafe { w.assume_init() })
-            .map(|w| (w.qp_num, w.wr_id))
-            .collect()
+        // SAFETY: our live fake CQ; room for 16, of which poll_cq initialised the first n.
+        unsafe {
+            let n = poll_cq(cq.cast(), 16, out.as_mut_ptr().cast());
+            assert!(n >= 0, "poll_cq: {n}");
+            out[..n as usize]
+                .iter()
+                .map(|w| w.assume_init())
+                .map(|w| (w.qp_num, w.wr_id))
+                .collect()
+        }
     }
 
     /// start_poll, next_poll until ENOENT, end_poll through the CQ's callbacks: what the pair saw.
@@ -791,14 +819,15 @@ mod tests {
         for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
             fq.produce(&wc(qp, id));
         }
-        // Send and receive CQ the same: purged once.
-        // SAFETY: our live fake CQ; NULL is allowed.
-        unsafe { purge_qp_from_cqs(cq.cast(), cq.cast(), A, false) };
-        assert_eq!(fq.kernel.consumer_index(), 2, "applied before the call returned");
         let cq_ref = cq_of(cq);
-        assert!(!cq_ref.purge.is_queued() && !cq_ref.lock.is_locked());
-        // SAFETY: as above.
-        unsafe { purge_qp_from_cqs(core::ptr::null_mut(), cq.cast(), B, false) };
+        // SAFETY: our live fake CQ; NULL is allowed.
+        unsafe {
+            // Send and receive CQ the same: purged once.
+            purge_qp_from_cqs(cq.cast(), cq.cast(), A, false);
+            assert_eq!(fq.kernel.consumer_index(), 2, "applied before the call returned");
+            assert!(!cq_ref.purge.is_queued() && !cq_ref.lock.is_locked());
+            purge_qp_from_cqs(core::ptr::null_mut(), cq.cast(), B, false);
+        }
         assert_eq!(fq.kernel.consumer_index(), 3);
         // An empty CQ queues nothing.
         cq_ref.purge_qp(A, false);
