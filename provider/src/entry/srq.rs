@@ -268,33 +268,33 @@ mod tests {
             length: 24,
             lkey: 7,
         }];
-        for id in 0..3 {
-            let mut w = recv_wr(id, &mut sge);
+        // SAFETY: every request is a live one on our stack, with its SGEs.
+        unsafe {
+            for id in 0..3 {
+                let mut w = recv_wr(id, &mut sge);
+                let mut bad: *mut ibv_recv_wr = ptr::null_mut();
+                assert_eq!(post_recv_list(&mut rq, &mut w, &mut bad), 0);
+                assert!(bad.is_null());
+            }
+            assert_eq!(fq.kernel.produced(), 3);
+            let k: rxe_recv_wqe = fq.kernel.read_slot(2);
+            assert_eq!(
+                (k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge, k.dma.cur_sge),
+                (2, 24, 24, 1, 0)
+            );
+            let mut w = recv_wr(3, &mut sge);
             let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-            // SAFETY: a live request on our stack.
-            assert_eq!(unsafe { post_recv_list(&mut rq, &mut w, &mut bad) }, 0);
-            assert!(bad.is_null());
+            let rc = post_recv_list(&mut rq, &mut w, &mut bad);
+            assert_eq!(rc, Errno::ENOMEM.code());
+            assert_eq!(bad, ptr::addr_of_mut!(w));
+            assert_eq!(fq.kernel.produced(), 3);
+            // On a queue of max_sge 0, one SGE is too many.
+            let fq = FakeRing::new(7, 3, 0);
+            let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+            let rc = post_recv_list(&mut rq, &mut w, &mut bad);
+            assert_eq!(rc, Errno::EINVAL.code());
+            assert_eq!(fq.kernel.produced(), 0);
         }
-        assert_eq!(fq.kernel.produced(), 3);
-        let k: rxe_recv_wqe = fq.kernel.read_slot(2);
-        assert_eq!(
-            (k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge, k.dma.cur_sge),
-            (2, 24, 24, 1, 0)
-        );
-        let mut w = recv_wr(3, &mut sge);
-        let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-        // SAFETY: as above.
-        let rc = unsafe { post_recv_list(&mut rq, &mut w, &mut bad) };
-        assert_eq!(rc, Errno::ENOMEM.code());
-        assert_eq!(bad, ptr::addr_of_mut!(w));
-        assert_eq!(fq.kernel.produced(), 3);
-        // On a queue of max_sge 0, one SGE is too many.
-        let fq = FakeRing::new(7, 3, 0);
-        let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 0).unwrap();
-        // SAFETY: as above.
-        let rc = unsafe { post_recv_list(&mut rq, &mut w, &mut bad) };
-        assert_eq!(rc, Errno::EINVAL.code());
-        assert_eq!(fq.kernel.produced(), 0);
     }
 
     #[test]
@@ -337,33 +337,28 @@ mod tests {
         let mut w1 = recv_wr(1, &mut a);
         w1.next = &mut w2;
         let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-        assert_eq!(
-            // SAFETY: a list of live requests on our stack.
-            unsafe { post_recv_list(&mut rq, &mut w1, &mut bad) },
-            Errno::EINVAL.code()
-        );
-        assert_eq!(bad, ptr::addr_of_mut!(w2));
-        assert_eq!(fq.kernel.produced(), 1);
-        let k: rxe_recv_wqe = fq.kernel.read_slot(0);
-        assert_eq!((k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge), (1, 128, 128, 2));
-        // Three more: two go in, then the ring is full (ENOMEM). The three
-        // share one SGE list: each `&mut c` would invalidate the pointer
-        // the request before holds.
-        let mut w5 = recv_wr(5, &mut c);
-        let mut w4 = ibv_recv_wr { wr_id: 4, ..w5 };
-        w4.next = &mut w5;
-        let mut w3 = ibv_recv_wr { wr_id: 3, ..w4 };
-        w3.next = &mut w4;
-        assert_eq!(
-            // SAFETY: as above.
-            unsafe { post_recv_list(&mut rq, &mut w3, &mut bad) },
-            Errno::ENOMEM.code()
-        );
-        assert_eq!(bad, ptr::addr_of_mut!(w5));
-        assert_eq!(fq.kernel.produced(), 3);
-        let k: rxe_recv_wqe = fq.kernel.read_slot(2);
-        assert_eq!((k.wr_id, k.dma.length), (4, 4));
-        assert_eq!(fq.kernel.read_slot::<rxe_recv_wqe>(1).wr_id, 3);
+        // SAFETY: every list is of live requests on our stack, with their SGEs.
+        unsafe {
+            assert_eq!(post_recv_list(&mut rq, &mut w1, &mut bad), Errno::EINVAL.code());
+            assert_eq!(bad, ptr::addr_of_mut!(w2));
+            assert_eq!(fq.kernel.produced(), 1);
+            let k: rxe_recv_wqe = fq.kernel.read_slot(0);
+            assert_eq!((k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge), (1, 128, 128, 2));
+            // Three more: two go in, then the ring is full (ENOMEM). The three
+            // share one SGE list: each `&mut c` would invalidate the pointer
+            // the request before holds.
+            let mut w5 = recv_wr(5, &mut c);
+            let mut w4 = ibv_recv_wr { wr_id: 4, ..w5 };
+            w4.next = &mut w5;
+            let mut w3 = ibv_recv_wr { wr_id: 3, ..w4 };
+            w3.next = &mut w4;
+            assert_eq!(post_recv_list(&mut rq, &mut w3, &mut bad), Errno::ENOMEM.code());
+            assert_eq!(bad, ptr::addr_of_mut!(w5));
+            assert_eq!(fq.kernel.produced(), 3);
+            let k: rxe_recv_wqe = fq.kernel.read_slot(2);
+            assert_eq!((k.wr_id, k.dma.length), (4, 4));
+            assert_eq!(fq.kernel.read_slot::<rxe_recv_wqe>(1).wr_id, 3);
+        }
     }
 
     /// As for the QP: with the undo forced to fail, the SRQ the kernel may
