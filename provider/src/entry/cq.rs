@@ -599,6 +599,32 @@ mod tests {
     }
 
     #[test]
+    fn a_create_without_a_context_or_attributes_is_einval() {
+        let errno = || std::io::Error::last_os_error().raw_os_error();
+        // SAFETY: the entries refuse NULL before they follow any pointer.
+        unsafe {
+            assert!(create_cq(ptr::null_mut(), 4, ptr::null_mut(), 0).is_null());
+            assert_eq!(errno(), Some(Errno::EINVAL.code()));
+            boundary::set_errno(Errno::EIO);
+            assert!(create_cq_ex(ptr::null_mut(), ptr::null_mut()).is_null());
+            assert_eq!(errno(), Some(Errno::EINVAL.code()));
+            boundary::set_errno(Errno::EIO);
+            let mut attr = ibv_cq_init_attr_ex {
+                cqe: 4,
+                cq_context: ptr::null_mut(),
+                channel: ptr::null_mut(),
+                comp_vector: 0,
+                wc_flags: 0,
+                comp_mask: 0,
+                flags: 0,
+                parent_domain: ptr::null_mut(),
+            };
+            assert!(create_cq_ex(ptr::null_mut(), &mut attr).is_null());
+            assert_eq!(errno(), Some(Errno::EINVAL.code()));
+        }
+    }
+
+    #[test]
     fn the_c_entries_lock_poll_and_read_as_the_api_says() {
         let (fq, p) = fake_rxe_cq(SUPPORTED_WC_FLAGS);
         // SAFETY: p is a live CQ of ours, used from this thread only and
