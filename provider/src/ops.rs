@@ -10,7 +10,7 @@ use crate::libibverbs::device_context::ibv_device;
 use crate::libibverbs::layout::Layout;
 use crate::libibverbs::private_context::{self, verbs_context};
 use crate::libibverbs::private_context_releases::{ops_table_for, ContextLayout};
-use crate::{ah, context, cq, mcast, mr, mw, pd, qp, query, srq};
+use crate::{ah, context, cq, mcast, mr, mw, pd, qp, query};
 
 /// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
 /// running library's own table is built from ours by op name
@@ -48,12 +48,12 @@ const OPS_BASE: private_context::verbs_context_ops = private_context::verbs_cont
     post_send: Some(qp::post_send),
     post_recv: Some(qp::post_recv),
     bind_mw: Some(qp::bind_mw),
-    create_srq: Some(srq::create_srq),
-    create_srq_ex: Some(srq::create_srq_ex),
-    modify_srq: Some(srq::modify_srq),
-    query_srq: Some(srq::query_srq),
-    destroy_srq: Some(srq::destroy_srq),
-    post_srq_recv: Some(srq::post_srq_recv),
+    create_srq: Some(crate::entry::srq::create_srq),
+    create_srq_ex: Some(crate::entry::srq::create_srq_ex),
+    modify_srq: Some(crate::entry::srq::modify_srq),
+    query_srq: Some(crate::entry::srq::query_srq),
+    destroy_srq: Some(crate::entry::srq::destroy_srq),
+    post_srq_recv: Some(crate::entry::srq::post_srq_recv),
     ..private_context::verbs_context_ops::EMPTY
 };
 

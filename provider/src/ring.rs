@@ -32,7 +32,8 @@
 
 #[cfg_attr(miri, allow(unused_imports))] // only the mmap path uses it
 use core::ffi::c_void;
-use core::mem::{offset_of, size_of};
+use core::marker::PhantomData;
+use core::mem::{offset_of, size_of, MaybeUninit};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 use std::os::fd::RawFd;
@@ -460,6 +461,42 @@ impl Consumer {
         // power-of-two element size, so aligned for T. The caller owns the
         // slot (see above), so nothing else writes it meanwhile.
         unsafe { self.0.slot_ptr(index).as_ptr().cast::<T>().write_volatile(*value) }
+    }
+}
+
+/// A [`Consumer`] whose slots were checked once, at [`new`](Self::new), to hold a `T`:
+/// [`copy_to`](Self::copy_to) copies one out with no check per copy. Everything else is the
+/// [`Consumer`]'s (`Deref`).
+pub struct ConsumerOf<T> {
+    ring: Consumer,
+    elem: PhantomData<fn() -> T>,
+}
+
+impl<T: FromBytes> ConsumerOf<T> {
+    /// `None` when the slots are smaller than a `T`.
+    pub fn new(ring: Consumer) -> Option<ConsumerOf<T>> {
+        (ring.geometry().elem_size() >= size_of::<T>()).then_some(ConsumerOf {
+            ring,
+            elem: PhantomData,
+        })
+    }
+
+    /// Copies the `T` at the start of the slot of `index` (masked) into `dst`, straight from
+    /// the shared memory ([`Consumer::copy_slot`]).
+    #[inline]
+    pub fn copy_to(&self, index: u32, dst: &mut MaybeUninit<T>) {
+        // SAFETY: dst is a live, writable T of ours (a `&mut` into our memory, never into the
+        // mapping, to which no reference is handed out); every slot holds a T (checked in new).
+        unsafe { self.ring.copy_slot(index, dst.as_mut_ptr()) }
+    }
+}
+
+impl<T> core::ops::Deref for ConsumerOf<T> {
+    type Target = Consumer;
+
+    #[inline(always)]
+    fn deref(&self) -> &Consumer {
+        &self.ring
     }
 }
 

@@ -1,9 +1,11 @@
 //! The control verbs of a CQ: create (legacy and extended), destroy,
-//! `req_notify_cq` and `resize_cq`, and the kernel commands they issue.
+//! `req_notify_cq` and `resize_cq`, and the kernel commands they issue. The
+//! C entries are in `entry::cq`.
+
+#![forbid(unsafe_code)]
 
 use core::ffi::c_int;
 use core::mem::size_of;
-use core::ptr::{self, addr_of_mut, NonNull};
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -16,18 +18,16 @@ use kernel_abi::{
 use log::{debug, error};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteCmd, WriteExCmd};
 use crate::errno::Errno;
 use crate::libibverbs::cq::*;
 use crate::libibverbs::device_context::ibv_context;
-use crate::lifecycle::{self, Creating};
+use crate::lifecycle::Creating;
 use crate::lock::QueueLock;
-use crate::pd::{self, DomainUse};
 use crate::ring::Consumer;
 
 use super::object::RxeCq;
-use super::poll::{set_ex_callbacks, SUPPORTED_WC_FLAGS};
+use super::poll::SUPPORTED_WC_FLAGS;
 use super::poll_state::PollState;
 
 /// Legacy `CREATE_CQ` response: the core part, then rxe's.
@@ -69,7 +69,7 @@ impl WriteCmd for ib_uverbs_req_notify_cq {
 }
 
 /// The kernel CQ a create made, to undo if the rest fails.
-fn destroy_kernel_cq(fd: RawFd, handle: u32) -> Result<ib_uverbs_destroy_cq_resp, Errno> {
+pub(crate) fn destroy_kernel_cq(fd: RawFd, handle: u32) -> Result<ib_uverbs_destroy_cq_resp, Errno> {
     command::write_cmd(
         fd,
         ib_uverbs_destroy_cq {
@@ -95,36 +95,35 @@ fn map_cq_ring(fd: RawFd, mi: &mminfo, asked: u32, granted: u32) -> Result<(Cons
     Ok((ring, cqe))
 }
 
+/// What a create asks for, with the raw pointers the entry was given (stored in the CQ, not
+/// followed) and what the entry read through them.
+pub(crate) struct CreateArgs {
+    pub(crate) context: *mut ibv_context,
+    /// The context's command fd.
+    pub(crate) fd: RawFd,
+    pub(crate) channel: *mut ibv_comp_channel,
+    /// The channel's fd, or -1 without one.
+    pub(crate) comp_channel: c_int,
+    pub(crate) cqe: c_int,
+    pub(crate) comp_vector: c_int,
+}
+
 /// Creates the CQ: the kernel object (legacy command, or the extended one
 /// with `ex_flags`), then the mapping. Any failure after the kernel object
 /// exists destroys it again.
-fn create(
-    ibctx: *mut ibv_context,
-    cqe: c_int,
-    channel: *mut ibv_comp_channel,
-    comp_vector: c_int,
-    ex_flags: Option<u32>,
-    lock: QueueLock,
-) -> Result<Creating<RxeCq>, Errno> {
-    if ibctx.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    // SAFETY: libibverbs passes our live context; cmd_fd is set for its life.
-    let fd = unsafe { (*ibctx).cmd_fd };
-    let comp_channel = if channel.is_null() {
-        -1
-    } else {
-        // SAFETY: a non-NULL channel is the application's live ibv_comp_channel.
-        unsafe { (*channel).fd }
-    };
-    let mut cq = Creating::new(RxeCq::new(ibctx, channel, fd, lock), "CQ", fd, |fd, handle| {
-        destroy_kernel_cq(fd, handle).map(|_| ())
-    })?;
+pub(crate) fn create(args: &CreateArgs, ex_flags: Option<u32>, lock: QueueLock) -> Result<Creating<RxeCq>, Errno> {
+    let (fd, comp_channel, comp_vector) = (args.fd, args.comp_channel, args.comp_vector);
+    let mut cq = Creating::new(
+        RxeCq::new(args.context, args.channel, fd, lock),
+        "CQ",
+        fd,
+        |fd, handle| destroy_kernel_cq(fd, handle).map(|_| ()),
+    )?;
     // The kernel hands this back in completion events (ibv_get_cq_event).
     let user_handle = cq.get_mut().vcq() as u64;
     // The C library passes these ints through as u32; so do we, and the
     // kernel rejects what is out of range.
-    let asked = cqe as u32;
+    let asked = args.cqe as u32;
 
     let (handle, granted, mi) = match ex_flags {
         None => {
@@ -163,6 +162,7 @@ fn create(
     cq.created(handle);
     let (ring, cqe) = map_cq_ring(fd, &mi, asked, granted)?;
     let c = cq.get_mut();
+    c.handle = handle;
     let vcq = c.vcq.get_mut();
     vcq.handle = handle;
     vcq.cqe = cqe;
@@ -171,24 +171,9 @@ fn create(
     Ok(cq)
 }
 
-/// `verbs_context_ops.create_cq`
-pub(crate) unsafe extern "C" fn create_cq(
-    context: *mut ibv_context,
-    cqe: c_int,
-    channel: *mut ibv_comp_channel,
-    comp_vector: c_int,
-) -> *mut ibv_cq {
-    boundary::guard("create_cq", ptr::null_mut(), || {
-        match create(context, cqe, channel, comp_vector, None, QueueLock::new()) {
-            Ok(cq) => cq.finish().as_ptr().cast::<ibv_cq>(),
-            Err(errno) => boundary::fail_ptr(errno),
-        }
-    })
-}
-
 /// The kernel's create flags for `ibv_cq_init_attr_ex`, as
 /// `ibv_cmd_create_cq_ex` derives them; or the errno to fail with.
-fn ex_create_flags(attr: &ibv_cq_init_attr_ex) -> Result<u32, Errno> {
+pub(crate) fn ex_create_flags(attr: &ibv_cq_init_attr_ex) -> Result<u32, Errno> {
     if attr.wc_flags & !SUPPORTED_WC_FLAGS != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -205,136 +190,45 @@ fn ex_create_flags(attr: &ibv_cq_init_attr_ex) -> Result<u32, Errno> {
 /// Whether the application asked for a CQ it uses from one thread at a time
 /// (`IBV_CREATE_CQ_ATTR_SINGLE_THREADED`): the stock provider locks anyway;
 /// mlx5 takes no lock, and neither do we.
-fn single_threaded(attr: &ibv_cq_init_attr_ex) -> bool {
+pub(crate) fn single_threaded(attr: &ibv_cq_init_attr_ex) -> bool {
     attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS != 0 && attr.flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED != 0
 }
 
-/// `verbs_context_ops.create_cq_ex`
-pub(crate) unsafe extern "C" fn create_cq_ex(
-    context: *mut ibv_context,
-    attr: *mut ibv_cq_init_attr_ex,
-) -> *mut ibv_cq_ex {
-    boundary::guard("create_cq_ex", ptr::null_mut(), || {
-        // SAFETY: a non-NULL attr is the caller's live ibv_cq_init_attr_ex.
-        let Some(attr) = (unsafe { attr.as_ref() }) else {
-            return boundary::fail_ptr(Errno::EINVAL);
-        };
-        let created = ex_create_flags(attr).and_then(|flags| {
-            // A parent domain with a TD: no lock. Anything else given as
-            // the PD is ignored, as the stock provider ignores it (mlx5
-            // refuses what is not a parent domain; verbs-diff compares
-            // with stock).
-            let lock = if single_threaded(attr) {
-                // The application promised one thread at a time (man
-                // ibv_create_cq_ex): no lock, as on a thread domain.
-                QueueLock::unlocked()
-            } else if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
-                // SAFETY: a PD of ours or null (lock_for takes null).
-                unsafe { pd::lock_for(attr.parent_domain.cast()) }
-            } else {
-                QueueLock::new()
-            };
-            let cqe = attr.cqe as c_int;
-            create(context, cqe, attr.channel, attr.comp_vector as c_int, Some(flags), lock)
-        });
-        match created {
-            Ok(mut cq) => {
-                if attr.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD != 0 {
-                    // SAFETY: as for lock_for above.
-                    cq.get_mut().domain = unsafe { DomainUse::of(attr.parent_domain.cast()) };
-                }
-                set_ex_callbacks(cq.get_mut().vcq.get_mut(), attr.wc_flags);
-                cq.finish().as_ptr().cast::<ibv_cq_ex>()
-            }
-            Err(errno) => boundary::fail_ptr(errno),
-        }
-    })
-}
-
-/// `verbs_context_ops.destroy_cq`
-pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
-    boundary::guard("destroy_cq", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return Errno::EINVAL.code();
-        };
-        let (fd, handle, vcq) = (cq.cmd_fd, cq.handle(), cq.vcq());
-        let Some(obj) = NonNull::new(ibcq.cast::<RxeCq>()) else {
-            return Errno::EINVAL.code();
-        };
-        let wait = |resp: &ib_uverbs_destroy_cq_resp| {
-            // SAFETY: libibverbs initialised mutex/cond (verbs_init_cq) and
-            // updates the counters under that mutex (ibv_ack_cq_events,
-            // ibv_ack_async_event). The kernel reports no more events for
-            // this CQ.
-            unsafe {
-                lifecycle::wait_for_acks(addr_of_mut!((*vcq).mutex), addr_of_mut!((*vcq).cond), || {
-                    ptr::read_volatile(addr_of_mut!((*vcq).comp_events_completed)) == resp.comp_events_reported
-                        && ptr::read_volatile(addr_of_mut!((*vcq).async_events_completed)) == resp.async_events_reported
-                })
-            }
-        };
-        // SAFETY: the CQ came from Creating::finish in create_cq(_ex);
-        // libibverbs does not use it after a successful destroy. Freeing
-        // it unmaps the ring.
-        match unsafe { lifecycle::destroy(obj, || destroy_kernel_cq(fd, handle), wait) } {
-            Ok(()) => 0,
-            Err(errno) => errno.code(),
-        }
-    })
-}
-
-/// `verbs_context_ops.req_notify_cq`: arms the CQ for its next (solicited)
-/// completion event, with the `REQ_NOTIFY_CQ` write as the stock provider's
-/// `ibv_cmd_req_notify_cq` issues it.
-pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
-    boundary::guard("req_notify_cq", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return Errno::EINVAL.code();
-        };
+impl RxeCq {
+    /// `req_notify_cq`: arms the CQ for its next (solicited) completion event, with the
+    /// `REQ_NOTIFY_CQ` write as the stock provider's `ibv_cmd_req_notify_cq` issues it.
+    pub(crate) fn req_notify(&self, solicited_only: bool) -> Result<(), Errno> {
         let cmd = ib_uverbs_req_notify_cq {
-            cq_handle: cq.handle(),
-            solicited_only: u32::from(solicited_only != 0),
+            cq_handle: self.handle(),
+            solicited_only: u32::from(solicited_only),
         };
-        match command::write_cmd(cq.cmd_fd, cmd) {
-            Ok(()) => 0,
-            Err(errno) => errno.code(),
-        }
-    })
-}
+        command::write_cmd(self.cmd_fd, cmd)
+    }
 
-/// `verbs_context_ops.resize_cq`. The kernel moves the unpolled CQEs into a
-/// new ring; we map it in place of the old one with the lock held, so no
-/// poller sees the switch half-done.
-pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_int {
-    boundary::guard("resize_cq", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return Errno::EINVAL.code();
-        };
+    /// `resize_cq`. The kernel moves the unpolled CQEs into a new ring; we
+    /// map it in place of the old one with the lock held, so no poller sees
+    /// the switch half-done. 0 or the errno.
+    pub(crate) fn resize(&self, cqe: c_int) -> c_int {
         let asked = cqe as u32;
-        cq.locked(|state| {
+        self.locked(|state| {
             // Queued purges first: their snapshots are of this ring.
-            cq.purge.around_resize(state, |state| {
+            self.purge.around_resize(state, |state| {
                 // Our consumer index is already in the shared page (every poll
                 // stores it), which is where the kernel reads it from to copy.
                 let cmd = ib_uverbs_resize_cq {
                     response: 0,
-                    cq_handle: cq.handle(),
+                    cq_handle: self.handle(),
                     cqe: asked,
                     driver_data: [],
                 };
-                let resp = match command::write_cmd(cq.cmd_fd, cmd) {
+                let resp = match command::write_cmd(self.cmd_fd, cmd) {
                     Ok(resp) => resp,
                     Err(errno) => return errno.code(),
                 };
-                match map_cq_ring(cq.cmd_fd, &resp.drv.mi, asked, resp.core.cqe) {
+                match map_cq_ring(self.cmd_fd, &resp.drv.mi, asked, resp.core.cqe) {
                     Ok((ring, cqe)) => {
                         state.replace_ring(Some(ring));
-                        // SAFETY: cqe is ours to write; readers of it expect it
-                        // to change only in resize_cq.
-                        unsafe { (*cq.vcq()).cqe = cqe };
+                        self.set_cqe(cqe);
                         0
                     }
                     Err(errno) => {
@@ -342,7 +236,7 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
                         // one): polling must fail rather than read stale CQEs.
                         error!(
                             "CQ {}: resized, but the new ring is unusable (errno {errno})",
-                            cq.handle()
+                            self.handle()
                         );
                         state.replace_ring(None);
                         errno.code()
@@ -351,12 +245,12 @@ pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_in
             })
         })
         .unwrap_or_else(Errno::code)
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use core::mem::MaybeUninit;
+    use core::ptr;
 
     use super::*;
     use crate::ring::testing::FakeRing;
@@ -416,22 +310,17 @@ mod tests {
 
     #[test]
     fn create_fails_with_an_errno_without_a_kernel() {
-        assert_eq!(
-            create(ptr::null_mut(), 4, ptr::null_mut(), 0, None, QueueLock::new()).err(),
-            Some(Errno::EINVAL)
-        );
-        // A context whose cmd_fd is not a uverbs file: the command fails
-        // before the kernel object exists, and the CQ is freed.
-        let mut ctx = MaybeUninit::<ibv_context>::zeroed();
-        // SAFETY: zeroed is a valid ibv_context (pointers NULL, fds 0).
-        unsafe { (*ctx.as_mut_ptr()).cmd_fd = -1 };
-        assert_eq!(
-            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, None, QueueLock::new()).err(),
-            Some(Errno::EBADF)
-        );
-        assert_eq!(
-            create(ctx.as_mut_ptr(), 4, ptr::null_mut(), 0, Some(0), QueueLock::new()).err(),
-            Some(Errno::EBADF)
-        );
+        // A command fd that is not a uverbs file: the command fails before the
+        // kernel object exists, and the CQ is freed.
+        let args = CreateArgs {
+            context: ptr::null_mut(),
+            fd: -1,
+            channel: ptr::null_mut(),
+            comp_channel: -1,
+            cqe: 4,
+            comp_vector: 0,
+        };
+        assert_eq!(create(&args, None, QueueLock::new()).err(), Some(Errno::EBADF));
+        assert_eq!(create(&args, Some(0), QueueLock::new()).err(), Some(Errno::EBADF));
     }
 }

@@ -16,26 +16,31 @@
 //! waits, as `ibv_cmd_destroy_cq` does, until the application acked every
 //! event the kernel reported. Completion events need no `cq_event` hook (the
 //! stock provider has none either).
+//!
+//! The C entries (the verbs ops and the `ibv_cq_ex` callbacks) and the raw
+//! access to the `ibv_cq_ex` are in `entry::cq`.
 
-mod control;
-mod object;
-mod poll;
+#![forbid(unsafe_code)]
+
+pub(crate) mod control;
+pub(crate) mod object;
+pub(crate) mod poll;
 pub(crate) mod poll_state;
 pub(crate) mod purge;
 
-pub(crate) use control::{create_cq, create_cq_ex, destroy_cq, req_notify_cq, resize_cq};
-pub(crate) use object::purge_qp_from_cqs;
+pub(crate) use crate::entry::cq::{
+    create_cq, create_cq_ex, destroy_cq, poll_cq, purge_qp_from_cqs, req_notify_cq, resize_cq,
+};
 #[cfg(test)]
 pub(crate) use object::RxeCq;
-pub(crate) use poll::poll_cq;
 
 #[cfg(test)]
 pub(crate) mod testing {
     use core::ptr;
 
     use super::object::RxeCq;
-    use super::poll::set_ex_callbacks;
     use super::poll_state::PollState;
+    use crate::entry::cq::set_ex_callbacks;
     use crate::libibverbs::cq::*;
     use crate::lock::QueueLock;
     use crate::ring::testing::FakeRing;
@@ -53,15 +58,18 @@ pub(crate) mod testing {
 
     /// [`fake_rxe_cq`] with `lock` ([`QueueLock::unlocked`]: a CQ on a thread domain).
     pub(crate) fn fake_rxe_cq_with(wc_flags: u64, lock: QueueLock) -> (FakeRing, *mut ibv_cq_ex) {
-        let fq = FakeRing::new(7, 7, 0);
-        let cq = Box::new(RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, lock));
-        // SAFETY: the CQ is ours alone.
-        unsafe {
-            *cq.state.get() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
-            cq.purge.ring_changed(&*cq.state.get());
-            set_ex_callbacks(&mut *cq.vcq.get(), wc_flags);
-        }
+        let (fq, cq) = fake_cq(wc_flags, lock);
         (fq, Box::into_raw(cq).cast::<ibv_cq_ex>())
+    }
+
+    /// [`fake_rxe_cq_with`] as a box, for the safe tests.
+    pub(crate) fn fake_cq(wc_flags: u64, lock: QueueLock) -> (FakeRing, Box<RxeCq>) {
+        let fq = FakeRing::new(7, 7, 0);
+        let mut cq = Box::new(RxeCq::new(ptr::null_mut(), ptr::null_mut(), -1, lock));
+        *cq.state.get_mut() = PollState::new(Some(Consumer::map(fq.raw_fd(), &fq.mi, 48).unwrap()));
+        cq.purge.ring_changed(cq.state.get_mut());
+        set_ex_callbacks(cq.vcq.get_mut(), wc_flags);
+        (fq, cq)
     }
 
     pub(crate) fn cqe(i: u32, opcode: u32, status: u32) -> ib_uverbs_wc {
@@ -90,8 +98,7 @@ pub(crate) mod testing {
         assert_eq!(w.opcode as u32, c.opcode);
         assert_eq!(w.vendor_err, c.vendor_err);
         assert_eq!(w.byte_len, c.byte_len);
-        // SAFETY: both unions are two u32 arms.
-        assert_eq!(unsafe { w.ex.imm_data }, unsafe { c.ex.imm_data });
+        assert_eq!(crate::entry::cq::wc_imm_data(w), crate::entry::cq::cqe_imm_data(c));
         assert_eq!((w.qp_num, w.src_qp, w.wc_flags), (c.qp_num, c.src_qp, c.wc_flags));
         assert_eq!(
             (w.pkey_index, w.slid, w.sl, w.dlid_path_bits),

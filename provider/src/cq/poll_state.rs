@@ -2,6 +2,8 @@
 //! current completion of an `ibv_cq_ex` poll. Pure ring logic, tested on a
 //! fake ring.
 
+#![forbid(unsafe_code)]
+
 use core::mem::{size_of, MaybeUninit};
 
 use kernel_abi::ib_uverbs_wc;
@@ -9,11 +11,12 @@ use zerocopy::FromZeros;
 
 use crate::errno::Errno;
 use crate::libibverbs::cq::ibv_wc;
-use crate::ring::Consumer;
+use crate::ring::{Consumer, ConsumerOf};
 
 // `ibv_wc` is the kernel's `ib_uverbs_wc` with C enums for status and
 // opcode: the same fields at the same offsets, so poll_cq copies a CQE to
-// the caller whole, as the stock provider's memcpy does. (The kernel's
+// the caller whole, as the ibv_wc it is (any bits are one: `FromBytes`), as
+// the stock provider's memcpy does. (The kernel's
 // port_num and reserved bytes land in ibv_wc's tail padding.)
 const _: () = {
     use core::mem::offset_of;
@@ -36,22 +39,22 @@ const _: () = {
 pub(crate) struct PollState {
     /// `None` only after a resize whose new ring could not be mapped: the
     /// kernel has switched rings, so polling fails from then on.
-    pub(super) ring: Option<Consumer>,
+    pub(crate) ring: Option<ConsumerOf<ibv_wc>>,
     /// Our consumer index. Read from the ring once, when it is mapped; the
     /// shared copy is only for the kernel.
-    pub(super) cons: u32,
+    pub(crate) cons: u32,
     /// During an `ibv_cq_ex` poll: the index of `current`.
-    pub(super) cur: u32,
+    pub(crate) cur: u32,
     /// During an `ibv_cq_ex` poll: our copy of the current CQE.
-    pub(super) current: ib_uverbs_wc,
+    pub(crate) current: ib_uverbs_wc,
 }
 
 impl PollState {
     /// A ring whose slots cannot hold a CQE counts as none (every CQ ring
     /// is mapped with that minimum, so this only states what `poll` relies on).
     pub(crate) fn new(ring: Option<Consumer>) -> PollState {
-        let ring = ring.filter(|r| r.geometry().elem_size() >= size_of::<ib_uverbs_wc>());
-        let cons = ring.as_ref().map_or(0, Consumer::consumer_index);
+        let ring = ring.and_then(ConsumerOf::new);
+        let cons = ring.as_ref().map_or(0, |r| r.consumer_index());
         PollState {
             ring,
             cons,
@@ -60,7 +63,7 @@ impl PollState {
         }
     }
 
-    fn ring(&self) -> Result<&Consumer, Errno> {
+    fn ring(&self) -> Result<&ConsumerOf<ibv_wc>, Errno> {
         self.ring.as_ref().ok_or(Errno::EIO)
     }
 
@@ -73,11 +76,7 @@ impl PollState {
         let mut cons = self.cons;
         let mut n = 0;
         while n < out.len() && cons != prod {
-            // SAFETY: out[n] is an ibv_wc's worth of writable memory, and
-            // ibv_wc is ib_uverbs_wc field for field (asserted below); every
-            // field is an integer, so any bits are a valid ibv_wc. The slots
-            // hold an ib_uverbs_wc (PollState::new keeps no other ring).
-            unsafe { ring.copy_slot(cons, out[n].as_mut_ptr().cast::<ib_uverbs_wc>()) };
+            ring.copy_to(cons, &mut out[n]);
             cons = q.next(cons);
             n += 1;
         }
@@ -145,10 +144,7 @@ mod tests {
     }
 
     fn poll_n(s: &mut PollState, n: usize) -> Vec<ibv_wc> {
-        let mut out = vec![MaybeUninit::<ibv_wc>::uninit(); n];
-        let got = s.poll(&mut out).unwrap();
-        // SAFETY: poll initialised the first `got` entries.
-        out[..got].iter().map(|w| unsafe { w.assume_init() }).collect()
+        crate::entry::cq::poll_to_vec(s, n).unwrap()
     }
 
     #[test]

@@ -62,6 +62,8 @@
 //! since neither a snapshot nor one poll spans more than a full ring), and
 //! nothing before our consumer index is touched.
 
+#![forbid(unsafe_code)]
+
 use core::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -69,7 +71,7 @@ use kernel_abi::ib_uverbs_wc;
 use log::debug;
 
 use super::poll_state::PollState;
-use crate::ring::{Consumer, IndexView};
+use crate::ring::IndexView;
 
 impl PollState {
     /// Drops the completions of `qp_num` between our consumer index and the
@@ -130,25 +132,25 @@ impl PollState {
 /// A CQ's purges not yet applied (see the module docs).
 pub(crate) struct PurgeQueue {
     /// Something is queued: what a poll entry tests, with the CQ to itself.
-    queued: AtomicBool,
+    pub(crate) queued: AtomicBool,
     pending: Mutex<Pending>,
 }
 
-struct Pending {
+pub(crate) struct Pending {
     /// The index words of the CQ's ring, for the snapshot. Replaced, under
     /// the mutex, before the ring it points into is unmapped.
-    view: Option<IndexView>,
-    purges: Vec<Purge>,
+    pub(crate) view: Option<IndexView>,
+    pub(crate) purges: Vec<Purge>,
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Purge {
-    qp_num: u32,
-    keep_receives: bool,
+pub(crate) struct Purge {
+    pub(crate) qp_num: u32,
+    pub(crate) keep_receives: bool,
     /// The consumer index the kernel saw at the snapshot.
-    from: u32,
+    pub(crate) from: u32,
     /// The producer index at the snapshot.
-    end: u32,
+    pub(crate) end: u32,
 }
 
 impl PurgeQueue {
@@ -162,7 +164,7 @@ impl PurgeQueue {
         }
     }
 
-    fn pending(&self) -> MutexGuard<'_, Pending> {
+    pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
         // A panic while it was held left it consistent (a push or a drain).
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -172,30 +174,6 @@ impl PurgeQueue {
     #[inline(always)]
     pub(crate) fn is_queued(&self) -> bool {
         self.queued.load(Ordering::Relaxed)
-    }
-
-    /// Queues a purge of `qp_num` with a snapshot of the ring's indices;
-    /// `false` (nothing queued) when there is nothing it could drop (no
-    /// ring, or an empty one).
-    pub(super) fn push(&self, qp_num: u32, keep_receives: bool) -> bool {
-        let mut p = self.pending();
-        let Some(view) = p.view else {
-            return false;
-        };
-        // SAFETY: the view is replaced, under this mutex, before its ring
-        // is unmapped (ring_changed, around_resize, the CQ's drop).
-        let (from, end) = unsafe { (view.consumer_index(), view.produced()) };
-        if from == end {
-            return false;
-        }
-        p.purges.push(Purge {
-            qp_num,
-            keep_receives,
-            from,
-            end,
-        });
-        self.queued.store(true, Ordering::Release);
-        true
     }
 
     /// Applies the queued purges, oldest first; returns how many completions
@@ -222,7 +200,7 @@ impl PurgeQueue {
     /// After the CQ's ring was mapped into `state` (create): the snapshots'
     /// view of it.
     pub(crate) fn ring_changed(&self, state: &PollState) {
-        self.pending().view = state.ring.as_ref().map(Consumer::index_view);
+        self.pending().view = state.ring.as_ref().map(|r| r.index_view());
     }
 
     /// Runs `resize` (which replaces `state`'s ring) with the queue applied
@@ -238,7 +216,7 @@ impl PurgeQueue {
         // The old ring is unmapped in here: no view of it outlives it.
         p.view = None;
         let r = resize(state);
-        p.view = state.ring.as_ref().map(Consumer::index_view);
+        p.view = state.ring.as_ref().map(|r| r.index_view());
         r
     }
 }
@@ -246,14 +224,11 @@ impl PurgeQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cq::object::{purge_qp, purge_qp_from_cqs, RxeCq};
-    use crate::cq::testing::{fake_rxe_cq, fake_rxe_cq_with};
-    use crate::lock::QueueLock;
+    use crate::libibverbs::cq::ibv_wc;
     use crate::ring::testing::FakeRing;
+    use crate::ring::Consumer;
     use core::mem::MaybeUninit;
     use zerocopy::FromZeros;
-
-    use crate::libibverbs::cq::{ibv_cq_ex, ibv_poll_cq_attr, ibv_wc, IBV_WC_EX_WITH_QP_NUM};
 
     const A: u32 = 0x11;
     const B: u32 = 0x22;
@@ -274,14 +249,8 @@ mod tests {
     }
 
     fn poll_all(s: &mut PollState) -> Vec<(u32, u64)> {
-        let mut out = vec![MaybeUninit::<ibv_wc>::uninit(); 64];
-        let n = s.poll(&mut out).unwrap();
-        out[..n]
-            .iter()
-            // SAFETY: poll initialised the first n entries.
-            .map(|w| unsafe { w.assume_init() })
-            .map(|w| (w.qp_num, w.wr_id))
-            .collect()
+        let polled = crate::entry::cq::poll_to_vec(s, 64).unwrap();
+        polled.iter().map(|w| (w.qp_num, w.wr_id)).collect()
     }
 
     #[test]
@@ -348,186 +317,6 @@ mod tests {
         assert_eq!(poll_all(&mut s), vec![(A, 1), (A, 2), (B, 4)]);
     }
 
-    fn poll_cq_ids(cq: *mut ibv_cq_ex) -> Vec<(u32, u64)> {
-        let mut out = vec![MaybeUninit::<ibv_wc>::uninit(); 16];
-        // SAFETY: our live fake CQ; room for 16.
-        let n = unsafe { crate::cq::poll::poll_cq(cq.cast(), 16, out.as_mut_ptr().cast()) };
-        assert!(n >= 0, "poll_cq: {n}");
-        out[..n as usize]
-            .iter()
-            // SAFETY: poll_cq initialised the first n entries.
-            .map(|w| unsafe { w.assume_init() })
-            .map(|w| (w.qp_num, w.wr_id))
-            .collect()
-    }
-
-    /// start_poll, next_poll until ENOENT, end_poll through the CQ's callbacks: what the pair saw.
-    fn ex_poll_ids(cq: *mut ibv_cq_ex) -> Vec<(u32, u64)> {
-        let mut seen = Vec::new();
-        // SAFETY: our live fake CQ with its ex callbacks (made with IBV_WC_EX_WITH_QP_NUM).
-        unsafe {
-            let v = &*cq;
-            let mut attr = ibv_poll_cq_attr { comp_mask: 0 };
-            if v.start_poll.unwrap()(cq, &mut attr) != 0 {
-                return seen;
-            }
-            loop {
-                seen.push((v.read_qp_num.unwrap()(cq), (*cq).wr_id));
-                if v.next_poll.unwrap()(cq) != 0 {
-                    break;
-                }
-            }
-            v.end_poll.unwrap()(cq);
-        }
-        seen
-    }
-
-    fn free(cq: *mut ibv_cq_ex) {
-        // SAFETY: a fake CQ made by fake_rxe_cq*, freed once.
-        drop(unsafe { Box::from_raw(cq.cast::<RxeCq>()) });
-    }
-
-    #[test]
-    fn a_free_cq_is_purged_at_once_and_once_for_one_cq() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
-        // Send and receive CQ the same: purged once.
-        // SAFETY: our live fake CQ; NULL is allowed.
-        unsafe { purge_qp_from_cqs(cq.cast(), cq.cast(), A, false) };
-        assert_eq!(fq.kernel.consumer_index(), 2, "applied before the call returned");
-        // SAFETY: as above.
-        let cq_ref = unsafe { RxeCq::from_ptr(cq) }.unwrap();
-        assert!(!cq_ref.purge.is_queued() && !cq_ref.lock.is_locked());
-        // SAFETY: as above.
-        unsafe { purge_qp_from_cqs(core::ptr::null_mut(), cq.cast(), B, false) };
-        assert_eq!(fq.kernel.consumer_index(), 3);
-        // An empty CQ queues nothing.
-        // SAFETY: as above.
-        unsafe { purge_qp(cq.cast(), A, false) };
-        assert!(!cq_ref.purge.is_queued());
-        free(cq);
-    }
-
-    #[test]
-    fn a_cq_held_by_another_threads_pair_is_purged_by_its_end_poll() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
-        let addr = cq as usize;
-        let (to_poller, poller_rx) = std::sync::mpsc::channel::<()>();
-        let (to_main, main_rx) = std::sync::mpsc::channel::<Vec<(u32, u64)>>();
-        let poller = std::thread::spawn(move || {
-            let cq = addr as *mut ibv_cq_ex;
-            let mut attr = ibv_poll_cq_attr { comp_mask: 0 };
-            // SAFETY: the live fake CQ of the test, polled by this thread only.
-            unsafe {
-                let v = &*cq;
-                assert_eq!(v.start_poll.unwrap()(cq, &mut attr), 0);
-                let first = (v.read_qp_num.unwrap()(cq), (*cq).wr_id);
-                to_main.send(vec![first]).unwrap();
-                // The reset happens now, while this pair holds the CQ.
-                poller_rx.recv().unwrap();
-                let mut rest = Vec::new();
-                while v.next_poll.unwrap()(cq) == 0 {
-                    rest.push((v.read_qp_num.unwrap()(cq), (*cq).wr_id));
-                }
-                v.end_poll.unwrap()(cq);
-                to_main.send(rest).unwrap();
-            }
-        });
-        assert_eq!(main_rx.recv().unwrap(), vec![(A, 1)]);
-        // SAFETY: our live fake CQ.
-        unsafe { purge_qp(cq.cast(), B, false) };
-        // SAFETY: as above.
-        let cq_ref = unsafe { RxeCq::from_ptr(cq) }.unwrap();
-        assert!(cq_ref.purge.is_queued(), "queued for the holder, not waited for");
-        assert_eq!(
-            fq.kernel.consumer_index(),
-            0,
-            "the ring untouched while the pair holds it"
-        );
-        to_poller.send(()).unwrap();
-        // The pair keeps its view of what was there when it opened...
-        assert_eq!(main_rx.recv().unwrap(), vec![(B, 2), (A, 3)]);
-        poller.join().unwrap();
-        // ...and its end_poll applied the purge (nothing left to drop: all consumed).
-        assert!(!cq_ref.purge.is_queued());
-        assert_eq!(fq.kernel.consumer_index(), 3);
-        free(cq);
-    }
-
-    #[test]
-    fn this_threads_own_open_pair_defers_the_purge_to_its_end_poll() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3), (C, 4)] {
-            fq.produce(&wc(qp, id));
-        }
-        let mut attr = ibv_poll_cq_attr { comp_mask: 0 };
-        // SAFETY: our live fake CQ, this thread only.
-        unsafe {
-            let v = &*cq;
-            assert_eq!(v.start_poll.unwrap()(cq, &mut attr), 0);
-            assert_eq!((*cq).wr_id, 1);
-            // Reset a QP of this CQ from inside the pair: no deadlock, no wait.
-            purge_qp(cq.cast(), A, false);
-            v.end_poll.unwrap()(cq);
-        }
-        // end_poll consumed (A, 1) and dropped (A, 3).
-        assert_eq!(poll_cq_ids(cq), vec![(B, 2), (C, 4)]);
-        assert_eq!(fq.kernel.consumer_index(), 4);
-        free(cq);
-    }
-
-    #[test]
-    fn a_busy_cq_drops_the_qps_completions_at_its_next_poll() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
-        // SAFETY: our live fake CQ.
-        let cq_ref = unsafe { RxeCq::from_ptr(cq) }.unwrap();
-        // A poll_cq in progress on another thread: the lock is taken.
-        cq_ref.lock.acquire_mutex();
-        // SAFETY: as above.
-        unsafe { purge_qp(cq.cast(), A, false) };
-        assert_eq!(fq.kernel.consumer_index(), 0);
-        // SAFETY: taken above.
-        unsafe { cq_ref.lock.release() };
-        // The QP leaves RESET and completes new work before anyone polls: kept.
-        fq.produce(&wc(A, 5));
-        assert_eq!(ex_poll_ids(cq), vec![(B, 2), (A, 5)]);
-        free(cq);
-    }
-
-    #[test]
-    fn a_thread_domain_cq_is_purged_by_its_own_next_poll_only() {
-        let (fq, cq) = fake_rxe_cq_with(IBV_WC_EX_WITH_QP_NUM, QueueLock::unlocked());
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
-        let addr = cq as usize;
-        // The reset on another thread than the CQ's user: the ring is not touched.
-        std::thread::spawn(move || {
-            // SAFETY: the live fake CQ of the test.
-            unsafe { purge_qp((addr as *mut ibv_cq_ex).cast(), A, false) };
-        })
-        .join()
-        .unwrap();
-        assert_eq!(fq.kernel.consumer_index(), 0);
-        fq.produce(&wc(A, 4));
-        assert_eq!(poll_cq_ids(cq), vec![(B, 2), (A, 4)]);
-        // And through start_poll.
-        fq.produce(&wc(B, 5));
-        fq.produce(&wc(C, 6));
-        // SAFETY: the live fake CQ of the test.
-        unsafe { purge_qp(cq.cast(), B, false) };
-        assert_eq!(ex_poll_ids(cq), vec![(C, 6)]);
-        free(cq);
-    }
-
     #[test]
     fn a_poll_that_raced_the_snapshot_is_not_undone() {
         let (fq, mut s) = fake(7);
@@ -550,32 +339,5 @@ mod tests {
         );
         assert_eq!(poll_all(&mut s), vec![(A, 4), (A, 5), (A, 6)]);
         assert_eq!(s.drop_qp_completions_before(A, false, from, end), 0, "consumed past it");
-    }
-
-    #[test]
-    fn a_resize_applies_the_queue_to_the_old_ring() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        fq.produce(&wc(A, 1));
-        fq.produce(&wc(B, 2));
-        // SAFETY: our live fake CQ.
-        let cq_ref = unsafe { RxeCq::from_ptr(cq) }.unwrap();
-        cq_ref.lock.acquire_mutex();
-        // SAFETY: as above.
-        unsafe { purge_qp(cq.cast(), A, false) };
-        let bigger = FakeRing::new(7, 15, 4096);
-        bigger.produce(&wc(B, 2));
-        bigger.produce(&wc(A, 3));
-        // SAFETY: the lock is held: the poll state is ours.
-        cq_ref.purge.around_resize(unsafe { cq_ref.state_locked() }, |s| {
-            assert_eq!(fq.kernel.consumer_index(), 1, "applied to the old ring first");
-            s.replace_ring(Some(Consumer::map(bigger.raw_fd(), &bigger.mi, 48).unwrap()));
-        });
-        // SAFETY: taken above.
-        unsafe { cq_ref.lock.release() };
-        // The new ring's snapshots come from it.
-        // SAFETY: as above.
-        unsafe { purge_qp(cq.cast(), A, false) };
-        assert_eq!(poll_cq_ids(cq), vec![(B, 2)]);
-        free(cq);
     }
 }

@@ -8,10 +8,13 @@
 //! ibv_cq_ex cq_ex; }`; `ibv_cq_ex` starts with the fields of `ibv_cq`, so a
 //! provider's CQ that begins with an `ibv_cq_ex` serves both views.
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::mem::{offset_of, size_of};
+
+use zerocopy::FromBytes;
 
 use super::MUTEX_GROWTH;
 
@@ -74,14 +77,14 @@ pub struct ibv_poll_cq_attr {
 /// The unnamed union of `ibv_wc`: immediate data (network byte order) when
 /// `wc_flags` has `IBV_WC_WITH_IMM`, the invalidated rkey with `IBV_WC_WITH_INV`.
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, FromBytes)]
 pub union ibv_wc_ex {
     pub imm_data: u32,
     pub invalidated_rkey: u32,
 }
 
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, FromBytes)]
 pub struct ibv_wc {
     pub wr_id: u64,
     /// `enum ibv_wc_status`

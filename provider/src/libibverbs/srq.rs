@@ -3,6 +3,7 @@
 //! `verbs_srq`. The same from rdma-core v34 to v65; offsets taken from the
 //! installed v44 headers with a C probe and asserted below.
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_int, c_void};
@@ -58,6 +59,28 @@ pub struct verbs_srq {
     pub srq_num: u32,
 }
 const _: () = assert!(size_of::<verbs_srq>() == 160 + MUTEX_GROWTH);
+
+impl Default for verbs_srq {
+    /// A `verbs_srq` as calloc leaves it: NULL pointers, zero integers, and a mutex and cond
+    /// as their static initializers make them.
+    fn default() -> verbs_srq {
+        verbs_srq {
+            srq: ibv_srq {
+                context: core::ptr::null_mut(),
+                srq_context: core::ptr::null_mut(),
+                pd: core::ptr::null_mut(),
+                handle: 0,
+                mutex: libc::PTHREAD_MUTEX_INITIALIZER,
+                cond: libc::PTHREAD_COND_INITIALIZER,
+                events_completed: 0,
+            },
+            srq_type: 0,
+            xrcd: core::ptr::null_mut(),
+            cq: core::ptr::null_mut(),
+            srq_num: 0,
+        }
+    }
+}
 const _: () = assert!(offset_of!(verbs_srq, srq_type) == 128 + MUTEX_GROWTH);
 const _: () = assert!(offset_of!(verbs_srq, cq) == 144 + MUTEX_GROWTH);
 const _: () = assert!(offset_of!(verbs_srq, srq_num) == 152 + MUTEX_GROWTH);
