@@ -42,7 +42,6 @@ use crate::boundary;
 use crate::command::{self, impl_write_cmd, IoctlCmd, WriteReq};
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
-use crate::libibverbs::device_abi::verbs_device;
 use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::ibv_sge;
 use crate::lifecycle::{self, Creating};
@@ -107,10 +106,10 @@ pub(crate) fn rereg_cmd(
     })
 }
 
-/// Asks the kernel for its core support bits and stores them in the device,
-/// where `ibv_reg_mr` looks (see the module comment). Any failure leaves the
-/// bits at 0: the kernel then predates them.
-pub(crate) fn probe_core_support(ctx: &ibv_context) {
+/// Asks the kernel for its core support bits, which `alloc_context` stores
+/// in the device, where `ibv_reg_mr` looks (see the module comment). `None`
+/// on any failure, which leaves the bits at 0: the kernel then predates them.
+pub(crate) fn probe_core_support(ctx: &ibv_context) -> Option<u64> {
     let mut core_support: u64 = 0;
     let addr = ptr::from_mut(&mut core_support) as usize as u64;
     let attr = command::attr_out(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT as u16, addr, 8);
@@ -124,14 +123,12 @@ pub(crate) fn probe_core_support(ctx: &ibv_context) {
     match result {
         Ok(true) => {
             debug!("kernel core support bits {core_support:#x}");
-            // SAFETY: ctx.device is the ibv_device at the start of the
-            // verbs_device our alloc_device made, alive while any context is.
-            // A plain store, as libibverbs' own GET_CONTEXT makes it.
-            unsafe { ptr::addr_of_mut!((*ctx.device.cast::<verbs_device>()).core_support).write(core_support) };
+            return Some(core_support);
         }
         Ok(false) => debug!("QUERY_CONTEXT did not report core support"),
         Err(errno) => debug!("QUERY_CONTEXT failed (errno {errno}): no optional MR access"),
     }
+    None
 }
 
 /// `reg_mr`: fills what `ibv_cmd_reg_mr` fills.

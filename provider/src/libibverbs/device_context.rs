@@ -3,6 +3,7 @@
 //! v65 except where noted. Offsets were taken from the installed v44 headers
 //! with a C probe and are asserted below.
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_char, c_int, c_void};

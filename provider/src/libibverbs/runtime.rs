@@ -252,3 +252,283 @@ impl Libibverbs {
         unsafe { (self.uninit_context)(vctx) }
     }
 }
+
+/// A heap object whose address libibverbs, the application or the kernel
+/// holds (the `ibv_*` struct at its start, a `user_handle`): owned here, and
+/// reached only through the raw pointer it was made from, so every address
+/// handed out stays valid while it lives (moving or reborrowing a `Box` would
+/// assert unique access and invalidate them: Stacked Borrows). Dropping it
+/// frees the object; [`HandedBox::into_raw`] keeps it allocated.
+pub(crate) struct HandedBox<T>(core::ptr::NonNull<T>);
+
+impl<T> HandedBox<T> {
+    /// Takes the object out of `b`.
+    pub(crate) fn new(b: Box<T>) -> HandedBox<T> {
+        HandedBox(core::ptr::NonNull::from(Box::leak(b)))
+    }
+
+    /// Takes back an object [`HandedBox::into_raw`] gave out.
+    ///
+    /// # Safety
+    /// `obj` came from `into_raw` and nothing else owns it now: the caller
+    /// takes it back once.
+    pub(crate) unsafe fn from_raw(obj: core::ptr::NonNull<T>) -> HandedBox<T> {
+        HandedBox(obj)
+    }
+
+    /// The object's address, for C.
+    pub(crate) fn as_ptr(&self) -> *mut T {
+        self.0.as_ptr()
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        // SAFETY: a live allocation this value owns; `&mut self` makes this
+        // the only access through it, and whoever holds a copy of the address
+        // dereferences it only under its own (unsafe) contract.
+        unsafe { self.0.as_mut() }
+    }
+
+    /// Gives the object up without freeing it: to C, or leaked.
+    pub(crate) fn into_raw(self) -> core::ptr::NonNull<T> {
+        core::mem::ManuallyDrop::new(self).0
+    }
+}
+
+impl<T> Drop for HandedBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: from Box::leak (new) or given back by from_raw's caller;
+        // owned by this value, freed once.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+/// `Box::new(value)` that fails with `ENOMEM` when the allocator has no
+/// memory, where `Box::new` aborts the process. Every create path boxes
+/// through here (the stable stand-in for `Box::try_new`).
+pub(crate) fn try_box<T>(value: T) -> Result<Box<T>, crate::errno::Errno> {
+    // SAFETY: the global allocator's alloc, with the layout it is given.
+    unsafe { try_box_with(value, |layout| std::alloc::alloc(layout)) }
+}
+
+/// [`try_box`] with the allocation made by `alloc`.
+///
+/// # Safety
+/// `alloc` returns null or memory of the global allocator for the layout it
+/// is given (what `Box` frees).
+unsafe fn try_box_with<T>(
+    value: T,
+    alloc: impl FnOnce(std::alloc::Layout) -> *mut u8,
+) -> Result<Box<T>, crate::errno::Errno> {
+    let layout = std::alloc::Layout::new::<T>();
+    if layout.size() == 0 {
+        // Nothing to allocate.
+        return Ok(Box::new(value));
+    }
+    let ptr = alloc(layout).cast::<T>();
+    if ptr.is_null() {
+        return Err(crate::errno::Errno::ENOMEM);
+    }
+    // SAFETY: ptr is a fresh allocation of T's layout (non-null, aligned, of
+    // the global allocator, by the caller's word): written once, then owned
+    // by the Box, which frees it with that layout.
+    unsafe {
+        ptr.write(value);
+        Ok(Box::from_raw(ptr))
+    }
+}
+
+/// Destroys a live object: `destroy` (the kernel command) first, then `wait`
+/// with its answer, then the free. On a failed destroy the object stays. A
+/// removed device answers every destroy with EIO; with libibverbs'
+/// `RDMAV_ALLOW_DISASSOC_DESTROY` set that is a success without the wait, as
+/// libibverbs' `ibv_cmd_destroy_*` take it (`verbs_is_destroy_err`).
+///
+/// # Safety
+/// `obj` came from `Creating::finish` (`lifecycle`) and is not used after a
+/// successful return (libibverbs forgets it when the destroy verb succeeds).
+pub(crate) unsafe fn destroy<T, R>(
+    obj: core::ptr::NonNull<T>,
+    destroy: impl FnOnce() -> Result<R, crate::errno::Errno>,
+    wait: impl FnOnce(&R),
+) -> Result<(), crate::errno::Errno> {
+    let gone_device_frees = get().is_some_and(|l| l.allow_disassociate_destroy);
+    // SAFETY: Creating::finish handed it out by HandedBox::into_raw; the
+    // caller gives it back once.
+    destroy_with(unsafe { HandedBox::from_raw(obj) }, destroy, wait, gone_device_frees)
+}
+
+/// [`destroy`] of an owned object, with libibverbs' switch given:
+/// `gone_device_frees` makes an EIO from the kernel a success without `wait`.
+fn destroy_with<T, R>(
+    obj: HandedBox<T>,
+    destroy: impl FnOnce() -> Result<R, crate::errno::Errno>,
+    wait: impl FnOnce(&R),
+    gone_device_frees: bool,
+) -> Result<(), crate::errno::Errno> {
+    match destroy() {
+        Ok(gone) => wait(&gone),
+        Err(crate::errno::Errno::EIO) if gone_device_frees => {
+            log::debug!("destroy: the device is gone (EIO); freed, as RDMAV_ALLOW_DISASSOC_DESTROY asks");
+        }
+        Err(e) => {
+            // Still libibverbs': alive and usable.
+            obj.into_raw();
+            return Err(e);
+        }
+    }
+    // Freed after the kernel let the object go (or the device went) and
+    // every event naming it was acked.
+    drop(obj);
+    Ok(())
+}
+
+/// Blocks until `acked()` holds, re-checking it under `mutex` each time
+/// `cond` is signalled: libibverbs counts acknowledged events
+/// (`ibv_ack_async_event`, `ibv_ack_cq_events`) under the object's mutex and
+/// broadcasts its cond, as `ibv_cmd_destroy_*` expect. Called after the
+/// kernel's destroy, whose answer says how many events it reported.
+///
+/// # Safety
+/// `mutex` and `cond` are the initialised pthread objects of a live
+/// libibverbs object; `acked` reads its counters (under the mutex).
+pub(crate) unsafe fn wait_for_acks(
+    mutex: *mut libc::pthread_mutex_t,
+    cond: *mut libc::pthread_cond_t,
+    acked: impl Fn() -> bool,
+) {
+    // SAFETY: per the contract.
+    unsafe {
+        libc::pthread_mutex_lock(mutex);
+        while !acked() {
+            libc::pthread_cond_wait(cond, mutex);
+        }
+        libc::pthread_mutex_unlock(mutex);
+    }
+}
+
+/// [`wait_for_acks`] for an object with libibverbs' one async-event count
+/// (`ibv_qp`, `ibv_srq`): waits until `events_completed` reaches `reported`.
+///
+/// # Safety
+/// `mutex`, `cond` and `completed` are fields of one live libibverbs object
+/// whose pthread objects are initialised.
+pub(crate) unsafe fn wait_for_async_acks(
+    mutex: *mut libc::pthread_mutex_t,
+    cond: *mut libc::pthread_cond_t,
+    completed: *mut u32,
+    reported: u32,
+) {
+    // SAFETY: per the contract; the count is read under the mutex, volatile
+    // because libibverbs writes it from another thread between our reads.
+    unsafe { wait_for_acks(mutex, cond, || core::ptr::read_volatile(completed) == reported) }
+}
+
+/// `ours` as its 76 slots.
+pub(crate) fn v36_slots(ours: &super::private_context::verbs_context_ops) -> &[super::device_context::opaque_fn; 76] {
+    // SAFETY: verbs_context_ops is #[repr(C)] with 76 fields, each an
+    // `Option` of an `extern "C" fn` (asserted 76 * 8 bytes): every field has
+    // the size, alignment and null niche of `opaque_fn`, and reading a
+    // function pointer under another signature is only storage, no call.
+    unsafe { &*core::ptr::from_ref(ours).cast::<[super::device_context::opaque_fn; 76]>() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errno::Errno;
+    use crate::lifecycle::{fault, Creating};
+    use core::ptr::NonNull;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_failed_allocation_is_enomem_not_an_abort() {
+        struct Dropped<'a>(&'a AtomicUsize);
+        impl Drop for Dropped<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let dropped = AtomicUsize::new(0);
+        // SAFETY: the allocator returns null: no memory.
+        let r = unsafe { try_box_with(Dropped(&dropped), |_| core::ptr::null_mut()) };
+        assert_eq!(r.err(), Some(Errno::ENOMEM));
+        // The value was dropped, not leaked.
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+        // SAFETY: the global allocator's alloc.
+        let b = unsafe { try_box_with([7u64; 64], |l| std::alloc::alloc(l)) }.unwrap();
+        assert_eq!(b[63], 7);
+        assert_eq!(*try_box(()).unwrap(), ());
+        assert_eq!(*try_box(5u8).unwrap(), 5);
+    }
+
+    #[test]
+    fn a_removed_device_s_eio_frees_only_when_libibverbs_allows_it() {
+        struct Counted<'a>(&'a AtomicUsize);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let freed = AtomicUsize::new(0);
+        let obj = HandedBox::new(Box::new(Counted(&freed))).into_raw();
+        let waited = core::cell::Cell::new(false);
+        // SAFETY: obj is ours, given back once per call (a failed destroy keeps it alive).
+        let take = || unsafe { HandedBox::from_raw(obj) };
+        let r = destroy_with(take(), || Err::<(), _>(Errno::EIO), |()| waited.set(true), false);
+        assert_eq!(
+            r,
+            Err(Errno::EIO),
+            "without RDMAV_ALLOW_DISASSOC_DESTROY the object stays"
+        );
+        assert_eq!(freed.load(Ordering::Relaxed), 0);
+        let r = destroy_with(take(), || Err::<(), _>(Errno::EIO), |()| waited.set(true), true);
+        assert_eq!(r, Ok(()), "with it, EIO is the device gone: success");
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+        assert!(!waited.get(), "no wait for event acks from a gone device");
+        // Another error is never taken for a gone device.
+        let obj = HandedBox::new(Box::new(Counted(&freed))).into_raw();
+        // SAFETY: as above.
+        let r = destroy_with(
+            unsafe { HandedBox::from_raw(obj) },
+            || Err::<(), _>(Errno::EBUSY),
+            |()| (),
+            true,
+        );
+        assert_eq!(r, Err(Errno::EBUSY));
+        // SAFETY: the failed destroy left it ours.
+        drop(unsafe { HandedBox::from_raw(obj) });
+        assert_eq!(freed.load(Ordering::Relaxed), 2);
+    }
+
+    fn destroy_fails(_fd: std::os::fd::RawFd, _handle: u32) -> Result<(), Errno> {
+        Err(Errno::EBUSY)
+    }
+
+    #[test]
+    fn a_failed_undo_leaks_and_the_memory_stays_readable() {
+        let mut c = Creating::new(0x5eed_u64, "test", -1, destroy_fails).unwrap();
+        let addr = c.as_ptr();
+        c.created(3);
+        drop(c);
+        assert_eq!(fault::take_leaked(), vec![addr as usize]);
+        // SAFETY: leaked, not freed: what an async event would read.
+        assert_eq!(unsafe { addr.read() }, 0x5eed);
+    }
+
+    #[test]
+    fn finish_hands_the_object_out_and_destroy_frees_it_after_the_wait() {
+        let mut c = Creating::new(5u32, "test", -1, destroy_fails).unwrap();
+        c.created(2);
+        let obj: NonNull<u32> = c.finish();
+        assert!(fault::take_leaked().is_empty());
+        let mut waited = None;
+        // SAFETY: from finish; a failed destroy leaves it alive.
+        let r = unsafe { destroy(obj, || Err::<u32, _>(Errno::EBUSY), |_| unreachable!()) };
+        assert_eq!(r, Err(Errno::EBUSY));
+        // SAFETY: still alive after the failed destroy.
+        assert_eq!(unsafe { obj.as_ptr().read() }, 5);
+        // SAFETY: from finish, not used again.
+        let r = unsafe { destroy(obj, || Ok(9u32), |n| waited = Some(*n)) };
+        assert_eq!((r, waited), (Ok(()), Some(9)));
+    }
+}
