@@ -34,8 +34,9 @@ use core::ptr::NonNull;
 use std::os::fd::RawFd;
 
 use crate::errno::Errno;
-use crate::libibverbs::runtime::HandedBox;
-pub(crate) use crate::libibverbs::runtime::{destroy, try_box, wait_for_acks, wait_for_async_acks};
+pub(crate) use crate::libibverbs::runtime::{
+    destroy, destroy_owned, try_box, wait_for_acks, wait_for_async_acks, HandedBox, Kept,
+};
 
 /// How to undo a kernel object of one kind: its destroy command.
 pub(crate) type DestroyFn = fn(RawFd, u32) -> Result<(), Errno>;

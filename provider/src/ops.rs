@@ -11,7 +11,7 @@ use crate::libibverbs::layout::Layout;
 use crate::libibverbs::private_context;
 use crate::libibverbs::private_context_releases::{ops_table_for, ContextLayout};
 use crate::libibverbs::runtime;
-use crate::{ah, cq, mcast, mr, mw, pd, qp, query, srq};
+use crate::{cq, qp, srq};
 
 /// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
 /// running library's own table is built from ours by op name
@@ -19,28 +19,28 @@ use crate::{ah, cq, mcast, mr, mw, pd, qp, query, srq};
 /// dummy op for it (EOPNOTSUPP).
 const OPS_BASE: private_context::verbs_context_ops = private_context::verbs_context_ops {
     free_context: Some(objects::free_context),
-    query_device_ex: Some(query::query_device_ex),
-    query_port: Some(query::query_port),
+    query_device_ex: Some(objects::query_device_ex),
+    query_port: Some(objects::query_port),
     create_cq: Some(cq::create_cq),
     create_cq_ex: Some(cq::create_cq_ex),
     destroy_cq: Some(cq::destroy_cq),
     poll_cq: Some(cq::poll_cq),
     req_notify_cq: Some(cq::req_notify_cq),
     resize_cq: Some(cq::resize_cq),
-    alloc_pd: Some(pd::alloc_pd),
-    dealloc_pd: Some(pd::dealloc_pd),
-    alloc_td: Some(pd::alloc_td),
-    dealloc_td: Some(pd::dealloc_td),
-    alloc_parent_domain: Some(pd::alloc_parent_domain),
-    reg_mr: Some(mr::reg_mr),
-    rereg_mr: Some(mr::rereg_mr),
-    dereg_mr: Some(mr::dereg_mr),
-    alloc_mw: Some(mw::alloc_mw),
-    dealloc_mw: Some(mw::dealloc_mw),
-    create_ah: Some(ah::create_ah),
-    destroy_ah: Some(ah::destroy_ah),
-    attach_mcast: Some(mcast::attach_mcast),
-    detach_mcast: Some(mcast::detach_mcast),
+    alloc_pd: Some(objects::alloc_pd),
+    dealloc_pd: Some(objects::dealloc_pd),
+    alloc_td: Some(objects::alloc_td),
+    dealloc_td: Some(objects::dealloc_td),
+    alloc_parent_domain: Some(objects::alloc_parent_domain),
+    reg_mr: Some(objects::reg_mr),
+    rereg_mr: Some(objects::rereg_mr),
+    dereg_mr: Some(objects::dereg_mr),
+    alloc_mw: Some(objects::alloc_mw),
+    dealloc_mw: Some(objects::dealloc_mw),
+    create_ah: Some(objects::create_ah),
+    destroy_ah: Some(objects::destroy_ah),
+    attach_mcast: Some(objects::attach_mcast),
+    detach_mcast: Some(objects::detach_mcast),
     create_qp: Some(qp::create_qp),
     create_qp_ex: Some(qp::create_qp_ex),
     query_qp: Some(qp::query_qp),
@@ -64,7 +64,7 @@ static OPS_V36: private_context::verbs_context_ops = OPS_BASE;
 /// 5e49611e0, "rxe: Enable ibv_advise_mr(3)"); the slot exists since long
 /// before v36, so on v36..v58 we leave it NULL as stock does.
 static OPS_V59: private_context::verbs_context_ops = private_context::verbs_context_ops {
-    advise_mr: Some(mr::advise_mr),
+    advise_mr: Some(objects::advise_mr),
     ..OPS_BASE
 };
 

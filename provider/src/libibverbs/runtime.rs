@@ -281,6 +281,12 @@ impl<T> HandedBox<T> {
         self.0.as_ptr()
     }
 
+    pub(crate) fn get(&self) -> &T {
+        // SAFETY: a live allocation this value owns; whoever holds a copy of
+        // the address dereferences it only under its own (unsafe) contract.
+        unsafe { self.0.as_ref() }
+    }
+
     pub(crate) fn get_mut(&mut self) -> &mut T {
         // SAFETY: a live allocation this value owns; `&mut self` makes this
         // the only access through it, and whoever holds a copy of the address
@@ -351,11 +357,28 @@ pub(crate) unsafe fn destroy<T, R>(
     destroy: impl FnOnce() -> Result<R, crate::errno::Errno>,
     wait: impl FnOnce(&R),
 ) -> Result<(), crate::errno::Errno> {
-    let gone_device_frees = get().is_some_and(|l| l.allow_disassociate_destroy);
     // SAFETY: Creating::finish handed it out by HandedBox::into_raw; the
     // caller gives it back once.
-    destroy_with(unsafe { HandedBox::from_raw(obj) }, destroy, wait, gone_device_frees)
+    destroy_owned(unsafe { HandedBox::from_raw(obj) }, destroy, wait).map_err(|(e, obj)| {
+        // Still C's: alive and usable.
+        obj.into_raw();
+        e
+    })
 }
+
+/// [`destroy`] of an object taken back from C; a failed destroy hands it
+/// back with the errno, alive, for C.
+pub(crate) fn destroy_owned<T, R>(
+    obj: HandedBox<T>,
+    destroy: impl FnOnce() -> Result<R, crate::errno::Errno>,
+    wait: impl FnOnce(&R),
+) -> Result<(), Kept<T>> {
+    let gone_device_frees = get().is_some_and(|l| l.allow_disassociate_destroy);
+    destroy_with(obj, destroy, wait, gone_device_frees)
+}
+
+/// A verb refused to free an object: the errno, and the object, still C's.
+pub(crate) type Kept<T> = (crate::errno::Errno, HandedBox<T>);
 
 /// [`destroy`] of an owned object, with libibverbs' switch given:
 /// `gone_device_frees` makes an EIO from the kernel a success without `wait`.
@@ -364,22 +387,54 @@ fn destroy_with<T, R>(
     destroy: impl FnOnce() -> Result<R, crate::errno::Errno>,
     wait: impl FnOnce(&R),
     gone_device_frees: bool,
-) -> Result<(), crate::errno::Errno> {
+) -> Result<(), Kept<T>> {
     match destroy() {
         Ok(gone) => wait(&gone),
         Err(crate::errno::Errno::EIO) if gone_device_frees => {
             log::debug!("destroy: the device is gone (EIO); freed, as RDMAV_ALLOW_DISASSOC_DESTROY asks");
         }
-        Err(e) => {
-            // Still libibverbs': alive and usable.
-            obj.into_raw();
-            return Err(e);
-        }
+        Err(e) => return Err((e, obj)),
     }
     // Freed after the kernel let the object go (or the device went) and
     // every event naming it was acked.
     drop(obj);
     Ok(())
+}
+
+/// An object that counts its holders ([`Hold`]) and is freed only when it
+/// has none (its dealloc verb answers `EBUSY` until then).
+pub(crate) trait CountsHolders {
+    fn holders(&self) -> &core::sync::atomic::AtomicU32;
+}
+
+/// A hold on an object that counts its holders: the object outlives the
+/// hold, which reads it through [`Hold::get`] (a parent domain's PD and TD,
+/// an object's parent domain). Dropping it releases the hold.
+pub(crate) struct Hold<T: CountsHolders>(core::ptr::NonNull<T>);
+
+// SAFETY: a hold is a shared reference to T that outlives its borrow: it
+// may go to and be used from any thread when &T may (T: Sync).
+unsafe impl<T: CountsHolders + Sync> Send for Hold<T> {}
+// SAFETY: as for Send.
+unsafe impl<T: CountsHolders + Sync> Sync for Hold<T> {}
+
+impl<T: CountsHolders> Hold<T> {
+    pub(crate) fn new(obj: &T) -> Hold<T> {
+        obj.holders().fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        Hold(core::ptr::NonNull::from(obj))
+    }
+
+    pub(crate) fn get(&self) -> &T {
+        // SAFETY: the object is freed only when it counts no holders (every
+        // free of a `CountsHolders` object checks it first), and this is one.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: CountsHolders> Drop for Hold<T> {
+    fn drop(&mut self) {
+        self.get().holders().fetch_sub(1, core::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Blocks until `acked()` holds, re-checking it under `mutex` each time
@@ -421,6 +476,56 @@ pub(crate) unsafe fn wait_for_async_acks(
     // SAFETY: per the contract; the count is read under the mutex, volatile
     // because libibverbs writes it from another thread between our reads.
     unsafe { wait_for_acks(mutex, cond, || core::ptr::read_volatile(completed) == reported) }
+}
+
+impl super::control_objects::ibv_gid {
+    /// The GID's 16 bytes.
+    pub fn bytes(&self) -> [u8; 16] {
+        // SAFETY: both arms are plain bytes of the union's whole size: every
+        // bit pattern is valid, and a GID is always fully written.
+        unsafe { self.raw }
+    }
+}
+
+/// libibverbs' public `ibv_resolve_eth_l2_from_gid` (rtnetlink neighbour
+/// resolution; no uverbs command): the destination MAC for `attr`.
+///
+/// # Safety
+/// `ctx` is a live context of the libibverbs loaded in this process.
+pub(crate) unsafe fn resolve_eth_l2_from_gid(
+    ctx: *mut super::device_context::ibv_context,
+    attr: &super::control_objects::ibv_ah_attr,
+) -> Result<[u8; 6], crate::errno::Errno> {
+    use crate::errno::Errno;
+    type ResolveL2Fn = unsafe extern "C" fn(
+        *mut super::device_context::ibv_context,
+        *mut super::control_objects::ibv_ah_attr,
+        *mut u8,
+        *mut u16,
+    ) -> c_int;
+    // SAFETY: RTLD_NOLOAD only returns a handle to the libibverbs already
+    // loaded (it loaded us); the reference is kept, as `find` does.
+    let handle = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return Err(Errno::ENOSYS);
+    }
+    let sym = symbol(handle, "ibv_resolve_eth_l2_from_gid", c"IBVERBS_1.1").map_err(|_| Errno::ENOSYS)?;
+    let mut attr = *attr;
+    let mut mac = [0u8; 6];
+    // SAFETY: the symbol is the public function of that name and version,
+    // whose C prototype is ResolveL2Fn; ctx is a live context (the caller's
+    // word), attr and mac are valid for the call, and a null vid is accepted
+    // (the stock provider passes NULL too).
+    let rc = unsafe {
+        let resolve = core::mem::transmute::<*mut c_void, ResolveL2Fn>(sym);
+        resolve(ctx, &mut attr, mac.as_mut_ptr(), core::ptr::null_mut())
+    };
+    match rc {
+        0 => Ok(mac),
+        rc if rc > 0 => Err(Errno::from_raw(rc)),
+        rc if rc < 0 && rc != -1 => Err(Errno::from_raw(-rc)),
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// `ours` as its 76 slots.
@@ -470,33 +575,20 @@ mod tests {
             }
         }
         let freed = AtomicUsize::new(0);
-        let obj = HandedBox::new(Box::new(Counted(&freed))).into_raw();
+        let obj = HandedBox::new(Box::new(Counted(&freed)));
         let waited = core::cell::Cell::new(false);
-        // SAFETY: obj is ours, given back once per call (a failed destroy keeps it alive).
-        let take = || unsafe { HandedBox::from_raw(obj) };
-        let r = destroy_with(take(), || Err::<(), _>(Errno::EIO), |()| waited.set(true), false);
-        assert_eq!(
-            r,
-            Err(Errno::EIO),
-            "without RDMAV_ALLOW_DISASSOC_DESTROY the object stays"
-        );
+        let (e, obj) = destroy_with(obj, || Err::<(), _>(Errno::EIO), |()| waited.set(true), false).unwrap_err();
+        assert_eq!(e, Errno::EIO, "without RDMAV_ALLOW_DISASSOC_DESTROY the object stays");
         assert_eq!(freed.load(Ordering::Relaxed), 0);
-        let r = destroy_with(take(), || Err::<(), _>(Errno::EIO), |()| waited.set(true), true);
-        assert_eq!(r, Ok(()), "with it, EIO is the device gone: success");
+        let r = destroy_with(obj, || Err::<(), _>(Errno::EIO), |()| waited.set(true), true);
+        assert!(r.is_ok(), "with it, EIO is the device gone: success");
         assert_eq!(freed.load(Ordering::Relaxed), 1);
         assert!(!waited.get(), "no wait for event acks from a gone device");
         // Another error is never taken for a gone device.
-        let obj = HandedBox::new(Box::new(Counted(&freed))).into_raw();
-        // SAFETY: as above.
-        let r = destroy_with(
-            unsafe { HandedBox::from_raw(obj) },
-            || Err::<(), _>(Errno::EBUSY),
-            |()| (),
-            true,
-        );
-        assert_eq!(r, Err(Errno::EBUSY));
-        // SAFETY: the failed destroy left it ours.
-        drop(unsafe { HandedBox::from_raw(obj) });
+        let obj = HandedBox::new(Box::new(Counted(&freed)));
+        let (e, obj) = destroy_with(obj, || Err::<(), _>(Errno::EBUSY), |()| (), true).unwrap_err();
+        assert_eq!(e, Errno::EBUSY);
+        drop(obj);
         assert_eq!(freed.load(Ordering::Relaxed), 2);
     }
 
