@@ -108,15 +108,17 @@ unsafe fn open(device: *mut ibv_device, cmd_fd: c_int) -> *mut verbs_context {
     let prefix = layout.verbs_context_prefix();
 
     // SAFETY: device is the ibv_device libibverbs passed us; the size
-    // covers this layout's verbs_context (prefix + ibv_context) and ours.
-    let base = unsafe { lib.init_and_alloc_context(device, cmd_fd, prefix + size_of::<RxeContext>(), RDMA_DRIVER_RXE) };
-    if base.is_null() {
-        return ptr::null_mut(); // libibverbs closed cmd_fd and set errno
-    }
-    // SAFETY: base is a fresh allocation of prefix + size_of::<RxeContext>()
-    // bytes whose ibv_context starts at `prefix` (the last verbs_context
-    // member); calloc'd and 8-aligned, and prefix is a multiple of 8.
-    let ctx = unsafe { &mut *base.cast::<u8>().add(prefix).cast::<RxeContext>() };
+    // covers this layout's verbs_context (prefix + ibv_context) and ours. The
+    // result is a fresh allocation of that many bytes whose ibv_context
+    // starts at `prefix` (the last verbs_context member); calloc'd and
+    // 8-aligned, and prefix is a multiple of 8.
+    let (base, ctx) = unsafe {
+        let base = lib.init_and_alloc_context(device, cmd_fd, prefix + size_of::<RxeContext>(), RDMA_DRIVER_RXE);
+        if base.is_null() {
+            return ptr::null_mut(); // libibverbs closed cmd_fd and set errno
+        }
+        (base, &mut *base.cast::<u8>().add(prefix).cast::<RxeContext>())
+    };
     ctx.layout = layout;
 
     // Not shared yet: ours alone until open returns.
@@ -156,19 +158,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn alloc_device_rejects_null_and_refuses_without_libibverbs() {
-        // SAFETY: null is an accepted input and yields NULL.
-        assert!(unsafe { alloc_device(ptr::null_mut()) }.is_null());
-        // SAFETY: null is accepted and ignored.
-        unsafe { uninit_device(ptr::null_mut()) };
-    }
-
-    #[test]
-    fn alloc_context_without_libibverbs_fails_and_closes_the_fd() {
+    fn the_device_ops_refuse_null_and_a_process_without_libibverbs() {
         let fd = nix::unistd::dup(2).unwrap();
-        // SAFETY: a null device is rejected before use.
-        let r = unsafe { alloc_context(ptr::null_mut(), fd, ptr::null_mut()) };
-        assert!(r.is_null());
+        // SAFETY: null is an accepted input of each (NULL, ignored, refused
+        // before use).
+        let (device, context) = unsafe {
+            uninit_device(ptr::null_mut());
+            (
+                alloc_device(ptr::null_mut()),
+                alloc_context(ptr::null_mut(), fd, ptr::null_mut()),
+            )
+        };
+        assert!(device.is_null() && context.is_null());
+        // alloc_context owns the fd: closed on failure.
         assert_eq!(
             nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD),
             Err(nix::errno::Errno::EBADF)

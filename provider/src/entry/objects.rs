@@ -21,7 +21,7 @@ use crate::libibverbs::control_objects::{
 use crate::libibverbs::device_context::{ibv_context, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input};
 use crate::libibverbs::qp::ibv_sge;
 use crate::libibverbs::runtime::{self, HandedBox, Kept};
-use crate::mcast::{self, OnQp};
+use crate::mcast;
 use crate::mr::{self, RxeMr};
 use crate::mw::{self, RxeMw};
 use crate::pd::{self, DomainUse, OnPd, RxePd, RxeTd};
@@ -85,26 +85,29 @@ unsafe fn on_pd<'a>(pd: *mut ibv_pd) -> Option<OnPd<'a>> {
     }
 }
 
-/// The object `obj` libibverbs gives back to its destroy verb, taken back
-/// from C (`None`: null), with the command fd of its context, which
-/// `context` reads from the C struct `H` it begins with.
-///
-/// # Safety
-/// `obj` is null or an object our create verb handed out
-/// ([`HandedBox::into_raw`], `Creating::finish`) that begins with `H`; the
-/// caller gives it back to C if the verb fails (libibverbs forgets it when
-/// the verb succeeds).
-unsafe fn taken_back<H, T>(
-    obj: *mut H,
-    context: fn(&H) -> *mut ibv_context,
-) -> Option<(HandedBox<T>, Result<RawFd, Errno>)> {
-    let owned = NonNull::new(obj.cast::<T>())?;
-    // SAFETY: per the contract: a live object of ours, which begins with H,
-    // whose context is live; owned from here on.
-    unsafe {
-        let fd = context_fd(context(&*obj));
-        Some((HandedBox::from_raw(owned), fd))
-    }
+/// A destroy entry (`$doc`): takes the object libibverbs gives back (a `$c`
+/// at the start of our `$ours`; null: `EINVAL`) back from C, with the
+/// command fd of its context (`$context` of the `$c`), and runs `$logic`,
+/// which frees it or hands it back with the errno.
+macro_rules! destroy_entry {
+    ($doc:literal, $name:ident($c:ty => $ours:ty), $context:expr, $logic:path) => {
+        #[doc = $doc]
+        pub(crate) unsafe extern "C" fn $name(obj: *mut $c) -> c_int {
+            boundary::guard(stringify!($name), Errno::EIO.code(), || {
+                let Some(owned) = NonNull::new(obj.cast::<$ours>()) else {
+                    return boundary::fail_code(Errno::EINVAL);
+                };
+                let context: fn(&$c) -> *mut ibv_context = $context;
+                // SAFETY: libibverbs passes an object our create verb handed
+                // out (HandedBox::into_raw, Creating::finish), which begins
+                // with its C struct and whose context is live; libibverbs
+                // forgets it when this succeeds, and `refused` hands it back
+                // when this fails.
+                let (fd, obj) = unsafe { (context_fd(context(&*obj)), HandedBox::from_raw(owned)) };
+                $logic(obj, fd).map_or_else(refused, |()| 0)
+            })
+        }
+    };
 }
 
 /// A destroy verb refused: the object goes back to C, the errno to the caller.
@@ -117,15 +120,17 @@ fn refused<T>((errno, obj): Kept<T>) -> c_int {
 pub(crate) unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
     boundary::guard("free_context", (), || {
         let Some(lib) = runtime::get() else { return };
-        // SAFETY: libibverbs passes a context our alloc_context made.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(ibctx) }) else {
-            return;
-        };
-        let prefix = ctx.layout.verbs_context_prefix();
-        // SAFETY: the allocation starts `prefix` bytes before ibv_context (see
+        // SAFETY: libibverbs passes a context our alloc_context made, whose
+        // allocation starts `prefix` bytes before ibv_context (see
         // alloc_context); libibverbs is done with it, and we free it once.
         unsafe {
-            let base = ibctx.cast::<u8>().sub(prefix).cast::<c_void>();
+            let Some(ctx) = RxeContext::from_ibv_context(ibctx) else {
+                return;
+            };
+            let base = ibctx
+                .cast::<u8>()
+                .sub(ctx.layout.verbs_context_prefix())
+                .cast::<c_void>();
             lib.uninit_context(base);
             libc::free(base);
         }
@@ -210,17 +215,7 @@ pub(crate) unsafe extern "C" fn alloc_pd(context: *mut ibv_context) -> *mut ibv_
     })
 }
 
-/// `dealloc_pd`: a PD or a parent domain.
-pub(crate) unsafe extern "C" fn dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    boundary::guard("dealloc_pd", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a PD our alloc_pd or alloc_parent_domain
-        // handed out (null refused), which it forgets when this succeeds.
-        let Some((obj, fd)) = (unsafe { taken_back::<ibv_pd, RxePd>(pd, |p| p.context) }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        pd::dealloc_pd(obj, fd).map_or_else(refused, |()| 0)
-    })
-}
+destroy_entry!("`dealloc_pd`: a PD or a parent domain.", dealloc_pd(ibv_pd => RxePd), |p| p.context, pd::dealloc_pd);
 
 /// `alloc_td`.
 pub(crate) unsafe extern "C" fn alloc_td(context: *mut ibv_context, attr: *mut ibv_td_init_attr) -> *mut ibv_td {
@@ -327,17 +322,7 @@ pub(crate) unsafe extern "C" fn advise_mr(
     })
 }
 
-/// `dereg_mr`.
-pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    boundary::guard("dereg_mr", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes an MR our reg_mr handed out (null refused),
-        // which it forgets when this succeeds.
-        let Some((obj, fd)) = (unsafe { taken_back::<verbs_mr, RxeMr>(vmr, |m| m.ibv_mr.context) }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        mr::dereg_mr(obj, fd).map_or_else(refused, |()| 0)
-    })
-}
+destroy_entry!("`dereg_mr`.", dereg_mr(verbs_mr => RxeMr), |m| m.ibv_mr.context, mr::dereg_mr);
 
 /// `alloc_mw`.
 pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mut ibv_mw {
@@ -351,17 +336,7 @@ pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mu
     })
 }
 
-/// `dealloc_mw`.
-pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    boundary::guard("dealloc_mw", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a window our alloc_mw handed out (null
-        // refused), which it forgets when this succeeds.
-        let Some((obj, fd)) = (unsafe { taken_back::<ibv_mw, RxeMw>(mw, |m| m.context) }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        mw::dealloc_mw(obj, fd).map_or_else(refused, |()| 0)
-    })
-}
+destroy_entry!("`dealloc_mw`.", dealloc_mw(ibv_mw => RxeMw), |m| m.context, mw::dealloc_mw);
 
 /// `create_ah`.
 pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
@@ -387,46 +362,25 @@ pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_att
     })
 }
 
-/// `destroy_ah`.
-pub(crate) unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    boundary::guard("destroy_ah", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes an AH our create_ah handed out (RxeAh
-        // begins with its ibv_ah; null refused), which it forgets when this
-        // succeeds.
-        let Some((obj, fd)) = (unsafe { taken_back::<ibv_ah, RxeAh>(ah, |a| a.context) }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        ah::destroy_ah(obj, fd).map_or_else(refused, |()| 0)
-    })
+destroy_entry!("`destroy_ah`.", destroy_ah(ibv_ah => RxeAh), |a| a.context, ah::destroy_ah);
+
+/// A multicast entry: 0, or the errno.
+macro_rules! mcast_entry {
+    ($name:ident) => {
+        #[doc = concat!("`", stringify!($name), "`: 0, or the errno.")]
+        pub(crate) unsafe extern "C" fn $name(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+            boundary::guard(stringify!($name), Errno::EIO.code(), || {
+                // SAFETY: libibverbs passes a QP of ours, whose context is
+                // live, and the caller's GID (nulls refused).
+                let (qp, gid) = unsafe { (qp.as_ref().map(|q| (q, context_fd(q.context))), gid.as_ref()) };
+                mcast::$name(qp, gid, lid).map_or_else(boundary::fail_code, |()| 0)
+            })
+        }
+    };
 }
 
-/// The QP and group of a multicast verb: a QP of ours with the command fd
-/// of its context, and the caller's GID (nulls: `None`).
-///
-/// # Safety
-/// `qp` is null or a live QP of ours; `gid` null or the caller's GID.
-unsafe fn mcast_args<'a>(qp: *mut ibv_qp, gid: *const ibv_gid) -> (Option<OnQp<'a>>, Option<&'a ibv_gid>) {
-    // SAFETY: per the contract; a live QP's context is live.
-    unsafe { (qp.as_ref().map(|q| (q, context_fd(q.context))), gid.as_ref()) }
-}
-
-/// `attach_mcast`: 0, or the errno.
-pub(crate) unsafe extern "C" fn attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    boundary::guard("attach_mcast", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a QP of ours and the caller's GID (nulls refused).
-        let (qp, gid) = unsafe { mcast_args(qp, gid) };
-        mcast::attach_mcast(qp, gid, lid).map_or_else(boundary::fail_code, |()| 0)
-    })
-}
-
-/// `detach_mcast`: 0, or the errno.
-pub(crate) unsafe extern "C" fn detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-    boundary::guard("detach_mcast", Errno::EIO.code(), || {
-        // SAFETY: as for attach_mcast.
-        let (qp, gid) = unsafe { mcast_args(qp, gid) };
-        mcast::detach_mcast(qp, gid, lid).map_or_else(boundary::fail_code, |()| 0)
-    })
-}
+mcast_entry!(attach_mcast);
+mcast_entry!(detach_mcast);
 
 #[cfg(test)]
 mod tests {
@@ -435,27 +389,29 @@ mod tests {
     use crate::libibverbs::control_objects::ibv_global_route;
     use crate::mr::advise_cmd;
     use kernel_abi::{
-        ib_uverbs_attr, rxe_av_sockaddr, rxe_gid, sockaddr_in, sockaddr_in6, RDMA_DRIVER_RXE, RXE_NETWORK_TYPE_IPV4,
+        ib_uverbs_attr, rxe_av, rxe_av_sockaddr, sockaddr_in, sockaddr_in6, RDMA_DRIVER_RXE, RXE_NETWORK_TYPE_IPV4,
         RXE_NETWORK_TYPE_IPV6,
     };
     use zerocopy::FromZeros;
 
-    /// Each socket address arm of `sa`, and the IPv6 one's address bytes.
-    fn arms(sa: &rxe_av_sockaddr) -> (sockaddr_in, sockaddr_in6, [u8; 16]) {
+    /// A socket address as IPv4, as IPv6, and its IPv6 address bytes.
+    type Arms = (sockaddr_in, sockaddr_in6, [u8; 16]);
+
+    /// What the tests read of an AV's unions: the source's and the
+    /// destination's socket address arms, and the destination GID's bytes.
+    fn av_arms(av: &rxe_av) -> ([Arms; 2], [u8; 16]) {
         // SAFETY: plain-bytes unions (every bit pattern valid), zeroed
         // whole before an arm was written.
         unsafe {
-            (
-                sa._sockaddr_in,
-                sa._sockaddr_in6,
-                sa._sockaddr_in6.sin6_addr.in6_u.u6_addr8,
-            )
+            let arms = |sa: &rxe_av_sockaddr| {
+                (
+                    sa._sockaddr_in,
+                    sa._sockaddr_in6,
+                    sa._sockaddr_in6.sin6_addr.in6_u.u6_addr8,
+                )
+            };
+            ([arms(&av.sgid_addr), arms(&av.dgid_addr)], av.grh.dgid.raw)
         }
-    }
-
-    fn gid_bytes(g: &rxe_gid) -> [u8; 16] {
-        // SAFETY: a plain-bytes union.
-        unsafe { g.raw }
     }
 
     /// Every attribute's `data` (each is built through that arm).
@@ -493,12 +449,12 @@ mod tests {
         let av = build_av(&attr(V4_198_18_0_2), &V4_198_18_0_1, [2, 0, 0, 0, 0, 9]);
         assert_eq!(av.network_type as u32, RXE_NETWORK_TYPE_IPV4);
         assert_eq!((av.port_num, av.dmac), (1, [2, 0, 0, 0, 0, 9]));
-        let (s, d) = (arms(&av.sgid_addr).0, arms(&av.dgid_addr).0);
+        let ([(s, ..), (d, ..)], dgid) = av_arms(&av);
         assert_eq!(s.sin_family, libc::AF_INET as u16);
         assert_eq!(s.sin_addr.s_addr.to_ne_bytes(), [198, 18, 0, 1]);
         assert_eq!(d.sin_addr.s_addr.to_ne_bytes(), [198, 18, 0, 2]);
         assert_eq!((s.sin_port, d.__pad), (0, [0; 8]));
-        assert_eq!(gid_bytes(&av.grh.dgid), V4_198_18_0_2);
+        assert_eq!(dgid, V4_198_18_0_2);
         assert_eq!(
             (
                 av.grh.flow_label,
@@ -514,13 +470,13 @@ mod tests {
     fn any_other_destination_makes_an_ipv6_av() {
         let av = build_av(&attr(LINK_LOCAL), &LINK_LOCAL, [0; 6]);
         assert_eq!(av.network_type as u32, RXE_NETWORK_TYPE_IPV6);
-        let (_, d, d_addr) = arms(&av.dgid_addr);
+        let ([_, (_, d, d_addr)], _) = av_arms(&av);
         assert_eq!(d.sin6_family, libc::AF_INET6 as u16);
         assert_eq!(d_addr, LINK_LOCAL);
         assert_eq!((d.sin6_port, d.sin6_flowinfo, d.sin6_scope_id), (0, 0, 0));
         // The source follows its own GID's family, not the destination's.
         let mixed = build_av(&attr(LINK_LOCAL), &V4_198_18_0_1, [0; 6]);
-        assert_eq!(arms(&mixed.sgid_addr).0.sin_family, libc::AF_INET as u16);
+        assert_eq!(av_arms(&mixed).0[0].0.sin_family, libc::AF_INET as u16);
     }
 
     #[test]

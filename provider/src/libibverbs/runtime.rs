@@ -71,16 +71,18 @@ pub fn provider_loaded_name() -> Option<std::path::PathBuf> {
 /// The name the dynamic loader opened the object that contains `addr` by.
 fn loaded_name(addr: *const c_void) -> Option<std::path::PathBuf> {
     let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-    // SAFETY: dladdr only writes into `info`, a valid Dl_info.
-    let found = unsafe { libc::dladdr(addr, info.as_mut_ptr()) };
-    // SAFETY: zeroed is a valid Dl_info, and dladdr filled it when found != 0.
-    let info = unsafe { info.assume_init() };
-    if found == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string owned by the dynamic
-    // loader, valid while the object stays loaded (we hold a reference).
-    let loaded_as = unsafe { CStr::from_ptr(info.dli_fname as *const c_char) };
+    // SAFETY: dladdr only writes into `info`, a valid Dl_info (zeroed is
+    // one, and dladdr filled it when it found the object); dli_fname is then
+    // a NUL-terminated string owned by the dynamic loader, valid while the
+    // object stays loaded (we hold a reference).
+    let loaded_as = unsafe {
+        let found = libc::dladdr(addr, info.as_mut_ptr());
+        let info = info.assume_init();
+        if found == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        CStr::from_ptr(info.dli_fname as *const c_char)
+    };
     Some(loaded_as.to_string_lossy().into_owned().into())
 }
 
@@ -101,18 +103,17 @@ fn probe_qp_ex(handle: *mut c_void) -> Result<[bool; 3], Refusal> {
     #[repr(C, align(8))]
     struct Probe([u8; size_of::<VerbsQp>()]);
     let f = symbol(handle, "ibv_qp_to_qp_ex", c"IBVERBS_1.6")?;
-    // SAFETY: libibverbs' `struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)`
-    // under IBVERBS_1.6 (since rdma-core v24), the type transmuted to.
-    let f = unsafe { core::mem::transmute::<*mut c_void, QpToQpExFn>(f) };
     Ok(QpExLayout::ALL.map(|candidate| {
         let mut qp = Probe([0; size_of::<VerbsQp>()]);
         let at = candidate.comp_mask_offset();
         qp.0[at..at + 4].copy_from_slice(&VERBS_QP_EX.to_ne_bytes());
         let p = qp.0.as_mut_ptr().cast::<c_void>();
-        // SAFETY: p is a live, 8-aligned buffer as large as any release's
-        // verbs_qp; the function reads its comp_mask (inside the buffer) and
-        // returns p or NULL, writing nothing.
-        unsafe { f(p) == p }
+        // SAFETY: f is libibverbs' `struct ibv_qp_ex *ibv_qp_to_qp_ex(struct
+        // ibv_qp *)` under IBVERBS_1.6 (since rdma-core v24), the type
+        // transmuted to; p is a live, 8-aligned buffer as large as any
+        // release's verbs_qp; the function reads its comp_mask (inside the
+        // buffer) and returns p or NULL, writing nothing.
+        unsafe { core::mem::transmute::<*mut c_void, QpToQpExFn>(f)(p) == p }
     }))
 }
 
@@ -183,16 +184,16 @@ impl Libibverbs {
         let set_ops = symbol(handle, "verbs_set_ops", &version)?;
         let uninit = symbol(handle, "verbs_uninit_context", &version)?;
         // A data symbol of every PABI since rdma-core v20; absent, the switch is off.
-        let allow_disassociate_destroy = symbol(handle, "verbs_allow_disassociate_destroy", &version)
-            // SAFETY: libibverbs' `bool verbs_allow_disassociate_destroy`, written
-            // once in its initialisation (done: it is loading us); a C bool is
-            // one byte, 0 or 1.
-            .is_ok_and(|p| unsafe { p.cast::<u8>().read() } != 0);
+        let allow_disassociate = symbol(handle, "verbs_allow_disassociate_destroy", &version).ok();
 
-        // SAFETY: each pointer is the address of the libibverbs function of
-        // that name under IBVERBS_PRIVATE_<pabi>, whose C prototype (driver.h
-        // of every release `Layout::select` accepts) is the type transmuted to.
+        // SAFETY: each function pointer is the address of the libibverbs
+        // function of that name under IBVERBS_PRIVATE_<pabi>, whose C
+        // prototype (driver.h of every release `Layout::select` accepts) is
+        // the type transmuted to; `allow_disassociate` is libibverbs' `bool
+        // verbs_allow_disassociate_destroy`, written once in its
+        // initialisation (done: it is loading us), a C bool of one byte, 0 or 1.
         unsafe {
+            let allow_disassociate_destroy = allow_disassociate.is_some_and(|p| p.cast::<u8>().read() != 0);
             Ok(Libibverbs {
                 layout,
                 path,
@@ -542,7 +543,6 @@ mod tests {
     use super::*;
     use crate::errno::Errno;
     use crate::lifecycle::{fault, Creating};
-    use core::ptr::NonNull;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
@@ -554,13 +554,16 @@ mod tests {
             }
         }
         let dropped = AtomicUsize::new(0);
-        // SAFETY: the allocator returns null: no memory.
-        let r = unsafe { try_box_with(Dropped(&dropped), |_| core::ptr::null_mut()) };
+        // SAFETY: an allocator that has no memory (null), then the global one.
+        let (r, b) = unsafe {
+            (
+                try_box_with(Dropped(&dropped), |_| core::ptr::null_mut()),
+                try_box_with([7u64; 64], |l| std::alloc::alloc(l)).unwrap(),
+            )
+        };
         assert_eq!(r.err(), Some(Errno::ENOMEM));
         // The value was dropped, not leaked.
         assert_eq!(dropped.load(Ordering::Relaxed), 1);
-        // SAFETY: the global allocator's alloc.
-        let b = unsafe { try_box_with([7u64; 64], |l| std::alloc::alloc(l)) }.unwrap();
         assert_eq!(b[63], 7);
         assert_eq!(*try_box(()).unwrap(), ());
         assert_eq!(*try_box(5u8).unwrap(), 5);
@@ -611,16 +614,15 @@ mod tests {
     fn finish_hands_the_object_out_and_destroy_frees_it_after_the_wait() {
         let mut c = Creating::new(5u32, "test", -1, destroy_fails).unwrap();
         c.created(2);
-        let obj: NonNull<u32> = c.finish();
+        // SAFETY: handed out by finish, taken back once.
+        let obj = unsafe { HandedBox::from_raw(c.finish()) };
         assert!(fault::take_leaked().is_empty());
         let mut waited = None;
-        // SAFETY: from finish; a failed destroy leaves it alive.
-        let r = unsafe { destroy(obj, || Err::<u32, _>(Errno::EBUSY), |_| unreachable!()) };
-        assert_eq!(r, Err(Errno::EBUSY));
-        // SAFETY: still alive after the failed destroy.
-        assert_eq!(unsafe { obj.as_ptr().read() }, 5);
-        // SAFETY: from finish, not used again.
-        let r = unsafe { destroy(obj, || Ok(9u32), |n| waited = Some(*n)) };
-        assert_eq!((r, waited), (Ok(()), Some(9)));
+        let (e, obj) = destroy_owned(obj, || Err::<u32, _>(Errno::EBUSY), |_| unreachable!()).unwrap_err();
+        assert_eq!(e, Errno::EBUSY);
+        // Still alive after the failed destroy.
+        assert_eq!(*obj.get(), 5);
+        let r = destroy_owned(obj, || Ok(9u32), |n| waited = Some(*n));
+        assert_eq!((r.is_ok(), waited), (true, Some(9)));
     }
 }
