@@ -30,16 +30,23 @@ impl RxeContext {
 
     /// The uverbs command fd.
     pub(crate) fn cmd_fd(&self) -> c_int {
-        // SAFETY: written by libibverbs before the context was handed out,
-        // never after; read alone, as libibverbs writes other fields (its
-        // mutex, the async event state) meanwhile.
-        unsafe { (*self.ibv_ctx.get()).cmd_fd }
+        self.fixed_fields().0
     }
 
     /// The device the context was opened on.
     pub(crate) fn device(&self) -> *mut ibv_device {
-        // SAFETY: as for cmd_fd.
-        unsafe { (*self.ibv_ctx.get()).device }
+        self.fixed_fields().1
+    }
+
+    /// `cmd_fd` and `device`: written by libibverbs before the context was
+    /// handed out, never after.
+    #[inline]
+    fn fixed_fields(&self) -> (c_int, *mut ibv_device) {
+        let ctx = self.ibv_ctx.get();
+        // SAFETY: fields libibverbs wrote before the context was handed out
+        // and never writes after; each read alone, as libibverbs writes
+        // other fields (its mutex, the async event state) meanwhile.
+        unsafe { ((*ctx).cmd_fd, (*ctx).device) }
     }
 }
 
@@ -79,78 +86,72 @@ pub(crate) unsafe extern "C" fn uninit_device(vdev: *mut verbs_device) {
     })
 }
 
-/// `verbs_device_ops.alloc_context`. Owns `cmd_fd`: closes it on failure.
+/// `verbs_device_ops.alloc_context`: a context whose ops are
+/// `ops::ops_table(layout)` for the running library's layout. Owns `cmd_fd`:
+/// closes it on failure.
 pub(crate) unsafe extern "C" fn alloc_context(
     device: *mut ibv_device,
     cmd_fd: c_int,
     _private_data: *mut c_void,
 ) -> *mut verbs_context {
-    // SAFETY: libibverbs passes its live device (or we refuse NULL there).
-    boundary::guard("alloc_context", ptr::null_mut(), || unsafe { open(device, cmd_fd) })
-}
-
-/// A context whose ops are `ops::ops_table(layout)` for the running
-/// library's layout. Owns `cmd_fd`: closes it on failure.
-///
-/// # Safety
-/// `device` is NULL or the live `ibv_device` libibverbs passes.
-unsafe fn open(device: *mut ibv_device, cmd_fd: c_int) -> *mut verbs_context {
-    let lib = match runtime::get() {
-        Some(lib) if !device.is_null() => lib,
-        _ => {
-            // cmd_fd was handed to us to own; nobody else closes it.
-            let _ = nix::unistd::close(cmd_fd);
-            boundary::set_errno(Errno::EINVAL);
-            return ptr::null_mut();
-        }
-    };
-    let layout = lib.layout;
-    let prefix = layout.verbs_context_prefix();
-
-    // SAFETY: device is the ibv_device libibverbs passed us; the size
-    // covers this layout's verbs_context (prefix + ibv_context) and ours. The
-    // result is a fresh allocation of that many bytes whose ibv_context
-    // starts at `prefix` (the last verbs_context member); calloc'd and
-    // 8-aligned, and prefix is a multiple of 8.
-    let (base, ctx) = unsafe {
-        let base = lib.init_and_alloc_context(device, cmd_fd, prefix + size_of::<RxeContext>(), RDMA_DRIVER_RXE);
-        if base.is_null() {
-            return ptr::null_mut(); // libibverbs closed cmd_fd and set errno
-        }
-        (base, &mut *base.cast::<u8>().add(prefix).cast::<RxeContext>())
-    };
-    ctx.layout = layout;
-
-    // Not shared yet: ours alone until open returns.
-    let ibv_ctx = ctx.ibv_ctx.get_mut();
-    let core_support = match context::start(ibv_ctx) {
-        Ok(bits) => bits,
-        Err(errno) => {
-            // SAFETY: base came from init_and_alloc_context and is not shared
-            // yet; uninit closes cmd_fd/async_fd, then the calloc'd block goes.
-            unsafe {
-                lib.uninit_context(base);
-                libc::free(base);
+    boundary::guard("alloc_context", ptr::null_mut(), || {
+        let lib = match runtime::get() {
+            Some(lib) if !device.is_null() => lib,
+            _ => {
+                // cmd_fd was handed to us to own; nobody else closes it.
+                let _ = nix::unistd::close(cmd_fd);
+                boundary::set_errno(Errno::EINVAL);
+                return ptr::null_mut();
             }
-            boundary::set_errno(errno);
-            return ptr::null_mut();
-        }
-    };
-    // SAFETY: ibv_ctx.device is the ibv_device at the start of the
-    // verbs_device our alloc_device made, alive while any context is (a
-    // plain store of the core support bits, as libibverbs' own GET_CONTEXT
-    // makes it); base is a live verbs_context of this library and the table
-    // matches its layout; device is the live ibv_device libibverbs passed us
-    // (checked non-null above).
-    let device_name = unsafe {
-        if let Some(bits) = core_support {
-            ptr::addr_of_mut!((*ibv_ctx.device.cast::<verbs_device>()).core_support).write(bits);
-        }
-        lib.set_ops(base, ops::ops_table(layout));
-        device::c_name(&(*device).name)
-    };
-    context::log_opened(&device_name, ibv_ctx);
-    base.cast::<verbs_context>()
+        };
+        let layout = lib.layout;
+        let prefix = layout.verbs_context_prefix();
+
+        // SAFETY: device is the ibv_device libibverbs passed us; the size
+        // covers this layout's verbs_context (prefix + ibv_context) and ours. The
+        // result is a fresh allocation of that many bytes whose ibv_context
+        // starts at `prefix` (the last verbs_context member); calloc'd and
+        // 8-aligned, and prefix is a multiple of 8.
+        let (base, ctx) = unsafe {
+            let base = lib.init_and_alloc_context(device, cmd_fd, prefix + size_of::<RxeContext>(), RDMA_DRIVER_RXE);
+            if base.is_null() {
+                return ptr::null_mut(); // libibverbs closed cmd_fd and set errno
+            }
+            (base, &mut *base.cast::<u8>().add(prefix).cast::<RxeContext>())
+        };
+        ctx.layout = layout;
+
+        // Not shared yet: ours alone until open returns.
+        let ibv_ctx = ctx.ibv_ctx.get_mut();
+        let core_support = match context::start(ibv_ctx) {
+            Ok(bits) => bits,
+            Err(errno) => {
+                // SAFETY: base came from init_and_alloc_context and is not shared
+                // yet; uninit closes cmd_fd/async_fd, then the calloc'd block goes.
+                unsafe {
+                    lib.uninit_context(base);
+                    libc::free(base);
+                }
+                boundary::set_errno(errno);
+                return ptr::null_mut();
+            }
+        };
+        // SAFETY: ibv_ctx.device is the ibv_device at the start of the
+        // verbs_device our alloc_device made, alive while any context is (a
+        // plain store of the core support bits, as libibverbs' own GET_CONTEXT
+        // makes it); base is a live verbs_context of this library and the table
+        // matches its layout; device is the live ibv_device libibverbs passed us
+        // (checked non-null above).
+        let device_name = unsafe {
+            if let Some(bits) = core_support {
+                ptr::addr_of_mut!((*ibv_ctx.device.cast::<verbs_device>()).core_support).write(bits);
+            }
+            lib.set_ops(base, ops::ops_table(layout));
+            device::c_name(&(*device).name)
+        };
+        context::log_opened(&device_name, ibv_ctx);
+        base.cast::<verbs_context>()
+    })
 }
 
 #[cfg(test)]

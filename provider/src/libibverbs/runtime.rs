@@ -49,6 +49,15 @@ pub fn install(lib: Libibverbs) -> &'static Libibverbs {
     LIBIBVERBS.get_or_init(|| lib)
 }
 
+/// The handle of the libibverbs already mapped into the process, if any.
+fn loaded_libibverbs() -> Option<*mut c_void> {
+    // SAFETY: RTLD_NOLOAD never loads anything (no constructor runs); it only
+    // returns a handle (with a reference we keep forever) if the library is
+    // already mapped.
+    let handle = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    (!handle.is_null()).then_some(handle)
+}
+
 fn symbol(handle: *mut c_void, name: &str, version: &CStr) -> Result<*mut c_void, Refusal> {
     let missing = || Refusal::MissingSymbol(format!("{name}@{}", version.to_string_lossy()));
     let cname = CString::new(name).map_err(|_| missing())?;
@@ -171,12 +180,7 @@ pub(crate) fn probe_layout_of(name: &str) -> Option<Result<(String, Layout), Ref
 impl Libibverbs {
     /// Looks for libibverbs in the process and decides its layout.
     pub fn find() -> Result<Libibverbs, Refusal> {
-        // SAFETY: RTLD_NOLOAD never loads anything; it only returns a handle
-        // (with a reference we keep forever) if the library is already mapped.
-        let handle = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        if handle.is_null() {
-            return Err(Refusal::NotLoaded);
-        }
+        let handle = loaded_libibverbs().ok_or(Refusal::NotLoaded)?;
         let (pabi, register, path, layout) = probe(handle)?;
 
         let version = CString::new(format!("IBVERBS_PRIVATE_{pabi}")).expect("no NUL in a version name");
@@ -504,12 +508,7 @@ pub(crate) unsafe fn resolve_eth_l2_from_gid(
         *mut u8,
         *mut u16,
     ) -> c_int;
-    // SAFETY: RTLD_NOLOAD only returns a handle to the libibverbs already
-    // loaded (it loaded us); the reference is kept, as `find` does.
-    let handle = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-    if handle.is_null() {
-        return Err(Errno::ENOSYS);
-    }
+    let handle = loaded_libibverbs().ok_or(Errno::ENOSYS)?;
     let sym = symbol(handle, "ibv_resolve_eth_l2_from_gid", c"IBVERBS_1.1").map_err(|_| Errno::ENOSYS)?;
     let mut attr = *attr;
     let mut mac = [0u8; 6];
