@@ -121,7 +121,7 @@ impl ContextLayout {
     }
 
     /// Builds this layout's ops table from `slots` (a v36 table as its slots,
-    /// [`v36_slots`](super::runtime::v36_slots)), by op name.
+    /// `runtime::v36_slots`), by op name.
     /// Ops v36 does not have stay NULL: we implement none of them.
     pub fn ops_table(self, slots: &[opaque_fn; 76]) -> Box<[opaque_fn]> {
         self.op_names()
