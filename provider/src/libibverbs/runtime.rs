@@ -5,6 +5,14 @@
 //! ([`super::layout`]). Nothing here is bound at link time: the cdylib has no
 //! `IBVERBS_PRIVATE_*` import, so it loads into any libibverbs and refuses
 //! (does not register) when the layout is unknown.
+//!
+//! A boundary module (docs/provider-architecture.md): it also holds the raw
+//! side of what the provider shares with libibverbs at run time, below every
+//! verbs module: the objects handed to C (`HandedBox`, with `try_box` and
+//! `destroy`, which `lifecycle` re-exports), the holds a parent domain and
+//! its users keep (`Hold`), the waits on an object's event acks, the bytes
+//! of an `ibv_gid`, the ops table as slots (`v36_slots`) and libibverbs'
+//! `ibv_resolve_eth_l2_from_gid`.
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use std::ffi::CString;
