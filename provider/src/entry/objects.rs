@@ -28,9 +28,10 @@ use crate::pd::{self, DomainUse, OnPd, RxePd, RxeTd};
 use crate::query;
 
 // SAFETY: the fields of a PD that are not atomics are written only before
-// it is handed out; its raw pointers (the context, the application's
-// pd_context and allocators) are only stored and compared, never
-// dereferenced through a shared PD.
+// it is handed out. Of its raw pointers, the context is the application's
+// (shared by all its threads), read only for its cmd_fd, fixed before the
+// context was handed out; the application's pd_context and allocators are
+// only stored. So a PD may be used, and dropped, from any thread.
 unsafe impl Send for RxePd {}
 // SAFETY: as for Send.
 unsafe impl Sync for RxePd {}
@@ -121,7 +122,7 @@ pub(crate) unsafe extern "C" fn free_context(ibctx: *mut ibv_context) {
     boundary::guard("free_context", (), || {
         let Some(lib) = runtime::get() else { return };
         // SAFETY: libibverbs passes a context our alloc_context made, whose
-        // allocation starts `prefix` bytes before ibv_context (see
+        // allocation starts its layout's verbs_context prefix before ibv_context (see
         // alloc_context); libibverbs is done with it, and we free it once.
         unsafe {
             let Some(ctx) = RxeContext::from_ibv_context(ibctx) else {
