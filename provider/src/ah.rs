@@ -5,11 +5,14 @@
 //! build the address vector (`rxe_av`) ourselves and UD sends carry it whole,
 //! as the stock provider does: the source GID from the port's GID table,
 //! both GIDs as socket addresses, IPv4 or IPv6 after the destination GID, and
-//! the destination MAC from libibverbs' neighbour resolution.
+//! the destination MAC from libibverbs' neighbour resolution. The entries
+//! are in `entry::objects`.
 
-use core::ffi::{c_char, c_int, CStr};
+#![forbid(unsafe_code)]
+
+use core::ffi::CStr;
 use core::mem::offset_of;
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -20,13 +23,12 @@ use kernel_abi::{
 use log::debug;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::errno::Errno;
-use crate::libibverbs::control_objects::{ibv_ah, ibv_ah_attr, ibv_pd};
-use crate::libibverbs::device_context::ibv_context;
-use crate::lifecycle::{self, Creating};
-use crate::pd::{context_fd, DomainUse};
+use crate::libibverbs::control_objects::{ibv_ah, ibv_ah_attr};
+use crate::libibverbs::device_context::ibv_device;
+use crate::lifecycle::{self, Creating, HandedBox, Kept};
+use crate::pd::{DomainUse, OnPd};
 
 /// Our AH. `ibv_ah` must stay first: libibverbs hands it back to us.
 #[repr(C)]
@@ -46,8 +48,11 @@ impl RxeAh {
     #[cfg(test)]
     pub(crate) fn fake(ah_num: u32) -> RxeAh {
         RxeAh {
-            // SAFETY: plain C data, all-zero.
-            ibv_ah: unsafe { core::mem::zeroed() },
+            ibv_ah: ibv_ah {
+                context: core::ptr::null_mut(),
+                pd: core::ptr::null_mut(),
+                handle: 0,
+            },
             ah_num,
             av: rxe_av::new_zeroed(),
             domain: DomainUse::none(),
@@ -74,8 +79,7 @@ impl WriteReq for ib_uverbs_destroy_ah {
 pub(crate) fn uverbs_ah_attr(attr: &ibv_ah_attr) -> ib_uverbs_ah_attr {
     ib_uverbs_ah_attr {
         grh: ib_uverbs_global_route {
-            // SAFETY: every arm of ibv_gid is plain bytes.
-            dgid: unsafe { attr.grh.dgid.raw },
+            dgid: attr.grh.dgid.bytes(),
             flow_label: attr.grh.flow_label,
             sgid_index: attr.grh.sgid_index,
             hop_limit: attr.grh.hop_limit,
@@ -112,8 +116,7 @@ pub(crate) fn gid_to_sockaddr(gid: &[u8; 16]) -> rxe_av_sockaddr {
 
 /// The address vector for `attr` from port GID `sgid` to MAC `dmac`.
 pub(crate) fn build_av(attr: &ibv_ah_attr, sgid: &[u8; 16], dmac: [u8; 6]) -> rxe_av {
-    // SAFETY: every arm of ibv_gid is plain bytes.
-    let dgid = unsafe { attr.grh.dgid.raw };
+    let dgid = attr.grh.dgid.bytes();
     let network_type = if is_v4_mapped(&dgid) {
         RXE_NETWORK_TYPE_IPV4
     } else {
@@ -149,13 +152,10 @@ pub(crate) fn parse_sysfs_gid(text: &str) -> Option<[u8; 16]> {
     groups.next().is_none().then_some(gid)
 }
 
-/// The GID at `index` of `port`, from the device's sysfs GID table.
-fn query_sgid(ctx: &ibv_context, port: u8, index: u8) -> Result<[u8; 16], Errno> {
-    // SAFETY: a context's device is the live ibv_device it was opened on.
-    let dev = unsafe { ctx.device.as_ref() }.ok_or(Errno::EINVAL)?;
-    // SAFETY: c_char and u8 have the same size and alignment.
-    let path = unsafe { &*ptr::from_ref(&dev.ibdev_path).cast::<[u8; 256]>() };
-    let base = CStr::from_bytes_until_nul(path)
+/// The GID at `index` of `port`, from the sysfs GID table of `dev`.
+fn query_sgid(dev: &ibv_device, port: u8, index: u8) -> Result<[u8; 16], Errno> {
+    let path: Vec<u8> = dev.ibdev_path.iter().map(|&c| c as u8).collect();
+    let base = CStr::from_bytes_until_nul(&path)
         .map_err(|_| Errno::EINVAL)?
         .to_str()
         .map_err(|_| Errno::EINVAL)?;
@@ -164,125 +164,67 @@ fn query_sgid(ctx: &ibv_context, port: u8, index: u8) -> Result<[u8; 16], Errno>
     parse_sysfs_gid(&text).ok_or(Errno::EINVAL)
 }
 
-type ResolveL2Fn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_ah_attr, *mut u8, *mut u16) -> c_int;
-
-/// The destination MAC, through libibverbs' public `ibv_resolve_eth_l2_from_gid`
-/// (rtnetlink neighbour resolution; no uverbs command).
-fn resolve_dmac(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<[u8; 6], Errno> {
-    // SAFETY: RTLD_NOLOAD only returns a handle to the libibverbs already
-    // loaded (it loaded us); the reference is kept, as runtime.rs does.
-    let handle = unsafe { libc::dlopen(c"libibverbs.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-    if handle.is_null() {
-        return Err(Errno::ENOSYS);
-    }
-    // SAFETY: both names are NUL-terminated; handle is live.
-    let sym = unsafe {
-        libc::dlvsym(
-            handle,
-            c"ibv_resolve_eth_l2_from_gid".as_ptr(),
-            c"IBVERBS_1.1".as_ptr() as *const c_char,
-        )
-    };
-    if sym.is_null() {
-        return Err(Errno::ENOSYS);
-    }
-    // SAFETY: the symbol is the public function of that name and version,
-    // whose C prototype is ResolveL2Fn.
-    let resolve = unsafe { core::mem::transmute::<*mut libc::c_void, ResolveL2Fn>(sym) };
-    let mut attr = *attr;
-    let mut mac = [0u8; 6];
-    // SAFETY: ctx is our live context, attr and mac are valid for the call,
-    // and a null vid is accepted (the stock provider passes NULL too).
-    let rc = unsafe { resolve(ctx, &mut attr, mac.as_mut_ptr(), ptr::null_mut()) };
-    match rc {
-        0 => Ok(mac),
-        rc if rc > 0 => Err(Errno::from_raw(rc)),
-        rc if rc < 0 && rc != -1 => Err(Errno::from_raw(-rc)),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
-/// The user-space AV of an AH on a kernel without AH indices.
-fn user_av(ctx: *mut ibv_context, attr: &ibv_ah_attr) -> Result<rxe_av, Errno> {
-    // SAFETY: ctx is the live context of the PD.
-    let c = unsafe { ctx.as_ref() }.ok_or(Errno::EINVAL)?;
-    let sgid = query_sgid(c, attr.port_num, attr.grh.sgid_index)?;
-    let dmac = resolve_dmac(ctx, attr)?;
+/// The user-space AV of an AH on a kernel without AH indices: the source GID
+/// from the sysfs of `device` (the PD's context's; `None`: `EINVAL`), the
+/// destination MAC from `resolve_dmac` (libibverbs' neighbour resolution).
+pub(crate) fn user_av(
+    attr: &ibv_ah_attr,
+    device: Option<&ibv_device>,
+    resolve_dmac: impl FnOnce() -> Result<[u8; 6], Errno>,
+) -> Result<rxe_av, Errno> {
+    let sgid = query_sgid(device.ok_or(Errno::EINVAL)?, attr.port_num, attr.grh.sgid_index)?;
+    let dmac = resolve_dmac()?;
     Ok(build_av(attr, &sgid, dmac))
 }
 
-/// `create_ah`.
-pub(crate) unsafe extern "C" fn create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah {
-    boundary::guard("create_ah", ptr::null_mut(), || {
-        // SAFETY: libibverbs passes a PD our alloc_pd made and the caller's
-        // attributes (nulls refused).
-        let (Some(p), Some(attr)) = (unsafe { pd.as_ref() }, unsafe { attr.as_ref() }) else {
-            return boundary::fail_ptr(Errno::EINVAL);
-        };
-        let fd = match context_fd(p.context) {
-            Ok(fd) => fd,
-            Err(e) => return boundary::fail_ptr(e),
-        };
-        let obj = RxeAh {
-            ibv_ah: ibv_ah {
-                context: p.context,
-                pd,
-                handle: 0,
-            },
-            ah_num: 0,
-            av: rxe_av::new_zeroed(),
-            // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
-            domain: unsafe { DomainUse::of(pd) },
-        };
-        let mut ah = match Creating::new(obj, "AH", fd, destroy_kernel_ah) {
-            Ok(c) => c,
-            Err(e) => return boundary::fail_ptr(e),
-        };
-        let cmd = ib_uverbs_create_ah {
-            response: 0,
-            user_handle: ah.as_ptr() as usize as u64,
-            pd_handle: p.handle,
-            reserved: 0,
-            attr: uverbs_ah_attr(attr),
-            driver_data: [],
-        };
-        let resp = match command::write_cmd(fd, cmd) {
-            Ok(r) => r,
-            Err(e) => return boundary::fail_ptr(e),
-        };
-        ah.created(resp.core.ah_handle);
-        let a = ah.get_mut();
-        a.ibv_ah.handle = resp.core.ah_handle;
-        a.ah_num = resp.drv.ah_num;
-        if a.ah_num == 0 {
-            match user_av(p.context, attr) {
-                Ok(av) => a.av = av,
-                Err(e) => {
-                    debug!("create_ah: no address vector (errno {e}); destroying the kernel AH");
-                    return boundary::fail_ptr(e);
-                }
-            }
-        }
-        ah.finish().as_ptr().cast::<ibv_ah>()
-    })
+/// `create_ah`; `user_av` builds the AV a kernel without AH indices needs
+/// (`ah::user_av` with the context's device).
+pub(crate) fn create_ah(
+    on: Option<OnPd<'_>>,
+    attr: Option<&ibv_ah_attr>,
+    user_av: impl FnOnce(&ibv_ah_attr) -> Result<rxe_av, Errno>,
+) -> Result<NonNull<RxeAh>, Errno> {
+    let (Some(on), Some(attr)) = (on, attr) else {
+        return Err(Errno::EINVAL);
+    };
+    let fd = on.fd?;
+    let obj = RxeAh {
+        ibv_ah: ibv_ah {
+            context: on.pd.pd.context,
+            pd: on.ptr,
+            handle: 0,
+        },
+        ah_num: 0,
+        av: rxe_av::new_zeroed(),
+        domain: DomainUse::on(Some(on.pd)),
+    };
+    let mut ah = Creating::new(obj, "AH", fd, destroy_kernel_ah)?;
+    let cmd = ib_uverbs_create_ah {
+        response: 0,
+        user_handle: ah.as_ptr() as usize as u64,
+        pd_handle: on.pd.pd.handle,
+        reserved: 0,
+        attr: uverbs_ah_attr(attr),
+        driver_data: [],
+    };
+    let resp = command::write_cmd(fd, cmd)?;
+    ah.created(resp.core.ah_handle);
+    let a = ah.get_mut();
+    a.ibv_ah.handle = resp.core.ah_handle;
+    a.ah_num = resp.drv.ah_num;
+    if a.ah_num == 0 {
+        a.av = user_av(attr).inspect_err(|e| {
+            debug!("create_ah: no address vector (errno {e}); destroying the kernel AH");
+        })?;
+    }
+    Ok(ah.finish())
 }
 
-/// `destroy_ah`: the AH is freed only when the kernel let it go.
-pub(crate) unsafe extern "C" fn destroy_ah(ah: *mut ibv_ah) -> c_int {
-    boundary::guard("destroy_ah", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes an AH our create_ah made (null refused).
-        let (Some(obj), Some(a)) = (NonNull::new(ah.cast::<RxeAh>()), unsafe { ah.as_ref() }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        let (context, handle) = (a.context, a.handle);
-        let destroy = || context_fd(context).and_then(|fd| destroy_kernel_ah(fd, handle));
-        // SAFETY: made by Creating::finish in create_ah (RxeAh begins with
-        // its ibv_ah), not used after success.
-        match unsafe { lifecycle::destroy(obj, destroy, |()| ()) } {
-            Ok(()) => 0,
-            Err(e) => boundary::fail_code(e),
-        }
-    })
+/// `destroy_ah` (`fd`: its context's): the AH is freed only when the kernel
+/// let it go.
+pub(crate) fn destroy_ah(ah: HandedBox<RxeAh>, fd: Result<RawFd, Errno>) -> Result<(), Kept<RxeAh>> {
+    let handle = ah.get().ibv_ah.handle;
+    lifecycle::destroy_owned(ah, || fd.and_then(|fd| destroy_kernel_ah(fd, handle)), |()| ())
 }
 
 fn destroy_kernel_ah(fd: RawFd, handle: u32) -> Result<(), Errno> {
@@ -313,50 +255,9 @@ mod tests {
     }
 
     const V4_198_18_0_2: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2];
-    const V4_198_18_0_1: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1];
     const LINK_LOCAL: [u8; 16] = [
         0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56,
     ];
-
-    #[test]
-    fn an_ipv4_mapped_destination_makes_an_ipv4_av() {
-        let av = build_av(&attr(V4_198_18_0_2), &V4_198_18_0_1, [2, 0, 0, 0, 0, 9]);
-        assert_eq!(av.network_type as u32, RXE_NETWORK_TYPE_IPV4);
-        assert_eq!((av.port_num, av.dmac), (1, [2, 0, 0, 0, 0, 9]));
-        // SAFETY: network_type says the sockaddr_in arm is the valid one.
-        let (s, d) = unsafe { (av.sgid_addr._sockaddr_in, av.dgid_addr._sockaddr_in) };
-        assert_eq!(s.sin_family, libc::AF_INET as u16);
-        assert_eq!(s.sin_addr.s_addr.to_ne_bytes(), [198, 18, 0, 1]);
-        assert_eq!(d.sin_addr.s_addr.to_ne_bytes(), [198, 18, 0, 2]);
-        assert_eq!((s.sin_port, d.__pad), (0, [0; 8]));
-        // SAFETY: raw arm of a plain-bytes union.
-        assert_eq!(unsafe { av.grh.dgid.raw }, V4_198_18_0_2);
-        assert_eq!(
-            (
-                av.grh.flow_label,
-                av.grh.sgid_index,
-                av.grh.hop_limit,
-                av.grh.traffic_class
-            ),
-            (0x12345, 1, 64, 3)
-        );
-    }
-
-    #[test]
-    fn any_other_destination_makes_an_ipv6_av() {
-        let av = build_av(&attr(LINK_LOCAL), &LINK_LOCAL, [0; 6]);
-        assert_eq!(av.network_type as u32, RXE_NETWORK_TYPE_IPV6);
-        // SAFETY: network_type says the sockaddr_in6 arm is the valid one.
-        let d = unsafe { av.dgid_addr._sockaddr_in6 };
-        assert_eq!(d.sin6_family, libc::AF_INET6 as u16);
-        // SAFETY: plain-bytes union arm.
-        assert_eq!(unsafe { d.sin6_addr.in6_u.u6_addr8 }, LINK_LOCAL);
-        assert_eq!((d.sin6_port, d.sin6_flowinfo, d.sin6_scope_id), (0, 0, 0));
-        // The source follows its own GID's family, not the destination's.
-        let mixed = build_av(&attr(LINK_LOCAL), &V4_198_18_0_1, [0; 6]);
-        // SAFETY: as above, the source GID is IPv4-mapped.
-        assert_eq!(unsafe { mixed.sgid_addr._sockaddr_in.sin_family }, libc::AF_INET as u16);
-    }
 
     #[test]
     fn v4_mapped_needs_the_whole_prefix() {

@@ -28,57 +28,26 @@
 //! Tests can force the failed-undo path with `fault::fail_undo` (test
 //! builds only: the switch does not exist in the shipped library).
 
+#![forbid(unsafe_code)]
+
 use core::ptr::NonNull;
-use std::alloc::Layout;
 use std::os::fd::RawFd;
 
 use crate::errno::Errno;
-use crate::libibverbs::runtime;
-
-/// `Box::new(value)` that fails with `ENOMEM` when the allocator has no
-/// memory, where `Box::new` aborts the process. Every create path boxes
-/// through here (the stable stand-in for `Box::try_new`).
-pub(crate) fn try_box<T>(value: T) -> Result<Box<T>, Errno> {
-    // SAFETY: the global allocator's alloc, with the layout it is given.
-    unsafe { try_box_with(value, |layout| std::alloc::alloc(layout)) }
-}
-
-/// [`try_box`] with the allocation made by `alloc`.
-///
-/// # Safety
-/// `alloc` returns null or memory of the global allocator for the layout it
-/// is given (what `Box` frees).
-unsafe fn try_box_with<T>(value: T, alloc: impl FnOnce(Layout) -> *mut u8) -> Result<Box<T>, Errno> {
-    let layout = Layout::new::<T>();
-    if layout.size() == 0 {
-        // Nothing to allocate.
-        return Ok(Box::new(value));
-    }
-    let ptr = alloc(layout).cast::<T>();
-    if ptr.is_null() {
-        return Err(Errno::ENOMEM);
-    }
-    // SAFETY: ptr is a fresh allocation of T's layout (non-null, aligned, of
-    // the global allocator, by the caller's word): written once, then owned
-    // by the Box, which frees it with that layout.
-    unsafe {
-        ptr.write(value);
-        Ok(Box::from_raw(ptr))
-    }
-}
+pub(crate) use crate::libibverbs::runtime::{
+    destroy, destroy_owned, try_box, wait_for_acks, wait_for_async_acks, HandedBox, Kept,
+};
 
 /// How to undo a kernel object of one kind: its destroy command.
 pub(crate) type DestroyFn = fn(RawFd, u32) -> Result<(), Errno>;
 
 /// An object under construction; see the module documentation.
 pub(crate) struct Creating<T> {
-    /// The object, from `Box::into_raw`; `None` once handed out. A raw
-    /// pointer, not a `Box`: every pointer handed out ([`as_ptr`](Self::as_ptr),
-    /// the kernel's `user_handle`; [`get_mut`](Self::get_mut);
-    /// [`finish`](Self::finish)) derives from it, so none is invalidated
-    /// when another is made (moving or leaking a `Box` asserts unique
-    /// access and invalidates the pointers taken before: Stacked Borrows).
-    obj: Option<NonNull<T>>,
+    /// The object; `None` once handed out. Every pointer handed out
+    /// ([`as_ptr`](Self::as_ptr), the kernel's `user_handle`;
+    /// [`get_mut`](Self::get_mut); [`finish`](Self::finish)) derives from
+    /// its one raw pointer, so none is invalidated when another is made.
+    obj: Option<HandedBox<T>>,
     kind: &'static str,
     fd: RawFd,
     destroy: DestroyFn,
@@ -92,7 +61,7 @@ impl<T> Creating<T> {
     /// handle.
     pub(crate) fn new(obj: T, kind: &'static str, fd: RawFd, destroy: DestroyFn) -> Result<Creating<T>, Errno> {
         Ok(Creating {
-            obj: Some(NonNull::from(Box::leak(try_box(obj)?))),
+            obj: Some(HandedBox::new(try_box(obj)?)),
             kind,
             fd,
             destroy,
@@ -102,18 +71,16 @@ impl<T> Creating<T> {
 
     /// The object's final address, for `user_handle`.
     pub(crate) fn as_ptr(&mut self) -> *mut T {
-        self.raw().as_ptr()
+        self.owned().as_ptr()
     }
 
     pub(crate) fn get_mut(&mut self) -> &mut T {
-        // SAFETY: from Box::leak, owned by this guard until finish() or drop
-        // (both consume it); &mut self makes this the only access.
-        unsafe { self.raw().as_mut() }
+        self.owned().get_mut()
     }
 
-    fn raw(&self) -> NonNull<T> {
+    fn owned(&mut self) -> &mut HandedBox<T> {
         // Some until finish() or drop, both of which consume the guard.
-        self.obj.unwrap_or_else(|| unreachable!())
+        self.obj.as_mut().unwrap_or_else(|| unreachable!())
     }
 
     /// The kernel object exists: from now on dropping the guard undoes it.
@@ -124,7 +91,7 @@ impl<T> Creating<T> {
     /// The object is complete; the caller hands it to libibverbs, which
     /// gives it back to the destroy entry.
     pub(crate) fn finish(mut self) -> NonNull<T> {
-        self.obj.take().unwrap_or_else(|| unreachable!())
+        self.obj.take().unwrap_or_else(|| unreachable!()).into_raw()
     }
 }
 
@@ -137,9 +104,8 @@ impl<T> Drop for Creating<T> {
             Some(handle) => (self.destroy)(self.fd, handle),
         };
         match undone {
-            // SAFETY: from Box::leak in new(), never handed out (finish()
-            // took no part), freed once.
-            Ok(()) => drop(unsafe { Box::from_raw(obj.as_ptr()) }),
+            // Never handed out (finish() took no part): freed once.
+            Ok(()) => drop(obj),
             Err(e) => self.leak(obj, e),
         }
     }
@@ -149,9 +115,9 @@ impl<T> Creating<T> {
     /// The undo failed: the object stays allocated, as the kernel may still
     /// name it in events.
     #[cold]
-    fn leak(&self, obj: NonNull<T>, e: Errno) {
+    fn leak(&self, obj: HandedBox<T>, e: Errno) {
         let handle = self.handle.unwrap_or_default();
-        let addr = obj.as_ptr();
+        let addr = obj.into_raw().as_ptr();
         log::error!(
             "{}: undoing a failed create: destroying handle {handle} failed with errno {e}; \
              leaking the object at {addr:p} ({} bytes), which the kernel may still name in events",
@@ -160,88 +126,6 @@ impl<T> Creating<T> {
         );
         fault::record_leak(addr.cast());
     }
-}
-
-/// Destroys a live object: `destroy` (the kernel command) first, then `wait`
-/// with its answer, then the free. On a failed destroy the object stays.
-///
-/// # Safety
-/// `obj` came from [`Creating::finish`] and is not used after a successful
-/// return (libibverbs forgets it when the destroy verb succeeds).
-pub(crate) unsafe fn destroy<T, R>(
-    obj: NonNull<T>,
-    destroy: impl FnOnce() -> Result<R, Errno>,
-    wait: impl FnOnce(&R),
-) -> Result<(), Errno> {
-    let gone_device_frees = runtime::get().is_some_and(|l| l.allow_disassociate_destroy);
-    // SAFETY: forwarded.
-    unsafe { destroy_with(obj, destroy, wait, gone_device_frees) }
-}
-
-/// [`destroy`], with libibverbs' `RDMAV_ALLOW_DISASSOC_DESTROY` switch given:
-/// `gone_device_frees` makes an EIO from the kernel a success without `wait`.
-///
-/// # Safety
-/// As for [`destroy`].
-unsafe fn destroy_with<T, R>(
-    obj: NonNull<T>,
-    destroy: impl FnOnce() -> Result<R, Errno>,
-    wait: impl FnOnce(&R),
-    gone_device_frees: bool,
-) -> Result<(), Errno> {
-    match destroy() {
-        Ok(gone) => wait(&gone),
-        Err(Errno::EIO) if gone_device_frees => {
-            log::debug!("destroy: the device is gone (EIO); freed, as RDMAV_ALLOW_DISASSOC_DESTROY asks");
-        }
-        Err(e) => return Err(e),
-    }
-    // SAFETY: a Box leaked by Creating::finish (contract), freed once, after
-    // the kernel let the object go (or the device went) and every event
-    // naming it was acked.
-    drop(unsafe { Box::from_raw(obj.as_ptr()) });
-    Ok(())
-}
-
-/// Blocks until `acked()` holds, re-checking it under `mutex` each time
-/// `cond` is signalled: libibverbs counts acknowledged events
-/// (`ibv_ack_async_event`, `ibv_ack_cq_events`) under the object's mutex and
-/// broadcasts its cond, as `ibv_cmd_destroy_*` expect. Called after the
-/// kernel's destroy, whose answer says how many events it reported.
-///
-/// # Safety
-/// `mutex` and `cond` are the initialised pthread objects of a live
-/// libibverbs object; `acked` reads its counters (under the mutex).
-pub(crate) unsafe fn wait_for_acks(
-    mutex: *mut libc::pthread_mutex_t,
-    cond: *mut libc::pthread_cond_t,
-    acked: impl Fn() -> bool,
-) {
-    // SAFETY: per the contract.
-    unsafe {
-        libc::pthread_mutex_lock(mutex);
-        while !acked() {
-            libc::pthread_cond_wait(cond, mutex);
-        }
-        libc::pthread_mutex_unlock(mutex);
-    }
-}
-
-/// [`wait_for_acks`] for an object with libibverbs' one async-event count
-/// (`ibv_qp`, `ibv_srq`): waits until `events_completed` reaches `reported`.
-///
-/// # Safety
-/// `mutex`, `cond` and `completed` are fields of one live libibverbs object
-/// whose pthread objects are initialised.
-pub(crate) unsafe fn wait_for_async_acks(
-    mutex: *mut libc::pthread_mutex_t,
-    cond: *mut libc::pthread_cond_t,
-    completed: *mut u32,
-    reported: u32,
-) {
-    // SAFETY: per the contract; the count is read under the mutex, volatile
-    // because libibverbs writes it from another thread between our reads.
-    unsafe { wait_for_acks(mutex, cond, || core::ptr::read_volatile(completed) == reported) }
 }
 
 /// The test-only fault-injection switch for the failed-undo path.
@@ -369,65 +253,6 @@ mod tests {
         Ok(())
     }
 
-    fn destroy_fails(_fd: RawFd, _handle: u32) -> Result<(), Errno> {
-        Err(Errno::EBUSY)
-    }
-
-    #[test]
-    fn a_failed_allocation_is_enomem_not_an_abort() {
-        struct Dropped<'a>(&'a AtomicUsize);
-        impl Drop for Dropped<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let dropped = AtomicUsize::new(0);
-        // SAFETY: the allocator returns null: no memory.
-        let r = unsafe { try_box_with(Dropped(&dropped), |_| core::ptr::null_mut()) };
-        assert_eq!(r.err(), Some(Errno::ENOMEM));
-        // The value was dropped, not leaked.
-        assert_eq!(dropped.load(Ordering::Relaxed), 1);
-        // SAFETY: the global allocator's alloc.
-        let b = unsafe { try_box_with([7u64; 64], |l| std::alloc::alloc(l)) }.unwrap();
-        assert_eq!(b[63], 7);
-        assert_eq!(*try_box(()).unwrap(), ());
-        assert_eq!(*try_box(5u8).unwrap(), 5);
-    }
-
-    #[test]
-    fn a_removed_device_s_eio_frees_only_when_libibverbs_allows_it() {
-        struct Counted<'a>(&'a AtomicUsize);
-        impl Drop for Counted<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let freed = AtomicUsize::new(0);
-        let obj = NonNull::from(Box::leak(Box::new(Counted(&freed))));
-        let waited = core::cell::Cell::new(false);
-        // SAFETY: obj is a leaked Box; on the failure below it stays ours.
-        let r = unsafe { destroy_with(obj, || Err::<(), _>(Errno::EIO), |()| waited.set(true), false) };
-        assert_eq!(
-            r,
-            Err(Errno::EIO),
-            "without RDMAV_ALLOW_DISASSOC_DESTROY the object stays"
-        );
-        assert_eq!(freed.load(Ordering::Relaxed), 0);
-        // SAFETY: still live (the failed destroy kept it).
-        let r = unsafe { destroy_with(obj, || Err::<(), _>(Errno::EIO), |()| waited.set(true), true) };
-        assert_eq!(r, Ok(()), "with it, EIO is the device gone: success");
-        assert_eq!(freed.load(Ordering::Relaxed), 1);
-        assert!(!waited.get(), "no wait for event acks from a gone device");
-        // Another error is never taken for a gone device.
-        let obj = NonNull::from(Box::leak(Box::new(Counted(&freed))));
-        // SAFETY: as above.
-        let r = unsafe { destroy_with(obj, || Err::<(), _>(Errno::EBUSY), |()| (), true) };
-        assert_eq!(r, Err(Errno::EBUSY));
-        // SAFETY: the failed destroy left it ours.
-        drop(unsafe { Box::from_raw(obj.as_ptr()) });
-        assert_eq!(freed.load(Ordering::Relaxed), 2);
-    }
-
     #[test]
     fn a_create_that_fails_before_the_kernel_object_exists_just_frees() {
         let before = DESTROYS.load(Ordering::Relaxed);
@@ -447,17 +272,6 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_undo_leaks_and_the_memory_stays_readable() {
-        let mut c = Creating::new(0x5eed_u64, "test", -1, destroy_fails).unwrap();
-        let addr = c.as_ptr();
-        c.created(3);
-        drop(c);
-        assert_eq!(fault::take_leaked(), vec![addr as usize]);
-        // SAFETY: leaked, not freed: what an async event would read.
-        assert_eq!(unsafe { addr.read() }, 0x5eed);
-    }
-
-    #[test]
     fn the_switch_forces_the_failed_undo() {
         let mut c = Creating::new(1u32, "test", -1, destroy_ok).unwrap();
         let addr = c.as_ptr();
@@ -466,22 +280,5 @@ mod tests {
         drop(c);
         fault::fail_undo(false);
         assert_eq!(fault::take_leaked(), vec![addr as usize]);
-    }
-
-    #[test]
-    fn finish_hands_the_object_out_and_destroy_frees_it_after_the_wait() {
-        let mut c = Creating::new(5u32, "test", -1, destroy_fails).unwrap();
-        c.created(2);
-        let obj = c.finish();
-        assert!(fault::take_leaked().is_empty());
-        let mut waited = None;
-        // SAFETY: from finish; a failed destroy leaves it alive.
-        let r = unsafe { destroy(obj, || Err::<u32, _>(Errno::EBUSY), |_| unreachable!()) };
-        assert_eq!(r, Err(Errno::EBUSY));
-        // SAFETY: still alive after the failed destroy.
-        assert_eq!(unsafe { obj.as_ptr().read() }, 5);
-        // SAFETY: from finish, not used again.
-        let r = unsafe { destroy(obj, || Ok(9u32), |n| waited = Some(*n)) };
-        assert_eq!((r, waited), (Ok(()), Some(9)));
     }
 }

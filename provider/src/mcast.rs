@@ -1,16 +1,17 @@
-//! Multicast: `attach_mcast` / `detach_mcast` of a UD QP to a group.
+//! Multicast: `attach_mcast` / `detach_mcast` of a UD QP to a group (the
+//! entries are in `entry::objects`).
 
-use core::ffi::c_int;
+#![forbid(unsafe_code)]
+
+use std::os::fd::RawFd;
 
 use kernel_abi::{
     ib_uverbs_attach_mcast, ib_uverbs_detach_mcast, IB_USER_VERBS_CMD_ATTACH_MCAST, IB_USER_VERBS_CMD_DETACH_MCAST,
 };
 
-use crate::boundary;
 use crate::command::{self, WriteReq};
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_gid, ibv_qp};
-use crate::pd::context_fd;
 
 impl WriteReq for ib_uverbs_attach_mcast {
     const ID: u32 = IB_USER_VERBS_CMD_ATTACH_MCAST;
@@ -20,37 +21,34 @@ impl WriteReq for ib_uverbs_detach_mcast {
     const ID: u32 = IB_USER_VERBS_CMD_DETACH_MCAST;
 }
 
-/// The QP handle and fd, and the group's GID, from the C arguments.
-fn args(qp: *mut ibv_qp, gid: *const ibv_gid) -> Result<(i32, u32, [u8; 16]), Errno> {
-    // SAFETY: libibverbs passes a QP of ours and the caller's GID (nulls refused).
-    let (Some(q), Some(g)) = (unsafe { qp.as_ref() }, unsafe { gid.as_ref() }) else {
+/// A multicast verb's QP, with the command fd of its context.
+pub(crate) type OnQp<'a> = (&'a ibv_qp, Result<RawFd, Errno>);
+
+/// The QP handle and fd, and the group's GID, from the arguments of the
+/// entry (the QP with the command fd of its context).
+fn args(qp: Option<OnQp<'_>>, gid: Option<&ibv_gid>) -> Result<(RawFd, u32, [u8; 16]), Errno> {
+    let (Some((q, fd)), Some(g)) = (qp, gid) else {
         return Err(Errno::EINVAL);
     };
-    // SAFETY: every arm of ibv_gid is plain bytes.
-    Ok((context_fd(q.context)?, q.handle, unsafe { g.raw }))
+    Ok((fd?, q.handle, g.bytes()))
 }
 
-/// An entry point that sends its verb's command (`$cmd`: the QP's handle, the group's GID and the
-/// LID) for the QP and group libibverbs passes: 0, or the errno.
+/// A verb that sends its command (`$cmd`: the QP's handle, the group's GID and the LID).
 macro_rules! mcast_verb {
     ($name:ident, $cmd:ident) => {
         #[doc = concat!("`", stringify!($name), "`.")]
-        pub(crate) unsafe extern "C" fn $name(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
-            boundary::guard(stringify!($name), Errno::EIO.code(), || {
-                let r = args(qp, gid).and_then(|(fd, qp_handle, gid)| {
-                    command::write_req(
-                        fd,
-                        $cmd {
-                            gid,
-                            qp_handle,
-                            mlid: lid,
-                            reserved: 0,
-                            driver_data: [],
-                        },
-                    )
-                });
-                r.map_or_else(boundary::fail_code, |()| 0)
-            })
+        pub(crate) fn $name(qp: Option<OnQp<'_>>, gid: Option<&ibv_gid>, lid: u16) -> Result<(), Errno> {
+            let (fd, qp_handle, gid) = args(qp, gid)?;
+            command::write_req(
+                fd,
+                $cmd {
+                    gid,
+                    qp_handle,
+                    mlid: lid,
+                    reserved: 0,
+                    driver_data: [],
+                },
+            )
         }
     };
 }
@@ -84,13 +82,7 @@ mod tests {
     #[test]
     fn null_arguments_are_einval() {
         let gid = ibv_gid { raw: [0; 16] };
-        assert_eq!(
-            // SAFETY: null QP is refused before use.
-            unsafe { attach_mcast(core::ptr::null_mut(), &gid, 0) },
-            Errno::EINVAL.code()
-        );
-        // SAFETY: as above.
-        let detached = unsafe { detach_mcast(core::ptr::null_mut(), core::ptr::null(), 0) };
-        assert_eq!(detached, Errno::EINVAL.code());
+        assert_eq!(attach_mcast(None, Some(&gid), 0), Err(Errno::EINVAL));
+        assert_eq!(detach_mcast(None, None, 0), Err(Errno::EINVAL));
     }
 }

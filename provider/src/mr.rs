@@ -24,6 +24,10 @@
 //! rereg op (libibverbs' default fails with EOPNOTSUPP); kernels whose rxe
 //! lacks `rereg_user_mr` refuse the command with EOPNOTSUPP too, and newer
 //! ones (PD and access changes) do it.
+//!
+//! The entries are in `entry::objects`.
+
+#![forbid(unsafe_code)]
 
 use core::ffi::{c_int, c_void};
 use core::ptr::{self, NonNull};
@@ -38,15 +42,13 @@ use kernel_abi::{
 };
 use log::debug;
 
-use crate::boundary;
 use crate::command::{self, impl_write_cmd, IoctlCmd, WriteReq};
 use crate::errno::Errno;
-use crate::libibverbs::control_objects::{ibv_mr, ibv_pd, verbs_mr, IBV_MR_TYPE_MR};
-use crate::libibverbs::device_abi::verbs_device;
+use crate::libibverbs::control_objects::{ibv_mr, verbs_mr, IBV_MR_TYPE_MR};
 use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::ibv_sge;
-use crate::lifecycle::{self, Creating};
-use crate::pd::{context_fd, DomainUse};
+use crate::lifecycle::{self, Creating, HandedBox, Kept};
+use crate::pd::{DomainUse, OnPd, RxePd};
 
 /// Our MR. `verbs_mr` must stay first: libibverbs hands it back to us.
 #[repr(C)]
@@ -107,10 +109,10 @@ pub(crate) fn rereg_cmd(
     })
 }
 
-/// Asks the kernel for its core support bits and stores them in the device,
-/// where `ibv_reg_mr` looks (see the module comment). Any failure leaves the
-/// bits at 0: the kernel then predates them.
-pub(crate) fn probe_core_support(ctx: &ibv_context) {
+/// Asks the kernel for its core support bits, which `alloc_context` stores
+/// in the device, where `ibv_reg_mr` looks (see the module comment). `None`
+/// on any failure, which leaves the bits at 0: the kernel then predates them.
+pub(crate) fn probe_core_support(ctx: &ibv_context) -> Option<u64> {
     let mut core_support: u64 = 0;
     let addr = ptr::from_mut(&mut core_support) as usize as u64;
     let attr = command::attr_out(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT as u16, addr, 8);
@@ -124,122 +126,90 @@ pub(crate) fn probe_core_support(ctx: &ibv_context) {
     match result {
         Ok(true) => {
             debug!("kernel core support bits {core_support:#x}");
-            // SAFETY: ctx.device is the ibv_device at the start of the
-            // verbs_device our alloc_device made, alive while any context is.
-            // A plain store, as libibverbs' own GET_CONTEXT makes it.
-            unsafe { ptr::addr_of_mut!((*ctx.device.cast::<verbs_device>()).core_support).write(core_support) };
+            return Some(core_support);
         }
         Ok(false) => debug!("QUERY_CONTEXT did not report core support"),
         Err(errno) => debug!("QUERY_CONTEXT failed (errno {errno}): no optional MR access"),
     }
+    None
 }
 
 /// `reg_mr`: fills what `ibv_cmd_reg_mr` fills.
-pub(crate) unsafe extern "C" fn reg_mr(
-    pd: *mut ibv_pd,
+pub(crate) fn reg_mr(
+    on: Option<OnPd<'_>>,
     addr: *mut c_void,
     length: usize,
     hca_va: u64,
     access: c_int,
-) -> *mut ibv_mr {
-    boundary::guard("reg_mr", ptr::null_mut(), || {
-        // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
-        let Some(p) = (unsafe { pd.as_ref() }) else {
-            return boundary::fail_ptr(Errno::EINVAL);
-        };
-        let cmd = reg_length(addr as usize, length, access).map(|len| ib_uverbs_reg_mr {
-            response: 0,
-            start: addr as u64,
-            length: len,
-            hca_va,
-            pd_handle: p.handle,
-            access_flags: access as u32,
-            driver_data: [],
-        });
-        let (cmd, fd) = match cmd.and_then(|cmd| Ok((cmd, context_fd(p.context)?))) {
-            Ok(v) => v,
-            Err(e) => return boundary::fail_ptr(e),
-        };
-        let obj = RxeMr {
-            vmr: verbs_mr {
-                ibv_mr: ibv_mr {
-                    context: p.context,
-                    pd,
-                    addr,
-                    length,
-                    handle: 0,
-                    lkey: 0,
-                    rkey: 0,
-                },
-                mr_type: IBV_MR_TYPE_MR,
-                access,
+) -> Result<NonNull<RxeMr>, Errno> {
+    let on = on.ok_or(Errno::EINVAL)?;
+    let p = &on.pd.pd;
+    let cmd = ib_uverbs_reg_mr {
+        response: 0,
+        start: addr as u64,
+        length: reg_length(addr as usize, length, access)?,
+        hca_va,
+        pd_handle: p.handle,
+        access_flags: access as u32,
+        driver_data: [],
+    };
+    let fd = on.fd?;
+    let obj = RxeMr {
+        vmr: verbs_mr {
+            ibv_mr: ibv_mr {
+                context: p.context,
+                pd: on.ptr,
+                addr,
+                length,
+                handle: 0,
+                lkey: 0,
+                rkey: 0,
             },
-            // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
-            domain: unsafe { DomainUse::of(pd) },
-        };
-        let mut vmr = match Creating::new(obj, "MR", fd, dereg_kernel_mr) {
-            Ok(c) => c,
-            Err(e) => return boundary::fail_ptr(e),
-        };
-        match command::write_cmd(fd, cmd) {
-            Ok(resp) => {
-                vmr.created(resp.mr_handle);
-                let m = &mut vmr.get_mut().vmr.ibv_mr;
-                m.handle = resp.mr_handle;
-                m.lkey = resp.lkey;
-                m.rkey = resp.rkey;
-                // ibv_mr is the first member: libibverbs gets back to
-                // verbs_mr by a cast.
-                vmr.finish().as_ptr().cast::<ibv_mr>()
-            }
-            Err(e) => boundary::fail_ptr(e),
-        }
-    })
+            mr_type: IBV_MR_TYPE_MR,
+            access,
+        },
+        domain: DomainUse::on(Some(on.pd)),
+    };
+    let mut vmr = Creating::new(obj, "MR", fd, dereg_kernel_mr)?;
+    let resp = command::write_cmd(fd, cmd)?;
+    vmr.created(resp.mr_handle);
+    let m = &mut vmr.get_mut().vmr.ibv_mr;
+    m.handle = resp.mr_handle;
+    m.lkey = resp.lkey;
+    m.rkey = resp.rkey;
+    Ok(vmr.finish())
 }
 
-/// `rereg_mr`. `access` in the `verbs_mr` stays what it was at registration:
-/// `ibv_dereg_mr` decides from it whether to undo the fork protection that
-/// `ibv_reg_mr` applied then.
-pub(crate) unsafe extern "C" fn rereg_mr(
-    vmr: *mut verbs_mr,
+/// `rereg_mr` of `mr` (with the command fd of its context). `access` in the
+/// `verbs_mr` stays what it was at registration: `ibv_dereg_mr` decides from
+/// it whether to undo the fork protection that `ibv_reg_mr` applied then.
+pub(crate) fn rereg_mr(
+    mr: Option<(&mut RxeMr, Result<RawFd, Errno>)>,
     flags: c_int,
-    pd: *mut ibv_pd,
+    new_pd: Option<&RxePd>,
     addr: *mut c_void,
     length: usize,
     access: c_int,
-) -> c_int {
-    boundary::guard("rereg_mr", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes an MR our reg_mr made, which it does not
-        // touch during the call (null refused); verbs_mr begins our RxeMr.
-        let Some(mr) = (unsafe { vmr.cast::<RxeMr>().as_mut() }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        // SAFETY: a PD our alloc_pd made, or null.
-        let new_pd = unsafe { pd.as_ref() };
-        let m = &mut mr.vmr;
-        let cmd = rereg_cmd(
-            m.ibv_mr.handle,
-            flags,
-            new_pd.map(|p| p.handle),
-            addr as usize,
-            length,
-            access,
-        );
-        match cmd.and_then(|cmd| context_fd(m.ibv_mr.context).and_then(|fd| command::write_cmd(fd, cmd))) {
-            Ok(resp) => {
-                m.ibv_mr.lkey = resp.lkey;
-                m.ibv_mr.rkey = resp.rkey;
-                if let (true, Some(p)) = (flags & IBV_REREG_MR_CHANGE_PD != 0, new_pd) {
-                    m.ibv_mr.context = p.context;
-                    // The MR now uses the new PD (a parent domain, perhaps) and not the old.
-                    // SAFETY: a PD or parent domain our alloc_pd made (non-null).
-                    mr.domain = unsafe { DomainUse::of(pd) };
-                }
-                0
-            }
-            Err(e) => boundary::fail_code(e),
-        }
-    })
+) -> Result<(), Errno> {
+    let (mr, fd) = mr.ok_or(Errno::EINVAL)?;
+    let m = &mut mr.vmr;
+    let cmd = rereg_cmd(
+        m.ibv_mr.handle,
+        flags,
+        new_pd.map(|p| p.pd.handle),
+        addr as usize,
+        length,
+        access,
+    )?;
+    let resp = command::write_cmd(fd?, cmd)?;
+    m.ibv_mr.lkey = resp.lkey;
+    m.ibv_mr.rkey = resp.rkey;
+    if let (true, Some(p)) = (flags & IBV_REREG_MR_CHANGE_PD != 0, new_pd) {
+        m.ibv_mr.context = p.pd.context;
+        // The MR now uses the new PD (a parent domain, perhaps) and not the old.
+        mr.domain = DomainUse::on(Some(p));
+    }
+    Ok(())
 }
 
 /// The ADVISE_MR call `ibv_cmd_advise_mr` makes: the attributes in its
@@ -266,46 +236,26 @@ pub(crate) fn advise_cmd(
     )
 }
 
-/// `advise_mr`: 0, or the errno (also left in `errno`), as `ibv_advise_mr`
-/// returns it. The list is read by the kernel only (a bad address is its
+/// `advise_mr`: the list is read by the kernel only (a bad address is its
 /// `EFAULT`), never by us.
-pub(crate) unsafe extern "C" fn advise_mr(
-    pd: *mut ibv_pd,
+pub(crate) fn advise_mr(
+    on: Option<OnPd<'_>>,
     advice: u32,
     flags: u32,
-    sg_list: *mut ibv_sge,
+    sg_list: *const ibv_sge,
     num_sge: u32,
-) -> c_int {
-    boundary::guard("advise_mr", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a PD (or parent domain, which carries
-        // its protection domain's handle) our alloc_pd made; null refused.
-        let Some(p) = (unsafe { pd.as_ref() }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        let issued = advise_cmd(p.handle, advice, flags, sg_list, num_sge)
-            .and_then(|mut cmd| command::ioctl_cmd(context_fd(p.context)?, &mut cmd));
-        match issued {
-            Ok(()) => 0,
-            Err(e) => boundary::fail_code(e),
-        }
-    })
+) -> Result<(), Errno> {
+    // A parent domain carries its protection domain's handle.
+    let on = on.ok_or(Errno::EINVAL)?;
+    let mut cmd = advise_cmd(on.pd.pd.handle, advice, flags, sg_list, num_sge)?;
+    command::ioctl_cmd(on.fd?, &mut cmd)
 }
 
-/// `dereg_mr`: the MR is freed only when the kernel let it go.
-pub(crate) unsafe extern "C" fn dereg_mr(vmr: *mut verbs_mr) -> c_int {
-    boundary::guard("dereg_mr", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes an MR our reg_mr made (null refused).
-        let (Some(obj), Some(m)) = (NonNull::new(vmr.cast::<RxeMr>()), unsafe { vmr.as_ref() }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        let (context, handle) = (m.ibv_mr.context, m.ibv_mr.handle);
-        let dereg = || context_fd(context).and_then(|fd| dereg_kernel_mr(fd, handle));
-        // SAFETY: made by Creating::finish in reg_mr, not used after success.
-        match unsafe { lifecycle::destroy(obj, dereg, |()| ()) } {
-            Ok(()) => 0,
-            Err(e) => boundary::fail_code(e),
-        }
-    })
+/// `dereg_mr` (`fd`: its context's): the MR is freed only when the kernel
+/// let it go.
+pub(crate) fn dereg_mr(mr: HandedBox<RxeMr>, fd: Result<RawFd, Errno>) -> Result<(), Kept<RxeMr>> {
+    let handle = mr.get().vmr.ibv_mr.handle;
+    lifecycle::destroy_owned(mr, || fd.and_then(|fd| dereg_kernel_mr(fd, handle)), |()| ())
 }
 
 fn dereg_kernel_mr(fd: RawFd, handle: u32) -> Result<(), Errno> {
@@ -340,61 +290,5 @@ mod tests {
         );
         let c = rereg_cmd(7, 1, None, 0x5000, 8192, 0).unwrap(); // CHANGE_TRANSLATION
         assert_eq!((c.start, c.length, c.hca_va), (0x5000, 8192, 0x5000));
-    }
-
-    #[test]
-    fn advise_is_the_ioctl_ibv_cmd_advise_mr_sends() {
-        let sges = [ibv_sge::default(); 3];
-        let cmd = advise_cmd(5, 1, 1, sges.as_ptr(), 3).unwrap();
-        assert_eq!(
-            (cmd.hdr.object_id, cmd.hdr.method_id, cmd.hdr.num_attrs, cmd.hdr.length),
-            (7, 2, 4, 24 + 4 * 16)
-        );
-        assert_eq!(cmd.hdr.driver_id, RDMA_DRIVER_RXE);
-        // SAFETY: every attribute is built through the `data` arm.
-        let data: Vec<u64> = cmd.attrs.iter().map(|a| unsafe { a.value.data }).collect();
-        let ids: Vec<u16> = cmd.attrs.iter().map(|a| a.attr_id).collect();
-        let lens: Vec<u16> = cmd.attrs.iter().map(|a| a.len).collect();
-        assert_eq!(ids, [0, 1, 2, 3]);
-        // PD handle (IDR: no length), advice (8-byte constant), flags (u32), list.
-        assert_eq!(lens, [0, 8, 4, 48]);
-        assert_eq!(data[..3], [5, 1, u64::from_ne_bytes([1, 0, 0, 0, 0, 0, 0, 0])]);
-        assert_eq!(data[3], sges.as_ptr() as usize as u64);
-        // Every attribute mandatory, as libibverbs flags them.
-        assert!(cmd.attrs.iter().all(|a| a.flags == 1));
-    }
-
-    #[test]
-    fn advise_passes_what_the_kernel_judges_and_refuses_what_cannot_be_sent() {
-        // Unknown advice and flags go to the kernel as given (its EOPNOTSUPP
-        // and EINVAL, as for stock); so does an empty list (length 0).
-        let cmd = advise_cmd(1, 99, 0x80, ptr::null(), 0).unwrap();
-        // SAFETY: built through the `data` arm.
-        let data: Vec<u64> = cmd.attrs.iter().map(|a| unsafe { a.value.data }).collect();
-        assert_eq!((data[1], cmd.attrs[2].len), (99, 4));
-        assert_eq!(data[2].to_ne_bytes()[..4], 0x80u32.to_ne_bytes());
-        assert_eq!((cmd.attrs[3].len, data[3]), (0, 0));
-        // 4095 SGEs are 65520 bytes; 4096 do not fit the 16-bit length.
-        let sges = [ibv_sge::default(); 1];
-        assert_eq!(advise_cmd(1, 0, 1, sges.as_ptr(), 4095).unwrap().attrs[3].len, 65520);
-        assert_eq!(advise_cmd(1, 0, 1, sges.as_ptr(), 4096).err(), Some(Errno::EINVAL));
-        assert_eq!(advise_cmd(1, 0, 1, sges.as_ptr(), u32::MAX).err(), Some(Errno::EINVAL));
-    }
-
-    #[test]
-    fn null_objects_are_einval_not_crashes() {
-        // SAFETY: null is refused before any use.
-        unsafe {
-            assert!(reg_mr(ptr::null_mut(), ptr::null_mut(), 8, 0, 0).is_null());
-            assert_eq!(dereg_mr(ptr::null_mut()), Errno::EINVAL.code());
-            assert_eq!(
-                advise_mr(ptr::null_mut(), 0, 1, ptr::null_mut(), 0),
-                Errno::EINVAL.code()
-            );
-            assert_eq!(
-                rereg_mr(ptr::null_mut(), 4, ptr::null_mut(), ptr::null_mut(), 0, 0),
-                Errno::EINVAL.code()
-            );
-        }
     }
 }

@@ -1,9 +1,12 @@
 //! Memory windows: `alloc_mw` / `dealloc_mw` (types 1 and 2; the kernel
 //! judges the type, as it does for the stock provider). `bind_mw` posts a
-//! BIND_MW work request and arrives with the QP send path.
+//! BIND_MW work request and arrives with the QP send path. The entries are
+//! in `entry::objects`.
+
+#![forbid(unsafe_code)]
 
 use core::ffi::c_int;
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 use std::os::fd::RawFd;
 
 use kernel_abi::{
@@ -11,12 +14,11 @@ use kernel_abi::{
     IB_USER_VERBS_CMD_DEALLOC_MW,
 };
 
-use crate::boundary;
 use crate::command::{self, impl_write_cmd, WriteReq};
 use crate::errno::Errno;
-use crate::libibverbs::control_objects::{ibv_mw, ibv_pd};
-use crate::lifecycle::{self, Creating};
-use crate::pd::{context_fd, DomainUse};
+use crate::libibverbs::control_objects::ibv_mw;
+use crate::lifecycle::{self, Creating, HandedBox, Kept};
+use crate::pd::{DomainUse, OnPd};
 
 /// Our window. `ibv_mw` must stay first: libibverbs hands it back to us.
 #[repr(C)]
@@ -39,67 +41,41 @@ fn wire_mw_type(mw_type: c_int) -> Result<u8, Errno> {
 }
 
 /// `alloc_mw`: fills what `ibv_cmd_alloc_mw` fills.
-pub(crate) unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mut ibv_mw {
-    boundary::guard("alloc_mw", ptr::null_mut(), || {
-        // SAFETY: libibverbs passes a PD our alloc_pd made (null refused).
-        let Some(p) = (unsafe { pd.as_ref() }) else {
-            return boundary::fail_ptr(Errno::EINVAL);
-        };
-        let (fd, t) = match wire_mw_type(mw_type).and_then(|t| Ok((context_fd(p.context)?, t))) {
-            Ok(v) => v,
-            Err(e) => return boundary::fail_ptr(e),
-        };
-        let obj = RxeMw {
-            mw: ibv_mw {
-                context: p.context,
-                pd,
-                rkey: 0,
-                handle: 0,
-                r#type: mw_type,
-            },
-            // SAFETY: a PD or parent domain our alloc_pd made (non-null, checked).
-            domain: unsafe { DomainUse::of(pd) },
-        };
-        let mut mw = match Creating::new(obj, "MW", fd, dealloc_kernel_mw) {
-            Ok(c) => c,
-            Err(e) => return boundary::fail_ptr(e),
-        };
-        let cmd = ib_uverbs_alloc_mw {
-            response: 0,
-            pd_handle: p.handle,
-            mw_type: t,
-            reserved: [0; 3],
-            driver_data: [],
-        };
-        match command::write_cmd(fd, cmd) {
-            Ok(r) => {
-                mw.created(r.mw_handle);
-                let m = &mut mw.get_mut().mw;
-                m.handle = r.mw_handle;
-                m.rkey = r.rkey;
-                // ibv_mw is the first member: libibverbs hands it back.
-                mw.finish().as_ptr().cast::<ibv_mw>()
-            }
-            Err(e) => boundary::fail_ptr(e),
-        }
-    })
+pub(crate) fn alloc_mw(on: Option<OnPd<'_>>, mw_type: c_int) -> Result<NonNull<RxeMw>, Errno> {
+    let on = on.ok_or(Errno::EINVAL)?;
+    let t = wire_mw_type(mw_type)?;
+    let fd = on.fd?;
+    let obj = RxeMw {
+        mw: ibv_mw {
+            context: on.pd.pd.context,
+            pd: on.ptr,
+            rkey: 0,
+            handle: 0,
+            r#type: mw_type,
+        },
+        domain: DomainUse::on(Some(on.pd)),
+    };
+    let mut mw = Creating::new(obj, "MW", fd, dealloc_kernel_mw)?;
+    let cmd = ib_uverbs_alloc_mw {
+        response: 0,
+        pd_handle: on.pd.pd.handle,
+        mw_type: t,
+        reserved: [0; 3],
+        driver_data: [],
+    };
+    let r = command::write_cmd(fd, cmd)?;
+    mw.created(r.mw_handle);
+    let m = &mut mw.get_mut().mw;
+    m.handle = r.mw_handle;
+    m.rkey = r.rkey;
+    Ok(mw.finish())
 }
 
-/// `dealloc_mw`: the window is freed only when the kernel let it go.
-pub(crate) unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
-    boundary::guard("dealloc_mw", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a window our alloc_mw made (null refused).
-        let (Some(obj), Some(m)) = (NonNull::new(mw.cast::<RxeMw>()), unsafe { mw.as_ref() }) else {
-            return boundary::fail_code(Errno::EINVAL);
-        };
-        let (context, handle) = (m.context, m.handle);
-        let dealloc = || context_fd(context).and_then(|fd| dealloc_kernel_mw(fd, handle));
-        // SAFETY: made by Creating::finish in alloc_mw, not used after success.
-        match unsafe { lifecycle::destroy(obj, dealloc, |()| ()) } {
-            Ok(()) => 0,
-            Err(e) => boundary::fail_code(e),
-        }
-    })
+/// `dealloc_mw` (`fd`: its context's): the window is freed only when the
+/// kernel let it go.
+pub(crate) fn dealloc_mw(mw: HandedBox<RxeMw>, fd: Result<RawFd, Errno>) -> Result<(), Kept<RxeMw>> {
+    let handle = mw.get().mw.handle;
+    lifecycle::destroy_owned(mw, || fd.and_then(|fd| dealloc_kernel_mw(fd, handle)), |()| ())
 }
 
 fn dealloc_kernel_mw(fd: RawFd, handle: u32) -> Result<(), Errno> {

@@ -1,45 +1,46 @@
 //! The verbs tables: which of our functions libibverbs calls for each op of
-//! a context, and the `alloc_context` entry that installs them. The one
+//! a context (`alloc_context`, in `entry::context`, installs them). The one
 //! module that knows every verbs module; none of them imports it.
 
-use core::ffi::{c_int, c_void};
-use core::ptr;
+#![forbid(unsafe_code)]
 
-use crate::boundary;
-use crate::libibverbs::device_context::ibv_device;
+use core::ffi::c_void;
+
+use crate::entry::objects;
 use crate::libibverbs::layout::Layout;
-use crate::libibverbs::private_context::{self, verbs_context};
+use crate::libibverbs::private_context;
 use crate::libibverbs::private_context_releases::{ops_table_for, ContextLayout};
-use crate::{ah, context, cq, mcast, mr, mw, pd, qp, query};
+use crate::libibverbs::runtime;
+use crate::{cq, qp};
 
 /// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
 /// running library's own table is built from ours by op name
 /// (`private_context_releases`). Everything else stays NULL, so libibverbs keeps its
 /// dummy op for it (EOPNOTSUPP).
 const OPS_BASE: private_context::verbs_context_ops = private_context::verbs_context_ops {
-    free_context: Some(context::free_context),
-    query_device_ex: Some(query::query_device_ex),
-    query_port: Some(query::query_port),
+    free_context: Some(objects::free_context),
+    query_device_ex: Some(objects::query_device_ex),
+    query_port: Some(objects::query_port),
     create_cq: Some(cq::create_cq),
     create_cq_ex: Some(cq::create_cq_ex),
     destroy_cq: Some(cq::destroy_cq),
     poll_cq: Some(cq::poll_cq),
     req_notify_cq: Some(cq::req_notify_cq),
     resize_cq: Some(cq::resize_cq),
-    alloc_pd: Some(pd::alloc_pd),
-    dealloc_pd: Some(pd::dealloc_pd),
-    alloc_td: Some(pd::alloc_td),
-    dealloc_td: Some(pd::dealloc_td),
-    alloc_parent_domain: Some(pd::alloc_parent_domain),
-    reg_mr: Some(mr::reg_mr),
-    rereg_mr: Some(mr::rereg_mr),
-    dereg_mr: Some(mr::dereg_mr),
-    alloc_mw: Some(mw::alloc_mw),
-    dealloc_mw: Some(mw::dealloc_mw),
-    create_ah: Some(ah::create_ah),
-    destroy_ah: Some(ah::destroy_ah),
-    attach_mcast: Some(mcast::attach_mcast),
-    detach_mcast: Some(mcast::detach_mcast),
+    alloc_pd: Some(objects::alloc_pd),
+    dealloc_pd: Some(objects::dealloc_pd),
+    alloc_td: Some(objects::alloc_td),
+    dealloc_td: Some(objects::dealloc_td),
+    alloc_parent_domain: Some(objects::alloc_parent_domain),
+    reg_mr: Some(objects::reg_mr),
+    rereg_mr: Some(objects::rereg_mr),
+    dereg_mr: Some(objects::dereg_mr),
+    alloc_mw: Some(objects::alloc_mw),
+    dealloc_mw: Some(objects::dealloc_mw),
+    create_ah: Some(objects::create_ah),
+    destroy_ah: Some(objects::destroy_ah),
+    attach_mcast: Some(objects::attach_mcast),
+    detach_mcast: Some(objects::detach_mcast),
     create_qp: Some(qp::create_qp),
     create_qp_ex: Some(qp::create_qp_ex),
     query_qp: Some(qp::query_qp),
@@ -63,7 +64,7 @@ static OPS_V36: private_context::verbs_context_ops = OPS_BASE;
 /// 5e49611e0, "rxe: Enable ibv_advise_mr(3)"); the slot exists since long
 /// before v36, so on v36..v58 we leave it NULL as stock does.
 static OPS_V59: private_context::verbs_context_ops = private_context::verbs_context_ops {
-    advise_mr: Some(mr::advise_mr),
+    advise_mr: Some(objects::advise_mr),
     ..OPS_BASE
 };
 
@@ -77,20 +78,9 @@ fn ours_for(context: ContextLayout) -> &'static private_context::verbs_context_o
     }
 }
 
-fn ops_table(layout: Layout) -> *const c_void {
-    ops_table_for(layout.context, ours_for(layout.context)).cast()
-}
-
-/// `verbs_device_ops.alloc_context`. Owns `cmd_fd`: closes it on failure.
-pub(crate) unsafe extern "C" fn alloc_context(
-    device: *mut ibv_device,
-    cmd_fd: c_int,
-    _private_data: *mut c_void,
-) -> *mut verbs_context {
-    // SAFETY: libibverbs passes its live device (or we refuse NULL there).
-    boundary::guard("alloc_context", ptr::null_mut(), || unsafe {
-        context::open(device, cmd_fd, ops_table)
-    })
+/// The ops table for a library of `layout`, as `verbs_set_ops` takes it.
+pub(crate) fn ops_table(layout: Layout) -> *const c_void {
+    ops_table_for(layout.context, runtime::v36_slots(ours_for(layout.context))).cast()
 }
 
 #[cfg(test)]
@@ -98,12 +88,16 @@ mod tests {
     use super::*;
     use core::mem::{offset_of, size_of};
 
+    /// The table's slots as addresses (0 for NULL).
+    fn addresses(t: &private_context::verbs_context_ops) -> [usize; 76] {
+        runtime::v36_slots(t).map(|slot| slot.map_or(0, |f| f as usize))
+    }
+
     #[test]
     fn ops_table_sets_only_what_is_implemented() {
         let t = &OPS_V36;
         assert!(t.free_context.is_some() && t.query_device_ex.is_some() && t.query_port.is_some());
-        // SAFETY: verbs_context_ops is 76 pointer-sized Option<fn> slots.
-        let slots: &[usize; 76] = unsafe { &*ptr::from_ref(t).cast::<[usize; 76]>() };
+        let slots = addresses(t);
         use private_context::verbs_context_ops as O;
         let mut expected: Vec<usize> = [
             offset_of!(O, free_context),
@@ -160,27 +154,13 @@ mod tests {
         assert!(OPS_V36.advise_mr.is_none());
         assert!(OPS_V59.advise_mr.is_some());
         // Otherwise the two tables are the same.
-        // SAFETY: as in ops_table_sets_only_what_is_implemented.
-        let slots = |t: &private_context::verbs_context_ops| unsafe { *ptr::from_ref(t).cast::<[usize; 76]>() };
-        let (v36, v59) = (slots(&OPS_V36), slots(&OPS_V59));
+        let (v36, v59) = (addresses(&OPS_V36), addresses(&OPS_V59));
         let differ: Vec<usize> = (0..76).filter(|&i| v36[i] != v59[i]).collect();
         assert_eq!(differ, [offset_of!(private_context::verbs_context_ops, advise_mr) / 8]);
         for layout in crate::libibverbs::private_context_releases::ALL {
-            let table = layout.ops_table(ours_for(layout));
+            let table = layout.ops_table(runtime::v36_slots(ours_for(layout)));
             let at = layout.op_names().iter().position(|n| *n == "advise_mr").unwrap();
             assert_eq!(table[at].is_some(), layout != ContextLayout::V36, "{layout:?}");
         }
-    }
-
-    #[test]
-    fn alloc_context_without_libibverbs_fails_and_closes_the_fd() {
-        let fd = nix::unistd::dup(2).unwrap();
-        // SAFETY: a null device is rejected before use.
-        let r = unsafe { alloc_context(ptr::null_mut(), fd, ptr::null_mut()) };
-        assert!(r.is_null());
-        assert_eq!(
-            nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD),
-            Err(nix::errno::Errno::EBADF)
-        );
     }
 }

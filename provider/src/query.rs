@@ -1,10 +1,12 @@
 //! `query_device_ex` and `query_port`, issued as write() commands the way the
 //! stock rxe provider's path through libibverbs does (`ibv_cmd_query_device_any`,
-//! `ibv_cmd_query_port`), with every size from the kernel checked.
+//! `ibv_cmd_query_port`), with every size from the kernel checked. The entries
+//! are in `entry::objects`.
+
+#![forbid(unsafe_code)]
 
 use core::ffi::{c_char, c_int};
 use core::mem::{offset_of, size_of};
-use core::ptr;
 
 use kernel_abi::{
     ib_uverbs_ex_query_device, ib_uverbs_ex_query_device_resp, ib_uverbs_query_device, ib_uverbs_query_port,
@@ -13,13 +15,11 @@ use kernel_abi::{
 };
 use zerocopy::FromZeros;
 
-use crate::boundary;
 use crate::command::{self, IoctlCmd};
 use crate::context::RxeContext;
-use crate::device::RxeDevice;
 use crate::errno::Errno;
 use crate::libibverbs::device_context::{
-    ibv_context, ibv_device_attr, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input,
+    ibv_device_attr, ibv_device_attr_ex, ibv_port_attr, ibv_query_device_ex_input,
 };
 
 /// Bytes of an ex response that must be present for it to mean anything:
@@ -55,9 +55,8 @@ pub(crate) fn device_attr_from(
     resp_len: usize,
     num_ports: u32,
 ) -> ibv_device_attr_ex {
-    // SAFETY: ibv_device_attr_ex is plain integers and arrays; all-zero is
-    // valid and is what libibverbs' memset gives unfilled fields.
-    let mut a: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
+    // All-zero is what libibverbs' memset gives unfilled fields.
+    let mut a = ibv_device_attr_ex::new_zeroed();
     let b = &resp.base;
     let o: &mut ibv_device_attr = &mut a.orig_attr;
     format_fw_ver(b.fw_ver, &mut o.fw_ver);
@@ -186,52 +185,31 @@ fn query_device(fd: c_int, want_ex: bool) -> Result<(ib_uverbs_ex_query_device_r
     Ok((resp, size_of_val(&base)))
 }
 
-/// `verbs_context_ops.query_device_ex`; `ibv_query_device` comes here too
-/// with `attr_size == sizeof(struct ibv_device_attr)`.
-pub(crate) unsafe extern "C" fn query_device_ex(
-    context: *mut ibv_context,
-    input: *const ibv_query_device_ex_input,
-    attr: *mut ibv_device_attr_ex,
+/// `verbs_context_ops.query_device_ex` (`ibv_query_device` comes here too
+/// with `attr_size == sizeof(struct ibv_device_attr)`): the attributes the
+/// entry copies into the caller's `attr_size` bytes (`has_attr`: not NULL).
+/// `ctx` is the context and its device's port count. The errno is returned
+/// (not left in `errno`), as libibverbs' `ibv_cmd_query_device_any`.
+pub(crate) fn query_device_ex(
+    input: Option<&ibv_query_device_ex_input>,
+    has_attr: bool,
     attr_size: usize,
-) -> c_int {
-    boundary::guard("query_device_ex", Errno::EIO.code(), || {
-        // SAFETY: input, when given, points to the caller's input struct.
-        if let Some(input) = unsafe { input.as_ref() } {
-            if input.comp_mask != 0 {
-                return Errno::EINVAL.code();
-            }
-        }
-        if attr.is_null() || attr_size < size_of::<ibv_device_attr>() {
-            return Errno::EINVAL.code();
-        }
-        // SAFETY: libibverbs passes a context our alloc_context made.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
-            return Errno::EINVAL.code();
-        };
-        // SAFETY: a context's device is the one our alloc_device made.
-        let num_ports = unsafe { RxeDevice::from_ibv_device(ctx.device()) }.map_or(0, |d| d.num_ports);
-
-        let (resp, resp_len) = match query_device(ctx.cmd_fd(), attr_size > size_of::<ibv_device_attr>()) {
-            Ok(r) => r,
-            Err(e) => return e.code(),
-        };
-        let full = device_attr_from(&resp, resp_len, num_ports);
-        // Fields past the caller's attr_size do not exist for it; bytes past
-        // our struct (a newer caller) stay zero, as libibverbs' memset leaves them.
-        let n = attr_size.min(size_of::<ibv_device_attr_ex>());
-        // SAFETY: the caller's buffer holds attr_size bytes (>= n); `full` is
-        // a local of size_of::<ibv_device_attr_ex>() >= n; they do not overlap.
-        unsafe {
-            ptr::write_bytes(attr.cast::<u8>(), 0, attr_size);
-            ptr::copy_nonoverlapping(ptr::from_ref(&full).cast::<u8>(), attr.cast::<u8>(), n);
-        }
-        0
-    })
+    ctx: Option<(&RxeContext, u32)>,
+) -> Result<ibv_device_attr_ex, Errno> {
+    if input.is_some_and(|input| input.comp_mask != 0) {
+        return Err(Errno::EINVAL);
+    }
+    if !has_attr || attr_size < size_of::<ibv_device_attr>() {
+        return Err(Errno::EINVAL);
+    }
+    let (ctx, num_ports) = ctx.ok_or(Errno::EINVAL)?;
+    let (resp, resp_len) = query_device(ctx.cmd_fd(), attr_size > size_of::<ibv_device_attr>())?;
+    Ok(device_attr_from(&resp, resp_len, num_ports))
 }
 
 /// Where rdma-core v49+ puts `active_speed_ex` in `struct ibv_port_attr`:
 /// right after the 52 bytes every release has.
-const ACTIVE_SPEED_EX_OFFSET: usize = size_of::<ibv_port_attr>();
+pub(crate) const ACTIVE_SPEED_EX_OFFSET: usize = size_of::<ibv_port_attr>();
 
 /// The QUERY_PORT method of the ioctl interface, as libibverbs'
 /// `ibv_cmd_query_port` asks it first: the legacy answer plus
@@ -260,82 +238,59 @@ fn query_port_ioctl(fd: c_int, port_num: u8) -> Result<ib_uverbs_query_port_resp
     Ok(resp)
 }
 
-/// `verbs_context_ops.query_port`. libibverbs always passes a buffer of its
-/// own `sizeof(struct ibv_port_attr)`, zeroed, which is at least our 52 bytes.
-pub(crate) unsafe extern "C" fn query_port(
-    context: *mut ibv_context,
+/// `verbs_context_ops.query_port`: fills `attr` (the first 52 bytes of
+/// libibverbs' buffer, which every release has) and answers the
+/// `active_speed_ex` the entry stores past them, for a library whose
+/// `ibv_port_attr` has it (v49 on). The errno is returned, not left in `errno`.
+pub(crate) fn query_port(
+    ctx: Option<&RxeContext>,
     port_num: u8,
-    port_attr: *mut ibv_port_attr,
-) -> c_int {
-    boundary::guard("query_port", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a context our alloc_context made.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
-            return Errno::EINVAL.code();
-        };
-        // SAFETY: see above: at least size_of::<ibv_port_attr>() writable bytes.
-        let Some(attr) = (unsafe { port_attr.as_mut() }) else {
-            return Errno::EINVAL.code();
-        };
-        let (r, ex) = match query_port_ioctl(ctx.cmd_fd(), port_num) {
-            Ok(ex) => (ex.legacy_resp, Some(ex)),
-            // A kernel without the method (before the ioctl interface had
-            // it): the write() command, as libibverbs' ibv_cmd_query_port.
-            Err(Errno::ENOTTY | Errno::EOPNOTSUPP | Errno::EPROTONOSUPPORT) => {
-                let cmd = ib_uverbs_query_port {
-                    response: 0,
-                    port_num,
-                    reserved: [0; 7],
-                    driver_data: [],
-                };
-                match command::write_cmd(ctx.cmd_fd(), cmd) {
-                    Ok(r) => (r, None),
-                    Err(e) => return e.code(),
-                }
-            }
-            Err(e) => return e.code(),
-        };
-        let Ok(gid_tbl_len) = c_int::try_from(r.gid_tbl_len) else {
-            return Errno::EPROTO.code();
-        };
-        attr.state = c_int::from(r.state);
-        attr.max_mtu = c_int::from(r.max_mtu);
-        attr.active_mtu = c_int::from(r.active_mtu);
-        attr.gid_tbl_len = gid_tbl_len;
-        attr.port_cap_flags = r.port_cap_flags;
-        attr.max_msg_sz = r.max_msg_sz;
-        attr.bad_pkey_cntr = r.bad_pkey_cntr;
-        attr.qkey_viol_cntr = r.qkey_viol_cntr;
-        attr.pkey_tbl_len = r.pkey_tbl_len;
-        attr.lid = r.lid;
-        attr.sm_lid = r.sm_lid;
-        attr.lmc = r.lmc;
-        attr.max_vl_num = r.max_vl_num;
-        attr.sm_sl = r.sm_sl;
-        attr.subnet_timeout = r.subnet_timeout;
-        attr.init_type_reply = r.init_type_reply;
-        attr.active_width = r.active_width;
-        attr.active_speed = r.active_speed;
-        attr.phys_state = r.phys_state;
-        attr.link_layer = r.link_layer;
-        attr.flags = r.flags;
-        // What only the ioctl method answers (the write command has no room).
-        if let Some(ex) = ex {
-            attr.port_cap_flags2 = ex.port_cap_flags2;
-            if ctx.layout.port_attr_has_active_speed_ex() {
-                // SAFETY: libibverbs hands us a buffer of its own
-                // sizeof(struct ibv_port_attr) (`__lib_query_port`), which
-                // from v49 on ends with the u32 active_speed_ex at offset 52.
-                unsafe {
-                    port_attr
-                        .cast::<u8>()
-                        .add(ACTIVE_SPEED_EX_OFFSET)
-                        .cast::<u32>()
-                        .write_unaligned(ex.active_speed_ex)
-                };
-            }
+    attr: Option<&mut ibv_port_attr>,
+) -> Result<Option<u32>, Errno> {
+    let (Some(ctx), Some(attr)) = (ctx, attr) else {
+        return Err(Errno::EINVAL);
+    };
+    let (r, ex) = match query_port_ioctl(ctx.cmd_fd(), port_num) {
+        Ok(ex) => (ex.legacy_resp, Some(ex)),
+        // A kernel without the method (before the ioctl interface had
+        // it): the write() command, as libibverbs' ibv_cmd_query_port.
+        Err(Errno::ENOTTY | Errno::EOPNOTSUPP | Errno::EPROTONOSUPPORT) => {
+            let cmd = ib_uverbs_query_port {
+                response: 0,
+                port_num,
+                reserved: [0; 7],
+                driver_data: [],
+            };
+            (command::write_cmd(ctx.cmd_fd(), cmd)?, None)
         }
-        0
-    })
+        Err(e) => return Err(e),
+    };
+    let gid_tbl_len = c_int::try_from(r.gid_tbl_len).map_err(|_| Errno::EPROTO)?;
+    attr.state = c_int::from(r.state);
+    attr.max_mtu = c_int::from(r.max_mtu);
+    attr.active_mtu = c_int::from(r.active_mtu);
+    attr.gid_tbl_len = gid_tbl_len;
+    attr.port_cap_flags = r.port_cap_flags;
+    attr.max_msg_sz = r.max_msg_sz;
+    attr.bad_pkey_cntr = r.bad_pkey_cntr;
+    attr.qkey_viol_cntr = r.qkey_viol_cntr;
+    attr.pkey_tbl_len = r.pkey_tbl_len;
+    attr.lid = r.lid;
+    attr.sm_lid = r.sm_lid;
+    attr.lmc = r.lmc;
+    attr.max_vl_num = r.max_vl_num;
+    attr.sm_sl = r.sm_sl;
+    attr.subnet_timeout = r.subnet_timeout;
+    attr.init_type_reply = r.init_type_reply;
+    attr.active_width = r.active_width;
+    attr.active_speed = r.active_speed;
+    attr.phys_state = r.phys_state;
+    attr.link_layer = r.link_layer;
+    attr.flags = r.flags;
+    // What only the ioctl method answers (the write command has no room).
+    let Some(ex) = ex else { return Ok(None) };
+    attr.port_cap_flags2 = ex.port_cap_flags2;
+    Ok(ctx.layout.port_attr_has_active_speed_ex().then_some(ex.active_speed_ex))
 }
 
 #[cfg(test)]
@@ -414,29 +369,14 @@ mod tests {
     }
 
     #[test]
-    fn entries_reject_null_and_bad_sizes_without_touching_memory() {
-        // SAFETY: ibv_device_attr_ex is plain C data; all-zero is valid.
-        let mut attr: ibv_device_attr_ex = unsafe { core::mem::zeroed() };
+    fn null_and_bad_sizes_are_einval() {
         let bad_input = ibv_query_device_ex_input { comp_mask: 1 };
-        // SAFETY: every pointer is null or valid; the checks come first.
-        unsafe {
-            assert_eq!(
-                query_device_ex(ptr::null_mut(), &bad_input, &mut attr, 400),
-                Errno::EINVAL.code()
-            );
-            assert_eq!(
-                query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 100),
-                Errno::EINVAL.code()
-            );
-            assert_eq!(
-                query_device_ex(ptr::null_mut(), ptr::null(), ptr::null_mut(), 400),
-                Errno::EINVAL.code()
-            );
-            assert_eq!(
-                query_device_ex(ptr::null_mut(), ptr::null(), &mut attr, 400),
-                Errno::EINVAL.code()
-            );
-            assert_eq!(query_port(ptr::null_mut(), 1, ptr::null_mut()), Errno::EINVAL.code());
-        }
+        let einval = Some(Errno::EINVAL);
+        assert_eq!(query_device_ex(Some(&bad_input), true, 400, None).err(), einval);
+        assert_eq!(query_device_ex(None, true, 100, None).err(), einval);
+        assert_eq!(query_device_ex(None, false, 400, None).err(), einval);
+        assert_eq!(query_device_ex(None, true, 400, None).err(), einval);
+        let mut attr = ibv_port_attr::new_zeroed();
+        assert_eq!(query_port(None, 1, Some(&mut attr)).err(), einval);
     }
 }

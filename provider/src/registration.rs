@@ -12,7 +12,7 @@ use crate::libibverbs::device_abi::{
 };
 use crate::libibverbs::layout::Refusal;
 use crate::libibverbs::runtime::{self, Libibverbs};
-use crate::{boundary, device, logger, ops};
+use crate::{boundary, entry, logger};
 
 /// Statics holding raw pointers are not `Sync` by themselves; these point only
 /// at other immutable statics, so sharing them between threads is sound.
@@ -65,10 +65,10 @@ static DEVICE_OPS: Shared<verbs_device_ops> = Shared(verbs_device_ops {
     match_table: &MATCH_TABLE.0 as *const verbs_match_ent,
     static_providers: ptr::null(),
     match_device: None,
-    alloc_context: Some(ops::alloc_context),
+    alloc_context: Some(entry::context::alloc_context),
     import_context: None,
-    alloc_device: Some(device::alloc_device),
-    uninit_device: Some(device::uninit_device),
+    alloc_device: Some(entry::context::alloc_device),
+    uninit_device: Some(entry::context::uninit_device),
 });
 
 /// Runs when the dynamic loader maps us (libibverbs' dlopen), like C's

@@ -5,6 +5,7 @@
 //! `driver.h`'s, unchanged since v20. Offsets checked against the installed
 //! v44 headers with a C probe and asserted below.
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_int, c_void};

@@ -6,6 +6,7 @@
 //! `verbs_sysfs_dev.num_ports` (added in v35, before `abi_ver`), one reason
 //! the runtime refuses rdma-core older than v36 (see [`super::layout`]).
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_char, c_int, c_uint, c_void};

@@ -3,6 +3,7 @@
 //! v65 except where noted. Offsets were taken from the installed v44 headers
 //! with a C probe and are asserted below.
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_char, c_int, c_void};
@@ -68,6 +69,7 @@ const _: () = assert!(offset_of!(ibv_context, mutex) == 280);
 const _: () = assert!(offset_of!(ibv_context, abi_compat) == 320 + MUTEX_GROWTH);
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_device_attr {
     pub fw_ver: [c_char; 64],
     pub node_guid: u64,
@@ -127,6 +129,7 @@ const _: () = assert!(offset_of!(ibv_device_attr, local_ca_ack_delay) == 226);
 const _: () = assert!(offset_of!(ibv_device_attr, phys_port_cnt) == 227);
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_odp_caps {
     pub general_caps: u64,
     pub rc_odp_caps: u32,
@@ -136,12 +139,14 @@ pub struct ibv_odp_caps {
 const _: () = assert!(size_of::<ibv_odp_caps>() == 24);
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_tso_caps {
     pub max_tso: u32,
     pub supported_qpts: u32,
 }
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_rss_caps {
     pub supported_qpts: u32,
     pub max_rwq_indirection_tables: u32,
@@ -152,6 +157,7 @@ pub struct ibv_rss_caps {
 const _: () = assert!(size_of::<ibv_rss_caps>() == 32);
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_packet_pacing_caps {
     pub qp_rate_limit_min: u32,
     pub qp_rate_limit_max: u32,
@@ -159,6 +165,7 @@ pub struct ibv_packet_pacing_caps {
 }
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_tm_caps {
     pub max_rndv_hdr_size: u32,
     pub max_num_tags: u32,
@@ -168,12 +175,14 @@ pub struct ibv_tm_caps {
 }
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_cq_moderation_caps {
     pub max_cq_count: u16,
     pub max_cq_period: u16,
 }
 
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_pci_atomic_caps {
     pub fetch_add: u16,
     pub swap: u16,
@@ -184,6 +193,7 @@ pub struct ibv_pci_atomic_caps {
 /// application built against older headers passes a shorter one, so every
 /// field past `orig_attr` is written only when `attr_size` covers it.
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_device_attr_ex {
     pub orig_attr: ibv_device_attr,
     pub comp_mask: u32,
@@ -231,6 +241,7 @@ pub struct ibv_query_device_ex_input {
 /// mirror when the running release has it: libibverbs always hands the
 /// provider a buffer of its own `sizeof(struct ibv_port_attr)` (`__lib_query_port`).
 #[repr(C)]
+#[derive(zerocopy::FromZeros)]
 pub struct ibv_port_attr {
     /// `enum ibv_port_state`
     pub state: c_int,

@@ -12,7 +12,8 @@
 //! - [`private_context_releases`]: what v59, v62, v64 and v65 add to them, and the
 //!   ops table for the running library;
 //! - [`layout`]: which layout a given libibverbs has (pure logic);
-//! - [`runtime`]: dlopen/dlvsym of the running libibverbs.
+//! - [`runtime`]: dlopen/dlvsym of the running libibverbs, and the raw side of
+//!   the objects handed to it (this directory's boundary module).
 
 pub mod control_objects;
 pub mod cq;

@@ -15,6 +15,7 @@
 //!   2 more ops, v65 (PABI 65) 10. [`super::private_context_releases`] describes those
 //!   as additions to these structs.
 
+#![forbid(unsafe_code)]
 #![allow(non_camel_case_types, non_snake_case)]
 
 use core::ffi::{c_int, c_void};

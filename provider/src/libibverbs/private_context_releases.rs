@@ -20,6 +20,8 @@
 //! reads it by its own field order and is given no size) is built once per
 //! process from our typed v36 table, op by op, by name.
 
+#![forbid(unsafe_code)]
+
 use core::mem::size_of;
 use std::sync::OnceLock;
 
@@ -118,10 +120,10 @@ impl ContextLayout {
         self.verbs_context_head().len() * size_of::<opaque_fn>() + size_of::<verbs_context>()
     }
 
-    /// Builds this layout's ops table from `ours` (a v36 table), by op name.
+    /// Builds this layout's ops table from `slots` (a v36 table as its slots,
+    /// `runtime::v36_slots`), by op name.
     /// Ops v36 does not have stay NULL: we implement none of them.
-    pub fn ops_table(self, ours: &verbs_context_ops) -> Box<[opaque_fn]> {
-        let slots = v36_slots(ours);
+    pub fn ops_table(self, slots: &[opaque_fn; 76]) -> Box<[opaque_fn]> {
         self.op_names()
             .iter()
             .map(|name| {
@@ -134,19 +136,10 @@ impl ContextLayout {
     }
 }
 
-/// `ours` as its 76 slots.
-fn v36_slots(ours: &verbs_context_ops) -> &[opaque_fn; 76] {
-    // SAFETY: verbs_context_ops is #[repr(C)] with 76 fields, each an
-    // `Option` of an `extern "C" fn` (asserted 76 * 8 bytes): every field has
-    // the size, alignment and null niche of `opaque_fn`, and reading a
-    // function pointer under another signature is only storage, no call.
-    unsafe { &*core::ptr::from_ref(ours).cast::<[opaque_fn; 76]>() }
-}
-
 /// The tables built so far, one per layout (a process has one libibverbs,
 /// so in practice one), kept for the life of the process: libibverbs copies
 /// from them at every `alloc_context`.
-pub fn ops_table_for(layout: ContextLayout, ours: &'static verbs_context_ops) -> *const opaque_fn {
+pub fn ops_table_for(layout: ContextLayout, ours: &'static [opaque_fn; 76]) -> *const opaque_fn {
     static TABLES: [OnceLock<Box<[opaque_fn]>>; 5] = [const { OnceLock::new() }; 5];
     let index = ALL.iter().position(|&l| l == layout).expect("ALL lists every layout");
     TABLES[index].get_or_init(|| layout.ops_table(ours)).as_ptr()
@@ -194,12 +187,16 @@ mod tests {
     #[test]
     fn newer_tables_carry_our_ops_at_their_own_slots() {
         let mut ours = verbs_context_ops::EMPTY;
-        unsafe extern "C" fn marker() {}
-        // SAFETY: only stored and compared, never called through this type.
-        let poll = unsafe { core::mem::transmute::<unsafe extern "C" fn(), super::super::cq::poll_cq_fn>(marker) };
-        ours.poll_cq = Some(poll);
+        extern "C" fn marker(
+            _: *mut super::super::cq::ibv_cq,
+            _: core::ffi::c_int,
+            _: *mut super::super::cq::ibv_wc,
+        ) -> core::ffi::c_int {
+            0
+        }
+        ours.poll_cq = Some(marker);
         for layout in ALL {
-            let table = layout.ops_table(&ours);
+            let table = layout.ops_table(super::super::runtime::v36_slots(&ours));
             let names = layout.op_names();
             assert_eq!(table.len(), names.len());
             let set: Vec<&str> = names
