@@ -137,8 +137,7 @@ pub fn last_error() -> NdStatus {
 
 /// The calling thread's errno (read in place: no io::Error to make and drop, on the wait path).
 pub fn errno() -> i32 {
-    // SAFETY: glibc's errno location is the calling thread's, valid for its life.
-    unsafe { *libc::__errno_location() }
+    nix::errno::Errno::last_raw()
 }
 
 fn check(ret: i32) -> Result<(), NdStatus> {
@@ -147,6 +146,31 @@ fn check(ret: i32) -> Result<(), NdStatus> {
     } else {
         Err(last_error())
     }
+}
+
+/// The sockaddr variants a `sockaddr_storage` holds (its family says which).
+///
+/// # Safety
+/// Implement it only for a type that fits in a `sockaddr_storage`, needs no more alignment,
+/// has no padding, and for which any bytes are a valid value.
+unsafe trait SockaddrVariant: Copy {}
+
+// SAFETY: 16 bytes of integers, aligned to 4; the storage is 128 bytes aligned to 8.
+unsafe impl SockaddrVariant for libc::sockaddr_in {}
+// SAFETY: 28 bytes of integers, aligned to 4.
+unsafe impl SockaddrVariant for libc::sockaddr_in6 {}
+
+/// `value` at the start of `storage`.
+fn store<T: SockaddrVariant>(storage: &mut libc::sockaddr_storage, value: T) {
+    // SAFETY: T fits in the storage and needs no more alignment (SockaddrVariant).
+    unsafe { ptr::write(ptr::from_mut(storage).cast::<T>(), value) }
+}
+
+/// The start of `storage` as a `T`.
+fn view<T: SockaddrVariant>(storage: &libc::sockaddr_storage) -> &T {
+    // SAFETY: T fits, needs no more alignment, and any bytes (all of them initialised: the
+    // storage has no padding) are a valid T (SockaddrVariant).
+    unsafe { &*ptr::from_ref(storage).cast::<T>() }
 }
 
 /// A `sockaddr_storage` holding `addr`, and the length of the part that matters.
@@ -162,8 +186,7 @@ pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t
                 },
                 sin_zero: [0; 8],
             };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
-            unsafe { ptr::write(ptr::addr_of_mut!(storage).cast(), sin) };
+            store(&mut storage, sin);
             std::mem::size_of::<libc::sockaddr_in>()
         }
         SocketAddr::V6(v6) => {
@@ -176,8 +199,7 @@ pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t
                 },
                 sin6_scope_id: v6.scope_id(),
             };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
-            unsafe { ptr::write(ptr::addr_of_mut!(storage).cast(), sin6) };
+            store(&mut storage, sin6);
             std::mem::size_of::<libc::sockaddr_in6>()
         }
     };
@@ -188,16 +210,14 @@ pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t
 pub fn from_sockaddr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match i32::from(storage.ss_family) {
         libc::AF_INET => {
-            // SAFETY: the family says the storage holds a sockaddr_in; storage is aligned for it.
-            let sin = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let sin: &libc::sockaddr_in = view(storage);
             Some(SocketAddr::V4(SocketAddrV4::new(
                 Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
                 u16::from_be(sin.sin_port),
             )))
         }
         libc::AF_INET6 => {
-            // SAFETY: as above, for sockaddr_in6.
-            let sin6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let sin6: &libc::sockaddr_in6 = view(storage);
             Some(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(sin6.sin6_addr.s6_addr),
                 u16::from_be(sin6.sin6_port),
@@ -585,21 +605,20 @@ impl Drop for CmId {
 type NotifyFn = unsafe extern "C" fn(*mut ffi::rdma_cm_id, i32) -> i32;
 
 fn rdma_notify_fn() -> Option<NotifyFn> {
-    static NOTIFY: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let addr = *NOTIFY.get_or_init(|| {
+    static NOTIFY: std::sync::OnceLock<Option<NotifyFn>> = std::sync::OnceLock::new();
+    *NOTIFY.get_or_init(|| {
         // SAFETY: dlopen/dlsym with NUL-terminated names; RTLD_NOLOAD only finds the copy
-        // rdma-mummy-sys already loaded (or another one in the process), never a new one.
+        // rdma-mummy-sys already loaded (or another one in the process), never a new one. A
+        // non-null symbol is librdmacm's rdma_notify, whose C signature NotifyFn mirrors.
         unsafe {
             let handle = libc::dlopen(c"librdmacm.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
             if handle.is_null() {
                 return None;
             }
             let sym = libc::dlsym(handle, c"rdma_notify".as_ptr());
-            (!sym.is_null()).then_some(sym as usize)
+            (!sym.is_null()).then(|| std::mem::transmute::<*mut c_void, NotifyFn>(sym))
         }
-    });
-    // SAFETY: a non-null address of librdmacm's rdma_notify, whose C signature NotifyFn mirrors.
-    addr.map(|a| unsafe { std::mem::transmute::<usize, NotifyFn>(a) })
+    })
 }
 
 /// The devices librdmacm opened; holding the list keeps their contexts (and librdmacm's

@@ -181,14 +181,18 @@ impl MemoryRegion {
         self.buffer.is_empty()
     }
 
+    /// The MR's fields (libibverbs wrote them at registration and leaves them alone).
+    fn fields(&self) -> &ffi::ibv_mr {
+        // SAFETY: the MR is live until Drop, which needs `&mut self`.
+        unsafe { &*self.mr }
+    }
+
     pub fn local_token(&self) -> u32 {
-        // SAFETY: the MR is live until Drop.
-        unsafe { (*self.mr).lkey }
+        self.fields().lkey
     }
 
     pub fn remote_token(&self) -> u32 {
-        // SAFETY: as above.
-        unsafe { (*self.mr).rkey }
+        self.fields().rkey
     }
 
     /// Copies bytes out of the region (what the device or the peer wrote there).

@@ -235,15 +235,6 @@ pub(super) unsafe fn slice<'a, T>(data: *const T, len: u32) -> Result<&'a [T], N
     }
 }
 
-/// A byte slice from a C pointer and length: NULL is allowed only with length 0.
-///
-/// # Safety
-/// As [`slice`].
-pub(super) unsafe fn bytes<'a>(data: *const c_void, len: u32) -> Result<&'a [u8], NtStatus> {
-    // SAFETY: the caller's promise, forwarded.
-    unsafe { slice(data.cast::<u8>(), len) }
-}
-
 /// A mutable byte slice from a C pointer and length: NULL is allowed only with length 0.
 ///
 /// # Safety
@@ -317,11 +308,12 @@ impl BufferOut<'_> {
 /// `len` is NULL or valid for reading and writing a u32; `addr` is NULL or writable for `*len`
 /// bytes; neither is otherwise accessed while the value lives.
 pub(super) unsafe fn address_out<'a>(addr: *mut libc::sockaddr, len: *mut u32) -> Result<BufferOut<'a>, NtStatus> {
-    // SAFETY: the caller's promise on len.
-    let len = unsafe { len.as_mut() }.ok_or(STATUS_INVALID_PARAMETER)?;
-    // SAFETY: the caller's promise on addr and *len.
-    let buffer = unsafe { bytes_mut(addr.cast(), *len)? };
-    Ok(BufferOut { buffer, len })
+    // SAFETY: the caller's promise, forwarded.
+    let (buffer, len) = unsafe { data_out(addr.cast(), len)? };
+    Ok(BufferOut {
+        buffer: buffer.unwrap_or_default(),
+        len,
+    })
 }
 
 /// NdkGetConnectionData's `pPrivateData` and `*pPrivateDataLength`: a NULL length is
@@ -366,24 +358,24 @@ pub(super) unsafe fn write_address(
 mod tests {
     use super::*;
 
+    /// `read_sockaddr` over the first `len` bytes of `bytes`.
+    fn read(bytes: &[u8], len: u32) -> Result<SocketAddr, NtStatus> {
+        assert!(len as usize <= bytes.len());
+        // SAFETY: `bytes` is live and at least `len` bytes long; any alignment will do.
+        unsafe { read_sockaddr(bytes.as_ptr().cast(), len) }
+    }
+
     #[test]
     fn sockaddr_checks() {
         // SAFETY: NULL is allowed.
         let null = unsafe { read_sockaddr(std::ptr::null(), 16) };
         assert_eq!(null, Err(STATUS_INVALID_PARAMETER));
-        let (storage, len) = sys::to_sockaddr("198.18.0.1:4791".parse().unwrap());
-        let p = std::ptr::addr_of!(storage).cast::<libc::sockaddr>();
-        // SAFETY: `storage` is live and `len` bytes long.
-        let full = unsafe { read_sockaddr(p, len) };
-        assert_eq!(full, Ok("198.18.0.1:4791".parse().unwrap()));
-        // SAFETY: as above, with a shorter length.
-        let short = unsafe { read_sockaddr(p, len - 1) };
-        assert_eq!(short, Err(STATUS_INVALID_ADDRESS));
-        // SAFETY: all zeroes: AF_UNSPEC.
-        let unspec: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        // SAFETY: a live local of 128 bytes.
-        let unknown = unsafe { read_sockaddr(std::ptr::addr_of!(unspec).cast(), 128) };
-        assert_eq!(unknown, Err(STATUS_INVALID_ADDRESS));
+        let encoded = sys::sockaddr_bytes("198.18.0.1:4791".parse().unwrap());
+        let len = encoded.len() as u32;
+        assert_eq!(read(&encoded, len), Ok("198.18.0.1:4791".parse().unwrap()));
+        assert_eq!(read(&encoded, len - 1), Err(STATUS_INVALID_ADDRESS));
+        // All zeroes: AF_UNSPEC.
+        assert_eq!(read(&[0; 128], 128), Err(STATUS_INVALID_ADDRESS));
     }
 
     #[test]

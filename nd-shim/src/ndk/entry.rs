@@ -8,9 +8,9 @@ use std::ffi::c_void;
 use std::mem::size_of;
 
 use super::boundary::{
-    address_out, boundary, bytes, data_out, handle, read_sockaddr, slice, status_boundary, take_handle,
-    ConnectCallback, CreateCompletion, DisconnectCallback, DisconnectEvent, Handle, NtStatus, RequestCallback,
-    RequestCompletion, UnalignedOut, STATUS_SUCCESS,
+    address_out, boundary, data_out, handle, read_sockaddr, slice, status_boundary, take_handle, ConnectCallback,
+    CreateCompletion, DisconnectCallback, DisconnectEvent, Handle, NtStatus, RequestCallback, RequestCompletion,
+    UnalignedOut, STATUS_SUCCESS,
 };
 use super::ndk_adapter::{NdkAdapter, NdkAdapterDispatch, NdkAdapterInfo};
 use super::ndk_connector::{NdkConnector, NdkConnectorDispatch};
@@ -348,7 +348,7 @@ unsafe extern "C" fn connect(
                 handle(qp)?,
                 read_sockaddr(source, source_length)?,
                 read_sockaddr(destination, destination_length)?,
-                bytes(private_data, private_data_length)?,
+                slice(private_data.cast::<u8>(), private_data_length)?,
                 RequestCallback::new(completion, context),
             )
         };
@@ -384,7 +384,7 @@ unsafe extern "C" fn connect_with_shared_endpoint(
                 handle(qp)?,
                 handle(endpoint)?,
                 read_sockaddr(destination, destination_length)?,
-                bytes(private_data, private_data_length)?,
+                slice(private_data.cast::<u8>(), private_data_length)?,
                 RequestCallback::new(completion, context),
             )
         };
@@ -417,7 +417,7 @@ unsafe extern "C" fn accept(
             (
                 handle(connector)?,
                 handle(qp)?,
-                bytes(private_data, private_data_length)?,
+                slice(private_data.cast::<u8>(), private_data_length)?,
                 DisconnectCallback::new(disconnect_event, disconnect_context),
                 RequestCallback::new(completion, context),
             )
@@ -439,7 +439,12 @@ unsafe extern "C" fn reject(
 ) -> NtStatus {
     status_boundary("NdkReject", || {
         // SAFETY: the caller's handle and buffer.
-        let (c, private_data) = unsafe { (handle(connector)?, bytes(private_data, private_data_length)?) };
+        let (c, private_data) = unsafe {
+            (
+                handle(connector)?,
+                slice(private_data.cast::<u8>(), private_data_length)?,
+            )
+        };
         c.reject(private_data)
     })
 }
