@@ -394,6 +394,74 @@ mod tests {
         assert_eq!(buffer, [0xAA; 8]);
     }
 
+    static PROBE_DISPATCH: u8 = 0;
+    static OTHER_DISPATCH: u8 = 0;
+    static COMPLETED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+    #[repr(C)]
+    struct Probe {
+        dispatch: *const u8,
+        value: u32,
+    }
+
+    impl Handle for Probe {
+        type Dispatch = u8;
+        const DISPATCH: &'static u8 = &PROBE_DISPATCH;
+        const CLOSE: &'static str = "probe";
+    }
+
+    extern "C" fn record(_: *mut c_void, status: NtStatus) {
+        COMPLETED.store(status, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// What the entries make of C arguments: handles checked by their dispatch pointer, a
+    /// length in and out with an optional buffer, an out-array at any alignment, a callback.
+    #[test]
+    fn c_arguments_become_checked_values() {
+        let probe = Box::into_raw(Box::new(Probe {
+            dispatch: &PROBE_DISPATCH,
+            value: 7,
+        }));
+        let foreign = Probe {
+            dispatch: &OTHER_DISPATCH,
+            value: 0,
+        };
+        let mut zero = 0u32;
+        let mut four = 4u32;
+        let mut data = [0u8; 4];
+        let mut bytes = [0u8; 9];
+        // SAFETY: live locals and a boxed probe of this module; each pointer is valid for what
+        // it is converted to and used only through the converted value; `bytes` holds two u32
+        // from offset 1; `record` is a function that may be called with any context.
+        let (found, wrong, none, taken, no_buffer, null_with_length, buffer, ints, callback) = unsafe {
+            (
+                handle(probe).map(|p| p.value),
+                handle(&foreign).err(),
+                handle::<Probe>(std::ptr::null()).err(),
+                take_handle(probe).map(|p| p.value),
+                data_out(std::ptr::null_mut(), &mut zero).map(|(b, len)| (b.is_none(), *len)),
+                data_out(std::ptr::null_mut(), &mut four).err(),
+                data_out(data.as_mut_ptr().cast(), &mut four).map(|(b, _)| b.map(|b| b.len())),
+                UnalignedOut::new(bytes.as_mut_ptr().add(1).cast::<u32>(), 2),
+                RequestCallback::new(Some(record), std::ptr::null_mut()),
+            )
+        };
+        assert_eq!(found, Ok(7));
+        assert_eq!(wrong, Some(STATUS_INVALID_HANDLE));
+        assert_eq!(none, Some(STATUS_INVALID_HANDLE));
+        assert_eq!(taken, Ok(7));
+        assert_eq!(no_buffer, Ok((true, 0)));
+        assert_eq!(null_with_length, Some(STATUS_INVALID_PARAMETER));
+        assert_eq!(buffer, Ok(Some(4)));
+        let mut ints = ints.expect("non-NULL");
+        ints.write(0, u32::from_ne_bytes([1, 2, 3, 4]));
+        ints.write(1, u32::from_ne_bytes([5, 6, 7, 8]));
+        ints.write(2, u32::MAX);
+        assert_eq!(bytes, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        callback.expect("non-NULL").complete(STATUS_PENDING);
+        assert_eq!(COMPLETED.load(std::sync::atomic::Ordering::Relaxed), STATUS_PENDING);
+    }
+
     #[test]
     fn panics_stop_at_the_boundary() {
         let status = status_boundary("test", || panic!("boom"));
