@@ -436,7 +436,7 @@ impl Adapter {
         if ctx.is_null() || !devices.contains(ctx) {
             return Err(NdStatus::ND_INVALID_ADDRESS);
         }
-        // Before the PD, so that no failure after it has a PD to give back.
+        // Before the PD, which then goes straight into the adapter, whose Drop releases it.
         let epoll =
             Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(|error| crate::status::from_errno(error as i32))?;
         let (attr, pd) = sys::open_device(&devices, ctx)?;

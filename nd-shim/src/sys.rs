@@ -168,8 +168,9 @@ fn store<T: SockaddrVariant>(storage: &mut libc::sockaddr_storage, value: T) {
 
 /// The start of `storage` as a `T`.
 fn view<T: SockaddrVariant>(storage: &libc::sockaddr_storage) -> &T {
-    // SAFETY: T fits, needs no more alignment, and any bytes (all of them initialised: the
-    // storage has no padding) are a valid T (SockaddrVariant).
+    // SAFETY: T fits, needs no more alignment, and any initialised bytes are a valid T
+    // (SockaddrVariant); every storage the shim reads was zeroed and then written, or copied
+    // whole from librdmacm's, so its bytes are initialised.
     unsafe { &*ptr::from_ref(storage).cast::<T>() }
 }
 
