@@ -18,10 +18,12 @@
 //! polls [`Adapter::event_fd`] and calls [`Adapter::process_events`] (and [`crate::Pending::wait`]
 //! does so itself while it waits).
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
@@ -34,6 +36,7 @@ use crate::connection_data::{AdapterReadLimits, MAX_CALLEE_DATA, MAX_CALLER_DATA
 use crate::ports::PortSpace;
 use crate::status::NdStatus;
 use crate::sync::{contain, lock};
+pub(crate) use crate::sys::Pd;
 use crate::sys::{self, CmId, DeviceList, EventChannel, RawEvent};
 
 /// ND2_ADAPTER_INFO, the parts that the device and RoCE decide.
@@ -131,12 +134,6 @@ pub(crate) fn deliver(what: &str, sink: &dyn CmEventSink, call: impl FnOnce(&dyn
     }
 }
 
-pub(crate) struct Pd(pub(crate) *mut ffi::ibv_pd);
-// SAFETY: a PD handle is usable from any thread; libibverbs serialises internally.
-unsafe impl Send for Pd {}
-// SAFETY: as above.
-unsafe impl Sync for Pd {}
-
 /// What hears a device's async events about its CQs, SRQs and itself (read on the adapter's
 /// event thread; `element` is the handle the event names, as an address, or 0).
 pub(crate) trait DeviceEvents: Send + Sync {
@@ -173,11 +170,6 @@ pub struct AdapterInner {
     // Dropped last (in Drop): keeps librdmacm's device contexts open.
     devices: Option<DeviceList>,
 }
-
-// SAFETY: `ctx` is an ibv_context, usable from any thread; the rest is Send + Sync.
-unsafe impl Send for AdapterInner {}
-// SAFETY: as above.
-unsafe impl Sync for AdapterInner {}
 
 /// Which of the adapter's event sources epoll found ready.
 #[derive(Clone, Copy)]
@@ -292,7 +284,7 @@ impl AdapterInner {
         }
     }
 
-    fn dispatch(&self, event: RawEvent) {
+    fn dispatch(&self, mut event: RawEvent) {
         let Some(kind) = CmEventKind::from_raw(event.kind) else {
             log::debug!("ignoring rdma_cm event {}", event.kind);
             return;
@@ -306,8 +298,9 @@ impl AdapterInner {
         }
         let params = (event.responder_resources, event.initiator_depth);
         if kind == CmEventKind::ConnectRequest {
-            // SAFETY: the id of a CONNECT_REQUEST is new and ours to own from here on.
-            let id = unsafe { event.id.into_owned() };
+            let Some(id) = event.id.take_new_connection() else {
+                return;
+            };
             match event.listen_context.and_then(|token| self.owner(token)) {
                 Some(listener) => deliver("a connection request", listener.as_ref(), |l| {
                     l.on_connect_request(id, event.private_data, params)
@@ -354,8 +347,7 @@ impl AdapterInner {
     fn process_async_events(&self) -> usize {
         let mut handled = 0;
         loop {
-            // SAFETY: ctx is live for the adapter's life; its async fd is non-blocking.
-            let Some(event) = (unsafe { sys::next_async_event(self.ctx) }) else {
+            let Some(event) = self.next_async_event() else {
                 return handled;
             };
             handled += 1;
@@ -389,8 +381,7 @@ impl Drop for AdapterInner {
     fn drop(&mut self) {
         // Before the channel it is on goes.
         drop(lock(&self.watch).take());
-        // SAFETY: every CQ, QP and MR holds the adapter, so the PD is unused now.
-        unsafe { ffi::ibv_dealloc_pd(self.pd.0) };
+        self.release_pd();
         drop(self.devices.take());
         // librdmacm closes a removed device's context only when it next lists the devices and
         // nothing of its own uses it any more; until then the kernel's removal of an rxe device
@@ -445,25 +436,10 @@ impl Adapter {
         if ctx.is_null() || !devices.contains(ctx) {
             return Err(NdStatus::ND_INVALID_ADDRESS);
         }
-        // SAFETY: ibv_device_attr is plain old data filled by the call.
-        let mut attr: ffi::ibv_device_attr = unsafe { std::mem::zeroed() };
-        // SAFETY: ctx is an open context from librdmacm's device list, which we hold.
-        if unsafe { ffi::ibv_query_device(ctx, &mut attr) } != 0 {
-            return Err(sys::last_error());
-        }
-        // SAFETY: as above.
-        let pd = unsafe { ffi::ibv_alloc_pd(ctx) };
-        if pd.is_null() {
-            return Err(sys::last_error());
-        }
-        let epoll = match Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC) {
-            Ok(epoll) => epoll,
-            Err(error) => {
-                // SAFETY: the PD was just allocated and is unused.
-                unsafe { ffi::ibv_dealloc_pd(pd) };
-                return Err(crate::status::from_errno(error as i32));
-            }
-        };
+        // Before the PD, which then goes straight into the adapter, whose Drop releases it.
+        let epoll =
+            Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(|error| crate::status::from_errno(error as i32))?;
+        let (attr, pd) = sys::open_device(&devices, ctx)?;
         let positive = |v: i32| u32::try_from(v).unwrap_or(0);
         let info = AdapterInfo {
             vendor_id: attr.vendor_id,
@@ -485,7 +461,7 @@ impl Adapter {
         let inner = Arc::new(AdapterInner {
             channel,
             ctx,
-            pd: Pd(pd),
+            pd,
             local_ip: local,
             port_num,
             info,
@@ -502,16 +478,12 @@ impl Adapter {
             removed: AtomicBool::new(false),
             devices: Some(devices),
         });
-        // SAFETY: ctx is live; its async fd belongs to the context, which the shim alone reads.
-        let async_fd = unsafe { (*ctx).async_fd };
-        sys::set_nonblocking(async_fd)?;
-        for fd in [inner.channel.fd(), async_fd] {
-            // SAFETY: the channel's and the context's fds stay open while the adapter (which
-            // owns both) lives; the borrow ends with the call.
-            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        // The context's async fd is the shim's alone to read.
+        sys::set_nonblocking(inner.async_fd().as_raw_fd())?;
+        for fd in [inner.channel.as_fd(), inner.async_fd()] {
             inner
                 .epoll
-                .add(borrowed, EpollEvent::new(EpollFlags::EPOLLIN, fd as u64))
+                .add(fd, EpollEvent::new(EpollFlags::EPOLLIN, fd.as_raw_fd() as u64))
                 .map_err(|error| crate::status::from_errno(error as i32))?;
         }
         Ok(Adapter { inner })

@@ -7,6 +7,7 @@
 
 use std::ffi::c_void;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::BorrowedFd;
 use std::ptr;
 use std::sync::Mutex;
 
@@ -70,6 +71,65 @@ pub unsafe fn next_async_event(ctx: *mut ffi::ibv_context) -> Option<AsyncEvent>
     })
 }
 
+/// C structs for which all zeroes is a valid value: integers, raw pointers, and arrays, structs
+/// and unions of them (rdma-mummy-sys declares the C enums as integer constants).
+///
+/// # Safety
+/// Implement it only for such types.
+pub unsafe trait Zeroable: Sized {}
+
+// SAFETY: each is a C struct of integers, raw pointers, and arrays, structs and unions of them.
+unsafe impl Zeroable for ffi::ibv_qp_attr {}
+// SAFETY: as above.
+unsafe impl Zeroable for ffi::ibv_qp_init_attr {}
+// SAFETY: as above.
+unsafe impl Zeroable for ffi::ibv_wc {}
+// SAFETY: as above.
+unsafe impl Zeroable for ffi::ibv_send_wr {}
+// SAFETY: as above.
+unsafe impl Zeroable for ffi::ibv_device_attr {}
+// SAFETY: as above.
+unsafe impl Zeroable for ffi::ibv_port_attr {}
+// SAFETY: as above.
+unsafe impl Zeroable for libc::sockaddr_storage {}
+
+/// All zeroes: the start value of a C struct the caller fills, or a call fills.
+#[inline]
+pub fn zeroed<T: Zeroable>() -> T {
+    // SAFETY: `T: Zeroable` says all zeroes is a valid T.
+    unsafe { std::mem::zeroed() }
+}
+
+/// A protection domain of the adapter's context: allocated by [`open_device`], deallocated by
+/// `AdapterInner::release_pd` (verbs.rs) when the adapter goes.
+pub(crate) struct Pd(pub(crate) *mut ffi::ibv_pd);
+// SAFETY: a PD handle is usable from any thread; libibverbs serialises internally.
+unsafe impl Send for Pd {}
+// SAFETY: as above.
+unsafe impl Sync for Pd {}
+
+/// The attributes of `ctx`'s device and a new PD on it. `ctx` must be one of `devices`'
+/// contexts (held open by the list), else ND_INVALID_ADDRESS.
+pub(crate) fn open_device(
+    devices: &DeviceList,
+    ctx: *mut ffi::ibv_context,
+) -> Result<(ffi::ibv_device_attr, Pd), NdStatus> {
+    if ctx.is_null() || !devices.contains(ctx) {
+        return Err(NdStatus::ND_INVALID_ADDRESS);
+    }
+    let mut attr: ffi::ibv_device_attr = zeroed();
+    // SAFETY: ctx is an open context of librdmacm's device list, which the caller holds.
+    if unsafe { ffi::ibv_query_device(ctx, &mut attr) } != 0 {
+        return Err(last_error());
+    }
+    // SAFETY: as above.
+    let pd = unsafe { ffi::ibv_alloc_pd(ctx) };
+    if pd.is_null() {
+        return Err(last_error());
+    }
+    Ok((attr, Pd(pd)))
+}
+
 /// The errno of the last failed call, as an ND code.
 pub fn last_error() -> NdStatus {
     from_errno(errno())
@@ -77,8 +137,7 @@ pub fn last_error() -> NdStatus {
 
 /// The calling thread's errno (read in place: no io::Error to make and drop, on the wait path).
 pub fn errno() -> i32 {
-    // SAFETY: glibc's errno location is the calling thread's, valid for its life.
-    unsafe { *libc::__errno_location() }
+    nix::errno::Errno::last_raw()
 }
 
 fn check(ret: i32) -> Result<(), NdStatus> {
@@ -89,10 +148,35 @@ fn check(ret: i32) -> Result<(), NdStatus> {
     }
 }
 
+/// The sockaddr variants a `sockaddr_storage` holds (its family says which).
+///
+/// # Safety
+/// Implement it only for a type that fits in a `sockaddr_storage`, needs no more alignment,
+/// has no padding, and for which any bytes are a valid value.
+unsafe trait SockaddrVariant: Copy {}
+
+// SAFETY: 16 bytes of integers, aligned to 4; the storage is 128 bytes aligned to 8.
+unsafe impl SockaddrVariant for libc::sockaddr_in {}
+// SAFETY: 28 bytes of integers, aligned to 4.
+unsafe impl SockaddrVariant for libc::sockaddr_in6 {}
+
+/// `value` at the start of `storage`.
+fn store<T: SockaddrVariant>(storage: &mut libc::sockaddr_storage, value: T) {
+    // SAFETY: T fits in the storage and needs no more alignment (SockaddrVariant).
+    unsafe { ptr::write(ptr::from_mut(storage).cast::<T>(), value) }
+}
+
+/// The start of `storage` as a `T`.
+fn view<T: SockaddrVariant>(storage: &libc::sockaddr_storage) -> &T {
+    // SAFETY: T fits, needs no more alignment, and any initialised bytes are a valid T
+    // (SockaddrVariant); every storage the shim reads was zeroed and then written, or copied
+    // whole from librdmacm's, so its bytes are initialised.
+    unsafe { &*ptr::from_ref(storage).cast::<T>() }
+}
+
 /// A `sockaddr_storage` holding `addr`, and the length of the part that matters.
 pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid (AF_UNSPEC) value.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut storage: libc::sockaddr_storage = zeroed();
     let len = match addr {
         SocketAddr::V4(v4) => {
             let sin = libc::sockaddr_in {
@@ -103,8 +187,7 @@ pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t
                 },
                 sin_zero: [0; 8],
             };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
-            unsafe { ptr::write(ptr::addr_of_mut!(storage).cast(), sin) };
+            store(&mut storage, sin);
             std::mem::size_of::<libc::sockaddr_in>()
         }
         SocketAddr::V6(v6) => {
@@ -117,8 +200,7 @@ pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t
                 },
                 sin6_scope_id: v6.scope_id(),
             };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
-            unsafe { ptr::write(ptr::addr_of_mut!(storage).cast(), sin6) };
+            store(&mut storage, sin6);
             std::mem::size_of::<libc::sockaddr_in6>()
         }
     };
@@ -129,16 +211,14 @@ pub fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t
 pub fn from_sockaddr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match i32::from(storage.ss_family) {
         libc::AF_INET => {
-            // SAFETY: the family says the storage holds a sockaddr_in; storage is aligned for it.
-            let sin = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let sin: &libc::sockaddr_in = view(storage);
             Some(SocketAddr::V4(SocketAddrV4::new(
                 Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
                 u16::from_be(sin.sin_port),
             )))
         }
         libc::AF_INET6 => {
-            // SAFETY: as above, for sockaddr_in6.
-            let sin6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let sin6: &libc::sockaddr_in6 = view(storage);
             Some(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(sin6.sin6_addr.s6_addr),
                 u16::from_be(sin6.sin6_port),
@@ -180,6 +260,12 @@ impl EventChannel {
     pub fn fd(&self) -> i32 {
         // SAFETY: self.0 is a live channel until Drop.
         unsafe { (*self.0).fd }
+    }
+
+    /// The channel's fd, borrowed from the channel.
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the channel owns its fd and closes it only in Drop, after the borrow ends.
+        unsafe { BorrowedFd::borrow_raw(self.fd()) }
     }
 
     /// The next event, copied out and acknowledged; `None` when there is none now.
@@ -272,7 +358,10 @@ impl RawEvent {
         // SAFETY: as above.
         let context = unsafe { (*event.id).context } as usize as u64;
         RawEvent {
-            id: CmIdRef(event.id),
+            id: CmIdRef {
+                id: event.id,
+                new_connection: event.event == crate::cm_event::CmEventKind::ConnectRequest as u32,
+            },
             listen_context,
             context,
             kind: event.event,
@@ -286,16 +375,20 @@ impl RawEvent {
 
 /// A raw id pointer from an event: only turned into an owned [`CmId`] for CONNECT_REQUEST.
 #[derive(Debug)]
-pub struct CmIdRef(*mut ffi::rdma_cm_id);
+pub struct CmIdRef {
+    id: *mut ffi::rdma_cm_id,
+    /// The event is a CONNECT_REQUEST, whose id is new and not yet taken.
+    new_connection: bool,
+}
 
 // SAFETY: a plain pointer value handed between the engine's threads.
 unsafe impl Send for CmIdRef {}
 
 impl CmIdRef {
-    /// # Safety
-    /// Only for the new id of a CONNECT_REQUEST event, which the receiver then owns; call once.
-    pub unsafe fn into_owned(self) -> CmId {
-        CmId(self.0)
+    /// The new id of a CONNECT_REQUEST event, which the receiver then owns; `None` for other
+    /// events, and once taken.
+    pub fn take_new_connection(&mut self) -> Option<CmId> {
+        std::mem::take(&mut self.new_connection).then_some(CmId(self.id))
     }
 }
 
@@ -319,6 +412,13 @@ impl CmId {
         self.0
     }
 
+    /// The id's fields, read in place (librdmacm keeps them current; the shim writes only
+    /// `context`, through [`CmId::set_context`], before any call that causes events on it).
+    fn fields(&self) -> &ffi::rdma_cm_id {
+        // SAFETY: self.0 is live until Drop, which needs `&mut self`.
+        unsafe { &*self.0 }
+    }
+
     pub fn set_context(&self, context: u64) {
         // SAFETY: self.0 is live; the engine reads `context` only when an event for this id
         // arrives, which happens after this store in the engine's own order (the id was just
@@ -328,14 +428,12 @@ impl CmId {
 
     /// The port of its device the id is bound to (0 before a bind to a device's address).
     pub fn port_num(&self) -> u8 {
-        // SAFETY: self.0 is live.
-        unsafe { (*self.0).port_num }
+        self.fields().port_num
     }
 
     /// The device context the id is bound to, null if none (wildcard bind).
     pub fn verbs(&self) -> *mut ffi::ibv_context {
-        // SAFETY: self.0 is live.
-        unsafe { (*self.0).verbs }
+        self.fields().verbs
     }
 
     pub fn set_reuseaddr(&self) -> Result<(), NdStatus> {
@@ -464,8 +562,7 @@ impl CmId {
 
     /// QP attributes for `state` from the id's connection, as `ibv_modify_qp` wants them.
     pub fn qp_attr(&self, state: ffi::ibv_qp_state::Type) -> Result<(ffi::ibv_qp_attr, i32), NdStatus> {
-        // SAFETY: ibv_qp_attr is plain old data; zero is a valid start.
-        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        let mut attr: ffi::ibv_qp_attr = zeroed();
         attr.qp_state = state;
         let mut mask = 0;
         // SAFETY: self.0 is live; attr and mask are valid out-parameters.
@@ -483,15 +580,15 @@ impl CmId {
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        // SAFETY: self.0 is live; the src member of the route's address union is a
-        // sockaddr_storage-sized field librdmacm keeps current.
-        let storage = unsafe { (*self.0).route.addr.src_addr_union.src_storage };
+        // SAFETY: the src member of the route's address union is a sockaddr_storage-sized field
+        // librdmacm keeps current; every member is plain old data.
+        let storage = unsafe { self.fields().route.addr.src_addr_union.src_storage };
         from_sockaddr(&storage).filter(|a| !a.ip().is_unspecified() || a.port() != 0)
     }
 
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         // SAFETY: as in local_addr, for the destination.
-        let storage = unsafe { (*self.0).route.addr.dst_addr_union.dst_storage };
+        let storage = unsafe { self.fields().route.addr.dst_addr_union.dst_storage };
         from_sockaddr(&storage).filter(|a| !a.ip().is_unspecified())
     }
 }
@@ -509,21 +606,20 @@ impl Drop for CmId {
 type NotifyFn = unsafe extern "C" fn(*mut ffi::rdma_cm_id, i32) -> i32;
 
 fn rdma_notify_fn() -> Option<NotifyFn> {
-    static NOTIFY: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let addr = *NOTIFY.get_or_init(|| {
+    static NOTIFY: std::sync::OnceLock<Option<NotifyFn>> = std::sync::OnceLock::new();
+    *NOTIFY.get_or_init(|| {
         // SAFETY: dlopen/dlsym with NUL-terminated names; RTLD_NOLOAD only finds the copy
-        // rdma-mummy-sys already loaded (or another one in the process), never a new one.
+        // rdma-mummy-sys already loaded (or another one in the process), never a new one. A
+        // non-null symbol is librdmacm's rdma_notify, whose C signature NotifyFn mirrors.
         unsafe {
             let handle = libc::dlopen(c"librdmacm.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
             if handle.is_null() {
                 return None;
             }
             let sym = libc::dlsym(handle, c"rdma_notify".as_ptr());
-            (!sym.is_null()).then_some(sym as usize)
+            (!sym.is_null()).then(|| std::mem::transmute::<*mut c_void, NotifyFn>(sym))
         }
-    });
-    // SAFETY: a non-null address of librdmacm's rdma_notify, whose C signature NotifyFn mirrors.
-    addr.map(|a| unsafe { std::mem::transmute::<usize, NotifyFn>(a) })
+    })
 }
 
 /// The devices librdmacm opened; holding the list keeps their contexts (and librdmacm's

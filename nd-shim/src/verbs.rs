@@ -6,6 +6,7 @@
 //! Disconnect (shortly after the DREQ, at the latest when the disconnect completes).
 
 use std::collections::VecDeque;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +17,38 @@ use crate::connection::{settle_claim, ConnectorState, QpClaim};
 use crate::connection_data::ReadLimits;
 use crate::engine::{Adapter, AdapterInner};
 use crate::status::{from_wc_status, NdStatus};
-use crate::sys::last_error;
+use crate::sys::{last_error, next_async_event, zeroed, AsyncEvent};
+
+// SAFETY: `ctx` is an ibv_context, usable from any thread; the other fields are Send + Sync.
+unsafe impl Send for AdapterInner {}
+// SAFETY: as above.
+unsafe impl Sync for AdapterInner {}
+
+impl AdapterInner {
+    /// Deallocates the adapter's PD (once: then the handle is NULL). Only with `&mut`: every
+    /// CQ, QP, SRQ, MR and MW holds the adapter, so none uses the PD any more.
+    pub(crate) fn release_pd(&mut self) {
+        if !self.pd.0.is_null() {
+            // SAFETY: allocated by open_device, unused (above), deallocated once.
+            unsafe { ffi::ibv_dealloc_pd(self.pd.0) };
+            self.pd.0 = std::ptr::null_mut();
+        }
+    }
+
+    /// The next async event of the adapter's device, as [`next_async_event`].
+    pub(crate) fn next_async_event(&self) -> Option<AsyncEvent> {
+        // SAFETY: `ctx` is open for the adapter's life; `Adapter::open_polled` made its async fd
+        // non-blocking before the adapter was handed out.
+        unsafe { next_async_event(self.ctx) }
+    }
+
+    /// The async fd of the adapter's device context, borrowed from the adapter.
+    pub(crate) fn async_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: `ctx` is open for the adapter's life, and its async fd with it (the context
+        // owns and closes it).
+        unsafe { BorrowedFd::borrow_raw((*self.ctx).async_fd) }
+    }
+}
 
 /// One completion (ND2_RESULT).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,8 +107,7 @@ impl CompletionQueue {
 
     /// ND2 GetResults: up to `max` completions.
     pub fn get_results(&self, max: usize) -> Vec<Completion> {
-        // SAFETY: ibv_wc is plain old data.
-        let mut wcs: Vec<ffi::ibv_wc> = vec![unsafe { std::mem::zeroed() }; max];
+        let mut wcs: Vec<ffi::ibv_wc> = vec![zeroed(); max];
         let n = i32::try_from(max).unwrap_or(i32::MAX);
         // SAFETY: the CQ is live; wcs has room for n entries.
         let got = unsafe { ffi::ibv_poll_cq(self.cq, n, wcs.as_mut_ptr()) };
@@ -150,14 +181,18 @@ impl MemoryRegion {
         self.buffer.is_empty()
     }
 
+    /// The MR's fields (libibverbs wrote them at registration and leaves them alone).
+    fn fields(&self) -> &ffi::ibv_mr {
+        // SAFETY: the MR is live until Drop, which needs `&mut self`.
+        unsafe { &*self.mr }
+    }
+
     pub fn local_token(&self) -> u32 {
-        // SAFETY: the MR is live until Drop.
-        unsafe { (*self.mr).lkey }
+        self.fields().lkey
     }
 
     pub fn remote_token(&self) -> u32 {
-        // SAFETY: as above.
-        unsafe { (*self.mr).rkey }
+        self.fields().rkey
     }
 
     /// Copies bytes out of the region (what the device or the peer wrote there).
@@ -254,10 +289,8 @@ impl QpInner {
 
     /// The QP's read limits as programmed: (max_dest_rd_atomic, max_rd_atomic).
     pub(crate) fn read_limits(&self) -> Result<(u8, u8), NdStatus> {
-        // SAFETY: plain old data; zero is a valid start for both out-parameters.
-        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut init: ffi::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        let mut attr: ffi::ibv_qp_attr = zeroed();
+        let mut init: ffi::ibv_qp_init_attr = zeroed();
         let mask =
             ffi::ibv_qp_attr_mask::IBV_QP_MAX_DEST_RD_ATOMIC.0 | ffi::ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC.0;
         // SAFETY: the QP is live; attr and init are valid out-parameters.
@@ -282,8 +315,7 @@ impl QpInner {
         // Before the transition (SeqCst, with the load in `after_receive`): a receive posted
         // concurrently either sees the flag or was posted before the transition drains the queue.
         self.flushed.store(true, Ordering::SeqCst);
-        // SAFETY: plain old data.
-        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        let mut attr: ffi::ibv_qp_attr = zeroed();
         attr.qp_state = ffi::ibv_qp_state::IBV_QPS_ERR;
         self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32)
     }
@@ -330,8 +362,7 @@ impl QpInner {
     #[inline]
     pub(crate) fn after_receive(&self) {
         if self.flushed.load(Ordering::SeqCst) {
-            // SAFETY: plain old data.
-            let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+            let mut attr: ffi::ibv_qp_attr = zeroed();
             attr.qp_state = ffi::ibv_qp_state::IBV_QPS_ERR;
             if let Err(status) = self.modify(&mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32) {
                 log::debug!("receive after the flush: ERR again: {status}");
@@ -469,8 +500,7 @@ impl QueuePair {
         });
         // RESET -> INIT now, so receives can be posted before the handshake, on the port that
         // has the adapter's address (rdma_cm's bind found it; rxe has one port).
-        // SAFETY: plain old data.
-        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        let mut attr: ffi::ibv_qp_attr = zeroed();
         attr.qp_state = ffi::ibv_qp_state::IBV_QPS_INIT;
         attr.pkey_index = 0;
         attr.port_num = adapter.inner.port_num;
@@ -566,8 +596,7 @@ impl QueuePair {
         rkey: u32,
     ) -> Result<(), NdStatus> {
         let mut list: Vec<ffi::ibv_sge> = sges.iter().map(|s| s.0).collect();
-        // SAFETY: ibv_send_wr is plain old data; zero is a valid start.
-        let mut wr: ffi::ibv_send_wr = unsafe { std::mem::zeroed() };
+        let mut wr: ffi::ibv_send_wr = zeroed();
         wr.wr_id = request_context;
         wr.sg_list = list.as_mut_ptr();
         wr.num_sge = list.len() as i32;

@@ -21,7 +21,7 @@ pub unsafe fn read_sockaddr(addr: *const libc::sockaddr, len: u32) -> Result<Soc
 /// `data` is NULL or readable for `len` bytes.
 pub unsafe fn bytes<'a>(data: *const c_void, len: u32) -> Result<&'a [u8], NtStatus> {
     // SAFETY: forwarded.
-    unsafe { super::boundary::bytes(data, len) }
+    unsafe { super::boundary::slice(data.cast::<u8>(), len) }
 }
 
 /// The address getters' buffer rule over an encoded address.

@@ -8,9 +8,11 @@
 //! pointer is checked on every call, so a NULL or wrong-kind handle is STATUS_INVALID_HANDLE
 //! instead of a crash.
 //!
-//! Every entry point runs its body inside `boundary`: no unwinding crosses `extern "C"`; a
-//! panic is logged and becomes STATUS_INTERNAL_ERROR (or the entry's neutral value). Raw pointers
-//! from C are turned into references, slices and checked values once, at the top of each entry.
+//! Every entry point (`entry`: the dispatch tables, their functions and NdkOpenAdapter) runs
+//! its body inside `boundary`: no unwinding crosses `extern "C"`; a panic is logged and becomes
+//! STATUS_INTERNAL_ERROR (or the entry's neutral value). Raw pointers from C are turned into
+//! references, slices, out-parameter writers and callable callbacks once, at the top of each
+//! entry; the objects' modules, which decide every code, hold no unsafe code.
 //!
 //! Inline or through the completion: `RequestCompletion(ctx, status)` runs only when the call
 //! returned STATUS_PENDING (possibly before the call returns, on the thread that processes the
@@ -30,7 +32,8 @@ mod ndk_shared_endpoint;
 mod ndk_verbs;
 
 pub use boundary::{CreateCompletion, DisconnectEvent, NtStatus, RequestCompletion};
-pub use ndk_adapter::{NdkAdapter, NdkAdapterDispatch, NdkAdapterInfo, NdkOpenAdapter, NDK_SHIM_ADAPTER_POLLED};
+pub use entry::NdkOpenAdapter;
+pub use ndk_adapter::{NdkAdapter, NdkAdapterDispatch, NdkAdapterInfo, NDK_SHIM_ADAPTER_POLLED};
 pub use ndk_connector::{NdkConnector, NdkConnectorDispatch};
 pub use ndk_listener::{ConnectEvent, NdkListener, NdkListenerDispatch};
 pub use ndk_shared_endpoint::{NdkSharedEndpoint, NdkSharedEndpointDispatch};

@@ -1,14 +1,17 @@
 //! NDK_ADAPTER: NdkOpenAdapter, the adapter's own entries, and the entries that create every
 //! other object of the face (CQ, QP, MR in `ndk_verbs.rs`; connector, listener, shared endpoint
-//! in their files): the top of the face, which nothing else in it imports.
+//! in their files): the top of the face, which nothing else in it imports. The C entries are in
+//! `entry.rs`.
+
+#![forbid(unsafe_code)]
 
 use std::ffi::c_void;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use super::boundary::{
-    code, give_handle, handle, read_sockaddr, status_boundary, take_handle, CreateCompletion, Handle, NtStatus,
-    STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
+    code, give_handle, ConnectCallback, CreateCompletion, Handle, NtStatus, UnalignedOut, STATUS_INVALID_PARAMETER,
+    STATUS_SUCCESS,
 };
 use super::ndk_connector::NdkConnector;
 use super::ndk_listener::{ConnectEvent, NdkListener};
@@ -77,44 +80,21 @@ pub struct NdkAdapterDispatch {
     ) -> NtStatus,
 }
 
-static ADAPTER_DISPATCH: NdkAdapterDispatch = NdkAdapterDispatch {
-    close: close_adapter,
-    query: query_adapter,
-    get_event_fd,
-    process_events,
-    create_cq,
-    create_qp,
-    create_mr,
-    create_connector,
-    create_listener,
-    create_shared_endpoint,
-};
-
-impl Handle for NdkAdapter {
-    type Dispatch = NdkAdapterDispatch;
-    const DISPATCH: &'static NdkAdapterDispatch = &ADAPTER_DISPATCH;
-}
-
-/// Opens the adapter that owns the IP address `address` (its port is ignored). `flags`: 0 for
-/// the shim's event thread (callbacks run on it), NDK_SHIM_ADAPTER_POLLED to drive events
-/// from the caller.
-///
-/// # Safety
-/// `address` is NULL or readable for `length` bytes; `adapter` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn NdkOpenAdapter(
-    address: *const libc::sockaddr,
-    length: u32,
-    flags: u32,
-    adapter: *mut *mut NdkAdapter,
-) -> NtStatus {
-    status_boundary("NdkOpenAdapter", || {
+impl NdkAdapter {
+    /// NdkOpenAdapter, after the conversion of its arguments.
+    pub(super) fn open(
+        address: Result<SocketAddr, NtStatus>,
+        flags: u32,
+        out: Option<&mut *mut NdkAdapter>,
+    ) -> Result<NtStatus, NtStatus> {
         crate::stderr_log::init_from_env();
-        if adapter.is_null() || flags & !NDK_SHIM_ADAPTER_POLLED != 0 {
+        let Some(out) = out else {
+            return Err(STATUS_INVALID_PARAMETER);
+        };
+        if flags & !NDK_SHIM_ADAPTER_POLLED != 0 {
             return Err(STATUS_INVALID_PARAMETER);
         }
-        // SAFETY: the caller's promise on address/length.
-        let ip: IpAddr = unsafe { read_sockaddr(address, length)? }.ip();
+        let ip: IpAddr = address?.ip();
         let polled = flags & NDK_SHIM_ADAPTER_POLLED != 0;
         let opened = if polled {
             Adapter::open_polled(ip)
@@ -123,38 +103,27 @@ pub unsafe extern "C" fn NdkOpenAdapter(
         };
         let shared = Arc::new(AdapterShared::new(opened.map_err(code)?, polled));
         let object = NdkAdapter {
-            dispatch: &ADAPTER_DISPATCH,
+            dispatch: <NdkAdapter as Handle>::DISPATCH,
             shared,
         };
-        // SAFETY: checked non-NULL; writable by the caller's promise.
-        Ok(unsafe { give_handle(adapter, object) })
-    })
-}
+        Ok(give_handle(out, object))
+    }
 
-unsafe extern "C" fn close_adapter(adapter: *mut NdkAdapter) -> NtStatus {
-    status_boundary("NdkCloseAdapter", || {
-        // SAFETY: the caller gives up its handle (NDKPI: after closing every child).
-        drop(unsafe { take_handle(adapter)? });
-        Ok(STATUS_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn query_adapter(adapter: *mut NdkAdapter, info: *mut NdkAdapterInfo, length: *mut u32) -> NtStatus {
-    status_boundary("NdkQueryAdapterInfo", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        if length.is_null() {
+    /// NdkQueryAdapterInfo: `*length` in, the info's size out; a short buffer is untouched.
+    pub(super) fn query(
+        &self,
+        length: Option<&mut u32>,
+        info: Option<UnalignedOut<'_, NdkAdapterInfo>>,
+    ) -> Result<NtStatus, NtStatus> {
+        let Some(length) = length else {
             return Err(STATUS_INVALID_PARAMETER);
-        }
+        };
         let need = std::mem::size_of::<NdkAdapterInfo>() as u32;
-        // SAFETY: non-NULL; the caller's promise.
-        let have = unsafe { length.read() };
-        // SAFETY: as above.
-        unsafe { length.write(need) };
-        if have < need || info.is_null() {
+        let have = std::mem::replace(length, need);
+        let Some(mut info) = info.filter(|_| have >= need) else {
             return Ok(code(NdStatus::STATUS_BUFFER_TOO_SMALL));
-        }
-        let i = adapter.shared.adapter.query();
+        };
+        let i = self.shared.adapter.query();
         let filled = NdkAdapterInfo {
             info_version: 1,
             vendor_id: i.vendor_id,
@@ -171,164 +140,92 @@ unsafe extern "C" fn query_adapter(adapter: *mut NdkAdapter, info: *mut NdkAdapt
             max_caller_data: i.max_caller_data,
             max_callee_data: i.max_callee_data,
         };
-        // SAFETY: non-NULL and at least `need` bytes (the caller's *length); unaligned-safe.
-        unsafe { info.write_unaligned(filled) };
+        info.write(0, filled);
         Ok(STATUS_SUCCESS)
-    })
-}
+    }
 
-unsafe extern "C" fn get_event_fd(adapter: *mut NdkAdapter, fd: *mut i32) -> NtStatus {
-    status_boundary("NdkGetEventFd", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        if fd.is_null() {
+    /// NdkGetEventFd: only for an adapter opened NDK_SHIM_ADAPTER_POLLED.
+    pub(super) fn event_fd(&self, fd: Option<&mut i32>) -> Result<NtStatus, NtStatus> {
+        let Some(fd) = fd else {
             return Err(STATUS_INVALID_PARAMETER);
-        }
-        if !adapter.shared.polled {
+        };
+        if !self.shared.polled {
             return Err(code(NdStatus::ND_INVALID_DEVICE_REQUEST));
         }
-        // SAFETY: non-NULL; writable by the caller's promise.
-        unsafe { fd.write(adapter.shared.adapter.event_fd()) };
+        *fd = self.shared.adapter.event_fd();
         Ok(STATUS_SUCCESS)
-    })
-}
+    }
 
-unsafe extern "C" fn process_events(adapter: *mut NdkAdapter, count: *mut u32) -> NtStatus {
-    status_boundary("NdkProcessEvents", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        if !adapter.shared.polled {
+    /// NdkProcessEvents: only for an adapter opened NDK_SHIM_ADAPTER_POLLED; `count` optional.
+    pub(super) fn process_events(&self, count: Option<&mut u32>) -> Result<NtStatus, NtStatus> {
+        if !self.shared.polled {
             return Err(code(NdStatus::ND_INVALID_DEVICE_REQUEST));
         }
-        let n = adapter.shared.adapter.process_events();
-        if !count.is_null() {
-            // SAFETY: non-NULL; writable by the caller's promise.
-            unsafe { count.write(u32::try_from(n).unwrap_or(u32::MAX)) };
+        let n = self.shared.adapter.process_events();
+        if let Some(count) = count {
+            *count = u32::try_from(n).unwrap_or(u32::MAX);
         }
         Ok(STATUS_SUCCESS)
-    })
-}
+    }
 
-unsafe extern "C" fn create_cq(adapter: *mut NdkAdapter, depth: u32, cq: *mut *mut NdkCq) -> NtStatus {
-    status_boundary("NdkCreateCq", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        if cq.is_null() {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        let created = CompletionQueue::new(&adapter.shared.adapter, depth).map_err(code)?;
-        let object = NdkCq::new(created);
-        // SAFETY: checked non-NULL.
-        Ok(unsafe { give_handle(cq, object) })
-    })
-}
+    pub(super) fn create_cq(&self, depth: u32, out: Option<&mut *mut NdkCq>) -> Result<NtStatus, NtStatus> {
+        let out = out.ok_or(STATUS_INVALID_PARAMETER)?;
+        let created = CompletionQueue::new(&self.shared.adapter, depth).map_err(code)?;
+        Ok(give_handle(out, NdkCq::new(created)))
+    }
 
-unsafe extern "C" fn create_qp(
-    adapter: *mut NdkAdapter,
-    receive_cq: *mut NdkCq,
-    initiator_cq: *mut NdkCq,
-    receive_queue_depth: u32,
-    initiator_queue_depth: u32,
-    max_sge: u32,
-    qp: *mut *mut NdkQp,
-) -> NtStatus {
-    status_boundary("NdkCreateQp", || {
-        // SAFETY: the caller's handles.
-        let (adapter, rcq, icq) = unsafe { (handle(adapter)?, handle(receive_cq)?, handle(initiator_cq)?) };
-        if qp.is_null() {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
+    pub(super) fn create_qp(
+        &self,
+        receive_cq: &NdkCq,
+        initiator_cq: &NdkCq,
+        receive_queue_depth: u32,
+        initiator_queue_depth: u32,
+        max_sge: u32,
+        out: Option<&mut *mut NdkQp>,
+    ) -> Result<NtStatus, NtStatus> {
+        let out = out.ok_or(STATUS_INVALID_PARAMETER)?;
         let created = QueuePair::new(
-            &adapter.shared.adapter,
-            &rcq.cq,
-            &icq.cq,
+            &self.shared.adapter,
+            &receive_cq.cq,
+            &initiator_cq.cq,
             receive_queue_depth,
             initiator_queue_depth,
             max_sge,
         )
         .map_err(code)?;
-        let object = NdkQp::new(&adapter.shared, created);
-        // SAFETY: checked non-NULL.
-        Ok(unsafe { give_handle(qp, object) })
-    })
-}
+        Ok(give_handle(out, NdkQp::new(&self.shared, created)))
+    }
 
-unsafe extern "C" fn create_mr(adapter: *mut NdkAdapter, length: usize, mr: *mut *mut NdkMr) -> NtStatus {
-    status_boundary("NdkCreateMr", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        if mr.is_null() || length == 0 {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        let region = MemoryRegion::new(&adapter.shared.adapter, length).map_err(code)?;
-        let object = NdkMr::new(&adapter.shared, region);
-        // SAFETY: checked non-NULL.
-        Ok(unsafe { give_handle(mr, object) })
-    })
-}
+    pub(super) fn create_mr(&self, length: usize, out: Option<&mut *mut NdkMr>) -> Result<NtStatus, NtStatus> {
+        let out = out.filter(|_| length != 0).ok_or(STATUS_INVALID_PARAMETER)?;
+        let region = MemoryRegion::new(&self.shared.adapter, length).map_err(code)?;
+        Ok(give_handle(out, NdkMr::new(&self.shared, region)))
+    }
 
-unsafe extern "C" fn create_connector(
-    adapter: *mut NdkAdapter,
-    _completion: CreateCompletion,
-    _context: *mut c_void,
-    connector: *mut *mut NdkConnector,
-) -> NtStatus {
-    status_boundary("NdkCreateConnector", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        if connector.is_null() {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        let object = NdkConnector::new(&adapter.shared);
-        // SAFETY: checked non-NULL.
-        Ok(unsafe { give_handle(connector, object) })
-    })
-}
+    pub(super) fn create_connector(&self, out: Option<&mut *mut NdkConnector>) -> Result<NtStatus, NtStatus> {
+        let out = out.ok_or(STATUS_INVALID_PARAMETER)?;
+        Ok(give_handle(out, NdkConnector::new(&self.shared)))
+    }
 
-unsafe extern "C" fn create_listener(
-    adapter: *mut NdkAdapter,
-    connect_event: ConnectEvent,
-    connect_event_context: *mut c_void,
-    _completion: CreateCompletion,
-    _context: *mut c_void,
-    listener: *mut *mut NdkListener,
-) -> NtStatus {
-    status_boundary("NdkCreateListener", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        let Some(connect_event) = connect_event else {
+    /// NdkCreateListener: the connect-event callback is required.
+    pub(super) fn create_listener(
+        &self,
+        event: Option<ConnectCallback<NdkConnector>>,
+        out: Option<&mut *mut NdkListener>,
+    ) -> Result<NtStatus, NtStatus> {
+        let (Some(event), Some(out)) = (event, out) else {
             return Err(STATUS_INVALID_PARAMETER);
         };
-        if listener.is_null() {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        let object = NdkListener::new(&adapter.shared, connect_event, connect_event_context);
-        // SAFETY: checked non-NULL.
-        Ok(unsafe { give_handle(listener, object) })
-    })
-}
+        Ok(give_handle(out, NdkListener::new(&self.shared, event)))
+    }
 
-unsafe extern "C" fn create_shared_endpoint(
-    adapter: *mut NdkAdapter,
-    address: *const libc::sockaddr,
-    length: u32,
-    _completion: CreateCompletion,
-    _context: *mut c_void,
-    endpoint: *mut *mut NdkSharedEndpoint,
-) -> NtStatus {
-    status_boundary("NdkCreateSharedEndpoint", || {
-        // SAFETY: the caller's handle.
-        let adapter = unsafe { handle(adapter)? };
-        if endpoint.is_null() {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        // SAFETY: the caller's promise on address/length.
-        let addr = unsafe { read_sockaddr(address, length)? };
-        let object = NdkSharedEndpoint::new(&adapter.shared, addr)?;
-        // SAFETY: checked non-NULL.
-        Ok(unsafe { give_handle(endpoint, object) })
-    })
+    pub(super) fn create_shared_endpoint(
+        &self,
+        address: Result<SocketAddr, NtStatus>,
+        out: Option<&mut *mut NdkSharedEndpoint>,
+    ) -> Result<NtStatus, NtStatus> {
+        let out = out.ok_or(STATUS_INVALID_PARAMETER)?;
+        let object = NdkSharedEndpoint::new(&self.shared, address?)?;
+        Ok(give_handle(out, object))
+    }
 }
-
-// The exports above, at the version node ND_SHIM_0 (crate::exports).
-crate::exports::version_node!("NdkOpenAdapter",);

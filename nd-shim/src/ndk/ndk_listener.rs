@@ -3,16 +3,16 @@
 //! An NDK listener delivers each incoming request as a new connector through its connect-event
 //! callback. Over the Rust [`Listener`] that is one GetConnectionRequest always armed with a
 //! fresh [`Connector`]; when it completes, the connector goes to the callback (or to a queue
-//! while connect events are paused) and the next one is armed.
+//! while connect events are paused) and the next one is armed. The C entries are in `entry.rs`.
+
+#![forbid(unsafe_code)]
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::boundary::{
-    code, handle, read_sockaddr, status_boundary, take_handle, write_address, Context, Handle, NtStatus,
-    RequestCompletion, STATUS_SUCCESS,
-};
+use super::boundary::{code, BufferOut, ConnectCallback, Handle, NtStatus, RequestCompletion, STATUS_SUCCESS};
 use super::ndk_connector::NdkConnector;
 use super::ndk_verbs::AdapterShared;
 use crate::status::NdStatus;
@@ -24,8 +24,6 @@ pub type ConnectEvent = Option<unsafe extern "C" fn(context: *mut c_void, connec
 /// NDK has no backlog argument: 0 adds no limit of the shim's own (the kernel's still applies).
 const NDK_BACKLOG: u32 = 0;
 
-type ConnectEventFn = unsafe extern "C" fn(*mut c_void, *mut NdkConnector);
-
 #[repr(C)]
 pub struct NdkListener {
     dispatch: *const NdkListenerDispatch,
@@ -35,8 +33,7 @@ pub struct NdkListener {
 struct ListenerShared {
     adapter: Arc<AdapterShared>,
     listener: Listener,
-    event: ConnectEventFn,
-    context: Context,
+    event: ConnectCallback<NdkConnector>,
     state: Mutex<Delivery>,
 }
 
@@ -58,27 +55,14 @@ pub struct NdkListenerDispatch {
     pub control_connect_events: unsafe extern "C" fn(*mut NdkListener, u8) -> NtStatus,
 }
 
-static LISTENER_DISPATCH: NdkListenerDispatch = NdkListenerDispatch {
-    close: close_listener,
-    listen,
-    get_local_address: listener_local_address,
-    control_connect_events,
-};
-
-impl Handle for NdkListener {
-    type Dispatch = NdkListenerDispatch;
-    const DISPATCH: &'static NdkListenerDispatch = &LISTENER_DISPATCH;
-}
-
 impl NdkListener {
-    pub(super) fn new(adapter: &Arc<AdapterShared>, event: ConnectEventFn, context: *mut c_void) -> NdkListener {
+    pub(super) fn new(adapter: &Arc<AdapterShared>, event: ConnectCallback<NdkConnector>) -> NdkListener {
         NdkListener {
-            dispatch: &LISTENER_DISPATCH,
+            dispatch: <NdkListener as Handle>::DISPATCH,
             shared: Arc::new(ListenerShared {
                 adapter: Arc::clone(adapter),
                 listener: Listener::new(&adapter.adapter),
                 event,
-                context: Context(context),
                 state: Mutex::new(Delivery::default()),
             }),
         }
@@ -140,64 +124,31 @@ impl ListenerShared {
     }
 
     fn deliver(&self, connector: Connector) {
-        let object = Box::into_raw(Box::new(NdkConnector::wrap(&self.adapter, connector)));
-        // SAFETY: the caller's callback and context; the connector is now the callee's, to
-        // close with NdkCloseConnector.
-        unsafe { (self.event)(self.context.0, object) };
+        self.event.deliver(NdkConnector::wrap(&self.adapter, connector));
     }
 }
 
-unsafe extern "C" fn close_listener(listener: *mut NdkListener) -> NtStatus {
-    status_boundary("NdkCloseListener", || {
-        // SAFETY: the caller gives up its handle.
-        drop(unsafe { take_handle(listener)? });
+impl NdkListener {
+    /// NdkListen: binds to `address` (port 0: one of the ND range) and listens. It finishes
+    /// inline, so `RequestCompletion` is never called.
+    pub(super) fn listen(&self, address: SocketAddr) -> Result<NtStatus, NtStatus> {
+        self.shared.listener.bind(address).map_err(code)?;
+        self.shared.listener.listen(NDK_BACKLOG).map_err(code)?;
+        self.shared.arm();
         Ok(STATUS_SUCCESS)
-    })
-}
+    }
 
-/// NdkListen: binds to `address` (port 0: one of the ND range) and listens. It finishes inline,
-/// so `RequestCompletion` is never called.
-unsafe extern "C" fn listen(
-    listener: *mut NdkListener,
-    address: *const libc::sockaddr,
-    length: u32,
-    _completion: RequestCompletion,
-    _context: *mut c_void,
-) -> NtStatus {
-    status_boundary("NdkListen", || {
-        // SAFETY: the caller's handle and address.
-        let (l, address) = unsafe { (handle(listener)?, read_sockaddr(address, length)?) };
-        l.shared.listener.bind(address).map_err(code)?;
-        l.shared.listener.listen(NDK_BACKLOG).map_err(code)?;
-        l.shared.arm();
-        Ok(STATUS_SUCCESS)
-    })
-}
+    pub(super) fn get_local_address(&self, out: BufferOut<'_>) -> Result<NtStatus, NtStatus> {
+        out.fill(|b| self.shared.listener.get_local_address(b))
+    }
 
-unsafe extern "C" fn listener_local_address(
-    listener: *mut NdkListener,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetListenerLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        unsafe {
-            let l = handle(listener)?;
-            write_address(address, length, |b| l.shared.listener.get_local_address(b))
-        }
-    })
-}
-
-/// NdkControlConnectEvents: `pause` non-zero holds new connectors back; zero delivers the held
-/// ones and resumes.
-unsafe extern "C" fn control_connect_events(listener: *mut NdkListener, pause: u8) -> NtStatus {
-    status_boundary("NdkControlConnectEvents", || {
-        // SAFETY: the caller's handle.
-        let l = unsafe { handle(listener)? };
-        let shared = &l.shared;
-        if pause != 0 {
+    /// NdkControlConnectEvents: `pause` holds new connectors back; resuming delivers the held
+    /// ones.
+    pub(super) fn control_connect_events(&self, pause: bool) {
+        let shared = &self.shared;
+        if pause {
             shared.state().paused = true;
-            return Ok(STATUS_SUCCESS);
+            return;
         }
         let held = {
             let mut state = shared.state();
@@ -208,6 +159,5 @@ unsafe extern "C" fn control_connect_events(listener: *mut NdkListener, pause: u
             shared.deliver(connector);
         }
         shared.arm();
-        Ok(STATUS_SUCCESS)
-    })
+    }
 }

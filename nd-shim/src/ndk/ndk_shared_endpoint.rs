@@ -1,10 +1,13 @@
 //! NDK_SHARED_ENDPOINT: NdkGetSharedEndpointLocalAddress and close, over the Rust API's
-//! [`SharedEndpoint`]; connectors connect through it with NdkConnectWithSharedEndpoint.
+//! [`SharedEndpoint`]; connectors connect through it with NdkConnectWithSharedEndpoint. Its C
+//! entries are in `entry.rs`.
+
+#![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::boundary::{code, handle, status_boundary, take_handle, write_address, Handle, NtStatus, STATUS_SUCCESS};
+use super::boundary::{code, BufferOut, Handle, NtStatus};
 use super::ndk_verbs::AdapterShared;
 use crate::connection_data::fill_address;
 use crate::{sys, SharedEndpoint};
@@ -21,46 +24,16 @@ pub struct NdkSharedEndpointDispatch {
     pub get_local_address: unsafe extern "C" fn(*mut NdkSharedEndpoint, *mut libc::sockaddr, *mut u32) -> NtStatus,
 }
 
-static SHARED_ENDPOINT_DISPATCH: NdkSharedEndpointDispatch = NdkSharedEndpointDispatch {
-    close: close_shared_endpoint,
-    get_local_address: shared_endpoint_local_address,
-};
-
-impl Handle for NdkSharedEndpoint {
-    type Dispatch = NdkSharedEndpointDispatch;
-    const DISPATCH: &'static NdkSharedEndpointDispatch = &SHARED_ENDPOINT_DISPATCH;
-}
-
 impl NdkSharedEndpoint {
     pub(super) fn new(adapter: &Arc<AdapterShared>, address: SocketAddr) -> Result<NdkSharedEndpoint, NtStatus> {
         Ok(NdkSharedEndpoint {
-            dispatch: &SHARED_ENDPOINT_DISPATCH,
+            dispatch: <NdkSharedEndpoint as Handle>::DISPATCH,
             endpoint: SharedEndpoint::new(&adapter.adapter, address).map_err(code)?,
         })
     }
-}
 
-/// NdkCloseSharedEndpoint: the address stays busy until every connector connected through the
-/// endpoint is closed too.
-unsafe extern "C" fn close_shared_endpoint(endpoint: *mut NdkSharedEndpoint) -> NtStatus {
-    status_boundary("NdkCloseSharedEndpoint", || {
-        // SAFETY: the caller gives up its handle.
-        drop(unsafe { take_handle(endpoint)? });
-        Ok(STATUS_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn shared_endpoint_local_address(
-    endpoint: *mut NdkSharedEndpoint,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetSharedEndpointLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        unsafe {
-            let e = handle(endpoint)?;
-            let local = sys::sockaddr_bytes(e.endpoint.local_address());
-            write_address(address, length, |b| Ok(fill_address(&local, b)))
-        }
-    })
+    pub(super) fn get_local_address(&self, out: BufferOut<'_>) -> Result<NtStatus, NtStatus> {
+        let local = sys::sockaddr_bytes(self.endpoint.local_address());
+        out.fill(|b| Ok(fill_address(&local, b)))
+    }
 }

@@ -1,15 +1,16 @@
 //! The verbs objects an NDK adapter makes: CQ, QP, MR, and what they share with it. Enough to
 //! connect a QP and move data; the entries are NDKPI-shaped (`NdkGetCqResults`, `NdkReceive`,
 //! `NdkSend`, ...), with an MR that owns its buffer (the shim's Rust [`MemoryRegion`]) instead
-//! of NDK's MDL registration. The adapter's entries create them (`ndk_adapter.rs`).
+//! of NDK's MDL registration. The adapter's entries create them (`ndk_adapter.rs`); their own
+//! C entries are in `entry.rs`.
+
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Weak};
 
-use super::boundary::{
-    boundary, code, handle, status_boundary, take_handle, Handle, NtStatus, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
-};
+use super::boundary::{code, Handle, NtStatus, UnalignedOut, STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
 use crate::{Adapter, CompletionQueue, MemoryRegion, QueuePair, Sge};
 
 /// What every object made from one adapter shares.
@@ -56,7 +57,7 @@ pub struct NdkCq {
 impl NdkCq {
     pub(super) fn new(cq: CompletionQueue) -> NdkCq {
         NdkCq {
-            dispatch: &CQ_DISPATCH,
+            dispatch: <NdkCq as Handle>::DISPATCH,
             cq: Arc::new(cq),
         }
     }
@@ -78,35 +79,13 @@ pub struct NdkCqDispatch {
     pub get_results: unsafe extern "C" fn(*mut NdkCq, *mut NdkResult, u32) -> u32,
 }
 
-static CQ_DISPATCH: NdkCqDispatch = NdkCqDispatch {
-    close: close_cq,
-    get_results,
-};
-
-impl Handle for NdkCq {
-    type Dispatch = NdkCqDispatch;
-    const DISPATCH: &'static NdkCqDispatch = &CQ_DISPATCH;
-}
-
-unsafe extern "C" fn close_cq(cq: *mut NdkCq) -> NtStatus {
-    status_boundary("NdkCloseCq", || {
-        // SAFETY: the caller gives up its handle.
-        drop(unsafe { take_handle(cq)? });
-        Ok(STATUS_SUCCESS)
-    })
-}
-
-/// Up to `count` completions into `results`; returns how many (0 on a bad argument).
-unsafe extern "C" fn get_results(cq: *mut NdkCq, results: *mut NdkResult, count: u32) -> u32 {
-    boundary("NdkGetCqResults", 0, || {
-        // SAFETY: the caller's handle.
-        let Ok(cq) = (unsafe { handle(cq) }) else {
+impl NdkCq {
+    /// NdkGetCqResults: up to `results.len()` completions; how many (0 without a buffer).
+    pub(super) fn get_results(&self, results: Option<UnalignedOut<'_, NdkResult>>) -> u32 {
+        let Some(mut results) = results.filter(|r| r.len() != 0) else {
             return 0;
         };
-        if results.is_null() || count == 0 {
-            return 0;
-        }
-        let got = cq.cq.get_results(count as usize);
+        let got = self.cq.get_results(results.len());
         for (i, c) in got.iter().enumerate() {
             let result = NdkResult {
                 status: c.status.0,
@@ -114,12 +93,10 @@ unsafe extern "C" fn get_results(cq: *mut NdkCq, results: *mut NdkResult, count:
                 request_context: c.request_context as usize as *mut c_void,
                 opcode: c.opcode,
             };
-            // SAFETY: i < got.len() <= count, and `results` holds `count` entries (the
-            // caller's promise).
-            unsafe { results.add(i).write_unaligned(result) };
+            results.write(i, result);
         }
         got.len() as u32
-    })
+    }
 }
 
 #[repr(C)]
@@ -132,7 +109,7 @@ pub struct NdkQp {
 impl NdkQp {
     pub(super) fn new(adapter: &Arc<AdapterShared>, qp: QueuePair) -> NdkQp {
         NdkQp {
-            dispatch: &QP_DISPATCH,
+            dispatch: <NdkQp as Handle>::DISPATCH,
             adapter: Arc::clone(adapter),
             qp,
         }
@@ -157,94 +134,52 @@ pub struct NdkQpDispatch {
     pub read: unsafe extern "C" fn(*mut NdkQp, *mut c_void, *const NdkSge, u32, u64, u32, u32) -> NtStatus,
 }
 
-static QP_DISPATCH: NdkQpDispatch = NdkQpDispatch {
-    close: close_qp,
-    receive,
-    send,
-    write,
-    read,
-};
-
-impl Handle for NdkQp {
-    type Dispatch = NdkQpDispatch;
-    const DISPATCH: &'static NdkQpDispatch = &QP_DISPATCH;
-}
-
-unsafe extern "C" fn close_qp(qp: *mut NdkQp) -> NtStatus {
-    status_boundary("NdkCloseQp", || {
-        // SAFETY: the caller gives up its handle.
-        drop(unsafe { take_handle(qp)? });
+impl NdkQp {
+    /// NdkReceive, with the caller's SGEs (each checked against the adapter's regions).
+    pub(super) fn receive(&self, context: u64, list: &[NdkSge]) -> Result<NtStatus, NtStatus> {
+        let sges = self.adapter.sges(list)?;
+        self.qp.receive(context, &sges).map_err(code)?;
         Ok(STATUS_SUCCESS)
-    })
-}
+    }
 
-/// The QP and checked SGEs of a posting call.
-///
-/// # Safety
-/// `qp` is the caller's handle; `sge` is NULL or readable for `count` entries.
-unsafe fn posting<'a>(qp: *mut NdkQp, sge: *const NdkSge, count: u32) -> Result<(&'a NdkQp, Vec<Sge>), NtStatus> {
-    // SAFETY: the caller's handle.
-    let qp = unsafe { handle(qp)? };
-    let list = match (sge.is_null(), count) {
-        (_, 0) => &[][..],
-        (true, _) => return Err(STATUS_INVALID_PARAMETER),
-        // SAFETY: non-NULL and `count` entries readable (the caller's promise).
-        (false, n) => unsafe { std::slice::from_raw_parts(sge, n as usize) },
-    };
-    let sges = qp.adapter.sges(list)?;
-    Ok((qp, sges))
-}
-
-unsafe extern "C" fn receive(qp: *mut NdkQp, context: *mut c_void, sge: *const NdkSge, count: u32) -> NtStatus {
-    status_boundary("NdkReceive", || {
-        // SAFETY: forwarded caller promises.
-        let (qp, sges) = unsafe { posting(qp, sge, count)? };
-        qp.qp.receive(context as u64, &sges).map_err(code)?;
+    pub(super) fn send(&self, context: u64, list: &[NdkSge], flags: u32) -> Result<NtStatus, NtStatus> {
+        let sges = self.adapter.sges(list)?;
+        self.qp.send(context, &sges, flags).map_err(code)?;
         Ok(STATUS_SUCCESS)
-    })
-}
+    }
 
-unsafe extern "C" fn send(
-    qp: *mut NdkQp,
-    context: *mut c_void,
-    sge: *const NdkSge,
-    count: u32,
-    flags: u32,
-) -> NtStatus {
-    status_boundary("NdkSend", || {
-        // SAFETY: forwarded caller promises.
-        let (qp, sges) = unsafe { posting(qp, sge, count)? };
-        qp.qp.send(context as u64, &sges, flags).map_err(code)?;
+    /// NdkWrite: to the peer's `remote_address` under its `remote_token`.
+    pub(super) fn write(
+        &self,
+        context: u64,
+        list: &[NdkSge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: u32,
+    ) -> Result<NtStatus, NtStatus> {
+        let sges = self.adapter.sges(list)?;
+        self.qp
+            .write(context, &sges, remote_address, remote_token, flags)
+            .map_err(code)?;
         Ok(STATUS_SUCCESS)
-    })
-}
+    }
 
-/// An RDMA entry (`NdkWrite`, `NdkRead`): the QP's `$method` with the caller's SGEs, the
-/// remote address and its token.
-macro_rules! rdma_entry {
-    ($name:ident, $what:literal, $method:ident) => {
-        unsafe extern "C" fn $name(
-            qp: *mut NdkQp,
-            context: *mut c_void,
-            sge: *const NdkSge,
-            count: u32,
-            remote_address: u64,
-            remote_token: u32,
-            flags: u32,
-        ) -> NtStatus {
-            status_boundary($what, || {
-                // SAFETY: forwarded caller promises.
-                let (qp, sges) = unsafe { posting(qp, sge, count)? };
-                qp.qp
-                    .$method(context as u64, &sges, remote_address, remote_token, flags)
-                    .map_err(code)?;
-                Ok(STATUS_SUCCESS)
-            })
-        }
-    };
+    /// NdkRead: from the peer's `remote_address` under its `remote_token`.
+    pub(super) fn read(
+        &self,
+        context: u64,
+        list: &[NdkSge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: u32,
+    ) -> Result<NtStatus, NtStatus> {
+        let sges = self.adapter.sges(list)?;
+        self.qp
+            .read(context, &sges, remote_address, remote_token, flags)
+            .map_err(code)?;
+        Ok(STATUS_SUCCESS)
+    }
 }
-rdma_entry!(write, "NdkWrite", write);
-rdma_entry!(read, "NdkRead", read);
 
 #[repr(C)]
 pub struct NdkMr {
@@ -259,7 +194,7 @@ impl NdkMr {
         let region = Arc::new(region);
         crate::sync::lock(&adapter.regions).insert(region.local_token(), Arc::downgrade(&region));
         NdkMr {
-            dispatch: &MR_DISPATCH,
+            dispatch: <NdkMr as Handle>::DISPATCH,
             adapter: Arc::clone(adapter),
             region,
         }
@@ -274,54 +209,34 @@ pub struct NdkMrDispatch {
     pub get_remote_token: unsafe extern "C" fn(*mut NdkMr) -> u32,
 }
 
-static MR_DISPATCH: NdkMrDispatch = NdkMrDispatch {
-    close: close_mr,
-    get_buffer,
-    get_local_token,
-    get_remote_token,
-};
-
-impl Handle for NdkMr {
-    type Dispatch = NdkMrDispatch;
-    const DISPATCH: &'static NdkMrDispatch = &MR_DISPATCH;
-}
-
-unsafe extern "C" fn close_mr(mr: *mut NdkMr) -> NtStatus {
-    status_boundary("NdkCloseMr", || {
-        // SAFETY: the caller gives up its handle.
-        let mr = unsafe { take_handle(mr)? };
-        crate::sync::lock(&mr.adapter.regions).remove(&mr.region.local_token());
-        Ok(STATUS_SUCCESS)
-    })
-}
-
-/// The region's buffer (the shim allocated it; it lives until NdkCloseMr) and its length.
-unsafe extern "C" fn get_buffer(mr: *mut NdkMr, buffer: *mut *mut c_void, length: *mut usize) -> NtStatus {
-    status_boundary("NdkGetMrBuffer", || {
-        // SAFETY: the caller's handle.
-        let mr = unsafe { handle(mr)? };
-        if buffer.is_null() || length.is_null() {
+impl NdkMr {
+    /// NdkGetMrBuffer: the region's buffer (the shim allocated it; it lives until NdkCloseMr)
+    /// and its length.
+    pub(super) fn get_buffer(
+        &self,
+        buffer: Option<&mut *mut c_void>,
+        length: Option<&mut usize>,
+    ) -> Result<NtStatus, NtStatus> {
+        let (Some(buffer), Some(length)) = (buffer, length) else {
             return Err(STATUS_INVALID_PARAMETER);
-        }
-        // SAFETY: both non-NULL; writable by the caller's promise.
-        unsafe {
-            buffer.write(mr.region.address() as usize as *mut c_void);
-            length.write(mr.region.len());
-        }
+        };
+        *buffer = self.region.address() as usize as *mut c_void;
+        *length = self.region.len();
         Ok(STATUS_SUCCESS)
-    })
+    }
+
+    pub(super) fn local_token(&self) -> u32 {
+        self.region.local_token()
+    }
+
+    pub(super) fn remote_token(&self) -> u32 {
+        self.region.remote_token()
+    }
 }
 
-unsafe extern "C" fn get_local_token(mr: *mut NdkMr) -> u32 {
-    boundary("NdkGetLocalTokenFromMr", 0, || {
-        // SAFETY: the caller's handle.
-        unsafe { handle(mr) }.map_or(0, |mr| mr.region.local_token())
-    })
-}
-
-unsafe extern "C" fn get_remote_token(mr: *mut NdkMr) -> u32 {
-    boundary("NdkGetRemoteTokenFromMr", 0, || {
-        // SAFETY: the caller's handle.
-        unsafe { handle(mr) }.map_or(0, |mr| mr.region.remote_token())
-    })
+/// NdkCloseMr: posted SGEs can no longer name the region.
+impl Drop for NdkMr {
+    fn drop(&mut self) {
+        crate::sync::lock(&self.adapter.regions).remove(&self.region.local_token());
+    }
 }
