@@ -851,11 +851,15 @@ impl OverlappedVtbl {
 /// The largest message of the adapter's port (rxe has one, number 1); `None` if the query fails.
 pub(crate) fn max_message_size(adapter: &Adapter) -> Option<u32> {
     let mut port = std::mem::MaybeUninit::<ffi::ibv_port_attr>::zeroed();
-    // SAFETY: the adapter's context is open; the call fills the attributes it was given (plain
-    // old data, zeroed first).
-    (unsafe { ffi::ibv_query_port(adapter.inner.ctx, 1, port.as_mut_ptr()) } == 0)
-        // SAFETY: zeroed, then filled by the call.
-        .then(|| unsafe { port.assume_init() }.max_msg_sz)
+    // SAFETY: the adapter's context is open; the call fills the attributes it was given, which
+    // are plain old data, zeroed first, so initialised whatever it wrote.
+    let (status, port) = unsafe {
+        (
+            ffi::ibv_query_port(adapter.inner.ctx, 1, port.as_mut_ptr()),
+            port.assume_init(),
+        )
+    };
+    (status == 0).then_some(port.max_msg_sz)
 }
 
 /// A verbs memory registration of an IND2MemoryRegion (`registration.rs`).
@@ -900,14 +904,53 @@ mod tests {
         }
     }
 
-    fn probe() -> (*mut c_void, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    /// A pointer to a Probe object as its caller holds it: made only by [`probe`], so always a
+    /// `Com<Probe>` shell (never freed), through which every call is answered, live or released.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct ProbePtr(usize);
+
+    impl ProbePtr {
+        fn raw(self) -> *mut c_void {
+            self.0 as *mut c_void
+        }
+
+        fn add_ref(self) -> u32 {
+            // SAFETY: a Com<Probe> shell (ProbePtr's rule).
+            unsafe { add_ref::<Probe>(self.raw()) }
+        }
+
+        fn release(self) -> u32 {
+            // SAFETY: as above.
+            unsafe { release::<Probe>(self.raw()) }
+        }
+
+        /// QueryInterface for IUnknown: its code and out pointer.
+        fn query_unknown(self) -> (HResult, *mut c_void) {
+            let mut out = std::ptr::null_mut();
+            // SAFETY: as above; a live local out pointer and a static IID.
+            let hr = unsafe { query_interface::<Probe>(self.raw(), &iids::IID_IUnknown, &mut out) };
+            (hr, out)
+        }
+
+        fn this(self) -> Result<Held<'static, Probe>, HResult> {
+            // SAFETY: as above (shells live for the program).
+            unsafe { this::<Probe>(self.raw()) }
+        }
+
+        fn arg(self) -> Result<Arc<Probe>, HResult> {
+            // SAFETY: as above.
+            unsafe { arg::<Probe>(self.raw()) }
+        }
+    }
+
+    fn probe() -> (ProbePtr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
         let dropped = Arc::new(AtomicUsize::new(0));
         let released = Arc::new(AtomicUsize::new(0));
         let body = Probe {
             dropped: Arc::clone(&dropped),
             released: Arc::clone(&released),
         };
-        (Com::create(Arc::new(body)).cast(), dropped, released)
+        (ProbePtr(Com::create(Arc::new(body)) as usize), dropped, released)
     }
 
     fn live_shells() -> isize {
@@ -921,20 +964,13 @@ mod tests {
         for _ in 0..1000 {
             let (object, dropped, released) = probe();
             assert_eq!(live_shells(), before + 1);
-            // SAFETY: a live object of ours, one reference per AddRef or QueryInterface.
-            unsafe {
-                assert_eq!(add_ref::<Probe>(object), 2);
-                let mut out = std::ptr::null_mut();
-                assert_eq!(
-                    query_interface::<Probe>(object, &iids::IID_IUnknown, &mut out),
-                    ND_SUCCESS
-                );
-                assert_eq!(out, object);
-                assert_eq!(release::<Probe>(object), 2);
-                assert_eq!(release::<Probe>(object), 1);
-                assert_eq!(dropped.load(Ordering::SeqCst), 0);
-                assert_eq!(release::<Probe>(object), 0);
-            }
+            // One reference per AddRef or QueryInterface.
+            assert_eq!(object.add_ref(), 2);
+            assert_eq!(object.query_unknown(), (ND_SUCCESS, object.raw()));
+            assert_eq!(object.release(), 2);
+            assert_eq!(object.release(), 1);
+            assert_eq!(dropped.load(Ordering::SeqCst), 0);
+            assert_eq!(object.release(), 0);
             assert_eq!(
                 (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
                 (1, 1)
@@ -948,10 +984,10 @@ mod tests {
         let _serial = crate::liveness::serial_for_test();
         let before = live_shells();
         let (object, dropped, released) = probe();
-        // SAFETY: a live object of ours; its body is held by `held` (as a QP holds its CQ).
-        let held = unsafe { arg::<Probe>(object) }.unwrap();
-        // SAFETY: the caller's only reference.
-        assert_eq!(unsafe { release::<Probe>(object) }, 0);
+        // Its body is held by `held` (as a QP holds its CQ).
+        let held = object.arg().unwrap();
+        // The caller's only reference.
+        assert_eq!(object.release(), 0);
         assert_eq!(live_shells(), before);
         assert_eq!(
             (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
@@ -967,28 +1003,24 @@ mod tests {
         let before = live_shells();
         for _ in 0..50 {
             let (object, dropped, released) = probe();
-            let shared = object as usize;
             let threads: Vec<_> = (0..4)
                 .map(|_| {
-                    // Each thread gets a reference of its own before it starts (COM's rule).
-                    // SAFETY: live: the creator's reference is still held.
-                    unsafe { add_ref::<Probe>(shared as *mut c_void) };
+                    // Each thread gets a reference of its own before it starts (COM's rule):
+                    // the creator's is still held.
+                    object.add_ref();
                     std::thread::spawn(move || {
-                        let object = shared as *mut c_void;
+                        // This thread holds a reference while it calls.
                         for _ in 0..1000 {
-                            // SAFETY: this thread holds a reference while it calls.
-                            unsafe {
-                                add_ref::<Probe>(object);
-                                release::<Probe>(object);
-                            }
+                            object.add_ref();
+                            object.release();
                         }
-                        // SAFETY: gives back this thread's own reference.
-                        unsafe { release::<Probe>(object) };
+                        // Its own reference, given back.
+                        object.release();
                     })
                 })
                 .collect();
-            // SAFETY: the creator's reference, given back while the threads run.
-            unsafe { release::<Probe>(object) };
+            // The creator's reference, given back while the threads run.
+            object.release();
             for thread in threads {
                 thread.join().unwrap();
             }
@@ -1012,30 +1044,23 @@ mod tests {
     fn a_released_object_is_refused_until_its_shell_is_reused() {
         let _serial = crate::liveness::serial_for_test();
         let (object, _, released) = probe();
-        // SAFETY: the caller's only reference; afterwards the pointer is stale, which the
-        // module answers (shells are never freed).
-        unsafe {
-            assert_eq!(release::<Probe>(object), 0);
-            assert_eq!(released.load(Ordering::SeqCst), 1);
-            assert_eq!(this::<Probe>(object).err(), Some(ND_INVALID_HANDLE));
-            assert_eq!(add_ref::<Probe>(object), 0);
-            assert_eq!(release::<Probe>(object), 0);
-            let mut out = std::ptr::null_mut();
-            assert_eq!(
-                query_interface::<Probe>(object, &iids::IID_IUnknown, &mut out),
-                ND_INVALID_HANDLE
-            );
-            assert_eq!(released.load(Ordering::SeqCst), 1, "released once");
-        }
+        // The caller's only reference; afterwards the pointer is stale, which the module
+        // answers (shells are never freed).
+        assert_eq!(object.release(), 0);
+        assert_eq!(released.load(Ordering::SeqCst), 1);
+        assert_eq!(object.this().err(), Some(ND_INVALID_HANDLE));
+        assert_eq!(object.add_ref(), 0);
+        assert_eq!(object.release(), 0);
+        assert_eq!(object.query_unknown(), (ND_INVALID_HANDLE, std::ptr::null_mut()));
+        assert_eq!(released.load(Ordering::SeqCst), 1, "released once");
         // QUARANTINE more objects created and released one at a time reuse no shell: each
         // takes a new one, so the released object stays refused all along.
         for _ in 0..QUARANTINE {
             let (other, _, _) = probe();
             assert_ne!(other, object);
-            // SAFETY: its only reference.
-            unsafe { release::<Probe>(other) };
-            // SAFETY: stale, answered (above).
-            assert_eq!(unsafe { this::<Probe>(object) }.err(), Some(ND_INVALID_HANDLE));
+            other.release();
+            // Stale, answered (above).
+            assert_eq!(object.this().err(), Some(ND_INVALID_HANDLE));
         }
     }
 
@@ -1045,8 +1070,7 @@ mod tests {
         let key = Com::<Probe>::class_key();
         for _ in 0..(4 * QUARANTINE) {
             let (object, _, _) = probe();
-            // SAFETY: its only reference.
-            unsafe { release::<Probe>(object) };
+            object.release();
         }
         // One at a time: the pool holds the quarantine and the one just released.
         assert!(pooled(key) <= QUARANTINE + 1, "{} shells pooled", pooled(key));
@@ -1056,21 +1080,17 @@ mod tests {
     fn a_call_in_progress_keeps_the_object_through_the_last_release() {
         let _serial = crate::liveness::serial_for_test();
         let (object, dropped, released) = probe();
-        // SAFETY: live: the caller's reference.
-        let call = unsafe { this::<Probe>(object) }.unwrap();
-        // Another thread's last Release, while the call runs.
-        let shared = object as usize;
-        // SAFETY: the caller's only reference, given back on another thread.
-        std::thread::spawn(move || unsafe { release::<Probe>(shared as *mut c_void) })
-            .join()
-            .unwrap();
+        // Live: the caller's reference.
+        let call = object.this().unwrap();
+        // Another thread's last Release (the caller's only reference), while the call runs.
+        std::thread::spawn(move || object.release()).join().unwrap();
         assert_eq!(
             (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
             (0, 0),
             "the body is whole while the call holds it"
         );
-        // SAFETY: released by the caller: refused to new calls.
-        assert_eq!(unsafe { this::<Probe>(object) }.err(), Some(ND_INVALID_HANDLE));
+        // Released by the caller: refused to new calls.
+        assert_eq!(object.this().err(), Some(ND_INVALID_HANDLE));
         drop(call);
         assert_eq!(
             (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
@@ -1085,7 +1105,6 @@ mod tests {
         let before = live_shells();
         for _ in 0..200 {
             let (object, dropped, released) = probe();
-            let shared = object as usize;
             let start = Arc::new(std::sync::Barrier::new(4));
             let callers: Vec<_> = (0..3)
                 .map(|_| {
@@ -1094,8 +1113,8 @@ mod tests {
                         start.wait();
                         let mut refused = 0;
                         for _ in 0..200 {
-                            // SAFETY: the object may be released meanwhile: answered.
-                            match unsafe { this::<Probe>(shared as *mut c_void) } {
+                            // The object may be released meanwhile: answered.
+                            match object.this() {
                                 // The body is whole while held.
                                 Ok(body) => assert_eq!(body.released.load(Ordering::SeqCst), 0),
                                 Err(e) => {
@@ -1109,8 +1128,8 @@ mod tests {
                 })
                 .collect();
             start.wait();
-            // SAFETY: the only reference, given back while the calls run.
-            unsafe { release::<Probe>(object) };
+            // The only reference, given back while the calls run.
+            object.release();
             for caller in callers {
                 caller.join().unwrap();
             }
