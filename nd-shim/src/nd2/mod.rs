@@ -36,6 +36,15 @@
 //! Overlapped requests complete through `overlapped`; the Win32 handles they drive (events,
 //! completion ports, the adapter's overlapped files) are [`win32`]; who reads the adapters'
 //! completion channels (the waiting thread itself, or a relay thread) is `pump`.
+//!
+//! Unsafe code. This file is the COM base's boundary: the shells and counts, IUnknown's and
+//! IND2Overlapped's entries, the reading of C arguments (`this`, `arg`, `guid`,
+//! `read_sockaddr`, `bytes`, `out_bytes`, `sized_buffer`, `fill_out`), the IIDs'
+//! exports, and the connection objects' two raw verbs calls. The other C entries are
+//! `entry_connection` (provider, adapter, connector, listener) and `entry_data` (CQ, QP, SRQ, MR,
+//! MW); `support` (ndsupport.h), `thread_pool` (it calls the program's callbacks), `overlapped`,
+//! `doorbell`, `win32::calls` and `fuzzing` are the rest of the face's boundary. Every other child
+//! carries `#![forbid(unsafe_code)]` and is given its arguments read.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
