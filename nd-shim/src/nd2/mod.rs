@@ -1152,6 +1152,23 @@ mod tests {
     }
 
     #[test]
+    fn socket_addresses_read_back_as_written_and_short_ones_are_refused() {
+        let v6 = SocketAddr::V6(SocketAddrV6::new("fd00::1".parse().unwrap(), 4791, 7, 3));
+        for addr in ["198.18.0.1:4791".parse().unwrap(), v6] {
+            let bytes = crate::sys::sockaddr_bytes(addr);
+            assert_eq!(parse_sockaddr(&bytes), Ok(addr));
+            // Any alignment.
+            let shifted = [&[0u8][..], &bytes].concat();
+            assert_eq!(parse_sockaddr(&shifted[1..]), Ok(addr));
+            for short in 0..bytes.len() {
+                assert_eq!(parse_sockaddr(&bytes[..short]), Err(ND_INVALID_ADDRESS));
+            }
+        }
+        let unix = (libc::AF_UNIX as libc::sa_family_t).to_ne_bytes();
+        assert_eq!(parse_sockaddr(&[unix[0], unix[1], 0, 0]), Err(ND_INVALID_ADDRESS));
+    }
+
+    #[test]
     fn null_and_foreign_pointers_are_refused_by_kind() {
         let foreign: [usize; 3] = [0x1234, 1, 0];
         let foreign = foreign.as_ptr().cast_mut().cast::<c_void>();
