@@ -916,11 +916,15 @@ mod tests {
     /// A pointer to a Probe object as its caller holds it: made only by [`probe`], so always a
     /// `Com<Probe>` shell (never freed), through which every call is answered, live or released.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    struct ProbePtr(usize);
+    struct ProbePtr(*mut c_void);
+
+    // SAFETY: a COM object's pointer is shared across threads by design (its counts are atomic,
+    // its body Send + Sync).
+    unsafe impl Send for ProbePtr {}
 
     impl ProbePtr {
         fn raw(self) -> *mut c_void {
-            self.0 as *mut c_void
+            self.0
         }
 
         fn add_ref(self) -> u32 {
@@ -959,7 +963,7 @@ mod tests {
             dropped: Arc::clone(&dropped),
             released: Arc::clone(&released),
         };
-        (ProbePtr(Com::create(Arc::new(body)) as usize), dropped, released)
+        (ProbePtr(Com::create(Arc::new(body)).cast()), dropped, released)
     }
 
     fn live_shells() -> isize {
