@@ -3,7 +3,8 @@
 //! the adapter's helpers the other objects use. The IND2Adapter interface, which makes every
 //! object, is `ind2_adapter.rs`.
 
-use std::ffi::c_void;
+#![forbid(unsafe_code)]
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use super::notify::NotifyChannel;
 use super::registration::DeferredRegions;
 use super::requests::Requests;
 use super::win32::{self, Handle, OverlappedFile};
-use super::{code, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_HANDLE, ND_INVALID_PARAMETER, ND_SUCCESS};
+use super::{code, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_HANDLE, ND_SUCCESS};
 use crate::Adapter;
 
 /// ND_VERSION_2, ND2_ADAPTER_INFO.InfoVersion.
@@ -64,6 +65,43 @@ const _: () = assert!(std::mem::size_of::<AdapterInfo2>() == 96);
 const _: () = assert!(std::mem::offset_of!(AdapterInfo2, max_initiator_sge) == 32);
 const _: () = assert!(std::mem::offset_of!(AdapterInfo2, adapter_flags) == 92);
 
+impl AdapterInfo2 {
+    /// The structure's bytes, as C reads it (native order, no padding).
+    pub(crate) fn to_bytes(self) -> [u8; std::mem::size_of::<AdapterInfo2>()] {
+        let mut bytes = [0u8; std::mem::size_of::<AdapterInfo2>()];
+        let fields: [&[u8]; 22] = [
+            &self.info_version.to_ne_bytes(),
+            &self.vendor_id.to_ne_bytes(),
+            &self.device_id.to_ne_bytes(),
+            &self.adapter_id.to_ne_bytes(),
+            &self.max_registration_size.to_ne_bytes(),
+            &self.max_window_size.to_ne_bytes(),
+            &self.max_initiator_sge.to_ne_bytes(),
+            &self.max_receive_sge.to_ne_bytes(),
+            &self.max_read_sge.to_ne_bytes(),
+            &self.max_transfer_length.to_ne_bytes(),
+            &self.max_inline_data_size.to_ne_bytes(),
+            &self.max_inbound_read_limit.to_ne_bytes(),
+            &self.max_outbound_read_limit.to_ne_bytes(),
+            &self.max_receive_queue_depth.to_ne_bytes(),
+            &self.max_initiator_queue_depth.to_ne_bytes(),
+            &self.max_shared_receive_queue_depth.to_ne_bytes(),
+            &self.max_completion_queue_depth.to_ne_bytes(),
+            &self.inline_request_threshold.to_ne_bytes(),
+            &self.large_request_threshold.to_ne_bytes(),
+            &self.max_caller_data.to_ne_bytes(),
+            &self.max_callee_data.to_ne_bytes(),
+            &self.adapter_flags.to_ne_bytes(),
+        ];
+        let mut at = 0;
+        for field in fields {
+            bytes[at..at + field.len()].copy_from_slice(field);
+            at += field.len();
+        }
+        bytes
+    }
+}
+
 /// What every object made from one adapter shares.
 pub(crate) struct AdapterBody {
     pub(super) adapter: Adapter,
@@ -103,13 +141,8 @@ impl AdapterBody {
         let adapter = Adapter::open(ip).map_err(code)?;
         let notify = NotifyChannel::new(&adapter)?;
         let limits = adapter.query();
-        // SAFETY: plain old data, filled by the call.
-        let mut port: ffi::ibv_port_attr = unsafe { std::mem::zeroed() };
-        // SAFETY: the adapter's context is open; rxe has one port, number 1.
-        let max_transfer = match unsafe { ffi::ibv_query_port(adapter.inner.ctx, 1, &mut port) } {
-            0 => port.max_msg_sz,
-            _ => u32::try_from(limits.max_registration_size).unwrap_or(u32::MAX),
-        };
+        let max_transfer = super::max_message_size(&adapter)
+            .unwrap_or_else(|| u32::try_from(limits.max_registration_size).unwrap_or(u32::MAX));
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         let max_inline = max_inline_data(&adapter, limits.max_initiator_sge);
         let info = AdapterInfo2 {
@@ -219,43 +252,38 @@ pub(super) fn rdma_addresses_where(keep: impl Fn(*mut ffi::ibv_context) -> bool)
     found
 }
 
-/// Writes `list` as a SOCKET_ADDRESS_LIST into the caller's buffer: the list, then the
-/// sockaddrs it points to. A short buffer is untouched: ND_BUFFER_OVERFLOW with the size.
-///
-/// # Safety
-/// `len` is NULL or valid for a size; `buffer` is NULL or writable for `*len` bytes.
-pub(super) unsafe fn write_address_list(addrs: &[SocketAddr], buffer: *mut c_void, len: *mut usize) -> HResult {
-    if len.is_null() {
-        return ND_INVALID_PARAMETER;
-    }
+/// Writes `addrs` as a SOCKET_ADDRESS_LIST into the caller's buffer: the list, then the
+/// sockaddrs it points to (at their addresses in `buffer`). A short buffer is untouched:
+/// ND_BUFFER_OVERFLOW. Either way the size needed comes back.
+pub(super) fn write_address_list(addrs: &[SocketAddr], buffer: &mut [u8]) -> (usize, HResult) {
     const HEADER: usize = 8; // INT iAddressCount, padded to SOCKET_ADDRESS's alignment
     const ENTRY: usize = 16; // { struct sockaddr *lpSockaddr; INT iSockaddrLength; }
     let encoded: Vec<Vec<u8>> = addrs.iter().map(|a| crate::sys::sockaddr_bytes(*a)).collect();
     let slot = |b: &Vec<u8>| b.len().next_multiple_of(8);
     let need = HEADER + ENTRY * addrs.len().max(1) + encoded.iter().map(slot).sum::<usize>();
-    // SAFETY: non-NULL, readable and writable (the caller's promise).
-    let have = unsafe { len.read() };
-    // SAFETY: as above.
-    unsafe { len.write(need) };
-    if buffer.is_null() || have < need {
-        return ND_BUFFER_OVERFLOW;
+    let base = buffer.as_ptr() as usize;
+    let Some(buffer) = buffer.get_mut(..need) else {
+        return (need, ND_BUFFER_OVERFLOW);
+    };
+    buffer.fill(0);
+    buffer[..4].copy_from_slice(&(addrs.len() as i32).to_ne_bytes());
+    let mut data = HEADER + ENTRY * addrs.len().max(1);
+    for (i, bytes) in encoded.iter().enumerate() {
+        let entry = HEADER + ENTRY * i;
+        buffer[data..data + bytes.len()].copy_from_slice(bytes);
+        buffer[entry..entry + 8].copy_from_slice(&(base + data).to_ne_bytes());
+        buffer[entry + 8..entry + 12].copy_from_slice(&(bytes.len() as i32).to_ne_bytes());
+        data += slot(bytes);
     }
-    let base = buffer.cast::<u8>();
-    // SAFETY: `need` bytes are writable at `base` (checked); unaligned writes, as the caller's
-    // buffer may be any byte array.
-    unsafe {
-        std::ptr::write_bytes(base, 0, need);
-        base.cast::<i32>().write_unaligned(addrs.len() as i32);
-        let mut data = HEADER + ENTRY * addrs.len().max(1);
-        for (i, bytes) in encoded.iter().enumerate() {
-            let entry = base.add(HEADER + ENTRY * i);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(data), bytes.len());
-            entry.cast::<*mut u8>().write_unaligned(base.add(data));
-            entry.add(8).cast::<i32>().write_unaligned(bytes.len() as i32);
-            data += slot(bytes);
-        }
-    }
-    ND_SUCCESS
+    (need, ND_SUCCESS)
+}
+
+/// [`write_address_list`] with ND2's 32-bit size: `*len` is the buffer's, and becomes the size
+/// needed.
+pub(super) fn write_address_list_sized(addrs: &[SocketAddr], buffer: &mut [u8], len: &mut u32) -> HResult {
+    let (need, hr) = write_address_list(addrs, buffer);
+    *len = u32::try_from(need).unwrap_or(u32::MAX);
+    hr
 }
 
 #[cfg(test)]
@@ -265,21 +293,48 @@ mod tests {
     #[test]
     fn address_list_probe_then_fill() {
         let addrs: Vec<SocketAddr> = vec!["198.18.0.1:0".parse().unwrap(), "[fd00::1]:0".parse().unwrap()];
-        let mut len = 0usize;
-        // SAFETY: a NULL buffer with a live size.
-        let probe = unsafe { write_address_list(&addrs, std::ptr::null_mut(), &mut len) };
+        let (len, probe) = write_address_list(&addrs, &mut []);
         assert_eq!(probe, ND_BUFFER_OVERFLOW);
         assert_eq!(len, 8 + 2 * 16 + 16 + 32);
-        let mut buffer = vec![0u64; len / 8];
-        // SAFETY: `len` bytes of a live buffer.
-        let filled = unsafe { write_address_list(&addrs, buffer.as_mut_ptr().cast(), &mut len) };
-        assert_eq!(filled, ND_SUCCESS);
-        let base = buffer.as_ptr() as usize;
+        let mut bytes = vec![0u8; len];
+        let short = len as u32 - 1;
+        let mut size = short;
+        assert_eq!(
+            write_address_list_sized(&addrs, &mut bytes[..short as usize], &mut size),
+            ND_BUFFER_OVERFLOW
+        );
+        assert_eq!((size as usize, bytes.iter().all(|b| *b == 0)), (len, true), "untouched");
+        assert_eq!(write_address_list(&addrs, &mut bytes), (len, ND_SUCCESS));
+        let base = bytes.as_ptr() as usize;
+        let buffer: Vec<u64> = bytes
+            .chunks(8)
+            .map(|w| u64::from_ne_bytes(w.try_into().unwrap()))
+            .collect();
         assert_eq!(buffer[0] as u32, 2);
         assert_eq!(buffer[1] as usize, base + 8 + 32);
         assert_eq!(buffer[2] as u32, 16);
         assert_eq!(buffer[3] as usize, base + 8 + 32 + 16);
         assert_eq!(buffer[4] as u32, 28);
+    }
+
+    #[test]
+    fn adapter_info_bytes_are_the_c_layout() {
+        let info = AdapterInfo2 {
+            info_version: ND_VERSION_2,
+            adapter_id: 0x0102_0304_0506_0708,
+            max_initiator_sge: 32,
+            adapter_flags: 0x101,
+            ..AdapterInfo2::default()
+        };
+        let bytes = info.to_bytes();
+        let word = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!(word(0), ND_VERSION_2);
+        assert_eq!(
+            u64::from_ne_bytes(bytes[8..16].try_into().unwrap()),
+            0x0102_0304_0506_0708
+        );
+        assert_eq!(word(std::mem::offset_of!(AdapterInfo2, max_initiator_sge)), 32);
+        assert_eq!(word(std::mem::offset_of!(AdapterInfo2, adapter_flags)), 0x101);
     }
 
     #[test]

@@ -36,16 +36,27 @@
 //! Overlapped requests complete through `overlapped`; the Win32 handles they drive (events,
 //! completion ports, the adapter's overlapped files) are [`win32`]; who reads the adapters'
 //! completion channels (the waiting thread itself, or a relay thread) is `pump`.
+//!
+//! Unsafe code. This file is the COM base's boundary: the shells and counts, IUnknown's and
+//! IND2Overlapped's entries, the reading of C arguments (`this`, `arg`, `guid`,
+//! `read_sockaddr`, `bytes`, `out_bytes`, `sized_buffer`, `fill_out`), the IIDs'
+//! exports, and the connection objects' two raw verbs calls. The other C entries are
+//! `entry_connection` (provider, adapter, connector, listener) and `entry_data` (CQ, QP, SRQ, MR,
+//! MW); `support` (ndsupport.h), `thread_pool` (it calls the program's callbacks), `overlapped`,
+//! `doorbell`, `win32::calls` and `fuzzing` are the rest of the face's boundary. Every other child
+//! carries `#![forbid(unsafe_code)]` and is given its arguments read.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use rdma_mummy_sys as ffi;
+
 use crate::status::NdStatus;
-use crate::sys;
+use crate::Adapter;
 
 mod adapter;
 mod cq;
@@ -55,7 +66,6 @@ mod entry_data;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-mod iids;
 mod ind2_adapter;
 mod ind2_connector;
 mod ind2_listener;
@@ -114,6 +124,208 @@ fn code(status: NdStatus) -> HResult {
     status.0
 }
 
+/// GUIDs, and the IIDs of `ndspi.h` defined once here: the headers declare them `extern`, so
+/// every program that links `-lnd_shim` shares these (as it would link uuid.lib on Windows).
+/// Exported statics are unsafe code to the compiler (`#[no_mangle]`): they live in this
+/// boundary file.
+#[allow(non_upper_case_globals)] // the C names of the headers
+mod iids {
+    /// GUID / IID, in the layout of `ndwinbase.h`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Guid {
+        pub data1: u32,
+        pub data2: u16,
+        pub data3: u16,
+        pub data4: [u8; 8],
+    }
+
+    impl Guid {
+        pub const fn new(data1: u32, data2: u16, data3: u16, data4: [u8; 8]) -> Guid {
+            Guid {
+                data1,
+                data2,
+                data3,
+                data4,
+            }
+        }
+    }
+
+    #[no_mangle]
+    pub static IID_IUnknown: Guid = Guid::new(0x0000_0000, 0x0000, 0x0000, [0xc0, 0, 0, 0, 0, 0, 0, 0x46]);
+    #[no_mangle]
+    pub static IID_IND2Overlapped: Guid = Guid::new(
+        0xabf72719,
+        0xb016,
+        0x4a40,
+        [0xa6, 0xf7, 0x62, 0x27, 0x91, 0xa7, 0x04, 0x4c],
+    );
+    #[no_mangle]
+    pub static IID_IND2CompletionQueue: Guid = Guid::new(
+        0x20cc445e,
+        0x64a0,
+        0x4cbb,
+        [0xaa, 0x75, 0xf6, 0xa7, 0x25, 0x1f, 0xda, 0x9e],
+    );
+    #[no_mangle]
+    pub static IID_IND2SharedReceiveQueue: Guid = Guid::new(
+        0xaabd67dc,
+        0x459a,
+        0x4db1,
+        [0x82, 0x6b, 0x56, 0xcf, 0xcc, 0x27, 0x88, 0x83],
+    );
+    #[no_mangle]
+    pub static IID_IND2MemoryWindow: Guid = Guid::new(
+        0x070fe1f5,
+        0x0ab5,
+        0x4361,
+        [0x88, 0xdb, 0x97, 0x4b, 0xa7, 0x04, 0xd4, 0xb9],
+    );
+    #[no_mangle]
+    pub static IID_IND2MemoryRegion: Guid = Guid::new(
+        0x55dfea2f,
+        0xbc56,
+        0x4982,
+        [0x8a, 0x45, 0x03, 0x01, 0xbe, 0x46, 0xc4, 0x13],
+    );
+    #[no_mangle]
+    pub static IID_IND2QueuePair: Guid = Guid::new(
+        0xeef2f332,
+        0xb75d,
+        0x4063,
+        [0xbc, 0xe3, 0x3a, 0x0b, 0xad, 0x2d, 0x02, 0xce],
+    );
+    #[no_mangle]
+    pub static IID_IND2Connector: Guid = Guid::new(
+        0x7dd615c4,
+        0x6b4c,
+        0x4866,
+        [0x95, 0x0c, 0xf3, 0xb1, 0xd2, 0x5a, 0x53, 0x02],
+    );
+    #[no_mangle]
+    pub static IID_IND2Listener: Guid = Guid::new(
+        0x65d23d83,
+        0x3a57,
+        0x4e02,
+        [0x86, 0xa4, 0x35, 0x01, 0x65, 0xc2, 0xd1, 0x30],
+    );
+    #[no_mangle]
+    pub static IID_IND2Adapter: Guid = Guid::new(
+        0xd89c798c,
+        0x4823,
+        0x4d69,
+        [0x84, 0x6c, 0xdf, 0xdc, 0xcf, 0xf9, 0xe5, 0xf3],
+    );
+    #[no_mangle]
+    pub static IID_IND2Provider: Guid = Guid::new(
+        0x49eae6c1,
+        0x76c4,
+        0x46d0,
+        [0x80, 0x03, 0x5c, 0x2e, 0xaa, 0x2c, 0x9a, 0x8e],
+    );
+
+    // COM's class factory, what DllGetClassObject gives.
+    #[no_mangle]
+    pub static IID_IClassFactory: Guid = Guid::new(
+        0x00000001,
+        0x0000,
+        0x0000,
+        [0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46],
+    );
+    /// nd-shim's provider class (ndsupport.h): the CLSID DllGetClassObject answers.
+    #[no_mangle]
+    pub static CLSID_NdShimProvider: Guid = Guid::new(
+        0x1369fba5,
+        0x7c7a,
+        0x41c8,
+        [0xa9, 0xe1, 0xe9, 0xa7, 0xa4, 0x62, 0x72, 0x41],
+    );
+
+    // ND1's IIDs (ndspi.h's ND1 half): declared so that ND1 fallbacks link; no object has them,
+    // but the memory window's, which is IID_IND2MemoryWindow's value.
+    #[no_mangle]
+    pub static IID_INDOverlapped: Guid = Guid::new(
+        0xc859e15e,
+        0x75e2,
+        0x4fe3,
+        [0x8d, 0x6d, 0x0d, 0xff, 0x36, 0xf0, 0x24, 0x42],
+    );
+    #[no_mangle]
+    pub static IID_INDCompletionQueue: Guid = Guid::new(
+        0x1245a633,
+        0x2a32,
+        0x473a,
+        [0x83, 0x0c, 0xe0, 0x5d, 0x1f, 0x86, 0x9d, 0x02],
+    );
+    #[no_mangle]
+    pub static IID_INDMemoryWindow: Guid = Guid::new(
+        0x070fe1f5,
+        0x0ab5,
+        0x4361,
+        [0x88, 0xdb, 0x97, 0x4b, 0xa7, 0x04, 0xd4, 0xb9],
+    );
+    #[no_mangle]
+    pub static IID_INDEndpoint: Guid = Guid::new(
+        0xdbd00eab,
+        0xb679,
+        0x44a9,
+        [0xbd, 0x65, 0xe8, 0x2f, 0x3d, 0xe1, 0x2d, 0x1a],
+    );
+    #[no_mangle]
+    pub static IID_INDConnector: Guid = Guid::new(
+        0x1bcaf2d1,
+        0xe274,
+        0x4aeb,
+        [0xac, 0x57, 0xcd, 0x5d, 0x43, 0x76, 0xe0, 0xb7],
+    );
+    #[no_mangle]
+    pub static IID_INDListen: Guid = Guid::new(
+        0xbb902588,
+        0xba3f,
+        0x4441,
+        [0x9f, 0xe1, 0x3b, 0x67, 0x95, 0xe4, 0xe6, 0x68],
+    );
+    #[no_mangle]
+    pub static IID_INDAdapter: Guid = Guid::new(
+        0xa023c5a0,
+        0x5b73,
+        0x43bc,
+        [0x8d, 0x20, 0x33, 0xaa, 0x07, 0xe9, 0x51, 0x0f],
+    );
+    #[no_mangle]
+    pub static IID_INDProvider: Guid = Guid::new(
+        0x0c5dd316,
+        0x5fdf,
+        0x47e6,
+        [0xb2, 0xd0, 0x2a, 0x6e, 0xda, 0x8d, 0x39, 0xdd],
+    );
+
+    // The exports above, at the version node ND_SHIM_0 (crate::exports).
+    crate::exports::version_node!(
+        "IID_IUnknown",
+        "IID_IND2Overlapped",
+        "IID_IND2CompletionQueue",
+        "IID_IND2SharedReceiveQueue",
+        "IID_IND2MemoryWindow",
+        "IID_IND2MemoryRegion",
+        "IID_IND2QueuePair",
+        "IID_IND2Connector",
+        "IID_IND2Listener",
+        "IID_IND2Adapter",
+        "IID_IND2Provider",
+        "IID_IClassFactory",
+        "CLSID_NdShimProvider",
+        "IID_INDOverlapped",
+        "IID_INDCompletionQueue",
+        "IID_INDMemoryWindow",
+        "IID_INDEndpoint",
+        "IID_INDConnector",
+        "IID_INDListen",
+        "IID_INDAdapter",
+        "IID_INDProvider",
+    );
+}
+
 /// A class of COM object: its vtable and the IIDs it answers, most derived last.
 pub(crate) trait Class: Send + Sync + Sized + 'static {
     type Vtbl: 'static;
@@ -169,7 +381,7 @@ impl<T: Class> Com<T> {
     }
 
     /// A new object with one reference, as a raw pointer for the caller.
-    fn create(body: Arc<T>) -> *mut Com<T> {
+    pub(crate) fn create(body: Arc<T>) -> *mut Com<T> {
         crate::liveness::object_created();
         #[cfg(test)]
         LIVE_SHELLS.fetch_add(1, Ordering::Relaxed);
@@ -219,7 +431,7 @@ impl<T: Class> Com<T> {
     /// drops, even if another thread makes the last Release meanwhile (the guard's drop is
     /// then the last). A released object is ND_INVALID_HANDLE.
     #[inline]
-    fn hold(&self) -> Result<Held<'_, T>, HResult> {
+    pub(crate) fn hold(&self) -> Result<Held<'_, T>, HResult> {
         // One atomic add (the common case: a live object); on a released one the count is
         // taken back (which may finish the release a racing call began).
         if self.refs.fetch_add(ONE_CALL, Ordering::Acquire) & REFERENCES == 0 {
@@ -278,13 +490,15 @@ impl<T: Class> Com<T> {
     }
 
     /// A strong reference to the body, for objects (and calls) that must keep this one alive.
-    fn arc(&self) -> Result<Arc<T>, HResult> {
+    pub(crate) fn arc(&self) -> Result<Arc<T>, HResult> {
         let held = self.hold()?;
         let body = held.body;
-        // SAFETY: the pointer came from Arc::into_raw and the object holds that count while held.
-        unsafe { Arc::increment_strong_count(body) };
-        // SAFETY: the count just taken is handed to the new Arc.
-        Ok(unsafe { Arc::from_raw(body) })
+        // SAFETY: the pointer came from Arc::into_raw and the object holds that count while held;
+        // the count taken is handed to the new Arc.
+        Ok(unsafe {
+            Arc::increment_strong_count(body);
+            Arc::from_raw(body)
+        })
     }
 }
 
@@ -321,17 +535,18 @@ impl<T: Class> Drop for Held<'_, T> {
 /// `ptr` is NULL or points to at least a pointer's worth of readable memory; if its first word
 /// is `T`'s vtable, it is a `Com<T>` made by this module (live or released: shells are never
 /// freed).
-unsafe fn object<'a, T: Class>(ptr: *mut c_void) -> Result<&'a Com<T>, HResult> {
+pub(crate) unsafe fn object<'a, T: Class>(ptr: *mut c_void) -> Result<&'a Com<T>, HResult> {
     if ptr.is_null() {
         return Err(ND_INVALID_HANDLE);
     }
-    // SAFETY: non-NULL and readable for one pointer (the caller's promise).
-    let vtbl = unsafe { ptr.cast::<*const T::Vtbl>().read() };
-    if !std::ptr::eq(vtbl, T::VTBL) {
-        return Err(ND_INVALID_HANDLE);
+    // SAFETY: non-NULL and readable for one pointer (the caller's promise); when that word is
+    // T's vtable, it is a Com<T> of ours, whose memory is never freed.
+    unsafe {
+        if !std::ptr::eq(ptr.cast::<*const T::Vtbl>().read(), T::VTBL) {
+            return Err(ND_INVALID_HANDLE);
+        }
+        Ok(&*ptr.cast::<Com<T>>())
     }
-    // SAFETY: the vtable says it is a Com<T> of ours, and its memory is never freed.
-    Ok(unsafe { &*ptr.cast::<Com<T>>() })
 }
 
 /// The body behind a `this` pointer, held for the call: ND_INVALID_HANDLE if the object was
@@ -339,7 +554,7 @@ unsafe fn object<'a, T: Class>(ptr: *mut c_void) -> Result<&'a Com<T>, HResult> 
 ///
 /// # Safety
 /// As [`object`].
-unsafe fn this<'a, T: Class>(ptr: *mut c_void) -> Result<Held<'a, T>, HResult> {
+pub(crate) unsafe fn this<'a, T: Class>(ptr: *mut c_void) -> Result<Held<'a, T>, HResult> {
     // SAFETY: forwarded.
     unsafe { object::<T>(ptr)? }.hold()
 }
@@ -349,27 +564,27 @@ unsafe fn this<'a, T: Class>(ptr: *mut c_void) -> Result<Held<'a, T>, HResult> {
 ///
 /// # Safety
 /// As [`object`].
-unsafe fn arg<T: Class>(ptr: *mut c_void) -> Result<Arc<T>, HResult> {
+pub(crate) unsafe fn arg<T: Class>(ptr: *mut c_void) -> Result<Arc<T>, HResult> {
     // SAFETY: forwarded.
     let object = unsafe { object::<T>(ptr) }.map_err(|_| ND_INVALID_PARAMETER)?;
     object.arc().map_err(|_| ND_INVALID_PARAMETER)
 }
 
 /// IUnknown::QueryInterface for `T`.
-unsafe extern "C" fn query_interface<T: Class>(this: *mut c_void, iid: *const Guid, out: *mut *mut c_void) -> HResult {
+pub(crate) unsafe extern "C" fn query_interface<T: Class>(
+    this: *mut c_void,
+    iid: *const Guid,
+    out: *mut *mut c_void,
+) -> HResult {
     hr_boundary("QueryInterface", || {
-        if out.is_null() {
-            return Err(E_POINTER);
-        }
-        // SAFETY: out is non-NULL and writable (the caller's promise); NULL on every failure.
-        unsafe { out.write(std::ptr::null_mut()) };
-        // SAFETY: the caller's object.
-        let object = unsafe { object::<T>(this)? };
-        if iid.is_null() {
-            return Err(E_POINTER);
-        }
-        // SAFETY: non-NULL, a GUID (the caller's promise).
-        let iid = unsafe { iid.read_unaligned() };
+        // SAFETY: `out` is NULL or writable, `iid` NULL or a GUID, `this` the caller's object
+        // (the caller's promises).
+        let (out, object, iid) = unsafe { (out.as_mut(), object::<T>(this), guid(iid)) };
+        // NULL on every failure.
+        let out = out.ok_or(E_POINTER)?;
+        *out = std::ptr::null_mut();
+        let object = object?;
+        let iid = iid.ok_or(E_POINTER)?;
         if !T::IIDS.iter().any(|known| **known == iid) {
             return Err(E_NOINTERFACE);
         }
@@ -390,13 +605,12 @@ unsafe extern "C" fn query_interface<T: Class>(this: *mut c_void, iid: *const Gu
                 Err(now) => refs = now,
             }
         }
-        // SAFETY: as above.
-        unsafe { out.write(this) };
+        *out = this;
         Ok(ND_SUCCESS)
     })
 }
 
-unsafe extern "C" fn add_ref<T: Class>(this: *mut c_void) -> u32 {
+pub(crate) unsafe extern "C" fn add_ref<T: Class>(this: *mut c_void) -> u32 {
     boundary("AddRef", 0, || {
         // SAFETY: the caller's object.
         let Ok(object) = (unsafe { object::<T>(this) }) else {
@@ -417,7 +631,7 @@ unsafe extern "C" fn add_ref<T: Class>(this: *mut c_void) -> u32 {
     })
 }
 
-unsafe extern "C" fn release<T: Class>(this: *mut c_void) -> u32 {
+pub(crate) unsafe extern "C" fn release<T: Class>(this: *mut c_void) -> u32 {
     boundary("Release", 0, || {
         // SAFETY: the caller's object.
         let Ok(object) = (unsafe { object::<T>(this) }) else {
@@ -445,27 +659,30 @@ unsafe extern "C" fn release<T: Class>(this: *mut c_void) -> u32 {
     })
 }
 
-/// Writes a new object to a `VOID**` out-parameter after checking the IID the caller asked for.
-///
-/// # Safety
-/// `iid` is NULL or a GUID; `out` is NULL or writable for one pointer.
-unsafe fn give<T: Class>(
-    iid: *const Guid,
-    out: *mut *mut c_void,
+/// Writes a new object to a `VOID**` out-parameter after checking the IID the caller asked for
+/// (a NULL IID or out pointer is ND_INVALID_PARAMETER).
+pub(crate) fn give<T: Class>(
+    iid: Option<Guid>,
+    out: Option<&mut *mut c_void>,
     body: impl FnOnce() -> Result<T, HResult>,
 ) -> Result<HResult, HResult> {
-    if out.is_null() || iid.is_null() {
+    let (Some(out), Some(iid)) = (out, iid) else {
         return Err(ND_INVALID_PARAMETER);
-    }
-    // SAFETY: non-NULL, a GUID (the caller's promise).
-    let iid = unsafe { iid.read_unaligned() };
+    };
     if !T::IIDS.iter().any(|known| **known == iid) {
         return Err(E_NOINTERFACE);
     }
-    let object = Com::create(Arc::new(body()?));
-    // SAFETY: non-NULL, writable (the caller's promise).
-    unsafe { out.write(object.cast()) };
+    *out = Com::create(Arc::new(body()?)).cast();
     Ok(ND_SUCCESS)
+}
+
+/// A GUID argument: NULL is `None`.
+///
+/// # Safety
+/// `guid` is NULL or readable for a GUID (any alignment).
+pub(crate) unsafe fn guid(guid: *const Guid) -> Option<Guid> {
+    // SAFETY: non-NULL, readable (the caller's promise); unaligned, as C may pass bytes.
+    (!guid.is_null()).then(|| unsafe { guid.read_unaligned() })
 }
 
 /// A socket address from C: NULL is ND_INVALID_PARAMETER; a length too short for its family, or
@@ -473,35 +690,49 @@ unsafe fn give<T: Class>(
 ///
 /// # Safety
 /// `addr` is NULL or readable for `len` bytes.
-unsafe fn read_sockaddr(addr: *const libc::sockaddr, len: usize) -> Result<SocketAddr, HResult> {
+pub(crate) unsafe fn read_sockaddr(addr: *const libc::sockaddr, len: usize) -> Result<SocketAddr, HResult> {
     if addr.is_null() {
         return Err(ND_INVALID_PARAMETER);
     }
-    if len < std::mem::size_of::<libc::sa_family_t>() {
+    // SAFETY: non-NULL and readable for `len` bytes (the caller's promise).
+    parse_sockaddr(unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), len) })
+}
+
+/// The socket address a C `struct sockaddr` of `bytes.len()` bytes holds (any alignment):
+/// [`read_sockaddr`]'s rules after the NULL check.
+pub(crate) fn parse_sockaddr(bytes: &[u8]) -> Result<SocketAddr, HResult> {
+    let word = |at: usize| u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let Some(&family) = bytes.first_chunk::<2>() else {
         return Err(ND_INVALID_ADDRESS);
-    }
-    // SAFETY: at least the family is readable (checked length); unaligned, as C may pass bytes.
-    let family = unsafe { std::ptr::addr_of!((*addr).sa_family).read_unaligned() };
-    let need = match i32::from(family) {
+    };
+    let family = i32::from(libc::sa_family_t::from_ne_bytes(family));
+    let need = match family {
         libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
         libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
         _ => return Err(ND_INVALID_ADDRESS),
     };
-    if len < need {
+    if bytes.len() < need {
         return Err(ND_INVALID_ADDRESS);
     }
-    // SAFETY: all zeroes is a valid sockaddr_storage.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    // SAFETY: `need` bytes are readable (checked) and fit in the storage.
-    unsafe { std::ptr::copy_nonoverlapping(addr.cast::<u8>(), std::ptr::addr_of_mut!(storage).cast::<u8>(), need) };
-    sys::from_sockaddr(&storage).ok_or(ND_INVALID_ADDRESS)
+    // sin_port / sin6_port in network order; sin6_flowinfo and sin6_scope_id as stored.
+    let port = u16::from_be_bytes([bytes[2], bytes[3]]);
+    Ok(if family == libc::AF_INET {
+        SocketAddr::V4(SocketAddrV4::new(
+            Ipv4Addr::new(bytes[4], bytes[5], bytes[6], bytes[7]),
+            port,
+        ))
+    } else {
+        let mut ip = [0u8; 16];
+        ip.copy_from_slice(&bytes[8..24]);
+        SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::from(ip), port, word(4), word(24)))
+    })
 }
 
 /// A byte slice from a C pointer and length: NULL is allowed only with length 0.
 ///
 /// # Safety
 /// `data` is NULL or readable for `len` bytes for the returned lifetime.
-unsafe fn bytes<'a>(data: *const c_void, len: usize) -> Result<&'a [u8], HResult> {
+pub(crate) unsafe fn bytes<'a>(data: *const c_void, len: usize) -> Result<&'a [u8], HResult> {
     match (data.is_null(), len) {
         (_, 0) => Ok(&[]),
         (true, _) => Err(ND_INVALID_PARAMETER),
@@ -510,29 +741,57 @@ unsafe fn bytes<'a>(data: *const c_void, len: usize) -> Result<&'a [u8], HResult
     }
 }
 
+/// A caller's buffer to fill: NULL (or a length of 0) is an empty slice.
+///
+/// # Safety
+/// `buffer` is NULL or writable for `len` bytes for the returned lifetime, which nothing else
+/// reaches meanwhile.
+pub(crate) unsafe fn out_bytes<'a>(buffer: *mut c_void, len: usize) -> &'a mut [u8] {
+    match (buffer.is_null(), len) {
+        (true, _) | (_, 0) => &mut [],
+        // SAFETY: non-NULL and writable for `len` bytes (the caller's promise).
+        (false, len) => unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), len) },
+    }
+}
+
+/// ND2's buffer and size pair (`*len` bytes in, the size needed out): the size, and the buffer
+/// as [`out_bytes`] gives it; `None` when `len` is NULL.
+///
+/// # Safety
+/// `len` is NULL or valid for a u32; `buffer` is NULL or writable for `*len` bytes; neither is
+/// reached otherwise for the returned lifetime.
+pub(crate) unsafe fn sized_buffer<'a>(buffer: *mut c_void, len: *mut u32) -> Option<(&'a mut u32, &'a mut [u8])> {
+    // SAFETY: the caller's promises.
+    unsafe {
+        let len = len.as_mut()?;
+        let buffer = out_bytes(buffer, *len as usize);
+        Some((len, buffer))
+    }
+}
+
 /// ND2's "fill a caller's buffer" rule for addresses and private data: `*len` in, the required
 /// size out; the filler decides what a short buffer gets.
 ///
 /// # Safety
-/// `len` is NULL or valid for a u32; `buffer` is NULL or writable for `*len` bytes.
-unsafe fn fill_out(
+/// As [`sized_buffer`].
+pub(crate) unsafe fn fill_out(
     buffer: *mut c_void,
     len: *mut u32,
     fill: impl FnOnce(&mut [u8]) -> Result<crate::BufferFill, NdStatus>,
 ) -> Result<HResult, HResult> {
-    if len.is_null() {
-        return Err(ND_INVALID_PARAMETER);
-    }
-    // SAFETY: non-NULL, readable (the caller's promise).
-    let have = unsafe { len.read() } as usize;
-    let buffer: &mut [u8] = match (buffer.is_null(), have) {
-        (true, _) | (_, 0) => &mut [],
-        // SAFETY: non-NULL and writable for `have` bytes (the caller's promise).
-        (false, have) => unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), have) },
-    };
+    // SAFETY: forwarded.
+    let (len, buffer) = unsafe { sized_buffer(buffer, len) }.ok_or(ND_INVALID_PARAMETER)?;
+    fill_sized(len, buffer, fill)
+}
+
+/// [`fill_out`] over a size and buffer already read.
+pub(crate) fn fill_sized(
+    len: &mut u32,
+    buffer: &mut [u8],
+    fill: impl FnOnce(&mut [u8]) -> Result<crate::BufferFill, NdStatus>,
+) -> Result<HResult, HResult> {
     let filled = fill(buffer).map_err(code)?;
-    // SAFETY: as above.
-    unsafe { len.write(u32::try_from(filled.required).unwrap_or(u32::MAX)) };
+    *len = u32::try_from(filled.required).unwrap_or(u32::MAX);
     Ok(code(filled.status))
 }
 
@@ -553,23 +812,25 @@ unsafe extern "C" fn cancel_overlapped_requests<T: Overlapped>(this: *mut c_void
 
 unsafe extern "C" fn get_overlapped_result<T: Overlapped>(this: *mut c_void, ov: *mut c_void, wait: i32) -> HResult {
     hr_boundary("GetOverlappedResult", || {
-        // SAFETY: the caller's object.
-        unsafe { self::this::<T>(this)? };
-        // SAFETY: the caller's OVERLAPPED, live while its request is (the Win32 rule).
-        Ok(unsafe { overlapped::result(ov, wait != 0) })
+        // SAFETY: the caller's object, and its OVERLAPPED, live while its request is (the Win32
+        // rule).
+        unsafe {
+            self::this::<T>(this)?;
+            Ok(overlapped::result(ov, wait != 0))
+        }
     })
 }
 
 /// The IUnknown part of a vtable.
 #[repr(C)]
 pub(crate) struct UnknownVtbl {
-    query_interface: unsafe extern "C" fn(*mut c_void, *const Guid, *mut *mut c_void) -> HResult,
-    add_ref: unsafe extern "C" fn(*mut c_void) -> u32,
-    release: unsafe extern "C" fn(*mut c_void) -> u32,
+    pub(crate) query_interface: unsafe extern "C" fn(*mut c_void, *const Guid, *mut *mut c_void) -> HResult,
+    pub(crate) add_ref: unsafe extern "C" fn(*mut c_void) -> u32,
+    pub(crate) release: unsafe extern "C" fn(*mut c_void) -> u32,
 }
 
 impl UnknownVtbl {
-    const fn of<T: Class>() -> UnknownVtbl {
+    pub(crate) const fn of<T: Class>() -> UnknownVtbl {
         UnknownVtbl {
             query_interface: query_interface::<T>,
             add_ref: add_ref::<T>,
@@ -586,11 +847,42 @@ pub(crate) struct OverlappedVtbl {
 }
 
 impl OverlappedVtbl {
-    const fn of<T: Overlapped>() -> OverlappedVtbl {
+    pub(crate) const fn of<T: Overlapped>() -> OverlappedVtbl {
         OverlappedVtbl {
             cancel_overlapped_requests: cancel_overlapped_requests::<T>,
             get_overlapped_result: get_overlapped_result::<T>,
         }
+    }
+}
+
+// The connection objects' raw verbs calls (the data objects' are `entry_data.rs`).
+
+/// The largest message of the adapter's port (rxe has one, number 1); `None` if the query fails.
+pub(crate) fn max_message_size(adapter: &Adapter) -> Option<u32> {
+    let mut port = std::mem::MaybeUninit::<ffi::ibv_port_attr>::zeroed();
+    // SAFETY: the adapter's context is open; the call fills the attributes it was given, which
+    // are plain old data, zeroed first, so initialised whatever it wrote.
+    let (status, port) = unsafe {
+        (
+            ffi::ibv_query_port(adapter.inner.ctx, 1, port.as_mut_ptr()),
+            port.assume_init(),
+        )
+    };
+    (status == 0).then_some(port.max_msg_sz)
+}
+
+/// A verbs memory registration of an IND2MemoryRegion (`registration.rs`).
+pub(crate) struct RawMr(pub(crate) *mut ffi::ibv_mr);
+// SAFETY: an MR handle may be used from any thread.
+unsafe impl Send for RawMr {}
+
+impl RawMr {
+    /// ibv_dereg_mr: 0, or the error. On success the caller forgets the registration (on
+    /// failure the provider keeps it, as libibverbs' ibv_dereg_mr does).
+    pub(crate) fn deregister(&self) -> i32 {
+        // SAFETY: a registration made by IND2MemoryRegion::Register and not yet deregistered
+        // (the caller forgets it once this succeeds).
+        unsafe { ffi::ibv_dereg_mr(self.0) }
     }
 }
 
@@ -621,14 +913,57 @@ mod tests {
         }
     }
 
-    fn probe() -> (*mut c_void, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    /// A pointer to a Probe object as its caller holds it: made only by [`probe`], so always a
+    /// `Com<Probe>` shell (never freed), through which every call is answered, live or released.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct ProbePtr(*mut c_void);
+
+    // SAFETY: a COM object's pointer is shared across threads by design (its counts are atomic,
+    // its body Send + Sync).
+    unsafe impl Send for ProbePtr {}
+
+    impl ProbePtr {
+        fn raw(self) -> *mut c_void {
+            self.0
+        }
+
+        fn add_ref(self) -> u32 {
+            // SAFETY: a Com<Probe> shell (ProbePtr's rule).
+            unsafe { add_ref::<Probe>(self.raw()) }
+        }
+
+        fn release(self) -> u32 {
+            // SAFETY: as above.
+            unsafe { release::<Probe>(self.raw()) }
+        }
+
+        /// QueryInterface for IUnknown: its code and out pointer.
+        fn query_unknown(self) -> (HResult, *mut c_void) {
+            let mut out = std::ptr::null_mut();
+            // SAFETY: as above; a live local out pointer and a static IID.
+            let hr = unsafe { query_interface::<Probe>(self.raw(), &iids::IID_IUnknown, &mut out) };
+            (hr, out)
+        }
+
+        fn this(self) -> Result<Held<'static, Probe>, HResult> {
+            // SAFETY: as above (shells live for the program).
+            unsafe { this::<Probe>(self.raw()) }
+        }
+
+        fn arg(self) -> Result<Arc<Probe>, HResult> {
+            // SAFETY: as above.
+            unsafe { arg::<Probe>(self.raw()) }
+        }
+    }
+
+    fn probe() -> (ProbePtr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
         let dropped = Arc::new(AtomicUsize::new(0));
         let released = Arc::new(AtomicUsize::new(0));
         let body = Probe {
             dropped: Arc::clone(&dropped),
             released: Arc::clone(&released),
         };
-        (Com::create(Arc::new(body)).cast(), dropped, released)
+        (ProbePtr(Com::create(Arc::new(body)).cast()), dropped, released)
     }
 
     fn live_shells() -> isize {
@@ -642,20 +977,13 @@ mod tests {
         for _ in 0..1000 {
             let (object, dropped, released) = probe();
             assert_eq!(live_shells(), before + 1);
-            // SAFETY: a live object of ours, one reference per AddRef or QueryInterface.
-            unsafe {
-                assert_eq!(add_ref::<Probe>(object), 2);
-                let mut out = std::ptr::null_mut();
-                assert_eq!(
-                    query_interface::<Probe>(object, &iids::IID_IUnknown, &mut out),
-                    ND_SUCCESS
-                );
-                assert_eq!(out, object);
-                assert_eq!(release::<Probe>(object), 2);
-                assert_eq!(release::<Probe>(object), 1);
-                assert_eq!(dropped.load(Ordering::SeqCst), 0);
-                assert_eq!(release::<Probe>(object), 0);
-            }
+            // One reference per AddRef or QueryInterface.
+            assert_eq!(object.add_ref(), 2);
+            assert_eq!(object.query_unknown(), (ND_SUCCESS, object.raw()));
+            assert_eq!(object.release(), 2);
+            assert_eq!(object.release(), 1);
+            assert_eq!(dropped.load(Ordering::SeqCst), 0);
+            assert_eq!(object.release(), 0);
             assert_eq!(
                 (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
                 (1, 1)
@@ -669,10 +997,10 @@ mod tests {
         let _serial = crate::liveness::serial_for_test();
         let before = live_shells();
         let (object, dropped, released) = probe();
-        // SAFETY: a live object of ours; its body is held by `held` (as a QP holds its CQ).
-        let held = unsafe { arg::<Probe>(object) }.unwrap();
-        // SAFETY: the caller's only reference.
-        assert_eq!(unsafe { release::<Probe>(object) }, 0);
+        // Its body is held by `held` (as a QP holds its CQ).
+        let held = object.arg().unwrap();
+        // The caller's only reference.
+        assert_eq!(object.release(), 0);
         assert_eq!(live_shells(), before);
         assert_eq!(
             (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
@@ -688,28 +1016,24 @@ mod tests {
         let before = live_shells();
         for _ in 0..50 {
             let (object, dropped, released) = probe();
-            let shared = object as usize;
             let threads: Vec<_> = (0..4)
                 .map(|_| {
-                    // Each thread gets a reference of its own before it starts (COM's rule).
-                    // SAFETY: live: the creator's reference is still held.
-                    unsafe { add_ref::<Probe>(shared as *mut c_void) };
+                    // Each thread gets a reference of its own before it starts (COM's rule):
+                    // the creator's is still held.
+                    object.add_ref();
                     std::thread::spawn(move || {
-                        let object = shared as *mut c_void;
+                        // This thread holds a reference while it calls.
                         for _ in 0..1000 {
-                            // SAFETY: this thread holds a reference while it calls.
-                            unsafe {
-                                add_ref::<Probe>(object);
-                                release::<Probe>(object);
-                            }
+                            object.add_ref();
+                            object.release();
                         }
-                        // SAFETY: gives back this thread's own reference.
-                        unsafe { release::<Probe>(object) };
+                        // Its own reference, given back.
+                        object.release();
                     })
                 })
                 .collect();
-            // SAFETY: the creator's reference, given back while the threads run.
-            unsafe { release::<Probe>(object) };
+            // The creator's reference, given back while the threads run.
+            object.release();
             for thread in threads {
                 thread.join().unwrap();
             }
@@ -733,30 +1057,23 @@ mod tests {
     fn a_released_object_is_refused_until_its_shell_is_reused() {
         let _serial = crate::liveness::serial_for_test();
         let (object, _, released) = probe();
-        // SAFETY: the caller's only reference; afterwards the pointer is stale, which the
-        // module answers (shells are never freed).
-        unsafe {
-            assert_eq!(release::<Probe>(object), 0);
-            assert_eq!(released.load(Ordering::SeqCst), 1);
-            assert_eq!(this::<Probe>(object).err(), Some(ND_INVALID_HANDLE));
-            assert_eq!(add_ref::<Probe>(object), 0);
-            assert_eq!(release::<Probe>(object), 0);
-            let mut out = std::ptr::null_mut();
-            assert_eq!(
-                query_interface::<Probe>(object, &iids::IID_IUnknown, &mut out),
-                ND_INVALID_HANDLE
-            );
-            assert_eq!(released.load(Ordering::SeqCst), 1, "released once");
-        }
+        // The caller's only reference; afterwards the pointer is stale, which the module
+        // answers (shells are never freed).
+        assert_eq!(object.release(), 0);
+        assert_eq!(released.load(Ordering::SeqCst), 1);
+        assert_eq!(object.this().err(), Some(ND_INVALID_HANDLE));
+        assert_eq!(object.add_ref(), 0);
+        assert_eq!(object.release(), 0);
+        assert_eq!(object.query_unknown(), (ND_INVALID_HANDLE, std::ptr::null_mut()));
+        assert_eq!(released.load(Ordering::SeqCst), 1, "released once");
         // QUARANTINE more objects created and released one at a time reuse no shell: each
         // takes a new one, so the released object stays refused all along.
         for _ in 0..QUARANTINE {
             let (other, _, _) = probe();
             assert_ne!(other, object);
-            // SAFETY: its only reference.
-            unsafe { release::<Probe>(other) };
-            // SAFETY: stale, answered (above).
-            assert_eq!(unsafe { this::<Probe>(object) }.err(), Some(ND_INVALID_HANDLE));
+            other.release();
+            // Stale, answered (above).
+            assert_eq!(object.this().err(), Some(ND_INVALID_HANDLE));
         }
     }
 
@@ -766,8 +1083,7 @@ mod tests {
         let key = Com::<Probe>::class_key();
         for _ in 0..(4 * QUARANTINE) {
             let (object, _, _) = probe();
-            // SAFETY: its only reference.
-            unsafe { release::<Probe>(object) };
+            object.release();
         }
         // One at a time: the pool holds the quarantine and the one just released.
         assert!(pooled(key) <= QUARANTINE + 1, "{} shells pooled", pooled(key));
@@ -777,21 +1093,17 @@ mod tests {
     fn a_call_in_progress_keeps_the_object_through_the_last_release() {
         let _serial = crate::liveness::serial_for_test();
         let (object, dropped, released) = probe();
-        // SAFETY: live: the caller's reference.
-        let call = unsafe { this::<Probe>(object) }.unwrap();
-        // Another thread's last Release, while the call runs.
-        let shared = object as usize;
-        // SAFETY: the caller's only reference, given back on another thread.
-        std::thread::spawn(move || unsafe { release::<Probe>(shared as *mut c_void) })
-            .join()
-            .unwrap();
+        // Live: the caller's reference.
+        let call = object.this().unwrap();
+        // Another thread's last Release (the caller's only reference), while the call runs.
+        std::thread::spawn(move || object.release()).join().unwrap();
         assert_eq!(
             (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
             (0, 0),
             "the body is whole while the call holds it"
         );
-        // SAFETY: released by the caller: refused to new calls.
-        assert_eq!(unsafe { this::<Probe>(object) }.err(), Some(ND_INVALID_HANDLE));
+        // Released by the caller: refused to new calls.
+        assert_eq!(object.this().err(), Some(ND_INVALID_HANDLE));
         drop(call);
         assert_eq!(
             (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
@@ -806,7 +1118,6 @@ mod tests {
         let before = live_shells();
         for _ in 0..200 {
             let (object, dropped, released) = probe();
-            let shared = object as usize;
             let start = Arc::new(std::sync::Barrier::new(4));
             let callers: Vec<_> = (0..3)
                 .map(|_| {
@@ -815,8 +1126,8 @@ mod tests {
                         start.wait();
                         let mut refused = 0;
                         for _ in 0..200 {
-                            // SAFETY: the object may be released meanwhile: answered.
-                            match unsafe { this::<Probe>(shared as *mut c_void) } {
+                            // The object may be released meanwhile: answered.
+                            match object.this() {
                                 // The body is whole while held.
                                 Ok(body) => assert_eq!(body.released.load(Ordering::SeqCst), 0),
                                 Err(e) => {
@@ -830,8 +1141,8 @@ mod tests {
                 })
                 .collect();
             start.wait();
-            // SAFETY: the only reference, given back while the calls run.
-            unsafe { release::<Probe>(object) };
+            // The only reference, given back while the calls run.
+            object.release();
             for caller in callers {
                 caller.join().unwrap();
             }
@@ -842,6 +1153,23 @@ mod tests {
             );
         }
         assert_eq!(live_shells(), before);
+    }
+
+    #[test]
+    fn socket_addresses_read_back_as_written_and_short_ones_are_refused() {
+        let v6 = SocketAddr::V6(SocketAddrV6::new("fd00::1".parse().unwrap(), 4791, 7, 3));
+        for addr in ["198.18.0.1:4791".parse().unwrap(), v6] {
+            let bytes = crate::sys::sockaddr_bytes(addr);
+            assert_eq!(parse_sockaddr(&bytes), Ok(addr));
+            // Any alignment.
+            let shifted = [&[0u8][..], &bytes].concat();
+            assert_eq!(parse_sockaddr(&shifted[1..]), Ok(addr));
+            for short in 0..bytes.len() {
+                assert_eq!(parse_sockaddr(&bytes[..short]), Err(ND_INVALID_ADDRESS));
+            }
+        }
+        let unix = (libc::AF_UNIX as libc::sa_family_t).to_ne_bytes();
+        assert_eq!(parse_sockaddr(&[unix[0], unix[1], 0, 0]), Err(ND_INVALID_ADDRESS));
     }
 
     #[test]

@@ -2,23 +2,19 @@
 //! (`mr.rs`) and for the adapter, which keeps the regions released while windows were still bound
 //! to them ([`DeferredRegions`]) until they can go.
 
-use std::sync::Mutex;
+#![forbid(unsafe_code)]
 
-use rdma_mummy_sys as ffi;
+use std::sync::Mutex;
 
 use crate::status::NdStatus;
 use crate::sync::lock;
 
-pub(crate) struct RawMr(pub(crate) *mut ffi::ibv_mr);
-// SAFETY: an MR handle may be used from any thread.
-unsafe impl Send for RawMr {}
+pub(crate) use super::RawMr;
 
 /// `windows_bound`: a window has been bound to this registration (so the kernel's EINVAL can
 /// mean "windows still bound").
 pub(super) fn deregister(mr: &RawMr, windows_bound: bool) -> Result<(), NdStatus> {
-    // SAFETY: the MR is live; on success the caller forgets it (on failure the provider keeps
-    // it, as libibverbs' ibv_dereg_mr does).
-    match unsafe { ffi::ibv_dereg_mr(mr.0) } {
+    match mr.deregister() {
         0 => Ok(()),
         e => Err(deregister_status(e.abs(), windows_bound)),
     }

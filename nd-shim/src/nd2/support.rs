@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::adapter::write_address_list;
 use super::ind2_adapter;
-use super::{hr_boundary, read_sockaddr, Guid, HResult, ND_INVALID_ADDRESS, ND_INVALID_PARAMETER, ND_SUCCESS};
+use super::{
+    guid, hr_boundary, out_bytes, read_sockaddr, Guid, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_ADDRESS,
+    ND_INVALID_PARAMETER, ND_SUCCESS,
+};
 use crate::status::NdStatus;
 use crate::sys;
 
@@ -71,24 +74,37 @@ pub extern "C" fn NdFlushProviders() {
     super::boundary("NdFlushProviders", (), || {});
 }
 
+/// A caller's buffer and its SIZE_T size (`*len` bytes in): `None` when `len` is NULL.
+///
+/// # Safety
+/// `len` is NULL or valid for a SIZE_T; `buffer` NULL or writable for `*len` bytes; neither is
+/// reached otherwise for the returned lifetime.
+unsafe fn sized_buffer<'a>(buffer: *mut c_void, len: *mut usize) -> Option<(&'a mut usize, &'a mut [u8])> {
+    // SAFETY: the caller's promises.
+    unsafe {
+        let len = len.as_mut()?;
+        let buffer = out_bytes(buffer, *len);
+        Some((len, buffer))
+    }
+}
+
 /// # Safety
 /// `len` is NULL or valid for a SIZE_T; `list` is NULL or writable for `*len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn NdQueryAddressList(flags: u32, list: *mut c_void, len: *mut usize) -> HResult {
     hr_boundary("NdQueryAddressList", || {
         crate::stderr_log::init_from_env();
+        // SAFETY: the caller's buffer and size.
+        let (len, list) = unsafe { sized_buffer(list, len) }.ok_or(ND_INVALID_PARAMETER)?;
         if flags & ND_QUERY_EXCLUDE_NDV2_ADDRESSES != 0 {
-            if len.is_null() {
-                return Err(ND_INVALID_PARAMETER);
-            }
             // No address left: Microsoft's framework (ndutil's Framework::QueryAddressList)
             // then sets the size to 0 and succeeds, the buffer untouched.
-            // SAFETY: non-NULL and writable (the caller's promise).
-            unsafe { len.write(0) };
+            *len = 0;
             return Ok(ND_SUCCESS);
         }
-        // SAFETY: the caller's buffer and size.
-        Ok(unsafe { write_address_list(&rdma_addresses(), list, len) })
+        let (need, hr) = write_address_list(&rdma_addresses(), list);
+        *len = need;
+        Ok(hr)
     })
 }
 
@@ -103,25 +119,24 @@ pub unsafe extern "C" fn NdResolveAddress(
     local_len: *mut usize,
 ) -> HResult {
     hr_boundary("NdResolveAddress", || {
-        // SAFETY: the caller's address.
-        let remote = unsafe { read_sockaddr(remote, remote_len)? };
-        if local_len.is_null() {
-            return Err(ND_INVALID_PARAMETER);
-        }
+        // SAFETY: the caller's address, and its buffer and size.
+        let (remote, local) = unsafe {
+            (
+                read_sockaddr(remote, remote_len)?,
+                sized_buffer(local.cast(), local_len),
+            )
+        };
+        let (local_len, local) = local.ok_or(ND_INVALID_PARAMETER)?;
         let source = route_source(remote)?;
         if !rdma_addresses().iter().any(|a| a.ip() == source) {
             return Err(ND_INVALID_ADDRESS);
         }
         let bytes = sys::sockaddr_bytes(SocketAddr::new(source, 0));
-        // SAFETY: non-NULL, readable and writable (the caller's promise).
-        let have = unsafe { local_len.read() };
-        // SAFETY: as above.
-        unsafe { local_len.write(bytes.len()) };
-        if local.is_null() || have < bytes.len() {
-            return Ok(super::ND_BUFFER_OVERFLOW);
-        }
-        // SAFETY: writable for `have` >= bytes.len() bytes (the caller's promise).
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), local.cast::<u8>(), bytes.len()) };
+        *local_len = bytes.len();
+        let Some(local) = local.get_mut(..bytes.len()) else {
+            return Ok(ND_BUFFER_OVERFLOW);
+        };
+        local.copy_from_slice(&bytes);
         Ok(ND_SUCCESS)
     })
 }
@@ -152,14 +167,13 @@ pub unsafe extern "C" fn NdOpenAdapter(
 ) -> HResult {
     hr_boundary("NdOpenAdapter", || {
         crate::stderr_log::init_from_env();
-        // SAFETY: the caller's address.
-        let ip = unsafe { read_sockaddr(addr, len)? }.ip();
-        // SAFETY: NULL or a GUID (the caller's promise).
-        if !iid.is_null() && unsafe { iid.read_unaligned() } == super::iids::IID_INDAdapter {
+        // SAFETY: the caller's address, IID and out pointer (NULL, or a GUID and writable).
+        let (addr, iid, out) = unsafe { (read_sockaddr(addr, len)?, guid(iid), out.as_mut()) };
+        if iid == Some(super::iids::IID_INDAdapter) {
             // ND1: no ND1 provider owns the address (ndutil's answer).
             return Err(ND_INVALID_ADDRESS);
         }
-        ind2_adapter::new_object(iid, ip, out)
+        ind2_adapter::new_object(iid, addr.ip(), out)
     })
 }
 
@@ -171,12 +185,12 @@ pub unsafe extern "C" fn NdOpenAdapter(
 #[no_mangle]
 pub unsafe extern "C" fn NdOpenV1Adapter(addr: *const libc::sockaddr, len: usize, out: *mut *mut c_void) -> HResult {
     hr_boundary("NdOpenV1Adapter", || {
-        if !out.is_null() {
-            // SAFETY: non-NULL, writable (the caller's promise).
-            unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: the caller's out pointer (NULL or writable) and address.
+        let (out, addr) = unsafe { (out.as_mut(), read_sockaddr(addr, len)) };
+        if let Some(out) = out {
+            *out = std::ptr::null_mut();
         }
-        // SAFETY: the caller's address.
-        unsafe { read_sockaddr(addr, len)? };
+        addr?;
         Err(ND_INVALID_ADDRESS)
     })
 }

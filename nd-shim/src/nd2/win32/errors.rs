@@ -1,9 +1,11 @@
-//! The thread's last error (GetLastError, SetLastError) and the Win32 error of an ND status.
+//! The thread's last error (GetLastError, SetLastError: `calls.rs`) and the Win32 error of an ND
+//! status.
+
+#![forbid(unsafe_code)]
 
 use std::cell::Cell;
 
 use super::common::Bool;
-use crate::nd2::boundary;
 use crate::status::NdStatus;
 
 thread_local! {
@@ -42,15 +44,6 @@ pub(crate) fn bool_result(ok: bool, error: u32) -> Bool {
     Bool::from(ok)
 }
 
-#[no_mangle]
-pub extern "C" fn GetLastError() -> u32 {
-    boundary("GetLastError", 0, || LAST_ERROR.with(Cell::get))
+pub(crate) fn last_error() -> u32 {
+    LAST_ERROR.with(Cell::get)
 }
-
-#[no_mangle]
-pub extern "C" fn SetLastError(error: u32) {
-    boundary("SetLastError", (), || set_last_error(error))
-}
-
-// The exports above, at the version node ND_SHIM_0 (crate::exports).
-crate::exports::version_node!("GetLastError", "SetLastError");

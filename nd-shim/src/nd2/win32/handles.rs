@@ -1,15 +1,18 @@
 //! The handle table (a HANDLE is a slot number, its low two bits ignored), the objects it holds,
-//! the adapter's overlapped files, and CloseHandle.
+//! the adapter's overlapped files, and what CloseHandle and CreateEvent do (their exports:
+//! `calls.rs`).
 
-use parking_lot::{Mutex, MutexGuard};
+#![forbid(unsafe_code)]
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
+use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
-use super::common::{Bool, Handle, ERROR_INVALID_HANDLE};
-use super::errors::bool_result;
+use super::common::{Bool, Handle, ERROR_INVALID_HANDLE, ERROR_NOT_SUPPORTED};
+use super::errors::{bool_result, set_last_error};
 use super::event::Event;
 use super::port::Port;
-use crate::nd2::boundary;
 
 /// The file an ND2 object's overlapped requests complete on: bound to at most one port, with the
 /// key CreateIoCompletionPort gave (once: read without a lock or a count at every completion).
@@ -125,26 +128,33 @@ pub(crate) fn overlapped_file(handle: Handle) -> Option<Arc<OverlappedFile>> {
     }
 }
 
-/// Closing a port wakes the threads that wait on it (ERROR_ABANDONED_WAIT_0).
-#[no_mangle]
-pub extern "C" fn CloseHandle(handle: Handle) -> Bool {
-    boundary("CloseHandle", 0, || {
-        let removed = table().remove(handle);
-        if let Some(Object::Port(port)) = &removed {
-            port.close();
-        }
-        bool_result(removed.is_some(), ERROR_INVALID_HANDLE)
-    })
+/// CloseHandle. Closing a port wakes the threads that wait on it (ERROR_ABANDONED_WAIT_0).
+pub(crate) fn close(handle: Handle) -> Bool {
+    let removed = table().remove(handle);
+    if let Some(Object::Port(port)) = &removed {
+        port.close();
+    }
+    bool_result(removed.is_some(), ERROR_INVALID_HANDLE)
 }
 
-// The export above, at the version node ND_SHIM_0 (crate::exports).
-crate::exports::version_node!("CloseHandle");
+/// CreateEventA/W (`unnamed`: the name is NULL).
+pub(crate) fn create_event(attributes: *mut c_void, manual_reset: Bool, initial: Bool, unnamed: bool) -> Handle {
+    if !attributes.is_null() || !unnamed {
+        // Security attributes and named (cross-process) events have no meaning here.
+        set_last_error(ERROR_NOT_SUPPORTED);
+        return std::ptr::null_mut();
+    }
+    insert(Object::Event(Arc::new(Event {
+        manual: manual_reset != 0,
+        signalled: Mutex::new(initial != 0),
+        cv: Condvar::new(),
+    })))
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::nd2::pump;
-    use crate::nd2::win32::event_calls::create_event;
     use crate::nd2::win32::*;
 
     #[test]

@@ -18,34 +18,28 @@
 //!
 //! One file a kind: `common.rs` (the types and constants of the signatures), `errors.rs` (the
 //! last error), `event.rs` and `port.rs` (the objects), `handles.rs` (the handle table, the
-//! overlapped files, CloseHandle), `event_calls.rs` and `port_calls.rs` (the calls on events and
-//! on ports).
+//! overlapped files, what CloseHandle and CreateEvent do), `calls.rs` (the exports: the calls on
+//! events and ports, CloseHandle, the last error: the module's unsafe code).
 
+mod calls;
 mod common;
 mod errors;
 mod event;
-mod event_calls;
 mod handles;
 mod port;
-mod port_calls;
 
+pub use calls::{
+    CloseHandle, CreateEventA, CreateEventW, CreateIoCompletionPort, GetLastError, GetQueuedCompletionStatus,
+    GetQueuedCompletionStatusEx, OverlappedEntry, PostQueuedCompletionStatus, ResetEvent, SetEvent, SetLastError,
+    WaitForMultipleObjects, WaitForMultipleObjectsEx, WaitForSingleObject, WaitForSingleObjectEx,
+};
 pub use common::{
     Bool, Handle, ERROR_ABANDONED_WAIT_0, ERROR_INVALID_HANDLE, ERROR_INVALID_PARAMETER, ERROR_NOT_ENOUGH_MEMORY,
     ERROR_NOT_SUPPORTED, INFINITE, MAXIMUM_WAIT_OBJECTS, WAIT_FAILED, WAIT_OBJECT_0, WAIT_TIMEOUT,
 };
 pub(crate) use errors::bool_result;
-pub use errors::{GetLastError, SetLastError};
-pub use event_calls::{
-    CreateEventA, CreateEventW, ResetEvent, SetEvent, WaitForMultipleObjects, WaitForMultipleObjectsEx,
-    WaitForSingleObject, WaitForSingleObjectEx,
-};
-pub use handles::CloseHandle;
 pub(crate) use handles::{event, insert, overlapped_file, Object, OverlappedFile};
 pub(crate) use port::{Got, Packet, Port};
-pub use port_calls::{
-    CreateIoCompletionPort, GetQueuedCompletionStatus, GetQueuedCompletionStatusEx, OverlappedEntry,
-    PostQueuedCompletionStatus,
-};
 // Used outside win32 by tests only, or not at all: kept at the paths win32.rs gave them.
 #[allow(unused_imports)]
 pub(crate) use common::INVALID_HANDLE_VALUE;
