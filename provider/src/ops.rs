@@ -10,7 +10,7 @@ use crate::libibverbs::device_context::ibv_device;
 use crate::libibverbs::layout::Layout;
 use crate::libibverbs::private_context::{self, verbs_context};
 use crate::libibverbs::private_context_releases::{ops_table_for, ContextLayout};
-use crate::{ah, context, cq, mcast, mr, mw, pd, qp, query, srq};
+use crate::{ah, context, cq, entry, mcast, mr, mw, pd, query, srq};
 
 /// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
 /// running library's own table is built from ours by op name
@@ -40,14 +40,14 @@ const OPS_BASE: private_context::verbs_context_ops = private_context::verbs_cont
     destroy_ah: Some(ah::destroy_ah),
     attach_mcast: Some(mcast::attach_mcast),
     detach_mcast: Some(mcast::detach_mcast),
-    create_qp: Some(qp::create_qp),
-    create_qp_ex: Some(qp::create_qp_ex),
-    query_qp: Some(qp::query_qp),
-    modify_qp: Some(qp::modify_qp),
-    destroy_qp: Some(qp::destroy_qp),
-    post_send: Some(qp::post_send),
-    post_recv: Some(qp::post_recv),
-    bind_mw: Some(qp::bind_mw),
+    create_qp: Some(entry::qp::create_qp),
+    create_qp_ex: Some(entry::qp::create_qp_ex),
+    query_qp: Some(entry::qp::query_qp),
+    modify_qp: Some(entry::qp::modify_qp),
+    destroy_qp: Some(entry::qp::destroy_qp),
+    post_send: Some(entry::qp::post_send),
+    post_recv: Some(entry::qp::post_recv),
+    bind_mw: Some(entry::qp::bind_mw),
     create_srq: Some(srq::create_srq),
     create_srq_ex: Some(srq::create_srq_ex),
     modify_srq: Some(srq::modify_srq),
