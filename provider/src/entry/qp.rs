@@ -33,7 +33,7 @@ use crate::qp::control::{check_create_ex, check_legacy_mask, destroy_kernel_qp, 
 use crate::qp::object::{ring_doorbell, sq_accepts_posts, Doorbell, RxeQp};
 use crate::qp::wr::misuse;
 use crate::recv_queue::RecvQueue;
-use crate::send_queue::SendQueue;
+use crate::send_queue::{post_one_send, SendQueue};
 use crate::work_queue::{Locked, WorkQueue};
 use crate::wqe::encode::{set_atomic, set_data, set_mw, set_rdma, write_header};
 use crate::wqe::payload::write_sges;
@@ -62,6 +62,8 @@ unsafe impl PlainC for VerbsQp {}
 unsafe impl PlainC for ibv_context {}
 // SAFETY: integers and pointers.
 unsafe impl PlainC for ibv_cq {}
+// SAFETY: integers.
+unsafe impl PlainC for crate::libibverbs::cq::ibv_wc {}
 
 /// The all-zero value of a plain C struct.
 pub(crate) fn zeroed<T: PlainC>() -> T {
@@ -251,39 +253,174 @@ impl<L> Locked<L> {
 // ---------------------------------------------------------------------------------------------
 // Work requests: a legacy request's SGE list, unions and inline bytes
 
-/// The SGE list of a legacy send request. More entries than the QP's
-/// `max_sge` (a negative count included) is `EINVAL`, as is a null list
-/// with entries.
-///
-/// # Safety
-/// With a count up to `max_sge`, `sg_list` points at that many entries
-/// (the `ibv_post_send` contract).
-#[inline(always)]
-pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
-    // A negative count is a huge u32.
-    let n = wr.num_sge as u32;
-    if n > lim.max_sge {
-        return Err(Errno::EINVAL);
+/// A legacy send request of the caller's list, read under the `ibv_post_send` contract, which
+/// [`SendWr::from_caller`] takes on: with at most the QP's `max_sge` entries, `sg_list` has
+/// `num_sge` of them; the union arm of its opcode is written (the `ud` arm on a UD QP); the AH
+/// (UD) and the MW and MR (BIND_MW) it names are objects of ours or null; with
+/// `IBV_SEND_INLINE` its SGEs describe readable bytes. Its methods read those parts safely.
+#[derive(Clone, Copy)]
+pub(crate) struct SendWr<'a>(&'a ibv_send_wr);
+
+/// The SGE list of a [`SendWr`] (at most `max_sge` entries), which only [`SendWr::sges`]
+/// makes: inline bytes are read from the addresses of these SGEs.
+#[derive(Clone, Copy)]
+pub(crate) struct SendSges<'a>(&'a [ibv_sge]);
+
+impl<'a> SendSges<'a> {
+    #[inline(always)]
+    pub(crate) fn as_slice(self) -> &'a [ibv_sge] {
+        self.0
     }
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if wr.sg_list.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    // SAFETY: per the contract; n <= max_sge, a u32.
-    Ok(unsafe { core::slice::from_raw_parts(wr.sg_list, n as usize) })
 }
 
-/// Writes a checked legacy send request into a slot: `wqe` is the slot's
-/// header, `payload` the rest of the slot.
+impl<'a> SendWr<'a> {
+    /// # Safety
+    /// `wr` points at a live request under the `ibv_post_send` contract (above), which stays
+    /// unchanged for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn from_caller(wr: *const ibv_send_wr) -> SendWr<'a> {
+        // SAFETY: per the contract.
+        SendWr(unsafe { &*wr })
+    }
+
+    /// The request's plain fields (its unions and pointers are read through the methods).
+    #[inline(always)]
+    pub(crate) fn wr(self) -> &'a ibv_send_wr {
+        self.0
+    }
+
+    /// The SGE list. More entries than the QP's `max_sge` (a negative count included) is
+    /// `EINVAL`, as is a null list with entries.
+    #[inline(always)]
+    pub(crate) fn sges(self, lim: &SendLimits) -> Result<SendSges<'a>, Errno> {
+        let wr = self.0;
+        // A negative count is a huge u32.
+        let n = wr.num_sge as u32;
+        if n > lim.max_sge {
+            return Err(Errno::EINVAL);
+        }
+        if n == 0 {
+            return Ok(SendSges(&[]));
+        }
+        if wr.sg_list.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: n <= max_sge entries at sg_list (the contract of SendWr); n is a u32.
+        Ok(SendSges(unsafe { core::slice::from_raw_parts(wr.sg_list, n as usize) }))
+    }
+
+    /// What the provider objects the request points at mean for its WQE: for a UD QP the AH
+    /// (with the request's QPN and Q_Key), for BIND_MW the window and the MR. Only those
+    /// pointers are read, each for its case.
+    #[inline]
+    pub(crate) fn objects(self, qp_type: c_int) -> WrObjects<'a> {
+        let wr = self.0;
+        if qp_type == IBV_QPT_UD {
+            // SAFETY: the ud arm, written for a UD QP; the AH is one our create_ah made
+            // (RxeAh begins with its ibv_ah) or null (the contract of SendWr).
+            let (u, ah) = unsafe {
+                let u = &wr.wr.ud;
+                (u, u.ah.cast::<RxeAh>().as_ref())
+            };
+            return match ah {
+                Some(ah) => WrObjects::Ud(UdDest {
+                    remote_qpn: u.remote_qpn,
+                    remote_qkey: u.remote_qkey,
+                    ah_num: ah.ah_num,
+                    av: &ah.av,
+                }),
+                None => WrObjects::Missing,
+            };
+        }
+        if wr.opcode != IBV_WR_BIND_MW {
+            return WrObjects::None;
+        }
+        // SAFETY: the bind_mw arm for BIND_MW; the MW is ours or null, the MR is
+        // ours or null (an unbind, length 0, needs none).
+        unsafe {
+            let b = &wr.ext.bind_mw;
+            let mr = b.bind_info.mr.as_ref();
+            match b.mw.as_ref() {
+                Some(mw) if mr.is_some() || b.bind_info.length == 0 => WrObjects::Bind(MwBind {
+                    addr: b.bind_info.addr,
+                    length: b.bind_info.length,
+                    mr_lkey: mr.map_or(0, |mr| mr.lkey),
+                    mw_rkey: mw.rkey,
+                    new_rkey: b.rkey,
+                    access: b.bind_info.mw_access_flags,
+                }),
+                _ => WrObjects::Missing,
+            }
+        }
+    }
+
+    /// Writes the checked request into a slot: `wqe` is the slot's header, `payload` the rest
+    /// of the slot.
+    ///
+    /// # Safety
+    /// The request passed [`check_send`](crate::wqe::check_send) with `sges` and `objects`
+    /// for the queue `payload` belongs to (one SGE then fits the payload).
+    #[inline(always)]
+    unsafe fn encode(
+        self,
+        sges: SendSges<'_>,
+        length: u32,
+        objects: &WrObjects<'_>,
+        wqe: &mut rxe_send_wqe,
+        payload: &mut [u8],
+    ) {
+        let wr = self.0;
+        let sges = sges.0;
+        write_header(wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_data);
+        // SAFETY: the arm of the request's opcode (the contract of SendWr); plain data.
+        unsafe {
+            match wr.opcode {
+                IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
+                    set_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
+                }
+                IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
+                    let a = &wr.wr.atomic;
+                    set_atomic(wqe, a.remote_addr, a.rkey, a.compare_add, a.swap);
+                }
+                _ => {}
+            }
+        }
+        match objects {
+            WrObjects::Ud(ud) => set_ud(wqe, ud),
+            WrObjects::Bind(b) => set_mw(wqe, b),
+            WrObjects::None | WrObjects::Missing => {}
+        }
+        if wr.send_flags & IBV_SEND_INLINE != 0 {
+            copy_inline(sges, payload);
+        } else if let [one] = sges {
+            // SAFETY: check_send bounded the SGEs by the queue's sge_room, at
+            // most payload_room / SGE_SIZE, and payload is the rest of one of
+            // the queue's slots (payload_room bytes): one SGE fits.
+            unsafe { write_one_sge(one, payload) };
+        } else {
+            write_sges(sges, payload);
+        }
+        set_data(wqe, length, sges.len() as u32);
+    }
+}
+
+/// [`SendWr::sges`] of a request (the fuzz targets' and the tests' entry).
 ///
 /// # Safety
-/// The request passed [`check_send`](crate::wqe::check_send) with `sges` and `objects` for the
-/// queue `payload` belongs to; with `IBV_SEND_INLINE`, every SGE describes
-/// `length` readable bytes at `addr` (the caller's promise to
-/// `ibv_post_send`).
-#[inline(always)]
+/// `wr` is under the `ibv_post_send` contract ([`SendWr`]).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
+    // SAFETY: forwarded.
+    unsafe { SendWr::from_caller(wr) }.sges(lim).map(SendSges::as_slice)
+}
+
+/// Writes a checked legacy send request into a slot (the fuzz targets' and the tests' entry).
+///
+/// # Safety
+/// `wr` is under the `ibv_post_send` contract ([`SendWr`]), `sges` is its list, and it passed
+/// [`check_send`](crate::wqe::check_send) with `sges` and `objects` for the queue `payload`
+/// belongs to.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) unsafe fn encode_send(
     wr: &ibv_send_wr,
     sges: &[ibv_sge],
@@ -292,54 +429,21 @@ pub(crate) unsafe fn encode_send(
     wqe: &mut rxe_send_wqe,
     payload: &mut [u8],
 ) {
-    write_header(wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_data);
-    // SAFETY: the unions are plain data; each arm is read for its opcodes.
-    unsafe {
-        match wr.opcode {
-            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
-                set_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
-            }
-            IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
-                let a = &wr.wr.atomic;
-                set_atomic(wqe, a.remote_addr, a.rkey, a.compare_add, a.swap);
-            }
-            _ => {}
-        }
-    }
-    match objects {
-        WrObjects::Ud(ud) => set_ud(wqe, ud),
-        WrObjects::Bind(b) => set_mw(wqe, b),
-        WrObjects::None | WrObjects::Missing => {}
-    }
-    if wr.send_flags & IBV_SEND_INLINE != 0 {
-        // SAFETY: forwarded from this function's contract; check_send
-        // proved the bytes fit the payload.
-        unsafe { copy_inline(sges, payload) };
-    } else if let [one] = sges {
-        // SAFETY: check_send bounded the SGEs by the queue's sge_room, at
-        // most payload_room / SGE_SIZE, and payload is the rest of one of
-        // the queue's slots (payload_room bytes): one SGE fits.
-        unsafe { write_one_sge(one, payload) };
-    } else {
-        write_sges(sges, payload);
-    }
-    set_data(wqe, length, sges.len() as u32);
+    // SAFETY: forwarded.
+    unsafe { SendWr::from_caller(wr).encode(SendSges(sges), length, objects, wqe, payload) }
 }
 
-/// Copies the bytes the SGEs point at, back to back, to the start of `out`.
-///
-/// # Safety
-/// Every SGE describes `length` readable bytes at `addr`, and their total
-/// fits `out` (both checked or promised by the caller).
-pub(super) unsafe fn copy_inline(sges: &[ibv_sge], out: &mut [u8]) {
+/// Copies the bytes the SGEs of a [`SendWr`] point at, back to back, to the start of `out`
+/// (a slice index panics if they do not fit: check_send proved they do).
+fn copy_inline(sges: &[ibv_sge], out: &mut [u8]) {
     let mut at = 0usize;
     for s in sges {
         let len = s.length as usize;
         if len == 0 {
             continue;
         }
-        // SAFETY: per the contract the source is readable for len bytes; it
-        // is the caller's buffer, never the ring slot we write.
+        // SAFETY: with IBV_SEND_INLINE the SGEs of a SendWr describe readable bytes (its
+        // contract); the caller's buffer, never the ring slot we write.
         let src = unsafe { core::slice::from_raw_parts(s.addr as usize as *const u8, len) };
         out[at..at + len].copy_from_slice(src);
         at += len;
@@ -423,119 +527,22 @@ pub(crate) unsafe fn set_inline(
 // ---------------------------------------------------------------------------------------------
 // Posting into the queues
 
-/// What the provider objects a legacy request points at mean for its WQE:
-/// for a UD QP the AH (with the request's QPN and Q_Key), for BIND_MW the
-/// window and the MR. Only those pointers are read, each for its case.
-///
-/// # Safety
-/// `wr` is a live work request whose AH (UD) and MW/MR (BIND_MW) pointers
-/// are objects of ours or null.
-unsafe fn wr_objects(wr: &ibv_send_wr, qp_type: c_int) -> WrObjects<'_> {
-    if qp_type == IBV_QPT_UD {
-        // SAFETY: the ud arm, for a UD QP; the AH is one our create_ah made
-        // (RxeAh begins with its ibv_ah) or null.
-        let u = unsafe { &wr.wr.ud };
-        // SAFETY: as above: the AH is ours or null.
-        let ah = unsafe { u.ah.cast::<RxeAh>().as_ref() };
-        return match ah {
-            Some(ah) => WrObjects::Ud(UdDest {
-                remote_qpn: u.remote_qpn,
-                remote_qkey: u.remote_qkey,
-                ah_num: ah.ah_num,
-                av: &ah.av,
-            }),
-            None => WrObjects::Missing,
-        };
-    }
-    if wr.opcode != IBV_WR_BIND_MW {
-        return WrObjects::None;
-    }
-    // SAFETY: the bind_mw arm for BIND_MW; the MW is ours or null, the MR is
-    // ours or null (an unbind, length 0, needs none).
-    unsafe {
-        let b = &wr.ext.bind_mw;
-        let mr = b.bind_info.mr.as_ref();
-        match b.mw.as_ref() {
-            Some(mw) if mr.is_some() || b.bind_info.length == 0 => WrObjects::Bind(MwBind {
-                addr: b.bind_info.addr,
-                length: b.bind_info.length,
-                mr_lkey: mr.map_or(0, |mr| mr.lkey),
-                mw_rkey: mw.rkey,
-                new_rkey: b.rkey,
-                access: b.bind_info.mw_access_flags,
-            }),
-            _ => WrObjects::Missing,
-        }
-    }
-}
-
-/// Checks one request and, when it passes, builds it in the next slot.
-///
-/// # Safety
-/// As for [`wr_objects`]; `sg_list` has `num_sge` entries, and with
-/// `IBV_SEND_INLINE` the SGEs describe readable memory.
-#[inline]
-pub(crate) unsafe fn post_one_send(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
-    if sq.limits.allows_naming_no_object(wr.opcode) {
-        // The RC/UC request that names no AH or window, its opcode allowed:
-        // built with the objects known to be none, so nothing about them
-        // stays live in the loop (fewer registers spilled to the stack).
-        // SAFETY: forwarded; wr_objects would have answered None.
-        return unsafe { post_one_send_with(sq, wr, &WrObjects::None, true) };
-    }
-    if sq.limits.qp_type == IBV_QPT_UD {
-        // SAFETY: forwarded.
-        return unsafe { post_one_send_ud(sq, wr) };
-    }
-    // SAFETY: forwarded.
-    unsafe { post_one_send_naming_objects(sq, wr) }
-}
-
-/// [`post_one_send`] on a UD QP: [`post_one_send_naming_objects`] with the objects known to
-/// be a UD destination (or missing), so that the WQE's writers need not ask.
-///
-/// # Safety
-/// As for [`post_one_send`].
-#[inline(never)]
-unsafe fn post_one_send_ud(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
-    // SAFETY: forwarded (a UD QP).
-    match unsafe { wr_objects(wr, IBV_QPT_UD) } {
-        // SAFETY: forwarded.
-        objects @ WrObjects::Ud(_) => unsafe { post_one_send_with(sq, wr, &objects, false) },
-        _ => Err(Errno::EINVAL),
-    }
-}
-
-/// [`post_one_send`] of a UD request, a window bind, or an opcode the
-/// queue does not allow.
-///
-/// # Safety
-/// As for [`post_one_send`].
-#[inline(never)]
-unsafe fn post_one_send_naming_objects(sq: &mut SendQueue, wr: &ibv_send_wr) -> Result<(), Errno> {
-    // SAFETY: forwarded.
-    let objects = unsafe { wr_objects(wr, sq.limits.qp_type) };
-    // SAFETY: forwarded.
-    unsafe { post_one_send_with(sq, wr, &objects, false) }
-}
-
-/// # Safety
-/// As for [`post_one_send`]; `objects` is what [`wr_objects`] answers for `wr`;
-/// `allowed`: [`SendLimits::allows_naming_no_object`](crate::wqe::SendLimits::allows_naming_no_object)
+/// Checks `wr` against the send queue and, when it passes, builds it in the next slot.
+/// `objects` is what [`SendWr::objects`] answers for it; `allowed`:
+/// [`SendLimits::allows_naming_no_object`](crate::wqe::SendLimits::allows_naming_no_object)
 /// said yes (a constant at each call).
 #[inline(always)]
-unsafe fn post_one_send_with(
+pub(crate) fn post_one_send_with(
     sq: &mut SendQueue,
-    wr: &ibv_send_wr,
+    wr: SendWr<'_>,
     objects: &WrObjects<'_>,
     allowed: bool,
 ) -> Result<(), Errno> {
-    // SAFETY: forwarded.
-    let sges = unsafe { wqe::send_sges(wr, &sq.limits) }?;
+    let sges = wr.sges(&sq.limits)?;
     let length = if allowed {
-        wqe::check_allowed_send(wr, sges, &sq.limits)?
+        wqe::check_allowed_send(wr.wr(), sges.as_slice(), &sq.limits)?
     } else {
-        wqe::check_send(wr, sges, objects, &sq.limits)?
+        wqe::check_send(wr.wr(), sges.as_slice(), objects, &sq.limits)?
     };
     let slot = sq.prod_slot_ptr();
     if sq.is_full() {
@@ -543,8 +550,8 @@ unsafe fn post_one_send_with(
     }
     // SAFETY: the slot of `prod`, the ring not full: unpublished, ours.
     let (hdr, payload) = unsafe { sq.slot_parts(slot) };
-    // SAFETY: checked above; inline sources per the contract.
-    unsafe { wqe::encode_send(wr, sges, length, objects, hdr, payload) };
+    // SAFETY: checked just above, for this queue.
+    unsafe { wr.encode(sges, length, objects, hdr, payload) };
     sq.advance();
     Ok(())
 }
@@ -924,15 +931,15 @@ pub(crate) unsafe extern "C" fn post_send(
     bad_wr: *mut *mut ibv_send_wr,
 ) -> c_int {
     boundary::guard("post_send", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a QP of ours; bad_wr is the caller's.
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
+        // SAFETY: libibverbs passes a QP of ours, and the caller's out pointer (or null).
+        let (q, bad_wr) = unsafe { (RxeQp::from_ibv_qp(qp), bad_wr.as_mut()) };
+        let Some(q) = q else {
             return Errno::EINVAL.code();
         };
-        if bad_wr.is_null() {
+        let Some(bad_wr) = bad_wr else {
             return Errno::EINVAL.code();
-        }
-        // SAFETY: non-null, the caller's out pointer.
-        unsafe { *bad_wr = ptr::null_mut() };
+        };
+        *bad_wr = ptr::null_mut();
         let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
         if wr.is_null() {
             return 0;
@@ -940,8 +947,7 @@ pub(crate) unsafe extern "C" fn post_send(
         // Before RTS the kernel refuses the doorbell while the WQEs would
         // stay in the ring and run later: refuse the whole list instead.
         if !sq_accepts_posts(q) {
-            // SAFETY: non-null, the caller's out pointer.
-            unsafe { *bad_wr = wr };
+            *bad_wr = wr;
             return Errno::EINVAL.code();
         }
         let posting = sq.with(|sq| {
@@ -949,19 +955,17 @@ pub(crate) unsafe extern "C" fn post_send(
             let mut posted = false;
             let mut rc = 0;
             while !cur.is_null() {
-                // SAFETY: the caller's list of live work requests.
-                let w = unsafe { &*cur };
-                // SAFETY: the ibv_post_send contract covers the SGEs and the
-                // AH/MW/MR objects it names.
-                if let Err(e) = unsafe { post_one_send(sq, w) } {
-                    debug!("post_send: work request {:#x} refused (errno {e})", w.wr_id);
-                    // SAFETY: as above.
-                    unsafe { *bad_wr = cur };
+                // SAFETY: the caller's list of live work requests, under the
+                // ibv_post_send contract.
+                let w = unsafe { SendWr::from_caller(cur) };
+                if let Err(e) = post_one_send(sq, w) {
+                    debug!("post_send: work request {:#x} refused (errno {e})", w.wr().wr_id);
+                    *bad_wr = cur;
                     rc = e.code();
                     break;
                 }
                 posted = true;
-                cur = w.next;
+                cur = w.wr().next;
             }
             if posted {
                 sq.publish();
@@ -971,8 +975,7 @@ pub(crate) unsafe extern "C" fn post_send(
         let (rc, posted) = match posting {
             Ok(done) => done,
             Err(e) => {
-                // SAFETY: non-null, the caller's out pointer.
-                unsafe { *bad_wr = wr };
+                *bad_wr = wr;
                 return e.code();
             }
         };
@@ -992,32 +995,32 @@ pub(crate) unsafe extern "C" fn post_recv(
     bad_wr: *mut *mut ibv_recv_wr,
 ) -> c_int {
     boundary::guard("post_recv", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a QP of ours.
-        let Some(q) = (unsafe { RxeQp::from_ibv_qp(qp) }) else {
+        // SAFETY: libibverbs passes a QP of ours, and the caller's out pointer (or null).
+        let (q, bad) = unsafe { (RxeQp::from_ibv_qp(qp), bad_wr.as_mut()) };
+        let Some(q) = q else {
             return Errno::EINVAL.code();
         };
-        if bad_wr.is_null() {
+        let Some(bad) = bad else {
             return Errno::EINVAL.code();
-        }
-        // SAFETY: non-null, the caller's out pointer.
-        unsafe { *bad_wr = ptr::null_mut() };
+        };
+        *bad = ptr::null_mut();
         let Some(rq) = &q.rq else { return Errno::EINVAL.code() };
         if wr.is_null() {
             return 0;
         }
         // C10-97.2.1: no receives in RESET.
         if q.state() == IBV_QPS_RESET {
-            // SAFETY: non-null, the caller's out pointer.
-            unsafe { *bad_wr = wr };
+            *bad = wr;
             return Errno::EINVAL.code();
         }
-        // SAFETY: forwarded from the ibv_post_recv contract.
-        rq.with(|rq| unsafe { post_recv_list(rq, wr, bad_wr) })
-            .unwrap_or_else(|e| {
-                // SAFETY: non-null, the caller's out pointer.
-                unsafe { *bad_wr = wr };
+        // SAFETY: forwarded from the ibv_post_recv contract; `bad` is the caller's out pointer.
+        match rq.with(|rq| unsafe { post_recv_list(rq, wr, ptr::from_mut(bad)) }) {
+            Ok(rc) => rc,
+            Err(e) => {
+                *bad = wr;
                 e.code()
-            })
+            }
+        }
     })
 }
 
@@ -1529,8 +1532,7 @@ mod tests {
             };
             let recv = WorkQueue::new(ring, limits).unwrap();
             let mut qp = Box::new(RxeQp {
-                // SAFETY: plain C data, all-zero as create_qp starts it.
-                vqp: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                vqp: UnsafeCell::new(zeroed()),
                 qp_type,
                 cmd_fd: doorbell.as_raw_fd(),
                 layout: QpExLayout::for_release(44),
@@ -1960,8 +1962,7 @@ mod tests {
         use zerocopy::FromZeros;
         let pairs = harness_pairs();
         let (cq_kernel, cq) = fake_rxe_cq_with(0, QueueLock::new());
-        // SAFETY: plain C data.
-        let mut wc: ibv_wc = unsafe { core::mem::zeroed() };
+        let mut wc: ibv_wc = zeroed();
         let mut cqe = ib_uverbs_wc::new_zeroed();
         if recv {
             cqe.opcode = 128; // IB_WC_RECV, as rxe writes it
@@ -2023,8 +2024,7 @@ mod tests {
                 rkey: 2,
             };
         }
-        // SAFETY: plain C data.
-        let mut wc: ibv_wc = unsafe { core::mem::zeroed() };
+        let mut wc: ibv_wc = zeroed();
         let mut cqe = ib_uverbs_wc::new_zeroed();
         // Called through pointers, as libibverbs calls them (and so that
         // they are not inlined here, out of callgrind's sight).
@@ -2160,8 +2160,7 @@ pub(crate) mod send_queue_tests {
     /// requests may point at one list (a `&mut` per request would invalidate the pointers the
     /// earlier ones hold, under Stacked Borrows).
     pub(crate) fn wr(wr_id: u64, opcode: c_int, sges: &[ibv_sge]) -> ibv_send_wr {
-        // SAFETY: plain C data.
-        let mut w: ibv_send_wr = unsafe { core::mem::zeroed() };
+        let mut w: ibv_send_wr = zeroed();
         w.wr_id = wr_id;
         w.opcode = opcode;
         w.sg_list = sges.as_ptr().cast_mut();
@@ -2181,11 +2180,11 @@ pub(crate) mod send_queue_tests {
         }];
         for id in 0..3 {
             // SAFETY: no inline data, no AH or MW.
-            let posted = unsafe { post_one_send(&mut sq, &wr(id, IBV_WR_SEND, &sges)) };
+            let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(id, IBV_WR_SEND, &sges))) };
             assert_eq!(posted, Ok(()));
         }
         // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, &wr(3, IBV_WR_SEND, &sges)) };
+        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(3, IBV_WR_SEND, &sges))) };
         assert_eq!(posted, Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 3);
@@ -2195,11 +2194,11 @@ pub(crate) mod send_queue_tests {
         fq.kernel.release_consumer(2);
         let three = [ibv_sge::default(); 3];
         // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, &wr(9, IBV_WR_SEND, &three)) };
+        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(9, IBV_WR_SEND, &three))) };
         assert_eq!(posted, Err(Errno::EINVAL));
         assert_eq!(sq.prod, 3);
         // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, &wr(4, IBV_WR_RDMA_WRITE, &sges)) };
+        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(4, IBV_WR_RDMA_WRITE, &sges))) };
         assert_eq!(posted, Ok(()));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 0); // wrapped
@@ -2219,7 +2218,7 @@ pub(crate) mod send_queue_tests {
             lkey: 1,
         }];
         // SAFETY: no inline data, no AH or MW.
-        let posted = unsafe { post_one_send(&mut sq, &wr(1, IBV_WR_SEND, &sges)) };
+        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(1, IBV_WR_SEND, &sges))) };
         assert_eq!(posted, Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
@@ -2248,12 +2247,18 @@ pub(crate) mod send_queue_tests {
         let mut sq = send_queue(&fq, 2);
         let mut w = wr(1, IBV_WR_SEND, &[]);
         w.num_sge = -1;
-        // SAFETY: refused before any pointer is read.
-        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(Errno::EINVAL));
+        assert_eq!(
+            // SAFETY: refused before any pointer is read.
+            unsafe { post_one_send(&mut sq, SendWr::from_caller(&w)) },
+            Err(Errno::EINVAL)
+        );
         w.num_sge = 1;
         w.sg_list = ptr::null_mut();
-        // SAFETY: as above.
-        assert_eq!(unsafe { post_one_send(&mut sq, &w) }, Err(Errno::EINVAL));
+        assert_eq!(
+            // SAFETY: as above.
+            unsafe { post_one_send(&mut sq, SendWr::from_caller(&w)) },
+            Err(Errno::EINVAL)
+        );
     }
 }
 
@@ -2520,8 +2525,7 @@ mod wr_tests {
     fn callbacks_land_in_the_release_slots() {
         for (release, aw) in [(43, false), (44, true), (45, true)] {
             let layout = QpExLayout::for_release(release);
-            // SAFETY: plain data; all-zero is valid.
-            let mut v: VerbsQp = unsafe { core::mem::zeroed() };
+            let mut v: VerbsQp = zeroed();
             set_send_ops(&mut v, layout, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE);
             v.set_comp_mask(layout, VERBS_QP_EX);
             let ops = &v.qp_ex.wr_ops;
@@ -2563,8 +2567,7 @@ mod control_tests {
     /// the errno and the `user_handle` the kernel was given.
     fn create_against_a_deaf_kernel(kernel: &crate::lifecycle::fault::DeafKernel) -> (Errno, u64) {
         use crate::libibverbs::layout::Layout;
-        // SAFETY: plain C data, all-zero as calloc leaves it.
-        let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
+        let mut ibv_ctx: ibv_context = zeroed();
         ibv_ctx.cmd_fd = kernel.fd();
         let mut ctx = RxeContext {
             ibv_ctx: core::cell::UnsafeCell::new(ibv_ctx),
@@ -2572,8 +2575,7 @@ mod control_tests {
         };
         let context = ptr::from_mut(&mut ctx).cast::<ibv_context>();
         let mut pd = crate::pd::RxePd::protection(context, 1);
-        // SAFETY: plain C data.
-        let mut cq: ibv_cq = unsafe { core::mem::zeroed() };
+        let mut cq: ibv_cq = zeroed();
         // One pointer for both: a second `&mut cq` would invalidate the first.
         let cq = ptr::from_mut(&mut cq);
         let args = CreateArgs {
@@ -2601,8 +2603,7 @@ mod control_tests {
     fn a_type_rxe_does_not_serve_is_eopnotsupp_before_its_cqs_are_looked_at() {
         use crate::libibverbs::layout::Layout;
         let kernel = crate::lifecycle::fault::DeafKernel::new();
-        // SAFETY: plain C data, all-zero as calloc leaves it.
-        let mut ibv_ctx: ibv_context = unsafe { core::mem::zeroed() };
+        let mut ibv_ctx: ibv_context = zeroed();
         ibv_ctx.cmd_fd = kernel.fd();
         let mut ctx = RxeContext {
             ibv_ctx: core::cell::UnsafeCell::new(ibv_ctx),
@@ -2688,8 +2689,7 @@ mod control_tests {
 
     #[test]
     fn comp_mask_lands_at_the_release_offset() {
-        // SAFETY: VerbsQp is plain data; all-zero is a valid value.
-        let mut v: VerbsQp = unsafe { core::mem::zeroed() };
+        let mut v: VerbsQp = zeroed();
         let l = QpExLayout::for_release(44);
         v.set_comp_mask(l, VERBS_QP_EX);
         // SAFETY: reading the u32 at the computed offset inside v.
@@ -2713,7 +2713,7 @@ mod wqe_tests {
     use kernel_abi::{rxe_av, rxe_recv_wqe, rxe_send_wqe};
     use zerocopy::{FromZeros, IntoBytes};
 
-    use super::{encode_send, send_sges};
+    use super::{encode_send, send_sges, zeroed};
     use crate::errno::Errno;
     use crate::libibverbs::qp::*;
     use crate::wqe::encode::*;
@@ -2767,8 +2767,7 @@ mod wqe_tests {
     /// A signalled request for `opcode` on `sges`, with the operands of an
     /// RDMA request (or, for an atomic, of an atomic one) filled in.
     fn wr(opcode: c_int, sges: &[ibv_sge]) -> ibv_send_wr {
-        // SAFETY: plain C data.
-        let mut w: ibv_send_wr = unsafe { core::mem::zeroed() };
+        let mut w: ibv_send_wr = zeroed();
         w.wr_id = 0x1234;
         w.opcode = opcode;
         w.send_flags = IBV_SEND_SIGNALED;

@@ -28,7 +28,9 @@ pub(crate) mod validate;
 
 // The writers and the check that read a request's raw parts (its SGE list, its unions, inline
 // bytes) are in the boundary module.
-pub(crate) use crate::entry::qp::{encode_send, send_sges, set_inline, set_ud};
+#[cfg(feature = "fuzzing")]
+pub(crate) use crate::entry::qp::{encode_send, send_sges};
+pub(crate) use crate::entry::qp::{set_inline, set_ud};
 pub(crate) use encode::{encode_header, encode_recv, next_rkey, set_flush, set_sge, set_sges};
 pub(crate) use limits::{QueueLimits, RecvLimits, SendLimits, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE};
 pub(crate) use request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
