@@ -113,18 +113,23 @@ impl RxeQp {
     /// it after our `modify_qp` returns, from whichever thread). An atomic
     /// load: posting threads read it while another thread may be storing it.
     pub(crate) fn state(&self) -> c_int {
-        // SAFETY: `state` is a live, 4-aligned C int of our QP (an enum
-        // ibv_qp_state); libibverbs' store to it is a plain aligned int
-        // store, which no reader can see torn, and the load is atomic.
-        unsafe { AtomicI32::from_ptr(addr_of_mut!((*self.ibv_qp()).state)) }.load(Ordering::Relaxed)
+        self.state_word().load(Ordering::Relaxed)
     }
 
     /// Stores the QP's state as libibverbs does after a modify (it stores the same value
     /// again after we return).
     #[inline]
     fn store_state(&self, state: c_int) {
-        // SAFETY: as in state(): a live, 4-aligned C int of our QP, stored atomically.
-        unsafe { AtomicI32::from_ptr(addr_of_mut!((*self.ibv_qp()).state)) }.store(state, Ordering::Relaxed);
+        self.state_word().store(state, Ordering::Relaxed);
+    }
+
+    /// The `ibv_qp`'s `state`, accessed atomically by us.
+    #[inline(always)]
+    fn state_word(&self) -> &AtomicI32 {
+        // SAFETY: `state` is a live, 4-aligned C int of our QP (an enum
+        // ibv_qp_state); libibverbs' store to it is a plain aligned int
+        // store, which no reader can see torn, and our accesses are atomic.
+        unsafe { AtomicI32::from_ptr(addr_of_mut!((*self.ibv_qp()).state)) }
     }
 
     /// The core `ibv_qp` fields libibverbs shares with us (context, CQs, SRQ, qp_num, ...),
@@ -216,12 +221,14 @@ impl<L> Locked<L> {
         impl<L> Drop for RewindOnUnwind<'_, L> {
             #[cold]
             fn drop(&mut self) {
-                // SAFETY: the lock is still held and f's borrow ended (it
-                // unwound), so this is the only reference.
-                let wq = unsafe { &mut *self.0.wq.get() };
-                wq.prod = wq.ring.producer_index();
-                // SAFETY: with() took it and did not release it.
-                unsafe { self.0.lock.release() };
+                // SAFETY: the lock is still held (with() took it and did not release it) and
+                // f's borrow ended (it unwound), so this is the only reference to the queue
+                // until the release.
+                unsafe {
+                    let wq = &mut *self.0.wq.get();
+                    wq.prod = wq.ring.producer_index();
+                    self.0.lock.release();
+                }
             }
         }
         self.lock.acquire_for_call()?;
@@ -653,10 +660,11 @@ fn cq_handle(cq: *mut ibv_cq) -> Result<u32, Errno> {
 /// `send_ops` are the `ibv_qp_ex` operations asked for (checked), `None`
 /// for a QP made by `create_qp` or without `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`.
 fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
-    // SAFETY: the context is the live one the PD (or the caller) belongs to.
-    let ctx = unsafe { RxeContext::from_ibv_context(args.context) }.ok_or(Errno::EINVAL)?;
-    // SAFETY: a non-null PD is one of ours (refused when null).
-    let pd = unsafe { args.pd.as_ref() }.ok_or(Errno::EINVAL)?;
+    // SAFETY: the context is the live one the PD (or the caller) belongs to; a non-null PD
+    // is one of ours (refused when null).
+    let (ctx, pd) = unsafe { (RxeContext::from_ibv_context(args.context), args.pd.as_ref()) };
+    let ctx = ctx.ok_or(Errno::EINVAL)?;
+    let pd = pd.ok_or(Errno::EINVAL)?;
     let fd = ctx.cmd_fd();
     // The types rxe serves, checked before anything else: an XRC QP comes
     // without a receive CQ (rdma_create_qp_ex), and programs that probe for
@@ -1068,12 +1076,13 @@ pub(crate) unsafe extern "C" fn bind_mw(qp: *mut ibv_qp, mw: *mut ibv_mw, bind: 
 /// # Safety
 /// `ibqp` is the `ibv_qp_ex` of a live QP of ours with callbacks (libibverbs' `ibv_wr_*`).
 #[inline(always)]
-unsafe fn wr_qp<'a>(ibqp: *mut c_void) -> (&'a RxeQp, &'a Locked<SendLimits>) {
-    // SAFETY: per the contract: not null, and it begins our RxeQp (from_ibv_qp's layout).
-    let q = unsafe { &*ibqp.cast::<RxeQp>() };
-    // SAFETY: per the contract, sq is Some (set before the callbacks, never unset).
-    let sq = unsafe { q.sq.as_ref().unwrap_unchecked() };
-    (q, sq)
+unsafe fn callback_qp<'a>(ibqp: *mut c_void) -> (&'a RxeQp, &'a Locked<SendLimits>) {
+    // SAFETY: per the contract: not null, and it begins our RxeQp (from_ibv_qp's layout);
+    // sq is Some (set before the callbacks, never unset).
+    unsafe {
+        let q = &*ibqp.cast::<RxeQp>();
+        (q, q.sq.as_ref().unwrap_unchecked())
+    }
 }
 
 /// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
@@ -1084,7 +1093,7 @@ unsafe fn wr_qp<'a>(ibqp: *mut c_void) -> (&'a RxeQp, &'a Locked<SendLimits>) {
 #[inline(always)]
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
     // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours.
-    let (q, sq) = unsafe { wr_qp(ibqp) };
+    let (q, sq) = unsafe { callback_qp(ibqp) };
     if !sq.lock.pair_open() {
         misuse("ibv_wr_* builder outside wr_start/wr_complete: ignored");
         return dflt;
@@ -1098,7 +1107,7 @@ fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQue
 
 /// The `wr_id` and `wr_flags` the application set in `ibv_qp_ex`.
 #[inline(always)]
-fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
+fn batch_wr_id_flags(q: &RxeQp) -> (u64, u32) {
     // SAFETY: plain fields of our live QP's ibv_qp_ex, which the building
     // thread wrote before calling the builder.
     unsafe {
@@ -1112,7 +1121,7 @@ fn wr_id_flags(q: &RxeQp) -> (u64, u32) {
 fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) {
     with_batch(ibqp, (), |q, wq, batch| {
         batch.build_with(wq, || {
-            let (wr_id, send_flags) = wr_id_flags(q);
+            let (wr_id, send_flags) = batch_wr_id_flags(q);
             let mut req = SendRequest {
                 wr_id,
                 opcode,
@@ -1133,7 +1142,7 @@ fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) 
 pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     boundary::guard("wr_start", (), || {
         // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_start).
-        let (q, sq) = unsafe { wr_qp(ibqp) };
+        let (q, sq) = unsafe { callback_qp(ibqp) };
         if sq.lock.hold().is_err() {
             // The stock provider deadlocks on its own spin lock here.
             misuse("wr_start while this thread's batch is open: the batch goes on");
@@ -1147,7 +1156,7 @@ pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
 pub(super) unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
     boundary::guard("wr_complete", Errno::EIO.code(), || {
         // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_complete).
-        let (q, sq) = unsafe { wr_qp(ibqp) };
+        let (q, sq) = unsafe { callback_qp(ibqp) };
         if !sq.lock.pair_open() {
             // The stock provider would unlock whoever holds the lock and
             // publish its stale index (nothing new): report the misuse.
@@ -1208,7 +1217,7 @@ fn complete_refused(q: &RxeQp, accepts: bool) -> c_int {
 unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
     boundary::guard("wr_abort", (), || {
         // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_abort).
-        let (q, sq) = unsafe { wr_qp(ibqp) };
+        let (q, sq) = unsafe { callback_qp(ibqp) };
         if !sq.lock.pair_open() {
             misuse("wr_abort without wr_start: refused");
             return;
@@ -1575,11 +1584,25 @@ mod tests {
             v
         }
 
+        /// The operand arm of the oldest WQE the kernel has not consumed, read as a `T`.
+        fn published_arm<T: zerocopy::FromBytes>(&self) -> T {
+            let k = &self.sq.kernel;
+            wqe_arm(k, k.consumer_index())
+        }
+
         /// The kernel takes every published WQE.
         fn consume_all(&self) {
             let k = &self.sq.kernel;
             k.release_consumer(k.producer_index());
         }
+    }
+
+    /// The operand arm of the send WQE in slot `i` of a fake ring, read as a `T`.
+    pub(super) fn wqe_arm<T: zerocopy::FromBytes>(k: &crate::ring::testing::KernelSide, i: u32) -> T {
+        let bytes: [u8; 256] = k.read_slot(i);
+        T::read_from_prefix(&bytes[core::mem::offset_of!(rxe_send_wqe, wr.wr)..])
+            .unwrap()
+            .0
     }
 
     /// Links `wrs` into a list as an application would.
@@ -2084,8 +2107,7 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { post_send(fake.ibv_qp(), &mut w, &mut bad) }, 0);
         let posted = fake.published();
-        // SAFETY: the ud arm was written for a UD QP.
-        let u = unsafe { posted[0].wr.wr.ud };
+        let u: kernel_abi::rxe_send_wr_wr_ud = fake.published_arm();
         assert_eq!(
             (
                 posted[0].wr.wr_id,
@@ -2326,8 +2348,8 @@ mod wr_tests {
             (1, 2, 128, 128, 2)
         );
         let w: rxe_send_wqe = fq.kernel.read_slot(1);
-        // SAFETY: the rdma arm was written for RDMA_WRITE.
-        let (ra, rk) = unsafe { (w.wr.wr.rdma.remote_addr, w.wr.wr.rdma.rkey) };
+        let a: kernel_abi::rxe_send_wr_wr_rdma = super::tests::wqe_arm(&fq.kernel, 1);
+        let (ra, rk) = (a.remote_addr, a.rkey);
         assert_eq!((w.wr.wr_id, ra, rk, w.iova, w.dma.length), (2, 0x1000, 0x55, 0x1000, 8));
         // An empty batch publishes nothing.
         b.start(&mut wq);
@@ -2404,8 +2426,7 @@ mod wr_tests {
         assert_eq!(b.finish(&mut wq, true), Ok(true));
         wq.publish();
         let w: rxe_send_wqe = fq.kernel.read_slot(0);
-        // SAFETY: the ud arm was written.
-        let u = unsafe { w.wr.wr.ud };
+        let u: kernel_abi::rxe_send_wr_wr_ud = super::tests::wqe_arm(&fq.kernel, 0);
         assert_eq!(
             (u.remote_qpn, u.remote_qkey, u.ah_num, w.dma.length),
             (0x99, 0x11, 3, 4)
@@ -2741,6 +2762,18 @@ mod wqe_tests {
             // bytes are a valid rxe_send_wqe.
             (unsafe { &mut *h.as_mut_ptr().cast::<rxe_send_wqe>() }, p)
         }
+        /// The WQE's operand arm read as a `T` (the bytes written are in the slot).
+        fn arm<T: zerocopy::FromBytes>(&mut self) -> T {
+            let at = core::mem::offset_of!(rxe_send_wqe, wr.wr);
+            T::read_from_prefix(&self.bytes()[at..]).unwrap().0
+        }
+        /// The WQE's `ex` word (imm_data or invalidate_rkey).
+        fn ex(&mut self) -> u32 {
+            let at = core::mem::offset_of!(rxe_send_wqe, wr.ex);
+            <u32 as zerocopy::FromBytes>::read_from_prefix(&self.bytes()[at..])
+                .unwrap()
+                .0
+        }
         fn recv(&mut self) -> (&mut rxe_recv_wqe, &mut [u8]) {
             let (h, p) = self.bytes().split_at_mut(RECV_WQE_HEADER);
             // SAFETY: as above for rxe_recv_wqe.
@@ -2820,6 +2853,8 @@ mod wqe_tests {
         let sges = [sge(0x1000, 100), sge(0x2000, 28)];
         let (mut slot, len) = encode(&wr(IBV_WR_SEND, &sges), &sges, &lim(IBV_QPT_RC));
         assert_eq!(len, 128);
+        // A SEND leaves the operand arm zeroed.
+        assert_eq!(slot.arm::<[u8; 32]>(), [0; 32]);
         let (w, p) = slot.send();
         assert_eq!(
             (w.wr.wr_id, w.wr.opcode, w.wr.send_flags),
@@ -2839,8 +2874,6 @@ mod wqe_tests {
             (w.state, w.status, w.mask, w.iova, w.ssn, w.first_psn),
             (0, 0, 0, 0, 0, 0)
         );
-        // SAFETY: the operand arm is plain data; a SEND leaves it zeroed.
-        assert_eq!(unsafe { w.wr.wr.atomic }.as_bytes(), [0; 32]);
         assert_eq!(sge_at(p, 0), (0x1000, 100, 0x42));
         assert_eq!(sge_at(p, 1), (0x2000, 28, 0x42));
     }
@@ -2876,10 +2909,8 @@ mod wqe_tests {
             let mut w = wr(op, &[]);
             w.imm_data = 0xdead_beef;
             let (mut slot, _) = encode(&w, &[], &lim(IBV_QPT_RC));
-            let (h, _) = slot.send();
-            // SAFETY: both arms are u32.
-            assert_eq!(unsafe { h.wr.ex.imm_data }, 0xdead_beef);
-            assert_eq!(h.wr.opcode, op as u32);
+            assert_eq!(slot.ex(), 0xdead_beef);
+            assert_eq!(slot.send().0.wr.opcode, op as u32);
         }
     }
 
@@ -2888,10 +2919,12 @@ mod wqe_tests {
         for op in [IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ] {
             let sges = [sge(0x1000, 4096)];
             let (mut slot, len) = encode(&wr(op, &sges), &sges, &lim(IBV_QPT_RC));
-            let (h, _) = slot.send();
-            // SAFETY: the rdma arm was written.
-            let (ra, rk, res) = unsafe { (h.wr.wr.rdma.remote_addr, h.wr.wr.rdma.rkey, h.wr.wr.rdma.reserved) };
-            assert_eq!((ra, rk, res, h.iova, len), (0x10_0000, 0x77, 0, 0x10_0000, 4096));
+            let a: kernel_abi::rxe_send_wr_wr_rdma = slot.arm();
+            let h = slot.send().0;
+            assert_eq!(
+                (a.remote_addr, a.rkey, a.reserved, h.iova, len),
+                (0x10_0000, 0x77, 0, 0x10_0000, 4096)
+            );
         }
     }
 
@@ -2909,8 +2942,8 @@ mod wqe_tests {
             level: 0,
         };
         set_flush(h, &f);
-        // SAFETY: the flush arm was written whole.
-        let a = unsafe { &h.wr.wr.flush };
+        let a: kernel_abi::rxe_send_wr_wr_flush = slot.arm();
+        let h = slot.send().0;
         assert_eq!(
             (a.remote_addr, a.rkey, a.length, a.r#type, a.level),
             (0x20_0000, 0x99, 0, 1, 0)
@@ -2927,11 +2960,9 @@ mod wqe_tests {
         for op in [IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD] {
             let sges = [sge(0x1000, 8)];
             let (mut slot, _) = encode(&wr(op, &sges), &sges, &lim(IBV_QPT_RC));
-            let (h, _) = slot.send();
-            // SAFETY: the atomic arm was written.
-            let a = unsafe { h.wr.wr.atomic };
+            let a: kernel_abi::rxe_send_wr_wr_atomic = slot.arm();
             assert_eq!((a.remote_addr, a.compare_add, a.swap, a.rkey), (0x10_0000, 5, 9, 0x77));
-            assert_eq!(h.iova, 0x10_0000);
+            assert_eq!(slot.send().0.iova, 0x10_0000);
         }
     }
 
@@ -2956,8 +2987,7 @@ mod wqe_tests {
         w.imm_data = 0x55;
         let (mut slot, len) = encode(&w, &[], &lim(IBV_QPT_RC));
         assert_eq!(len, 0);
-        // SAFETY: u32 arm.
-        assert_eq!(unsafe { slot.send().0.wr.ex.invalidate_rkey }, 0x55);
+        assert_eq!(slot.ex(), 0x55);
 
         let w = wr(IBV_WR_BIND_MW, &[]);
         let b = MwBind {
@@ -2970,8 +3000,7 @@ mod wqe_tests {
         };
         for t in [IBV_QPT_RC, IBV_QPT_UC] {
             let (mut slot, _) = encode_with(&w, &[], &WrObjects::Bind(b), &lim(t));
-            // SAFETY: the mw arm was written.
-            let m = unsafe { slot.send().0.wr.wr.mw };
+            let m: kernel_abi::rxe_send_wr_wr_mw = slot.arm();
             assert_eq!(
                 (m.addr, m.length, m.mr_lkey, m.mw_rkey, m.rkey, m.access),
                 (0x3000, 0x100, 1, 0x200, 0x201, 2)
@@ -3004,8 +3033,7 @@ mod wqe_tests {
             av: &av,
         };
         let (mut slot, _) = encode_with(&w, &[], &WrObjects::Ud(dest), &l);
-        // SAFETY: the ud arm was written.
-        let ud = unsafe { slot.send().0.wr.wr.ud };
+        let ud: kernel_abi::rxe_send_wr_wr_ud = slot.arm();
         // (The AV bytes are left as they were: the kernel reads ah_num.)
         assert_eq!(
             (ud.remote_qpn, ud.remote_qkey, ud.ah_num, ud.pkey_index),
@@ -3013,8 +3041,7 @@ mod wqe_tests {
         );
         // Without a kernel AH index the AV goes in whole.
         let (mut slot, _) = encode_with(&w, &[], &WrObjects::Ud(UdDest { ah_num: 0, ..dest }), &l);
-        // SAFETY: as above.
-        let ud = unsafe { slot.send().0.wr.wr.ud };
+        let ud: kernel_abi::rxe_send_wr_wr_ud = slot.arm();
         assert_eq!((ud.ah_num, ud.av.port_num, ud.av.dmac), (0, 1, [1, 2, 3, 4, 5, 6]));
         // No AH at all.
         assert_eq!(check_send(&w, &[], &WrObjects::Missing, &l), Err(Errno::EINVAL));
