@@ -400,10 +400,23 @@ impl<'a> SendWr<'a> {
         if wr.send_flags & IBV_SEND_INLINE != 0 {
             copy_inline(sges, payload);
         } else if let [one] = sges {
-            // SAFETY: check_send bounded the SGEs by the queue's sge_room, at
-            // most payload_room / SGE_SIZE, and payload is the rest of one of
-            // the queue's slots (payload_room bytes): one SGE fits.
-            unsafe { write_one_sge(one, payload) };
+            // The data path's common case: no loop, and no length check. `ibv_sge` and the
+            // kernel's `rxe_sge` are the same 16 bytes, so it is one copy.
+            const {
+                assert!(size_of::<ibv_sge>() == SGE_SIZE);
+                assert!(core::mem::offset_of!(ibv_sge, addr) == core::mem::offset_of!(rxe_sge, addr));
+                assert!(core::mem::offset_of!(ibv_sge, length) == core::mem::offset_of!(rxe_sge, length));
+                assert!(core::mem::offset_of!(ibv_sge, lkey) == core::mem::offset_of!(rxe_sge, lkey));
+            };
+            debug_assert!(payload.len() >= SGE_SIZE);
+            // SAFETY: check_send bounded the SGEs by the queue's sge_room, at most
+            // payload_room / SGE_SIZE, and payload is the rest of one of the queue's slots
+            // (payload_room bytes): its first SGE_SIZE bytes are ours to write. `one` is
+            // SGE_SIZE readable bytes with no padding (the assertions: a u64 and two u32s),
+            // laid out as rxe_sge is; the two do not overlap (a ring slot, the caller's SGE).
+            unsafe {
+                core::ptr::copy_nonoverlapping(core::ptr::from_ref(one).cast::<u8>(), payload.as_mut_ptr(), SGE_SIZE)
+            };
         } else {
             write_sges(sges, payload);
         }
@@ -455,28 +468,6 @@ fn copy_inline(sges: &[ibv_sge], out: &mut [u8]) {
         out[at..at + len].copy_from_slice(src);
         at += len;
     }
-}
-
-/// Writes one SGE at the start of a payload area, the data path's common
-/// case: no loop, and no length check (the caller's). `ibv_sge` and the
-/// kernel's `rxe_sge` are the same 16 bytes, so it is one copy.
-///
-/// # Safety
-/// `out` is at least [`SGE_SIZE`] bytes long.
-#[inline(always)]
-pub(super) unsafe fn write_one_sge(s: &ibv_sge, out: &mut [u8]) {
-    const {
-        assert!(size_of::<ibv_sge>() == SGE_SIZE);
-        assert!(core::mem::offset_of!(ibv_sge, addr) == core::mem::offset_of!(rxe_sge, addr));
-        assert!(core::mem::offset_of!(ibv_sge, length) == core::mem::offset_of!(rxe_sge, length));
-        assert!(core::mem::offset_of!(ibv_sge, lkey) == core::mem::offset_of!(rxe_sge, lkey));
-    };
-    debug_assert!(out.len() >= SGE_SIZE);
-    // SAFETY: per the contract the first SGE_SIZE bytes of out are ours to
-    // write; s is SGE_SIZE readable bytes with no padding (the assertions:
-    // a u64 and two u32s), laid out as rxe_sge is; the two do not overlap
-    // (out is a ring slot, s the caller's).
-    unsafe { core::ptr::copy_nonoverlapping(core::ptr::from_ref(s).cast::<u8>(), out.as_mut_ptr(), SGE_SIZE) };
 }
 
 /// Writes a UD destination into a send WQE.
@@ -555,10 +546,12 @@ pub(crate) fn post_one_send_with(
     if sq.is_full() {
         return Err(Errno::ENOMEM);
     }
-    // SAFETY: the slot of `prod`, the ring not full: unpublished, ours.
-    let (hdr, payload) = unsafe { sq.slot_parts(slot) };
-    // SAFETY: checked just above, for this queue.
-    unsafe { wr.encode(sges, length, objects, hdr, payload) };
+    // SAFETY: the slot of `prod`, the ring not full: unpublished, ours; the request was
+    // checked just above, for this queue.
+    unsafe {
+        let (hdr, payload) = sq.slot_parts(slot);
+        wr.encode(sges, length, objects, hdr, payload);
+    }
     sq.advance();
     Ok(())
 }
@@ -645,16 +638,22 @@ struct CreateArgs {
     sq_sig_all: c_int,
 }
 
-/// The kernel handle of the SRQ a QP receives through, if any.
-fn srq_handle(srq: *mut c_void) -> Option<u32> {
-    // SAFETY: a non-null srq is an ibv_srq our create_srq made (the
-    // ibv_create_qp contract: objects of the same context).
-    unsafe { srq.cast::<ibv_srq>().as_ref() }.map(|s| s.handle)
-}
-
-fn cq_handle(cq: *mut ibv_cq) -> Result<u32, Errno> {
-    // SAFETY: a CQ the caller passes for this context; null refused.
-    unsafe { cq.as_ref() }.map(|c| c.handle).ok_or(Errno::EINVAL)
+/// The kernel handles of the QP's send and receive CQs (`EINVAL` for a null one) and of the
+/// SRQ it receives through, if any.
+fn queue_handles(args: &CreateArgs) -> Result<(u32, u32, Option<u32>), Errno> {
+    // SAFETY: the CQs the caller passes for this context, and a non-null srq is an ibv_srq our
+    // create_srq made (the ibv_create_qp contract: objects of the same context); nulls refused
+    // (CQs) or none (SRQ).
+    let (send_cq, recv_cq, srq) = unsafe {
+        (
+            args.send_cq.as_ref(),
+            args.recv_cq.as_ref(),
+            args.srq.cast::<ibv_srq>().as_ref(),
+        )
+    };
+    let send_cq = send_cq.map(|c| c.handle).ok_or(Errno::EINVAL)?;
+    let recv_cq = recv_cq.map(|c| c.handle).ok_or(Errno::EINVAL)?;
+    Ok((send_cq, recv_cq, srq.map(|s| s.handle)))
 }
 
 /// `send_ops` are the `ibv_qp_ex` operations asked for (checked), `None`
@@ -672,8 +671,7 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     if !matches!(args.qp_type, IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_UD) {
         return Err(Errno::EOPNOTSUPP);
     }
-    let send_cq = cq_handle(args.send_cq)?;
-    let recv_cq = cq_handle(args.recv_cq)?;
+    let (send_cq, recv_cq, srq) = queue_handles(args)?;
     let layout = ctx.layout.qp_ex;
     let qp_type = u8::try_from(args.qp_type).map_err(|_| Errno::EINVAL)?;
 
@@ -693,7 +691,6 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     };
     let mut qp = Creating::new(obj, "QP", fd, |fd, handle| destroy_kernel_qp(fd, handle).map(|_| ()))?;
     let ibqp = qp.get_mut().ibv_qp();
-    let srq = srq_handle(args.srq);
     let cmd = ib_uverbs_create_qp {
         response: 0,
         user_handle: ibqp as usize as u64,
@@ -1085,6 +1082,31 @@ unsafe fn callback_qp<'a>(ibqp: *mut c_void) -> (&'a RxeQp, &'a Locked<SendLimit
     }
 }
 
+/// [`callback_qp`] with the QP's open `ibv_wr_*` batch: its send queue and batch state, or
+/// `None` when no batch is open on the send queue's lock (`pair_open`).
+///
+/// # Safety
+/// As for [`callback_qp`]; the caller makes no other reference to the queue or the batch
+/// while the ones returned live.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+unsafe fn callback_batch<'a>(
+    ibqp: *mut c_void,
+) -> (
+    &'a RxeQp,
+    &'a Locked<SendLimits>,
+    Option<(&'a mut WorkQueue<SendLimits>, &'a mut Batch)>,
+) {
+    // SAFETY: per the contract. An open batch (wr_start took sq.lock, wr_complete or wr_abort
+    // release it) is built by one thread at a time, the only one touching the queue and the
+    // batch until then.
+    unsafe {
+        let (q, sq) = callback_qp(ibqp);
+        let open = sq.lock.pair_open().then(|| (sq.held(), &mut *q.batch.get()));
+        (q, sq, open)
+    }
+}
+
 /// Runs `f` on the QP's send queue and batch. Only between `wr_start` and
 /// `wr_complete`/`wr_abort`, on whichever thread continues the batch (the
 /// `ibv_wr_*` contract: one thread builds a batch at a time); a builder
@@ -1092,16 +1114,13 @@ unsafe fn callback_qp<'a>(ibqp: *mut c_void) -> (&'a RxeQp, &'a Locked<SendLimit
 /// the ring unlocked).
 #[inline(always)]
 fn with_batch<R>(ibqp: *mut c_void, dflt: R, f: impl FnOnce(&RxeQp, &mut WorkQueue<SendLimits>, &mut Batch) -> R) -> R {
-    // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours.
-    let (q, sq) = unsafe { callback_qp(ibqp) };
-    if !sq.lock.pair_open() {
+    // SAFETY: libibverbs' ibv_wr_* pass the ibv_qp_ex of a QP of ours; the queue and the
+    // batch are only handed to f.
+    let (q, _, open) = unsafe { callback_batch(ibqp) };
+    let Some((wq, batch)) = open else {
         misuse("ibv_wr_* builder outside wr_start/wr_complete: ignored");
         return dflt;
-    }
-    // SAFETY: the batch is open (wr_start took sq.lock, wr_complete or
-    // wr_abort release it): until then its builder, one thread at a time,
-    // is the only one touching the queue and the batch.
-    let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
+    };
     f(q, wq, batch)
 }
 
@@ -1155,18 +1174,16 @@ pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
 
 pub(super) unsafe extern "C" fn wr_complete(ibqp: *mut c_void) -> c_int {
     boundary::guard("wr_complete", Errno::EIO.code(), || {
-        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_complete).
-        let (q, sq) = unsafe { callback_qp(ibqp) };
-        if !sq.lock.pair_open() {
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_complete); the queue and
+        // the batch are used here only, complete_refused makes its own.
+        let (q, sq, open) = unsafe { callback_batch(ibqp) };
+        let Some((wq, batch)) = open else {
             // The stock provider would unlock whoever holds the lock and
             // publish its stale index (nothing new): report the misuse.
             misuse("wr_complete without wr_start: nothing posted");
             return Errno::EINVAL.code();
-        }
+        };
         let accepts = sq_accepts_posts(q);
-        // SAFETY: the batch is open: its lock is held (checked above), which guards the
-        // queue and the batch.
-        let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
         if !batch.ready(accepts) {
             return complete_refused(q, accepts);
         }
@@ -1193,10 +1210,10 @@ fn complete_refused(q: &RxeQp, accepts: bool) -> c_int {
     // A panic in finish must neither leave the lock held nor a batch
     // half-published: forget the batch, then release.
     let r = boundary::guard("wr_complete", Err(Errno::EIO), || {
-        // SAFETY: the batch is open: its lock is held (the caller checked).
-        let wq = unsafe { sq.held() };
-        // SAFETY: the batch is guarded by the same lock.
-        let r = unsafe { (*q.batch.get()).finish(wq, accepts) };
+        // SAFETY: the batch is open: its lock, which guards the queue and the batch, is held
+        // (the caller checked), and the caller's references to them ended.
+        let (wq, batch) = unsafe { (sq.held(), &mut *q.batch.get()) };
+        let r = batch.finish(wq, accepts);
         if r == Ok(true) {
             wq.publish();
         }
@@ -1216,14 +1233,14 @@ fn complete_refused(q: &RxeQp, accepts: bool) -> c_int {
 
 unsafe extern "C" fn wr_abort(ibqp: *mut c_void) {
     boundary::guard("wr_abort", (), || {
-        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_abort).
-        let (q, sq) = unsafe { callback_qp(ibqp) };
-        if !sq.lock.pair_open() {
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_abort); the queue and the
+        // batch are used here only.
+        let (_, sq, open) = unsafe { callback_batch(ibqp) };
+        let Some((wq, batch)) = open else {
             misuse("wr_abort without wr_start: refused");
             return;
-        }
-        // SAFETY: the batch is open: its lock is held (checked above).
-        unsafe { (*q.batch.get()).abort(sq.held()) };
+        };
+        batch.abort(wq);
         sq.lock.release_held();
     })
 }
@@ -1904,6 +1921,7 @@ mod tests {
                 fake.consume_all();
             },
             false,
+            crate::lock::QueueLock::new(),
         );
     }
 
@@ -1937,6 +1955,7 @@ mod tests {
                 fake.consume_all();
             },
             false,
+            crate::lock::QueueLock::new(),
         );
     }
 
@@ -1972,19 +1991,20 @@ mod tests {
                 k.release_consumer(k.producer_index());
             },
             true,
+            crate::lock::QueueLock::new(),
         );
     }
 
     /// Runs `post(i)` (which also lets the kernel's side take what it posted) and polls the
-    /// completion of `i` (a RECV's when `recv`), `RXE_RS_HOT_PATH_PAIRS` times.
-    fn count_pairs(mut post: impl FnMut(u64), recv: bool) {
+    /// completion of `i` (a RECV's when `recv`) on a CQ behind `cq_lock`,
+    /// `RXE_RS_HOT_PATH_PAIRS` times.
+    fn count_pairs(mut post: impl FnMut(u64), recv: bool, cq_lock: crate::lock::QueueLock) {
         use crate::cq::testing::fake_rxe_cq_with;
         use crate::libibverbs::cq::ibv_wc;
-        use crate::lock::QueueLock;
         use kernel_abi::ib_uverbs_wc;
         use zerocopy::FromZeros;
         let pairs = harness_pairs();
-        let (cq_kernel, cq) = fake_rxe_cq_with(0, QueueLock::new());
+        let (cq_kernel, cq) = fake_rxe_cq_with(0, cq_lock);
         let mut wc: ibv_wc = zeroed();
         let mut cqe = ib_uverbs_wc::new_zeroed();
         if recv {
@@ -2013,12 +2033,7 @@ mod tests {
     }
 
     fn hot_path(opcode: c_int, thread_domain: bool) {
-        use crate::cq::testing::fake_rxe_cq_with;
-        use crate::libibverbs::cq::ibv_wc;
         use crate::lock::QueueLock;
-        use kernel_abi::ib_uverbs_wc;
-        use zerocopy::FromZeros;
-        let pairs = harness_pairs();
         let lock = || {
             if thread_domain {
                 QueueLock::unlocked()
@@ -2033,7 +2048,6 @@ mod tests {
         if let Some(rq) = &mut fake.qp.rq {
             rq.lock = lock();
         }
-        let (cq_kernel, cq) = fake_rxe_cq_with(0, lock());
         let sge = [ibv_sge {
             addr: 0x1000,
             length: 8,
@@ -2047,28 +2061,21 @@ mod tests {
                 rkey: 2,
             };
         }
-        let mut wc: ibv_wc = zeroed();
-        let mut cqe = ib_uverbs_wc::new_zeroed();
-        // Called through pointers, as libibverbs calls them (and so that
-        // they are not inlined here, out of callgrind's sight).
+        // Called through a pointer, as libibverbs calls it (and so that
+        // it is not inlined here, out of callgrind's sight).
         let post: unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int =
             std::hint::black_box(post_send);
-        let poll: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int =
-            std::hint::black_box(crate::cq::poll_cq);
-        for i in 0..pairs {
-            w.wr_id = i;
-            let mut bad = ptr::null_mut();
-            // SAFETY: a live QP of ours, a live request.
-            assert_eq!(unsafe { post(fake.ibv_qp(), &mut w, &mut bad) }, 0);
-            fake.consume_all();
-            cqe.wr_id = i;
-            cq_kernel.produce(&cqe);
-            // SAFETY: a live CQ of ours, room for one completion.
-            assert_eq!(unsafe { poll(cq.cast(), 1, &mut wc) }, 1);
-            assert_eq!(wc.wr_id, i);
-        }
-        // SAFETY: made by fake_rxe_cq_with, not used again.
-        drop(unsafe { Box::from_raw(cq.cast::<crate::cq::RxeCq>()) });
+        count_pairs(
+            |i| {
+                w.wr_id = i;
+                let mut bad = ptr::null_mut();
+                // SAFETY: a live QP of ours, a live request.
+                assert_eq!(unsafe { post(fake.ibv_qp(), &mut w, &mut bad) }, 0);
+                fake.consume_all();
+            },
+            false,
+            lock(),
+        );
     }
 
     #[test]
