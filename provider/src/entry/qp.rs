@@ -788,12 +788,9 @@ pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_ini
 /// `create_qp_ex`.
 pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
     boundary::guard("create_qp_ex", ptr::null_mut(), || {
-        // SAFETY: the caller's attributes; null refused.
-        let Some(a) = (unsafe { attr.as_mut() }) else {
-            return boundary::fail_ptr(Errno::EINVAL);
-        };
-        // SAFETY: the caller's context (ours); null refused.
-        let Some(ctx) = (unsafe { RxeContext::from_ibv_context(context) }) else {
+        // SAFETY: the caller's attributes and context (ours); nulls refused.
+        let (a, ctx) = unsafe { (attr.as_mut(), RxeContext::from_ibv_context(context)) };
+        let (Some(a), Some(ctx)) = (a, ctx) else {
             return boundary::fail_ptr(Errno::EINVAL);
         };
         if let Err(e) = check_create_ex(a, ctx.layout.qp_ex) {
@@ -1160,15 +1157,17 @@ fn build(ibqp: *mut c_void, opcode: c_int, fill: impl FnOnce(&mut SendRequest)) 
 
 pub(super) unsafe extern "C" fn wr_start(ibqp: *mut c_void) {
     boundary::guard("wr_start", (), || {
-        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_start).
-        let (q, sq) = unsafe { callback_qp(ibqp) };
-        if sq.lock.hold().is_err() {
-            // The stock provider deadlocks on its own spin lock here.
-            misuse("wr_start while this thread's batch is open: the batch goes on");
-            return;
+        // SAFETY: a QP of ours with callbacks (libibverbs' ibv_wr_start); once this thread
+        // holds the lock, the queue and the batch are its own (until wr_complete or wr_abort).
+        unsafe {
+            let (q, sq) = callback_qp(ibqp);
+            if sq.lock.hold().is_err() {
+                // The stock provider deadlocks on its own spin lock here.
+                misuse("wr_start while this thread's batch is open: the batch goes on");
+                return;
+            }
+            (*q.batch.get()).start(sq.held());
         }
-        // SAFETY: we hold the lock now.
-        unsafe { (*q.batch.get()).start(sq.held()) };
     })
 }
 
@@ -1444,17 +1443,20 @@ unsafe extern "C" fn wr_set_inline_data_list(ibqp: *mut c_void, num_buf: usize, 
                 if num_buf != 0 && buf_list.is_null() {
                     return Err(Errno::EINVAL);
                 }
-                let bufs = if num_buf == 0 {
-                    &[][..]
-                } else {
-                    // SAFETY: the contract: num_buf entries at buf_list.
-                    unsafe { core::slice::from_raw_parts(buf_list, num_buf) }
-                };
-                if bufs.iter().any(|b| b.length != 0 && b.addr.is_null()) {
-                    return Err(Errno::EINVAL);
+                // SAFETY: the contract: num_buf entries at buf_list (not null, checked above,
+                // when there are any), each readable for its length; a null address with a
+                // length is refused before any is read.
+                unsafe {
+                    let bufs = if num_buf == 0 {
+                        &[][..]
+                    } else {
+                        core::slice::from_raw_parts(buf_list, num_buf)
+                    };
+                    if bufs.iter().any(|b| b.length != 0 && b.addr.is_null()) {
+                        return Err(Errno::EINVAL);
+                    }
+                    wqe::set_inline(hdr, payload, bufs, lim)
                 }
-                // SAFETY: each buffer is readable for its length (contract).
-                unsafe { wqe::set_inline(hdr, payload, bufs, lim) }
             })
         })
     })
