@@ -59,3 +59,111 @@ fn post_one_send_naming_objects(sq: &mut SendQueue, wr: SendWr<'_>) -> Result<()
     let objects = wr.objects(sq.limits.qp_type);
     post_one_send_with(sq, wr, &objects, false)
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::libibverbs::qp::*;
+    use crate::ring::testing::FakeRing;
+    use crate::ring::Producer;
+    use crate::wqe::{RecvLimits, RECV_WQE_HEADER};
+    use core::ptr;
+    use kernel_abi::rxe_send_wqe;
+
+    pub(crate) fn send_queue(fq: &FakeRing, max_sge: u32) -> WorkQueue<SendLimits> {
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
+        let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
+        WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, max_sge, 0, payload_room)).unwrap()
+    }
+
+    /// A request over `sges`, which the provider only reads: a shared borrow, so that several
+    /// requests may point at one list (a `&mut` per request would invalidate the pointers the
+    /// earlier ones hold, under Stacked Borrows).
+    pub(crate) fn wr(wr_id: u64, opcode: c_int, sges: &[ibv_sge]) -> ibv_send_wr {
+        let mut w: ibv_send_wr = crate::entry::qp::zeroed();
+        w.wr_id = wr_id;
+        w.opcode = opcode;
+        w.sg_list = sges.as_ptr().cast_mut();
+        w.num_sge = sges.len() as c_int;
+        w
+    }
+
+    #[test]
+    fn the_ring_fills_up_and_a_refused_request_leaves_no_trace() {
+        // 4 slots of 256 bytes: capacity 3.
+        let fq = FakeRing::new(8, 3, 0);
+        let mut sq = send_queue(&fq, 2);
+        let sges = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        for id in 0..3 {
+            let posted = post_one_send(&mut sq, SendWr::over(&wr(id, IBV_WR_SEND, &sges), &sges));
+            assert_eq!(posted, Ok(()));
+        }
+        let posted = post_one_send(&mut sq, SendWr::over(&wr(3, IBV_WR_SEND, &sges), &sges));
+        assert_eq!(posted, Err(Errno::ENOMEM));
+        sq.publish();
+        assert_eq!(fq.kernel.produced(), 3);
+        let w: rxe_send_wqe = fq.kernel.read_slot(2);
+        assert_eq!((w.wr.wr_id, w.dma.length), (2, 8));
+        // The kernel consumes two; a bad request is refused without using a slot.
+        fq.kernel.release_consumer(2);
+        let three = [ibv_sge::default(); 3];
+        let posted = post_one_send(&mut sq, SendWr::over(&wr(9, IBV_WR_SEND, &three), &three));
+        assert_eq!(posted, Err(Errno::EINVAL));
+        assert_eq!(sq.prod, 3);
+        let posted = post_one_send(&mut sq, SendWr::over(&wr(4, IBV_WR_RDMA_WRITE, &sges), &sges));
+        assert_eq!(posted, Ok(()));
+        sq.publish();
+        assert_eq!(fq.kernel.produced(), 0); // wrapped
+        let w: rxe_send_wqe = fq.kernel.read_slot(3);
+        assert_eq!(w.wr.wr_id, 4);
+    }
+
+    #[test]
+    fn a_queue_made_for_no_work_requests_maps_and_refuses_every_post() {
+        // rxe's answer to max_send_wr = 0 (qperf's rc_bw server, the receive
+        // side of its RDMA and atomic tests): one slot, index_mask 0.
+        let fq = FakeRing::new(8, 0, 0);
+        let mut sq = send_queue(&fq, 1);
+        let sges = [ibv_sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let posted = post_one_send(&mut sq, SendWr::over(&wr(1, IBV_WR_SEND, &sges), &sges));
+        assert_eq!(posted, Err(Errno::ENOMEM));
+        sq.publish();
+        assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
+    }
+
+    #[test]
+    fn a_ring_whose_slots_cannot_hold_a_wqe_header_is_refused() {
+        // 64-byte slots: smaller than a send WQE header (208) and a receive one (40) fits.
+        let fq = FakeRing::new(6, 3, 0);
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        assert_eq!(
+            WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, 1, 0, 0)).err(),
+            Some(Errno::EPROTO)
+        );
+        let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
+        let limits = RecvLimits {
+            max_sge: 1,
+            payload_room: 64 - RECV_WQE_HEADER,
+        };
+        assert!(WorkQueue::new(ring, limits).is_ok());
+    }
+
+    #[test]
+    fn a_null_sge_list_with_entries_is_einval() {
+        // (A negative count: entry::qp's tests, which may hand over a request SendWr::over refuses.)
+        let fq = FakeRing::new(8, 3, 0);
+        let mut sq = send_queue(&fq, 2);
+        let mut w = wr(1, IBV_WR_SEND, &[]);
+        w.num_sge = 1;
+        w.sg_list = ptr::null_mut();
+        assert_eq!(post_one_send(&mut sq, SendWr::over(&w, &[])), Err(Errno::EINVAL));
+    }
+}

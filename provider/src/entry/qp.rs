@@ -424,6 +424,29 @@ impl<'a> SendWr<'a> {
     }
 }
 
+#[cfg(test)]
+impl<'a> SendWr<'a> {
+    /// A test's request whose raw parts are all checked here, so that safe code can test the
+    /// send queue's logic with it: its SGE list is `sges` (or a null list, which `sges`
+    /// refuses before reading), and it names no AH (the union's first word, the `ud` arm's AH,
+    /// is zero), no window, no atomic operands and no inline data. Panics otherwise.
+    pub(crate) fn over(wr: &'a ibv_send_wr, sges: &'a [ibv_sge]) -> SendWr<'a> {
+        let own_list = ptr::eq(wr.sg_list.cast_const(), sges.as_ptr())
+            && usize::try_from(wr.num_sge).is_ok_and(|n| n <= sges.len());
+        assert!(wr.sg_list.is_null() || own_list, "the request's SGE list is sges");
+        assert!(wr.send_flags & IBV_SEND_INLINE == 0, "no inline data");
+        assert!(
+            !matches!(
+                wr.opcode,
+                IBV_WR_BIND_MW | IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD
+            ),
+            "no window, no atomic operands"
+        );
+        assert_eq!(atomic_remote_addr(wr), 0, "no AH");
+        SendWr(wr)
+    }
+}
+
 /// [`SendWr::sges`] of a request (the fuzz targets' and the tests' entry).
 ///
 /// # Safety
@@ -1524,12 +1547,12 @@ pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::send_queue_tests::{send_queue, wr};
     use super::*;
     use crate::libibverbs::cq::ibv_cq;
     use crate::qp::batch::Batch;
     use crate::ring::testing::FakeRing;
     use crate::ring::Producer;
+    use crate::send_queue::tests::{send_queue, wr};
     use crate::work_queue::{Locked, WorkQueue};
     use crate::wqe::{RecvLimits, SendLimits, RECV_WQE_HEADER};
     use core::cell::UnsafeCell;
@@ -2081,6 +2104,21 @@ mod tests {
     }
 
     #[test]
+    fn a_negative_sge_count_is_einval() {
+        let fq = FakeRing::new(8, 3, 0);
+        let mut sq = send_queue(&fq, 2);
+        let sge = [ibv_sge::default()];
+        let mut w = wr(1, IBV_WR_SEND, &sge);
+        w.num_sge = -1;
+        assert_eq!(
+            // SAFETY: a count above max_sge is refused before any pointer is read.
+            crate::send_queue::post_one_send(&mut sq, unsafe { SendWr::from_caller(&w) }),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(sq.prod, 0);
+    }
+
+    #[test]
     fn a_ud_send_carries_its_destination_and_one_without_an_ah_or_of_another_opcode_is_einval() {
         let fake = FakeQp::new(IBV_QPT_UD, 1, 64);
         let ah = crate::ah::RxeAh::fake(7);
@@ -2168,128 +2206,6 @@ mod tests {
         let posted = fake.published();
         assert_eq!(posted.iter().map(|w| w.wr.wr_id).collect::<Vec<_>>(), vec![1]);
         assert_eq!(posted[0].dma.length, 8);
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod send_queue_tests {
-    use super::*;
-    use crate::ring::testing::FakeRing;
-    use crate::ring::Producer;
-    use crate::wqe::SEND_WQE_HEADER;
-    use crate::wqe::{RecvLimits, RECV_WQE_HEADER};
-    use core::ptr;
-    use kernel_abi::rxe_send_wqe;
-
-    pub(crate) fn send_queue(fq: &FakeRing, max_sge: u32) -> WorkQueue<SendLimits> {
-        let ring = Producer::map(fq.raw_fd(), &fq.mi, SEND_WQE_HEADER).unwrap();
-        let payload_room = ring.geometry().elem_size() - SEND_WQE_HEADER;
-        WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, max_sge, 0, payload_room)).unwrap()
-    }
-
-    /// A request over `sges`, which the provider only reads: a shared borrow, so that several
-    /// requests may point at one list (a `&mut` per request would invalidate the pointers the
-    /// earlier ones hold, under Stacked Borrows).
-    pub(crate) fn wr(wr_id: u64, opcode: c_int, sges: &[ibv_sge]) -> ibv_send_wr {
-        let mut w: ibv_send_wr = zeroed();
-        w.wr_id = wr_id;
-        w.opcode = opcode;
-        w.sg_list = sges.as_ptr().cast_mut();
-        w.num_sge = sges.len() as c_int;
-        w
-    }
-
-    #[test]
-    fn the_ring_fills_up_and_a_refused_request_leaves_no_trace() {
-        // 4 slots of 256 bytes: capacity 3.
-        let fq = FakeRing::new(8, 3, 0);
-        let mut sq = send_queue(&fq, 2);
-        let sges = [ibv_sge {
-            addr: 0x1000,
-            length: 8,
-            lkey: 1,
-        }];
-        for id in 0..3 {
-            // SAFETY: no inline data, no AH or MW.
-            let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(id, IBV_WR_SEND, &sges))) };
-            assert_eq!(posted, Ok(()));
-        }
-        // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(3, IBV_WR_SEND, &sges))) };
-        assert_eq!(posted, Err(Errno::ENOMEM));
-        sq.publish();
-        assert_eq!(fq.kernel.produced(), 3);
-        let w: rxe_send_wqe = fq.kernel.read_slot(2);
-        assert_eq!((w.wr.wr_id, w.dma.length), (2, 8));
-        // The kernel consumes two; a bad request is refused without using a slot.
-        fq.kernel.release_consumer(2);
-        let three = [ibv_sge::default(); 3];
-        // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(9, IBV_WR_SEND, &three))) };
-        assert_eq!(posted, Err(Errno::EINVAL));
-        assert_eq!(sq.prod, 3);
-        // SAFETY: as above.
-        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(4, IBV_WR_RDMA_WRITE, &sges))) };
-        assert_eq!(posted, Ok(()));
-        sq.publish();
-        assert_eq!(fq.kernel.produced(), 0); // wrapped
-        let w: rxe_send_wqe = fq.kernel.read_slot(3);
-        assert_eq!(w.wr.wr_id, 4);
-    }
-
-    #[test]
-    fn a_queue_made_for_no_work_requests_maps_and_refuses_every_post() {
-        // rxe's answer to max_send_wr = 0 (qperf's rc_bw server, the receive
-        // side of its RDMA and atomic tests): one slot, index_mask 0.
-        let fq = FakeRing::new(8, 0, 0);
-        let mut sq = send_queue(&fq, 1);
-        let sges = [ibv_sge {
-            addr: 0x1000,
-            length: 8,
-            lkey: 1,
-        }];
-        // SAFETY: no inline data, no AH or MW.
-        let posted = unsafe { post_one_send(&mut sq, SendWr::from_caller(&wr(1, IBV_WR_SEND, &sges))) };
-        assert_eq!(posted, Err(Errno::ENOMEM));
-        sq.publish();
-        assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
-    }
-
-    #[test]
-    fn a_ring_whose_slots_cannot_hold_a_wqe_header_is_refused() {
-        // 64-byte slots: smaller than a send WQE header (208) and a receive one (40) fits.
-        let fq = FakeRing::new(6, 3, 0);
-        let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
-        assert_eq!(
-            WorkQueue::new(ring, SendLimits::new(IBV_QPT_RC, 1, 0, 0)).err(),
-            Some(Errno::EPROTO)
-        );
-        let ring = Producer::map(fq.raw_fd(), &fq.mi, 0).unwrap();
-        let limits = RecvLimits {
-            max_sge: 1,
-            payload_room: 64 - RECV_WQE_HEADER,
-        };
-        assert!(WorkQueue::new(ring, limits).is_ok());
-    }
-
-    #[test]
-    fn a_negative_sge_count_is_einval() {
-        let fq = FakeRing::new(8, 3, 0);
-        let mut sq = send_queue(&fq, 2);
-        let mut w = wr(1, IBV_WR_SEND, &[]);
-        w.num_sge = -1;
-        assert_eq!(
-            // SAFETY: refused before any pointer is read.
-            unsafe { post_one_send(&mut sq, SendWr::from_caller(&w)) },
-            Err(Errno::EINVAL)
-        );
-        w.num_sge = 1;
-        w.sg_list = ptr::null_mut();
-        assert_eq!(
-            // SAFETY: as above.
-            unsafe { post_one_send(&mut sq, SendWr::from_caller(&w)) },
-            Err(Errno::EINVAL)
-        );
     }
 }
 
