@@ -105,8 +105,7 @@ impl RxeQp {
 
     /// The handle the kernel gave the QP (written once, before publication).
     pub(crate) fn handle(&self) -> u32 {
-        // SAFETY: handle is set at creation and never written again.
-        unsafe { ptr::read(addr_of_mut!((*self.ibv_qp()).handle)) }
+        self.core_fields().handle
     }
 
     /// The QP's state as libibverbs last recorded it (`ibv_modify_qp` stores
@@ -132,7 +131,7 @@ impl RxeQp {
         unsafe { AtomicI32::from_ptr(addr_of_mut!((*self.ibv_qp()).state)) }
     }
 
-    /// The core `ibv_qp` fields libibverbs shares with us (context, CQs, SRQ, qp_num, ...),
+    /// The core `ibv_qp` fields libibverbs shares with us (context, CQs, SRQ, handle, qp_num, ...),
     /// read only: written at creation, before the QP is published.
     #[inline]
     fn core_fields(&self) -> &ibv_qp {
@@ -235,12 +234,14 @@ impl<L> Locked<L> {
         let guard = RewindOnUnwind(self);
         // SAFETY: the lock is held for as long as f runs (or the object is
         // on a thread domain, used by one thread at a time), so this is the
-        // only reference to the queue state meanwhile.
-        let r = f(unsafe { &mut *self.wq.get() });
-        // The normal path unlocks here; the guard's drop is the unwind path.
-        core::mem::forget(guard);
-        // SAFETY: taken above.
-        unsafe { self.lock.release() };
+        // only reference to the queue state meanwhile; then the lock taken
+        // above is released (the normal path: the guard's drop is the unwind path).
+        let r = unsafe {
+            let r = f(&mut *self.wq.get());
+            core::mem::forget(guard);
+            self.lock.release();
+            r
+        };
         Ok(r)
     }
 
@@ -589,15 +590,20 @@ pub(crate) fn post_one_send_with(
 /// entries; `bad_wr` is writable.
 #[inline(always)]
 pub(crate) unsafe fn post_recv_list(rq: &mut RecvQueue, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
-    // SAFETY: the caller's live request (not null: the callers return before a null list).
-    let w = unsafe { &*wr };
+    // SAFETY: the caller's live request (not null: the callers return before a null list);
+    // with num_sge 1 and a list, that list is its one SGE (the ibv_post_recv contract).
+    let (w, one) = unsafe {
+        let w = &*wr;
+        (
+            w,
+            (w.next.is_null() && w.num_sge == 1 && !w.sg_list.is_null()).then(|| &*w.sg_list),
+        )
+    };
     // The data path's common case, without the list's loop: one request of one SGE, which
     // the queue takes (max_sge and the slot's room), the ring not full.
-    if w.next.is_null() && w.num_sge == 1 && !w.sg_list.is_null() && !rq.is_full() {
+    if let Some(sge) = one.filter(|_| !rq.is_full()) {
         let lim = rq.limits;
         if lim.max_sge != 0 && lim.payload_room >= SGE_SIZE {
-            // SAFETY: num_sge is 1 (ibv_post_recv contract).
-            let sge = unsafe { &*w.sg_list };
             let (hdr, payload) = rq.slot_at(rq.prod);
             wqe::encode_recv(w.wr_id, core::slice::from_ref(sge), sge.length, hdr, payload);
             rq.advance();
@@ -619,10 +625,13 @@ unsafe fn post_recv_list_general(rq: &mut RecvQueue, wr: *mut ibv_recv_wr, bad_w
     let mut rc = 0;
     let mut posted = false;
     while !cur.is_null() {
-        // SAFETY: the caller's list of live work requests.
-        let w = unsafe { &*cur };
-        // SAFETY: sg_list has num_sge entries (ibv_post_recv contract).
-        let r = unsafe { c_slice(w.sg_list, w.num_sge) }.and_then(|sges| {
+        // SAFETY: the caller's list of live work requests, whose sg_list has num_sge entries
+        // (the ibv_post_recv contract).
+        let (w, sges) = unsafe {
+            let w = &*cur;
+            (w, c_slice(w.sg_list, w.num_sge))
+        };
+        let r = sges.and_then(|sges| {
             let length = wqe::validate_recv(sges, &rq.limits)?;
             let (hdr, payload) = rq.next_slot()?;
             wqe::encode_recv(w.wr_id, sges, length, hdr, payload);
@@ -930,16 +939,17 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
                 )
             }
         };
+        // As at RESET: the destroyed QP's completions leave its CQs,
+        // which libibverbs keeps alive while the QP used them.
         // SAFETY: made by Creating::finish in create, freed once, after the
-        // kernel let the QP go; dropping the rings unmaps them.
-        match unsafe { lifecycle::destroy(obj, || destroy_kernel_qp(fd, handle), wait) } {
-            Ok(()) => {
-                // As at RESET: the destroyed QP's completions leave its CQs,
-                // which libibverbs keeps alive while the QP used them.
-                // SAFETY: the QP's CQs, live (the QP was using them until now).
-                unsafe { purge_qp_from_cqs(send_cq.cast(), recv_cq.cast(), qp_num, has_srq) };
-                0
-            }
+        // kernel let the QP go; dropping the rings unmaps them. The QP's CQs
+        // are live (the QP was using them until now).
+        let destroyed = unsafe {
+            lifecycle::destroy(obj, || destroy_kernel_qp(fd, handle), wait)
+                .map(|()| purge_qp_from_cqs(send_cq.cast(), recv_cq.cast(), qp_num, has_srq))
+        };
+        match destroyed {
+            Ok(()) => 0,
             Err(e) => boundary::fail_code(e),
         }
     })
