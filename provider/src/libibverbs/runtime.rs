@@ -545,6 +545,19 @@ pub(crate) fn v36_slots(ours: &super::private_context::verbs_context_ops) -> &[s
     unsafe { &*core::ptr::from_ref(ours).cast::<[super::device_context::opaque_fn; 76]>() }
 }
 
+/// C structs of plain data (integers, raw pointers, pthread objects, unions of those), for
+/// which all-zero bytes are a valid value: calloc's state, and memset's.
+///
+/// # Safety
+/// Every field of the type, at every depth, is valid as all-zero bytes.
+pub(crate) unsafe trait PlainC: Sized {}
+
+/// The all-zero value of a plain C struct.
+pub(crate) fn zeroed<T: PlainC>() -> T {
+    // SAFETY: PlainC: all-zero bytes are a valid T.
+    unsafe { core::mem::zeroed() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

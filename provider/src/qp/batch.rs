@@ -1,6 +1,7 @@
 //! The state of an `ibv_wr_*` batch between `wr_start` and
 //! `wr_complete`/`wr_abort`: the WQEs it built on the send queue and its
-//! first error. Pure bookkeeping on the queue; the C entries are in `wr`.
+//! first error. Pure bookkeeping on the queue; the C entries are in
+//! [`crate::entry::qp`].
 
 #![forbid(unsafe_code)]
 
