@@ -6,12 +6,11 @@
 
 use core::ffi::c_void;
 
-use crate::entry::objects;
+use crate::entry::{self, cq, objects};
 use crate::libibverbs::layout::Layout;
 use crate::libibverbs::private_context;
 use crate::libibverbs::private_context_releases::{ops_table_for, ContextLayout};
 use crate::libibverbs::runtime;
-use crate::{cq, entry};
 
 /// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
 /// running library's own table is built from ours by op name

@@ -1,6 +1,6 @@
-//! The send queue of a QP: its ring mapped and checked. A legacy work request is checked and
-//! built into its next slot by `post_one_send` (in [`crate::entry::qp`]: it reads the caller's
-//! request), with [`crate::wqe`]'s checks and writers.
+//! The send queue of a QP: its ring mapped and checked, and a legacy work request checked and
+//! built into its next slot ([`post_one_send`]), with [`crate::wqe`]'s checks over the view of
+//! the caller's request that [`crate::post_raw`] reads.
 
 #![forbid(unsafe_code)]
 
@@ -9,9 +9,9 @@ use std::os::fd::RawFd;
 
 use kernel_abi::mminfo;
 
-use crate::entry::qp::{post_one_send_with, SendWr};
 use crate::errno::Errno;
 use crate::libibverbs::qp::IBV_QPT_UD;
+use crate::post_raw::SendWr;
 use crate::ring::Producer;
 use crate::work_queue::WorkQueue;
 use crate::wqe::{SendLimits, WrObjects, SEND_WQE_HEADER};
@@ -58,6 +58,14 @@ fn post_one_send_ud(sq: &mut SendQueue, wr: SendWr<'_>) -> Result<(), Errno> {
 fn post_one_send_naming_objects(sq: &mut SendQueue, wr: SendWr<'_>) -> Result<(), Errno> {
     let objects = wr.objects(sq.limits.qp_type);
     post_one_send_with(sq, wr, &objects, false)
+}
+
+/// Checks `wr` against the send queue and, when it passes, builds it in the next slot.
+/// `objects` is what [`SendWr::objects`] answers for it; `allowed`:
+/// [`SendLimits::allows_naming_no_object`] said yes (a constant at each call).
+#[inline(always)]
+fn post_one_send_with(sq: &mut SendQueue, wr: SendWr<'_>, objects: &WrObjects<'_>, allowed: bool) -> Result<(), Errno> {
+    wr.check_for(sq, objects, allowed)?.build(objects)
 }
 
 #[cfg(test)]

@@ -1,25 +1,24 @@
 //! The C entries of queue pairs and the raw access behind them: create, modify, query and
 //! destroy, the legacy posts (`post_send`, `post_recv`, `bind_mw`), the `ibv_qp_ex`
-//! work-request callbacks (`ibv_wr_*`), and the few raw operations the queue-pair modules need
-//! (the `ibv_qp` fields libibverbs shares with us, a work request's unions and SGE list, the
-//! ring slot a WQE is built in, the queue lock's critical section, the doorbell's write()).
-//! Everything else of a QP is safe code in [`crate::qp`], [`crate::send_queue`],
-//! [`crate::recv_queue`], [`crate::work_queue`] and [`crate::wqe`], which forbid `unsafe`.
+//! work-request callbacks (`ibv_wr_*`), and the raw access to our QP behind them (the `ibv_qp`
+//! fields libibverbs shares with us). Everything else of a QP is safe code in [`crate::qp`],
+//! [`crate::send_queue`], [`crate::recv_queue`], [`crate::work_queue`] and [`crate::wqe`], which
+//! forbid `unsafe`, over the views of [`crate::post_raw`] (work requests, ring slots, the queue
+//! lock's critical section) and [`crate::command`] (the doorbell's write()).
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
 use core::ptr::{self, addr_of_mut, NonNull};
 use core::sync::atomic::{AtomicI32, Ordering};
-use std::os::fd::RawFd;
 
-use kernel_abi::{ib_uverbs_create_qp, ib_uverbs_destroy_qp_resp, ib_uverbs_query_qp, rxe_send_wqe, rxe_sge};
+use kernel_abi::{ib_uverbs_create_qp, ib_uverbs_destroy_qp_resp, ib_uverbs_query_qp};
 use log::debug;
 
 use crate::ah::RxeAh;
-use crate::boundary::{self, c_slice};
+use crate::boundary;
 use crate::command;
 use crate::context::RxeContext;
-use crate::cq::purge_qp_from_cqs;
+use crate::entry::cq::purge_qp_from_cqs;
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_ah, ibv_mw, ibv_pd, ibv_qp, IBV_MW_TYPE_1};
 use crate::libibverbs::cq::ibv_cq;
@@ -28,17 +27,16 @@ use crate::libibverbs::qp::*;
 use crate::libibverbs::runtime::{zeroed, PlainC};
 use crate::libibverbs::srq::ibv_srq;
 use crate::lifecycle::{self, Creating};
-use crate::pd::{self, DomainUse};
+use crate::pd::{self, DomainUse, RxePd};
+use crate::post_raw::{set_inline, RecvWr, SendWr};
 use crate::qp::batch::Batch;
 use crate::qp::control::{check_create_ex, check_legacy_mask, destroy_kernel_qp, fill_query, map_queues, modify_cmd};
 use crate::qp::object::{ring_doorbell, sq_accepts_posts, Doorbell, RxeQp};
 use crate::qp::wr::misuse;
-use crate::recv_queue::RecvQueue;
-use crate::send_queue::{post_one_send, SendQueue};
+use crate::recv_queue::post_recv_list;
+use crate::send_queue::post_one_send;
 use crate::work_queue::{Locked, WorkQueue};
-use crate::wqe::encode::{set_atomic, set_data, set_mw, set_rdma, write_header};
-use crate::wqe::payload::write_sges;
-use crate::wqe::{self, MwBind, QueueLimits, SendLimits, SendRequest, UdDest, WrObjects, SGE_SIZE};
+use crate::wqe::{self, MwBind, SendLimits, SendRequest, UdDest};
 
 // ---------------------------------------------------------------------------------------------
 // Plain C data
@@ -59,18 +57,8 @@ unsafe impl PlainC for ibv_cq {}
 // SAFETY: integers.
 unsafe impl PlainC for crate::libibverbs::cq::ibv_wc {}
 
-/// The remote address of a request's `wr` union read as the atomic arm's: every arm of it
-/// (rdma, atomic, ud) begins with 8 bytes (an address, or the AH pointer), so those are
-/// written whichever arm the application filled.
-#[inline(always)]
-pub(crate) fn atomic_remote_addr(wr: &ibv_send_wr) -> u64 {
-    // SAFETY: the first 8 bytes of the union, initialised by every arm (above); an integer
-    // read of pointer bytes is defined.
-    unsafe { wr.wr.atomic.remote_addr }
-}
-
 // ---------------------------------------------------------------------------------------------
-// The QP object: the ibv_qp fields libibverbs shares with us, the doorbell's write()
+// The QP object: the ibv_qp fields libibverbs shares with us
 
 // SAFETY: the queue state is only touched under its lock; the libibverbs
 // part is shared with C exactly as the stock provider's is.
@@ -121,517 +109,6 @@ impl RxeQp {
         // by state(), not through this).
         unsafe { &*self.ibv_qp() }
     }
-}
-
-/// write() of `bytes` to `fd`: the number written, or -1 with errno set.
-#[inline(always)]
-pub(crate) fn write_fd(fd: RawFd, bytes: &[u8]) -> isize {
-    // SAFETY: bytes is a live, initialised buffer of its length, only read.
-    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Work queues: the slot a WQE is built in, the lock's critical section
-
-impl<L: QueueLimits> WorkQueue<L> {
-    /// Fills the next free slot with `fill` (header, payload) and takes it (our producer index
-    /// moves past it, unpublished); `false`, nothing written, when the ring is full. The slot's
-    /// address and the next index are worked out before the kernel's consumer index is read
-    /// (see [`prod_slot_ptr`](Self::prod_slot_ptr)).
-    #[inline(always)]
-    pub(crate) fn fill_next(&mut self, fill: impl FnOnce(&mut L::Header, &mut [u8])) -> bool {
-        let slot = self.prod_slot_ptr();
-        let next = self.ring.indices().next(self.prod);
-        if self.is_full() {
-            return false;
-        }
-        // SAFETY: the slot of `prod`, the ring not full: unpublished, ours.
-        let (hdr, payload) = unsafe { self.slot_parts(slot) };
-        fill(hdr, payload);
-        self.prod = next;
-        true
-    }
-
-    /// The slot of `index` (masked) as (header, payload). Sound to write only
-    /// for a slot between the published producer index and `prod`, or the
-    /// one at `prod` when the ring is not full: those the kernel does not read.
-    #[inline(always)]
-    pub(crate) fn slot_at(&mut self, index: u32) -> (&mut L::Header, &mut [u8]) {
-        let slot = self.slot_ptr(index);
-        // SAFETY: the slot of `index`, which the caller may write (above).
-        unsafe { self.slot_parts(slot) }
-    }
-
-    /// The slot `slot` (from [`prod_slot_ptr`](Self::prod_slot_ptr) or
-    /// `slot_ptr`) as (header, payload).
-    ///
-    /// # Safety
-    /// `slot` is a slot of this ring that the kernel does not read (see
-    /// [`slot_at`](Self::slot_at)).
-    #[inline(always)]
-    pub(crate) unsafe fn slot_parts(&mut self, slot: *mut [u8]) -> (&mut L::Header, &mut [u8]) {
-        let header = size_of::<L::Header>();
-        let (base, elem) = (slot.cast::<u8>(), slot.len());
-        // SAFETY: the slot lies inside the mapping (Producer guarantees it) and
-        // is elem >= size_of::<L::Header>() bytes long (checked in new);
-        // slots start at the 384-byte queue header plus a multiple of the
-        // element size (a power of two, at least the header's size) in a
-        // page-aligned mapping, enough for the header's alignment. The slot is ours until we
-        // publish the producer past it: the kernel reads only published
-        // slots (callers pass only unpublished ones), and the queue lock
-        // excludes other posters. Any bytes are a valid header (FromBytes).
-        unsafe {
-            let h = &mut *base.cast::<L::Header>();
-            let payload = core::slice::from_raw_parts_mut(base.add(header), elem - header);
-            (h, payload)
-        }
-    }
-}
-
-impl<L> Locked<L> {
-    /// Runs `f` on the queue with the lock held. If `f` panics, what it
-    /// built but did not publish is forgotten (our producer index goes back
-    /// to the published one, so no half-posted list is published by a later
-    /// call) and the lock is released. EDEADLK inside this thread's own
-    /// `wr_start` batch (the call would wait for itself).
-    #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut WorkQueue<L>) -> R) -> Result<R, Errno> {
-        /// Dropped only on unwind: rewinds, then unlocks.
-        struct RewindOnUnwind<'a, L>(&'a Locked<L>);
-        impl<L> Drop for RewindOnUnwind<'_, L> {
-            #[cold]
-            fn drop(&mut self) {
-                // SAFETY: the lock is still held (with() took it and did not release it) and
-                // f's borrow ended (it unwound), so this is the only reference to the queue
-                // until the release.
-                unsafe {
-                    let wq = &mut *self.0.wq.get();
-                    wq.prod = wq.ring.producer_index();
-                    self.0.lock.release();
-                }
-            }
-        }
-        self.lock.acquire_for_call()?;
-        let guard = RewindOnUnwind(self);
-        // SAFETY: the lock is held for as long as f runs (or the object is
-        // on a thread domain, used by one thread at a time), so this is the
-        // only reference to the queue state meanwhile; then the lock taken
-        // above is released (the normal path: the guard's drop is the unwind path).
-        let r = unsafe {
-            let r = f(&mut *self.wq.get());
-            core::mem::forget(guard);
-            self.lock.release();
-            r
-        };
-        Ok(r)
-    }
-
-    /// The queue, for a thread between `self.lock.hold()` and
-    /// `release_held()` (the `ibv_wr_*` batch).
-    ///
-    /// # Safety
-    /// A batch is open on the lock (`self.lock.pair_open()`) and the caller makes no
-    /// other reference to the queue while this one lives.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn held(&self) -> &mut WorkQueue<L> {
-        // SAFETY: per the contract.
-        unsafe { &mut *self.wq.get() }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Work requests: a legacy request's SGE list, unions and inline bytes
-
-/// A legacy send request of the caller's list, read under the `ibv_post_send` contract, which
-/// [`SendWr::from_caller`] takes on: with at most the QP's `max_sge` entries, `sg_list` has
-/// `num_sge` of them; the union arm of its opcode is written (the `ud` arm on a UD QP); the AH
-/// (UD) and the MW and MR (BIND_MW) it names are objects of ours or null; with
-/// `IBV_SEND_INLINE` its SGEs describe readable bytes. Its methods read those parts safely.
-#[derive(Clone, Copy)]
-pub(crate) struct SendWr<'a>(&'a ibv_send_wr);
-
-/// The SGE list of a [`SendWr`] (at most `max_sge` entries), which only [`SendWr::sges`]
-/// makes: inline bytes are read from the addresses of these SGEs.
-#[derive(Clone, Copy)]
-pub(crate) struct SendSges<'a>(&'a [ibv_sge]);
-
-impl<'a> SendSges<'a> {
-    #[inline(always)]
-    pub(crate) fn as_slice(self) -> &'a [ibv_sge] {
-        self.0
-    }
-}
-
-impl<'a> SendWr<'a> {
-    /// # Safety
-    /// `wr` points at a live request under the `ibv_post_send` contract (above), which stays
-    /// unchanged for `'a`.
-    #[inline(always)]
-    pub(crate) unsafe fn from_caller(wr: *const ibv_send_wr) -> SendWr<'a> {
-        // SAFETY: per the contract.
-        SendWr(unsafe { &*wr })
-    }
-
-    /// The request's plain fields (its unions and pointers are read through the methods).
-    #[inline(always)]
-    pub(crate) fn wr(self) -> &'a ibv_send_wr {
-        self.0
-    }
-
-    /// The SGE list. More entries than the QP's `max_sge` (a negative count included) is
-    /// `EINVAL`, as is a null list with entries.
-    #[inline(always)]
-    pub(crate) fn sges(self, lim: &SendLimits) -> Result<SendSges<'a>, Errno> {
-        let wr = self.0;
-        // A negative count is a huge u32.
-        let n = wr.num_sge as u32;
-        if n > lim.max_sge {
-            return Err(Errno::EINVAL);
-        }
-        if n == 0 {
-            return Ok(SendSges(&[]));
-        }
-        if wr.sg_list.is_null() {
-            return Err(Errno::EINVAL);
-        }
-        // SAFETY: n <= max_sge entries at sg_list (the contract of SendWr); n is a u32.
-        Ok(SendSges(unsafe { core::slice::from_raw_parts(wr.sg_list, n as usize) }))
-    }
-
-    /// What the provider objects the request points at mean for its WQE: for a UD QP the AH
-    /// (with the request's QPN and Q_Key), for BIND_MW the window and the MR. Only those
-    /// pointers are read, each for its case.
-    #[inline]
-    pub(crate) fn objects(self, qp_type: c_int) -> WrObjects<'a> {
-        let wr = self.0;
-        if qp_type == IBV_QPT_UD {
-            // SAFETY: the ud arm, written for a UD QP; the AH is one our create_ah made
-            // (RxeAh begins with its ibv_ah) or null (the contract of SendWr).
-            let (u, ah) = unsafe {
-                let u = &wr.wr.ud;
-                (u, u.ah.cast::<RxeAh>().as_ref())
-            };
-            return match ah {
-                Some(ah) => WrObjects::Ud(UdDest {
-                    remote_qpn: u.remote_qpn,
-                    remote_qkey: u.remote_qkey,
-                    ah_num: ah.ah_num,
-                    av: &ah.av,
-                }),
-                None => WrObjects::Missing,
-            };
-        }
-        if wr.opcode != IBV_WR_BIND_MW {
-            return WrObjects::None;
-        }
-        // SAFETY: the bind_mw arm for BIND_MW; the MW is ours or null, the MR is
-        // ours or null (an unbind, length 0, needs none).
-        unsafe {
-            let b = &wr.ext.bind_mw;
-            let mr = b.bind_info.mr.as_ref();
-            match b.mw.as_ref() {
-                Some(mw) if mr.is_some() || b.bind_info.length == 0 => WrObjects::Bind(MwBind {
-                    addr: b.bind_info.addr,
-                    length: b.bind_info.length,
-                    mr_lkey: mr.map_or(0, |mr| mr.lkey),
-                    mw_rkey: mw.rkey,
-                    new_rkey: b.rkey,
-                    access: b.bind_info.mw_access_flags,
-                }),
-                _ => WrObjects::Missing,
-            }
-        }
-    }
-
-    /// Writes the checked request into a slot: `wqe` is the slot's header, `payload` the rest
-    /// of the slot.
-    ///
-    /// # Safety
-    /// The request passed [`check_send`](crate::wqe::check_send) with `sges` and `objects`
-    /// for the queue `payload` belongs to (one SGE then fits the payload).
-    #[inline(always)]
-    unsafe fn encode(
-        self,
-        sges: SendSges<'_>,
-        length: u32,
-        objects: &WrObjects<'_>,
-        wqe: &mut rxe_send_wqe,
-        payload: &mut [u8],
-    ) {
-        let wr = self.0;
-        let sges = sges.0;
-        write_header(wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_data);
-        // SAFETY: the arm of the request's opcode (the contract of SendWr); plain data.
-        unsafe {
-            match wr.opcode {
-                IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
-                    set_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
-                }
-                IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
-                    let a = &wr.wr.atomic;
-                    set_atomic(wqe, a.remote_addr, a.rkey, a.compare_add, a.swap);
-                }
-                _ => {}
-            }
-        }
-        match objects {
-            WrObjects::Ud(ud) => set_ud(wqe, ud),
-            WrObjects::Bind(b) => set_mw(wqe, b),
-            WrObjects::None | WrObjects::Missing => {}
-        }
-        if wr.send_flags & IBV_SEND_INLINE != 0 {
-            copy_inline(sges, payload);
-        } else if let [one] = sges {
-            // The data path's common case: no loop, and no length check. `ibv_sge` and the
-            // kernel's `rxe_sge` are the same 16 bytes, so it is one copy.
-            const {
-                assert!(size_of::<ibv_sge>() == SGE_SIZE);
-                assert!(core::mem::offset_of!(ibv_sge, addr) == core::mem::offset_of!(rxe_sge, addr));
-                assert!(core::mem::offset_of!(ibv_sge, length) == core::mem::offset_of!(rxe_sge, length));
-                assert!(core::mem::offset_of!(ibv_sge, lkey) == core::mem::offset_of!(rxe_sge, lkey));
-            };
-            debug_assert!(payload.len() >= SGE_SIZE);
-            // SAFETY: check_send bounded the SGEs by the queue's sge_room, at most
-            // payload_room / SGE_SIZE, and payload is the rest of one of the queue's slots
-            // (payload_room bytes): its first SGE_SIZE bytes are ours to write. `one` is
-            // SGE_SIZE readable bytes with no padding (the assertions: a u64 and two u32s),
-            // laid out as rxe_sge is; the two do not overlap (a ring slot, the caller's SGE).
-            unsafe {
-                core::ptr::copy_nonoverlapping(core::ptr::from_ref(one).cast::<u8>(), payload.as_mut_ptr(), SGE_SIZE)
-            };
-        } else {
-            write_sges(sges, payload);
-        }
-        set_data(wqe, length, sges.len() as u32);
-    }
-}
-
-#[cfg(test)]
-impl<'a> SendWr<'a> {
-    /// A test's request whose raw parts are all checked here, so that safe code can test the
-    /// send queue's logic with it: its SGE list is `sges` (or a null list, which `sges`
-    /// refuses before reading), and it names no AH (the union's first word, the `ud` arm's AH,
-    /// is zero), no window, no atomic operands and no inline data. Panics otherwise.
-    pub(crate) fn over(wr: &'a ibv_send_wr, sges: &'a [ibv_sge]) -> SendWr<'a> {
-        let own_list = ptr::eq(wr.sg_list.cast_const(), sges.as_ptr())
-            && usize::try_from(wr.num_sge).is_ok_and(|n| n <= sges.len());
-        assert!(wr.sg_list.is_null() || own_list, "the request's SGE list is sges");
-        assert!(wr.send_flags & IBV_SEND_INLINE == 0, "no inline data");
-        assert!(
-            !matches!(
-                wr.opcode,
-                IBV_WR_BIND_MW | IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD
-            ),
-            "no window, no atomic operands"
-        );
-        assert_eq!(atomic_remote_addr(wr), 0, "no AH");
-        SendWr(wr)
-    }
-}
-
-/// [`SendWr::sges`] of a request (the fuzz targets' and the tests' entry).
-///
-/// # Safety
-/// `wr` is under the `ibv_post_send` contract ([`SendWr`]).
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
-    // SAFETY: forwarded.
-    unsafe { SendWr::from_caller(wr) }.sges(lim).map(SendSges::as_slice)
-}
-
-/// Writes a checked legacy send request into a slot (the fuzz targets' and the tests' entry).
-///
-/// # Safety
-/// `wr` is under the `ibv_post_send` contract ([`SendWr`]), `sges` is its list, and it passed
-/// [`check_send`](crate::wqe::check_send) with `sges` and `objects` for the queue `payload`
-/// belongs to.
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) unsafe fn encode_send(
-    wr: &ibv_send_wr,
-    sges: &[ibv_sge],
-    length: u32,
-    objects: &WrObjects<'_>,
-    wqe: &mut rxe_send_wqe,
-    payload: &mut [u8],
-) {
-    // SAFETY: forwarded.
-    unsafe { SendWr::from_caller(wr).encode(SendSges(sges), length, objects, wqe, payload) }
-}
-
-/// Copies the bytes the SGEs of a [`SendWr`] point at, back to back, to the start of `out`
-/// (a slice index panics if they do not fit: check_send proved they do).
-fn copy_inline(sges: &[ibv_sge], out: &mut [u8]) {
-    let mut at = 0usize;
-    for s in sges {
-        let len = s.length as usize;
-        if len == 0 {
-            continue;
-        }
-        // SAFETY: with IBV_SEND_INLINE the SGEs of a SendWr describe readable bytes (its
-        // contract); the caller's buffer, never the ring slot we write.
-        let src = unsafe { core::slice::from_raw_parts(s.addr as usize as *const u8, len) };
-        out[at..at + len].copy_from_slice(src);
-        at += len;
-    }
-}
-
-/// Writes a UD destination into a send WQE.
-pub(crate) fn set_ud(wqe: &mut rxe_send_wqe, ud: &UdDest<'_>) {
-    // SAFETY: the ud arm is plain data; its other fields were zeroed with
-    // the header or are written here.
-    let u = unsafe { &mut wqe.wr.wr.ud };
-    u.remote_qpn = ud.remote_qpn;
-    u.remote_qkey = ud.remote_qkey;
-    u.pkey_index = 0;
-    u.reserved = 0;
-    u.ah_num = ud.ah_num;
-    u.pad = [0; 4];
-    if ud.ah_num == 0 {
-        // Kernels without AH indices take the address vector whole.
-        u.av = *ud.av;
-    }
-}
-
-/// Copies inline data into a built send WQE (`ibv_wr_set_inline_data`,
-/// `ibv_wr_set_inline_data_list`): the whole list is measured first, in
-/// 64 bits, and refused with `ENOSPC` when it exceeds the QP's
-/// `max_inline_data` or the slot, so nothing is written past the slot.
-/// The WQE is marked inline: that is how rxe knows where its data is.
-///
-/// # Safety
-/// Every buffer describes `length` readable bytes at `addr`.
-pub(crate) unsafe fn set_inline(
-    wqe: &mut rxe_send_wqe,
-    payload: &mut [u8],
-    bufs: &[ibv_data_buf],
-    lim: &SendLimits,
-) -> Result<(), Errno> {
-    let room = u64::from(lim.max_inline).min(lim.payload_room.min(payload.len()) as u64);
-    let mut total = 0u64;
-    for b in bufs {
-        total = total.checked_add(b.length as u64).ok_or(Errno::ENOSPC)?;
-        if total > room {
-            return Err(Errno::ENOSPC);
-        }
-    }
-    let mut at = 0usize;
-    for b in bufs.iter().filter(|b| b.length != 0) {
-        // SAFETY: per the contract; the caller's buffer, never the ring.
-        let src = unsafe { core::slice::from_raw_parts(b.addr.cast::<u8>(), b.length) };
-        payload[at..at + b.length].copy_from_slice(src);
-        at += b.length;
-    }
-    wqe.wr.send_flags |= IBV_SEND_INLINE;
-    // total <= room, which came from a u32.
-    set_data(wqe, total as u32, 0);
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// Posting into the queues
-
-/// Checks `wr` against the send queue and, when it passes, builds it in the next slot.
-/// `objects` is what [`SendWr::objects`] answers for it; `allowed`:
-/// [`SendLimits::allows_naming_no_object`](crate::wqe::SendLimits::allows_naming_no_object)
-/// said yes (a constant at each call).
-#[inline(always)]
-pub(crate) fn post_one_send_with(
-    sq: &mut SendQueue,
-    wr: SendWr<'_>,
-    objects: &WrObjects<'_>,
-    allowed: bool,
-) -> Result<(), Errno> {
-    let sges = wr.sges(&sq.limits)?;
-    let length = if allowed {
-        wqe::check_allowed_send(wr.wr(), sges.as_slice(), &sq.limits)?
-    } else {
-        wqe::check_send(wr.wr(), sges.as_slice(), objects, &sq.limits)?
-    };
-    let slot = sq.prod_slot_ptr();
-    if sq.is_full() {
-        return Err(Errno::ENOMEM);
-    }
-    // SAFETY: the slot of `prod`, the ring not full: unpublished, ours; the request was
-    // checked just above, for this queue.
-    unsafe {
-        let (hdr, payload) = sq.slot_parts(slot);
-        wr.encode(sges, length, objects, hdr, payload);
-    }
-    sq.advance();
-    Ok(())
-}
-
-/// Posts a list of receive requests into a receive queue or SRQ (held
-/// locked by the caller): each is validated whole before its slot is
-/// written; the first that fails is refused and returned in `*bad_wr`,
-/// those before it are published. No syscall: rxe reads the ring itself.
-///
-/// # Safety
-/// `wr` is a list of live `ibv_recv_wr` whose `sg_list`s have `num_sge`
-/// entries; `bad_wr` is writable.
-#[inline(always)]
-pub(crate) unsafe fn post_recv_list(rq: &mut RecvQueue, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
-    // SAFETY: the caller's live request (not null: the callers return before a null list);
-    // with num_sge 1 and a list, that list is its one SGE (the ibv_post_recv contract).
-    let (w, one) = unsafe {
-        let w = &*wr;
-        (
-            w,
-            (w.next.is_null() && w.num_sge == 1 && !w.sg_list.is_null()).then(|| &*w.sg_list),
-        )
-    };
-    // The data path's common case, without the list's loop: one request of one SGE, which
-    // the queue takes (max_sge and the slot's room), the ring not full.
-    if let Some(sge) = one.filter(|_| !rq.is_full()) {
-        let lim = rq.limits;
-        if lim.max_sge != 0 && lim.payload_room >= SGE_SIZE {
-            let (hdr, payload) = rq.slot_at(rq.prod);
-            wqe::encode_recv(w.wr_id, core::slice::from_ref(sge), sge.length, hdr, payload);
-            rq.advance();
-            rq.publish();
-            return 0;
-        }
-    }
-    // SAFETY: forwarded.
-    unsafe { post_recv_list_general(rq, wr, bad_wr) }
-}
-
-/// [`post_recv_list`] of a list, or of a request it may refuse.
-///
-/// # Safety
-/// As for [`post_recv_list`].
-#[inline(never)]
-unsafe fn post_recv_list_general(rq: &mut RecvQueue, wr: *mut ibv_recv_wr, bad_wr: *mut *mut ibv_recv_wr) -> c_int {
-    let mut cur = wr;
-    let mut rc = 0;
-    let mut posted = false;
-    while !cur.is_null() {
-        // SAFETY: the caller's list of live work requests, whose sg_list has num_sge entries
-        // (the ibv_post_recv contract).
-        let (w, sges) = unsafe {
-            let w = &*cur;
-            (w, c_slice(w.sg_list, w.num_sge))
-        };
-        let r = sges.and_then(|sges| {
-            let length = wqe::validate_recv(sges, &rq.limits)?;
-            let (hdr, payload) = rq.next_slot()?;
-            wqe::encode_recv(w.wr_id, sges, length, hdr, payload);
-            rq.advance();
-            Ok(())
-        });
-        if let Err(e) = r {
-            // SAFETY: the caller's out pointer.
-            unsafe { *bad_wr = cur };
-            rc = e.code();
-            break;
-        }
-        posted = true;
-        cur = w.next;
-    }
-    if posted {
-        rq.publish();
-    }
-    rc
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -725,7 +202,7 @@ fn create(args: &CreateArgs, ex: bool, send_ops: Option<u64>) -> Result<(*mut ib
     let resp = command::write_cmd(fd, cmd)?;
     qp.created(resp.core.qp_handle);
     // SAFETY: args.pd is a live PD of ours (checked non-null above).
-    let lock = || unsafe { pd::lock_for(args.pd) };
+    let lock = || unsafe { pd::lock_on(RxePd::from_ibv(args.pd)) };
     let (sq, rq) = map_queues(fd, &resp, args.qp_type, srq.is_some(), lock)?;
     let obj = qp.get_mut();
     obj.doorbell.arm(fd, resp.core.qp_handle);
@@ -1029,8 +506,9 @@ pub(crate) unsafe extern "C" fn post_recv(
             *bad = wr;
             return Errno::EINVAL.code();
         }
-        // SAFETY: forwarded from the ibv_post_recv contract; `bad` is the caller's out pointer.
-        match rq.with(|rq| unsafe { post_recv_list(rq, wr, ptr::from_mut(bad)) }) {
+        // SAFETY: the caller's list (not null: returned above), under the ibv_post_recv contract.
+        let list = unsafe { RecvWr::from_caller(wr) };
+        match rq.with(|rq| post_recv_list(rq, list, bad)) {
             Ok(rc) => rc,
             Err(e) => {
                 *bad = wr;
@@ -1444,7 +922,7 @@ unsafe extern "C" fn wr_set_inline_data(ibqp: *mut c_void, addr: *mut c_void, le
                     return Err(Errno::EINVAL);
                 }
                 // SAFETY: ibv_wr_set_inline_data's contract: length bytes at addr.
-                unsafe { wqe::set_inline(hdr, payload, &buf, lim) }
+                unsafe { set_inline(hdr, payload, &buf, lim) }
             })
         })
     })
@@ -1469,7 +947,7 @@ unsafe extern "C" fn wr_set_inline_data_list(ibqp: *mut c_void, num_buf: usize, 
                     if bufs.iter().any(|b| b.length != 0 && b.addr.is_null()) {
                         return Err(Errno::EINVAL);
                     }
-                    wqe::set_inline(hdr, payload, bufs, lim)
+                    set_inline(hdr, payload, bufs, lim)
                 }
             })
         })
@@ -1884,8 +1362,8 @@ mod tests {
     /// ```text
     /// cargo test --release -p rxe-rs-provider --lib --no-run   # prints the test binary
     /// valgrind --tool=callgrind --toggle-collect='rxe_rs::entry::qp::post_send' \
-    ///     --toggle-collect='rxe_rs::cq::*poll_cq' --toggle-collect='rxe_rs::entry::qp::wr_*' \
-    ///     --toggle-collect='rxe_rs::srq::post_srq_recv' target/release/deps/rxe_rs-HASH \
+    ///     --toggle-collect='rxe_rs::entry::cq::poll_cq' --toggle-collect='rxe_rs::entry::qp::wr_*' \
+    ///     --toggle-collect='rxe_rs::entry::srq::post_srq_recv' target/release/deps/rxe_rs-HASH \
     ///     --ignored --exact entry::qp::tests::hot_path_pairs --test-threads=1
     /// ```
     ///
@@ -1996,7 +1474,7 @@ mod tests {
             num_sge: 1,
         };
         let post: unsafe extern "C" fn(*mut ibv_srq, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int =
-            std::hint::black_box(crate::srq::post_srq_recv);
+            std::hint::black_box(crate::entry::srq::post_srq_recv);
         count_pairs(
             |i| {
                 w.wr_id = i;
@@ -2028,7 +1506,7 @@ mod tests {
             cqe.byte_len = 8;
         }
         let poll: unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int =
-            std::hint::black_box(crate::cq::poll_cq);
+            std::hint::black_box(crate::entry::cq::poll_cq);
         for i in 0..pairs {
             post(i);
             cqe.wr_id = i;
@@ -2387,7 +1865,7 @@ mod wr_tests {
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: both buffers lie inside `data`.
-        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &list, l) });
+        b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &list, l) });
         assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         // Slot 1 (right after) was never touched.
         assert!(fq.kernel.read_slot::<[u8; 256]>(1).iter().all(|&x| x == 0));
@@ -2405,7 +1883,7 @@ mod wr_tests {
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: refused before any byte is read.
-        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &wrap, l) });
+        b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &wrap, l) });
         assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         // Exactly the slot's room fits, and the WQE is marked inline.
         let fit = [
@@ -2418,7 +1896,7 @@ mod wr_tests {
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: both buffers lie inside `data`.
-        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &fit, l) });
+        b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &fit, l) });
         assert_eq!(b.finish(&mut wq, true), Ok(true));
         wq.publish();
         let w: rxe_send_wqe = fq.kernel.read_slot(0);
@@ -2436,7 +1914,7 @@ mod wr_tests {
         b.start(&mut wq);
         b.build(&mut wq, &req(1, IBV_WR_SEND));
         // SAFETY: inside `data`.
-        b.set(&mut wq, |h, p, l| unsafe { wqe::set_inline(h, p, &small, l) });
+        b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &small, l) });
         assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
     }
 
@@ -2650,9 +2128,10 @@ mod wqe_tests {
     use kernel_abi::{rxe_av, rxe_recv_wqe, rxe_send_wqe};
     use zerocopy::{FromZeros, IntoBytes};
 
-    use super::{encode_send, send_sges, zeroed};
+    use super::zeroed;
     use crate::errno::Errno;
     use crate::libibverbs::qp::*;
+    use crate::post_raw::{encode_send, send_sges};
     use crate::wqe::encode::*;
     use crate::wqe::limits::*;
     use crate::wqe::request::*;

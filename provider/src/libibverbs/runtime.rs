@@ -11,7 +11,7 @@
 //! verbs module: the objects handed to C (`HandedBox`, with `try_box` and
 //! `destroy`, which `lifecycle` re-exports), the holds a parent domain and
 //! its users keep (`Hold`), the waits on an object's event acks, the bytes
-//! of an `ibv_gid`, the ops table as slots (`v36_slots`) and libibverbs'
+//! of an `ibv_gid`, a send request's remote address, the ops table as slots (`v36_slots`) and libibverbs'
 //! `ibv_resolve_eth_l2_from_gid`.
 
 use core::ffi::{c_char, c_int, c_void, CStr};
@@ -497,6 +497,18 @@ impl super::control_objects::ibv_gid {
         // SAFETY: both arms are plain bytes of the union's whole size: every
         // bit pattern is valid, and a GID is always fully written.
         unsafe { self.raw }
+    }
+}
+
+impl super::qp::ibv_send_wr {
+    /// The remote address of the request's `wr` union read as the atomic arm's: every arm of it
+    /// (rdma, atomic, ud) begins with 8 bytes (an address, or the AH pointer), so those are
+    /// written whichever arm the application filled.
+    #[inline(always)]
+    pub(crate) fn atomic_remote_addr(&self) -> u64 {
+        // SAFETY: the first 8 bytes of the union, initialised by every arm (above); an integer
+        // read of pointer bytes is defined.
+        unsafe { self.wr.atomic.remote_addr }
     }
 }
 

@@ -9,6 +9,7 @@ use kernel_abi::rxe_send_wqe;
 
 use crate::errno::Errno;
 use crate::libibverbs::qp::IBV_QPT_UD;
+use crate::post_raw;
 use crate::work_queue::WorkQueue;
 use crate::wqe::{self, SendLimits, SendRequest, UdDest};
 
@@ -130,7 +131,7 @@ impl Batch {
         }
         let Some(ud) = ud else { return self.fail(Errno::EINVAL) };
         self.set(wq, |hdr, _, _| {
-            wqe::set_ud(hdr, &ud);
+            post_raw::set_ud(hdr, &ud);
             Ok(())
         });
         if self.flags & FAILED == 0 {

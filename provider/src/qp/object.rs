@@ -153,7 +153,7 @@ pub(crate) fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
         return doorbell_by_ioctl(q);
     }
     // fd is the context's command fd, open while the QP lives.
-    let n = crate::entry::qp::write_fd(fd, d.cmd.as_bytes());
+    let n = command::write_fd(fd, d.cmd.as_bytes());
     if n != DOORBELL_LEN as isize {
         return doorbell_not_written(q, n);
     }

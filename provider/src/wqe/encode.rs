@@ -115,7 +115,7 @@ pub(crate) fn set_mw(wqe: &mut rxe_send_wqe, b: &MwBind) {
 
 /// Writes the header of a send WQE built through the `ibv_wr_*` API: the
 /// operation and its operands, no data. The data setters add it with
-/// [`set_sges`] or [`set_inline`](crate::wqe::set_inline), [`set_ud`](crate::wqe::set_ud) the UD destination.
+/// [`set_sges`] or [`set_inline`](crate::post_raw::set_inline), [`set_ud`](crate::post_raw::set_ud) the UD destination.
 #[inline(always)]
 pub(crate) fn encode_header(req: &SendRequest, wqe: &mut rxe_send_wqe) {
     write_header(wqe, req.wr_id, req.opcode, req.send_flags, req.imm_data);

@@ -16,7 +16,8 @@
 //! [`limits`]: the slot layout and what a queue accepts; [`request`]: what a
 //! request names beyond its SGEs; [`validate`]: the checks; [`encode`]: the
 //! header and data writers; [`payload`]: the SGE list and inline bytes after
-//! the header.
+//! the header. The writers that read a request's raw parts (its SGE list, its
+//! unions, inline bytes) are in the boundary module [`crate::post_raw`].
 
 #![forbid(unsafe_code)]
 
@@ -26,11 +27,6 @@ pub(crate) mod payload;
 pub(crate) mod request;
 pub(crate) mod validate;
 
-// The writers and the check that read a request's raw parts (its SGE list, its unions, inline
-// bytes) are in the boundary module.
-#[cfg(feature = "fuzzing")]
-pub(crate) use crate::entry::qp::{encode_send, send_sges};
-pub(crate) use crate::entry::qp::{set_inline, set_ud};
 pub(crate) use encode::{encode_header, encode_recv, next_rkey, set_flush, set_sge, set_sges};
 pub(crate) use limits::{QueueLimits, RecvLimits, SendLimits, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE};
 pub(crate) use request::{Flush, MwBind, SendRequest, UdDest, WrObjects};

@@ -60,7 +60,7 @@ pub(crate) fn check_allowed_send(wr: &ibv_send_wr, sges: &[ibv_sge], lim: &SendL
         let refused = if opcode == IBV_WR_BIND_MW {
             length != 0 || !sges.is_empty() || wr.imm_data != 0
         } else {
-            length < 8 || crate::entry::qp::atomic_remote_addr(wr) & 7 != 0
+            length < 8 || wr.atomic_remote_addr() & 7 != 0
         };
         if refused {
             return Err(Errno::EINVAL);
