@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The data path's cost, held by a budget: builds the provider's unit-test binary (release), runs
-# its instruction-count harnesses (qp::post::tests::hot_path_pairs*: a post (post_send, the
+# its instruction-count harnesses (entry::qp::tests::hot_path_pairs*: a post (post_send, the
 # ibv_wr_* calls of one WRITE, or post_srq_recv) + the poll_cq of its completion, through the C
 # entries on fake rings, the doorbell to /dev/null) under callgrind, which counts exactly, and
 # compares the provider's own instructions per pair (those in the test binary, so not libc's
@@ -54,15 +54,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 while read -r case test budget; do
-    if ! grep -qx "qp::post::tests::$test: test" <<< "$listed"; then
+    if ! grep -qx "entry::qp::tests::$test: test" <<< "$listed"; then
         printf '  %-9s (%s) not in this tree: not counted\n' "$case" "$test"
         continue
     fi
     out=$work/$case.out
     valgrind --tool=callgrind --callgrind-out-file="$out" \
-        --toggle-collect='rxe_rs::qp::post::post_send' --toggle-collect='rxe_rs::entry::cq::poll_cq' \
-        --toggle-collect='rxe_rs::qp::wr::wr_*' --toggle-collect='rxe_rs::entry::srq::post_srq_recv' \
-        "$bin" --ignored --exact "qp::post::tests::$test" --test-threads=1 > "$work/$case.log" 2>&1 || {
+        --toggle-collect='rxe_rs::entry::qp::post_send' --toggle-collect='rxe_rs::entry::cq::poll_cq' \
+        --toggle-collect='rxe_rs::entry::qp::wr_*' --toggle-collect='rxe_rs::entry::srq::post_srq_recv' \
+        "$bin" --ignored --exact "entry::qp::tests::$test" --test-threads=1 > "$work/$case.log" 2>&1 || {
         cat "$work/$case.log" >&2
         echo "cost-budget: $test failed under callgrind" >&2
         exit 2

@@ -180,6 +180,14 @@ fn response_addr<R>(resp: &mut R) -> u64 {
     core::ptr::from_mut(resp) as usize as u64
 }
 
+/// write() of `bytes` to `fd` (the doorbell's: no framing, no retry): the number written, or -1
+/// with errno set.
+#[inline(always)]
+pub(crate) fn write_fd(fd: RawFd, bytes: &[u8]) -> isize {
+    // SAFETY: bytes is a live, initialised buffer of its length, only read.
+    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) }
+}
+
 #[inline]
 fn write_all(fd: RawFd, buf: &[u8]) -> Result<(), Errno> {
     // BorrowedFd cannot hold -1 (it panics): what write would say of it.

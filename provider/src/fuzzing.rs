@@ -12,6 +12,7 @@ use crate::errno::Errno;
 use crate::libibverbs::cq::ibv_wc;
 use crate::libibverbs::device_context::ibv_device_attr_ex;
 use crate::libibverbs::qp::{ibv_data_buf, ibv_send_wr, ibv_sge};
+use crate::post_raw;
 use crate::ring::testing::FakeRing;
 use crate::ring::Consumer;
 use crate::wqe;
@@ -91,7 +92,7 @@ impl Objects {
 }
 
 /// `ibv_post_send` of one request into a slot, as `send_queue::post_one_send` does it:
-/// [`wqe::send_sges`], [`wqe::check_send`], then [`wqe::encode_send`]. Returns the length.
+/// [`post_raw::send_sges`], [`wqe::check_send`], then [`post_raw::encode_send`]. Returns the length.
 ///
 /// # Safety
 /// As for `ibv_post_send`: `sg_list` has `num_sge` entries when that is at most `max_sge`, and
@@ -104,11 +105,11 @@ pub unsafe fn post_send(
     payload: &mut [u8],
 ) -> Result<u32, Errno> {
     // SAFETY: forwarded.
-    let sges = unsafe { wqe::send_sges(wr, &lim.0) }?;
+    let sges = unsafe { post_raw::send_sges(wr, &lim.0) }?;
     let objects = objects.as_wqe();
     let length = wqe::check_send(wr, sges, &objects, &lim.0)?;
     // SAFETY: checked just above; inline sources per the contract.
-    unsafe { wqe::encode_send(wr, sges, length, &objects, hdr, payload) };
+    unsafe { post_raw::encode_send(wr, sges, length, &objects, hdr, payload) };
     Ok(length)
 }
 
@@ -155,7 +156,7 @@ pub fn wr_set_sges(
     wqe::set_sges(hdr, payload, sges, &lim.0)
 }
 
-/// `ibv_wr_set_inline_data_list` ([`wqe::set_inline`]).
+/// `ibv_wr_set_inline_data_list` ([`post_raw::set_inline`]).
 ///
 /// # Safety
 /// Every buffer describes `length` readable bytes at `addr`.
@@ -166,7 +167,7 @@ pub unsafe fn wr_set_inline(
     lim: &SendLimits,
 ) -> Result<(), Errno> {
     // SAFETY: forwarded.
-    unsafe { wqe::set_inline(hdr, payload, bufs, &lim.0) }
+    unsafe { post_raw::set_inline(hdr, payload, bufs, &lim.0) }
 }
 
 /// `ibv_post_recv` of one request ([`wqe::validate_recv`] then [`wqe::encode_recv`]).

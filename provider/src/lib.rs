@@ -15,7 +15,8 @@
 //!   the `ibv_qp_ex` work-request API); `wqe`: work requests to WQEs;
 //! - `srq`: shared receive queues;
 //! - `work_queue`, `send_queue`, `recv_queue`: the queues QPs and SRQs post
-//!   into, on the rings of `ring`;
+//!   into, on the rings of `ring`; `post_raw`: the raw access behind posting
+//!   (the application's work requests, ring slots);
 //! - `pd`, `mr`, `mw`, `ah`, `mcast`: the control-path verbs;
 //! - [`command`]: the kernel command channel (write() commands and ioctl()
 //!   methods on `cmd_fd`);
@@ -43,6 +44,7 @@ mod mr;
 mod mw;
 mod ops;
 mod pd;
+mod post_raw;
 mod qp;
 mod query;
 mod recv_queue;

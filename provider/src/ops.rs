@@ -6,12 +6,11 @@
 
 use core::ffi::c_void;
 
-use crate::entry::objects;
+use crate::entry::{self, cq, objects};
 use crate::libibverbs::layout::Layout;
 use crate::libibverbs::private_context;
 use crate::libibverbs::private_context_releases::{ops_table_for, ContextLayout};
 use crate::libibverbs::runtime;
-use crate::{cq, qp};
 
 /// The ops we implement for rdma-core v36..v58, in the v36..v58 table; the
 /// running library's own table is built from ours by op name
@@ -41,20 +40,20 @@ const OPS_BASE: private_context::verbs_context_ops = private_context::verbs_cont
     destroy_ah: Some(objects::destroy_ah),
     attach_mcast: Some(objects::attach_mcast),
     detach_mcast: Some(objects::detach_mcast),
-    create_qp: Some(qp::create_qp),
-    create_qp_ex: Some(qp::create_qp_ex),
-    query_qp: Some(qp::query_qp),
-    modify_qp: Some(qp::modify_qp),
-    destroy_qp: Some(qp::destroy_qp),
-    post_send: Some(qp::post_send),
-    post_recv: Some(qp::post_recv),
-    bind_mw: Some(qp::bind_mw),
-    create_srq: Some(crate::entry::srq::create_srq),
-    create_srq_ex: Some(crate::entry::srq::create_srq_ex),
-    modify_srq: Some(crate::entry::srq::modify_srq),
-    query_srq: Some(crate::entry::srq::query_srq),
-    destroy_srq: Some(crate::entry::srq::destroy_srq),
-    post_srq_recv: Some(crate::entry::srq::post_srq_recv),
+    create_qp: Some(entry::qp::create_qp),
+    create_qp_ex: Some(entry::qp::create_qp_ex),
+    query_qp: Some(entry::qp::query_qp),
+    modify_qp: Some(entry::qp::modify_qp),
+    destroy_qp: Some(entry::qp::destroy_qp),
+    post_send: Some(entry::qp::post_send),
+    post_recv: Some(entry::qp::post_recv),
+    bind_mw: Some(entry::qp::bind_mw),
+    create_srq: Some(entry::srq::create_srq),
+    create_srq_ex: Some(entry::srq::create_srq_ex),
+    modify_srq: Some(entry::srq::modify_srq),
+    query_srq: Some(entry::srq::query_srq),
+    destroy_srq: Some(entry::srq::destroy_srq),
+    post_srq_recv: Some(entry::srq::post_srq_recv),
     ..private_context::verbs_context_ops::EMPTY
 };
 

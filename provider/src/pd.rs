@@ -6,7 +6,7 @@
 //! A parent domain is an `ibv_pd` with its protection domain's handle, so
 //! every verb that takes a PD (MR, MW, AH, QP, SRQ) works on it unchanged.
 //! What it adds: with a thread domain, the QPs, SRQs and CQs created on it
-//! take no lock on their data path ([`lock_for`]); the allocator callbacks
+//! take no lock on their data path ([`lock_on`]); the allocator callbacks
 //! and `pd_context` are kept, but rxe's queue memory is the kernel's
 //! (mmap'd), so there is nothing of ours for them to allocate and they are
 //! never called (mlx5 calls them for its queue buffers and doorbells).
@@ -14,7 +14,7 @@
 //! The entries and the raw access to a PD libibverbs hands us are in
 //! `entry::objects`.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -140,16 +140,6 @@ pub(crate) fn lock_on(pd: Option<&RxePd>) -> QueueLock {
         }) => QueueLock::unlocked(),
         _ => QueueLock::new(),
     }
-}
-
-/// [`lock_on`] the PD at `pd`, for the callers that have only the pointer.
-///
-/// # Safety
-/// `pd` is null or a live PD our `alloc_pd`/`alloc_parent_domain` made.
-#[allow(unsafe_code)] // until qp, srq and cq convert their PD in their entries
-pub(crate) unsafe fn lock_for(pd: *const ibv_pd) -> QueueLock {
-    // SAFETY: per the contract.
-    lock_on(unsafe { RxePd::from_ibv(pd) })
 }
 
 /// An object's hold on the parent domain it was created on (none

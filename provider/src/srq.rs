@@ -391,8 +391,3 @@ pub(crate) mod tests {
         );
     }
 }
-
-/// `post_srq_recv` where the data path's harness (`qp::post::tests::hot_path_pairs_srq`)
-/// looks for it.
-#[cfg(test)]
-pub(crate) use crate::entry::srq::post_srq_recv;

@@ -28,9 +28,6 @@ pub(crate) mod poll;
 pub(crate) mod poll_state;
 pub(crate) mod purge;
 
-pub(crate) use crate::entry::cq::{
-    create_cq, create_cq_ex, destroy_cq, poll_cq, purge_qp_from_cqs, req_notify_cq, resize_cq,
-};
 #[cfg(test)]
 pub(crate) use object::RxeCq;
 

@@ -25,7 +25,7 @@ use crate::libibverbs::cq::*;
 use crate::libibverbs::device_context::ibv_context;
 use crate::lifecycle;
 use crate::lock::QueueLock;
-use crate::pd::{self, DomainUse};
+use crate::pd::{self, DomainUse, RxePd};
 
 impl RxeCq {
     /// # Safety
@@ -245,13 +245,16 @@ pub(crate) unsafe extern "C" fn create_cq_ex(
             let (cqe, comp_vector) = (attr.cqe as c_int, attr.comp_vector as c_int);
             let parent_domain = attr.parent_domain.cast::<ibv_pd>();
             // SAFETY: libibverbs passes our context; the channel is the application's (or
-            // NULL); a PD given (its comp_mask bit set) is one of ours or NULL (lock_for and
+            // NULL); a PD given (its comp_mask bit set) is one of ours or NULL (RxePd::from_ibv and
             // DomainUse::of take NULL).
             let (args, (pd_lock, domain)) = unsafe {
                 (
                     create_args(context, cqe, attr.channel, comp_vector)?,
                     if with_pd {
-                        (pd::lock_for(parent_domain), DomainUse::of(parent_domain))
+                        (
+                            pd::lock_on(RxePd::from_ibv(parent_domain)),
+                            DomainUse::of(parent_domain),
+                        )
                     } else {
                         (QueueLock::new(), DomainUse::none())
                     },

@@ -17,7 +17,8 @@ use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::ibv_recv_wr;
 use crate::libibverbs::srq::*;
 use crate::lifecycle;
-use crate::pd::{self, DomainUse};
+use crate::pd::{self, DomainUse, RxePd};
+use crate::post_raw::RecvWr;
 use crate::recv_queue::post_recv_list;
 use crate::srq::{self, check_create_ex, destroy_kernel_srq, modify_cmd, CreateArgs, RxeSrq};
 
@@ -60,7 +61,7 @@ unsafe fn create_on_pd(args: CreateArgs) -> Result<(*mut ibv_srq, ibv_srq_attr),
     let (ctx, pd, domain, lock) = unsafe {
         let ctx = RxeContext::from_ibv_context(args.context).ok_or(Errno::EINVAL)?;
         let pd = args.pd.as_ref().ok_or(Errno::EINVAL)?;
-        (ctx, pd, DomainUse::of(args.pd), pd::lock_for(args.pd))
+        (ctx, pd, DomainUse::of(args.pd), pd::lock_on(RxePd::from_ibv(args.pd)))
     };
     let args = CreateArgs {
         fd: ctx.cmd_fd(),
@@ -229,8 +230,9 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
                 *bad_wr = wr;
                 return Errno::EIO.code();
             }
-            // SAFETY: forwarded from the ibv_post_srq_recv contract.
-            unsafe { post_recv_list(rq, wr, bad_wr) }
+            // SAFETY: the caller's list (not null: returned above), under the ibv_post_srq_recv
+            // contract.
+            post_recv_list(rq, unsafe { RecvWr::from_caller(wr) }, bad_wr)
         })
         .unwrap_or_else(|e| {
             *bad_wr = wr;
@@ -273,7 +275,7 @@ mod tests {
             for id in 0..3 {
                 let mut w = recv_wr(id, &mut sge);
                 let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-                assert_eq!(post_recv_list(&mut rq, &mut w, &mut bad), 0);
+                assert_eq!(post_recv_list(&mut rq, RecvWr::from_caller(&mut w), &mut bad), 0);
                 assert!(bad.is_null());
             }
             assert_eq!(fq.kernel.produced(), 3);
@@ -284,14 +286,14 @@ mod tests {
             );
             let mut w = recv_wr(3, &mut sge);
             let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-            let rc = post_recv_list(&mut rq, &mut w, &mut bad);
+            let rc = post_recv_list(&mut rq, RecvWr::from_caller(&mut w), &mut bad);
             assert_eq!(rc, Errno::ENOMEM.code());
             assert_eq!(bad, ptr::addr_of_mut!(w));
             assert_eq!(fq.kernel.produced(), 3);
             // On a queue of max_sge 0, one SGE is too many.
             let fq = FakeRing::new(7, 3, 0);
             let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 0).unwrap();
-            let rc = post_recv_list(&mut rq, &mut w, &mut bad);
+            let rc = post_recv_list(&mut rq, RecvWr::from_caller(&mut w), &mut bad);
             assert_eq!(rc, Errno::EINVAL.code());
             assert_eq!(fq.kernel.produced(), 0);
         }
@@ -339,7 +341,10 @@ mod tests {
         let mut bad: *mut ibv_recv_wr = ptr::null_mut();
         // SAFETY: every list is of live requests on our stack, with their SGEs.
         unsafe {
-            assert_eq!(post_recv_list(&mut rq, &mut w1, &mut bad), Errno::EINVAL.code());
+            assert_eq!(
+                post_recv_list(&mut rq, RecvWr::from_caller(&mut w1), &mut bad),
+                Errno::EINVAL.code()
+            );
             assert_eq!(bad, ptr::addr_of_mut!(w2));
             assert_eq!(fq.kernel.produced(), 1);
             let k: rxe_recv_wqe = fq.kernel.read_slot(0);
@@ -352,7 +357,10 @@ mod tests {
             w4.next = &mut w5;
             let mut w3 = ibv_recv_wr { wr_id: 3, ..w4 };
             w3.next = &mut w4;
-            assert_eq!(post_recv_list(&mut rq, &mut w3, &mut bad), Errno::ENOMEM.code());
+            assert_eq!(
+                post_recv_list(&mut rq, RecvWr::from_caller(&mut w3), &mut bad),
+                Errno::ENOMEM.code()
+            );
             assert_eq!(bad, ptr::addr_of_mut!(w5));
             assert_eq!(fq.kernel.produced(), 3);
             let k: rxe_recv_wqe = fq.kernel.read_slot(2);

@@ -11,7 +11,7 @@
 //! verbs module: the objects handed to C (`HandedBox`, with `try_box` and
 //! `destroy`, which `lifecycle` re-exports), the holds a parent domain and
 //! its users keep (`Hold`), the waits on an object's event acks, the bytes
-//! of an `ibv_gid`, the ops table as slots (`v36_slots`) and libibverbs'
+//! of an `ibv_gid`, a send request's remote address, the ops table as slots (`v36_slots`) and libibverbs'
 //! `ibv_resolve_eth_l2_from_gid`.
 
 use core::ffi::{c_char, c_int, c_void, CStr};
@@ -500,6 +500,18 @@ impl super::control_objects::ibv_gid {
     }
 }
 
+impl super::qp::ibv_send_wr {
+    /// The remote address of the request's `wr` union read as the atomic arm's: every arm of it
+    /// (rdma, atomic, ud) begins with 8 bytes (an address, or the AH pointer), so those are
+    /// written whichever arm the application filled.
+    #[inline(always)]
+    pub(crate) fn atomic_remote_addr(&self) -> u64 {
+        // SAFETY: the first 8 bytes of the union, initialised by every arm (above); an integer
+        // read of pointer bytes is defined.
+        unsafe { self.wr.atomic.remote_addr }
+    }
+}
+
 /// libibverbs' public `ibv_resolve_eth_l2_from_gid` (rtnetlink neighbour
 /// resolution; no uverbs command): the destination MAC for `attr`.
 ///
@@ -543,6 +555,19 @@ pub(crate) fn v36_slots(ours: &super::private_context::verbs_context_ops) -> &[s
     // the size, alignment and null niche of `opaque_fn`, and reading a
     // function pointer under another signature is only storage, no call.
     unsafe { &*core::ptr::from_ref(ours).cast::<[super::device_context::opaque_fn; 76]>() }
+}
+
+/// C structs of plain data (integers, raw pointers, pthread objects, unions of those), for
+/// which all-zero bytes are a valid value: calloc's state, and memset's.
+///
+/// # Safety
+/// Every field of the type, at every depth, is valid as all-zero bytes.
+pub(crate) unsafe trait PlainC: Sized {}
+
+/// The all-zero value of a plain C struct.
+pub(crate) fn zeroed<T: PlainC>() -> T {
+    // SAFETY: PlainC: all-zero bytes are a valid T.
+    unsafe { core::mem::zeroed() }
 }
 
 #[cfg(test)]

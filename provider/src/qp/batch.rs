@@ -1,6 +1,7 @@
 //! The state of an `ibv_wr_*` batch between `wr_start` and
 //! `wr_complete`/`wr_abort`: the WQEs it built on the send queue and its
-//! first error. Pure bookkeeping on the queue; the C entries are in `wr`.
+//! first error. Pure bookkeeping on the queue; the C entries are in
+//! [`crate::entry::qp`].
 
 #![forbid(unsafe_code)]
 
@@ -8,6 +9,7 @@ use kernel_abi::rxe_send_wqe;
 
 use crate::errno::Errno;
 use crate::libibverbs::qp::IBV_QPT_UD;
+use crate::post_raw;
 use crate::work_queue::WorkQueue;
 use crate::wqe::{self, SendLimits, SendRequest, UdDest};
 
@@ -129,7 +131,7 @@ impl Batch {
         }
         let Some(ud) = ud else { return self.fail(Errno::EINVAL) };
         self.set(wq, |hdr, _, _| {
-            wqe::set_ud(hdr, &ud);
+            post_raw::set_ud(hdr, &ud);
             Ok(())
         });
         if self.flags & FAILED == 0 {

@@ -19,15 +19,15 @@
 //! the `ibv_qp` address: async events carry it back to libibverbs.
 
 //!
-//! By concern: `object` is our QP and its doorbell; `control` creates,
-//! modifies, queries and destroys; `post` is the legacy data path; `batch`
-//! and `wr` are the `ibv_qp_ex` work-request API (`ibv_wr_*`).
+//! By concern: `object` is our QP and its doorbell; `control` checks and
+//! builds the create, modify, query and destroy commands; `batch` and `wr`
+//! are the `ibv_qp_ex` work-request API (`ibv_wr_*`). The C entries, the
+//! legacy data path (`post_send`, `post_recv`, `bind_mw`) and the raw access
+//! they need are in [`crate::entry::qp`].
 
-mod batch;
-mod control;
-mod object;
-mod post;
-mod wr;
+#![forbid(unsafe_code)]
 
-pub(crate) use control::{create_qp, create_qp_ex, destroy_qp, modify_qp, query_qp};
-pub(crate) use post::{bind_mw, post_recv, post_send};
+pub(crate) mod batch;
+pub(crate) mod control;
+pub(crate) mod object;
+pub(crate) mod wr;

@@ -1,10 +1,11 @@
 //! Our QP: the `verbs_qp` libibverbs sees, the two work queues, the
 //! `ibv_wr_*` batch, and the doorbell.
 
+#![forbid(unsafe_code)]
+
 use core::cell::UnsafeCell;
 use core::ffi::c_int;
 use core::mem::offset_of;
-use core::ptr::{self, addr_of_mut};
 use core::sync::atomic::{AtomicI32, Ordering};
 use std::os::fd::RawFd;
 
@@ -59,7 +60,7 @@ const BY_IOCTL: RawFd = -1;
 pub(crate) struct Doorbell {
     cmd: DoorbellCmd,
     /// The context's command fd (never negative), or [`BY_IOCTL`].
-    pub(super) fd: AtomicI32,
+    pub(crate) fd: AtomicI32,
     /// Written by the kernel on each doorbell (from any posting thread),
     /// never read.
     resp: UnsafeCell<ib_uverbs_post_send_resp>,
@@ -121,40 +122,13 @@ pub(crate) struct RxeQp {
     pub doorbell: Doorbell,
 }
 
-// SAFETY: the queue state is only touched under its lock; the libibverbs
-// part is shared with C exactly as the stock provider's is.
-unsafe impl Sync for RxeQp {}
-
 impl RxeQp {
-    /// # Safety
-    /// `qp` is an `ibv_qp` our create_qp made and not yet destroyed.
-    pub(crate) unsafe fn from_ibv_qp<'a>(qp: *mut ibv_qp) -> Option<&'a RxeQp> {
-        // SAFETY: ibv_qp is at offset 0 of VerbsQp, which is at offset 0 of RxeQp.
-        unsafe { qp.cast::<RxeQp>().as_ref() }
-    }
-
     pub(crate) fn ibv_qp(&self) -> *mut ibv_qp {
         // From the whole object, not from the `vqp` field: the pointer comes
         // back as the whole RxeQp (from_ibv_qp), so it must be allowed to
         // reach all of it (Stacked Borrows, Miri). vqp, an UnsafeCell, is at
         // offset 0, so writes through it to the ibv_qp stay allowed.
         core::ptr::from_ref(self).cast_mut().cast::<ibv_qp>()
-    }
-
-    /// The handle the kernel gave the QP (written once, before publication).
-    pub(crate) fn handle(&self) -> u32 {
-        // SAFETY: handle is set at creation and never written again.
-        unsafe { ptr::read(addr_of_mut!((*self.ibv_qp()).handle)) }
-    }
-
-    /// The QP's state as libibverbs last recorded it (`ibv_modify_qp` stores
-    /// it after our `modify_qp` returns, from whichever thread). An atomic
-    /// load: posting threads read it while another thread may be storing it.
-    pub(crate) fn state(&self) -> c_int {
-        // SAFETY: `state` is a live, 4-aligned C int of our QP (an enum
-        // ibv_qp_state); libibverbs' store to it is a plain aligned int
-        // store, which no reader can see torn, and the load is atomic.
-        unsafe { AtomicI32::from_ptr(addr_of_mut!((*self.ibv_qp()).state)) }.load(Ordering::Relaxed)
     }
 }
 
@@ -178,9 +152,8 @@ pub(crate) fn ring_doorbell(q: &RxeQp) -> Result<(), Errno> {
     if fd < 0 {
         return doorbell_by_ioctl(q);
     }
-    // SAFETY: `cmd` is DOORBELL_LEN initialised bytes (IntoBytes), only
-    // read; fd is the context's command fd, open while the QP lives.
-    let n = unsafe { libc::write(fd, ptr::from_ref(&d.cmd).cast(), DOORBELL_LEN) };
+    // fd is the context's command fd, open while the QP lives.
+    let n = command::write_fd(fd, d.cmd.as_bytes());
     if n != DOORBELL_LEN as isize {
         return doorbell_not_written(q, n);
     }

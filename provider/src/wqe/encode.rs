@@ -1,5 +1,7 @@
 //! The writers of a WQE's header and data, for checked requests.
 
+#![forbid(unsafe_code)]
+
 use core::ffi::c_int;
 
 use kernel_abi::{
@@ -11,60 +13,9 @@ use crate::errno::Errno;
 use crate::libibverbs::qp::*;
 
 use super::limits::{SendLimits, SGE_SIZE};
-use super::payload::{copy_inline, kernel_sge, write_one_sge, write_sges};
-use super::request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
+use super::payload::{kernel_sge, write_sges};
+use super::request::{Flush, MwBind, SendRequest};
 use super::validate::sge_total;
-
-/// Writes a checked legacy send request into a slot: `wqe` is the slot's
-/// header, `payload` the rest of the slot.
-///
-/// # Safety
-/// The request passed [`check_send`](super::validate::check_send) with `sges` and `objects` for the
-/// queue `payload` belongs to; with `IBV_SEND_INLINE`, every SGE describes
-/// `length` readable bytes at `addr` (the caller's promise to
-/// `ibv_post_send`).
-#[inline(always)]
-pub(crate) unsafe fn encode_send(
-    wr: &ibv_send_wr,
-    sges: &[ibv_sge],
-    length: u32,
-    objects: &WrObjects<'_>,
-    wqe: &mut rxe_send_wqe,
-    payload: &mut [u8],
-) {
-    write_header(wqe, wr.wr_id, wr.opcode, wr.send_flags, wr.imm_data);
-    // SAFETY: the unions are plain data; each arm is read for its opcodes.
-    unsafe {
-        match wr.opcode {
-            IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM | IBV_WR_RDMA_READ => {
-                set_rdma(wqe, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey);
-            }
-            IBV_WR_ATOMIC_CMP_AND_SWP | IBV_WR_ATOMIC_FETCH_AND_ADD => {
-                let a = &wr.wr.atomic;
-                set_atomic(wqe, a.remote_addr, a.rkey, a.compare_add, a.swap);
-            }
-            _ => {}
-        }
-    }
-    match objects {
-        WrObjects::Ud(ud) => set_ud(wqe, ud),
-        WrObjects::Bind(b) => set_mw(wqe, b),
-        WrObjects::None | WrObjects::Missing => {}
-    }
-    if wr.send_flags & IBV_SEND_INLINE != 0 {
-        // SAFETY: forwarded from this function's contract; check_send
-        // proved the bytes fit the payload.
-        unsafe { copy_inline(sges, payload) };
-    } else if let [one] = sges {
-        // SAFETY: check_send bounded the SGEs by the queue's sge_room, at
-        // most payload_room / SGE_SIZE, and payload is the rest of one of
-        // the queue's slots (payload_room bytes): one SGE fits.
-        unsafe { write_one_sge(one, payload) };
-    } else {
-        write_sges(sges, payload);
-    }
-    set_data(wqe, length, sges.len() as u32);
-}
 
 /// Writes every field of a send WQE's header but the opcode's operands and
 /// the data ([`set_data`]): the progress fields the kernel keeps in the
@@ -101,7 +52,7 @@ pub(crate) fn write_header(wqe: &mut rxe_send_wqe, wr_id: u64, opcode: c_int, se
 /// The data part of a send WQE's header: `num_sge` SGEs (or, inline,
 /// `length` bytes) after the header, none of them consumed yet.
 #[inline(always)]
-fn set_data(wqe: &mut rxe_send_wqe, length: u32, num_sge: u32) {
+pub(crate) fn set_data(wqe: &mut rxe_send_wqe, length: u32, num_sge: u32) {
     let dma = &mut wqe.dma;
     dma.length = length;
     dma.resid = length;
@@ -164,7 +115,7 @@ pub(crate) fn set_mw(wqe: &mut rxe_send_wqe, b: &MwBind) {
 
 /// Writes the header of a send WQE built through the `ibv_wr_*` API: the
 /// operation and its operands, no data. The data setters add it with
-/// [`set_sges`] or [`set_inline`], [`set_ud`] the UD destination.
+/// [`set_sges`] or [`set_inline`](crate::post_raw::set_inline), [`set_ud`](crate::post_raw::set_ud) the UD destination.
 #[inline(always)]
 pub(crate) fn encode_header(req: &SendRequest, wqe: &mut rxe_send_wqe) {
     write_header(wqe, req.wr_id, req.opcode, req.send_flags, req.imm_data);
@@ -182,23 +133,6 @@ pub(crate) fn encode_header(req: &SendRequest, wqe: &mut rxe_send_wqe) {
             }
         }
         _ => {}
-    }
-}
-
-/// Writes a UD destination into a send WQE.
-pub(crate) fn set_ud(wqe: &mut rxe_send_wqe, ud: &UdDest<'_>) {
-    // SAFETY: the ud arm is plain data; its other fields were zeroed with
-    // the header or are written here.
-    let u = unsafe { &mut wqe.wr.wr.ud };
-    u.remote_qpn = ud.remote_qpn;
-    u.remote_qkey = ud.remote_qkey;
-    u.pkey_index = 0;
-    u.reserved = 0;
-    u.ah_num = ud.ah_num;
-    u.pad = [0; 4];
-    if ud.ah_num == 0 {
-        // Kernels without AH indices take the address vector whole.
-        u.av = *ud.av;
     }
 }
 
@@ -247,41 +181,6 @@ pub(crate) fn set_sge(
     dma.length = sge.length;
     dma.resid = sge.length;
     dma.num_sge = num_sge;
-    Ok(())
-}
-
-/// Copies inline data into a built send WQE (`ibv_wr_set_inline_data`,
-/// `ibv_wr_set_inline_data_list`): the whole list is measured first, in
-/// 64 bits, and refused with `ENOSPC` when it exceeds the QP's
-/// `max_inline_data` or the slot, so nothing is written past the slot.
-/// The WQE is marked inline: that is how rxe knows where its data is.
-///
-/// # Safety
-/// Every buffer describes `length` readable bytes at `addr`.
-pub(crate) unsafe fn set_inline(
-    wqe: &mut rxe_send_wqe,
-    payload: &mut [u8],
-    bufs: &[ibv_data_buf],
-    lim: &SendLimits,
-) -> Result<(), Errno> {
-    let room = u64::from(lim.max_inline).min(lim.payload_room.min(payload.len()) as u64);
-    let mut total = 0u64;
-    for b in bufs {
-        total = total.checked_add(b.length as u64).ok_or(Errno::ENOSPC)?;
-        if total > room {
-            return Err(Errno::ENOSPC);
-        }
-    }
-    let mut at = 0usize;
-    for b in bufs.iter().filter(|b| b.length != 0) {
-        // SAFETY: per the contract; the caller's buffer, never the ring.
-        let src = unsafe { core::slice::from_raw_parts(b.addr.cast::<u8>(), b.length) };
-        payload[at..at + b.length].copy_from_slice(src);
-        at += b.length;
-    }
-    wqe.wr.send_flags |= IBV_SEND_INLINE;
-    // total <= room, which came from a u32.
-    set_data(wqe, total as u32, 0);
     Ok(())
 }
 

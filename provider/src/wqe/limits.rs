@@ -33,9 +33,9 @@ pub(crate) struct SendLimits {
     /// ([`allows_naming_no_object`](Self::allows_naming_no_object)).
     no_objects: u32,
     /// SGEs a WQE may carry: `max_sge`, bounded by the slot.
-    pub(super) sge_room: u32,
+    pub(crate) sge_room: u32,
     /// Inline bytes a WQE may carry: `max_inline`, bounded by the slot.
-    pub(super) inline_room: u32,
+    pub(crate) inline_room: u32,
 }
 
 impl SendLimits {
@@ -73,7 +73,7 @@ impl SendLimits {
     }
 
     #[inline(always)]
-    pub(super) fn allows(&self, opcode: c_int) -> bool {
+    pub(crate) fn allows(&self, opcode: c_int) -> bool {
         // A negative opcode is a huge u32, outside the set as any >= 32 is.
         let op = opcode as u32;
         op < 32 && (self.opcodes >> op) & 1 != 0

@@ -16,23 +16,21 @@
 //! [`limits`]: the slot layout and what a queue accepts; [`request`]: what a
 //! request names beyond its SGEs; [`validate`]: the checks; [`encode`]: the
 //! header and data writers; [`payload`]: the SGE list and inline bytes after
-//! the header.
+//! the header. The writers that read a request's raw parts (its SGE list, its
+//! unions, inline bytes) are in the boundary module [`crate::post_raw`].
 
-mod encode;
-mod limits;
-mod payload;
-mod request;
-mod validate;
+#![forbid(unsafe_code)]
 
-pub(crate) use encode::{
-    encode_header, encode_recv, encode_send, next_rkey, set_flush, set_inline, set_sge, set_sges, set_ud,
-};
+pub(crate) mod encode;
+pub(crate) mod limits;
+pub(crate) mod payload;
+pub(crate) mod request;
+pub(crate) mod validate;
+
+pub(crate) use encode::{encode_header, encode_recv, next_rkey, set_flush, set_sge, set_sges};
 pub(crate) use limits::{QueueLimits, RecvLimits, SendLimits, RECV_WQE_HEADER, SEND_WQE_HEADER, SGE_SIZE};
 pub(crate) use request::{Flush, MwBind, SendRequest, UdDest, WrObjects};
-pub(crate) use validate::{check_allowed_send, check_send, send_sges, validate_recv};
+pub(crate) use validate::{check_allowed_send, check_send, validate_recv};
 // The fuzz targets' model checks the opcode table directly.
 #[cfg(feature = "fuzzing")]
 pub(crate) use limits::opcode_allowed;
-
-#[cfg(test)]
-pub(crate) mod tests;

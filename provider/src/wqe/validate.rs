@@ -1,5 +1,7 @@
 //! The checks a request passes whole before its slot is touched.
 
+#![forbid(unsafe_code)]
+
 use crate::errno::Errno;
 use crate::libibverbs::qp::*;
 
@@ -14,30 +16,6 @@ pub(crate) fn sge_total(sges: &[ibv_sge]) -> Option<u32> {
         [one] => Some(one.length),
         _ => sges.iter().try_fold(0u32, |sum, s| sum.checked_add(s.length)),
     }
-}
-
-/// The SGE list of a legacy send request. More entries than the QP's
-/// `max_sge` (a negative count included) is `EINVAL`, as is a null list
-/// with entries.
-///
-/// # Safety
-/// With a count up to `max_sge`, `sg_list` points at that many entries
-/// (the `ibv_post_send` contract).
-#[inline(always)]
-pub(crate) unsafe fn send_sges<'a>(wr: &'a ibv_send_wr, lim: &SendLimits) -> Result<&'a [ibv_sge], Errno> {
-    // A negative count is a huge u32.
-    let n = wr.num_sge as u32;
-    if n > lim.max_sge {
-        return Err(Errno::EINVAL);
-    }
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if wr.sg_list.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    // SAFETY: per the contract; n <= max_sge, a u32.
-    Ok(unsafe { core::slice::from_raw_parts(wr.sg_list, n as usize) })
 }
 
 /// The opcodes with operand rules beyond the common ones.
@@ -82,8 +60,7 @@ pub(crate) fn check_allowed_send(wr: &ibv_send_wr, sges: &[ibv_sge], lim: &SendL
         let refused = if opcode == IBV_WR_BIND_MW {
             length != 0 || !sges.is_empty() || wr.imm_data != 0
         } else {
-            // SAFETY: the atomic arm for an atomic opcode; plain data.
-            length < 8 || unsafe { wr.wr.atomic.remote_addr } & 7 != 0
+            length < 8 || wr.atomic_remote_addr() & 7 != 0
         };
         if refused {
             return Err(Errno::EINVAL);
