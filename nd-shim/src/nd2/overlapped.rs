@@ -152,6 +152,24 @@ impl Request {
     }
 }
 
+/// The caller's OVERLAPPED as an entry received it: a request is started on it later, once the
+/// call's checks passed (or never, if one failed first).
+pub(crate) struct CallerOverlapped(*mut c_void);
+
+impl CallerOverlapped {
+    /// # Safety
+    /// `ov` is NULL or a live OVERLAPPED that stays so until a request started on it completes.
+    pub(crate) unsafe fn new(ov: *mut c_void) -> CallerOverlapped {
+        CallerOverlapped(ov)
+    }
+
+    /// [`Request::start`] on it: a NULL OVERLAPPED is ND_INVALID_PARAMETER.
+    pub(crate) fn start(self, file: &Arc<OverlappedFile>) -> Result<Request, HResult> {
+        // SAFETY: the promise of `new`.
+        unsafe { Request::start(self.0, file) }
+    }
+}
+
 impl Drop for Request {
     /// A completed request's drop is one comparison, inline (its file's count aside).
     #[inline]
