@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ffi;
@@ -930,6 +931,298 @@ unsafe extern "C" fn mw_get_remote_token(this: *mut c_void) -> u32 {
         // SAFETY: the caller's object.
         unsafe { self::this::<MwBody>(this) }.map_or(0, |mw| mw.rkey().to_be())
     })
+}
+
+// ---- The adapter's completion channel and its doorbell (`notify`, `doorbell`) ----
+
+/// A verbs completion channel of an adapter's context, destroyed when dropped (every CQ on it
+/// holds it: none is left then; libibverbs refuses, EBUSY, while one is).
+pub(super) struct CompChannel(*mut ffi::ibv_comp_channel);
+// SAFETY: a completion channel is a file descriptor with a small struct; libibverbs allows its
+// use from any thread.
+unsafe impl Send for CompChannel {}
+// SAFETY: as above.
+unsafe impl Sync for CompChannel {}
+
+impl CompChannel {
+    pub(super) fn create(adapter: &crate::Adapter) -> Result<CompChannel, NdStatus> {
+        // SAFETY: the adapter's context is open while `adapter` is.
+        let raw = unsafe { ffi::ibv_create_comp_channel(adapter.inner.ctx) };
+        if raw.is_null() {
+            return Err(last_error());
+        }
+        Ok(CompChannel(raw))
+    }
+
+    /// The verbs channel, to create a CQ on.
+    pub(super) fn raw(&self) -> *mut ffi::ibv_comp_channel {
+        self.0
+    }
+
+    pub(super) fn fd(&self) -> i32 {
+        // SAFETY: the channel is open while self lives.
+        unsafe { (*self.0).fd }
+    }
+
+    /// One event of the channel (ibv_get_cq_event): None if there was none (EAGAIN, EINTR, a
+    /// failure: errno says which).
+    pub(super) fn read_event(&self) -> Option<CqEvents> {
+        let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
+        let mut context: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the channel is open; the out pointers are live locals.
+        if unsafe { ffi::ibv_get_cq_event(self.0, &mut cq, &mut context) } != 0 {
+            return None;
+        }
+        Some(CqEvents { cq, count: 1 })
+    }
+}
+
+impl Drop for CompChannel {
+    fn drop(&mut self) {
+        // SAFETY: open, destroyed once.
+        if unsafe { ffi::ibv_destroy_comp_channel(self.0) } != 0 {
+            log::error!("ibv_destroy_comp_channel: {}", last_error());
+        }
+    }
+}
+
+/// Events read from a completion channel for one CQ and not yet acknowledged: acknowledged
+/// (ibv_ack_cq_events) when dropped. The CQ stays alive until then: ibv_destroy_cq waits for
+/// every event read from it to be acknowledged.
+pub(super) struct CqEvents {
+    cq: *mut ffi::ibv_cq,
+    count: u32,
+}
+// SAFETY: ibv_ack_cq_events may be called from any thread (libibverbs locks the CQ's counts).
+unsafe impl Send for CqEvents {}
+// SAFETY: `&CqEvents` reads only the handle's address and the count.
+unsafe impl Sync for CqEvents {}
+
+impl CqEvents {
+    /// The CQ the events are of (its address, to find its route by).
+    pub(super) fn cq(&self) -> *mut ffi::ibv_cq {
+        self.cq
+    }
+
+    pub(super) fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Takes `more` events of the same CQ in (of another CQ they are acknowledged now).
+    pub(super) fn add(&mut self, mut more: CqEvents) {
+        if more.cq == self.cq {
+            self.count += std::mem::take(&mut more.count);
+        }
+    }
+}
+
+impl Drop for CqEvents {
+    fn drop(&mut self) {
+        if self.count > 0 {
+            // SAFETY: `count` events of this CQ were read and not acknowledged: it is live.
+            unsafe { ffi::ibv_ack_cq_events(self.cq, self.count) };
+        }
+    }
+}
+
+/// Which verbs object of a doorbell could not be made.
+pub(super) enum DoorbellPart {
+    Cq,
+    Qp,
+}
+
+/// A doorbell's verbs objects (`doorbell`): a CQ on a completion channel and an RC QP whose
+/// sends go to it, destroyed when dropped (the QP first).
+pub(super) struct DoorbellQueues {
+    cq: *mut ffi::ibv_cq,
+    qp: *mut ffi::ibv_qp,
+    /// The PD and context the QP and CQ belong to.
+    _adapter: Arc<crate::engine::AdapterInner>,
+}
+// SAFETY: a verbs CQ and QP may be used from any thread.
+unsafe impl Send for DoorbellQueues {}
+// SAFETY: as above.
+unsafe impl Sync for DoorbellQueues {}
+
+impl DoorbellQueues {
+    /// A CQ of `depth` on `channel` and a QP of `cap` on it; the failure (errno read before
+    /// anything is undone) says which could not be made.
+    pub(super) fn create(
+        adapter: &Arc<crate::engine::AdapterInner>,
+        channel: &CompChannel,
+        depth: i32,
+        cap: ffi::ibv_qp_cap,
+    ) -> Result<DoorbellQueues, (DoorbellPart, NdStatus)> {
+        // SAFETY: the context is open and `channel` is open (of this context, as the caller's
+        // adapter made it).
+        let cq = unsafe { ffi::ibv_create_cq(adapter.ctx, depth, std::ptr::null_mut(), channel.0, 0) };
+        if cq.is_null() {
+            return Err((DoorbellPart::Cq, last_error()));
+        }
+        let mut init = ffi::ibv_qp_init_attr {
+            qp_context: std::ptr::null_mut(),
+            send_cq: cq,
+            recv_cq: cq,
+            srq: std::ptr::null_mut(),
+            cap,
+            qp_type: ffi::ibv_qp_type::IBV_QPT_RC,
+            sq_sig_all: 1,
+        };
+        // SAFETY: the PD and CQ are live and of this context.
+        let qp = unsafe { ffi::ibv_create_qp(adapter.pd.0, &mut init) };
+        if qp.is_null() {
+            let error = last_error();
+            // SAFETY: created above, nothing else refers to it.
+            unsafe { ffi::ibv_destroy_cq(cq) };
+            return Err((DoorbellPart::Qp, error));
+        }
+        Ok(DoorbellQueues {
+            cq,
+            qp,
+            _adapter: Arc::clone(adapter),
+        })
+    }
+
+    /// The verbs CQ whose events are the doorbell's.
+    pub(super) fn cq(&self) -> *mut ffi::ibv_cq {
+        self.cq
+    }
+
+    /// ibv_modify_qp to `state` (with `port`, the pkey index and access flags if `with_port`):
+    /// true if it went.
+    pub(super) fn move_qp(&self, state: ffi::ibv_qp_state::Type, with_port: Option<u8>) -> bool {
+        // SAFETY: plain old data; zero is what the fields left out mean.
+        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = state;
+        let mut mask = ffi::ibv_qp_attr_mask::IBV_QP_STATE.0;
+        if let Some(port) = with_port {
+            attr.port_num = port;
+            mask |= ffi::ibv_qp_attr_mask::IBV_QP_PORT.0
+                | ffi::ibv_qp_attr_mask::IBV_QP_PKEY_INDEX.0
+                | ffi::ibv_qp_attr_mask::IBV_QP_ACCESS_FLAGS.0;
+        }
+        // SAFETY: the QP is live; attr is valid for the mask.
+        unsafe { ffi::ibv_modify_qp(self.qp, &mut attr, mask as i32) == 0 }
+    }
+
+    /// ibv_req_notify_cq for any completion: true if armed.
+    pub(super) fn arm(&self) -> bool {
+        // SAFETY: the CQ is live.
+        unsafe { ffi::ibv_req_notify_cq(self.cq, 0) == 0 }
+    }
+
+    /// ibv_post_send of `wr`: 0 or the provider's error.
+    pub(super) fn post_send(&self, wr: &mut SendWr<'_>) -> i32 {
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live; wr is one request whose pointers are borrowed (SendWr).
+        unsafe { ffi::ibv_post_send(self.qp, &mut wr.wr, &mut bad) }
+    }
+
+    /// Takes every completion the CQ holds, `N` per poll.
+    pub(super) fn drain_cq<const N: usize>(&self) {
+        let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; N];
+        // SAFETY: the CQ is live; wcs has room for N entries (none is read).
+        while unsafe { ffi::ibv_poll_cq(self.cq, N as i32, wcs.as_mut_ptr().cast::<ffi::ibv_wc>()) } > 0 {}
+    }
+}
+
+impl Drop for DoorbellQueues {
+    fn drop(&mut self) {
+        // SAFETY: both are live and destroyed once, the QP first; the channel outlives them
+        // (NotifyChannel drops its doorbell before its channel).
+        unsafe {
+            if ffi::ibv_destroy_qp(self.qp) != 0 {
+                log::error!("nd2: ibv_destroy_qp(doorbell): {}", last_error());
+            }
+            if ffi::ibv_destroy_cq(self.cq) != 0 {
+                log::error!("nd2: ibv_destroy_cq(doorbell): {}", last_error());
+            }
+        }
+    }
+}
+
+// ---- The pump's and the channel's system calls (`pump`, `notify`): each over live memory it
+// borrows, with descriptors the kernel checks (a closed one is EBADF) ----
+
+/// poll(2) of `fds` for at most `ms` milliseconds (-1: no limit): what it returns.
+pub(super) fn poll(fds: &mut [libc::pollfd], ms: i32) -> i32 {
+    // SAFETY: fds is live for its length.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) }
+}
+
+/// epoll_ctl(EPOLL_CTL_ADD) of descriptor `fd` to `set` for `events`, reported with `token`.
+pub(super) fn epoll_add(set: &nix::sys::epoll::Epoll, fd: i32, events: u32, token: u64) -> nix::Result<()> {
+    let mut event = libc::epoll_event { events, u64: token };
+    // SAFETY: the set is open while borrowed; `event` is a live local.
+    let ret = unsafe { libc::epoll_ctl(set.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) };
+    nix::errno::Errno::result(ret).map(drop)
+}
+
+/// epoll_ctl(EPOLL_CTL_DEL) of descriptor `fd` from `set`.
+pub(super) fn epoll_delete(set: &nix::sys::epoll::Epoll, fd: i32) -> nix::Result<()> {
+    // SAFETY: the set is open while borrowed; DEL reads no event.
+    let ret = unsafe { libc::epoll_ctl(set.0.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+    nix::errno::Errno::result(ret).map(drop)
+}
+
+/// The epoll_pwait system call with no signal mask (epoll_wait; not glibc's wrapper, a
+/// cancellation point: see the pump's wait_once): up to `events.len()` events of `set` within
+/// `ms` milliseconds (-1: no limit); the count, or -1 with errno.
+#[inline]
+pub(super) fn epoll_wait(set: &nix::sys::epoll::Epoll, events: &mut [libc::epoll_event], ms: i32) -> libc::c_long {
+    let room = libc::c_int::try_from(events.len()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the set is open while borrowed; `events` has room for `room` entries; a null
+    // signal mask is not read.
+    unsafe {
+        libc::syscall(
+            libc::SYS_epoll_pwait,
+            set.0.as_raw_fd(),
+            events.as_mut_ptr(),
+            room,
+            ms,
+            std::ptr::null::<libc::sigset_t>(),
+            0usize,
+        )
+    }
+}
+
+/// FUTEX_WAKE (private) of every thread waiting on `word`.
+pub(super) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: a futex wake on a live word; no memory is written.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
+
+/// FUTEX_WAIT (private) on `word` while it holds `seen` (the kernel compares it before it
+/// sleeps), for at most `limit`.
+pub(super) fn futex_wait(word: &std::sync::atomic::AtomicU32, seen: u32, limit: std::time::Duration) {
+    let limit = libc::timespec {
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(limit.subsec_nanos() as i32),
+    };
+    // SAFETY: a futex wait on a live word, with a live timespec.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            seen,
+            std::ptr::addr_of!(limit),
+        )
+    };
+}
+
+/// write(2) of `value` (8 bytes) to descriptor `fd` (the tests' eventfds): what it returns.
+#[cfg(test)]
+pub(super) fn write_counter(fd: i32, value: u64) -> isize {
+    // SAFETY: 8 bytes of a live local.
+    unsafe { libc::write(fd, std::ptr::addr_of!(value).cast(), 8) }
 }
 
 #[cfg(test)]
