@@ -995,8 +995,6 @@ pub(super) struct CqEvents {
 }
 // SAFETY: ibv_ack_cq_events may be called from any thread (libibverbs locks the CQ's counts).
 unsafe impl Send for CqEvents {}
-// SAFETY: `&CqEvents` reads only the handle's address and the count.
-unsafe impl Sync for CqEvents {}
 
 impl CqEvents {
     /// The CQ the events are of (its address, to find its route by).

@@ -236,7 +236,7 @@ mod tests {
     use super::*;
 
     /// An OVERLAPPED for a test, never freed: a request on it is live for good, so its
-    /// methods are safe. Its address, so that threads can share it.
+    /// methods are safe. Its address (provenance exposed), so that threads can share it.
     #[derive(Clone, Copy)]
     struct Leaked(usize);
 
@@ -249,11 +249,11 @@ mod tests {
                 offset_high: 0,
                 h_event,
             });
-            Leaked(Box::into_raw(ov) as usize)
+            Leaked(Box::into_raw(ov).expose_provenance())
         }
 
         fn ptr(self) -> *mut c_void {
-            self.0 as *mut c_void
+            std::ptr::with_exposed_provenance_mut(self.0)
         }
 
         fn start(self, file: &Arc<OverlappedFile>) -> Result<Request, HResult> {
