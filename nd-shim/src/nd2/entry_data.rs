@@ -256,6 +256,7 @@ impl RawSrq {
     }
 
     /// ibv_post_srq_recv of one request over `sges`.
+    #[inline]
     pub(super) fn post_recv(&self, wr_id: u64, sges: &[ffi::ibv_sge]) -> i32 {
         let mut wr = recv_wr(wr_id, sges);
         let mut bad = std::ptr::null_mut();
