@@ -717,6 +717,104 @@ pub fn is_loopback(ip: IpAddr) -> bool {
     ip.is_loopback()
 }
 
+// ---- The pump's and the channel's system calls (`pump`, `notify`): each over live memory it
+// borrows, with descriptors the kernel checks (a closed one is EBADF) ----
+
+/// poll(2) of `fds` for at most `ms` milliseconds (-1: no limit): what it returns.
+pub(crate) fn poll(fds: &mut [libc::pollfd], ms: i32) -> i32 {
+    // SAFETY: fds is live for its length.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) }
+}
+
+/// epoll_ctl(EPOLL_CTL_ADD) of descriptor `fd` to `set` for `events`, reported with `token`.
+pub(crate) fn epoll_add(set: &nix::sys::epoll::Epoll, fd: i32, events: u32, token: u64) -> nix::Result<()> {
+    let mut event = libc::epoll_event { events, u64: token };
+    // SAFETY: the set is open while borrowed; `event` is a live local.
+    let ret = unsafe {
+        libc::epoll_ctl(
+            std::os::fd::AsRawFd::as_raw_fd(&set.0),
+            libc::EPOLL_CTL_ADD,
+            fd,
+            &mut event,
+        )
+    };
+    nix::errno::Errno::result(ret).map(drop)
+}
+
+/// epoll_ctl(EPOLL_CTL_DEL) of descriptor `fd` from `set`.
+pub(crate) fn epoll_delete(set: &nix::sys::epoll::Epoll, fd: i32) -> nix::Result<()> {
+    // SAFETY: the set is open while borrowed; DEL reads no event.
+    let ret = unsafe {
+        libc::epoll_ctl(
+            std::os::fd::AsRawFd::as_raw_fd(&set.0),
+            libc::EPOLL_CTL_DEL,
+            fd,
+            std::ptr::null_mut(),
+        )
+    };
+    nix::errno::Errno::result(ret).map(drop)
+}
+
+/// The epoll_pwait system call with no signal mask (epoll_wait; not glibc's wrapper, a
+/// cancellation point: see the pump's wait_once): up to `events.len()` events of `set` within
+/// `ms` milliseconds (-1: no limit); the count, or -1 with errno.
+#[inline]
+pub(crate) fn epoll_wait(set: &nix::sys::epoll::Epoll, events: &mut [libc::epoll_event], ms: i32) -> libc::c_long {
+    let room = libc::c_int::try_from(events.len()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the set is open while borrowed; `events` has room for `room` entries; a null
+    // signal mask is not read.
+    unsafe {
+        libc::syscall(
+            libc::SYS_epoll_pwait,
+            std::os::fd::AsRawFd::as_raw_fd(&set.0),
+            events.as_mut_ptr(),
+            room,
+            ms,
+            std::ptr::null::<libc::sigset_t>(),
+            0usize,
+        )
+    }
+}
+
+/// FUTEX_WAKE (private) of every thread waiting on `word`.
+pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: a futex wake on a live word; no memory is written.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
+
+/// FUTEX_WAIT (private) on `word` while it holds `seen` (the kernel compares it before it
+/// sleeps), for at most `limit`.
+pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, seen: u32, limit: std::time::Duration) {
+    let limit = libc::timespec {
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(limit.subsec_nanos() as i32),
+    };
+    // SAFETY: a futex wait on a live word, with a live timespec.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            seen,
+            std::ptr::addr_of!(limit),
+        )
+    };
+}
+
+/// write(2) of `value` (8 bytes) to descriptor `fd` (the tests' eventfds): what it returns.
+#[cfg(test)]
+pub(crate) fn write_counter(fd: i32, value: u64) -> isize {
+    // SAFETY: 8 bytes of a live local.
+    unsafe { libc::write(fd, std::ptr::addr_of!(value).cast(), 8) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

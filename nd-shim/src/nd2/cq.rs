@@ -21,24 +21,24 @@
 //!   IBV_EVENT_CQ_ERR, an overrun: ND_BUFFER_OVERFLOW) or the device's failure
 //!   (IBV_EVENT_DEVICE_FATAL: ND_DEVICE_REMOVED), which also fail the other waiting requests; a
 //!   Notify on a CQ so failed fails inline with that code.
+//!
+//! Its vtable and C entries, GetResults' included, are in `entry_data`.
+#![forbid(unsafe_code)]
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
+use super::data_verbs::{poll_one, req_notify_cq, resize_cq};
 use super::notify::Notified;
-use super::overlapped::Request;
+use super::overlapped::{CallerOverlapped, Request};
 use super::win32::OverlappedFile;
-use super::{
-    code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
-    ND_PENDING, ND_SUCCESS,
-};
+use super::{code, HResult, Overlapped, ND_INVALID_PARAMETER, ND_PENDING, ND_SUCCESS};
 use crate::status::{from_wc_status_for, NdStatus, RequestKind};
 use crate::CompletionQueue;
 
@@ -83,18 +83,16 @@ impl<T> Default for Front<T> {
 
 impl<T> Front<T> {
     /// Notify's look: whether the CQ holds a completion, the front's or one `poll` (which
-    /// fills at most one entry of its slice and says how many) moved into the front.
-    pub(crate) fn holds_one(&self, poll: impl FnOnce(&mut [MaybeUninit<T>]) -> usize) -> bool {
+    /// takes at most one) moved into the front.
+    pub(crate) fn holds_one(&self, poll: impl FnOnce() -> Option<T>) -> bool {
         let mut queue = self.queue.lock();
         if !queue.is_empty() {
             return true;
         }
-        let mut one = [const { MaybeUninit::<T>::uninit() }; 1];
-        if poll(&mut one) == 0 {
+        let Some(one) = poll() else {
             return false;
-        }
-        // SAFETY: the poll filled the entry.
-        queue.push_back(unsafe { one[0].assume_init_read() });
+        };
+        queue.push_back(one);
         true
     }
 
@@ -109,17 +107,14 @@ impl<T> Front<T> {
     }
 }
 
-/// Moves the oldest entries of a locked front, as many as `out` holds, into `out`: how many.
-fn take<T>(front: &mut VecDeque<T>, out: &mut [MaybeUninit<T>]) -> usize {
-    let n = front.len().min(out.len());
-    for (slot, item) in out.iter_mut().zip(front.drain(..n)) {
-        slot.write(item);
-    }
-    n
+/// The oldest entries of a locked front, at most `room`, taken out of it.
+pub(super) fn take<T>(front: &mut VecDeque<T>, room: usize) -> std::collections::vec_deque::Drain<'_, T> {
+    let n = front.len().min(room);
+    front.drain(..n)
 }
 
 pub(crate) struct CqBody {
-    adapter: Arc<AdapterBody>,
+    pub(super) adapter: Arc<AdapterBody>,
     pub(super) cq: Arc<CompletionQueue>,
     file: Arc<OverlappedFile>,
     /// The waiting ANY and SOLICITED requests, with what each waits for and its serial number
@@ -131,7 +126,7 @@ pub(crate) struct CqBody {
     /// The waiting ERRORS requests.
     errors: Mutex<Vec<Request>>,
     /// The head of the CQ that Notify polled, and the lock of every poll.
-    front: Front<ffi::ibv_wc>,
+    pub(super) front: Front<ffi::ibv_wc>,
     /// The CQ's failure as an HRESULT (0: none): the device reported it unusable.
     failure: AtomicI32,
     /// The CQ's events are routed to this body (done at the first Notify, not at every one).
@@ -162,11 +157,86 @@ impl CqBody {
 
     /// The CQ holds a completion (in the front, or polled into it now).
     fn holds_one(&self) -> bool {
-        self.front.holds_one(|one| {
-            // SAFETY: the CQ is live while self is; one entry of room.
-            let got = unsafe { ffi::ibv_poll_cq(self.cq.as_raw(), 1, one[0].as_mut_ptr()) };
-            usize::try_from(got).unwrap_or(0).min(1)
-        })
+        self.front.holds_one(|| poll_one(&self.cq))
+    }
+
+    /// IND2CompletionQueue::Resize.
+    pub(super) fn resize(&self, depth: u32) -> Result<HResult, HResult> {
+        let depth = i32::try_from(depth)
+            .ok()
+            .filter(|&d| d > 0)
+            .ok_or(ND_INVALID_PARAMETER)?;
+        match resize_cq(&self.cq, depth) {
+            0 => Ok(ND_SUCCESS),
+            e => Err(code(crate::status::from_errno(e.abs()))),
+        }
+    }
+
+    /// IND2CompletionQueue::Notify: `weak_self` is this body's, for the channel's route.
+    pub(super) fn notify(
+        &self,
+        kind: u32,
+        ov: CallerOverlapped,
+        weak_self: impl FnOnce() -> Weak<CqBody>,
+    ) -> Result<HResult, HResult> {
+        let cq = self;
+        let any = match kind {
+            ND_CQ_NOTIFY_ERRORS => false,
+            ND_CQ_NOTIFY_ANY => true,
+            ND_CQ_NOTIFY_SOLICITED => false,
+            _ => return Err(ND_INVALID_PARAMETER),
+        };
+        // Two first Notify calls at once may both route it: the same entry, written twice.
+        // ERRORS needs the route too: the device's CQ error finds the CQ by it.
+        if !cq.routed.load(Ordering::Acquire) {
+            cq.adapter.notify.register(cq.cq.as_raw(), weak_self());
+            cq.routed.store(true, Ordering::Release);
+        }
+        // After the route: a removal that came before it reached no route, and said so first.
+        if cq.adapter.adapter.inner.is_removed() {
+            cq.failed(NdStatus::ND_DEVICE_REMOVED);
+        }
+        match cq.failure.load(Ordering::Acquire) {
+            0 => {}
+            failed => return Err(failed),
+        }
+        let request = ov.start(&cq.file)?;
+        if kind == ND_CQ_NOTIFY_ERRORS {
+            cq.errors.lock().push(request);
+            // A failure reported meanwhile may have missed the request: fail it now.
+            let failed = cq.failure.load(Ordering::Acquire);
+            if failed != 0 {
+                cq.failed(NdStatus(failed));
+            }
+            return Ok(ND_PENDING);
+        }
+        // The request waits, the CQ is armed, and then looked at (below): a completion already
+        // there (in the front, or in the CQ) completes the request at once. No look before the
+        // arm: a program Notifies after GetResults found the CQ empty (IND2CompletionQueue.md),
+        // so that look would be one more empty poll on every wait.
+        let armed = Armed {
+            any,
+            _watch: super::pump::watch(),
+        };
+        let arm = |solicited_only| req_notify_cq(&cq.cq, solicited_only);
+        if let Some(outcome) = queue_and_arm(&cq.notifies, &cq.serial, request, armed, arm, Request::fail) {
+            return outcome;
+        }
+        // A failure (the device's removal) that drained the requests before this one was queued:
+        // it fails this one too.
+        let failed = cq.failure.load(Ordering::Acquire);
+        if failed != 0 {
+            cq.failed(NdStatus(failed));
+            return Ok(ND_PENDING);
+        }
+        // A completion that came before the arm raised no event: found now (and left at the
+        // front for GetResults), it completes the waiting requests as an event would (an event
+        // the arm still raises later completes the next ones early: a wake-up that finds
+        // nothing, never a lost one).
+        if cq.holds_one() {
+            cq.notified();
+        }
+        Ok(ND_PENDING)
     }
 }
 
@@ -239,140 +309,6 @@ pub struct Nd2Result {
 
 const _: () = assert!(std::mem::size_of::<Nd2Result>() == 32);
 
-#[repr(C)]
-pub(crate) struct CqVtbl {
-    unknown: UnknownVtbl,
-    overlapped: OverlappedVtbl,
-    get_notify_affinity: unsafe extern "C" fn(*mut c_void, *mut u16, *mut usize) -> HResult,
-    resize: unsafe extern "C" fn(*mut c_void, u32) -> HResult,
-    notify: unsafe extern "C" fn(*mut c_void, u32, *mut c_void) -> HResult,
-    get_results: unsafe extern "C" fn(*mut c_void, *mut Nd2Result, u32) -> u32,
-}
-
-static VTBL: CqVtbl = CqVtbl {
-    unknown: UnknownVtbl::of::<CqBody>(),
-    overlapped: OverlappedVtbl::of::<CqBody>(),
-    get_notify_affinity,
-    resize,
-    notify,
-    get_results,
-};
-
-impl Class for CqBody {
-    type Vtbl = CqVtbl;
-    const VTBL: &'static CqVtbl = &VTBL;
-    const IIDS: &'static [&'static Guid] = &[
-        &iids::IID_IUnknown,
-        &iids::IID_IND2Overlapped,
-        &iids::IID_IND2CompletionQueue,
-    ];
-
-    fn on_release(&self) {
-        self.cancel();
-    }
-}
-
-unsafe extern "C" fn get_notify_affinity(this: *mut c_void, group: *mut u16, affinity: *mut usize) -> HResult {
-    hr_boundary("IND2CompletionQueue::GetNotifyAffinity", || {
-        // SAFETY: the caller's object.
-        unsafe { self::this::<CqBody>(this)? };
-        if group.is_null() || affinity.is_null() {
-            return Err(ND_INVALID_PARAMETER);
-        }
-        // No affinity is set: group 0, every processor (as a CQ created with affinity 0).
-        // SAFETY: non-NULL, writable (the caller's promise).
-        unsafe {
-            group.write(0);
-            affinity.write(0);
-        }
-        Ok(ND_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn resize(this: *mut c_void, depth: u32) -> HResult {
-    hr_boundary("IND2CompletionQueue::Resize", || {
-        // SAFETY: the caller's object.
-        let cq = unsafe { self::this::<CqBody>(this)? };
-        let depth = i32::try_from(depth)
-            .ok()
-            .filter(|&d| d > 0)
-            .ok_or(ND_INVALID_PARAMETER)?;
-        // SAFETY: the CQ is live.
-        match unsafe { ffi::ibv_resize_cq(cq.cq.as_raw(), depth) } {
-            0 => Ok(ND_SUCCESS),
-            e => Err(code(crate::status::from_errno(e.abs()))),
-        }
-    })
-}
-
-unsafe extern "C" fn notify(this: *mut c_void, kind: u32, ov: *mut c_void) -> HResult {
-    hr_boundary("IND2CompletionQueue::Notify", || {
-        // SAFETY: the caller's object.
-        let cq = unsafe { self::this::<CqBody>(this)? };
-        let any = match kind {
-            ND_CQ_NOTIFY_ERRORS => false,
-            ND_CQ_NOTIFY_ANY => true,
-            ND_CQ_NOTIFY_SOLICITED => false,
-            _ => return Err(ND_INVALID_PARAMETER),
-        };
-        // Two first Notify calls at once may both route it: the same entry, written twice.
-        // ERRORS needs the route too: the device's CQ error finds the CQ by it.
-        if !cq.routed.load(Ordering::Acquire) {
-            cq.adapter.notify.register(cq.cq.as_raw(), weak_self(this));
-            cq.routed.store(true, Ordering::Release);
-        }
-        // After the route: a removal that came before it reached no route, and said so first.
-        if cq.adapter.adapter.inner.is_removed() {
-            cq.failed(NdStatus::ND_DEVICE_REMOVED);
-        }
-        match cq.failure.load(Ordering::Acquire) {
-            0 => {}
-            failed => return Err(failed),
-        }
-        // SAFETY: the caller's OVERLAPPED, live until the request completes.
-        let request = unsafe { Request::start(ov, &cq.file)? };
-        if kind == ND_CQ_NOTIFY_ERRORS {
-            cq.errors.lock().push(request);
-            // A failure reported meanwhile may have missed the request: fail it now.
-            let failed = cq.failure.load(Ordering::Acquire);
-            if failed != 0 {
-                cq.failed(NdStatus(failed));
-            }
-            return Ok(ND_PENDING);
-        }
-        // The request waits, the CQ is armed, and then looked at (below): a completion already
-        // there (in the front, or in the CQ) completes the request at once. No look before the
-        // arm: a program Notifies after GetResults found the CQ empty (IND2CompletionQueue.md),
-        // so that look would be one more empty poll on every wait.
-        let armed = Armed {
-            any,
-            _watch: super::pump::watch(),
-        };
-        let arm = |solicited_only| {
-            // SAFETY: the CQ is live.
-            unsafe { ffi::ibv_req_notify_cq(cq.cq.as_raw(), solicited_only) }
-        };
-        if let Some(outcome) = queue_and_arm(&cq.notifies, &cq.serial, request, armed, arm, Request::fail) {
-            return outcome;
-        }
-        // A failure (the device's removal) that drained the requests before this one was queued:
-        // it fails this one too.
-        let failed = cq.failure.load(Ordering::Acquire);
-        if failed != 0 {
-            cq.failed(NdStatus(failed));
-            return Ok(ND_PENDING);
-        }
-        // A completion that came before the arm raised no event: found now (and left at the
-        // front for GetResults), it completes the waiting requests as an event would (an event
-        // the arm still raises later completes the next ones early: a wake-up that finds
-        // nothing, never a lost one).
-        if cq.holds_one() {
-            cq.notified();
-        }
-        Ok(ND_PENDING)
-    })
-}
-
 /// What a waiting ANY or SOLICITED request waits for, and, if its thread is not the one that
 /// last waited in the shim, its place among the pump's followers while it waits (pump.rs, rule
 /// 5: the relay reads for it whenever no leader does).
@@ -424,36 +360,11 @@ fn take_back<R, K>(waiting: &mut VecDeque<(R, K, u64)>, serial: u64) -> Option<R
     waiting.remove(at).map(|(request, _, _)| request)
 }
 
-/// A weak reference to the body of a live CQ object.
-fn weak_self(this: *mut c_void) -> Weak<CqBody> {
-    // SAFETY: checked live by the caller (Notify's `this`).
-    match unsafe { super::object::<CqBody>(this) }.and_then(|o| o.arc()) {
-        Ok(body) => Arc::downgrade(&body),
-        Err(_) => Weak::new(),
-    }
-}
-
-/// Completions read per ibv_poll_cq call.
-const BATCH: usize = 16;
-
-/// Up to `n` (at most BATCH) completions of `cq` into `wcs`: how many (0 when the CQ is empty
-/// or the poll failed).
-///
-/// # Safety
-/// `cq` is a live verbs CQ.
-#[inline]
-unsafe fn poll_batch(cq: *mut ffi::ibv_cq, wcs: &mut [MaybeUninit<ffi::ibv_wc>; BATCH], n: usize) -> usize {
-    let n = n.min(BATCH);
-    // SAFETY: the CQ is live (the caller's promise); wcs has room for n <= BATCH entries.
-    let got = unsafe { ffi::ibv_poll_cq(cq, n as i32, wcs[0].as_mut_ptr()) };
-    usize::try_from(got).unwrap_or(0).min(n)
-}
-
 /// A work completion as ND2_RESULT, with its QueuePairContext, RequestContext and RequestType.
 /// A success is ND_SUCCESS whatever the request (from_wc_status_for), so only a failure is
 /// translated, out of line.
 #[inline(always)]
-fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usize, u64, u32)) -> Nd2Result {
+pub(super) fn result_of(wc: &ffi::ibv_wc, (qp_context, request_context, request_type): (usize, u64, u32)) -> Nd2Result {
     Nd2Result {
         status: if wc.status == 0 {
             ND_SUCCESS
@@ -483,158 +394,16 @@ fn failed_status(wc: &ffi::ibv_wc, request_type: u32) -> HResult {
     from_wc_status_for(wc.status, RequestKind::from_nd2(request_type)).0
 }
 
-unsafe extern "C" fn get_results(this: *mut c_void, results: *mut Nd2Result, max: u32) -> u32 {
-    // The empty poll, which a polling program makes many times per completion, stays outside
-    // the panic boundary and costs about what ibv_poll_cq does: the object check, the front's
-    // lock (uncontended: two atomic operations), the provider's poll (C) and comparisons, none
-    // of which can panic. So does the common completion, a direct request of a live QP
-    // (Requests::completed_direct: arithmetic and atomic loads; the batch's indices are within
-    // BATCH and `max` by construction). The first other completion, and the rest of the call
-    // from there, go through the boundary to the request records.
-    // SAFETY: the caller's object.
-    let Ok(cq) = (unsafe { self::this::<CqBody>(this) }) else {
-        return 0;
-    };
-    if results.is_null() || max == 0 {
-        return 0;
-    }
-    let max = max as usize;
-    // Held for the whole call: no Notify polls in between this call's polls (the CQ's order).
-    let mut front = cq.front.lock();
-    if !front.is_empty() {
-        // SAFETY: as below.
-        return unsafe { get_front(&cq, &mut front, results, max) };
-    }
-    let raw = cq.cq.as_raw();
-    // Not zeroed: ibv_poll_cq writes the entries it returns, and only those are read.
-    let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
-    let asked = max.min(BATCH);
-    // SAFETY: the CQ is live while the caller's object is.
-    let got = unsafe { poll_batch(raw, &mut wcs, asked) };
-    if got == 0 {
-        return 0;
-    }
-    if got == 1 {
-        // One completion ends the call: it was a short batch (the CQ is empty) or `max` is 1.
-        // The common one, a direct request, is translated here, without translate's frame.
-        // SAFETY: ibv_poll_cq filled the first entry.
-        let wc = unsafe { wcs[0].assume_init_ref() };
-        if let Some(found) = cq.adapter.requests.completed_direct(wc.qp_num, wc.wr_id) {
-            // SAFETY: the caller's array has room for `max` >= 1 results.
-            unsafe { results.write(result_of(wc, found)) };
-            return 1;
-        }
-    }
-    // SAFETY: as above; the caller's array has room for `max` results.
-    unsafe { translate(&cq, results, max, &mut wcs, asked, got) }
-}
-
-/// GetResults when Notify left completions at the front: those first, oldest first, then the
-/// CQ's (the front's lock held by the caller).
-///
-/// # Safety
-/// `cq`'s verbs CQ is live; `results` is writable for `max` (at least 1) entries.
-#[inline(never)]
-unsafe fn get_front(cq: &CqBody, front: &mut VecDeque<ffi::ibv_wc>, results: *mut Nd2Result, max: usize) -> u32 {
-    let mut wcs = [const { MaybeUninit::<ffi::ibv_wc>::uninit() }; BATCH];
-    let asked = max.min(BATCH);
-    let got = take(front, &mut wcs[..asked]);
-    // The front emptied: taken as a full batch, so that translate goes on to the CQ's own
-    // completions. Else only these: the front still holds older ones than the CQ's.
-    let max = if front.is_empty() { max } else { got };
-    // SAFETY: `got` entries filled from the front; got <= max, BATCH.
-    unsafe { translate(cq, results, max, &mut wcs, got, got) }
-}
-
-/// GetResults once a poll found `got` completions of the `asked`: translates them into the
-/// caller's `results` (room for `max`) and polls again while the CQ gives full batches; how
-/// many results it wrote. Out of line, so that the empty poll keeps a small frame.
-///
-/// # Safety
-/// `cq`'s verbs CQ is live; `wcs` holds `got` entries filled by ibv_poll_cq; `results` is
-/// writable for `max` entries, `asked` is at most `max` and BATCH.
-#[inline(never)]
-unsafe fn translate(
-    cq: &CqBody,
-    results: *mut Nd2Result,
-    max: usize,
-    wcs: &mut [MaybeUninit<ffi::ibv_wc>; BATCH],
-    mut asked: usize,
-    mut got: usize,
-) -> u32 {
-    let raw = cq.cq.as_raw();
-    let requests = &cq.adapter.requests;
-    let mut done = 0usize;
-    // How many of the batch are translated when one is not on the common path.
-    let mut from = loop {
-        if got == 0 {
-            return done as u32;
-        }
-        let mut taken = 0;
-        for wc in &wcs[..got] {
-            // SAFETY: ibv_poll_cq filled the first `got` entries.
-            let wc = unsafe { wc.assume_init_ref() };
-            let Some(found) = requests.completed_direct(wc.qp_num, wc.wr_id) else {
-                break;
-            };
-            // SAFETY: the caller's array has room for `max` results; done < max.
-            unsafe { results.add(done).write(result_of(wc, found)) };
-            done += 1;
-            taken += 1;
-        }
-        if taken < got {
-            break taken;
-        }
-        // A short batch emptied the CQ.
-        if got < asked || done >= max {
-            return done as u32;
-        }
-        asked = (max - done).min(BATCH);
-        // SAFETY: as above.
-        got = unsafe { poll_batch(raw, wcs, asked) };
-    };
-    // Entry `from` of the batch is not on the common path: from there on, the records. A panic
-    // returns the results written before it.
-    super::boundary("IND2CompletionQueue::GetResults", done as u32, || {
-        loop {
-            for wc in &wcs[from..got] {
-                // SAFETY: as above.
-                let wc = unsafe { wc.assume_init_ref() };
-                let found = requests.completed(wc.qp_num, wc.wr_id, wc.status == 0, wc.opcode);
-                // SAFETY: as above.
-                unsafe { results.add(done).write(result_of(wc, found)) };
-                done += 1;
-            }
-            if got < asked || done >= max {
-                break;
-            }
-            asked = (max - done).min(BATCH);
-            // SAFETY: as above.
-            got = unsafe { poll_batch(raw, wcs, asked) };
-            if got == 0 {
-                break;
-            }
-            from = 0;
-        }
-        done as u32
-    })
-}
-
 /// The front's protocol as GetResults runs it (the model's GetResults): under the front's lock,
 /// the front's entries first, then, if it emptied, `poll` into the rest of `out`.
 #[cfg(test)]
-fn model_get<T>(
-    front: &Front<T>,
-    out: &mut [MaybeUninit<T>],
-    poll: impl FnOnce(&mut [MaybeUninit<T>]) -> usize,
-) -> usize {
+fn model_get<T>(front: &Front<T>, room: usize, poll: impl FnOnce(usize) -> Vec<T>) -> Vec<T> {
     let mut locked = front.lock();
-    let n = take(&mut locked, out);
-    if locked.is_empty() && n < out.len() {
-        n + poll(&mut out[n..])
-    } else {
-        n
+    let mut got: Vec<T> = take(&mut locked, room).collect();
+    if locked.is_empty() && got.len() < room {
+        got.extend(poll(room - got.len()));
     }
+    got
 }
 
 #[cfg(all(test, not(loom)))]
@@ -642,35 +411,35 @@ mod tests {
     use super::{model_get, queue_and_arm, take, Armed, Front, FrontMutex};
     use crate::nd2::{ND_PENDING, ND_SUCCESS};
     use std::collections::VecDeque;
-    use std::mem::MaybeUninit;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Arc, Mutex};
 
     /// A CQ: what was posted, oldest first.
     type Cq = Mutex<VecDeque<u32>>;
 
-    fn poll(cq: &Cq, out: &mut [MaybeUninit<u32>]) -> usize {
-        take(&mut cq.lock().unwrap(), out)
+    fn poll(cq: &Cq, room: usize) -> Vec<u32> {
+        take(&mut cq.lock().unwrap(), room).collect()
+    }
+
+    fn poll_one(cq: &Cq) -> Option<u32> {
+        poll(cq, 1).pop()
     }
 
     fn get(front: &Front<u32>, cq: &Cq, room: usize) -> Vec<u32> {
-        let mut out = vec![MaybeUninit::<u32>::uninit(); room];
-        let n = model_get(front, &mut out, |rest| poll(cq, rest));
-        // SAFETY: model_get wrote the first n.
-        out[..n].iter().map(|v| unsafe { v.assume_init() }).collect()
+        model_get(front, room, |rest| poll(cq, rest))
     }
 
     #[test]
     fn notify_looks_without_taking_from_the_program() {
         let front = Front::<u32>::default();
         let cq: Cq = Mutex::new(VecDeque::from([1, 2, 3]));
-        assert!(front.holds_one(|out| poll(&cq, &mut out[..1])));
-        assert!(front.holds_one(|_| unreachable!("the front answers")));
+        assert!(front.holds_one(|| poll_one(&cq)));
+        assert!(front.holds_one(|| unreachable!("the front answers")));
         assert_eq!(get(&front, &cq, 2), [1, 2], "the front first, then the CQ");
         assert_eq!(get(&front, &cq, 8), [3]);
-        assert!(!front.holds_one(|out| poll(&cq, &mut out[..1])));
+        assert!(!front.holds_one(|| poll_one(&cq)));
         cq.lock().unwrap().push_back(4);
-        assert!(front.holds_one(|out| poll(&cq, &mut out[..1])));
+        assert!(front.holds_one(|| poll_one(&cq)));
         assert_eq!(front.drain(), [4], "what the CQ's release retires");
     }
 
@@ -702,10 +471,7 @@ mod tests {
             );
             std::thread::spawn(move || {
                 while !done.load(Ordering::Relaxed) {
-                    found.fetch_add(
-                        u64::from(front.holds_one(|out| poll(&cq, &mut out[..1]))),
-                        Ordering::Relaxed,
-                    );
+                    found.fetch_add(u64::from(front.holds_one(|| poll_one(&cq))), Ordering::Relaxed);
                 }
             })
         };
@@ -793,7 +559,6 @@ mod loom_models {
     use loom::sync::{Arc, Mutex};
     use loom::thread;
     use std::collections::VecDeque;
-    use std::mem::MaybeUninit;
 
     /// A verbs CQ: its completions, and whether it is armed.
     #[derive(Default)]
@@ -813,16 +578,13 @@ mod loom_models {
         fn arm(&self) {
             self.queue.lock().unwrap().1 = true;
         }
-        fn poll(&self, out: &mut [MaybeUninit<u32>]) -> usize {
-            take(&mut self.queue.lock().unwrap().0, out)
+        fn poll(&self, room: usize) -> Vec<u32> {
+            take(&mut self.queue.lock().unwrap().0, room).collect()
         }
     }
 
     fn get(front: &Front<u32>, cq: &Cq, room: usize) -> Vec<u32> {
-        let mut out: Vec<MaybeUninit<u32>> = (0..room).map(|_| MaybeUninit::uninit()).collect();
-        let n = model_get(front, &mut out, |rest| cq.poll(rest));
-        // SAFETY: model_get wrote the first n.
-        out[..n].iter().map(|v| unsafe { v.assume_init() }).collect()
+        model_get(front, room, |rest| cq.poll(rest))
     }
 
     /// A Notify whose arm fails (injected) while the CQ's event (`notified`: the oldest waiting
@@ -902,7 +664,7 @@ mod loom_models {
                 thread::spawn(move || {
                     // Notify: the arm, then a look (cq.rs's notify).
                     cq.arm();
-                    front.holds_one(|out| cq.poll(&mut out[..1]))
+                    front.holds_one(|| cq.poll(1).pop())
                 })
             };
             let first = get(&front, &cq, 1);

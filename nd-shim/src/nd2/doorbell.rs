@@ -6,6 +6,9 @@
 //! queued on the channel (so on Debian 12's kernel, 6.1, and sid's, 7.2, over the stock provider
 //! and rxe_rs; the delay is in docs/nd2-performance.md). A kick is one post (a system call)
 //! instead of an eventfd write, and only while a thread is blocked in the read.
+//!
+//! Its verbs objects are `data_verbs`' [`DoorbellQueues`].
+#![forbid(unsafe_code)]
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,6 +18,7 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
+use super::data_verbs::{CompChannel, DoorbellPart, DoorbellQueues, SendWr};
 use crate::engine::AdapterInner;
 use crate::sys::last_error;
 
@@ -22,56 +26,35 @@ use crate::sys::last_error;
 const DEPTH: i32 = 4;
 
 pub(crate) struct Doorbell {
-    cq: *mut ffi::ibv_cq,
-    qp: *mut ffi::ibv_qp,
+    queues: DoorbellQueues,
     gate: RingGate,
-    /// The PD and context the QP and CQ belong to.
-    _adapter: Arc<AdapterInner>,
 }
-
-// SAFETY: a verbs CQ and QP may be used from any thread; the ring/answer protocol is atomic.
-unsafe impl Send for Doorbell {}
-// SAFETY: as above.
-unsafe impl Sync for Doorbell {}
 
 impl Doorbell {
     /// The doorbell of `channel` (a channel of `adapter`'s context), or None if the device will
     /// not make one (the caller then never blocks in the channel's read).
-    pub(crate) fn new(adapter: &Arc<AdapterInner>, channel: *mut ffi::ibv_comp_channel) -> Option<Doorbell> {
-        // SAFETY: the context is open and `channel` is one of its channels.
-        let cq = unsafe { ffi::ibv_create_cq(adapter.ctx, DEPTH, std::ptr::null_mut(), channel, 0) };
-        if cq.is_null() {
-            log::warn!("nd2: no doorbell CQ ({}): waits keep to epoll", last_error());
-            return None;
-        }
-        let mut init = ffi::ibv_qp_init_attr {
-            qp_context: std::ptr::null_mut(),
-            send_cq: cq,
-            recv_cq: cq,
-            srq: std::ptr::null_mut(),
-            cap: ffi::ibv_qp_cap {
-                max_send_wr: 2,
-                max_recv_wr: 1,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            qp_type: ffi::ibv_qp_type::IBV_QPT_RC,
-            sq_sig_all: 1,
+    pub(crate) fn new(adapter: &Arc<AdapterInner>, channel: &CompChannel) -> Option<Doorbell> {
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr: 2,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
         };
-        // SAFETY: the PD and CQ are live and of this context.
-        let qp = unsafe { ffi::ibv_create_qp(adapter.pd.0, &mut init) };
-        if qp.is_null() {
-            log::warn!("nd2: no doorbell QP ({}): waits keep to epoll", last_error());
-            // SAFETY: created above, nothing else refers to it.
-            unsafe { ffi::ibv_destroy_cq(cq) };
-            return None;
-        }
+        let queues = match DoorbellQueues::create(adapter, channel, DEPTH, cap) {
+            Ok(queues) => queues,
+            Err((DoorbellPart::Cq, error)) => {
+                log::warn!("nd2: no doorbell CQ ({error}): waits keep to epoll");
+                return None;
+            }
+            Err((DoorbellPart::Qp, error)) => {
+                log::warn!("nd2: no doorbell QP ({error}): waits keep to epoll");
+                return None;
+            }
+        };
         let doorbell = Doorbell {
-            cq,
-            qp,
+            queues,
             gate: RingGate::new(),
-            _adapter: Arc::clone(adapter),
         };
         if !doorbell.to_error() || !doorbell.arm() {
             log::warn!(
@@ -85,31 +68,17 @@ impl Doorbell {
 
     /// RESET -> INIT -> ERR (rxe refuses RESET -> ERR).
     fn to_error(&self) -> bool {
-        // SAFETY: plain old data.
-        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        attr.qp_state = ffi::ibv_qp_state::IBV_QPS_INIT;
-        attr.port_num = 1;
-        let mask = ffi::ibv_qp_attr_mask::IBV_QP_STATE.0
-            | ffi::ibv_qp_attr_mask::IBV_QP_PORT.0
-            | ffi::ibv_qp_attr_mask::IBV_QP_PKEY_INDEX.0
-            | ffi::ibv_qp_attr_mask::IBV_QP_ACCESS_FLAGS.0;
-        // SAFETY: the QP is live; attr is valid for the mask.
-        if unsafe { ffi::ibv_modify_qp(self.qp, &mut attr, mask as i32) } != 0 {
-            return false;
-        }
-        attr.qp_state = ffi::ibv_qp_state::IBV_QPS_ERR;
-        // SAFETY: as above.
-        unsafe { ffi::ibv_modify_qp(self.qp, &mut attr, ffi::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32) == 0 }
+        self.queues.move_qp(ffi::ibv_qp_state::IBV_QPS_INIT, Some(1))
+            && self.queues.move_qp(ffi::ibv_qp_state::IBV_QPS_ERR, None)
     }
 
     fn arm(&self) -> bool {
-        // SAFETY: the CQ is live.
-        unsafe { ffi::ibv_req_notify_cq(self.cq, 0) == 0 }
+        self.queues.arm()
     }
 
     /// The verbs CQ whose events are this doorbell's.
     pub(crate) fn cq(&self) -> *mut ffi::ibv_cq {
-        self.cq
+        self.queues.cq()
     }
 
     /// Makes the channel readable, unless a ring is already on its way.
@@ -117,19 +86,13 @@ impl Doorbell {
         if !self.gate.ask() {
             return;
         }
-        let mut wr = ffi::ibv_send_wr {
-            wr_id: 0,
-            next: std::ptr::null_mut(),
-            sg_list: std::ptr::null_mut(),
-            num_sge: 0,
-            opcode: ffi::ibv_wr_opcode::IBV_WR_SEND,
-            send_flags: ffi::ibv_send_flags::IBV_SEND_SIGNALED.0,
-            // SAFETY: plain old data; zero is what a Send leaves in the other fields.
-            ..unsafe { std::mem::zeroed() }
-        };
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live; wr is valid for the call.
-        let posted = unsafe { ffi::ibv_post_send(self.qp, &mut wr, &mut bad) };
+        let mut wr = SendWr::new(
+            0,
+            &[],
+            ffi::ibv_wr_opcode::IBV_WR_SEND,
+            ffi::ibv_send_flags::IBV_SEND_SIGNALED.0,
+        );
+        let posted = self.queues.post_send(&mut wr);
         if posted != 0 {
             log::error!("nd2: the doorbell's post failed ({posted}): a waiter may wake late");
             self.gate.post_failed();
@@ -148,10 +111,7 @@ impl Doorbell {
                 last_error()
             );
         }
-        // SAFETY: plain old data, written by ibv_poll_cq before it is read (it is not).
-        let mut wcs: [ffi::ibv_wc; DEPTH as usize] = unsafe { std::mem::zeroed() };
-        // SAFETY: the CQ is live; wcs has room for DEPTH entries.
-        while unsafe { ffi::ibv_poll_cq(self.cq, DEPTH, wcs.as_mut_ptr()) } > 0 {}
+        self.queues.drain_cq::<{ DEPTH as usize }>();
         if self.gate.answered() {
             self.ring();
         }
@@ -267,20 +227,5 @@ mod loom_models {
                 assert!(events.load(Ordering::SeqCst) > 0, "the kicker's ring was lost");
             }
         });
-    }
-}
-
-impl Drop for Doorbell {
-    fn drop(&mut self) {
-        // SAFETY: both are live and destroyed once, the QP first; the channel outlives them
-        // (NotifyChannel drops its doorbell before destroying the channel).
-        unsafe {
-            if ffi::ibv_destroy_qp(self.qp) != 0 {
-                log::error!("nd2: ibv_destroy_qp(doorbell): {}", last_error());
-            }
-            if ffi::ibv_destroy_cq(self.cq) != 0 {
-                log::error!("nd2: ibv_destroy_cq(doorbell): {}", last_error());
-            }
-        }
     }
 }

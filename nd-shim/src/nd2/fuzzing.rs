@@ -52,5 +52,5 @@ pub fn check_register(buffer: *const c_void, len: usize, flags: u32, max_len: us
 /// `sge` is NULL or readable for `n` entries.
 pub unsafe fn sge_list(sge: *const c_void, n: u32) -> Result<usize, HResult> {
     // SAFETY: forwarded.
-    unsafe { super::sge::sge_list(sge.cast(), n) }.map(|l| l.len())
+    unsafe { super::data_verbs::sge_list(sge.cast(), n) }.map(|l| l.len())
 }

@@ -60,6 +60,7 @@ use crate::Adapter;
 
 mod adapter;
 mod cq;
+mod data_verbs;
 mod doorbell;
 mod entry_connection;
 mod entry_data;

@@ -1,6 +1,8 @@
 //! IND2MemoryRegion: registers the caller's own memory (ibv_reg_mr on the adapter's PD).
 //! Register and Deregister are overlapped as on Windows: they fail inline or return ND_PENDING
-//! with the OVERLAPPED already completed (registration is synchronous in verbs).
+//! with the OVERLAPPED already completed (registration is synchronous in verbs). The vtable and
+//! C entries are in `entry_data`.
+#![forbid(unsafe_code)]
 
 use crate::sync::lock;
 use std::ffi::c_void;
@@ -10,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
-use super::overlapped::Request;
+use super::data_verbs::{reg_mr, CallerBuffer, RegionBind};
+use super::overlapped::{CallerOverlapped, Request};
 use super::registration::{deregister, RawMr};
 use super::win32::OverlappedFile;
-use super::{code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_PENDING};
+use super::{code, HResult, Overlapped, ND_PENDING};
 use crate::status::NdStatus;
-use crate::sys::last_error;
 
 const ND_MR_FLAG_ALLOW_LOCAL_WRITE: u32 = 0x1;
 const ND_MR_FLAG_ALLOW_REMOTE_READ: u32 = 0x2;
@@ -65,21 +67,6 @@ pub(crate) struct MrBody {
     windows_bound: AtomicBool,
 }
 
-/// A Bind of a window to a region, from its read of the MR until its post returned: counted in
-/// the region's `binds` while it lives.
-pub(super) struct RegionBind<'a> {
-    region: &'a MrBody,
-    /// The registered MR, live while this lives (Deregister refuses meanwhile).
-    pub(super) raw: *mut ffi::ibv_mr,
-}
-
-impl Drop for RegionBind<'_> {
-    fn drop(&mut self) {
-        // Release: the post happens before a Deregister that sees the count drop frees the MR.
-        self.region.binds.fetch_sub(1, Ordering::Release);
-    }
-}
-
 fn pack_tokens(lkey: u32, rkey: u32) -> u64 {
     u64::from(rkey) << 32 | u64::from(lkey)
 }
@@ -105,12 +92,12 @@ impl MrBody {
         let raw = slot.as_ref()?.0;
         self.binds.fetch_add(1, Ordering::Relaxed);
         self.windows_bound.store(true, Ordering::Relaxed);
-        Some(RegionBind { region: self, raw })
+        Some(RegionBind::new(&self.binds, raw))
     }
 
     /// (lkey, rkey), or zeros while unregistered. No lock and nothing that can panic: the
     /// token entries call it outside their panic boundary.
-    fn keys(&self) -> (u32, u32) {
+    pub(super) fn keys(&self) -> (u32, u32) {
         let tokens = self.tokens.load(Ordering::Acquire);
         (tokens as u32, (tokens >> 32) as u32)
     }
@@ -138,35 +125,6 @@ impl Drop for MrBody {
 impl Overlapped for MrBody {
     /// Register and Deregister finish before they return: nothing is ever left to cancel.
     fn cancel(&self) {}
-}
-
-#[repr(C)]
-pub(crate) struct MrVtbl {
-    unknown: UnknownVtbl,
-    overlapped: OverlappedVtbl,
-    register: unsafe extern "C" fn(*mut c_void, *const c_void, usize, u32, *mut c_void) -> HResult,
-    deregister: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HResult,
-    get_local_token: unsafe extern "C" fn(*mut c_void) -> u32,
-    get_remote_token: unsafe extern "C" fn(*mut c_void) -> u32,
-}
-
-static VTBL: MrVtbl = MrVtbl {
-    unknown: UnknownVtbl::of::<MrBody>(),
-    overlapped: OverlappedVtbl::of::<MrBody>(),
-    register,
-    deregister: deregister_entry,
-    get_local_token,
-    get_remote_token,
-};
-
-impl Class for MrBody {
-    type Vtbl = MrVtbl;
-    const VTBL: &'static MrVtbl = &VTBL;
-    const IIDS: &'static [&'static Guid] = &[
-        &iids::IID_IUnknown,
-        &iids::IID_IND2Overlapped,
-        &iids::IID_IND2MemoryRegion,
-    ];
 }
 
 /// Register's argument checks, in the order Microsoft's ndmrinvalidbuffer test fixes: a NULL
@@ -201,58 +159,34 @@ fn finish(request: Request, result: Result<(), NdStatus>) -> Result<HResult, HRe
     }
 }
 
-unsafe extern "C" fn register(
-    this: *mut c_void,
-    buffer: *const c_void,
-    len: usize,
-    flags: u32,
-    ov: *mut c_void,
-) -> HResult {
-    hr_boundary("IND2MemoryRegion::Register", || {
-        // SAFETY: the caller's object.
-        let mr = unsafe { self::this::<MrBody>(this)? };
-        // SAFETY: the caller's OVERLAPPED (NULL is ND_INVALID_PARAMETER).
-        let request = unsafe { Request::start(ov, &mr.file)? };
-        let result = check_register(buffer, len, flags, mr.adapter.info.max_registration_size).and_then(|()| {
-            let mut slot = lock(&mr.mr);
-            if slot.is_some() {
-                return Err(NdStatus::ND_INVALID_DEVICE_STATE);
-            }
-            // SAFETY: the PD is live; the caller's buffer stays valid while registered (ND's
-            // rule); unmapped memory is refused by the kernel (EFAULT: ND_ACCESS_VIOLATION).
-            let raw = unsafe {
-                ffi::ibv_reg_mr(
-                    mr.adapter.adapter.inner.pd.0,
-                    buffer.cast_mut(),
-                    len,
-                    access_flags(flags) as i32,
-                )
-            };
-            if raw.is_null() {
-                return Err(last_error());
-            }
-            // SAFETY: just registered, live while in the slot.
-            let (lkey, rkey) = unsafe { ((*raw).lkey, (*raw).rkey) };
-            *slot = Some(RawMr(raw));
-            mr.windows_bound.store(false, Ordering::Relaxed);
-            mr.tokens.store(pack_tokens(lkey, rkey), Ordering::Release);
-            Ok(())
-        });
+impl MrBody {
+    /// IND2MemoryRegion::Register.
+    pub(super) fn register(&self, buffer: CallerBuffer, flags: u32, ov: CallerOverlapped) -> Result<HResult, HResult> {
+        let mr = self;
+        let request = ov.start(&mr.file)?;
+        let result =
+            check_register(buffer.ptr(), buffer.len(), flags, mr.adapter.info.max_registration_size).and_then(|()| {
+                let mut slot = lock(&mr.mr);
+                if slot.is_some() {
+                    return Err(NdStatus::ND_INVALID_DEVICE_STATE);
+                }
+                let (raw, lkey, rkey) = reg_mr(&mr.adapter.adapter, &buffer, access_flags(flags))?;
+                *slot = Some(raw);
+                mr.windows_bound.store(false, Ordering::Relaxed);
+                mr.tokens.store(pack_tokens(lkey, rkey), Ordering::Release);
+                Ok(())
+            });
         finish(request, result)
-    })
-}
+    }
 
-/// IND2MemoryRegion::Deregister. ND_DEVICE_BUSY while windows are bound to the region, or while
-/// a Bind of a window to it is being posted on another thread; then the region stays
-/// registered and usable (same tokens), and a later Deregister (after the windows are
-/// invalidated or released) succeeds. Any other holder of the region (a call in progress, a
-/// concurrent Deregister) makes no difference.
-unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HResult {
-    hr_boundary("IND2MemoryRegion::Deregister", || {
-        // SAFETY: the caller's object.
-        let mr = unsafe { self::this::<MrBody>(this)? };
-        // SAFETY: the caller's OVERLAPPED (NULL is ND_INVALID_PARAMETER).
-        let request = unsafe { Request::start(ov, &mr.file)? };
+    /// IND2MemoryRegion::Deregister. ND_DEVICE_BUSY while windows are bound to the region, or
+    /// while a Bind of a window to it is being posted on another thread; then the region stays
+    /// registered and usable (same tokens), and a later Deregister (after the windows are
+    /// invalidated or released) succeeds. Any other holder of the region (a call in progress, a
+    /// concurrent Deregister) makes no difference.
+    pub(super) fn deregister(&self, ov: CallerOverlapped) -> Result<HResult, HResult> {
+        let mr = self;
+        let request = ov.start(&mr.file)?;
         let mut slot = lock(&mr.mr);
         let Some(raw) = slot.as_ref() else {
             drop(slot);
@@ -272,20 +206,7 @@ unsafe extern "C" fn deregister_entry(this: *mut c_void, ov: *mut c_void) -> HRe
         }
         drop(slot);
         finish(request, result)
-    })
-}
-
-// The token entries need no panic boundary: the object check and an atomic load cannot panic.
-unsafe extern "C" fn get_local_token(this: *mut c_void) -> u32 {
-    // SAFETY: the caller's object.
-    unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().0)
-}
-
-/// The rkey in network byte order, as IND2MemoryRegion.md asks (the peer's Read and Write take it
-/// back so: IND2QueuePair's Read/Write turn it into the host-order rkey).
-unsafe extern "C" fn get_remote_token(this: *mut c_void) -> u32 {
-    // SAFETY: the caller's object.
-    unsafe { self::this::<MrBody>(this) }.map_or(0, |mr| mr.keys().1.to_be())
+    }
 }
 
 #[cfg(test)]

@@ -8,17 +8,17 @@
 //! gives up with a kernel warning. So before the QP goes, such a window's verbs object is
 //! deallocated (which unbinds it, as destroying its QP does on an adapter that invalidates a
 //! type-2 window with its QP); the ND object lives on, and its next Bind allocates a new one.
+//!
+//! The vtable and C entry are in `entry_data`; the verbs window ([`RawMw`]) is `data_verbs`'.
+#![forbid(unsafe_code)]
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use rdma_mummy_sys as ffi;
-
 use super::adapter::AdapterBody;
-use super::{code, iids, Class, Guid, HResult, UnknownVtbl};
+use super::data_verbs::RawMw;
+use super::HResult;
 use crate::sync::lock;
-use crate::sys::last_error;
 
 pub(crate) struct MwBody {
     adapter: Arc<AdapterBody>,
@@ -29,8 +29,8 @@ pub(crate) struct MwBody {
 
 /// The verbs window and the QP it was last bound through.
 struct Window {
-    /// NULL after a QP's release took it, until the next Bind allocates another.
-    mw: *mut ffi::ibv_mw,
+    /// None after a QP's release took it, until the next Bind allocates another.
+    mw: Option<RawMw>,
     binding: Binding,
 }
 
@@ -93,38 +93,14 @@ impl<T> BoundWindows<T> {
     }
 }
 
-// SAFETY: an MW handle may be used from any thread; it is read and replaced under the lock, and
-// the rkey is atomic.
-unsafe impl Send for MwBody {}
-// SAFETY: as above.
-unsafe impl Sync for MwBody {}
-
-/// A new type-2 window on the adapter's PD.
-fn alloc_mw(adapter: &AdapterBody) -> Result<*mut ffi::ibv_mw, HResult> {
-    // SAFETY: the PD is live.
-    let mw = unsafe { ffi::ibv_alloc_mw(adapter.adapter.inner.pd.0, ffi::ibv_mw_type::IBV_MW_TYPE_2) };
-    if mw.is_null() {
-        return Err(code(last_error()));
-    }
-    Ok(mw)
-}
-
-fn dealloc_mw(mw: *mut ffi::ibv_mw) {
-    // SAFETY: allocated by alloc_mw; the caller forgets it after this.
-    if unsafe { ffi::ibv_dealloc_mw(mw) } != 0 {
-        log::error!("ibv_dealloc_mw: {}", last_error());
-    }
-}
-
 impl MwBody {
     pub(super) fn new(adapter: Arc<AdapterBody>) -> Result<MwBody, HResult> {
-        let mw = alloc_mw(&adapter)?;
-        // SAFETY: just allocated.
-        let rkey = unsafe { (*mw).rkey };
+        let mw = RawMw::alloc(&adapter.adapter)?;
+        let rkey = mw.rkey();
         Ok(MwBody {
             adapter,
             window: Mutex::new(Window {
-                mw,
+                mw: Some(mw),
                 binding: Binding::default(),
             }),
             rkey: AtomicU32::new(rkey),
@@ -146,15 +122,18 @@ impl MwBody {
     pub(super) fn bind_through(
         &self,
         qp_num: u32,
-        post: impl FnOnce(*mut ffi::ibv_mw, u32) -> Result<HResult, HResult>,
+        post: impl FnOnce(&RawMw, u32) -> Result<HResult, HResult>,
     ) -> Result<HResult, HResult> {
         let mut window = lock(&self.window);
-        if window.mw.is_null() {
-            let mw = alloc_mw(&self.adapter)?;
-            // SAFETY: just allocated.
-            self.rkey.store(unsafe { (*mw).rkey }, Ordering::Release);
-            window.mw = mw;
-        }
+        let window = &mut *window;
+        let mw = match &mut window.mw {
+            Some(mw) => mw,
+            None => {
+                let mw = RawMw::alloc(&self.adapter.adapter)?;
+                self.rkey.store(mw.rkey(), Ordering::Release);
+                window.mw.insert(mw)
+            }
+        };
         // The provider's BIND_MW request names the window by the key it has now (`mw_rkey`,
         // from the ibv_mw), which the kernel checks against its own: after a bind that is the
         // key that bind gave out, not the one ibv_alloc_mw returned. For a type-2 window bound
@@ -165,10 +144,9 @@ impl MwBody {
         // shim does not see that completion: the next Bind of that window then fails
         // (docs/porting-nd2.md).
         let current = self.rkey();
-        // SAFETY: the window is live and ours; the lock is held.
-        unsafe { (*window.mw).rkey = current };
+        mw.set_rkey(current);
         let next = Self::next_rkey(current);
-        let posted = post(window.mw, next)?;
+        let posted = post(mw, next)?;
         self.rkey.store(next, Ordering::Release);
         window.binding.bound_through(qp_num);
         Ok(posted)
@@ -178,9 +156,9 @@ impl MwBody {
     /// bound through it, its verbs object is deallocated (see the module's comment).
     pub(super) fn release_from(&self, qp_num: u32) {
         let mut window = lock(&self.window);
-        if window.binding.release_from(qp_num) && !window.mw.is_null() {
-            dealloc_mw(window.mw);
-            window.mw = std::ptr::null_mut();
+        if window.binding.release_from(qp_num) && window.mw.is_some() {
+            // Deallocated (its drop).
+            window.mw = None;
             drop(window);
             // The region it was bound to may have been released meanwhile.
             self.adapter.deferred_regions.retry(false);
@@ -190,37 +168,12 @@ impl MwBody {
 
 impl Drop for MwBody {
     fn drop(&mut self) {
-        let mw = lock(&self.window).mw;
-        if !mw.is_null() {
-            dealloc_mw(mw);
+        let mw = lock(&self.window).mw.take();
+        if let Some(mw) = mw {
+            drop(mw);
             self.adapter.deferred_regions.retry(false);
         }
     }
-}
-
-#[repr(C)]
-pub(crate) struct MwVtbl {
-    unknown: UnknownVtbl,
-    get_remote_token: unsafe extern "C" fn(*mut c_void) -> u32,
-}
-
-static VTBL: MwVtbl = MwVtbl {
-    unknown: UnknownVtbl::of::<MwBody>(),
-    get_remote_token,
-};
-
-impl Class for MwBody {
-    type Vtbl = MwVtbl;
-    const VTBL: &'static MwVtbl = &VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2MemoryWindow];
-}
-
-/// The rkey in network byte order, as the MR's ([`super::mr`]).
-unsafe extern "C" fn get_remote_token(this: *mut c_void) -> u32 {
-    super::boundary("IND2MemoryWindow::GetRemoteToken", 0, || {
-        // SAFETY: the caller's object.
-        unsafe { super::this::<MwBody>(this) }.map_or(0, |mw| mw.rkey().to_be())
-    })
 }
 
 #[cfg(test)]

@@ -6,21 +6,25 @@
 //! Who reads the channel is the [`pump`](super::pump)'s business: the application thread that
 //! waits in the shim (the leader) when there is one, so that a CQ event wakes one thread; else
 //! the adapter's relay thread started here.
+//!
+//! The verbs channel and its events are `data_verbs`' ([`CompChannel`],
+//! [`CqEvents`]).
+#![forbid(unsafe_code)]
 
 use parking_lot::Mutex;
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use rdma_mummy_sys as ffi;
 
+use super::data_verbs::{CompChannel, CqEvents};
 use super::doorbell::Doorbell;
 use super::int_map::IntMap;
 use super::pump::{self, Drain, Registration};
 use super::{code, HResult};
 use crate::engine::DeviceEvents;
 use crate::status::NdStatus;
-use crate::sys::{last_error, set_nonblocking, set_nonblocking_to};
+use crate::sys::{set_nonblocking, set_nonblocking_to};
 use crate::Adapter;
 
 /// What the channel's thread calls when the channel reports a CQ's event (or, for an SRQ, the
@@ -32,28 +36,22 @@ pub(crate) trait Notified: Send + Sync {
     fn failed(&self, _status: NdStatus) {}
 }
 
-struct RawChannel(*mut ffi::ibv_comp_channel);
-// SAFETY: a completion channel is a file descriptor with a small struct; libibverbs allows its
-// use from any thread.
-unsafe impl Send for RawChannel {}
-// SAFETY: as above.
-unsafe impl Sync for RawChannel {}
-
 /// Events read from the channel are acknowledged this many at a time, per CQ: an
 /// acknowledgement is a mutex and a condition signal in libibverbs (about 95 instructions), and
 /// ibv_ack_cq_events(3) recommends acknowledging several at once. The rest are acknowledged when
 /// the CQ leaves the channel, before anything can destroy it (ibv_destroy_cq waits for them).
 const ACK_BATCH: u32 = 64;
 
-/// Where a CQ's events go, and how many of them are read but not yet acknowledged.
+/// Where a CQ's events go, and those of them read but not yet acknowledged.
 struct Route {
     target: Weak<dyn Notified>,
-    unacked: u32,
+    unacked: Option<CqEvents>,
 }
 
 /// The adapter's completion channel and the CQs it reports for.
 pub(crate) struct NotifyChannel {
-    channel: RawChannel,
+    /// Destroyed after the doorbell (taken in the drop) and every CQ on it (which hold it).
+    channel: CompChannel,
     /// CQ handle -> its route (parking_lot's: looked up on every event).
     cqs: Mutex<IntMap<usize, Route>>,
     /// The channel's place in the pump's epoll set (set once, right after creation).
@@ -76,14 +74,11 @@ pub(crate) struct NotifyChannel {
 impl NotifyChannel {
     /// The channel, and its thread: it lives while anything holds the channel.
     pub(crate) fn new(adapter: &Adapter) -> Result<Arc<NotifyChannel>, HResult> {
-        // SAFETY: the adapter's context is open.
-        let raw = unsafe { ffi::ibv_create_comp_channel(adapter.inner.ctx) };
-        if raw.is_null() {
-            return Err(code(last_error()));
-        }
-        let doorbell = Doorbell::new(&adapter.inner, raw);
+        let raw = CompChannel::create(adapter).map_err(code)?;
+        let doorbell = Doorbell::new(&adapter.inner, &raw);
+        let fd = raw.fd();
         let channel = Arc::new(NotifyChannel {
-            channel: RawChannel(raw),
+            channel: raw,
             cqs: Mutex::new(IntMap::default()),
             registration: Mutex::new(None),
             doorbell,
@@ -94,8 +89,7 @@ impl NotifyChannel {
         });
         let events: Weak<dyn DeviceEvents> = Arc::downgrade(&channel) as Weak<NotifyChannel>;
         adapter.inner.set_device_events(events);
-        // SAFETY: the channel was just created and is open.
-        set_nonblocking(unsafe { (*raw).fd }).map_err(code)?;
+        set_nonblocking(fd).map_err(code)?;
         let weak = Arc::downgrade(&channel);
         let source: Weak<dyn Drain> = weak.clone();
         *channel.registration.lock() = Some(pump::register(channel.fd(), source).map_err(code)?);
@@ -120,7 +114,7 @@ impl NotifyChannel {
 
     /// The verbs channel, to create a CQ on.
     pub(crate) fn raw(&self) -> *mut ffi::ibv_comp_channel {
-        self.channel.0
+        self.channel.raw()
     }
 
     /// From now on, the events of verbs CQ `cq` go to `target` (while it lives).
@@ -130,7 +124,7 @@ impl NotifyChannel {
             // Keeps the count: those events still need their acknowledgement.
             Some(route) => route.target = target,
             None => {
-                cqs.insert(cq as usize, Route { target, unacked: 0 });
+                cqs.insert(cq as usize, Route { target, unacked: None });
             }
         }
     }
@@ -138,11 +132,9 @@ impl NotifyChannel {
     /// The events of verbs CQ `cq` go nowhere, and those read are all acknowledged. The caller
     /// keeps `cq` alive until this returns.
     pub(crate) fn unregister(&self, cq: *mut ffi::ibv_cq) {
-        let unacked = self.cqs.lock().remove(&(cq as usize)).map_or(0, |route| route.unacked);
-        if unacked > 0 {
-            // SAFETY: the caller's CQ is live; these events were read from it and not acknowledged.
-            unsafe { ffi::ibv_ack_cq_events(cq, unacked) };
-        }
+        let route = self.cqs.lock().remove(&(cq as usize));
+        // Its unacknowledged events are acknowledged (their drop), outside the lock.
+        drop(route);
     }
 
     /// From now on the limit event of verbs SRQ `srq` goes to `target` (while it lives).
@@ -156,8 +148,7 @@ impl NotifyChannel {
     }
 
     fn fd(&self) -> i32 {
-        // SAFETY: the channel is open while self lives.
-        unsafe { (*self.channel.0).fd }
+        self.channel.fd()
     }
 
     /// Rings a thread out of a direct read of the channel, if one is in it (the adapter is going:
@@ -170,11 +161,12 @@ impl NotifyChannel {
 
     /// An event read from the channel for verbs CQ `cq`: the doorbell's is answered; another is
     /// counted for acknowledgement and told to its CQ.
-    fn handle(&self, cq: *mut ffi::ibv_cq) {
+    fn handle(&self, event: CqEvents) {
+        let cq = event.cq();
         if let Some(doorbell) = self.doorbell.as_ref().filter(|d| d.cq() == cq) {
-            // SAFETY: the doorbell's CQ is live while the doorbell is, and the doorbell lives
-            // until the channel's drop, which no reader outlives.
-            unsafe { ffi::ibv_ack_cq_events(cq, 1) };
+            // The doorbell's CQ lives while the doorbell does, until the channel's drop, which no
+            // reader outlives.
+            drop(event);
             doorbell.answer();
             return;
         }
@@ -183,30 +175,33 @@ impl NotifyChannel {
         // returns: it waits for every event read from the CQ to be acknowledged.
         let (target, ack) = match self.cqs.lock().get_mut(&(cq as usize)) {
             Some(route) => {
-                route.unacked += 1;
-                let ack = if route.unacked >= ACK_BATCH {
-                    std::mem::take(&mut route.unacked)
+                let unacked = match route.unacked.take() {
+                    Some(mut unacked) => {
+                        unacked.add(event);
+                        unacked
+                    }
+                    None => event,
+                };
+                let ack = if unacked.count() >= ACK_BATCH {
+                    Some(unacked)
                 } else {
-                    0
+                    route.unacked = Some(unacked);
+                    None
                 };
                 (route.target.upgrade(), ack)
             }
-            None => (None, 1),
+            None => (None, Some(event)),
         };
-        if ack > 0 {
-            // SAFETY: the CQ the event names is live until its events are acknowledged.
-            unsafe { ffi::ibv_ack_cq_events(cq, ack) };
-        }
+        // Acknowledged here, outside the lock.
+        drop(ack);
         if let Some(target) = target {
             target.notified();
         }
     }
 
-    /// One event of the channel into `cq`: false if there was none (EAGAIN, EINTR).
-    fn read_event(&self, cq: &mut *mut ffi::ibv_cq) -> bool {
-        let mut context: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the channel is open; the out pointers are live locals.
-        unsafe { ffi::ibv_get_cq_event(self.channel.0, cq, &mut context) == 0 }
+    /// One event of the channel: None if there was none (EAGAIN, EINTR).
+    fn read_event(&self) -> Option<CqEvents> {
+        self.channel.read_event()
     }
 }
 
@@ -254,13 +249,16 @@ impl Drain for NotifyChannel {
             std::thread::yield_now();
             return;
         }
-        let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
         let read = {
             let _reader = self.reader.lock();
-            (!self.blocking.load(Ordering::SeqCst) || readable(self.fd())) && self.read_event(&mut cq)
+            if !self.blocking.load(Ordering::SeqCst) || readable(self.fd()) {
+                self.read_event()
+            } else {
+                None
+            }
         };
-        if read {
-            self.handle(cq);
+        if let Some(event) = read {
+            self.handle(event);
         }
     }
 
@@ -269,14 +267,13 @@ impl Drain for NotifyChannel {
             return Err(());
         }
         self.reading.fetch_add(1, Ordering::SeqCst);
-        let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
         // libibverbs' read: a cancellation point, as ibv_get_cq_event is in a verbs program.
-        let read = self.read_event(&mut cq);
-        let error = if read { 0 } else { crate::sys::errno() };
+        let read = self.read_event();
+        let error = if read.is_some() { 0 } else { crate::sys::errno() };
         self.reading.fetch_sub(1, Ordering::SeqCst);
         awake();
-        if read {
-            self.handle(cq);
+        if let Some(event) = read {
+            self.handle(event);
             Ok(())
         } else if error == libc::EINTR {
             // A signal: the caller looks again.
@@ -322,8 +319,7 @@ fn readable(fd: i32) -> bool {
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one live pollfd; no wait.
-    unsafe { libc::poll(&mut poll, 1, 0) == 1 && poll.revents & libc::POLLIN != 0 }
+    crate::sys::poll(std::slice::from_mut(&mut poll), 0) == 1 && poll.revents & libc::POLLIN != 0
 }
 
 impl Drop for NotifyChannel {
@@ -334,9 +330,6 @@ impl Drop for NotifyChannel {
         // No thread is in a direct read now (a reader holds the channel while it reads): the
         // doorbell goes before the channel.
         drop(self.doorbell.take());
-        // SAFETY: every CQ on the channel holds it (through its verbs CQ), so none is left.
-        if unsafe { ffi::ibv_destroy_comp_channel(self.channel.0) } != 0 {
-            log::error!("ibv_destroy_comp_channel: {}", last_error());
-        }
+        // The channel goes with the fields (every CQ on it holds it, so none is left).
     }
 }

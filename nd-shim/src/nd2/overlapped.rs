@@ -152,6 +152,24 @@ impl Request {
     }
 }
 
+/// The caller's OVERLAPPED as an entry received it: a request is started on it later, once the
+/// call's checks passed (or never, if one failed first).
+pub(crate) struct CallerOverlapped(*mut c_void);
+
+impl CallerOverlapped {
+    /// # Safety
+    /// `ov` is NULL or a live OVERLAPPED that stays so until a request started on it completes.
+    pub(crate) unsafe fn new(ov: *mut c_void) -> CallerOverlapped {
+        CallerOverlapped(ov)
+    }
+
+    /// [`Request::start`] on it: a NULL OVERLAPPED is ND_INVALID_PARAMETER.
+    pub(crate) fn start(self, file: &Arc<OverlappedFile>) -> Result<Request, HResult> {
+        // SAFETY: the promise of `new`.
+        unsafe { Request::start(self.0, file) }
+    }
+}
+
 impl Drop for Request {
     /// A completed request's drop is one comparison, inline (its file's count aside).
     #[inline]
@@ -217,13 +235,46 @@ pub(crate) unsafe fn result(ov: *mut c_void, wait: bool) -> HResult {
 mod tests {
     use super::*;
 
-    fn blank() -> Overlapped {
-        Overlapped {
-            internal: 0,
-            internal_high: 0,
-            offset: 0,
-            offset_high: 0,
-            h_event: std::ptr::null_mut(),
+    /// An OVERLAPPED for a test, never freed: a request on it is live for good, so its
+    /// methods are safe. Its address (provenance exposed), so that threads can share it.
+    #[derive(Clone, Copy)]
+    struct Leaked(usize);
+
+    impl Leaked {
+        fn new(h_event: *mut c_void) -> Leaked {
+            let ov = Box::new(Overlapped {
+                internal: 0,
+                internal_high: 0,
+                offset: 0,
+                offset_high: 0,
+                h_event,
+            });
+            Leaked(Box::into_raw(ov).expose_provenance())
+        }
+
+        fn ptr(self) -> *mut c_void {
+            std::ptr::with_exposed_provenance_mut(self.0)
+        }
+
+        fn start(self, file: &Arc<OverlappedFile>) -> Result<Request, HResult> {
+            // SAFETY: never freed.
+            unsafe { Request::start(self.ptr(), file) }
+        }
+
+        fn result(self, wait: bool) -> HResult {
+            // SAFETY: never freed.
+            unsafe { result(self.ptr(), wait) }
+        }
+
+        fn internal(self) -> usize {
+            // SAFETY: never freed.
+            unsafe { internal(self.ptr().cast()) }.load(Ordering::Acquire)
+        }
+
+        /// InternalHigh, once the request completed (on this thread, or one joined since).
+        fn internal_high(self) -> usize {
+            // SAFETY: never freed; written before the completion this thread has seen.
+            unsafe { std::ptr::addr_of!((*self.ptr().cast::<Overlapped>()).internal_high).read() }
         }
     }
 
@@ -237,23 +288,19 @@ mod tests {
             win32::CreateIoCompletionPort(file_handle, port_handle, 42, 0),
             port_handle
         );
-        let mut ov = blank();
-        let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
-        // SAFETY: a live local.
-        let request = unsafe { Request::start(p, &file) }.unwrap();
-        // SAFETY: as above.
-        assert_eq!(unsafe { result(p, false) }, ND_PENDING);
+        let ov = Leaked::new(std::ptr::null_mut());
+        let request = ov.start(&file).unwrap();
+        assert_eq!(ov.result(false), ND_PENDING);
         request.complete(NdStatus::ND_CANCELED, 0);
-        // SAFETY: as above.
-        assert_eq!(unsafe { result(p, true) }, NdStatus::ND_CANCELED.0);
-        assert_eq!(ov.internal, 0xFFFF_FFFF_C000_0120);
+        assert_eq!(ov.result(true), NdStatus::ND_CANCELED.0);
+        assert_eq!(ov.internal(), 0xFFFF_FFFF_C000_0120);
         let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
             panic!()
         };
         let packet = port.get(0).unwrap();
         assert_eq!(
             (packet.key, packet.overlapped, packet.status),
-            (42, p as usize, NdStatus::ND_CANCELED)
+            (42, ov.0, NdStatus::ND_CANCELED)
         );
         assert_eq!(port.get(0), None);
     }
@@ -267,13 +314,11 @@ mod tests {
         win32::CreateIoCompletionPort(file_handle, port_handle, 1, 0);
         // SAFETY: NULL attributes and name.
         let event = unsafe { win32::CreateEventA(std::ptr::null_mut(), 0, 0, std::ptr::null()) };
-        let mut ov = blank();
-        ov.h_event = (event as usize | 1) as *mut c_void;
-        // SAFETY: a live local.
-        let request = unsafe { Request::start(std::ptr::addr_of_mut!(ov).cast(), &file) }.unwrap();
+        let ov = Leaked::new((event as usize | 1) as *mut c_void);
+        let request = ov.start(&file).unwrap();
         request.complete(NdStatus::ND_SUCCESS, 64);
         assert_eq!(win32::WaitForSingleObject(event, 0), win32::WAIT_OBJECT_0);
-        assert_eq!(ov.internal_high, 64);
+        assert_eq!(ov.internal_high(), 64);
         let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
             panic!()
         };
@@ -287,13 +332,10 @@ mod tests {
         let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
         let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
         win32::CreateIoCompletionPort(file_handle, port_handle, 1, 0);
-        let mut ov = blank();
-        let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
-        // SAFETY: a live local.
-        let request = unsafe { Request::start(p, &file) }.unwrap();
+        let ov = Leaked::new(std::ptr::null_mut());
+        let request = ov.start(&file).unwrap();
         request.fail(NdStatus::ND_CONNECTION_INVALID.0);
-        // SAFETY: as above.
-        assert_eq!(unsafe { result(p, true) }, NdStatus::ND_CONNECTION_INVALID.0);
+        assert_eq!(ov.result(true), NdStatus::ND_CONNECTION_INVALID.0);
         let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
             panic!()
         };
@@ -308,20 +350,17 @@ mod tests {
         let _pump = super::pump::exclusive_for_test();
         let file: Arc<OverlappedFile> = Arc::default();
         for round in 0..200 {
-            let mut ov = blank();
-            let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
-            // SAFETY: a live local, completed before the round ends (joined below).
-            let request = unsafe { Request::start(p, &file) }.unwrap();
+            let ov = Leaked::new(std::ptr::null_mut());
+            let request = ov.start(&file).unwrap();
             let completer = std::thread::spawn(move || {
                 if round % 2 == 0 {
                     std::thread::yield_now();
                 }
                 request.complete(NdStatus::ND_SUCCESS, round);
             });
-            // SAFETY: as above.
-            assert_eq!(unsafe { result(p, true) }, NdStatus::ND_SUCCESS.0);
+            assert_eq!(ov.result(true), NdStatus::ND_SUCCESS.0);
             completer.join().unwrap();
-            assert_eq!(ov.internal_high, round as usize);
+            assert_eq!(ov.internal_high(), round as usize);
         }
         assert_eq!(SLEEPERS.load(Ordering::Relaxed), 0);
     }
@@ -335,21 +374,16 @@ mod tests {
         let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
         let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
         win32::CreateIoCompletionPort(file_handle, port_handle, 7, 0);
-        let mut ov = blank();
-        let p = std::ptr::addr_of_mut!(ov).cast::<c_void>();
-        // SAFETY: a live local, completed before the test returns.
-        let request = unsafe { Request::start(p, &file) }.unwrap();
-        let address = p as usize;
+        let ov = Leaked::new(std::ptr::null_mut());
+        let request = ov.start(&file).unwrap();
         let dropper = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(10));
             drop(request);
         });
         dropper.join().unwrap();
-        // SAFETY: as above (a bounded look, not a wait: a request left pending would hang one).
-        let status = unsafe { result(address as *mut c_void, false) };
-        assert_eq!(status, NdStatus::ND_CANCELED.0);
-        // SAFETY: as above.
-        assert_eq!(unsafe { result(p, true) }, NdStatus::ND_CANCELED.0);
+        // A bounded look, not a wait: a request left pending would hang one.
+        assert_eq!(ov.result(false), NdStatus::ND_CANCELED.0);
+        assert_eq!(ov.result(true), NdStatus::ND_CANCELED.0);
         let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
             panic!()
         };
@@ -364,7 +398,9 @@ mod tests {
         let file: Arc<OverlappedFile> = Arc::default();
         assert_eq!(
             // SAFETY: NULL is allowed.
-            unsafe { Request::start(std::ptr::null_mut(), &file) }.err(),
+            unsafe { CallerOverlapped::new(std::ptr::null_mut()) }
+                .start(&file)
+                .err(),
             Some(ND_INVALID_PARAMETER)
         );
     }

@@ -92,11 +92,13 @@
 //! keep waiting at once keep the relay unparked while one of them is a follower (the leader
 //! waits in its set). These cost time; none delays an event but rule 5's last case.
 
+#![forbid(unsafe_code)]
+
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use parking_lot::Mutex;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
@@ -104,6 +106,7 @@ use std::time::Instant;
 use super::int_map::IntMap;
 use crate::status::{from_errno, NdStatus};
 use crate::sys::last_error;
+use crate::sys::{epoll_add, epoll_delete, epoll_wait, futex_wait, futex_wake_all, poll};
 
 /// Something in the epoll set that has events to read (an adapter's completion channel).
 pub(crate) trait Drain: Send + Sync {
@@ -359,19 +362,18 @@ impl Pump {
 
     /// Adds a source's descriptor to the leader's set, then to the relays' (the order of their
     /// entries on its wait queue: module doc). Already there is no error.
+    /// A registered source's descriptor stays open until it is unregistered (its drop), which
+    /// takes it out of the sets first.
     fn attach(&self, token: u64, fd: i32) -> Result<(), NdStatus> {
-        // SAFETY: a registered source's descriptor stays open until it is unregistered (its
-        // drop), which takes it out of the sets first; the borrow ends with this call.
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         let mut added = None;
         for set in self.sets_in_order() {
-            let event = EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE, token);
-            match set.add(fd, event) {
+            let events = (EpollFlags::EPOLLIN | EpollFlags::EPOLLEXCLUSIVE).bits() as u32;
+            match epoll_add(set, fd, events, token) {
                 Ok(()) | Err(Errno::EEXIST) => added = Some(set),
                 Err(error) => {
                     if let Some(set) = added {
                         // Undoes this call's own add.
-                        let _ = set.delete(fd);
+                        let _ = epoll_delete(set, fd);
                     }
                     return Err(from_errno(error as i32));
                 }
@@ -392,12 +394,10 @@ impl Pump {
     }
 
     /// Takes a source's descriptor out of both sets (not in them is no error).
+    /// A source's descriptor is closed only after it is unregistered, which calls this first.
     fn detach(&self, fd: i32) {
-        // SAFETY: a source's descriptor is closed only after it is unregistered, which calls
-        // this first; the borrow ends with this call.
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
         for set in [&self.epoll, &self.relay_epoll] {
-            let _ = set.delete(fd);
+            let _ = epoll_delete(set, fd);
         }
     }
 
@@ -440,35 +440,14 @@ impl Pump {
     /// Wakes the relay out of its parked sleep (a tick's, or a quiet one's).
     fn ring_relay(&self) {
         self.relay_bell.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: a futex wake on a live word of the process-lived pump; no memory is written.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                self.relay_bell.as_ptr(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                i32::MAX,
-            )
-        };
+        futex_wake_all(&self.relay_bell);
     }
 
     /// The parked relay's sleep: until `ring_relay` bumps the bell past `seen` (at once if it
     /// already has), or `limit` passes.
     fn relay_sleep(&self, seen: u32, limit: std::time::Duration) {
-        let limit = libc::timespec {
-            tv_sec: limit.as_secs() as libc::time_t,
-            tv_nsec: libc::c_long::from(limit.subsec_nanos() as i32),
-        };
-        // SAFETY: a futex wait on a live word of the process-lived pump, with a live timespec;
-        // the kernel compares the word with `seen` before it sleeps (no lost ring).
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                self.relay_bell.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                seen,
-                std::ptr::addr_of!(limit),
-            )
-        };
+        // The kernel compares the word with `seen` before it sleeps (no lost ring).
+        futex_wait(&self.relay_bell, seen, limit);
     }
 
     /// While parked with no leader, the relay reads again (rules 1 and 2 of the module doc).
@@ -521,10 +500,10 @@ impl Pump {
                 revents: 0,
             },
         ];
-        // SAFETY: two live pollfds. The source's descriptor is closed only after the source is
-        // unregistered (its drop); if that happened meanwhile, poll reports POLLNVAL or a new
-        // descriptor's readiness, and the upgrade below finds the source gone: one turn more.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        // The source's descriptor is closed only after the source is unregistered (its drop); if
+        // that happened meanwhile, poll reports POLLNVAL or a new descriptor's readiness, and the
+        // upgrade below finds the source gone: one turn more.
+        let n = poll(&mut fds, ms);
         self.waiting.store(NOT_WAITING, Ordering::Relaxed);
         if n < 0 {
             if crate::sys::errno() != libc::EINTR {
@@ -558,19 +537,7 @@ impl Pump {
         // a thread cancelled here would unwind through the shim's frames, which must not be.
         // epoll_pwait with no signal mask is epoll_wait, and every architecture has it (aarch64
         // has no epoll_wait system call).
-        // SAFETY: the epoll descriptor is open; `events` has room for EVENTS entries; a null
-        // signal mask is not read.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_epoll_pwait,
-                set.0.as_raw_fd(),
-                events.as_mut_ptr(),
-                EVENTS as libc::c_int,
-                ms,
-                std::ptr::null::<libc::sigset_t>(),
-                0usize,
-            )
-        };
+        let n = epoll_wait(set, &mut events, ms);
         if as_leader {
             self.waiting.store(NOT_WAITING, Ordering::Relaxed);
         }
@@ -869,9 +836,7 @@ mod tests {
 
     impl Drain for Completing {
         fn drain(&self) {
-            let mut value: u64 = 0;
-            // SAFETY: a live non-blocking eventfd, 8 bytes into a local.
-            if unsafe { libc::read(self.fd, std::ptr::addr_of_mut!(value).cast(), 8) } == 8 {
+            if read_counter(self.fd) {
                 self.read_by.lock().push(std::thread::current().id());
                 kick();
             }
@@ -887,9 +852,8 @@ mod tests {
         let _pump = exclusive_for_test();
         for relay_first in [false, true] {
             RELAY_SET_FIRST.store(relay_first, Ordering::SeqCst);
-            // SAFETY: a plain system call.
-            let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-            assert!(fd >= 0);
+            let eventfd = new_eventfd();
+            let fd = eventfd.as_raw_fd();
             let source = Arc::new(Completing {
                 fd,
                 read_by: Mutex::new(Vec::new()),
@@ -941,8 +905,8 @@ mod tests {
                 if read_by[0] == relay_id { "relay" } else { "leader" }
             );
             unregister(&registration);
-            // SAFETY: the eventfd is ours and out of the sets.
-            unsafe { libc::close(fd) };
+            // Closed once out of the sets.
+            drop(eventfd);
         }
     }
 
@@ -958,9 +922,7 @@ mod tests {
     impl Counter {
         /// One read (an eventfd's read takes its whole count): true if it read.
         fn read_once(&self) -> bool {
-            let mut value: u64 = 0;
-            // SAFETY: a live eventfd, 8 bytes into a local.
-            let read = unsafe { libc::read(self.fd, std::ptr::addr_of_mut!(value).cast(), 8) } == 8;
+            let read = read_counter(self.fd);
             if read {
                 self.drained.fetch_add(1, Ordering::SeqCst);
             }
@@ -979,8 +941,7 @@ mod tests {
                 events: libc::POLLIN,
                 revents: 0,
             };
-            // SAFETY: one live pollfd; no wait.
-            let readable = unsafe { libc::poll(&mut poll, 1, 0) } == 1;
+            let readable = super::poll(std::slice::from_mut(&mut poll), 0) == 1;
             if !self.blocking.load(Ordering::SeqCst) || readable {
                 self.read_once();
             }
@@ -1010,9 +971,18 @@ mod tests {
     }
 
     fn signal(fd: i32) {
-        let one: u64 = 1;
-        // SAFETY: a live eventfd, 8 bytes from a local.
-        assert_eq!(unsafe { libc::write(fd, std::ptr::addr_of!(one).cast(), 8) }, 8);
+        assert_eq!(crate::sys::write_counter(fd, 1), 8);
+    }
+
+    /// One read of an eventfd's counter (8 bytes): true if it read.
+    fn read_counter(fd: i32) -> bool {
+        let mut value = [0u8; 8];
+        nix::unistd::read(fd, &mut value) == Ok(8)
+    }
+
+    /// A new non-blocking eventfd, closed when dropped.
+    fn new_eventfd() -> EventFd {
+        EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK).unwrap()
     }
 
     // One test: the leader role is process-wide.
@@ -1044,9 +1014,8 @@ mod tests {
     #[test]
     fn leader_reads_sources_and_is_woken_by_kick() {
         let _pump = exclusive_for_test();
-        // SAFETY: a plain system call.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        assert!(fd >= 0);
+        let eventfd = new_eventfd();
+        let fd = eventfd.as_raw_fd();
         let counter = Arc::new(Counter {
             fd,
             drained: AtomicUsize::new(0),
@@ -1217,8 +1186,8 @@ mod tests {
         drop(relay);
 
         unregister(&registration);
-        // SAFETY: the eventfd is ours and out of the set.
-        unsafe { libc::close(fd) };
+        // Closed once out of the set.
+        drop(eventfd);
     }
 }
 

@@ -1,21 +1,23 @@
 //! IND2QueuePair: an RC QP of the Rust API ([`QueuePair`], so the connector can connect it)
 //! whose requests are posted here with ND2's whole operation set: Send, Receive, Read, Write,
 //! Bind and Invalidate of memory windows, Flush.
-//! The caller's SGE arrays go to verbs as they are ([`super::sge`]).
+//! The caller's SGE arrays go to verbs as they are ([`super::sge`]). The vtable and C entries
+//! are in `entry_data`.
+#![forbid(unsafe_code)]
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
 use super::cq::CqBody;
+use super::data_verbs::{post_recv, post_send, SendWr};
 use super::mr::MrBody;
 use super::mw::{BoundWindows, MwBody};
 use super::requests::{self, QpRequests};
-use super::sge::{post_result, sg_list_ptr, sge_list, Nd2Sge};
+use super::sge::post_result;
 use super::srq::SrqBody;
-use super::{arg, code, hr_boundary, iids, this, Class, Guid, HResult, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS};
+use super::{code, HResult, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::QueuePair;
 
 const ND_OP_FLAG_SILENT_SUCCESS: u32 = 0x1;
@@ -187,39 +189,130 @@ impl QpBody {
         }
     }
 
-    fn raw(&self) -> *mut ffi::ibv_qp {
-        self.qp.inner.qp.0
-    }
-
     /// Posts a send work request under a wr_id of its record ([`super::requests`]).
-    fn post(&self, mut wr: ffi::ibv_send_wr) -> Result<HResult, HResult> {
-        let silent = wr.send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 == 0;
+    fn post(&self, mut wr: SendWr<'_>) -> Result<HResult, HResult> {
+        let silent = wr.send_flags() & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 == 0;
         self.requests
-            .post_send(wr.wr_id, requests::of_send(wr.opcode), silent, |wr_id| {
-                wr.wr_id = wr_id;
-                let mut bad = std::ptr::null_mut();
-                // SAFETY: the QP is live; wr and what it points to (the caller's SGEs, read
-                // during the call) are valid for the call.
-                post_result(unsafe { ffi::ibv_post_send(self.raw(), &mut wr, &mut bad) }).map(|_| ())
+            .post_send(wr.wr_id(), requests::of_send(wr.opcode()), silent, |wr_id| {
+                wr.set_wr_id(wr_id);
+                post_result(post_send(&self.qp, &mut wr)).map(|_| ())
             })
             .map(|()| ND_SUCCESS)
     }
 
     /// A send work request with the common fields.
-    fn request(
-        context: *mut c_void,
-        sges: &[ffi::ibv_sge],
+    fn request<'a>(
+        context: u64,
+        sges: &'a [ffi::ibv_sge],
         opcode: ffi::ibv_wr_opcode::Type,
         flags: u32,
-    ) -> Result<ffi::ibv_send_wr, HResult> {
-        // SAFETY: plain old data; zero is a valid start.
-        let mut wr: ffi::ibv_send_wr = unsafe { std::mem::zeroed() };
-        wr.wr_id = context as u64;
-        wr.sg_list = sg_list_ptr(sges);
-        wr.num_sge = sges.len() as i32;
-        wr.opcode = opcode;
-        wr.send_flags = send_flags(flags)?;
-        Ok(wr)
+    ) -> Result<SendWr<'a>, HResult> {
+        Ok(SendWr::new(context, sges, opcode, send_flags(flags)?))
+    }
+
+    /// IND2QueuePair::Flush.
+    pub(super) fn flush(&self) -> Result<HResult, HResult> {
+        self.qp.inner.flush().map_err(code)?;
+        Ok(ND_SUCCESS)
+    }
+
+    /// Send with a context that needs a record.
+    pub(super) fn send_recorded(&self, context: u64, sges: &[ffi::ibv_sge], flags: u32) -> Result<HResult, HResult> {
+        let mut wr = QpBody::request(context, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, flags)?;
+        wr.add_send_flags(self.inline_flag(flags, sges));
+        self.post(wr)
+    }
+
+    /// Send with a direct context (the common path): the work request is built once, where the
+    /// provider reads it, under the wr_id that carries the request (no record, no copy through
+    /// [`QpBody::post`]). A table lookup, arithmetic and the provider's post: nothing here can
+    /// panic.
+    #[inline(always)]
+    pub(super) fn send_direct(&self, context: u64, sges: &[ffi::ibv_sge], flags: u32) -> Result<HResult, HResult> {
+        let send_flags = send_flags(flags)? | self.inline_flag(flags, sges);
+        let silent = send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 == 0;
+        self.requests
+            .post_send(context, requests::SEND, silent, |wr_id| {
+                let mut wr = SendWr::new(wr_id, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, send_flags);
+                post_result(post_send(&self.qp, &mut wr)).map(|_| ())
+            })
+            .map(|()| ND_SUCCESS)
+    }
+
+    /// Receive's body: the request's wr_id (direct, or a record's) and the provider's post.
+    #[inline(always)]
+    pub(super) fn post_receive(&self, context: u64, sges: &[ffi::ibv_sge]) -> Result<HResult, HResult> {
+        self.requests
+            .post_receive(context, |wr_id| {
+                post_result(post_recv(&self.qp, wr_id, sges)).map(|_| ())
+            })
+            .map(|()| {
+                self.qp.inner.after_receive();
+                ND_SUCCESS
+            })
+    }
+
+    /// IND2QueuePair::Read and Write.
+    pub(super) fn rdma(
+        &self,
+        opcode: ffi::ibv_wr_opcode::Type,
+        context: u64,
+        sges: &[ffi::ibv_sge],
+        remote_address: u64,
+        remote_token: u32,
+        flags: u32,
+    ) -> Result<HResult, HResult> {
+        let mut wr = QpBody::request(context, sges, opcode, flags)?;
+        if opcode == ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE {
+            wr.add_send_flags(self.inline_flag(flags, sges));
+        }
+        // The token as GetRemoteToken gives it: the rkey in network byte order.
+        wr.set_rdma(remote_address, u32::from_be(remote_token));
+        self.post(wr)
+    }
+
+    /// IND2QueuePair::Bind of `mw` to `len` bytes at `buffer` of `mr`.
+    pub(super) fn bind(
+        &self,
+        context: u64,
+        mr: &MrBody,
+        mw: &Arc<MwBody>,
+        buffer: u64,
+        len: u64,
+        flags: u32,
+    ) -> Result<HResult, HResult> {
+        // Counted as a Bind of the region until the post returned (Deregister meanwhile is
+        // ND_DEVICE_BUSY).
+        let region = mr.begin_bind().ok_or(ND_INVALID_PARAMETER)?;
+        use ffi::ibv_access_flags as A;
+        let mut access = 0;
+        if flags & ND_OP_FLAG_ALLOW_READ != 0 {
+            access |= A::IBV_ACCESS_REMOTE_READ.0;
+        }
+        if flags & ND_OP_FLAG_ALLOW_WRITE != 0 {
+            access |= A::IBV_ACCESS_REMOTE_WRITE.0;
+        }
+        // Flags checked before the window gives out a new rkey.
+        let wr = QpBody::request(
+            context,
+            &[],
+            ffi::ibv_wr_opcode::IBV_WR_BIND_MW,
+            flags & !(ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE),
+        )?;
+        let posted = mw.bind_through(self.qp.qp_num(), |raw_mw, rkey| {
+            let mut wr = wr;
+            wr.set_bind(raw_mw, rkey, &region, buffer, len, access);
+            self.post(wr)
+        })?;
+        self.windows.note(mw);
+        Ok(posted)
+    }
+
+    /// IND2QueuePair::Invalidate of `mw`.
+    pub(super) fn invalidate(&self, context: u64, mw: &MwBody, flags: u32) -> Result<HResult, HResult> {
+        let mut wr = QpBody::request(context, &[], ffi::ibv_wr_opcode::IBV_WR_LOCAL_INV, flags)?;
+        wr.set_invalidated_rkey(mw.rkey());
+        self.post(wr)
     }
 }
 
@@ -232,313 +325,6 @@ impl Drop for QpBody {
         }
         self.adapter.requests.close_qp(self.qp.qp_num(), &self.requests);
     }
-}
-
-type PostFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32, u64, u32, u32) -> HResult;
-
-#[repr(C)]
-pub(crate) struct QpVtbl {
-    unknown: UnknownVtbl,
-    flush: unsafe extern "C" fn(*mut c_void) -> HResult,
-    send: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32, u32) -> HResult,
-    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32) -> HResult,
-    bind:
-        unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void, *const c_void, usize, u32) -> HResult,
-    invalidate: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, u32) -> HResult,
-    read: PostFn,
-    write: PostFn,
-}
-
-static VTBL: QpVtbl = QpVtbl {
-    unknown: UnknownVtbl::of::<QpBody>(),
-    flush,
-    send,
-    receive,
-    bind,
-    invalidate,
-    read,
-    write,
-};
-
-impl Class for QpBody {
-    type Vtbl = QpVtbl;
-    const VTBL: &'static QpVtbl = &VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2QueuePair];
-}
-
-unsafe extern "C" fn flush(this: *mut c_void) -> HResult {
-    hr_boundary("IND2QueuePair::Flush", || {
-        // SAFETY: the caller's object.
-        let qp = unsafe { self::this::<QpBody>(this)? };
-        qp.qp.inner.flush().map_err(code)?;
-        Ok(ND_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn send(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32, flags: u32) -> HResult {
-    if requests::is_direct(context as u64) {
-        // A direct context makes no record: nothing on that path can panic, no boundary.
-        // SAFETY: forwarded.
-        return match unsafe { send_direct(this, context as u64, sge, n, flags) } {
-            Ok(hr) | Err(hr) => hr,
-        };
-    }
-    // SAFETY: forwarded.
-    unsafe { send_recorded(this, context, sge, n, flags) }
-}
-
-/// Send with a context that needs a record, inside the boundary. Out of line: the common path
-/// keeps a frame without the closure's captures.
-///
-/// # Safety
-/// As Send's.
-#[inline(never)]
-unsafe fn send_recorded(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32, flags: u32) -> HResult {
-    hr_boundary("IND2QueuePair::Send", || {
-        // SAFETY: the caller's object and SGE array.
-        let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-        let mut wr = QpBody::request(context, sges, ffi::ibv_wr_opcode::IBV_WR_SEND, flags)?;
-        wr.send_flags |= qp.inline_flag(flags, sges);
-        qp.post(wr)
-    })
-}
-
-/// Send with a direct context (the common path): the work request is built once, where the
-/// provider reads it, under the wr_id that carries the request (no record, no copy through
-/// [`QpBody::post`]). Pointer checks, a table lookup, arithmetic and the provider's post:
-/// nothing here can panic.
-///
-/// # Safety
-/// As Send's; `context` is direct ([`requests::is_direct`]).
-#[inline(always)]
-unsafe fn send_direct(
-    this: *mut c_void,
-    context: u64,
-    sge: *const Nd2Sge,
-    n: u32,
-    flags: u32,
-) -> Result<HResult, HResult> {
-    // SAFETY: the caller's object and SGE array.
-    let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-    let send_flags = send_flags(flags)? | qp.inline_flag(flags, sges);
-    let silent = send_flags & ffi::ibv_send_flags::IBV_SEND_SIGNALED.0 == 0;
-    qp.requests
-        .post_send(context, requests::SEND, silent, |wr_id| {
-            let mut wr = ffi::ibv_send_wr {
-                wr_id,
-                next: std::ptr::null_mut(),
-                sg_list: sg_list_ptr(sges),
-                num_sge: sges.len() as i32,
-                opcode: ffi::ibv_wr_opcode::IBV_WR_SEND,
-                send_flags,
-                // SAFETY: plain old data; zero is what a Send leaves in the other fields.
-                ..unsafe { std::mem::zeroed() }
-            };
-            let mut bad = std::ptr::null_mut();
-            // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
-            post_result(unsafe { ffi::ibv_post_send(qp.raw(), &mut wr, &mut bad) }).map(|_| ())
-        })
-        .map(|()| ND_SUCCESS)
-}
-
-unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
-    if requests::is_direct(context as u64) {
-        // As Send: no record, nothing can panic, no boundary.
-        // SAFETY: forwarded.
-        return match unsafe { post_receive(this, context as u64, sge, n) } {
-            Ok(hr) | Err(hr) => hr,
-        };
-    }
-    // SAFETY: forwarded.
-    unsafe { receive_recorded(this, context as u64, sge, n) }
-}
-
-/// Receive with a context that needs a record, inside the boundary (out of line, as
-/// [`send_recorded`]).
-///
-/// # Safety
-/// As Receive's.
-#[inline(never)]
-unsafe fn receive_recorded(this: *mut c_void, context: u64, sge: *const Nd2Sge, n: u32) -> HResult {
-    hr_boundary("IND2QueuePair::Receive", || {
-        // SAFETY: forwarded.
-        unsafe { post_receive(this, context, sge, n) }
-    })
-}
-
-/// Receive's body: the request's wr_id (direct, or a record's) and the provider's post.
-///
-/// # Safety
-/// As Receive's.
-#[inline(always)]
-unsafe fn post_receive(this: *mut c_void, context: u64, sge: *const Nd2Sge, n: u32) -> Result<HResult, HResult> {
-    // SAFETY: the caller's object and SGE array.
-    let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-    qp.requests
-        .post_receive(context, |wr_id| {
-            let mut wr = ffi::ibv_recv_wr {
-                wr_id,
-                next: std::ptr::null_mut(),
-                sg_list: sg_list_ptr(sges),
-                num_sge: sges.len() as i32,
-            };
-            let mut bad = std::ptr::null_mut();
-            // SAFETY: the QP is live; wr and the caller's SGEs are valid for the call.
-            post_result(unsafe { ffi::ibv_post_recv(qp.raw(), &mut wr, &mut bad) }).map(|_| ())
-        })
-        .map(|()| {
-            qp.qp.inner.after_receive();
-            ND_SUCCESS
-        })
-}
-
-#[allow(clippy::too_many_arguments)] // the interface's
-unsafe fn rdma(
-    entry: &str,
-    opcode: ffi::ibv_wr_opcode::Type,
-    this: *mut c_void,
-    context: *mut c_void,
-    sge: *const Nd2Sge,
-    n: u32,
-    remote_address: u64,
-    remote_token: u32,
-    flags: u32,
-) -> HResult {
-    hr_boundary(entry, || {
-        // SAFETY: the caller's object and SGE array.
-        let (qp, sges) = unsafe { (self::this::<QpBody>(this)?, sge_list(sge, n)?) };
-        let mut wr = QpBody::request(context, sges, opcode, flags)?;
-        if opcode == ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE {
-            wr.send_flags |= qp.inline_flag(flags, sges);
-        }
-        wr.wr = ffi::wr_t {
-            rdma: ffi::rdma_t {
-                remote_addr: remote_address,
-                // The token as GetRemoteToken gives it: the rkey in network byte order.
-                rkey: u32::from_be(remote_token),
-            },
-        };
-        qp.post(wr)
-    })
-}
-
-unsafe extern "C" fn read(
-    this: *mut c_void,
-    context: *mut c_void,
-    sge: *const Nd2Sge,
-    n: u32,
-    addr: u64,
-    token: u32,
-    flags: u32,
-) -> HResult {
-    // SAFETY: forwarded.
-    unsafe {
-        rdma(
-            "IND2QueuePair::Read",
-            ffi::ibv_wr_opcode::IBV_WR_RDMA_READ,
-            this,
-            context,
-            sge,
-            n,
-            addr,
-            token,
-            flags,
-        )
-    }
-}
-
-unsafe extern "C" fn write(
-    this: *mut c_void,
-    context: *mut c_void,
-    sge: *const Nd2Sge,
-    n: u32,
-    addr: u64,
-    token: u32,
-    flags: u32,
-) -> HResult {
-    // SAFETY: forwarded.
-    unsafe {
-        rdma(
-            "IND2QueuePair::Write",
-            ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            this,
-            context,
-            sge,
-            n,
-            addr,
-            token,
-            flags,
-        )
-    }
-}
-
-unsafe extern "C" fn bind(
-    this: *mut c_void,
-    context: *mut c_void,
-    region: *mut c_void,
-    window: *mut c_void,
-    buffer: *const c_void,
-    len: usize,
-    flags: u32,
-) -> HResult {
-    hr_boundary("IND2QueuePair::Bind", || {
-        // SAFETY: the caller's objects, checked by kind.
-        let (qp, mr, mw) = unsafe {
-            (
-                self::this::<QpBody>(this)?,
-                arg::<MrBody>(region)?,
-                arg::<MwBody>(window)?,
-            )
-        };
-        // Counted as a Bind of the region until the post returned (Deregister meanwhile is
-        // ND_DEVICE_BUSY).
-        let region = mr.begin_bind().ok_or(ND_INVALID_PARAMETER)?;
-        let raw_mr = region.raw;
-        use ffi::ibv_access_flags as A;
-        let mut access = 0;
-        if flags & ND_OP_FLAG_ALLOW_READ != 0 {
-            access |= A::IBV_ACCESS_REMOTE_READ.0;
-        }
-        if flags & ND_OP_FLAG_ALLOW_WRITE != 0 {
-            access |= A::IBV_ACCESS_REMOTE_WRITE.0;
-        }
-        // Flags checked before the window gives out a new rkey.
-        let mut wr = QpBody::request(
-            context,
-            &[],
-            ffi::ibv_wr_opcode::IBV_WR_BIND_MW,
-            flags & !(ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE),
-        )?;
-        let posted = mw.bind_through(qp.qp.qp_num(), |raw_mw, rkey| {
-            wr.bind_mw_tso_union = ffi::bind_mw_tso_union_t {
-                bind_mw: ffi::bind_mw_t {
-                    mw: raw_mw,
-                    rkey,
-                    bind_info: ffi::ibv_mw_bind_info {
-                        mr: raw_mr,
-                        addr: buffer as u64,
-                        length: len as u64,
-                        mw_access_flags: access,
-                    },
-                },
-            };
-            qp.post(wr)
-        })?;
-        qp.windows.note(&mw);
-        Ok(posted)
-    })
-}
-
-unsafe extern "C" fn invalidate(this: *mut c_void, context: *mut c_void, window: *mut c_void, flags: u32) -> HResult {
-    hr_boundary("IND2QueuePair::Invalidate", || {
-        // SAFETY: the caller's objects, checked by kind.
-        let (qp, mw) = unsafe { (self::this::<QpBody>(this)?, arg::<MwBody>(window)?) };
-        let mut wr = QpBody::request(context, &[], ffi::ibv_wr_opcode::IBV_WR_LOCAL_INV, flags)?;
-        wr.imm_data_invalidated_rkey_union = ffi::imm_data_invalidated_rkey_union_t {
-            invalidated_rkey: mw.rkey(),
-        };
-        qp.post(wr)
-    })
 }
 
 #[cfg(test)]

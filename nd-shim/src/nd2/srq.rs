@@ -10,42 +10,26 @@
 //! threshold, and below it completes at once. A receive the device has taken but whose
 //! completion GetResults has not returned yet still counts: then the device's event, at its next
 //! receive taken, completes the Notify.
+//!
+//! The vtable and C entries are in `entry_data`; the verbs SRQ ([`RawSrq`]) is `data_verbs`'.
+#![forbid(unsafe_code)]
 
 use crate::sync::lock;
 use std::collections::VecDeque;
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rdma_mummy_sys as ffi;
 
 use super::adapter::AdapterBody;
+pub(crate) use super::data_verbs::RawSrq;
 use super::notify::Notified;
-use super::overlapped::Request;
+use super::overlapped::{CallerOverlapped, Request};
 use super::requests::SrqRequests;
-use super::sge::{post_result, sg_list_ptr, sge_list, Nd2Sge};
+use super::sge::post_result;
 use super::win32::OverlappedFile;
-use super::{
-    code, hr_boundary, iids, this, Class, Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER,
-    ND_PENDING, ND_SUCCESS,
-};
+use super::{code, HResult, Overlapped, ND_INVALID_PARAMETER, ND_PENDING, ND_SUCCESS};
 use crate::status::NdStatus;
-use crate::sys::last_error;
-
-pub(crate) struct RawSrq(pub(crate) *mut ffi::ibv_srq);
-// SAFETY: an SRQ handle may be used from any thread; libibverbs locks internally.
-unsafe impl Send for RawSrq {}
-// SAFETY: as above.
-unsafe impl Sync for RawSrq {}
-
-impl Drop for RawSrq {
-    fn drop(&mut self) {
-        // SAFETY: every QP on the SRQ holds this (verbs' keep-alive), so none is left.
-        if unsafe { ffi::ibv_destroy_srq(self.0) } != 0 {
-            log::error!("ibv_destroy_srq: {}", last_error());
-        }
-    }
-}
 
 pub(crate) struct SrqBody {
     adapter: Arc<AdapterBody>,
@@ -74,7 +58,7 @@ impl SrqBody {
         if depth == 0 || max_sge == 0 {
             return Err(ND_INVALID_PARAMETER);
         }
-        let mut init = ffi::ibv_srq_init_attr {
+        let init = ffi::ibv_srq_init_attr {
             srq_context: std::ptr::null_mut(),
             attr: ffi::ibv_srq_attr {
                 max_wr: depth,
@@ -82,14 +66,10 @@ impl SrqBody {
                 srq_limit: threshold,
             },
         };
-        // SAFETY: the PD is live; init is a valid attribute block.
-        let srq = unsafe { ffi::ibv_create_srq(adapter.adapter.inner.pd.0, &mut init) };
-        if srq.is_null() {
-            return Err(code(last_error()));
-        }
+        let srq = RawSrq::create(&adapter.adapter, init)?;
         Ok(SrqBody {
             adapter,
-            srq: Arc::new(RawSrq(srq)),
+            srq: Arc::new(srq),
             requests: Arc::default(),
             file,
             notifies: Mutex::new(VecDeque::new()),
@@ -135,59 +115,9 @@ impl Overlapped for SrqBody {
     }
 }
 
-#[repr(C)]
-pub(crate) struct SrqVtbl {
-    unknown: UnknownVtbl,
-    overlapped: OverlappedVtbl,
-    get_notify_affinity: unsafe extern "C" fn(*mut c_void, *mut u16, *mut usize) -> HResult,
-    modify: unsafe extern "C" fn(*mut c_void, u32, u32) -> HResult,
-    notify: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HResult,
-    receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32) -> HResult,
-}
-
-static VTBL: SrqVtbl = SrqVtbl {
-    unknown: UnknownVtbl::of::<SrqBody>(),
-    overlapped: OverlappedVtbl::of::<SrqBody>(),
-    get_notify_affinity,
-    modify,
-    notify,
-    receive,
-};
-
-impl Class for SrqBody {
-    type Vtbl = SrqVtbl;
-    const VTBL: &'static SrqVtbl = &VTBL;
-    const IIDS: &'static [&'static Guid] = &[
-        &iids::IID_IUnknown,
-        &iids::IID_IND2Overlapped,
-        &iids::IID_IND2SharedReceiveQueue,
-    ];
-
-    fn on_release(&self) {
-        self.cancel();
-    }
-}
-
-unsafe extern "C" fn get_notify_affinity(this: *mut c_void, group: *mut u16, affinity: *mut usize) -> HResult {
-    hr_boundary("IND2SharedReceiveQueue::GetNotifyAffinity", || {
-        // SAFETY: the caller's object.
-        unsafe { self::this::<SrqBody>(this)? };
-        if group.is_null() || affinity.is_null() {
-            return Err(ND_INVALID_PARAMETER);
-        }
-        // SAFETY: non-NULL, writable (the caller's promise).
-        unsafe {
-            group.write(0);
-            affinity.write(0);
-        }
-        Ok(ND_SUCCESS)
-    })
-}
-
-unsafe extern "C" fn modify(this: *mut c_void, depth: u32, threshold: u32) -> HResult {
-    hr_boundary("IND2SharedReceiveQueue::Modify", || {
-        // SAFETY: the caller's object.
-        let srq = unsafe { self::this::<SrqBody>(this)? };
+impl SrqBody {
+    /// IND2SharedReceiveQueue::Modify.
+    pub(super) fn modify(&self, depth: u32, threshold: u32) -> Result<HResult, HResult> {
         let mut attr = ffi::ibv_srq_attr {
             max_wr: depth,
             max_sge: 0,
@@ -205,33 +135,33 @@ unsafe extern "C" fn modify(this: *mut c_void, depth: u32, threshold: u32) -> HR
         if mask == 0 {
             return Ok(ND_SUCCESS);
         }
-        // SAFETY: the SRQ is live; attr is valid for mask.
-        match unsafe { ffi::ibv_modify_srq(srq.srq.0, &mut attr, mask as i32) } {
+        match self.srq.modify(&mut attr, mask as i32) {
             0 => {
                 if threshold != 0 {
-                    srq.threshold.store(threshold, Ordering::Release);
+                    self.threshold.store(threshold, Ordering::Release);
                 }
                 Ok(ND_SUCCESS)
             }
             e => Err(code(crate::status::from_errno(e.abs()))),
         }
-    })
-}
+    }
 
-unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
-    hr_boundary("IND2SharedReceiveQueue::Notify", || {
-        // SAFETY: the caller's object.
-        let srq = unsafe { self::this::<SrqBody>(this)? };
+    /// IND2SharedReceiveQueue::Notify: `weak_self` is this body's, for the channel's route.
+    pub(super) fn notify(
+        &self,
+        ov: CallerOverlapped,
+        weak_self: impl FnOnce() -> Weak<SrqBody>,
+    ) -> Result<HResult, HResult> {
+        let srq = self;
         if !srq.routed.load(Ordering::Acquire) {
-            srq.adapter.notify.register_srq(srq.srq.0, weak_self(this));
+            srq.adapter.notify.register_srq(srq.srq.0, weak_self());
             srq.routed.store(true, Ordering::Release);
         }
         // After the route: a removal that came before it reached no route.
         if srq.adapter.adapter.inner.is_removed() {
             return Err(code(NdStatus::ND_DEVICE_REMOVED));
         }
-        // SAFETY: the caller's OVERLAPPED, live until the request completes.
-        let request = unsafe { Request::start(ov, &srq.file)? };
+        let request = ov.start(&srq.file)?;
         let serial = srq.serial.fetch_add(1, Ordering::Relaxed);
         lock(&srq.notifies).push_back((request, serial));
         // A removal between the check and the push drained the queue before this request.
@@ -247,8 +177,7 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
                 srq_limit: threshold,
             };
             let mask = ffi::ibv_srq_attr_mask::IBV_SRQ_LIMIT.0 as i32;
-            // SAFETY: the SRQ is live; attr is valid for the mask.
-            let armed = unsafe { ffi::ibv_modify_srq(srq.srq.0, &mut attr, mask) };
+            let armed = srq.srq.modify(&mut attr, mask);
             if armed != 0 {
                 let failed = code(crate::status::from_errno(armed.abs()));
                 // Inline only if still waiting: one completed meanwhile has its completion.
@@ -270,38 +199,15 @@ unsafe extern "C" fn notify(this: *mut c_void, ov: *mut c_void) -> HResult {
             }
         }
         Ok(ND_PENDING)
-    })
-}
-
-/// A weak reference to the body of a live SRQ object.
-fn weak_self(this: *mut c_void) -> Weak<SrqBody> {
-    // SAFETY: checked live by the caller (Notify's `this`).
-    match unsafe { super::object::<SrqBody>(this) }.and_then(|o| o.arc()) {
-        Ok(body) => Arc::downgrade(&body),
-        Err(_) => Weak::new(),
     }
-}
 
-unsafe extern "C" fn receive(this: *mut c_void, context: *mut c_void, sge: *const Nd2Sge, n: u32) -> HResult {
-    hr_boundary("IND2SharedReceiveQueue::Receive", || {
-        // SAFETY: the caller's object.
-        let srq = unsafe { self::this::<SrqBody>(this)? };
-        // SAFETY: the caller's SGE array of `n` entries.
-        let list = unsafe { sge_list(sge, n)? };
-        let wr_id = srq.requests.post(context as u64);
-        let mut wr = ffi::ibv_recv_wr {
-            wr_id,
-            next: std::ptr::null_mut(),
-            sg_list: sg_list_ptr(list),
-            num_sge: list.len() as i32,
-        };
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the SRQ is live; wr and its list are valid for the call.
-        let ret = unsafe { ffi::ibv_post_srq_recv(srq.srq.0, &mut wr, &mut bad) };
-        let posted = post_result(ret);
+    /// IND2SharedReceiveQueue::Receive.
+    pub(super) fn receive(&self, context: u64, sges: &[ffi::ibv_sge]) -> Result<HResult, HResult> {
+        let wr_id = self.requests.post(context);
+        let posted = post_result(self.srq.post_recv(wr_id, sges));
         if posted.is_err() {
-            srq.requests.withdraw(wr_id);
+            self.requests.withdraw(wr_id);
         }
         posted
-    })
+    }
 }
