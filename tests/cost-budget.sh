@@ -61,7 +61,7 @@ while read -r case test budget; do
     out=$work/$case.out
     valgrind --tool=callgrind --callgrind-out-file="$out" \
         --toggle-collect='rxe_rs::entry::qp::post_send' --toggle-collect='rxe_rs::entry::cq::poll_cq' \
-        --toggle-collect='rxe_rs::entry::qp::wr_*' --toggle-collect='rxe_rs::entry::srq::post_srq_recv' \
+        --toggle-collect='rxe_rs::entry::wr::wr_*' --toggle-collect='rxe_rs::entry::srq::post_srq_recv' \
         "$bin" --ignored --exact "entry::qp::tests::$test" --test-threads=1 > "$work/$case.log" 2>&1 || {
         cat "$work/$case.log" >&2
         echo "cost-budget: $test failed under callgrind" >&2

@@ -3,8 +3,8 @@
 //! Every `extern "C"` function libibverbs can call runs its body through
 //! [`guard`], so no unwind ever crosses into C: a panic is logged and turned
 //! into the function's failure value (NULL, an errno, or nothing).
+#![forbid(unsafe_code)]
 
-use core::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::errno::Errno;
@@ -45,8 +45,7 @@ fn log_panic(entry: &str, payload: Box<dyn core::any::Any + Send>) {
 /// Sets the calling thread's `errno`, which libibverbs and its callers read
 /// after a provider entry returned NULL.
 pub(crate) fn set_errno(errno: Errno) {
-    // SAFETY: __errno_location returns a valid pointer to this thread's errno.
-    unsafe { *libc::__errno_location() = errno.code() };
+    nix::errno::Errno::set_raw(errno.code());
 }
 
 /// The failure of a verb that returns an object: errno set, NULL returned.
@@ -59,22 +58,6 @@ pub(crate) fn fail_ptr<T>(errno: Errno) -> *mut T {
 pub(crate) fn fail_code(errno: Errno) -> core::ffi::c_int {
     set_errno(errno);
     errno.code()
-}
-
-/// A slice from a C pointer and count; a negative count is `EINVAL`.
-///
-/// # Safety
-/// With a positive count, `ptr` points at `n` live elements.
-pub(crate) unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
-    let n = usize::try_from(n).map_err(|_| Errno::EINVAL)?;
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if ptr.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    // SAFETY: per the contract.
-    Ok(unsafe { core::slice::from_raw_parts(ptr, n) })
 }
 
 #[cfg(test)]

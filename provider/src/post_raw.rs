@@ -11,7 +11,6 @@ use core::marker::PhantomData;
 use kernel_abi::{rxe_send_wqe, rxe_sge};
 
 use crate::ah::RxeAh;
-use crate::boundary::c_slice;
 use crate::errno::Errno;
 use crate::libibverbs::qp::*;
 use crate::work_queue::{Locked, WorkQueue};
@@ -561,4 +560,20 @@ impl<'a> RecvWr<'a> {
     pub(crate) fn as_ptr(self) -> *mut ibv_recv_wr {
         self.0
     }
+}
+
+/// A slice from a C pointer and count; a negative count is `EINVAL`.
+///
+/// # Safety
+/// With a positive count, `ptr` points at `n` live elements.
+pub(crate) unsafe fn c_slice<'a, T>(ptr: *const T, n: c_int) -> Result<&'a [T], Errno> {
+    let n = usize::try_from(n).map_err(|_| Errno::EINVAL)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr, n) })
 }

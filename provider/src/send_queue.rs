@@ -28,7 +28,7 @@ pub(crate) fn map(fd: RawFd, mi: &mminfo, qp_type: c_int, max_sge: u32, max_inli
 }
 
 /// Checks one request and, when it passes, builds it in the next slot.
-#[inline]
+#[inline(always)]
 pub(crate) fn post_one_send(sq: &mut SendQueue, wr: SendWr<'_>) -> Result<(), Errno> {
     if sq.limits.allows_naming_no_object(wr.wr().opcode) {
         // The RC/UC request that names no AH or window, its opcode allowed:
