@@ -474,29 +474,22 @@ unsafe extern "C" fn get_connection_data(
     })
 }
 
-unsafe extern "C" fn get_local_address(
-    connector: *mut NdkConnector,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (c, out) = unsafe { (handle(connector)?, address_out(address, length)?) };
-        c.get_local_address(out)
-    })
+/// An address entry (a connector's local and peer address, a listener's and a shared
+/// endpoint's local address): the object's `$method` into the caller's buffer, `*length` its
+/// size in and the address's out.
+macro_rules! address_entry {
+    ($name:ident, $object:ty, $what:literal, $method:ident) => {
+        unsafe extern "C" fn $name(object: *mut $object, address: *mut libc::sockaddr, length: *mut u32) -> NtStatus {
+            status_boundary($what, || {
+                // SAFETY: the caller's handle, buffer and length.
+                let (object, out) = unsafe { (handle(object)?, address_out(address, length)?) };
+                object.$method(out)
+            })
+        }
+    };
 }
-
-unsafe extern "C" fn get_peer_address(
-    connector: *mut NdkConnector,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetPeerAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (c, out) = unsafe { (handle(connector)?, address_out(address, length)?) };
-        c.get_peer_address(out)
-    })
-}
+address_entry!(get_local_address, NdkConnector, "NdkGetLocalAddress", get_local_address);
+address_entry!(get_peer_address, NdkConnector, "NdkGetPeerAddress", get_peer_address);
 
 /// NdkCompleteConnect: the RTU. It finishes inline (rdma_establish is synchronous), so
 /// `RequestCompletion` is never called; it is still required, as NDKPI requires it.
@@ -571,17 +564,12 @@ unsafe extern "C" fn listen(
     })
 }
 
-unsafe extern "C" fn listener_local_address(
-    listener: *mut NdkListener,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetListenerLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (l, out) = unsafe { (handle(listener)?, address_out(address, length)?) };
-        l.get_local_address(out)
-    })
-}
+address_entry!(
+    listener_local_address,
+    NdkListener,
+    "NdkGetListenerLocalAddress",
+    get_local_address
+);
 
 /// NdkControlConnectEvents: `pause` non-zero holds new connectors back; zero delivers the held
 /// ones and resumes.
@@ -607,17 +595,12 @@ impl Handle for NdkSharedEndpoint {
     const CLOSE: &'static str = "NdkCloseSharedEndpoint";
 }
 
-unsafe extern "C" fn shared_endpoint_local_address(
-    endpoint: *mut NdkSharedEndpoint,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetSharedEndpointLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (e, out) = unsafe { (handle(endpoint)?, address_out(address, length)?) };
-        e.get_local_address(out)
-    })
-}
+address_entry!(
+    shared_endpoint_local_address,
+    NdkSharedEndpoint,
+    "NdkGetSharedEndpointLocalAddress",
+    get_local_address
+);
 
 // The exports above, at the version node ND_SHIM_0 (crate::exports).
 crate::exports::version_node!("NdkOpenAdapter",);
