@@ -29,8 +29,26 @@ unsafe extern "C" fn close<T: Handle>(object: *mut T) -> NtStatus {
     })
 }
 
-static ADAPTER_DISPATCH: NdkAdapterDispatch = NdkAdapterDispatch {
-    close: close::<NdkAdapter>,
+/// An object's dispatch table (its Close, then the other entries) and its `Handle` impl, with
+/// the name its Close reports under.
+macro_rules! dispatch {
+    ($(#[$doc:meta])* $object:ty, $table:ident: $dispatch:ident, $close:literal; $($field:ident $(: $entry:ident)?,)*) => {
+        static $table: $dispatch = $dispatch {
+            close: close::<$object>,
+            $($field $(: $entry)?,)*
+        };
+
+        $(#[$doc])*
+        impl Handle for $object {
+            type Dispatch = $dispatch;
+            const DISPATCH: &'static $dispatch = &$table;
+            const CLOSE: &'static str = $close;
+        }
+    };
+}
+
+dispatch! {
+    NdkAdapter, ADAPTER_DISPATCH: NdkAdapterDispatch, "NdkCloseAdapter";
     query: query_adapter,
     get_event_fd,
     process_events,
@@ -40,12 +58,6 @@ static ADAPTER_DISPATCH: NdkAdapterDispatch = NdkAdapterDispatch {
     create_connector,
     create_listener,
     create_shared_endpoint,
-};
-
-impl Handle for NdkAdapter {
-    type Dispatch = NdkAdapterDispatch;
-    const DISPATCH: &'static NdkAdapterDispatch = &ADAPTER_DISPATCH;
-    const CLOSE: &'static str = "NdkCloseAdapter";
 }
 
 /// Opens the adapter that owns the IP address `address` (its port is ignored). `flags`: 0 for
@@ -188,15 +200,9 @@ unsafe extern "C" fn create_shared_endpoint(
     })
 }
 
-static CQ_DISPATCH: NdkCqDispatch = NdkCqDispatch {
-    close: close::<NdkCq>,
+dispatch! {
+    NdkCq, CQ_DISPATCH: NdkCqDispatch, "NdkCloseCq";
     get_results,
-};
-
-impl Handle for NdkCq {
-    type Dispatch = NdkCqDispatch;
-    const DISPATCH: &'static NdkCqDispatch = &CQ_DISPATCH;
-    const CLOSE: &'static str = "NdkCloseCq";
 }
 
 /// Up to `count` completions into `results`; returns how many (0 on a bad argument).
@@ -210,18 +216,12 @@ unsafe extern "C" fn get_results(cq: *mut NdkCq, results: *mut NdkResult, count:
     })
 }
 
-static QP_DISPATCH: NdkQpDispatch = NdkQpDispatch {
-    close: close::<NdkQp>,
+dispatch! {
+    NdkQp, QP_DISPATCH: NdkQpDispatch, "NdkCloseQp";
     receive,
     send,
     write,
     read,
-};
-
-impl Handle for NdkQp {
-    type Dispatch = NdkQpDispatch;
-    const DISPATCH: &'static NdkQpDispatch = &QP_DISPATCH;
-    const CLOSE: &'static str = "NdkCloseQp";
 }
 
 unsafe extern "C" fn receive(qp: *mut NdkQp, context: *mut c_void, sge: *const NdkSge, count: u32) -> NtStatus {
@@ -270,17 +270,11 @@ macro_rules! rdma_entry {
 rdma_entry!(write, "NdkWrite", write);
 rdma_entry!(read, "NdkRead", read);
 
-static MR_DISPATCH: NdkMrDispatch = NdkMrDispatch {
-    close: close::<NdkMr>,
+dispatch! {
+    NdkMr, MR_DISPATCH: NdkMrDispatch, "NdkCloseMr";
     get_buffer,
     get_local_token,
     get_remote_token,
-};
-
-impl Handle for NdkMr {
-    type Dispatch = NdkMrDispatch;
-    const DISPATCH: &'static NdkMrDispatch = &MR_DISPATCH;
-    const CLOSE: &'static str = "NdkCloseMr";
 }
 
 /// The region's buffer (the shim allocated it; it lives until NdkCloseMr) and its length.
@@ -306,8 +300,8 @@ unsafe extern "C" fn get_remote_token(mr: *mut NdkMr) -> u32 {
     })
 }
 
-static CONNECTOR_DISPATCH: NdkConnectorDispatch = NdkConnectorDispatch {
-    close: close::<NdkConnector>,
+dispatch! {
+    NdkConnector, CONNECTOR_DISPATCH: NdkConnectorDispatch, "NdkCloseConnector";
     connect,
     connect_with_shared_endpoint,
     accept,
@@ -318,12 +312,6 @@ static CONNECTOR_DISPATCH: NdkConnectorDispatch = NdkConnectorDispatch {
     complete_connect,
     disconnect,
     cancel,
-};
-
-impl Handle for NdkConnector {
-    type Dispatch = NdkConnectorDispatch;
-    const DISPATCH: &'static NdkConnectorDispatch = &CONNECTOR_DISPATCH;
-    const CLOSE: &'static str = "NdkCloseConnector";
 }
 
 unsafe extern "C" fn connect(
@@ -474,29 +462,22 @@ unsafe extern "C" fn get_connection_data(
     })
 }
 
-unsafe extern "C" fn get_local_address(
-    connector: *mut NdkConnector,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (c, out) = unsafe { (handle(connector)?, address_out(address, length)?) };
-        c.get_local_address(out)
-    })
+/// An address entry (a connector's local and peer address, a listener's and a shared
+/// endpoint's local address): the object's `$method` into the caller's buffer, `*length` its
+/// size in and the address's out.
+macro_rules! address_entry {
+    ($name:ident, $object:ty, $what:literal, $method:ident) => {
+        unsafe extern "C" fn $name(object: *mut $object, address: *mut libc::sockaddr, length: *mut u32) -> NtStatus {
+            status_boundary($what, || {
+                // SAFETY: the caller's handle, buffer and length.
+                let (object, out) = unsafe { (handle(object)?, address_out(address, length)?) };
+                object.$method(out)
+            })
+        }
+    };
 }
-
-unsafe extern "C" fn get_peer_address(
-    connector: *mut NdkConnector,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetPeerAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (c, out) = unsafe { (handle(connector)?, address_out(address, length)?) };
-        c.get_peer_address(out)
-    })
-}
+address_entry!(get_local_address, NdkConnector, "NdkGetLocalAddress", get_local_address);
+address_entry!(get_peer_address, NdkConnector, "NdkGetPeerAddress", get_peer_address);
 
 /// NdkCompleteConnect: the RTU. It finishes inline (rdma_establish is synchronous), so
 /// `RequestCompletion` is never called; it is still required, as NDKPI requires it.
@@ -542,17 +523,11 @@ unsafe extern "C" fn cancel(connector: *mut NdkConnector) -> NtStatus {
     })
 }
 
-static LISTENER_DISPATCH: NdkListenerDispatch = NdkListenerDispatch {
-    close: close::<NdkListener>,
+dispatch! {
+    NdkListener, LISTENER_DISPATCH: NdkListenerDispatch, "NdkCloseListener";
     listen,
     get_local_address: listener_local_address,
     control_connect_events,
-};
-
-impl Handle for NdkListener {
-    type Dispatch = NdkListenerDispatch;
-    const DISPATCH: &'static NdkListenerDispatch = &LISTENER_DISPATCH;
-    const CLOSE: &'static str = "NdkCloseListener";
 }
 
 /// NdkListen: binds to `address` (port 0: one of the ND range) and listens. It finishes inline,
@@ -571,17 +546,12 @@ unsafe extern "C" fn listen(
     })
 }
 
-unsafe extern "C" fn listener_local_address(
-    listener: *mut NdkListener,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetListenerLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (l, out) = unsafe { (handle(listener)?, address_out(address, length)?) };
-        l.get_local_address(out)
-    })
-}
+address_entry!(
+    listener_local_address,
+    NdkListener,
+    "NdkGetListenerLocalAddress",
+    get_local_address
+);
 
 /// NdkControlConnectEvents: `pause` non-zero holds new connectors back; zero delivers the held
 /// ones and resumes.
@@ -594,30 +564,19 @@ unsafe extern "C" fn control_connect_events(listener: *mut NdkListener, pause: u
     })
 }
 
-static SHARED_ENDPOINT_DISPATCH: NdkSharedEndpointDispatch = NdkSharedEndpointDispatch {
-    close: close::<NdkSharedEndpoint>,
+dispatch! {
+    /// NdkCloseSharedEndpoint leaves the address busy until every connector connected through the
+    /// endpoint is closed too.
+    NdkSharedEndpoint, SHARED_ENDPOINT_DISPATCH: NdkSharedEndpointDispatch, "NdkCloseSharedEndpoint";
     get_local_address: shared_endpoint_local_address,
-};
-
-/// NdkCloseSharedEndpoint leaves the address busy until every connector connected through the
-/// endpoint is closed too.
-impl Handle for NdkSharedEndpoint {
-    type Dispatch = NdkSharedEndpointDispatch;
-    const DISPATCH: &'static NdkSharedEndpointDispatch = &SHARED_ENDPOINT_DISPATCH;
-    const CLOSE: &'static str = "NdkCloseSharedEndpoint";
 }
 
-unsafe extern "C" fn shared_endpoint_local_address(
-    endpoint: *mut NdkSharedEndpoint,
-    address: *mut libc::sockaddr,
-    length: *mut u32,
-) -> NtStatus {
-    status_boundary("NdkGetSharedEndpointLocalAddress", || {
-        // SAFETY: the caller's handle, buffer and length.
-        let (e, out) = unsafe { (handle(endpoint)?, address_out(address, length)?) };
-        e.get_local_address(out)
-    })
-}
+address_entry!(
+    shared_endpoint_local_address,
+    NdkSharedEndpoint,
+    "NdkGetSharedEndpointLocalAddress",
+    get_local_address
+);
 
 // The exports above, at the version node ND_SHIM_0 (crate::exports).
 crate::exports::version_node!("NdkOpenAdapter",);

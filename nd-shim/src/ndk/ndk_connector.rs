@@ -141,6 +141,19 @@ fn required(completion: Option<RequestCallback>) -> Result<RequestCallback, NtSt
 }
 
 impl NdkConnector {
+    /// A request that may finish later (connect, accept): the caller's completion is required;
+    /// `start` begins the request, and `then` runs when it succeeds, before the completion.
+    fn request(
+        &self,
+        completion: Option<RequestCallback>,
+        start: impl FnOnce(&Connector) -> Result<Pending, NdStatus>,
+        then: impl FnOnce() + Send + 'static,
+    ) -> Result<NtStatus, NtStatus> {
+        let completion = required(completion)?;
+        let pending = start(&self.shared.connector).map_err(code)?;
+        Ok(complete_later(pending, completion, then))
+    }
+
     /// NdkConnect: ND2's Bind from `source` and Connect in one step.
     pub(super) fn connect(
         &self,
@@ -151,20 +164,20 @@ impl NdkConnector {
         private_data: &[u8],
         completion: Option<RequestCallback>,
     ) -> Result<NtStatus, NtStatus> {
-        let completion = required(completion)?;
-        let pending = self
-            .shared
-            .connector
-            .bind_and_connect(
-                &qp.qp,
-                source,
-                destination,
-                inbound_read_limit,
-                outbound_read_limit,
-                private_data,
-            )
-            .map_err(code)?;
-        Ok(complete_later(pending, completion, || {}))
+        self.request(
+            completion,
+            |connector| {
+                connector.bind_and_connect(
+                    &qp.qp,
+                    source,
+                    destination,
+                    inbound_read_limit,
+                    outbound_read_limit,
+                    private_data,
+                )
+            },
+            || {},
+        )
     }
 
     pub(super) fn connect_with_shared_endpoint(
@@ -176,20 +189,20 @@ impl NdkConnector {
         private_data: &[u8],
         completion: Option<RequestCallback>,
     ) -> Result<NtStatus, NtStatus> {
-        let completion = required(completion)?;
-        let pending = self
-            .shared
-            .connector
-            .connect_with_shared_endpoint(
-                &qp.qp,
-                &endpoint.endpoint,
-                destination,
-                inbound_read_limit,
-                outbound_read_limit,
-                private_data,
-            )
-            .map_err(code)?;
-        Ok(complete_later(pending, completion, || {}))
+        self.request(
+            completion,
+            |connector| {
+                connector.connect_with_shared_endpoint(
+                    &qp.qp,
+                    &endpoint.endpoint,
+                    destination,
+                    inbound_read_limit,
+                    outbound_read_limit,
+                    private_data,
+                )
+            },
+            || {},
+        )
     }
 
     /// NdkAccept: the DisconnectEvent is armed once the accept succeeds.
@@ -201,16 +214,12 @@ impl NdkConnector {
         disconnect_event: Option<DisconnectCallback>,
         completion: Option<RequestCallback>,
     ) -> Result<NtStatus, NtStatus> {
-        let completion = required(completion)?;
-        let pending = self
-            .shared
-            .connector
-            .accept(&qp.qp, inbound_read_limit, outbound_read_limit, private_data)
-            .map_err(code)?;
         let weak = Arc::downgrade(&self.shared);
-        Ok(complete_later(pending, completion, move || {
-            arm_disconnect_event(&weak, disconnect_event)
-        }))
+        self.request(
+            completion,
+            |connector| connector.accept(&qp.qp, inbound_read_limit, outbound_read_limit, private_data),
+            move || arm_disconnect_event(&weak, disconnect_event),
+        )
     }
 
     pub(super) fn reject(&self, private_data: &[u8]) -> Result<NtStatus, NtStatus> {

@@ -11,6 +11,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, Weak};
 
 use super::boundary::{code, Handle, NtStatus, UnalignedOut, STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
+use crate::status::NdStatus;
 use crate::{Adapter, CompletionQueue, MemoryRegion, QueuePair, Sge};
 
 /// What every object made from one adapter shares.
@@ -135,17 +136,24 @@ pub struct NdkQpDispatch {
 }
 
 impl NdkQp {
-    /// NdkReceive, with the caller's SGEs (each checked against the adapter's regions).
-    pub(super) fn receive(&self, context: u64, list: &[NdkSge]) -> Result<NtStatus, NtStatus> {
+    /// Checks the caller's SGEs against the adapter's regions, then posts them with `post`.
+    fn post(
+        &self,
+        list: &[NdkSge],
+        post: impl FnOnce(&QueuePair, &[Sge]) -> Result<(), NdStatus>,
+    ) -> Result<NtStatus, NtStatus> {
         let sges = self.adapter.sges(list)?;
-        self.qp.receive(context, &sges).map_err(code)?;
+        post(&self.qp, &sges).map_err(code)?;
         Ok(STATUS_SUCCESS)
     }
 
+    /// NdkReceive, with the caller's SGEs (each checked against the adapter's regions).
+    pub(super) fn receive(&self, context: u64, list: &[NdkSge]) -> Result<NtStatus, NtStatus> {
+        self.post(list, |qp, sges| qp.receive(context, sges))
+    }
+
     pub(super) fn send(&self, context: u64, list: &[NdkSge], flags: u32) -> Result<NtStatus, NtStatus> {
-        let sges = self.adapter.sges(list)?;
-        self.qp.send(context, &sges, flags).map_err(code)?;
-        Ok(STATUS_SUCCESS)
+        self.post(list, |qp, sges| qp.send(context, sges, flags))
     }
 
     /// NdkWrite: to the peer's `remote_address` under its `remote_token`.
@@ -157,11 +165,9 @@ impl NdkQp {
         remote_token: u32,
         flags: u32,
     ) -> Result<NtStatus, NtStatus> {
-        let sges = self.adapter.sges(list)?;
-        self.qp
-            .write(context, &sges, remote_address, remote_token, flags)
-            .map_err(code)?;
-        Ok(STATUS_SUCCESS)
+        self.post(list, |qp, sges| {
+            qp.write(context, sges, remote_address, remote_token, flags)
+        })
     }
 
     /// NdkRead: from the peer's `remote_address` under its `remote_token`.
@@ -173,11 +179,9 @@ impl NdkQp {
         remote_token: u32,
         flags: u32,
     ) -> Result<NtStatus, NtStatus> {
-        let sges = self.adapter.sges(list)?;
-        self.qp
-            .read(context, &sges, remote_address, remote_token, flags)
-            .map_err(code)?;
-        Ok(STATUS_SUCCESS)
+        self.post(list, |qp, sges| {
+            qp.read(context, sges, remote_address, remote_token, flags)
+        })
     }
 }
 
