@@ -232,11 +232,11 @@ fn destroy_kernel_ah(fd: RawFd, handle: u32) -> Result<(), Errno> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::libibverbs::control_objects::{ibv_gid, ibv_global_route};
+pub(crate) mod testing {
+    use crate::libibverbs::control_objects::{ibv_ah_attr, ibv_gid, ibv_global_route};
 
-    fn attr(dgid: [u8; 16]) -> ibv_ah_attr {
+    /// An AH attribute with a global route to `dgid` on port 1.
+    pub(crate) fn attr(dgid: [u8; 16]) -> ibv_ah_attr {
         ibv_ah_attr {
             grh: ibv_global_route {
                 dgid: ibv_gid { raw: dgid },
@@ -254,10 +254,17 @@ mod tests {
         }
     }
 
-    const V4_198_18_0_2: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2];
-    const LINK_LOCAL: [u8; 16] = [
+    pub(crate) const V4_198_18_0_2: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2];
+    pub(crate) const V4_198_18_0_1: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1];
+    pub(crate) const LINK_LOCAL: [u8; 16] = [
         0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56,
     ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{attr, LINK_LOCAL, V4_198_18_0_2};
+    use super::*;
 
     #[test]
     fn v4_mapped_needs_the_whole_prefix() {

@@ -657,14 +657,19 @@ mod tests {
         assert_eq!(u64_at(&buf, 8), 0x1122_3344_5566_7788);
     }
 
-    #[test]
-    fn commands_built_in_place_are_the_framed_bytes() {
-        let cmd = ib_uverbs_query_port {
+    /// QUERY_PORT of port 1, its response at 8.
+    fn query_port_1() -> ib_uverbs_query_port {
+        ib_uverbs_query_port {
             response: 8,
             port_num: 1,
             reserved: [0; 7],
             driver_data: [],
-        };
+        }
+    }
+
+    #[test]
+    fn commands_built_in_place_are_the_framed_bytes() {
+        let cmd = query_port_1();
         let mut buf = [0u8; 64];
         let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
         let framed = Framed::new(IB_USER_VERBS_CMD_QUERY_PORT, cmd, 40).unwrap();
@@ -687,12 +692,7 @@ mod tests {
 
     #[test]
     fn query_port_carries_the_port_number() {
-        let cmd = ib_uverbs_query_port {
-            response: 8,
-            port_num: 1,
-            reserved: [0; 7],
-            driver_data: [],
-        };
+        let cmd = query_port_1();
         let mut buf = [0u8; 64];
         let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
         assert_eq!(n, 24);

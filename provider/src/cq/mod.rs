@@ -46,6 +46,20 @@ pub(crate) mod testing {
     use kernel_abi::ib_uverbs_wc_ex;
     use zerocopy::FromZeros;
 
+    /// Three QP numbers the purge tests flush completions of.
+    pub(crate) const A: u32 = 0x11;
+    pub(crate) const B: u32 = 0x22;
+    pub(crate) const C: u32 = 0x33;
+
+    /// A flushed completion (IBV_WC_WR_FLUSH_ERR) of `wr_id` on `qp_num`.
+    pub(crate) fn flush_wc(qp_num: u32, wr_id: u64) -> ib_uverbs_wc {
+        let mut c = ib_uverbs_wc::new_zeroed();
+        c.qp_num = qp_num;
+        c.wr_id = wr_id;
+        c.status = 5; // IBV_WC_WR_FLUSH_ERR
+        c
+    }
+
     /// A CQ as create_cq leaves it, on a fake ring of 8 slots (the
     /// `FakeRing` plays the kernel), with the callbacks for `wc_flags`.
     /// Free it with `Box::from_raw(cq.cast::<RxeCq>())`.

@@ -224,23 +224,11 @@ impl PurgeQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cq::testing::{flush_wc as wc, A, B, C};
     use crate::libibverbs::cq::ibv_wc;
     use crate::ring::testing::FakeRing;
     use crate::ring::Consumer;
     use core::mem::MaybeUninit;
-    use zerocopy::FromZeros;
-
-    const A: u32 = 0x11;
-    const B: u32 = 0x22;
-    const C: u32 = 0x33;
-
-    fn wc(qp_num: u32, wr_id: u64) -> ib_uverbs_wc {
-        let mut c = ib_uverbs_wc::new_zeroed();
-        c.qp_num = qp_num;
-        c.wr_id = wr_id;
-        c.status = 5; // IBV_WC_WR_FLUSH_ERR
-        c
-    }
 
     fn fake(mask: u32) -> (FakeRing, PollState) {
         let fq = FakeRing::new(7, mask, 0);

@@ -564,25 +564,12 @@ unsafe extern "C" fn read_dlid_path_bits(current: *mut ibv_cq_ex) -> u8 {
 mod tests {
     use core::ptr;
 
-    use zerocopy::FromZeros;
-
     use super::*;
     use crate::cq::poll::SUPPORTED_WC_FLAGS;
     use crate::cq::testing::{assert_wc_is, cqe, fake_cq, fake_rxe_cq, fake_rxe_cq_with};
+    use crate::cq::testing::{flush_wc as wc, A, B, C};
     use crate::ring::testing::FakeRing;
     use crate::ring::Consumer;
-
-    const A: u32 = 0x11;
-    const B: u32 = 0x22;
-    const C: u32 = 0x33;
-
-    fn wc(qp_num: u32, wr_id: u64) -> ib_uverbs_wc {
-        let mut c = ib_uverbs_wc::new_zeroed();
-        c.qp_num = qp_num;
-        c.wr_id = wr_id;
-        c.status = 5; // IBV_WC_WR_FLUSH_ERR
-        c
-    }
 
     /// The CQ of a test: made by `fake_rxe_cq*`, freed by [`free`] after its last use.
     fn cq_of(cq: *mut ibv_cq_ex) -> &'static RxeCq {

@@ -387,7 +387,7 @@ mcast_entry!(detach_mcast);
 mod tests {
     use super::*;
     use crate::ah::build_av;
-    use crate::libibverbs::control_objects::ibv_global_route;
+    use crate::ah::testing::{attr, LINK_LOCAL, V4_198_18_0_1, V4_198_18_0_2};
     use crate::mr::advise_cmd;
     use kernel_abi::{
         ib_uverbs_attr, rxe_av, rxe_av_sockaddr, sockaddr_in, sockaddr_in6, RDMA_DRIVER_RXE, RXE_NETWORK_TYPE_IPV4,
@@ -420,30 +420,6 @@ mod tests {
         // SAFETY: a plain-bytes union of 8 bytes, every arm a u64 or smaller.
         attrs.iter().map(|a| unsafe { a.value.data }).collect()
     }
-
-    fn attr(dgid: [u8; 16]) -> ibv_ah_attr {
-        ibv_ah_attr {
-            grh: ibv_global_route {
-                dgid: ibv_gid { raw: dgid },
-                flow_label: 0x12345,
-                sgid_index: 1,
-                hop_limit: 64,
-                traffic_class: 3,
-            },
-            dlid: 0,
-            sl: 2,
-            src_path_bits: 0,
-            static_rate: 0,
-            is_global: 1,
-            port_num: 1,
-        }
-    }
-
-    const V4_198_18_0_2: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2];
-    const V4_198_18_0_1: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1];
-    const LINK_LOCAL: [u8; 16] = [
-        0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56,
-    ];
 
     #[test]
     fn an_ipv4_mapped_destination_makes_an_ipv4_av() {

@@ -413,6 +413,14 @@ pub(crate) unsafe extern "C" fn destroy_qp(qp: *mut ibv_qp) -> c_int {
 // ---------------------------------------------------------------------------------------------
 // C entries: the legacy data path
 
+/// A post's QP and its `*bad_wr`, cleared; None (EINVAL) for a NULL of either.
+#[inline(always)]
+fn post_args<'a, W>(q: Option<&'a RxeQp>, bad_wr: Option<&'a mut *mut W>) -> Option<(&'a RxeQp, &'a mut *mut W)> {
+    let (q, bad_wr) = (q?, bad_wr?);
+    *bad_wr = ptr::null_mut();
+    Some((q, bad_wr))
+}
+
 /// `post_send`. Requests are taken in order; the first that fails is
 /// refused whole and returned in `*bad_wr`, those before it stay posted.
 pub(crate) unsafe extern "C" fn post_send(
@@ -423,13 +431,9 @@ pub(crate) unsafe extern "C" fn post_send(
     boundary::guard("post_send", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a QP of ours, and the caller's out pointer (or null).
         let (q, bad_wr) = unsafe { (RxeQp::from_ibv_qp(qp), bad_wr.as_mut()) };
-        let Some(q) = q else {
+        let Some((q, bad_wr)) = post_args(q, bad_wr) else {
             return Errno::EINVAL.code();
         };
-        let Some(bad_wr) = bad_wr else {
-            return Errno::EINVAL.code();
-        };
-        *bad_wr = ptr::null_mut();
         let Some(sq) = &q.sq else { return Errno::EINVAL.code() };
         if wr.is_null() {
             return 0;
@@ -487,13 +491,9 @@ pub(crate) unsafe extern "C" fn post_recv(
     boundary::guard("post_recv", Errno::EIO.code(), || {
         // SAFETY: libibverbs passes a QP of ours, and the caller's out pointer (or null).
         let (q, bad) = unsafe { (RxeQp::from_ibv_qp(qp), bad_wr.as_mut()) };
-        let Some(q) = q else {
+        let Some((q, bad)) = post_args(q, bad) else {
             return Errno::EINVAL.code();
         };
-        let Some(bad) = bad else {
-            return Errno::EINVAL.code();
-        };
-        *bad = ptr::null_mut();
         let Some(rq) = &q.rq else { return Errno::EINVAL.code() };
         if wr.is_null() {
             return 0;

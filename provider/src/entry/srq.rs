@@ -51,6 +51,19 @@ impl RxeSrq {
     }
 }
 
+/// The SRQ `create_on_pd` made, with what the kernel granted written back
+/// into `attr` (as ibv_cmd_create_srq reports it), or NULL with errno set.
+fn report_granted(created: Result<(*mut ibv_srq, ibv_srq_attr), Errno>, attr: &mut ibv_srq_attr) -> *mut ibv_srq {
+    match created {
+        Ok((srq, granted)) => {
+            attr.max_wr = granted.max_wr;
+            attr.max_sge = granted.max_sge;
+            srq
+        }
+        Err(e) => boundary::fail_ptr(e),
+    }
+}
+
 /// Creates an SRQ on `args.pd` ([`srq::create`]), with what that takes of the context and
 /// the PD; EINVAL for a NULL context or PD.
 ///
@@ -88,15 +101,7 @@ pub(crate) unsafe extern "C" fn create_srq(pd: *mut ibv_pd, attr: *mut ibv_srq_i
             cq: ptr::null_mut(),
         };
         // SAFETY: the PD's context is ours, the PD is ours (not NULL).
-        match unsafe { create_on_pd(args) } {
-            Ok((srq, granted)) => {
-                // What the kernel granted, as ibv_cmd_create_srq reports it.
-                a.attr.max_wr = granted.max_wr;
-                a.attr.max_sge = granted.max_sge;
-                srq
-            }
-            Err(e) => boundary::fail_ptr(e),
-        }
+        report_granted(unsafe { create_on_pd(args) }, &mut a.attr)
     })
 }
 
@@ -128,14 +133,7 @@ pub(crate) unsafe extern "C" fn create_srq_ex(
             cq,
         };
         // SAFETY: libibverbs passes our context; the PD is the application's PD of ours.
-        match unsafe { create_on_pd(args) } {
-            Ok((srq, granted)) => {
-                a.attr.max_wr = granted.max_wr;
-                a.attr.max_sge = granted.max_sge;
-                srq
-            }
-            Err(e) => boundary::fail_ptr(e),
-        }
+        report_granted(unsafe { create_on_pd(args) }, &mut a.attr)
     })
 }
 

@@ -171,68 +171,42 @@ pub(crate) fn modify_cmd(handle: u32, a: &ibv_qp_attr, mask: c_int) -> ib_uverbs
         reserved: [0; 2],
         driver_data: [],
     };
-    if has(IBV_QP_STATE) {
-        c.qp_state = a.qp_state as u8;
+    // Each attribute the mask names, copied into the kernel's field of that name.
+    macro_rules! copy_masked {
+        ($($bit:ident => $field:ident $(as $t:ty)?;)*) => {
+            $(if has($bit) {
+                c.$field = a.$field $(as $t)?;
+            })*
+        };
     }
-    if has(IBV_QP_CUR_STATE) {
-        c.cur_qp_state = a.cur_qp_state as u8;
-    }
-    if has(IBV_QP_EN_SQD_ASYNC_NOTIFY) {
-        c.en_sqd_async_notify = a.en_sqd_async_notify;
-    }
-    if has(IBV_QP_ACCESS_FLAGS) {
-        c.qp_access_flags = a.qp_access_flags;
-    }
-    if has(IBV_QP_PKEY_INDEX) {
-        c.pkey_index = a.pkey_index;
-    }
-    if has(IBV_QP_PORT) {
-        c.port_num = a.port_num;
-    }
-    if has(IBV_QP_QKEY) {
-        c.qkey = a.qkey;
+    copy_masked! {
+        IBV_QP_STATE => qp_state as u8;
+        IBV_QP_CUR_STATE => cur_qp_state as u8;
+        IBV_QP_EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify;
+        IBV_QP_ACCESS_FLAGS => qp_access_flags;
+        IBV_QP_PKEY_INDEX => pkey_index;
+        IBV_QP_PORT => port_num;
+        IBV_QP_QKEY => qkey;
+        IBV_QP_PATH_MTU => path_mtu as u8;
+        IBV_QP_TIMEOUT => timeout;
+        IBV_QP_RETRY_CNT => retry_cnt;
+        IBV_QP_RNR_RETRY => rnr_retry;
+        IBV_QP_RQ_PSN => rq_psn;
+        IBV_QP_MAX_QP_RD_ATOMIC => max_rd_atomic;
+        IBV_QP_MIN_RNR_TIMER => min_rnr_timer;
+        IBV_QP_SQ_PSN => sq_psn;
+        IBV_QP_MAX_DEST_RD_ATOMIC => max_dest_rd_atomic;
+        IBV_QP_PATH_MIG_STATE => path_mig_state as u8;
+        IBV_QP_DEST_QPN => dest_qp_num;
     }
     if has(IBV_QP_AV) {
         c.dest = qp_dest(&a.ah_attr);
-    }
-    if has(IBV_QP_PATH_MTU) {
-        c.path_mtu = a.path_mtu as u8;
-    }
-    if has(IBV_QP_TIMEOUT) {
-        c.timeout = a.timeout;
-    }
-    if has(IBV_QP_RETRY_CNT) {
-        c.retry_cnt = a.retry_cnt;
-    }
-    if has(IBV_QP_RNR_RETRY) {
-        c.rnr_retry = a.rnr_retry;
-    }
-    if has(IBV_QP_RQ_PSN) {
-        c.rq_psn = a.rq_psn;
-    }
-    if has(IBV_QP_MAX_QP_RD_ATOMIC) {
-        c.max_rd_atomic = a.max_rd_atomic;
     }
     if has(IBV_QP_ALT_PATH) {
         c.alt_pkey_index = a.alt_pkey_index;
         c.alt_port_num = a.alt_port_num;
         c.alt_timeout = a.alt_timeout;
         c.alt_dest = qp_dest(&a.alt_ah_attr);
-    }
-    if has(IBV_QP_MIN_RNR_TIMER) {
-        c.min_rnr_timer = a.min_rnr_timer;
-    }
-    if has(IBV_QP_SQ_PSN) {
-        c.sq_psn = a.sq_psn;
-    }
-    if has(IBV_QP_MAX_DEST_RD_ATOMIC) {
-        c.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    }
-    if has(IBV_QP_PATH_MIG_STATE) {
-        c.path_mig_state = a.path_mig_state as u8;
-    }
-    if has(IBV_QP_DEST_QPN) {
-        c.dest_qp_num = a.dest_qp_num;
     }
     c
 }
