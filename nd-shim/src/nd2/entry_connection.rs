@@ -243,66 +243,55 @@ unsafe extern "C" fn adapter_query_address_list(this: *mut c_void, list: *mut c_
     })
 }
 
-unsafe extern "C" fn adapter_create_completion_queue(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    depth: u32,
-    _group: u16,
-    _affinity: usize,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateCompletionQueue", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_completion_queue(iid, file, depth, out)
-    })
+/// An `IND2Adapter::Create*` entry: the caller's adapter, IID and out pointer, then the
+/// adapter's method (given the entry's other arguments as they are).
+macro_rules! adapter_create {
+    ($(#[$attr:meta])* $entry:ident, $name:literal, ($($arg:ident: $ty:ty),*)
+        => |$adapter:ident, $iid:ident, $out:ident| $body:expr) => {
+        $(#[$attr])*
+        unsafe extern "C" fn $entry(
+            this: *mut c_void,
+            iid: *const Guid,
+            $($arg: $ty,)*
+            out: *mut *mut c_void,
+        ) -> HResult {
+            hr_boundary($name, || {
+                let ($adapter, $iid, $out) =
+                    // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and
+                    // writable).
+                    unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
+                $body
+            })
+        }
+    };
 }
 
-unsafe extern "C" fn adapter_create_memory_region(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateMemoryRegion", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_memory_region(iid, file, out)
-    })
+adapter_create! {
+    adapter_create_completion_queue, "IND2Adapter::CreateCompletionQueue",
+    (file: Handle, depth: u32, _group: u16, _affinity: usize)
+        => |adapter, iid, out| adapter.arc()?.create_completion_queue(iid, file, depth, out)
 }
 
-unsafe extern "C" fn adapter_create_memory_window(
-    this: *mut c_void,
-    iid: *const Guid,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateMemoryWindow", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_memory_window(iid, out)
-    })
+adapter_create! {
+    adapter_create_memory_region, "IND2Adapter::CreateMemoryRegion",
+    (file: Handle)
+        => |adapter, iid, out| adapter.arc()?.create_memory_region(iid, file, out)
 }
 
-#[allow(clippy::too_many_arguments)] // the interface's
-unsafe extern "C" fn adapter_create_shared_receive_queue(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    depth: u32,
-    max_sge: u32,
-    threshold: u32,
-    _group: u16,
-    _affinity: usize,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateSharedReceiveQueue", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter
-            .arc()?
-            .create_shared_receive_queue(iid, file, (depth, max_sge, threshold), out)
-    })
+adapter_create! {
+    adapter_create_memory_window, "IND2Adapter::CreateMemoryWindow",
+    ()
+        => |adapter, iid, out| adapter.arc()?.create_memory_window(iid, out)
+}
+
+adapter_create! {
+    #[allow(clippy::too_many_arguments)] // the interface's
+    adapter_create_shared_receive_queue, "IND2Adapter::CreateSharedReceiveQueue",
+    (file: Handle, depth: u32, max_sge: u32, threshold: u32, _group: u16, _affinity: usize)
+        => |adapter, iid, out| {
+            let sizes = (depth, max_sge, threshold);
+            adapter.arc()?.create_shared_receive_queue(iid, file, sizes, out)
+        }
 }
 
 #[allow(clippy::too_many_arguments)] // the interface's
@@ -395,30 +384,16 @@ unsafe extern "C" fn adapter_create_queue_pair_with_srq(
     })
 }
 
-unsafe extern "C" fn adapter_create_connector(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateConnector", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_connector(iid, file, out)
-    })
+adapter_create! {
+    adapter_create_connector, "IND2Adapter::CreateConnector",
+    (file: Handle)
+        => |adapter, iid, out| adapter.arc()?.create_connector(iid, file, out)
 }
 
-unsafe extern "C" fn adapter_create_listener(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateListener", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_listener(iid, file, out)
-    })
+adapter_create! {
+    adapter_create_listener, "IND2Adapter::CreateListener",
+    (file: Handle)
+        => |adapter, iid, out| adapter.arc()?.create_listener(iid, file, out)
 }
 
 // IND2Connector.
