@@ -243,6 +243,39 @@ unsafe extern "C" fn adapter_query_address_list(this: *mut c_void, list: *mut c_
     })
 }
 
+/// A `GetLocalAddress` or `GetPeerAddress` entry: the caller's object of the class, and the
+/// address it gives (`|object, buffer| getter`) written to the caller's buffer of *len bytes.
+macro_rules! address_entry {
+    ($entry:ident, $name:literal, $class:ty, |$obj:ident, $buf:ident| $get:expr) => {
+        unsafe extern "C" fn $entry(this: *mut c_void, addr: *mut libc::sockaddr, len: *mut u32) -> HResult {
+            hr_boundary($name, || {
+                // SAFETY: the caller's object, and its buffer of *len bytes.
+                unsafe {
+                    let $obj = self::this::<$class>(this)?;
+                    fill_out(addr.cast(), len, |$buf| $get)
+                }
+            })
+        }
+    };
+}
+
+/// An `IND2Connector` entry that takes only an OVERLAPPED and issues the connector's method.
+macro_rules! connector_request {
+    ($entry:ident, $name:literal, $method:ident) => {
+        unsafe extern "C" fn $entry(this: *mut c_void, ov: *mut c_void) -> HResult {
+            hr_boundary($name, || {
+                // SAFETY: the caller's object and OVERLAPPED (live until the request completes).
+                let (c, request) = unsafe {
+                    let c = self::this::<ConnectorBody>(this)?;
+                    let request = Request::start(ov, &c.file)?;
+                    (c, request)
+                };
+                issue(request, || c.connector.$method())
+            })
+        }
+    };
+}
+
 /// An `IND2Adapter::Create*` entry: the caller's adapter, IID and out pointer, then the
 /// adapter's method (given the entry's other arguments as they are).
 macro_rules! adapter_create {
@@ -559,57 +592,27 @@ unsafe extern "C" fn connector_get_private_data(this: *mut c_void, data: *mut c_
     })
 }
 
-unsafe extern "C" fn connector_get_local_address(
-    this: *mut c_void,
-    addr: *mut libc::sockaddr,
-    len: *mut u32,
-) -> HResult {
-    hr_boundary("IND2Connector::GetLocalAddress", || {
-        // SAFETY: the caller's object, and its buffer of *len bytes.
-        unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            fill_out(addr.cast(), len, |b| c.connector.get_local_address(b))
-        }
-    })
-}
+address_entry!(
+    connector_get_local_address,
+    "IND2Connector::GetLocalAddress",
+    ConnectorBody,
+    |c, b| c.connector.get_local_address(b)
+);
 
-unsafe extern "C" fn connector_get_peer_address(
-    this: *mut c_void,
-    addr: *mut libc::sockaddr,
-    len: *mut u32,
-) -> HResult {
-    hr_boundary("IND2Connector::GetPeerAddress", || {
-        // SAFETY: the caller's object, and its buffer of *len bytes.
-        unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            fill_out(addr.cast(), len, |b| c.connector.get_peer_address(b))
-        }
-    })
-}
+address_entry!(
+    connector_get_peer_address,
+    "IND2Connector::GetPeerAddress",
+    ConnectorBody,
+    |c, b| c.connector.get_peer_address(b)
+);
 
-unsafe extern "C" fn connector_notify_disconnect(this: *mut c_void, ov: *mut c_void) -> HResult {
-    hr_boundary("IND2Connector::NotifyDisconnect", || {
-        // SAFETY: the caller's object and OVERLAPPED (live until the request completes).
-        let (c, request) = unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            let request = Request::start(ov, &c.file)?;
-            (c, request)
-        };
-        issue(request, || c.connector.notify_disconnect())
-    })
-}
+connector_request!(
+    connector_notify_disconnect,
+    "IND2Connector::NotifyDisconnect",
+    notify_disconnect
+);
 
-unsafe extern "C" fn connector_disconnect(this: *mut c_void, ov: *mut c_void) -> HResult {
-    hr_boundary("IND2Connector::Disconnect", || {
-        // SAFETY: the caller's object and OVERLAPPED (live until the request completes).
-        let (c, request) = unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            let request = Request::start(ov, &c.file)?;
-            (c, request)
-        };
-        issue(request, || c.connector.disconnect())
-    })
-}
+connector_request!(connector_disconnect, "IND2Connector::Disconnect", disconnect);
 
 // IND2Listener.
 
@@ -660,19 +663,12 @@ unsafe extern "C" fn listener_listen(this: *mut c_void, backlog: u32) -> HResult
     })
 }
 
-unsafe extern "C" fn listener_get_local_address(
-    this: *mut c_void,
-    addr: *mut libc::sockaddr,
-    len: *mut u32,
-) -> HResult {
-    hr_boundary("IND2Listener::GetLocalAddress", || {
-        // SAFETY: the caller's object, and its buffer of *len bytes.
-        unsafe {
-            let l = self::this::<ListenerBody>(this)?;
-            fill_out(addr.cast(), len, |b| l.listener.get_local_address(b))
-        }
-    })
-}
+address_entry!(
+    listener_get_local_address,
+    "IND2Listener::GetLocalAddress",
+    ListenerBody,
+    |l, b| l.listener.get_local_address(b)
+);
 
 unsafe extern "C" fn listener_get_connection_request(
     this: *mut c_void,
