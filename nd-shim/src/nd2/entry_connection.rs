@@ -13,6 +13,7 @@ use super::cq::CqBody;
 use super::ind2_adapter::NewQp;
 use super::ind2_connector::{issue, ConnectorBody};
 use super::ind2_listener::ListenerBody;
+use super::mr::MrBody;
 use super::overlapped::Request;
 use super::provider::{self, FactoryBody, ProviderBody, S_FALSE};
 use super::qp::QpBody;
@@ -308,7 +309,7 @@ adapter_create! {
 adapter_create! {
     adapter_create_memory_region, "IND2Adapter::CreateMemoryRegion",
     (file: Handle)
-        => |adapter, iid, out| adapter.arc()?.create_memory_region(iid, file, out)
+        => |adapter, iid, out| adapter.arc()?.create_on_file(iid, file, out, MrBody::new)
 }
 
 adapter_create! {
@@ -420,13 +421,13 @@ unsafe extern "C" fn adapter_create_queue_pair_with_srq(
 adapter_create! {
     adapter_create_connector, "IND2Adapter::CreateConnector",
     (file: Handle)
-        => |adapter, iid, out| adapter.arc()?.create_connector(iid, file, out)
+        => |adapter, iid, out| adapter.arc()?.create_on_file(iid, file, out, ConnectorBody::new)
 }
 
 adapter_create! {
     adapter_create_listener, "IND2Adapter::CreateListener",
     (file: Handle)
-        => |adapter, iid, out| adapter.arc()?.create_listener(iid, file, out)
+        => |adapter, iid, out| adapter.arc()?.create_on_file(iid, file, out, ListenerBody::new)
 }
 
 // IND2Connector.
