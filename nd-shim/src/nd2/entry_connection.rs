@@ -13,6 +13,7 @@ use super::cq::CqBody;
 use super::ind2_adapter::NewQp;
 use super::ind2_connector::{issue, ConnectorBody};
 use super::ind2_listener::ListenerBody;
+use super::mr::MrBody;
 use super::overlapped::Request;
 use super::provider::{self, FactoryBody, ProviderBody, S_FALSE};
 use super::qp::QpBody;
@@ -243,66 +244,88 @@ unsafe extern "C" fn adapter_query_address_list(this: *mut c_void, list: *mut c_
     })
 }
 
-unsafe extern "C" fn adapter_create_completion_queue(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    depth: u32,
-    _group: u16,
-    _affinity: usize,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateCompletionQueue", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_completion_queue(iid, file, depth, out)
-    })
+/// A `GetLocalAddress` or `GetPeerAddress` entry: the caller's object of the class, and the
+/// address it gives (`|object, buffer| getter`) written to the caller's buffer of *len bytes.
+macro_rules! address_entry {
+    ($entry:ident, $name:literal, $class:ty, |$obj:ident, $buf:ident| $get:expr) => {
+        unsafe extern "C" fn $entry(this: *mut c_void, addr: *mut libc::sockaddr, len: *mut u32) -> HResult {
+            hr_boundary($name, || {
+                // SAFETY: the caller's object, and its buffer of *len bytes.
+                unsafe {
+                    let $obj = self::this::<$class>(this)?;
+                    fill_out(addr.cast(), len, |$buf| $get)
+                }
+            })
+        }
+    };
 }
 
-unsafe extern "C" fn adapter_create_memory_region(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateMemoryRegion", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_memory_region(iid, file, out)
-    })
+/// An `IND2Connector` entry that takes only an OVERLAPPED and issues the connector's method.
+macro_rules! connector_request {
+    ($entry:ident, $name:literal, $method:ident) => {
+        unsafe extern "C" fn $entry(this: *mut c_void, ov: *mut c_void) -> HResult {
+            hr_boundary($name, || {
+                // SAFETY: the caller's object and OVERLAPPED (live until the request completes).
+                let (c, request) = unsafe {
+                    let c = self::this::<ConnectorBody>(this)?;
+                    let request = Request::start(ov, &c.file)?;
+                    (c, request)
+                };
+                issue(request, || c.connector.$method())
+            })
+        }
+    };
 }
 
-unsafe extern "C" fn adapter_create_memory_window(
-    this: *mut c_void,
-    iid: *const Guid,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateMemoryWindow", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_memory_window(iid, out)
-    })
+/// An `IND2Adapter::Create*` entry: the caller's adapter, IID and out pointer, then the
+/// adapter's method (given the entry's other arguments as they are).
+macro_rules! adapter_create {
+    ($(#[$attr:meta])* $entry:ident, $name:literal, ($($arg:ident: $ty:ty),*)
+        => |$adapter:ident, $iid:ident, $out:ident| $body:expr) => {
+        $(#[$attr])*
+        unsafe extern "C" fn $entry(
+            this: *mut c_void,
+            iid: *const Guid,
+            $($arg: $ty,)*
+            out: *mut *mut c_void,
+        ) -> HResult {
+            hr_boundary($name, || {
+                let ($adapter, $iid, $out) =
+                    // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and
+                    // writable).
+                    unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
+                $body
+            })
+        }
+    };
 }
 
-#[allow(clippy::too_many_arguments)] // the interface's
-unsafe extern "C" fn adapter_create_shared_receive_queue(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    depth: u32,
-    max_sge: u32,
-    threshold: u32,
-    _group: u16,
-    _affinity: usize,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateSharedReceiveQueue", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter
-            .arc()?
-            .create_shared_receive_queue(iid, file, (depth, max_sge, threshold), out)
-    })
+adapter_create! {
+    adapter_create_completion_queue, "IND2Adapter::CreateCompletionQueue",
+    (file: Handle, depth: u32, _group: u16, _affinity: usize)
+        => |adapter, iid, out| adapter.arc()?.create_completion_queue(iid, file, depth, out)
+}
+
+adapter_create! {
+    adapter_create_memory_region, "IND2Adapter::CreateMemoryRegion",
+    (file: Handle)
+        => |adapter, iid, out| adapter.arc()?.create_on_file(iid, file, out, MrBody::new)
+}
+
+adapter_create! {
+    adapter_create_memory_window, "IND2Adapter::CreateMemoryWindow",
+    ()
+        => |adapter, iid, out| adapter.arc()?.create_memory_window(iid, out)
+}
+
+adapter_create! {
+    #[allow(clippy::too_many_arguments)] // the interface's
+    adapter_create_shared_receive_queue, "IND2Adapter::CreateSharedReceiveQueue",
+    (file: Handle, depth: u32, max_sge: u32, threshold: u32, _group: u16, _affinity: usize)
+        => |adapter, iid, out| {
+            let sizes = (depth, max_sge, threshold);
+            adapter.arc()?.create_shared_receive_queue(iid, file, sizes, out)
+        }
 }
 
 #[allow(clippy::too_many_arguments)] // the interface's
@@ -395,30 +418,16 @@ unsafe extern "C" fn adapter_create_queue_pair_with_srq(
     })
 }
 
-unsafe extern "C" fn adapter_create_connector(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateConnector", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_connector(iid, file, out)
-    })
+adapter_create! {
+    adapter_create_connector, "IND2Adapter::CreateConnector",
+    (file: Handle)
+        => |adapter, iid, out| adapter.arc()?.create_on_file(iid, file, out, ConnectorBody::new)
 }
 
-unsafe extern "C" fn adapter_create_listener(
-    this: *mut c_void,
-    iid: *const Guid,
-    file: Handle,
-    out: *mut *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Adapter::CreateListener", || {
-        // SAFETY: the caller's object, IID and out pointer (NULL, or a GUID and writable).
-        let (adapter, iid, out) = unsafe { (object::<AdapterBody>(this)?, guid(iid), out.as_mut()) };
-        adapter.arc()?.create_listener(iid, file, out)
-    })
+adapter_create! {
+    adapter_create_listener, "IND2Adapter::CreateListener",
+    (file: Handle)
+        => |adapter, iid, out| adapter.arc()?.create_on_file(iid, file, out, ListenerBody::new)
 }
 
 // IND2Connector.
@@ -584,57 +593,27 @@ unsafe extern "C" fn connector_get_private_data(this: *mut c_void, data: *mut c_
     })
 }
 
-unsafe extern "C" fn connector_get_local_address(
-    this: *mut c_void,
-    addr: *mut libc::sockaddr,
-    len: *mut u32,
-) -> HResult {
-    hr_boundary("IND2Connector::GetLocalAddress", || {
-        // SAFETY: the caller's object, and its buffer of *len bytes.
-        unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            fill_out(addr.cast(), len, |b| c.connector.get_local_address(b))
-        }
-    })
-}
+address_entry!(
+    connector_get_local_address,
+    "IND2Connector::GetLocalAddress",
+    ConnectorBody,
+    |c, b| c.connector.get_local_address(b)
+);
 
-unsafe extern "C" fn connector_get_peer_address(
-    this: *mut c_void,
-    addr: *mut libc::sockaddr,
-    len: *mut u32,
-) -> HResult {
-    hr_boundary("IND2Connector::GetPeerAddress", || {
-        // SAFETY: the caller's object, and its buffer of *len bytes.
-        unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            fill_out(addr.cast(), len, |b| c.connector.get_peer_address(b))
-        }
-    })
-}
+address_entry!(
+    connector_get_peer_address,
+    "IND2Connector::GetPeerAddress",
+    ConnectorBody,
+    |c, b| c.connector.get_peer_address(b)
+);
 
-unsafe extern "C" fn connector_notify_disconnect(this: *mut c_void, ov: *mut c_void) -> HResult {
-    hr_boundary("IND2Connector::NotifyDisconnect", || {
-        // SAFETY: the caller's object and OVERLAPPED (live until the request completes).
-        let (c, request) = unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            let request = Request::start(ov, &c.file)?;
-            (c, request)
-        };
-        issue(request, || c.connector.notify_disconnect())
-    })
-}
+connector_request!(
+    connector_notify_disconnect,
+    "IND2Connector::NotifyDisconnect",
+    notify_disconnect
+);
 
-unsafe extern "C" fn connector_disconnect(this: *mut c_void, ov: *mut c_void) -> HResult {
-    hr_boundary("IND2Connector::Disconnect", || {
-        // SAFETY: the caller's object and OVERLAPPED (live until the request completes).
-        let (c, request) = unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            let request = Request::start(ov, &c.file)?;
-            (c, request)
-        };
-        issue(request, || c.connector.disconnect())
-    })
-}
+connector_request!(connector_disconnect, "IND2Connector::Disconnect", disconnect);
 
 // IND2Listener.
 
@@ -685,19 +664,12 @@ unsafe extern "C" fn listener_listen(this: *mut c_void, backlog: u32) -> HResult
     })
 }
 
-unsafe extern "C" fn listener_get_local_address(
-    this: *mut c_void,
-    addr: *mut libc::sockaddr,
-    len: *mut u32,
-) -> HResult {
-    hr_boundary("IND2Listener::GetLocalAddress", || {
-        // SAFETY: the caller's object, and its buffer of *len bytes.
-        unsafe {
-            let l = self::this::<ListenerBody>(this)?;
-            fill_out(addr.cast(), len, |b| l.listener.get_local_address(b))
-        }
-    })
-}
+address_entry!(
+    listener_get_local_address,
+    "IND2Listener::GetLocalAddress",
+    ListenerBody,
+    |l, b| l.listener.get_local_address(b)
+);
 
 unsafe extern "C" fn listener_get_connection_request(
     this: *mut c_void,

@@ -291,8 +291,8 @@ pub(super) static QP_VTBL: QpVtbl = QpVtbl {
     receive: qp_receive,
     bind: qp_bind,
     invalidate: qp_invalidate,
-    read: qp_read,
-    write: qp_write,
+    read: qp_rdma::<false>,
+    write: qp_rdma::<true>,
 };
 
 impl Class for QpBody {
@@ -387,7 +387,8 @@ fn rdma(
     })
 }
 
-unsafe extern "C" fn qp_read(
+/// Read, or Write with `WRITE`: the caller's object and SGE array, then the RDMA operation.
+unsafe extern "C" fn qp_rdma<const WRITE: bool>(
     this: *mut c_void,
     context: *mut c_void,
     sge: *const Nd2Sge,
@@ -398,37 +399,12 @@ unsafe extern "C" fn qp_read(
 ) -> HResult {
     // SAFETY: the caller's object and SGE array.
     let posting = unsafe { posting(this, sge, n) };
-    rdma(
-        "IND2QueuePair::Read",
-        ffi::ibv_wr_opcode::IBV_WR_RDMA_READ,
-        posting,
-        context as u64,
-        addr,
-        token,
-        flags,
-    )
-}
-
-unsafe extern "C" fn qp_write(
-    this: *mut c_void,
-    context: *mut c_void,
-    sge: *const Nd2Sge,
-    n: u32,
-    addr: u64,
-    token: u32,
-    flags: u32,
-) -> HResult {
-    // SAFETY: the caller's object and SGE array.
-    let posting = unsafe { posting(this, sge, n) };
-    rdma(
-        "IND2QueuePair::Write",
-        ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-        posting,
-        context as u64,
-        addr,
-        token,
-        flags,
-    )
+    let (entry, opcode) = if WRITE {
+        ("IND2QueuePair::Write", ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE)
+    } else {
+        ("IND2QueuePair::Read", ffi::ibv_wr_opcode::IBV_WR_RDMA_READ)
+    };
+    rdma(entry, opcode, posting, context as u64, addr, token, flags)
 }
 
 unsafe extern "C" fn qp_bind(

@@ -12,14 +12,11 @@ use rdma_mummy_sys as ffi;
 
 use super::adapter::{file, write_address_list_sized, AdapterBody};
 use super::cq::CqBody;
-use super::ind2_connector::ConnectorBody;
-use super::ind2_listener::ListenerBody;
-use super::mr::MrBody;
 use super::mw::MwBody;
 use super::qp::QpBody;
 use super::srq::SrqBody;
-use super::win32::{self, Handle};
-use super::{give, Guid, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_PARAMETER, ND_SUCCESS};
+use super::win32::{self, Handle, OverlappedFile};
+use super::{give, Class, Guid, HResult, ND_BUFFER_OVERFLOW, ND_INVALID_PARAMETER, ND_SUCCESS};
 use crate::status::NdStatus;
 
 /// ND_DEVICE_REMOVED once the adapter's device is gone (rdma_cm reported its removal): every
@@ -107,15 +104,18 @@ impl AdapterBody {
         give(iid, out, || CqBody::new(self, file, depth))
     }
 
-    pub(super) fn create_memory_region(
+    /// CreateMemoryRegion, CreateConnector and CreateListener: the adapter present and the
+    /// overlapped file, then the object `new` makes over both.
+    pub(super) fn create_on_file<T: Class>(
         self: Arc<Self>,
         iid: Option<Guid>,
         file: Handle,
         out: Option<&mut *mut c_void>,
+        new: fn(Arc<AdapterBody>, Arc<OverlappedFile>) -> T,
     ) -> Result<HResult, HResult> {
         present(&self)?;
         let file = self::file(file)?;
-        give(iid, out, || Ok(MrBody::new(self, file)))
+        give(iid, out, || Ok(new(self, file)))
     }
 
     pub(super) fn create_memory_window(
@@ -168,28 +168,6 @@ impl AdapterBody {
         }
         let (context, cap) = (qp.context, qp.cap);
         give(qp.iid, qp.out, || QpBody::new(self, rcq, icq, srq, context, cap))
-    }
-
-    pub(super) fn create_connector(
-        self: Arc<Self>,
-        iid: Option<Guid>,
-        file: Handle,
-        out: Option<&mut *mut c_void>,
-    ) -> Result<HResult, HResult> {
-        present(&self)?;
-        let file = self::file(file)?;
-        give(iid, out, || Ok(ConnectorBody::new(self, file)))
-    }
-
-    pub(super) fn create_listener(
-        self: Arc<Self>,
-        iid: Option<Guid>,
-        file: Handle,
-        out: Option<&mut *mut c_void>,
-    ) -> Result<HResult, HResult> {
-        present(&self)?;
-        let file = self::file(file)?;
-        give(iid, out, || Ok(ListenerBody::new(self, file)))
     }
 }
 

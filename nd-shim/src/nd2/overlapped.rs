@@ -278,25 +278,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pending_then_final_and_posted_once() {
-        let _pump = super::pump::exclusive_for_test();
+    /// A new overlapped file bound under `key` to a new completion port, and that port.
+    fn file_on_port(key: usize) -> (Arc<OverlappedFile>, Arc<win32::Port>) {
         let file: Arc<OverlappedFile> = Arc::default();
         let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
         let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
         assert_eq!(
-            win32::CreateIoCompletionPort(file_handle, port_handle, 42, 0),
+            win32::CreateIoCompletionPort(file_handle, port_handle, key, 0),
             port_handle
         );
+        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
+            panic!()
+        };
+        (file, port)
+    }
+
+    #[test]
+    fn pending_then_final_and_posted_once() {
+        let _pump = super::pump::exclusive_for_test();
+        let (file, port) = file_on_port(42);
         let ov = Leaked::new(std::ptr::null_mut());
         let request = ov.start(&file).unwrap();
         assert_eq!(ov.result(false), ND_PENDING);
         request.complete(NdStatus::ND_CANCELED, 0);
         assert_eq!(ov.result(true), NdStatus::ND_CANCELED.0);
         assert_eq!(ov.internal(), 0xFFFF_FFFF_C000_0120);
-        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
-            panic!()
-        };
         let packet = port.get(0).unwrap();
         assert_eq!(
             (packet.key, packet.overlapped, packet.status),
@@ -308,10 +314,7 @@ mod tests {
     #[test]
     fn event_tagged_with_one_signals_but_posts_nothing() {
         let _pump = super::pump::exclusive_for_test();
-        let file: Arc<OverlappedFile> = Arc::default();
-        let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
-        let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
-        win32::CreateIoCompletionPort(file_handle, port_handle, 1, 0);
+        let (file, port) = file_on_port(1);
         // SAFETY: NULL attributes and name.
         let event = unsafe { win32::CreateEventA(std::ptr::null_mut(), 0, 0, std::ptr::null()) };
         let ov = Leaked::new((event as usize | 1) as *mut c_void);
@@ -319,26 +322,17 @@ mod tests {
         request.complete(NdStatus::ND_SUCCESS, 64);
         assert_eq!(win32::WaitForSingleObject(event, 0), win32::WAIT_OBJECT_0);
         assert_eq!(ov.internal_high(), 64);
-        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
-            panic!()
-        };
         assert_eq!(port.get(0), None);
     }
 
     #[test]
     fn inline_failure_leaves_its_code_and_posts_nothing() {
         let _pump = super::pump::exclusive_for_test();
-        let file: Arc<OverlappedFile> = Arc::default();
-        let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
-        let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
-        win32::CreateIoCompletionPort(file_handle, port_handle, 1, 0);
+        let (file, port) = file_on_port(1);
         let ov = Leaked::new(std::ptr::null_mut());
         let request = ov.start(&file).unwrap();
         request.fail(NdStatus::ND_CONNECTION_INVALID.0);
         assert_eq!(ov.result(true), NdStatus::ND_CONNECTION_INVALID.0);
-        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
-            panic!()
-        };
         assert_eq!(port.get(0), None);
     }
 
@@ -370,10 +364,7 @@ mod tests {
     #[test]
     fn a_dropped_request_completes_cancelled_once() {
         let _pump = super::pump::exclusive_for_test();
-        let file: Arc<OverlappedFile> = Arc::default();
-        let port_handle = win32::CreateIoCompletionPort(usize::MAX as *mut c_void, std::ptr::null_mut(), 0, 0);
-        let file_handle = win32::insert(win32::Object::File(Arc::clone(&file)));
-        win32::CreateIoCompletionPort(file_handle, port_handle, 7, 0);
+        let (file, port) = file_on_port(7);
         let ov = Leaked::new(std::ptr::null_mut());
         let request = ov.start(&file).unwrap();
         let dropper = std::thread::spawn(move || {
@@ -384,9 +375,6 @@ mod tests {
         // A bounded look, not a wait: a request left pending would hang one.
         assert_eq!(ov.result(false), NdStatus::ND_CANCELED.0);
         assert_eq!(ov.result(true), NdStatus::ND_CANCELED.0);
-        let Some(win32::Object::Port(port)) = win32::lookup(port_handle) else {
-            panic!()
-        };
         let packet = port.get(0).unwrap();
         assert_eq!((packet.key, packet.status), (7, NdStatus::ND_CANCELED));
         assert_eq!(port.get(0), None, "once");
