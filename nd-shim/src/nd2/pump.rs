@@ -416,11 +416,15 @@ impl Pump {
     /// The relay reads the sources again: back in the sets, non-blocking, then not parked; a
     /// direct leader still in its read is rung out of it.
     fn unpark(&self) {
+        // Declared before the lock, so dropped after it: a source whose last other reference
+        // went meanwhile is dropped here, and its drop unregisters it, which unparks (takes
+        // `switching`) again.
+        let sources;
         let _switching = self.switching.lock();
         if !self.parked.load(Ordering::SeqCst) {
             return;
         }
-        let sources = self.live_sources_with_tokens();
+        sources = self.live_sources_with_tokens();
         for (token, fd, _) in &sources {
             if let Err(error) = self.attach(*token, *fd) {
                 log::error!("nd2: epoll_ctl(add) of a completion channel: {}", error.0);
@@ -464,6 +468,9 @@ impl Pump {
     /// a callback at every event), then parked (a leader that saw `parked` finds the source
     /// blocking). A second source registered meanwhile unparks it after this (`switching`).
     fn park(&self) {
+        // Declared before the lock, so dropped after it (as in `unpark`: the source's drop, if
+        // this is its last reference, takes `switching`).
+        let source: Arc<dyn Drain>;
         let _switching = self.switching.lock();
         if self.parked.load(Ordering::SeqCst)
             || self.relays.load(Ordering::SeqCst) != 1
@@ -474,7 +481,8 @@ impl Pump {
         let Some(single) = self.sources.lock().single.clone() else {
             return;
         };
-        let Some(source) = single.drain.upgrade() else { return };
+        let Some(upgraded) = single.drain.upgrade() else { return };
+        source = upgraded;
         if source.set_blocking(true) {
             self.detach(single.fd);
             self.parked.store(true, Ordering::SeqCst);
@@ -1009,6 +1017,65 @@ mod tests {
         };
         assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
         setter.join().unwrap();
+    }
+
+    /// A source whose drop unregisters it (as a NotifyChannel's does), and whose only other
+    /// reference goes when the relay is parked for it: as an adapter released on another thread
+    /// while a pool thread parks the relay.
+    struct Departing {
+        registration: parking_lot::Mutex<Option<Registration>>,
+    }
+
+    /// The one reference to the Departing source outside the pump's own.
+    static DEPARTING: parking_lot::Mutex<Option<Arc<Departing>>> = parking_lot::Mutex::new(None);
+
+    impl Drain for Departing {
+        fn drain(&self) {}
+        fn set_blocking(&self, _blocking: bool) -> bool {
+            drop(DEPARTING.lock().take());
+            true
+        }
+    }
+
+    impl Drop for Departing {
+        fn drop(&mut self) {
+            if let Some(registration) = self.registration.lock().take() {
+                unregister(&registration);
+            }
+        }
+    }
+
+    /// When the park's own reference is a source's last, the source is dropped after the park
+    /// lets `switching` go: its drop unregisters it, which unparks, which takes `switching`.
+    /// Dropped under the lock, it hung that thread for good (a pool thread, in the rig's
+    /// `bindio-bind-rules`).
+    #[test]
+    fn a_source_whose_last_reference_goes_while_parking_is_dropped_after_the_lock() {
+        let _pump = exclusive_for_test();
+        let eventfd = new_eventfd();
+        let source = Arc::new(Departing {
+            registration: parking_lot::Mutex::new(None),
+        });
+        let weak: Weak<dyn Drain> = Arc::downgrade(&source) as Weak<dyn Drain>;
+        let registration = register(eventfd.as_raw_fd(), weak).unwrap();
+        *source.registration.lock() = Some(registration);
+        *DEPARTING.lock() = Some(source);
+        let _relay = Relay::new();
+        let (done, parked) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            pump().unwrap().park();
+            done.send(()).unwrap();
+        });
+        // A guard against the hang, not a measure of time.
+        assert!(
+            parked.recv_timeout(std::time::Duration::from_secs(60)).is_ok(),
+            "park hung on its own lock"
+        );
+        assert!(DEPARTING.lock().is_none(), "the source went");
+        assert!(
+            !pump().unwrap().parked.load(Ordering::SeqCst),
+            "unparked by the unregister"
+        );
     }
 
     #[test]
