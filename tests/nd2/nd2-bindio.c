@@ -18,6 +18,7 @@
 #include <ndstatus.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -427,6 +428,31 @@ static const Case cases[] = {
     {"cancel-teardown", cancel_teardown},
 };
 
+/* The process's threads by name (the shim names its own: nd2-io-pool, nd2-cq-notify,
+ * nd-shim-events, nd-shim-flush), for a DllCanUnloadNow that stays S_FALSE. */
+static void print_threads(void)
+{
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *task;
+    if (!tasks)
+        return;
+    while ((task = readdir(tasks)) != NULL) {
+        char path[300], name[64] = "";
+        FILE *comm;
+        if (task->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", task->d_name);
+        comm = fopen(path, "r");
+        if (comm) {
+            if (fgets(name, sizeof name, comm))
+                name[strcspn(name, "\n")] = 0;
+            fclose(comm);
+        }
+        fprintf(stderr, "nd2-bindio: thread %s %s\n", task->d_name, name);
+    }
+    closedir(tasks);
+}
+
 int main(int argc, char **argv)
 {
     size_t i;
@@ -453,6 +479,8 @@ int main(int argc, char **argv)
         /* Every bound file released: the pool's threads end, and the library may be unloaded. */
         for (tries = 0; tries < 500 && DllCanUnloadNow() != S_OK; tries++)
             nanosleep(&ms10, NULL);
+        if (DllCanUnloadNow() != S_OK)
+            print_threads();
         EXPECT(DllCanUnloadNow() == S_OK);
         if (rc == 0)
             printf("%s: ok\n", cases[i].name);
