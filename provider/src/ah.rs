@@ -154,7 +154,11 @@ pub(crate) fn parse_sysfs_gid(text: &str) -> Option<[u8; 16]> {
 
 /// The GID at `index` of `port`, from the sysfs GID table of `dev`.
 fn query_sgid(dev: &ibv_device, port: u8, index: u8) -> Result<[u8; 16], Errno> {
-    let path: Vec<u8> = dev.ibdev_path.iter().map(|&c| c as u8).collect();
+    let path: Vec<u8> = dev
+        .ibdev_path
+        .iter()
+        .map(|&c| u8::from_ne_bytes(c.to_ne_bytes()))
+        .collect();
     let base = CStr::from_bytes_until_nul(&path)
         .map_err(|_| Errno::EINVAL)?
         .to_str()

@@ -52,7 +52,7 @@ impl RxeDevice {
 
 /// A fixed-size C name buffer as text, stopping at the first NUL.
 pub(crate) fn c_name(buf: &[core::ffi::c_char]) -> String {
-    let bytes: Vec<u8> = buf.iter().map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = buf.iter().map(|&c| u8::from_ne_bytes(c.to_ne_bytes())).collect();
     match CStr::from_bytes_until_nul(&bytes) {
         Ok(s) => s.to_string_lossy().into_owned(),
         Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
