@@ -1662,38 +1662,10 @@ const CASES: &[(&str, Case)] = &[
     ("mp-shared-endpoint", mp_shared_endpoint),
 ];
 
-/// Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
-/// without it.
-struct StderrLog;
-
-impl log::Log for StderrLog {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::max_level()
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            eprintln!("nd-shim {}: {}", record.level(), record.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn init_log() {
-    let level = std::env::var("ND_SHIM_LOG")
-        .ok()
-        .and_then(|v| v.parse::<log::LevelFilter>().ok());
-    if let Some(level) = level {
-        static LOGGER: StderrLog = StderrLog;
-        if log::set_logger(&LOGGER).is_ok() {
-            log::set_max_level(level);
-        }
-    }
-}
-
 fn main() {
-    init_log();
+    // Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
+    // without it.
+    nd_shim::stderr_log::init_from_env();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
         if let Err(why) = run_child(&args[1..]) {
