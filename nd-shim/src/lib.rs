@@ -53,7 +53,7 @@ pub mod ndk;
 pub mod ports;
 mod request;
 pub mod status;
-mod stderr_log;
+pub mod stderr_log;
 mod sync;
 mod sys;
 mod verbs;

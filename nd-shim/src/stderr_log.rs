@@ -1,6 +1,7 @@
 //! The logger the C faces install: C and C++ programs cannot install one of the `log` crate's,
 //! so the first NDK or ND2 entry that opens something installs one on stderr when
-//! `ND_SHIM_LOG` names a level and the process has none.
+//! `ND_SHIM_LOG` names a level and the process has none. Rust programs that want the same
+//! (nd-conformance) call [`init_from_env`] themselves.
 
 #![forbid(unsafe_code)]
 
@@ -8,7 +9,7 @@ use std::io::Write;
 use std::sync::Once;
 
 /// Installs the stderr logger at `ND_SHIM_LOG`'s level, once per process.
-pub(crate) fn init_from_env() {
+pub fn init_from_env() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let Some(level) = std::env::var("ND_SHIM_LOG")

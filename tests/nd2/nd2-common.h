@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <iterator>
+#include <string>
+#include <vector>
+
 /*
  * An IPv4 or IPv6 socket address, as the ND2 calls take one (a sockaddr and its length). A
  * sockaddr_in converts to it, so the helpers below serve programs that only know IPv4.
@@ -111,22 +115,22 @@ static inline bool nd2_parse_pair(int argc, char **argv, Nd2PairOptions &opt, Op
     return true;
 }
 
-/* A case program's command line is "--list": the case names printed, one a line. */
-template <typename Case, size_t N> static inline bool nd2_listed(int argc, char **argv, const Case (&cases)[N])
+/* A case program's command line is "--list": the case names printed, one a line. `cases`: an
+ * array of cases or nd2_registered_cases(). */
+template <typename Cases> static inline bool nd2_listed(int argc, char **argv, const Cases &cases)
 {
     if (argc != 2 || strcmp(argv[1], "--list") != 0)
         return false;
-    for (const Case &c : cases)
+    for (const auto &c : cases)
         printf("%s\n", c.name);
     return true;
 }
 
 /* The case named `name` run through run(case), "CASE: ok" printed when that returns 0: its status;
  * "unknown case" and 2 when no case has the name. */
-template <typename Case, size_t N, typename Run>
-static inline int nd2_run_case(const char *name, const Case (&cases)[N], Run run)
+template <typename Cases, typename Run> static inline int nd2_run_case(const char *name, const Cases &cases, Run run)
 {
-    for (const Case &c : cases) {
+    for (const auto &c : cases) {
         if (strcmp(name, c.name) != 0)
             continue;
         int rc = run(c);
@@ -143,16 +147,17 @@ static inline int nd2_run_case(const char *name, const Case (&cases)[N], Run run
  * (`argsUsage` names the two) runs the named case through run(case, ARG1, ARG2) (nd2_run_case).
  * Anything else: usage, 2.
  */
-template <typename Case, size_t N, typename Run>
-static inline int nd2_case_main(int argc, char **argv, const Case (&cases)[N], const char *argsUsage, Run run)
+template <typename Cases, typename Run>
+static inline int nd2_case_main(int argc, char **argv, const Cases &cases, const char *argsUsage, Run run)
 {
+    typedef decltype(*std::begin(cases)) Case; /* a const reference to one case */
     if (nd2_listed(argc, argv, cases))
         return 0;
     if (argc != 4) {
         fprintf(stderr, "usage: %s CASE %s | --list\n", argv[0], argsUsage);
         return 2;
     }
-    return nd2_run_case(argv[1], cases, [&](const Case &c) { return run(c, argv[2], argv[3]); });
+    return nd2_run_case(argv[1], cases, [&](Case c) { return run(c, argv[2], argv[3]); });
 }
 
 #ifndef STATUS_ADDRESS_ALREADY_ASSOCIATED
@@ -277,12 +282,43 @@ template <typename... Fixture> struct Nd2Case {
     int (*run)(Fixture &...);
 };
 
-/* nd2_case_main for programs whose case runs on one Fixture(ARG1, ARG2), made between NdStartup
- * and NdCleanup. */
-template <typename Fixture, size_t N>
-static inline int nd2_fixture_main(int argc, char **argv, const Nd2Case<Fixture> (&cases)[N], const char *argsUsage)
+/* The cases on Fixture... that the program registered (ND2_CASE), in the order of registration. */
+template <typename... Fixture> static inline std::vector<Nd2Case<Fixture...>> &nd2_registered_cases()
 {
-    return nd2_case_main(argc, argv, cases, argsUsage,
+    static std::vector<Nd2Case<Fixture...>> cases;
+    return cases;
+}
+
+/* What ND2_CASE defines: registers the case, named as its function with '-' for '_'. */
+template <typename... Fixture> struct Nd2Registration {
+    std::string name;
+    Nd2Registration(const char *function, int (*run)(Fixture &...)) : name(function)
+    {
+        for (char &c : name)
+            if (c == '_')
+                c = '-';
+        nd2_registered_cases<Fixture...>().push_back(Nd2Case<Fixture...>{name.c_str(), run});
+    }
+};
+
+/*
+ * The head of a case's function, int function(Fixture &param), which registers the case as
+ * "function" with '-' for '_' (--list names the cases in the file's order):
+ *     ND2_CASE(max_limits, Pair, s)
+ *     {
+ *         ...
+ *     }
+ */
+#define ND2_CASE(function, Fixture, param)                                                         \
+    int function(Fixture &);                                                                       \
+    static const Nd2Registration<Fixture> function##_case(#function, function);                    \
+    int function(Fixture &param)
+
+/* nd2_case_main over the cases registered on Fixture, each run on one Fixture(ARG1, ARG2) made
+ * between NdStartup and NdCleanup. */
+template <typename Fixture> static inline int nd2_fixture_main(int argc, char **argv, const char *argsUsage)
+{
+    return nd2_case_main(argc, argv, nd2_registered_cases<Fixture>(), argsUsage,
                          [](const Nd2Case<Fixture> &c, const char *arg1, const char *arg2) {
                              return nd2_with_startup([&] {
                                  Fixture fixture(arg1, arg2);

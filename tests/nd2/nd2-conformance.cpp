@@ -380,7 +380,7 @@ void Patterned(unsigned char *data, size_t n)
 
 /* Private data over the limits: ND_INVALID_BUFFER_SIZE inline, and the same connector then
  * succeeds with exactly the limit (Connect 56, Accept 196); each side reads the other's. */
-int private_data_limit(Pair &s)
+ND2_CASE(private_data_limit, Pair, s)
 {
     Attempt t(s, 7420);
     unsigned char data[200];
@@ -409,7 +409,7 @@ int private_data_limit(Pair &s)
 /* The listener side rejects: Reject over 148 bytes ND_INVALID_BUFFER_SIZE, then 148 bytes
  * ND_SUCCESS; Connect completes ND_CONNECTION_REFUSED with the REJ's data readable; both
  * connectors refuse what follows; the refused connector may retry and connects. */
-int reject(Pair &s)
+ND2_CASE(reject, Pair, s)
 {
     Attempt t(s, 7421);
     unsigned char data[149];
@@ -465,7 +465,7 @@ double ConnectFails(Pair &s, const char *what, IND2QueuePair *aqp, bool bind, co
 }
 
 /* Nobody listens on the port: ND_CONNECTION_REFUSED (REJ reason 8) through the completion. */
-int no_listener(Pair &s)
+ND2_CASE(no_listener, Pair, s)
 {
     ConnectFails(s, "Connect to a port nobody listens on", s.active.Qp(), false, s.passive.At(7422),
                  ND_CONNECTION_REFUSED, 15000);
@@ -474,7 +474,7 @@ int no_listener(Pair &s)
 
 /* No route: ND_NETWORK_UNREACHABLE inline; nobody behind an address of the subnet:
  * ND_HOST_UNREACHABLE through the completion. */
-int unreachable(Pair &s)
+ND2_CASE(unreachable, Pair, s)
 {
     IND2QueuePair *aqp = s.active.Qp();
     ConnectFails(s, "Connect to 203.0.113.1 (no route)", aqp, false, nd2_ipv4("203.0.113.1", 7423),
@@ -488,7 +488,7 @@ int unreachable(Pair &s)
  * veth1 with a MAC no interface has): the IB CM retries for about 100 s, then UNREACHABLE, and
  * Connect completes ND_IO_TIMEOUT, as the Rust API's and NDK's io-timeout. The suite runs this
  * case in the background while the others run. */
-int io_timeout(Pair &s)
+ND2_CASE(io_timeout, Pair, s)
 {
     double took = ConnectFails(s, "Connect to 198.18.0.52 (nobody answers)", s.active.Qp(), false,
                                nd2_ipv4("198.18.0.52", 7429), ND_IO_TIMEOUT, 200000);
@@ -497,7 +497,7 @@ int io_timeout(Pair &s)
 }
 
 /* Address and port errors of Bind (connector and listener), and no reuse after a failed Bind. */
-int address_errors(Pair &s)
+ND2_CASE(address_errors, Pair, s)
 {
     const unsigned short PORT = 7424;
     IND2Listener *l = s.passive.Listen(PORT);
@@ -544,7 +544,7 @@ int address_errors(Pair &s)
 
 /* The ND range narrowed by the suite (ND_SHIM_PORT_RANGE) and used up: ND_TOO_MANY_ADDRESSES
  * from a connector's and a listener's Bind to port 0. */
-int ports_exhausted(Pair &s)
+ND2_CASE(ports_exhausted, Pair, s)
 {
     EXPECT(getenv("ND_SHIM_PORT_RANGE") != NULL);
     std::vector<IND2Connector *> held;
@@ -602,7 +602,7 @@ struct CancelledConnect {
 
 /* A Connect nobody takes stays pending; CancelOverlappedRequests completes it ND_CANCELED
  * (queued before it returns); CompleteConnect then has nothing to complete. */
-int cancel_connect(Pair &s)
+ND2_CASE(cancel_connect, Pair, s)
 {
     CancelledConnect x(s, 7425, false, s.active.Qp(), 1000);
     Nd2Ov comp;
@@ -613,7 +613,7 @@ int cancel_connect(Pair &s)
 
 /* The active side abandons a request the passive side has taken: Accept and Reject on it
  * fail ND_CONNECTION_ABORTED inline. */
-int abandoned(Pair &s)
+ND2_CASE(abandoned, Pair, s)
 {
     const unsigned short PORT = 7426;
     IND2Listener *l = s.passive.Listen(PORT);
@@ -642,7 +642,7 @@ int abandoned(Pair &s)
 
 /* The active side rejects after its Connect completed (read limits not to its liking): the
  * passive Accept completes ND_CONNECTION_REFUSED. */
-int active_reject(Pair &s)
+ND2_CASE(active_reject, Pair, s)
 {
     Attempt t(s, 7427);
     t.Request(s, 4, 4, NULL, 0);
@@ -658,7 +658,7 @@ int active_reject(Pair &s)
 
 /* The active side holds back CompleteConnect: the passive Accept stays pending until
  * CancelOverlappedRequests completes it ND_CANCELED. */
-int cancel_accept(Pair &s)
+ND2_CASE(cancel_accept, Pair, s)
 {
     Attempt t(s, 7428);
     t.Request(s, 0, 0, NULL, 0);
@@ -674,7 +674,7 @@ int cancel_accept(Pair &s)
 /* The passive side abandons after its REP (releases its connector): its pending Accept
  * completes ND_CANCELED before Release returns, and the active CompleteConnect fails
  * ND_CONNECTION_ABORTED inline. */
-int complete_connect_aborted(Pair &s)
+ND2_CASE(complete_connect_aborted, Pair, s)
 {
     Attempt t(s, 7429);
     t.Request(s, 0, 0, NULL, 0);
@@ -694,7 +694,7 @@ int complete_connect_aborted(Pair &s)
 /* A connected connector or a QP another connection uses: ND_CONNECTION_ACTIVE inline, from
  * Connect, Accept and GetConnectionRequest; CompleteConnect when connected:
  * ND_CONNECTION_INVALID inline. */
-int connection_active(Pair &s)
+ND2_CASE(connection_active, Pair, s)
 {
     const unsigned short PORT = 7430;
     Connected x(s, PORT);
@@ -767,96 +767,10 @@ void Expect(const char *what, const ND2_RESULT *results, unsigned n, void *ctx, 
     FAIL("%s: no completion with its context", what);
 }
 
-/* ND2_RESULT.RequestType (and RequestContext) of failed and flushed requests: verbs leaves a
- * failed completion's opcode undefined, so the type must come from the request as posted. A
- * silent send (ND_OP_FLAG_SILENT_SUCCESS) with an SGE outside its region fails with
- * ND_ACCESS_VIOLATION and reports Send; the QP is then in error, and what was posted after it
- * (a signalled send, another silent send, a write) and the receive posted before it are flushed
- * with ND_CANCELED, each reporting its own type. */
-int failed_request_types(Pair &s)
-{
-    Connected x(s, 7433);
-    UINT32 token = s.active.mr->GetLocalToken();
-    ND2_SGE receive = {s.active.buf, 64, token};
-    CHECK_HR(x.aqp->Receive(Context(1), &receive, 1));
-    ND2_SGE outside = {s.active.buf + sizeof s.active.buf, 16, token};
-    CHECK_HR(x.aqp->Send(Context(2), &outside, 1, ND_OP_FLAG_SILENT_SUCCESS));
-    ND2_SGE inside = {s.active.buf + 64, 16, token};
-    CHECK_HR(x.aqp->Send(Context(3), &inside, 1, 0));
-    CHECK_HR(x.aqp->Send(Context(4), &inside, 1, ND_OP_FLAG_SILENT_SUCCESS));
-    CHECK_HR(x.aqp->Write(Context(5), &inside, 1, reinterpret_cast<uintptr_t>(s.passive.buf),
-                        s.passive.mr->GetRemoteToken(), 0));
-    ND2_RESULT r[5];
-    Results(s.active, r, 5);
-    Expect("silent Send outside its region", r, 5, Context(2), ND_ACCESS_VIOLATION, Nd2RequestTypeSend, &s.active);
-    Expect("Send after it", r, 5, Context(3), ND_CANCELED, Nd2RequestTypeSend, &s.active);
-    Expect("silent Send after it", r, 5, Context(4), ND_CANCELED, Nd2RequestTypeSend, &s.active);
-    Expect("Write after it", r, 5, Context(5), ND_CANCELED, Nd2RequestTypeWrite, &s.active);
-    Expect("Receive posted before", r, 5, Context(1), ND_CANCELED, Nd2RequestTypeReceive, &s.active);
-    /* The sends completed in post order. */
-    unsigned order = 0;
-    for (unsigned k = 0; k < 5; k++)
-        if (r[k].RequestContext != Context(1))
-            EXPECT(r[k].RequestContext == Context(2 + order++));
-    x.Finish(s);
-    return 0;
-}
-
-/* The same through a shared receive queue: an SRQ receive too small for the message fails and
- * reports Receive with its context (the peer's send: ND_REMOTE_ERROR, Send); after Flush, an SRQ
- * receive that a flush completes reports Receive and ND_CANCELED (the kernel's rxe leaves SRQ
- * receives in the SRQ for its other QPs: then none comes, which the case prints). */
-int srq_request_types(Pair &s)
-{
-    const unsigned short PORT = 7434;
-    IND2Listener *l = s.passive.Listen(PORT);
-    IND2SharedReceiveQueue *srq = NULL;
-    CHECK_HR(s.passive.adapter->CreateSharedReceiveQueue(IID_IND2SharedReceiveQueue, s.passive.file, 8, 1, 0, 0, 0,
-                                                         reinterpret_cast<void **>(&srq)));
-    IND2QueuePair *pqp = NULL;
-    CHECK_HR(s.passive.adapter->CreateQueuePairWithSrq(IID_IND2QueuePair, s.passive.cq, s.passive.cq, srq,
-                                                       &s.passive, 8, 1, 0, reinterpret_cast<void **>(&pqp)));
-    s.passive.qps.push_back(pqp);
-    IND2QueuePair *aqp = s.active.Qp();
-    Connection c = Connect(s, l, PORT, pqp, aqp);
-    ND2_SGE small = s.passive.Sge(0, 8);
-    CHECK_HR(srq->Receive(Context(1), &small, 1));
-    ND2_SGE message = s.active.Sge(0, 16);
-    CHECK_HR(aqp->Send(Context(2), &message, 1, 0));
-    ND2_RESULT r;
-    Results(s.passive, &r, 1);
-    EXPECT(FAILED(r.Status));
-    Expect("SRQ Receive too small", &r, 1, Context(1), r.Status, Nd2RequestTypeReceive, &s.passive);
-    Results(s.active, &r, 1);
-    EXPECT(FAILED(r.Status));
-    Expect("Send to it", &r, 1, Context(2), r.Status, Nd2RequestTypeSend, &s.active);
-    ND2_SGE next = s.passive.Sge(0, 64);
-    CHECK_HR(srq->Receive(Context(3), &next, 1));
-    CHECK_HR(pqp->Flush());
-    double until = nd2_now_ms() + 1000;
-    unsigned flushed = 0;
-    while (nd2_now_ms() < until) {
-        if (s.passive.cq->GetResults(&r, 1) == 0) {
-            usleep(1000);
-            continue;
-        }
-        Expect("SRQ Receive after Flush", &r, 1, Context(3), ND_CANCELED, Nd2RequestTypeReceive, &s.passive);
-        flushed++;
-    }
-    EXPECT(flushed <= 1);
-    if (flushed == 0)
-        printf("  SRQ Receive after Flush: stays in the SRQ (no completion in 1 s)\n");
-    Finish(s, c, l);
-    s.passive.qps.pop_back();
-    EXPECT(pqp->Release() == 0);
-    EXPECT(srq->Release() == 0);
-    return 0;
-}
-
 /* The getters by state: ND_CONNECTION_INVALID before there is anything to report,
  * ND_BUFFER_OVERFLOW with the size (addresses: buffer untouched; private data: partial copy),
  * ND_SUCCESS with the right values. */
-int getters(Pair &s)
+ND2_CASE(getters, Pair, s)
 {
     IND2Connector *fresh = s.active.Connector();
     ULONG in = 0, out = 0, size = 0;
@@ -934,7 +848,7 @@ int getters(Pair &s)
  * NotifyDisconnect ND_CANCELED by CancelOverlappedRequests, then ND_SUCCESS on the peer's
  * Disconnect, which flushes the QP (the outstanding receive ND_CANCELED); Disconnect
  * ND_SUCCESS. */
-int disconnect_codes(Pair &s)
+ND2_CASE(disconnect_codes, Pair, s)
 {
     const unsigned short PORT = 7432;
     IND2Connector *fresh = s.passive.Connector();
@@ -973,7 +887,7 @@ int disconnect_codes(Pair &s)
 /* IND2Listener: GetLocalAddress and GetConnectionRequest before Listen:
  * ND_INVALID_DEVICE_STATE; Bind to port 0 picks from 49152-65535; Listen twice:
  * ND_INVALID_DEVICE_STATE; a pending GetConnectionRequest: ND_CANCELED. */
-int listener_codes(Pair &s)
+ND2_CASE(listener_codes, Pair, s)
 {
     IND2Listener *l = NULL;
     CHECK_HR(s.passive.adapter->CreateListener(IID_IND2Listener, s.passive.file, reinterpret_cast<void **>(&l)));
@@ -1006,9 +920,95 @@ int listener_codes(Pair &s)
     return 0;
 }
 
+/* ND2_RESULT.RequestType (and RequestContext) of failed and flushed requests: verbs leaves a
+ * failed completion's opcode undefined, so the type must come from the request as posted. A
+ * silent send (ND_OP_FLAG_SILENT_SUCCESS) with an SGE outside its region fails with
+ * ND_ACCESS_VIOLATION and reports Send; the QP is then in error, and what was posted after it
+ * (a signalled send, another silent send, a write) and the receive posted before it are flushed
+ * with ND_CANCELED, each reporting its own type. */
+ND2_CASE(failed_request_types, Pair, s)
+{
+    Connected x(s, 7433);
+    UINT32 token = s.active.mr->GetLocalToken();
+    ND2_SGE receive = {s.active.buf, 64, token};
+    CHECK_HR(x.aqp->Receive(Context(1), &receive, 1));
+    ND2_SGE outside = {s.active.buf + sizeof s.active.buf, 16, token};
+    CHECK_HR(x.aqp->Send(Context(2), &outside, 1, ND_OP_FLAG_SILENT_SUCCESS));
+    ND2_SGE inside = {s.active.buf + 64, 16, token};
+    CHECK_HR(x.aqp->Send(Context(3), &inside, 1, 0));
+    CHECK_HR(x.aqp->Send(Context(4), &inside, 1, ND_OP_FLAG_SILENT_SUCCESS));
+    CHECK_HR(x.aqp->Write(Context(5), &inside, 1, reinterpret_cast<uintptr_t>(s.passive.buf),
+                        s.passive.mr->GetRemoteToken(), 0));
+    ND2_RESULT r[5];
+    Results(s.active, r, 5);
+    Expect("silent Send outside its region", r, 5, Context(2), ND_ACCESS_VIOLATION, Nd2RequestTypeSend, &s.active);
+    Expect("Send after it", r, 5, Context(3), ND_CANCELED, Nd2RequestTypeSend, &s.active);
+    Expect("silent Send after it", r, 5, Context(4), ND_CANCELED, Nd2RequestTypeSend, &s.active);
+    Expect("Write after it", r, 5, Context(5), ND_CANCELED, Nd2RequestTypeWrite, &s.active);
+    Expect("Receive posted before", r, 5, Context(1), ND_CANCELED, Nd2RequestTypeReceive, &s.active);
+    /* The sends completed in post order. */
+    unsigned order = 0;
+    for (unsigned k = 0; k < 5; k++)
+        if (r[k].RequestContext != Context(1))
+            EXPECT(r[k].RequestContext == Context(2 + order++));
+    x.Finish(s);
+    return 0;
+}
+
+/* The same through a shared receive queue: an SRQ receive too small for the message fails and
+ * reports Receive with its context (the peer's send: ND_REMOTE_ERROR, Send); after Flush, an SRQ
+ * receive that a flush completes reports Receive and ND_CANCELED (the kernel's rxe leaves SRQ
+ * receives in the SRQ for its other QPs: then none comes, which the case prints). */
+ND2_CASE(srq_request_types, Pair, s)
+{
+    const unsigned short PORT = 7434;
+    IND2Listener *l = s.passive.Listen(PORT);
+    IND2SharedReceiveQueue *srq = NULL;
+    CHECK_HR(s.passive.adapter->CreateSharedReceiveQueue(IID_IND2SharedReceiveQueue, s.passive.file, 8, 1, 0, 0, 0,
+                                                         reinterpret_cast<void **>(&srq)));
+    IND2QueuePair *pqp = NULL;
+    CHECK_HR(s.passive.adapter->CreateQueuePairWithSrq(IID_IND2QueuePair, s.passive.cq, s.passive.cq, srq,
+                                                       &s.passive, 8, 1, 0, reinterpret_cast<void **>(&pqp)));
+    s.passive.qps.push_back(pqp);
+    IND2QueuePair *aqp = s.active.Qp();
+    Connection c = Connect(s, l, PORT, pqp, aqp);
+    ND2_SGE small = s.passive.Sge(0, 8);
+    CHECK_HR(srq->Receive(Context(1), &small, 1));
+    ND2_SGE message = s.active.Sge(0, 16);
+    CHECK_HR(aqp->Send(Context(2), &message, 1, 0));
+    ND2_RESULT r;
+    Results(s.passive, &r, 1);
+    EXPECT(FAILED(r.Status));
+    Expect("SRQ Receive too small", &r, 1, Context(1), r.Status, Nd2RequestTypeReceive, &s.passive);
+    Results(s.active, &r, 1);
+    EXPECT(FAILED(r.Status));
+    Expect("Send to it", &r, 1, Context(2), r.Status, Nd2RequestTypeSend, &s.active);
+    ND2_SGE next = s.passive.Sge(0, 64);
+    CHECK_HR(srq->Receive(Context(3), &next, 1));
+    CHECK_HR(pqp->Flush());
+    double until = nd2_now_ms() + 1000;
+    unsigned flushed = 0;
+    while (nd2_now_ms() < until) {
+        if (s.passive.cq->GetResults(&r, 1) == 0) {
+            usleep(1000);
+            continue;
+        }
+        Expect("SRQ Receive after Flush", &r, 1, Context(3), ND_CANCELED, Nd2RequestTypeReceive, &s.passive);
+        flushed++;
+    }
+    EXPECT(flushed <= 1);
+    if (flushed == 0)
+        printf("  SRQ Receive after Flush: stays in the SRQ (no completion in 1 s)\n");
+    Finish(s, c, l);
+    s.passive.qps.pop_back();
+    EXPECT(pqp->Release() == 0);
+    EXPECT(srq->Release() == 0);
+    return 0;
+}
+
 /* Connect to 0.0.0.0 (Microsoft's ndmemorytest NdInvalidIP zeroes the server's address and
  * expects STATUS_BAD_NETWORK_NAME): inline, at once. */
-int invalid_ip(Pair &s)
+ND2_CASE(invalid_ip, Pair, s)
 {
     double took = ConnectFails(s, "Connect to 0.0.0.0", s.active.Qp(), true, nd2_ipv4("0.0.0.0", 7435),
                                STATUS_BAD_NETWORK_NAME, 0);
@@ -1019,7 +1019,7 @@ int invalid_ip(Pair &s)
 /* A Send to a peer that posted no receive (Microsoft's ndmemorytest NdSendNoReceive): the RNR
  * retries are finite, so the Send completes ND_IO_TIMEOUT instead of waiting for ever; the
  * passive side sees no completion. */
-int send_no_receive(Pair &s)
+ND2_CASE(send_no_receive, Pair, s)
 {
     Connected x(s, 7436);
     ND2_SGE message = s.active.Sge(0, 64);
@@ -1042,7 +1042,7 @@ int send_no_receive(Pair &s)
 /* A receive posted before Accept, and the peer releases its connector right after
  * CompleteConnect (Microsoft's ndmemorytest NdReceiveConnClosed): the receive completes
  * ND_CANCELED once the disconnect arrives; the passive Disconnect then succeeds. */
-int receive_peer_closed(Pair &s)
+ND2_CASE(receive_peer_closed, Pair, s)
 {
     Connected x(s, 7437, Context(1));
     EXPECT(x.c.a->Release() == 0);
@@ -1064,7 +1064,7 @@ int receive_peer_closed(Pair &s)
  * (src/examples/ndpingpong/ndpingpong.cpp:136-153) keeps posting a receive per iteration once
  * a completion was ND_CANCELED; on rxe such receives stayed posted until the queue was full
  * (ND_NO_MEMORY). Every one posted here must complete within 10 s (Results). */
-int receive_after_flush(Pair &s)
+ND2_CASE(receive_after_flush, Pair, s)
 {
     const unsigned N = 8; /* Side::Qp's receive depth: three rounds post three times as many */
     Connected x(s, 7439, Context(1));
@@ -1119,7 +1119,7 @@ bool Lists(const SOCKET_ADDRESS_LIST *list, const sockaddr_in &ip)
  * an NDv2 provider, so ND_QUERY_EXCLUDE_NDv2_ADDRESSES leaves no address (size 0, ND_SUCCESS)
  * and the emulator and NDv1 flags leave every one. IND2Adapter::QueryAddressList lists the
  * addresses of its own adapter: rxe0's, not rxe1's. */
-int address_list(Pair &s)
+ND2_CASE(address_list, Pair, s)
 {
     SIZE_T all = 0;
     nd2_returns("NdQueryAddressList(0) size probe", NdQueryAddressList(0, NULL, &all), ND_BUFFER_OVERFLOW);
@@ -1188,7 +1188,7 @@ struct Round {
  * reused quickly), a receive posted on both sides before the handshake, one message each way,
  * and both sides disconnecting at once (crossing DREQs), then everything released. Every call
  * must succeed; the case prints the rate. */
-int churn(Pair &s)
+ND2_CASE(churn, Pair, s)
 {
     const unsigned short PORT = 7438;
     const unsigned ROUNDS = 100;
@@ -1232,7 +1232,7 @@ int churn(Pair &s)
  * after, as the receive of Microsoft's NdReceiveConnClosed is. Then ndconn's exchange, 20
  * times: receives posted before the handshake, the active side sends, the passive side answers,
  * the active side disconnects as soon as it has the answer; every Send completes ND_SUCCESS. */
-int disconnect_in_flight(Pair &s)
+ND2_CASE(disconnect_in_flight, Pair, s)
 {
     const unsigned short PORT = 7440;
     Connected x(s, PORT);
@@ -1299,7 +1299,7 @@ sockaddr_in LocalAddress(IND2Connector *c)
 /* GetLocalAddress after Bind, before Connect: the bound address (Windows providers answer it;
  * the document asks for "connected or connecting"), port 0's pick and an explicit port alike;
  * the active side's Connect then goes out from that port. */
-int local_address_after_bind(Pair &s)
+ND2_CASE(local_address_after_bind, Pair, s)
 {
     IND2Connector *a = s.active.Connector();
     CHECK_HR(a->Bind(nd2_sa(s.active.address), sizeof s.active.address));
@@ -1342,7 +1342,7 @@ int local_address_after_bind(Pair &s)
  * bound connector's address (7465) succeed, and connections from it to distinct listeners
  * come up side by side. The same 4-tuple twice is ND_ADDRESS_ALREADY_EXISTS; a listener's port
  * stays exclusive both ways (a connector Bind on it, a listener Bind on the connectors' port). */
-int connectors_share_port(Pair &s)
+ND2_CASE(connectors_share_port, Pair, s)
 {
     const unsigned short PORT1 = 7462, PORT2 = 7463, LOCAL = 7465;
     IND2Listener *l1 = s.passive.Listen(PORT1);
@@ -1423,7 +1423,7 @@ int connectors_share_port(Pair &s)
 
 /* Connect again on a connector whose Connect was cancelled: ND_CONNECTION_ACTIVE inline (from
  * Connect's documented codes, as programs written for Windows providers expect). */
-int connect_after_cancel(Pair &s)
+ND2_CASE(connect_after_cancel, Pair, s)
 {
     IND2QueuePair *aqp = s.active.Qp();
     CancelledConnect x(s, 7464, true, aqp, 500);
@@ -1434,40 +1434,9 @@ int connect_after_cancel(Pair &s)
     return 0;
 }
 
-const Nd2Case<Pair> cases[] = {
-    {"private-data-limit", private_data_limit},
-    {"reject", reject},
-    {"no-listener", no_listener},
-    {"unreachable", unreachable},
-    {"io-timeout", io_timeout},
-    {"address-errors", address_errors},
-    {"ports-exhausted", ports_exhausted},
-    {"cancel-connect", cancel_connect},
-    {"abandoned", abandoned},
-    {"active-reject", active_reject},
-    {"cancel-accept", cancel_accept},
-    {"complete-connect-aborted", complete_connect_aborted},
-    {"connection-active", connection_active},
-    {"getters", getters},
-    {"disconnect-codes", disconnect_codes},
-    {"listener-codes", listener_codes},
-    {"failed-request-types", failed_request_types},
-    {"srq-request-types", srq_request_types},
-    {"invalid-ip", invalid_ip},
-    {"send-no-receive", send_no_receive},
-    {"receive-peer-closed", receive_peer_closed},
-    {"receive-after-flush", receive_after_flush},
-    {"address-list", address_list},
-    {"churn", churn},
-    {"disconnect-in-flight", disconnect_in_flight},
-    {"local-address-after-bind", local_address_after_bind},
-    {"connectors-share-port", connectors_share_port},
-    {"connect-after-cancel", connect_after_cancel},
-};
-
 } // namespace
 
 int main(int argc, char **argv)
 {
-    return nd2_fixture_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP");
+    return nd2_fixture_main<Pair>(argc, argv, "PASSIVE_IP ACTIVE_IP");
 }

@@ -74,7 +74,7 @@ struct Rig {
 /* Three requests pending, cancelled: three ND_CANCELED packets, in issue order, all queued
  * before CancelOverlappedRequests returns; each event signalled; GetOverlappedResult(FALSE) is
  * ND_PENDING before. */
-int cancel_order(Rig &rig)
+ND2_CASE(cancel_order, Rig, rig)
 {
     IND2Connector *c[3];
     OVERLAPPED ov[3];
@@ -102,7 +102,7 @@ int cancel_order(Rig &rig)
 }
 
 /* hEvent | 1: the event is signalled, nothing is posted to the port. */
-int event_bit(Rig &rig)
+ND2_CASE(event_bit, Rig, rig)
 {
     IND2Connector *c = rig.Connector();
     HANDLE event = CreateEventA(NULL, TRUE, FALSE, NULL);
@@ -121,7 +121,7 @@ int event_bit(Rig &rig)
 
 /* Release with requests pending: each completes ND_CANCELED (posted) before Release returns;
  * the connector it was for stays usable. Same for a CQ's Notify. */
-int release_pending(Rig &rig)
+ND2_CASE(release_pending, Rig, rig)
 {
     IND2Connector *c = rig.Connector();
     OVERLAPPED ov;
@@ -158,7 +158,7 @@ int release_pending(Rig &rig)
 
 /* Bad input gets its code inline and touches nothing: wrong IID, wrong kind as IUnknown*, NULL
  * OVERLAPPED; no packet is posted for an inline failure. */
-int bad_input(Rig &rig)
+ND2_CASE(bad_input, Rig, rig)
 {
     void *object = reinterpret_cast<void *>(1);
     EXPECT(rig.adapter->CreateConnector(IID_IND2Listener, rig.file, &object) == E_NOINTERFACE);
@@ -178,18 +178,11 @@ int bad_input(Rig &rig)
     return 0;
 }
 
-const Nd2Case<Rig> cases[] = {
-    {"cancel-order", cancel_order},
-    {"event-bit", event_bit},
-    {"release-pending", release_pending},
-    {"bad-input", bad_input},
-};
-
 } // namespace
 
 int main(int argc, char **argv)
 {
-    return nd2_case_main(argc, argv, cases, "LOCAL_IP PORT", [](const Nd2Case<Rig> &c, const char *localIp, const char *port) {
+    return nd2_case_main(argc, argv, nd2_registered_cases<Rig>(), "LOCAL_IP PORT", [](const Nd2Case<Rig> &c, const char *localIp, const char *port) {
         Rig rig(localIp, static_cast<unsigned short>(atoi(port)));
         return c.run(rig);
     });

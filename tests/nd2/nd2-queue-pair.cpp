@@ -183,7 +183,7 @@ void Hangup(Pair &s, Connection &c, IND2QueuePair *pqp, IND2QueuePair *aqp)
 /* Query's limits are what the Create calls accept (Microsoft's NdQpMax: a QP at every maximum
  * Query reported), one past any of them is the documented ND_INVALID_PARAMETER_n (NdLargeQPDepth:
  * a receive queue one deeper fails), and the inline and threshold fields are filled. */
-int max_limits(Pair &s)
+ND2_CASE(max_limits, Pair, s)
 {
     Side &d = s.passive;
     const ND2_ADAPTER_INFO &i = d.info;
@@ -278,7 +278,7 @@ int max_limits(Pair &s)
 /* The QP limits are minimums: a QP created with maxInitiatorRequestSge 1 takes a 2- and a 3-SGE
  * Send (the slot rxe allocates for one SGE holds three; Microsoft's ndmw sends 2 SGEs so), and a
  * Send of no SGE and one of a zero-length SGE complete with 0 bytes at the receiver. */
-int sge_rounding(Pair &s)
+ND2_CASE(sge_rounding, Pair, s)
 {
     IND2QueuePair *pqp = s.passive.Qp(1, 1, 0);
     IND2QueuePair *aqp = s.active.Qp(1, 1, 0);
@@ -322,7 +322,7 @@ int sge_rounding(Pair &s)
 /* ND_OP_FLAG_INLINE sends inline up to MaxInlineDataSize: from memory that is not registered,
  * with a token that is not one ("may be invalid", IND2QueuePair.md), the data copied when the
  * call returns (the buffer is overwritten right after). Send and Write. */
-int inline_data(Pair &s)
+ND2_CASE(inline_data, Pair, s)
 {
     const ULONG max = s.active.info.MaxInlineDataSize;
     IND2QueuePair *pqp = s.passive.Qp(1, 1, 0);
@@ -362,7 +362,7 @@ int inline_data(Pair &s)
  * Microsoft's ndmval sends 1024 bytes into a 1023-byte receive: the receiver completes with
  * ND_BUFFER_OVERFLOW (the document's code for a Receive) and the sender with ND_SUCCESS or
  * STATUS_DATA_ERROR, as Windows' iWARP and IB providers do (ndmval fails on ND_REMOTE_ERROR). */
-int completion_codes(Pair &s)
+ND2_CASE(completion_codes, Pair, s)
 {
     IND2QueuePair *pqp = s.passive.Qp(1, 1, 0);
     IND2QueuePair *aqp = s.active.Qp(1, 1, 0);
@@ -390,7 +390,7 @@ int completion_codes(Pair &s)
 /* The remote token in network byte order, end to end, against a plain verbs peer (not nd-shim)
  * that reads ND's token with ntohl and gives its own with htonl (IND2MemoryRegion.md,
  * GetRemoteToken): the peer reads and writes our MR, we read its buffer. */
-int token_order(Pair &s)
+ND2_CASE(token_order, Pair, s)
 {
     const char *peer = getenv("ND2_VERBS_PEER");
     if (peer == NULL)
@@ -467,18 +467,10 @@ int token_order(Pair &s)
     return 0;
 }
 
-const Nd2Case<Pair> cases[] = {
-    {"max-limits", max_limits},
-    {"sge-rounding", sge_rounding},
-    {"inline-data", inline_data},
-    {"completion-codes", completion_codes},
-    {"token-order", token_order},
-};
-
 } // namespace
 
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    return nd2_fixture_main(argc, argv, cases, "PASSIVE_IP ACTIVE_IP");
+    return nd2_fixture_main<Pair>(argc, argv, "PASSIVE_IP ACTIVE_IP");
 }

@@ -170,14 +170,8 @@ static void post_one_wr(uint64_t id)
 static void post_one_ud(uint64_t id)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = MSG, .lkey = client_mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = id,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.ud = { .ah = ah, .remote_qpn = server_qpn, .remote_qkey = QKEY },
-	}, *bad;
+	struct ibv_send_wr wr = LOOPBACK_SEND_WR(id, IBV_WR_SEND, &sge,
+			.wr.ud = { .ah = ah, .remote_qpn = server_qpn, .remote_qkey = QKEY }), *bad;
 	int rc = ibv_post_send(cqp, &wr, &bad);
 
 	if (rc)
@@ -188,14 +182,8 @@ static void post_one_ud(uint64_t id)
 static inline void post_one_rdma(uint64_t id, enum ibv_wr_opcode opcode, uint32_t len)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)client_buf, .length = len, .lkey = client_mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = id,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = opcode,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey },
-	}, *bad;
+	struct ibv_send_wr wr = LOOPBACK_SEND_WR(id, opcode, &sge,
+			.wr.rdma = { .remote_addr = (uintptr_t)server_buf, .rkey = server_mr->rkey }), *bad;
 	int rc = ibv_post_send(cqp, &wr, &bad);
 
 	if (rc)
@@ -242,6 +230,16 @@ static void rate_loop(long n)
 	}
 }
 
+/* STMT, which callgrind counts when COLLECT (collection toggled on before it and off after it). */
+#define COUNTED(collect, stmt)                                                                     \
+	do {                                                                                       \
+		if (collect)                                                                       \
+			CALLGRIND_TOGGLE_COLLECT;                                                  \
+		stmt;                                                                              \
+		if (collect)                                                                       \
+			CALLGRIND_TOGGLE_COLLECT;                                                  \
+	} while (0)
+
 static void await_event(struct ibv_comp_channel *ch)
 {
 	struct ibv_cq *ev_cq;
@@ -267,11 +265,7 @@ static void srq_pair(long i, bool collect)
 
 	if (ibv_req_notify_cq(client_cq, 0) || ibv_req_notify_cq(server_cq, 0))
 		die("ibv_req_notify_cq");
-	if (collect)
-		CALLGRIND_TOGGLE_COLLECT;
-	rc = ibv_post_srq_recv(srq, &wr, &bad);
-	if (collect)
-		CALLGRIND_TOGGLE_COLLECT;
+	COUNTED(collect, rc = ibv_post_srq_recv(srq, &wr, &bad));
 	if (rc)
 		die("post_srq_recv: %s", strerror(rc));
 	post_one((uint64_t)i);
@@ -280,11 +274,7 @@ static void srq_pair(long i, bool collect)
 		die("client poll_cq after the event");
 	check(&wc, (uint64_t)i);
 	await_event(server_channel);
-	if (collect)
-		CALLGRIND_TOGGLE_COLLECT;
-	got = ibv_poll_cq(server_cq, 1, &wc);
-	if (collect)
-		CALLGRIND_TOGGLE_COLLECT;
+	COUNTED(collect, got = ibv_poll_cq(server_cq, 1, &wc));
 	if (got != 1)
 		die("server poll_cq after the event returned %d", got);
 	if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
@@ -323,17 +313,9 @@ static void count_loop(long n, bool collect)
 		}
 		if (ibv_req_notify_cq(client_cq, 0))
 			die("ibv_req_notify_cq");
-		if (collect)
-			CALLGRIND_TOGGLE_COLLECT;
-		post_one((uint64_t)i);
-		if (collect)
-			CALLGRIND_TOGGLE_COLLECT;
+		COUNTED(collect, post_one((uint64_t)i));
 		await_event(channel);
-		if (collect)
-			CALLGRIND_TOGGLE_COLLECT;
-		got = ibv_poll_cq(client_cq, 1, &wc);
-		if (collect)
-			CALLGRIND_TOGGLE_COLLECT;
+		COUNTED(collect, got = ibv_poll_cq(client_cq, 1, &wc));
 		if (got != 1)
 			die("poll_cq after the event returned %d", got);
 		check(&wc, (uint64_t)i);

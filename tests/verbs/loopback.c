@@ -127,14 +127,8 @@ int loopback_post_write(struct ibv_qp *qp, uint64_t wr_id, void *local, uint32_t
 			const struct ibv_mr *lmr, void *remote, const struct ibv_mr *rmr)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)local, .length = len, .lkey = lmr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)remote, .rkey = rmr->rkey },
-	}, *bad = NULL;
+	struct ibv_send_wr wr = LOOPBACK_SEND_WR(wr_id, IBV_WR_RDMA_WRITE, &sge,
+			.wr.rdma = { .remote_addr = (uintptr_t)remote, .rkey = rmr->rkey }), *bad = NULL;
 
 	return ibv_post_send(qp, &wr, &bad);
 }

@@ -45,6 +45,15 @@ void loopback_free_thread_domain(struct ibv_td *td, struct ibv_pd *parent);
 struct ibv_mr *loopback_reg_mr(struct loopback_dev *dev, void *buf, size_t len, int access);
 
 /*
+ * The initializer of a signalled work request of the one SGE at SGE with OPCODE, then what the
+ * opcode needs (.wr.rdma = ..., .wr.ud = ...): a macro, so that verbs-bench's counted posts still
+ * build the request in place.
+ */
+#define LOOPBACK_SEND_WR(wr_id_, opcode_, sge_, ...)                                               \
+	{ .wr_id = (wr_id_), .sg_list = (sge_), .num_sge = 1, .opcode = (opcode_),                 \
+	  .send_flags = IBV_SEND_SIGNALED, __VA_ARGS__ }
+
+/*
  * Posts one signaled RDMA Write of LEN bytes from LOCAL (in LMR) to REMOTE (in RMR) on QP:
  * ibv_post_send's status.
  */

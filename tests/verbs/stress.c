@@ -314,15 +314,11 @@ static void *poster_main(void *arg)
 		char *buf = p->bufs + (size_t)(k % (2 * SQ_DEPTH)) * MSG_MAX;
 		uint32_t len = 8 + (uint32_t)(id % (MSG_MAX - 7));
 		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = client_mr->lkey };
-		struct ibv_send_wr wr = {
-			.wr_id = id,
-			.sg_list = &sge,
-			.num_sge = 1,
-			.opcode = IBV_WR_SEND,
-			.send_flags = IBV_SEND_SIGNALED | (id % 4 == 0 ? IBV_SEND_INLINE : 0),
-		}, *bad = NULL;
+		struct ibv_send_wr wr = LOOPBACK_SEND_WR(id, IBV_WR_SEND, &sge), *bad = NULL;
 		int rc;
 
+		if (id % 4 == 0)
+			wr.send_flags |= IBV_SEND_INLINE;
 		memset(buf, (int)(id & 0xff), len);
 		memcpy(buf, &id, sizeof(id));
 		rc = ibv_post_send(pr->cqp, &wr, &bad);

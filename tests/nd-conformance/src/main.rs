@@ -15,7 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use nd_shim::{
-    Adapter, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, Pending, QueuePair, SharedEndpoint,
+    Adapter, BufferFill, CompletionQueue, Connector, Listener, MemoryRegion, NdStatus, Pending, QueuePair,
+    SharedEndpoint,
 };
 
 const SERVER: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
@@ -46,6 +47,33 @@ fn expect_err<T>(what: &str, got: Result<T, NdStatus>, want: NdStatus) -> Outcom
 
 fn ok<T>(what: &str, r: Result<T, NdStatus>) -> Result<T, String> {
     r.map_err(|s| format!("{what}: {s}"))
+}
+
+/// A call on a connector that never connected (`what`, printed as "`what` on a new connector"):
+/// ND_CONNECTION_INVALID inline.
+fn expect_invalid_when_new<T>(what: &str, got: Result<T, NdStatus>) -> Outcome {
+    expect_err(
+        &format!("{what} on a new connector"),
+        got,
+        NdStatus::ND_CONNECTION_INVALID,
+    )
+}
+
+/// A getter (`label` in its error) into N bytes of 0xee, too few: ND_BUFFER_OVERFLOW, printed as
+/// "`what` into N bytes". The fill and the buffer, for what the getter copied.
+fn fill_short<const N: usize>(
+    label: &str,
+    what: &str,
+    get: impl FnOnce(&mut [u8]) -> Result<BufferFill, NdStatus>,
+) -> Result<(BufferFill, [u8; N]), String> {
+    let mut short = [0xeeu8; N];
+    let fill = ok(label, get(&mut short))?;
+    expect(
+        &format!("{what} into {N} bytes"),
+        fill.status,
+        NdStatus::ND_BUFFER_OVERFLOW,
+    )?;
+    Ok((fill, short))
 }
 
 /// One side's verbs objects.
@@ -405,11 +433,7 @@ fn connect_state_errors() -> Outcome {
     });
     let side = active(&ready)?;
     let connector = Connector::new(&side.adapter);
-    expect_err(
-        "CompleteConnect on a new connector",
-        connector.complete_connect(),
-        NdStatus::ND_CONNECTION_INVALID,
-    )?;
+    expect_invalid_when_new("CompleteConnect", connector.complete_connect())?;
     connect_ends("Connect", &connector, &side.qp, PORT, NdStatus::ND_SUCCESS)?;
     ok("complete_connect", connector.complete_connect())?;
     expect_err(
@@ -445,30 +469,32 @@ fn second_bind() -> Outcome {
 
 /// A port another connector or listener holds: ND_SHARING_VIOLATION.
 fn port_in_use() -> Outcome {
+    const PORT: u16 = 7005;
     let side = Side::open(SERVER, true)?;
-    let listener = listening(&side, 7005)?;
+    let listener = listening(&side, PORT)?;
+    let addr = SocketAddr::new(SERVER, PORT);
     let connector = Connector::new(&side.adapter);
     expect_err(
         "Bind to a listener's port",
-        connector.bind(SocketAddr::new(SERVER, 7005)),
+        connector.bind(addr),
         NdStatus::ND_SHARING_VIOLATION,
     )?;
     let other = Listener::new(&side.adapter);
     expect_err(
         "second listener on the port",
-        other.bind(SocketAddr::new(SERVER, 7005)),
+        other.bind(addr),
         NdStatus::ND_SHARING_VIOLATION,
     )?;
     drop(listener);
     // The refused connector stays spent (no reuse after a failed Bind); a new one gets the port.
     expect_err(
         "Bind again on the refused connector",
-        connector.bind(SocketAddr::new(SERVER, 7005)),
+        connector.bind(addr),
         NdStatus::ND_CONNECTION_INVALID,
     )?;
     ok(
         "Bind after the listener closed",
-        Connector::new(&side.adapter).bind(SocketAddr::new(SERVER, 7005)),
+        Connector::new(&side.adapter).bind(addr),
     )
 }
 
@@ -740,13 +766,7 @@ fn getters_short_buffers() -> Outcome {
         );
         ready.send(()).ok();
         let connector = request(&side, &listener)?;
-        let mut short = [0xeeu8; 10];
-        let fill = ok("get_private_data", connector.get_private_data(&mut short))?;
-        expect(
-            "GetPrivateData into 10 bytes",
-            fill.status,
-            NdStatus::ND_BUFFER_OVERFLOW,
-        )?;
+        let (fill, short) = fill_short::<10>("get_private_data", "GetPrivateData", |b| connector.get_private_data(b))?;
         ensure!(fill.required == 56, "required {}", fill.required);
         ensure!(short == *b"0123456789", "the first 10 bytes were not copied: {short:?}");
         // The request carries the peer's address (Microsoft's ndmpic reads it before Accept).
@@ -757,9 +777,7 @@ fn getters_short_buffers() -> Outcome {
             &addr[..16]
         );
         expect("Accept", accept(&connector, &side.qp)?.wait(), NdStatus::ND_SUCCESS)?;
-        let mut short = [0xeeu8; 8];
-        let fill = ok("get_peer_address", connector.get_peer_address(&mut short))?;
-        expect("GetPeerAddress into 8 bytes", fill.status, NdStatus::ND_BUFFER_OVERFLOW)?;
+        let (fill, short) = fill_short::<8>("get_peer_address", "GetPeerAddress", |b| connector.get_peer_address(b))?;
         ensure!(
             fill.required == 16 && short == [0xee; 8],
             "peer address fill {fill:?}, buffer {short:?}"
@@ -789,13 +807,9 @@ fn getters_short_buffers() -> Outcome {
     let connector = Connector::new(&side.adapter);
     let connect = connect(&connector, &side.qp, PORT, b"0123456789abcdef")?;
     expect("Connect", connect.wait(), NdStatus::ND_SUCCESS)?;
-    let mut short = [0xeeu8; 15];
-    let fill = ok("get_local_address", connector.get_local_address(&mut short))?;
-    expect(
-        "GetLocalAddress into 15 bytes",
-        fill.status,
-        NdStatus::ND_BUFFER_OVERFLOW,
-    )?;
+    let (fill, short) = fill_short::<15>("get_local_address", "GetLocalAddress", |b| {
+        connector.get_local_address(b)
+    })?;
     ensure!(
         fill.required == 16 && short == [0xee; 15],
         "local address fill {fill:?}, buffer {short:?}"
@@ -1236,6 +1250,26 @@ fn mp_port_zero() -> Outcome {
     other.finish()
 }
 
+/// `addr`, a port held elsewhere: a new connector's Bind, a new listener's Bind and a shared
+/// endpoint on it are ND_SHARING_VIOLATION (`what`: their names, in that order).
+fn expect_held(side: &Side, addr: SocketAddr, what: [&str; 3]) -> Outcome {
+    expect_err(
+        what[0],
+        Connector::new(&side.adapter).bind(addr),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
+    expect_err(
+        what[1],
+        Listener::new(&side.adapter).bind(addr),
+        NdStatus::ND_SHARING_VIOLATION,
+    )?;
+    expect_err(
+        what[2],
+        SharedEndpoint::new(&side.adapter, addr),
+        NdStatus::ND_SHARING_VIOLATION,
+    )
+}
+
 /// Ports held by a plain librdmacm program: CLIENT:50200 and the wildcard 0.0.0.0:50201
 /// (ND_SHIM_PORT_RANGE=50200-50202, set by the suite). Port 0 finds 50202 whatever port the
 /// search starts at, then ND_TOO_MANY_ADDRESSES; each held port asked for explicitly is
@@ -1258,20 +1292,14 @@ fn mp_plain_holders() -> Outcome {
     )?;
     for port in [50200, 50201] {
         let addr = SocketAddr::new(CLIENT, port);
-        expect_err(
-            &format!("Bind {addr}"),
-            Connector::new(&side.adapter).bind(addr),
-            NdStatus::ND_SHARING_VIOLATION,
-        )?;
-        expect_err(
-            &format!("listener Bind {addr}"),
-            Listener::new(&side.adapter).bind(addr),
-            NdStatus::ND_SHARING_VIOLATION,
-        )?;
-        expect_err(
-            &format!("shared endpoint on {addr}"),
-            SharedEndpoint::new(&side.adapter, addr),
-            NdStatus::ND_SHARING_VIOLATION,
+        expect_held(
+            &side,
+            addr,
+            [
+                &format!("Bind {addr}"),
+                &format!("listener Bind {addr}"),
+                &format!("shared endpoint on {addr}"),
+            ],
         )?;
     }
     exact.finish()?;
@@ -1285,20 +1313,14 @@ fn mp_explicit_port() -> Outcome {
     other.expect_line("ready")?;
     let side = Side::open(CLIENT, true)?;
     let addr = SocketAddr::new(CLIENT, 7210);
-    expect_err(
-        "Bind to the other process's port",
-        Connector::new(&side.adapter).bind(addr),
-        NdStatus::ND_SHARING_VIOLATION,
-    )?;
-    expect_err(
-        "listener on the other process's port",
-        Listener::new(&side.adapter).bind(addr),
-        NdStatus::ND_SHARING_VIOLATION,
-    )?;
-    expect_err(
-        "shared endpoint on the other process's port",
-        SharedEndpoint::new(&side.adapter, addr),
-        NdStatus::ND_SHARING_VIOLATION,
+    expect_held(
+        &side,
+        addr,
+        [
+            "Bind to the other process's port",
+            "listener on the other process's port",
+            "shared endpoint on the other process's port",
+        ],
     )?;
     other.finish()?;
     ok(
@@ -1572,16 +1594,8 @@ fn notify_disconnect_codes() -> Outcome {
     });
     let side = active(&ready)?;
     let fresh = Connector::new(&side.adapter);
-    expect_err(
-        "NotifyDisconnect on a new connector",
-        fresh.notify_disconnect(),
-        NdStatus::ND_CONNECTION_INVALID,
-    )?;
-    expect_err(
-        "Disconnect on a new connector",
-        fresh.disconnect(),
-        NdStatus::ND_CONNECTION_INVALID,
-    )?;
+    expect_invalid_when_new("NotifyDisconnect", fresh.notify_disconnect())?;
+    expect_invalid_when_new("Disconnect", fresh.disconnect())?;
     let connector = connected(&side, PORT)?;
     let first = ok("notify_disconnect", connector.notify_disconnect())?;
     ensure!(
@@ -1662,38 +1676,10 @@ const CASES: &[(&str, Case)] = &[
     ("mp-shared-endpoint", mp_shared_endpoint),
 ];
 
-/// Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
-/// without it.
-struct StderrLog;
-
-impl log::Log for StderrLog {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::max_level()
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            eprintln!("nd-shim {}: {}", record.level(), record.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn init_log() {
-    let level = std::env::var("ND_SHIM_LOG")
-        .ok()
-        .and_then(|v| v.parse::<log::LevelFilter>().ok());
-    if let Some(level) = level {
-        static LOGGER: StderrLog = StderrLog;
-        if log::set_logger(&LOGGER).is_ok() {
-            log::set_max_level(level);
-        }
-    }
-}
-
 fn main() {
-    init_log();
+    // Shim logs to stderr at the level in ND_SHIM_LOG (error, warn, info, debug, trace); quiet
+    // without it.
+    nd_shim::stderr_log::init_from_env();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
         if let Err(why) = run_child(&args[1..]) {
