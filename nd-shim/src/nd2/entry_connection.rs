@@ -20,7 +20,7 @@ use super::qp::QpBody;
 use super::srq::SrqBody;
 use super::win32::Handle;
 use super::{
-    arg, boundary, bytes, code, fill_out, guid, hr_boundary, iids, object, read_sockaddr, sized_buffer, this, Class,
+    arg, boundary, bytes, code, com_class, fill_out, guid, hr_boundary, object, read_sockaddr, sized_buffer, this,
     Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS,
 };
 
@@ -33,11 +33,12 @@ pub(crate) struct FactoryVtbl {
     lock_server: unsafe extern "C" fn(*mut c_void, i32) -> HResult,
 }
 
-static FACTORY_VTBL: FactoryVtbl = FactoryVtbl {
-    unknown: UnknownVtbl::of::<FactoryBody>(),
-    create_instance,
-    lock_server,
-};
+com_class! {
+    FactoryBody, FACTORY_VTBL: FactoryVtbl, [IID_IClassFactory] {
+        create_instance: create_instance,
+        lock_server: lock_server,
+    }
+}
 
 #[repr(C)]
 pub(crate) struct ProviderVtbl {
@@ -47,23 +48,12 @@ pub(crate) struct ProviderVtbl {
     open_adapter: unsafe extern "C" fn(*mut c_void, *const Guid, u64, *mut *mut c_void) -> HResult,
 }
 
-static PROVIDER_VTBL: ProviderVtbl = ProviderVtbl {
-    unknown: UnknownVtbl::of::<ProviderBody>(),
-    query_address_list: provider_query_address_list,
-    resolve_address: provider_resolve_address,
-    open_adapter: provider_open_adapter,
-};
-
-impl Class for FactoryBody {
-    type Vtbl = FactoryVtbl;
-    const VTBL: &'static FactoryVtbl = &FACTORY_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IClassFactory];
-}
-
-impl Class for ProviderBody {
-    type Vtbl = ProviderVtbl;
-    const VTBL: &'static ProviderVtbl = &PROVIDER_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Provider];
+com_class! {
+    ProviderBody, PROVIDER_VTBL: ProviderVtbl, [IID_IND2Provider] {
+        query_address_list: provider_query_address_list,
+        resolve_address: provider_resolve_address,
+        open_adapter: provider_open_adapter,
+    }
 }
 
 /// # Safety
@@ -197,25 +187,20 @@ pub(crate) struct AdapterVtbl {
     create_listener: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
 }
 
-static ADAPTER_VTBL: AdapterVtbl = AdapterVtbl {
-    unknown: UnknownVtbl::of::<AdapterBody>(),
-    create_overlapped_file: adapter_create_overlapped_file,
-    query: adapter_query,
-    query_address_list: adapter_query_address_list,
-    create_completion_queue: adapter_create_completion_queue,
-    create_memory_region: adapter_create_memory_region,
-    create_memory_window: adapter_create_memory_window,
-    create_shared_receive_queue: adapter_create_shared_receive_queue,
-    create_queue_pair: adapter_create_queue_pair,
-    create_queue_pair_with_srq: adapter_create_queue_pair_with_srq,
-    create_connector: adapter_create_connector,
-    create_listener: adapter_create_listener,
-};
-
-impl Class for AdapterBody {
-    type Vtbl = AdapterVtbl;
-    const VTBL: &'static AdapterVtbl = &ADAPTER_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Adapter];
+com_class! {
+    AdapterBody, ADAPTER_VTBL: AdapterVtbl, [IID_IND2Adapter] {
+        create_overlapped_file: adapter_create_overlapped_file,
+        query: adapter_query,
+        query_address_list: adapter_query_address_list,
+        create_completion_queue: adapter_create_completion_queue,
+        create_memory_region: adapter_create_memory_region,
+        create_memory_window: adapter_create_memory_window,
+        create_shared_receive_queue: adapter_create_shared_receive_queue,
+        create_queue_pair: adapter_create_queue_pair,
+        create_queue_pair_with_srq: adapter_create_queue_pair_with_srq,
+        create_connector: adapter_create_connector,
+        create_listener: adapter_create_listener,
+    }
 }
 
 unsafe extern "C" fn adapter_create_overlapped_file(this: *mut c_void, out: *mut Handle) -> HResult {
@@ -459,27 +444,20 @@ pub(crate) struct ConnectorVtbl {
     disconnect: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HResult,
 }
 
-static CONNECTOR_VTBL: ConnectorVtbl = ConnectorVtbl {
-    unknown: UnknownVtbl::of::<ConnectorBody>(),
-    overlapped: OverlappedVtbl::of::<ConnectorBody>(),
-    bind: connector_bind,
-    connect: connector_connect,
-    complete_connect: connector_complete_connect,
-    accept: connector_accept,
-    reject: connector_reject,
-    get_read_limits: connector_get_read_limits,
-    get_private_data: connector_get_private_data,
-    get_local_address: connector_get_local_address,
-    get_peer_address: connector_get_peer_address,
-    notify_disconnect: connector_notify_disconnect,
-    disconnect: connector_disconnect,
-};
-
-impl Class for ConnectorBody {
-    type Vtbl = ConnectorVtbl;
-    const VTBL: &'static ConnectorVtbl = &CONNECTOR_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Overlapped, &iids::IID_IND2Connector];
-
+com_class! {
+    ConnectorBody, CONNECTOR_VTBL: ConnectorVtbl, [IID_IND2Overlapped, IID_IND2Connector] {
+        bind: connector_bind,
+        connect: connector_connect,
+        complete_connect: connector_complete_connect,
+        accept: connector_accept,
+        reject: connector_reject,
+        get_read_limits: connector_get_read_limits,
+        get_private_data: connector_get_private_data,
+        get_local_address: connector_get_local_address,
+        get_peer_address: connector_get_peer_address,
+        notify_disconnect: connector_notify_disconnect,
+        disconnect: connector_disconnect,
+    }
     /// Pending requests complete (ND_CANCELED), a pending Disconnect among them, before the
     /// last reference goes: the caller's OVERLAPPEDs are never written after Release returns,
     /// even when another call still holds the object (the body is dropped after that call).
@@ -627,20 +605,13 @@ pub(crate) struct ListenerVtbl {
     get_connection_request: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> HResult,
 }
 
-static LISTENER_VTBL: ListenerVtbl = ListenerVtbl {
-    unknown: UnknownVtbl::of::<ListenerBody>(),
-    overlapped: OverlappedVtbl::of::<ListenerBody>(),
-    bind: listener_bind,
-    listen: listener_listen,
-    get_local_address: listener_get_local_address,
-    get_connection_request: listener_get_connection_request,
-};
-
-impl Class for ListenerBody {
-    type Vtbl = ListenerVtbl;
-    const VTBL: &'static ListenerVtbl = &LISTENER_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Overlapped, &iids::IID_IND2Listener];
-
+com_class! {
+    ListenerBody, LISTENER_VTBL: ListenerVtbl, [IID_IND2Overlapped, IID_IND2Listener] {
+        bind: listener_bind,
+        listen: listener_listen,
+        get_local_address: listener_get_local_address,
+        get_connection_request: listener_get_connection_request,
+    }
     fn on_release(&self) {
         self.cancel();
     }

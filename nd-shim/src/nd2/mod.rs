@@ -856,6 +856,38 @@ impl OverlappedVtbl {
     }
 }
 
+/// A class's static vtable and its [`Class`] impl: IUnknown's entries first (then IND2Overlapped's
+/// when its IID is given first), then the interface's own in its declaration order.
+/// QueryInterface answers IUnknown's IID and the ones given; what follows the entries (an
+/// `on_release`) goes into the impl.
+macro_rules! com_class {
+    ($body:ty, $vtbl:ident: $Vtbl:ident, [IID_IND2Overlapped, $iid:ident] { $($entries:tt)* } $($class:tt)*) => {
+        $crate::nd2::com_class! {
+            $body, $vtbl: $Vtbl, [IID_IND2Overlapped, $iid] @ {
+                overlapped: $crate::nd2::OverlappedVtbl::of::<$body>(),
+                $($entries)*
+            }
+            $($class)*
+        }
+    };
+    // `@`: IND2Overlapped's entries are in already.
+    ($body:ty, $vtbl:ident: $Vtbl:ident, [$($iid:ident),*] $(@)? { $($entry:ident: $f:expr,)* } $($class:tt)*) => {
+        static $vtbl: $Vtbl = $Vtbl {
+            unknown: $crate::nd2::UnknownVtbl::of::<$body>(),
+            $($entry: $f,)*
+        };
+
+        impl $crate::nd2::Class for $body {
+            type Vtbl = $Vtbl;
+            const VTBL: &'static $Vtbl = &$vtbl;
+            const IIDS: &'static [&'static $crate::nd2::Guid] =
+                &[&$crate::nd2::iids::IID_IUnknown, $(&$crate::nd2::iids::$iid),*];
+            $($class)*
+        }
+    };
+}
+pub(crate) use com_class;
+
 // The connection objects' raw verbs calls (the data objects' are `entry_data.rs`).
 
 /// The largest message of the adapter's port (rxe has one, number 1); `None` if the query fails.
