@@ -256,7 +256,7 @@ macro_rules! connector_request {
                     let request = Request::start(ov, &c.file)?;
                     (c, request)
                 };
-                issue(request, || c.connector.$method())
+                issue(request, || c.endpoint.$method())
             })
         }
     };
@@ -462,7 +462,7 @@ com_class! {
     /// last reference goes: the caller's OVERLAPPEDs are never written after Release returns,
     /// even when another call still holds the object (the body is dropped after that call).
     fn on_release(&self) {
-        self.connector.release();
+        self.endpoint.release();
     }
 }
 
@@ -470,7 +470,7 @@ unsafe extern "C" fn connector_bind(this: *mut c_void, addr: *const libc::sockad
     hr_boundary("IND2Connector::Bind", || {
         // SAFETY: the caller's object and address.
         let (c, addr) = unsafe { (self::this::<ConnectorBody>(this)?, read_sockaddr(addr, len as usize)?) };
-        c.connector.bind(addr).map_err(code)?;
+        c.endpoint.bind(addr).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
@@ -499,7 +499,7 @@ unsafe extern "C" fn connector_connect(
             (c, qp, remote, data, request)
         };
         issue(request, || {
-            c.connector
+            c.endpoint
                 .connect(&qp.qp, remote, inbound_read_limit, outbound_read_limit, data)
         })
     })
@@ -537,8 +537,7 @@ unsafe extern "C" fn connector_accept(
             (c, qp, data, request)
         };
         issue(request, || {
-            c.connector
-                .accept(&qp.qp, inbound_read_limit, outbound_read_limit, data)
+            c.endpoint.accept(&qp.qp, inbound_read_limit, outbound_read_limit, data)
         })
     })
 }
@@ -547,7 +546,7 @@ unsafe extern "C" fn connector_reject(this: *mut c_void, private_data: *const c_
     hr_boundary("IND2Connector::Reject", || {
         // SAFETY: the caller's object and private data.
         let (c, data) = unsafe { (self::this::<ConnectorBody>(this)?, bytes(private_data, len as usize)?) };
-        c.connector.reject(data).map_err(code)?;
+        c.endpoint.reject(data).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
@@ -566,7 +565,7 @@ unsafe extern "C" fn connector_get_private_data(this: *mut c_void, data: *mut c_
         // SAFETY: the caller's object, and its buffer of *len bytes.
         unsafe {
             let c = self::this::<ConnectorBody>(this)?;
-            fill_out(data, len, |b| c.connector.get_private_data(b))
+            fill_out(data, len, |b| c.endpoint.get_private_data(b))
         }
     })
 }
@@ -575,14 +574,14 @@ address_entry!(
     connector_get_local_address,
     "IND2Connector::GetLocalAddress",
     ConnectorBody,
-    |c, b| c.connector.get_local_address(b)
+    |c, b| c.endpoint.get_local_address(b)
 );
 
 address_entry!(
     connector_get_peer_address,
     "IND2Connector::GetPeerAddress",
     ConnectorBody,
-    |c, b| c.connector.get_peer_address(b)
+    |c, b| c.endpoint.get_peer_address(b)
 );
 
 connector_request!(
@@ -621,7 +620,7 @@ unsafe extern "C" fn listener_bind(this: *mut c_void, addr: *const libc::sockadd
     hr_boundary("IND2Listener::Bind", || {
         // SAFETY: the caller's object and address.
         let (l, addr) = unsafe { (self::this::<ListenerBody>(this)?, read_sockaddr(addr, len as usize)?) };
-        l.listener.bind(addr).map_err(code)?;
+        l.endpoint.bind(addr).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
@@ -630,7 +629,7 @@ unsafe extern "C" fn listener_listen(this: *mut c_void, backlog: u32) -> HResult
     hr_boundary("IND2Listener::Listen", || {
         // SAFETY: the caller's object.
         let l = unsafe { self::this::<ListenerBody>(this)? };
-        l.listener.listen(backlog).map_err(code)?;
+        l.endpoint.listen(backlog).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
@@ -639,7 +638,7 @@ address_entry!(
     listener_get_local_address,
     "IND2Listener::GetLocalAddress",
     ListenerBody,
-    |l, b| l.listener.get_local_address(b)
+    |l, b| l.endpoint.get_local_address(b)
 );
 
 unsafe extern "C" fn listener_get_connection_request(
@@ -656,7 +655,7 @@ unsafe extern "C" fn listener_get_connection_request(
             let request = Request::start(ov, &l.file)?;
             (l, c, request)
         };
-        issue(request, || l.listener.get_connection_request(&c.connector))
+        issue(request, || l.endpoint.get_connection_request(&c.endpoint))
     })
 }
 
