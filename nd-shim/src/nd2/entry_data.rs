@@ -66,6 +66,23 @@ unsafe extern "C" fn get_notify_affinity<T: NotifyAffinity>(
     })
 }
 
+/// The class of a queue that notifies (CQ, SRQ): IND2Overlapped's entries, then
+/// GetNotifyAffinity, then the interface's own; its release cancels what is pending (Notify
+/// requests among them).
+macro_rules! notifying_class {
+    ($body:ty, $vtbl:ident: $Vtbl:ident, $iid:ident { $($entries:tt)* }) => {
+        com_class! {
+            $body, $vtbl: $Vtbl, [IID_IND2Overlapped, $iid] {
+                get_notify_affinity: get_notify_affinity::<$body>,
+                $($entries)*
+            }
+            fn on_release(&self) {
+                super::Overlapped::cancel(self);
+            }
+        }
+    };
+}
+
 // ---- IND2CompletionQueue ----
 
 #[repr(C)]
@@ -78,15 +95,11 @@ pub(crate) struct CqVtbl {
     get_results: unsafe extern "C" fn(*mut c_void, *mut Nd2Result, u32) -> u32,
 }
 
-com_class! {
-    CqBody, CQ_VTBL: CqVtbl, [IID_IND2Overlapped, IID_IND2CompletionQueue] {
-        get_notify_affinity: get_notify_affinity::<CqBody>,
+notifying_class! {
+    CqBody, CQ_VTBL: CqVtbl, IID_IND2CompletionQueue {
         resize: cq_resize,
         notify: cq_notify,
         get_results: cq_get_results,
-    }
-    fn on_release(&self) {
-        super::Overlapped::cancel(self);
     }
 }
 
@@ -438,15 +451,11 @@ pub(crate) struct SrqVtbl {
     receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32) -> HResult,
 }
 
-com_class! {
-    SrqBody, SRQ_VTBL: SrqVtbl, [IID_IND2Overlapped, IID_IND2SharedReceiveQueue] {
-        get_notify_affinity: get_notify_affinity::<SrqBody>,
+notifying_class! {
+    SrqBody, SRQ_VTBL: SrqVtbl, IID_IND2SharedReceiveQueue {
         modify: srq_modify,
         notify: srq_notify,
         receive: srq_receive,
-    }
-    fn on_release(&self) {
-        super::Overlapped::cancel(self);
     }
 }
 
