@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn auto_reset_event_releases_one_wait() {
         let _pump = pump::exclusive_for_test();
-        let event = create_event(std::ptr::null_mut(), 0, 1, true);
+        let event = new_event(false, true);
         assert_eq!(WaitForSingleObject(event, 0), WAIT_OBJECT_0);
         assert_eq!(WaitForSingleObject(event, 0), WAIT_TIMEOUT);
         assert_eq!(CloseHandle(event), 1);
@@ -515,7 +515,7 @@ mod tests {
         assert!(!port.is_null());
         assert!(CreateIoCompletionPort(file, port, 2, 0).is_null());
         assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        let event = create_event(std::ptr::null_mut(), 1, 0, true);
+        let event = new_event(true, false);
         assert!(CreateIoCompletionPort(event, port, 2, 0).is_null());
         assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
         for h in [file, port, event] {
