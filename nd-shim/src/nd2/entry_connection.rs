@@ -35,8 +35,8 @@ pub(crate) struct FactoryVtbl {
 
 com_class! {
     FactoryBody, FACTORY_VTBL: FactoryVtbl, [IID_IClassFactory] {
-        create_instance: create_instance,
-        lock_server: lock_server,
+        create_instance,
+        lock_server,
     }
 }
 

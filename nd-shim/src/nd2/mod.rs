@@ -871,10 +871,10 @@ macro_rules! com_class {
         }
     };
     // `@`: IND2Overlapped's entries are in already.
-    ($body:ty, $vtbl:ident: $Vtbl:ident, [$($iid:ident),*] $(@)? { $($entry:ident: $f:expr,)* } $($class:tt)*) => {
+    ($body:ty, $vtbl:ident: $Vtbl:ident, [$($iid:ident),*] $(@)? { $($entry:ident $(: $f:expr)?,)* } $($class:tt)*) => {
         static $vtbl: $Vtbl = $Vtbl {
             unknown: $crate::nd2::UnknownVtbl::of::<$body>(),
-            $($entry: $f,)*
+            $($entry $(: $f)?,)*
         };
 
         impl $crate::nd2::Class for $body {
