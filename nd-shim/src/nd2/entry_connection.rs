@@ -20,7 +20,7 @@ use super::qp::QpBody;
 use super::srq::SrqBody;
 use super::win32::Handle;
 use super::{
-    arg, boundary, bytes, code, fill_out, guid, hr_boundary, iids, object, read_sockaddr, sized_buffer, this, Class,
+    arg, boundary, bytes, code, com_class, fill_out, guid, hr_boundary, object, read_sockaddr, sized_buffer, this,
     Guid, HResult, Overlapped, OverlappedVtbl, UnknownVtbl, ND_INVALID_PARAMETER, ND_SUCCESS,
 };
 
@@ -33,11 +33,12 @@ pub(crate) struct FactoryVtbl {
     lock_server: unsafe extern "C" fn(*mut c_void, i32) -> HResult,
 }
 
-static FACTORY_VTBL: FactoryVtbl = FactoryVtbl {
-    unknown: UnknownVtbl::of::<FactoryBody>(),
-    create_instance,
-    lock_server,
-};
+com_class! {
+    FactoryBody, FACTORY_VTBL: FactoryVtbl, [IID_IClassFactory] {
+        create_instance,
+        lock_server,
+    }
+}
 
 #[repr(C)]
 pub(crate) struct ProviderVtbl {
@@ -47,23 +48,12 @@ pub(crate) struct ProviderVtbl {
     open_adapter: unsafe extern "C" fn(*mut c_void, *const Guid, u64, *mut *mut c_void) -> HResult,
 }
 
-static PROVIDER_VTBL: ProviderVtbl = ProviderVtbl {
-    unknown: UnknownVtbl::of::<ProviderBody>(),
-    query_address_list: provider_query_address_list,
-    resolve_address: provider_resolve_address,
-    open_adapter: provider_open_adapter,
-};
-
-impl Class for FactoryBody {
-    type Vtbl = FactoryVtbl;
-    const VTBL: &'static FactoryVtbl = &FACTORY_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IClassFactory];
-}
-
-impl Class for ProviderBody {
-    type Vtbl = ProviderVtbl;
-    const VTBL: &'static ProviderVtbl = &PROVIDER_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Provider];
+com_class! {
+    ProviderBody, PROVIDER_VTBL: ProviderVtbl, [IID_IND2Provider] {
+        query_address_list: provider_query_address_list,
+        resolve_address: provider_resolve_address,
+        open_adapter: provider_open_adapter,
+    }
 }
 
 /// # Safety
@@ -156,6 +146,10 @@ unsafe extern "C" fn provider_open_adapter(
 
 // IND2Adapter.
 
+/// IND2Adapter's entries that create an object on an overlapped file: CreateMemoryRegion,
+/// CreateConnector, CreateListener.
+type CreateOnFile = unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult;
+
 #[repr(C)]
 pub(crate) struct AdapterVtbl {
     unknown: UnknownVtbl,
@@ -164,7 +158,7 @@ pub(crate) struct AdapterVtbl {
     query_address_list: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u32) -> HResult,
     create_completion_queue:
         unsafe extern "C" fn(*mut c_void, *const Guid, Handle, u32, u16, usize, *mut *mut c_void) -> HResult,
-    create_memory_region: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
+    create_memory_region: CreateOnFile,
     create_memory_window: unsafe extern "C" fn(*mut c_void, *const Guid, *mut *mut c_void) -> HResult,
     create_shared_receive_queue:
         unsafe extern "C" fn(*mut c_void, *const Guid, Handle, u32, u32, u32, u16, usize, *mut *mut c_void) -> HResult,
@@ -193,29 +187,24 @@ pub(crate) struct AdapterVtbl {
         u32,
         *mut *mut c_void,
     ) -> HResult,
-    create_connector: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
-    create_listener: unsafe extern "C" fn(*mut c_void, *const Guid, Handle, *mut *mut c_void) -> HResult,
+    create_connector: CreateOnFile,
+    create_listener: CreateOnFile,
 }
 
-static ADAPTER_VTBL: AdapterVtbl = AdapterVtbl {
-    unknown: UnknownVtbl::of::<AdapterBody>(),
-    create_overlapped_file: adapter_create_overlapped_file,
-    query: adapter_query,
-    query_address_list: adapter_query_address_list,
-    create_completion_queue: adapter_create_completion_queue,
-    create_memory_region: adapter_create_memory_region,
-    create_memory_window: adapter_create_memory_window,
-    create_shared_receive_queue: adapter_create_shared_receive_queue,
-    create_queue_pair: adapter_create_queue_pair,
-    create_queue_pair_with_srq: adapter_create_queue_pair_with_srq,
-    create_connector: adapter_create_connector,
-    create_listener: adapter_create_listener,
-};
-
-impl Class for AdapterBody {
-    type Vtbl = AdapterVtbl;
-    const VTBL: &'static AdapterVtbl = &ADAPTER_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Adapter];
+com_class! {
+    AdapterBody, ADAPTER_VTBL: AdapterVtbl, [IID_IND2Adapter] {
+        create_overlapped_file: adapter_create_overlapped_file,
+        query: adapter_query,
+        query_address_list: adapter_query_address_list,
+        create_completion_queue: adapter_create_completion_queue,
+        create_memory_region: adapter_create_memory_region,
+        create_memory_window: adapter_create_memory_window,
+        create_shared_receive_queue: adapter_create_shared_receive_queue,
+        create_queue_pair: adapter_create_queue_pair,
+        create_queue_pair_with_srq: adapter_create_queue_pair_with_srq,
+        create_connector: adapter_create_connector,
+        create_listener: adapter_create_listener,
+    }
 }
 
 unsafe extern "C" fn adapter_create_overlapped_file(this: *mut c_void, out: *mut Handle) -> HResult {
@@ -271,7 +260,7 @@ macro_rules! connector_request {
                     let request = Request::start(ov, &c.file)?;
                     (c, request)
                 };
-                issue(request, || c.connector.$method())
+                issue(request, || c.endpoint.$method())
             })
         }
     };
@@ -459,32 +448,25 @@ pub(crate) struct ConnectorVtbl {
     disconnect: unsafe extern "C" fn(*mut c_void, *mut c_void) -> HResult,
 }
 
-static CONNECTOR_VTBL: ConnectorVtbl = ConnectorVtbl {
-    unknown: UnknownVtbl::of::<ConnectorBody>(),
-    overlapped: OverlappedVtbl::of::<ConnectorBody>(),
-    bind: connector_bind,
-    connect: connector_connect,
-    complete_connect: connector_complete_connect,
-    accept: connector_accept,
-    reject: connector_reject,
-    get_read_limits: connector_get_read_limits,
-    get_private_data: connector_get_private_data,
-    get_local_address: connector_get_local_address,
-    get_peer_address: connector_get_peer_address,
-    notify_disconnect: connector_notify_disconnect,
-    disconnect: connector_disconnect,
-};
-
-impl Class for ConnectorBody {
-    type Vtbl = ConnectorVtbl;
-    const VTBL: &'static ConnectorVtbl = &CONNECTOR_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Overlapped, &iids::IID_IND2Connector];
-
+com_class! {
+    ConnectorBody, CONNECTOR_VTBL: ConnectorVtbl, [IID_IND2Overlapped, IID_IND2Connector] {
+        bind: connector_bind,
+        connect: connector_connect,
+        complete_connect: connector_complete_connect,
+        accept: connector_accept,
+        reject: connector_reject,
+        get_read_limits: connector_get_read_limits,
+        get_private_data: connector_get_private_data,
+        get_local_address: connector_get_local_address,
+        get_peer_address: connector_get_peer_address,
+        notify_disconnect: connector_notify_disconnect,
+        disconnect: connector_disconnect,
+    }
     /// Pending requests complete (ND_CANCELED), a pending Disconnect among them, before the
     /// last reference goes: the caller's OVERLAPPEDs are never written after Release returns,
     /// even when another call still holds the object (the body is dropped after that call).
     fn on_release(&self) {
-        self.connector.release();
+        self.endpoint.release();
     }
 }
 
@@ -492,39 +474,50 @@ unsafe extern "C" fn connector_bind(this: *mut c_void, addr: *const libc::sockad
     hr_boundary("IND2Connector::Bind", || {
         // SAFETY: the caller's object and address.
         let (c, addr) = unsafe { (self::this::<ConnectorBody>(this)?, read_sockaddr(addr, len as usize)?) };
-        c.connector.bind(addr).map_err(code)?;
+        c.endpoint.bind(addr).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
 
-#[allow(clippy::too_many_arguments)] // the interface's
-unsafe extern "C" fn connector_connect(
-    this: *mut c_void,
-    qp: *mut c_void,
-    dest: *const libc::sockaddr,
-    dest_len: u32,
-    inbound_read_limit: u32,
-    outbound_read_limit: u32,
-    private_data: *const c_void,
-    private_data_len: u32,
-    ov: *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Connector::Connect", || {
-        // SAFETY: the caller's object, QP (checked by kind), address, private data and
-        // OVERLAPPED (live until the request completes).
-        let (c, qp, remote, data, request) = unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            let qp = arg::<QpBody>(qp)?;
-            let remote = read_sockaddr(dest, dest_len as usize)?;
-            let data = bytes(private_data, private_data_len as usize)?;
-            let request = Request::start(ov, &c.file)?;
-            (c, qp, remote, data, request)
-        };
-        issue(request, || {
-            c.connector
-                .connect(&qp.qp, remote, inbound_read_limit, outbound_read_limit, data)
-        })
-    })
+/// Connect or Accept: the caller's connector, QP (checked by kind), the entry's own arguments
+/// (Connect's address, `$own`), private data and OVERLAPPED (live until the request completes),
+/// read in that order, then the connector's method (given the read limits) issued on the request.
+macro_rules! handshake {
+    ($entry:ident, $name:literal, ($($arg:ident: $ty:ty),*) $(, $own:ident = $read:expr)?
+        => |$c:ident, $qp:ident, $data:ident, $inbound:ident, $outbound:ident| $call:expr) => {
+        #[allow(clippy::too_many_arguments)] // the interface's
+        unsafe extern "C" fn $entry(
+            this: *mut c_void,
+            qp: *mut c_void,
+            $($arg: $ty,)*
+            inbound_read_limit: u32,
+            outbound_read_limit: u32,
+            private_data: *const c_void,
+            private_data_len: u32,
+            ov: *mut c_void,
+        ) -> HResult {
+            hr_boundary($name, || {
+                // SAFETY: the caller's object, QP (checked by kind), Connect's address, private
+                // data and OVERLAPPED (live until the request completes).
+                let ($c, $qp, $($own,)? $data, request) = unsafe {
+                    let c = self::this::<ConnectorBody>(this)?;
+                    let qp = arg::<QpBody>(qp)?;
+                    $(let $own = $read;)?
+                    let data = bytes(private_data, private_data_len as usize)?;
+                    let request = Request::start(ov, &c.file)?;
+                    (c, qp, $($own,)? data, request)
+                };
+                let ($inbound, $outbound) = (inbound_read_limit, outbound_read_limit);
+                issue(request, || $call)
+            })
+        }
+    };
+}
+
+handshake! {
+    connector_connect, "IND2Connector::Connect", (dest: *const libc::sockaddr, dest_len: u32),
+    remote = read_sockaddr(dest, dest_len as usize)?
+        => |c, qp, data, inbound, outbound| c.endpoint.connect(&qp.qp, remote, inbound, outbound, data)
 }
 
 unsafe extern "C" fn connector_complete_connect(this: *mut c_void, ov: *mut c_void) -> HResult {
@@ -539,37 +532,16 @@ unsafe extern "C" fn connector_complete_connect(this: *mut c_void, ov: *mut c_vo
     })
 }
 
-unsafe extern "C" fn connector_accept(
-    this: *mut c_void,
-    qp: *mut c_void,
-    inbound_read_limit: u32,
-    outbound_read_limit: u32,
-    private_data: *const c_void,
-    private_data_len: u32,
-    ov: *mut c_void,
-) -> HResult {
-    hr_boundary("IND2Connector::Accept", || {
-        // SAFETY: the caller's object, QP (checked by kind), private data and OVERLAPPED (live
-        // until the request completes).
-        let (c, qp, data, request) = unsafe {
-            let c = self::this::<ConnectorBody>(this)?;
-            let qp = arg::<QpBody>(qp)?;
-            let data = bytes(private_data, private_data_len as usize)?;
-            let request = Request::start(ov, &c.file)?;
-            (c, qp, data, request)
-        };
-        issue(request, || {
-            c.connector
-                .accept(&qp.qp, inbound_read_limit, outbound_read_limit, data)
-        })
-    })
+handshake! {
+    connector_accept, "IND2Connector::Accept", ()
+        => |c, qp, data, inbound, outbound| c.endpoint.accept(&qp.qp, inbound, outbound, data)
 }
 
 unsafe extern "C" fn connector_reject(this: *mut c_void, private_data: *const c_void, len: u32) -> HResult {
     hr_boundary("IND2Connector::Reject", || {
         // SAFETY: the caller's object and private data.
         let (c, data) = unsafe { (self::this::<ConnectorBody>(this)?, bytes(private_data, len as usize)?) };
-        c.connector.reject(data).map_err(code)?;
+        c.endpoint.reject(data).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
@@ -588,7 +560,7 @@ unsafe extern "C" fn connector_get_private_data(this: *mut c_void, data: *mut c_
         // SAFETY: the caller's object, and its buffer of *len bytes.
         unsafe {
             let c = self::this::<ConnectorBody>(this)?;
-            fill_out(data, len, |b| c.connector.get_private_data(b))
+            fill_out(data, len, |b| c.endpoint.get_private_data(b))
         }
     })
 }
@@ -597,14 +569,14 @@ address_entry!(
     connector_get_local_address,
     "IND2Connector::GetLocalAddress",
     ConnectorBody,
-    |c, b| c.connector.get_local_address(b)
+    |c, b| c.endpoint.get_local_address(b)
 );
 
 address_entry!(
     connector_get_peer_address,
     "IND2Connector::GetPeerAddress",
     ConnectorBody,
-    |c, b| c.connector.get_peer_address(b)
+    |c, b| c.endpoint.get_peer_address(b)
 );
 
 connector_request!(
@@ -627,20 +599,13 @@ pub(crate) struct ListenerVtbl {
     get_connection_request: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> HResult,
 }
 
-static LISTENER_VTBL: ListenerVtbl = ListenerVtbl {
-    unknown: UnknownVtbl::of::<ListenerBody>(),
-    overlapped: OverlappedVtbl::of::<ListenerBody>(),
-    bind: listener_bind,
-    listen: listener_listen,
-    get_local_address: listener_get_local_address,
-    get_connection_request: listener_get_connection_request,
-};
-
-impl Class for ListenerBody {
-    type Vtbl = ListenerVtbl;
-    const VTBL: &'static ListenerVtbl = &LISTENER_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2Overlapped, &iids::IID_IND2Listener];
-
+com_class! {
+    ListenerBody, LISTENER_VTBL: ListenerVtbl, [IID_IND2Overlapped, IID_IND2Listener] {
+        bind: listener_bind,
+        listen: listener_listen,
+        get_local_address: listener_get_local_address,
+        get_connection_request: listener_get_connection_request,
+    }
     fn on_release(&self) {
         self.cancel();
     }
@@ -650,7 +615,7 @@ unsafe extern "C" fn listener_bind(this: *mut c_void, addr: *const libc::sockadd
     hr_boundary("IND2Listener::Bind", || {
         // SAFETY: the caller's object and address.
         let (l, addr) = unsafe { (self::this::<ListenerBody>(this)?, read_sockaddr(addr, len as usize)?) };
-        l.listener.bind(addr).map_err(code)?;
+        l.endpoint.bind(addr).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
@@ -659,7 +624,7 @@ unsafe extern "C" fn listener_listen(this: *mut c_void, backlog: u32) -> HResult
     hr_boundary("IND2Listener::Listen", || {
         // SAFETY: the caller's object.
         let l = unsafe { self::this::<ListenerBody>(this)? };
-        l.listener.listen(backlog).map_err(code)?;
+        l.endpoint.listen(backlog).map_err(code)?;
         Ok(ND_SUCCESS)
     })
 }
@@ -668,7 +633,7 @@ address_entry!(
     listener_get_local_address,
     "IND2Listener::GetLocalAddress",
     ListenerBody,
-    |l, b| l.listener.get_local_address(b)
+    |l, b| l.endpoint.get_local_address(b)
 );
 
 unsafe extern "C" fn listener_get_connection_request(
@@ -685,7 +650,7 @@ unsafe extern "C" fn listener_get_connection_request(
             let request = Request::start(ov, &l.file)?;
             (l, c, request)
         };
-        issue(request, || l.listener.get_connection_request(&c.connector))
+        issue(request, || l.endpoint.get_connection_request(&c.endpoint))
     })
 }
 

@@ -20,7 +20,7 @@ use super::requests;
 use super::sge::Nd2Sge;
 use super::srq::SrqBody;
 use super::{
-    arg, boundary, hr_boundary, iids, object, this, Class, Com, Guid, HResult, Held, OverlappedVtbl, UnknownVtbl,
+    arg, boundary, com_class, hr_boundary, object, this, Class, Com, HResult, Held, OverlappedVtbl, UnknownVtbl,
     ND_INVALID_PARAMETER, ND_SUCCESS,
 };
 use crate::CompletionQueue;
@@ -66,6 +66,23 @@ unsafe extern "C" fn get_notify_affinity<T: NotifyAffinity>(
     })
 }
 
+/// The class of a queue that notifies (CQ, SRQ): IND2Overlapped's entries, then
+/// GetNotifyAffinity, then the interface's own; its release cancels what is pending (Notify
+/// requests among them).
+macro_rules! notifying_class {
+    ($body:ty, $vtbl:ident: $Vtbl:ident, $iid:ident { $($entries:tt)* }) => {
+        com_class! {
+            $body, $vtbl: $Vtbl, [IID_IND2Overlapped, $iid] {
+                get_notify_affinity: get_notify_affinity::<$body>,
+                $($entries)*
+            }
+            fn on_release(&self) {
+                super::Overlapped::cancel(self);
+            }
+        }
+    };
+}
+
 // ---- IND2CompletionQueue ----
 
 #[repr(C)]
@@ -78,26 +95,11 @@ pub(crate) struct CqVtbl {
     get_results: unsafe extern "C" fn(*mut c_void, *mut Nd2Result, u32) -> u32,
 }
 
-pub(super) static CQ_VTBL: CqVtbl = CqVtbl {
-    unknown: UnknownVtbl::of::<CqBody>(),
-    overlapped: OverlappedVtbl::of::<CqBody>(),
-    get_notify_affinity: get_notify_affinity::<CqBody>,
-    resize: cq_resize,
-    notify: cq_notify,
-    get_results: cq_get_results,
-};
-
-impl Class for CqBody {
-    type Vtbl = CqVtbl;
-    const VTBL: &'static CqVtbl = &CQ_VTBL;
-    const IIDS: &'static [&'static Guid] = &[
-        &iids::IID_IUnknown,
-        &iids::IID_IND2Overlapped,
-        &iids::IID_IND2CompletionQueue,
-    ];
-
-    fn on_release(&self) {
-        super::Overlapped::cancel(self);
+notifying_class! {
+    CqBody, CQ_VTBL: CqVtbl, IID_IND2CompletionQueue {
+        resize: cq_resize,
+        notify: cq_notify,
+        get_results: cq_get_results,
     }
 }
 
@@ -284,21 +286,16 @@ pub(crate) struct QpVtbl {
     write: PostFn,
 }
 
-pub(super) static QP_VTBL: QpVtbl = QpVtbl {
-    unknown: UnknownVtbl::of::<QpBody>(),
-    flush: qp_flush,
-    send: qp_send,
-    receive: qp_receive,
-    bind: qp_bind,
-    invalidate: qp_invalidate,
-    read: qp_rdma::<false>,
-    write: qp_rdma::<true>,
-};
-
-impl Class for QpBody {
-    type Vtbl = QpVtbl;
-    const VTBL: &'static QpVtbl = &QP_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2QueuePair];
+com_class! {
+    QpBody, QP_VTBL: QpVtbl, [IID_IND2QueuePair] {
+        flush: qp_flush,
+        send: qp_send,
+        receive: qp_receive,
+        bind: qp_bind,
+        invalidate: qp_invalidate,
+        read: qp_rdma::<false>,
+        write: qp_rdma::<true>,
+    }
 }
 
 /// A post's object and SGE list.
@@ -454,26 +451,11 @@ pub(crate) struct SrqVtbl {
     receive: unsafe extern "C" fn(*mut c_void, *mut c_void, *const Nd2Sge, u32) -> HResult,
 }
 
-pub(super) static SRQ_VTBL: SrqVtbl = SrqVtbl {
-    unknown: UnknownVtbl::of::<SrqBody>(),
-    overlapped: OverlappedVtbl::of::<SrqBody>(),
-    get_notify_affinity: get_notify_affinity::<SrqBody>,
-    modify: srq_modify,
-    notify: srq_notify,
-    receive: srq_receive,
-};
-
-impl Class for SrqBody {
-    type Vtbl = SrqVtbl;
-    const VTBL: &'static SrqVtbl = &SRQ_VTBL;
-    const IIDS: &'static [&'static Guid] = &[
-        &iids::IID_IUnknown,
-        &iids::IID_IND2Overlapped,
-        &iids::IID_IND2SharedReceiveQueue,
-    ];
-
-    fn on_release(&self) {
-        super::Overlapped::cancel(self);
+notifying_class! {
+    SrqBody, SRQ_VTBL: SrqVtbl, IID_IND2SharedReceiveQueue {
+        modify: srq_modify,
+        notify: srq_notify,
+        receive: srq_receive,
     }
 }
 
@@ -513,23 +495,13 @@ pub(crate) struct MrVtbl {
     get_remote_token: unsafe extern "C" fn(*mut c_void) -> u32,
 }
 
-pub(super) static MR_VTBL: MrVtbl = MrVtbl {
-    unknown: UnknownVtbl::of::<MrBody>(),
-    overlapped: OverlappedVtbl::of::<MrBody>(),
-    register: mr_register,
-    deregister: mr_deregister,
-    get_local_token: mr_get_local_token,
-    get_remote_token: mr_get_remote_token,
-};
-
-impl Class for MrBody {
-    type Vtbl = MrVtbl;
-    const VTBL: &'static MrVtbl = &MR_VTBL;
-    const IIDS: &'static [&'static Guid] = &[
-        &iids::IID_IUnknown,
-        &iids::IID_IND2Overlapped,
-        &iids::IID_IND2MemoryRegion,
-    ];
+com_class! {
+    MrBody, MR_VTBL: MrVtbl, [IID_IND2Overlapped, IID_IND2MemoryRegion] {
+        register: mr_register,
+        deregister: mr_deregister,
+        get_local_token: mr_get_local_token,
+        get_remote_token: mr_get_remote_token,
+    }
 }
 
 unsafe extern "C" fn mr_register(
@@ -582,15 +554,10 @@ pub(crate) struct MwVtbl {
     get_remote_token: unsafe extern "C" fn(*mut c_void) -> u32,
 }
 
-pub(super) static MW_VTBL: MwVtbl = MwVtbl {
-    unknown: UnknownVtbl::of::<MwBody>(),
-    get_remote_token: mw_get_remote_token,
-};
-
-impl Class for MwBody {
-    type Vtbl = MwVtbl;
-    const VTBL: &'static MwVtbl = &MW_VTBL;
-    const IIDS: &'static [&'static Guid] = &[&iids::IID_IUnknown, &iids::IID_IND2MemoryWindow];
+com_class! {
+    MwBody, MW_VTBL: MwVtbl, [IID_IND2MemoryWindow] {
+        get_remote_token: mw_get_remote_token,
+    }
 }
 
 /// The rkey in network byte order, as the MR's.

@@ -4,32 +4,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::sync::Arc;
-
-use super::adapter::AdapterBody;
-use super::win32::OverlappedFile;
-use super::Overlapped;
+use super::ind2_connector::EndpointBody;
 use crate::Listener;
 
-pub(crate) struct ListenerBody {
-    _adapter: Arc<AdapterBody>,
-    pub(super) file: Arc<OverlappedFile>,
-    pub(super) listener: Listener,
-}
-
-impl ListenerBody {
-    pub(super) fn new(adapter: Arc<AdapterBody>, file: Arc<OverlappedFile>) -> ListenerBody {
-        let listener = Listener::new(&adapter.adapter);
-        ListenerBody {
-            _adapter: adapter,
-            file,
-            listener,
-        }
-    }
-}
-
-impl Overlapped for ListenerBody {
-    fn cancel(&self) {
-        self.listener.cancel();
-    }
-}
+pub(crate) type ListenerBody = EndpointBody<Listener>;

@@ -1,7 +1,8 @@
 //! Maps keyed by numbers the shim makes itself (QP numbers, handle values, CQ addresses, epoll
 //! tokens), looked up on every completion and wait: SipHash's protection against chosen keys
 //! buys nothing for keys no caller chooses, and costs instructions on every lookup
-//! (docs/nd2-performance.md).
+//! (docs/nd2-performance.md). Where the shim picks the numbers densely (handle values, SRQ
+//! receive records), a slot vector indexed by them.
 
 #![forbid(unsafe_code)]
 
@@ -39,6 +40,22 @@ impl Hasher for IntHasher {
 
     fn write_usize(&mut self, n: usize) {
         self.write_u64(n as u64);
+    }
+}
+
+/// Stores `value` in the freed slot `free` of a slot vector, or in a new slot at its end when
+/// there is none to reuse (which freed slot, if any, is the owner's rule): its index.
+#[inline]
+pub(crate) fn store_in_slot<T>(slots: &mut Vec<Option<T>>, free: Option<usize>, value: T) -> usize {
+    match free {
+        Some(slot) => {
+            slots[slot] = Some(value);
+            slot
+        }
+        None => {
+            slots.push(Some(value));
+            slots.len() - 1
+        }
     }
 }
 

@@ -856,6 +856,38 @@ impl OverlappedVtbl {
     }
 }
 
+/// A class's static vtable and its [`Class`] impl: IUnknown's entries first (then IND2Overlapped's
+/// when its IID is given first), then the interface's own in its declaration order.
+/// QueryInterface answers IUnknown's IID and the ones given; what follows the entries (an
+/// `on_release`) goes into the impl.
+macro_rules! com_class {
+    ($body:ty, $vtbl:ident: $Vtbl:ident, [IID_IND2Overlapped, $iid:ident] { $($entries:tt)* } $($class:tt)*) => {
+        $crate::nd2::com_class! {
+            $body, $vtbl: $Vtbl, [IID_IND2Overlapped, $iid] @ {
+                overlapped: $crate::nd2::OverlappedVtbl::of::<$body>(),
+                $($entries)*
+            }
+            $($class)*
+        }
+    };
+    // `@`: IND2Overlapped's entries are in already.
+    ($body:ty, $vtbl:ident: $Vtbl:ident, [$($iid:ident),*] $(@)? { $($entry:ident $(: $f:expr)?,)* } $($class:tt)*) => {
+        static $vtbl: $Vtbl = $Vtbl {
+            unknown: $crate::nd2::UnknownVtbl::of::<$body>(),
+            $($entry $(: $f)?,)*
+        };
+
+        impl $crate::nd2::Class for $body {
+            type Vtbl = $Vtbl;
+            const VTBL: &'static $Vtbl = &$vtbl;
+            const IIDS: &'static [&'static $crate::nd2::Guid] =
+                &[&$crate::nd2::iids::IID_IUnknown, $(&$crate::nd2::iids::$iid),*];
+            $($class)*
+        }
+    };
+}
+pub(crate) use com_class;
+
 // The connection objects' raw verbs calls (the data objects' are `entry_data.rs`).
 
 /// The largest message of the adapter's port (rxe has one, number 1); `None` if the query fails.
@@ -967,14 +999,24 @@ mod tests {
         (ProbePtr(Com::create(Arc::new(body)).cast()), dropped, released)
     }
 
+    /// A probe's (released, dropped) counts.
+    fn counts(released: &AtomicUsize, dropped: &AtomicUsize) -> (usize, usize) {
+        (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst))
+    }
+
     fn live_shells() -> isize {
         LIVE_SHELLS.load(Ordering::SeqCst)
     }
 
+    /// The tests' turn (the shell count is process-wide), and the live shells then.
+    fn serial_shells() -> (std::sync::MutexGuard<'static, ()>, isize) {
+        let serial = crate::liveness::serial_for_test();
+        (serial, live_shells())
+    }
+
     #[test]
     fn the_last_release_frees_the_shell_and_the_body() {
-        let _serial = crate::liveness::serial_for_test();
-        let before = live_shells();
+        let (_serial, before) = serial_shells();
         for _ in 0..1000 {
             let (object, dropped, released) = probe();
             assert_eq!(live_shells(), before + 1);
@@ -985,36 +1027,28 @@ mod tests {
             assert_eq!(object.release(), 1);
             assert_eq!(dropped.load(Ordering::SeqCst), 0);
             assert_eq!(object.release(), 0);
-            assert_eq!(
-                (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
-                (1, 1)
-            );
+            assert_eq!(counts(&released, &dropped), (1, 1));
             assert_eq!(live_shells(), before, "the shell is freed at the last Release");
         }
     }
 
     #[test]
     fn a_body_another_object_holds_outlives_the_shell() {
-        let _serial = crate::liveness::serial_for_test();
-        let before = live_shells();
+        let (_serial, before) = serial_shells();
         let (object, dropped, released) = probe();
         // Its body is held by `held` (as a QP holds its CQ).
         let held = object.arg().unwrap();
         // The caller's only reference.
         assert_eq!(object.release(), 0);
         assert_eq!(live_shells(), before);
-        assert_eq!(
-            (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
-            (1, 0)
-        );
+        assert_eq!(counts(&released, &dropped), (1, 0));
         drop(held);
         assert_eq!(dropped.load(Ordering::SeqCst), 1);
     }
 
     #[test]
     fn references_taken_and_given_back_on_many_threads_free_the_object_once() {
-        let _serial = crate::liveness::serial_for_test();
-        let before = live_shells();
+        let (_serial, before) = serial_shells();
         for _ in 0..50 {
             let (object, dropped, released) = probe();
             let threads: Vec<_> = (0..4)
@@ -1038,10 +1072,7 @@ mod tests {
             for thread in threads {
                 thread.join().unwrap();
             }
-            assert_eq!(
-                (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
-                (1, 1)
-            );
+            assert_eq!(counts(&released, &dropped), (1, 1));
         }
         assert_eq!(live_shells(), before);
     }
@@ -1099,7 +1130,7 @@ mod tests {
         // Another thread's last Release (the caller's only reference), while the call runs.
         std::thread::spawn(move || object.release()).join().unwrap();
         assert_eq!(
-            (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
+            counts(&released, &dropped),
             (0, 0),
             "the body is whole while the call holds it"
         );
@@ -1107,7 +1138,7 @@ mod tests {
         assert_eq!(object.this().err(), Some(ND_INVALID_HANDLE));
         drop(call);
         assert_eq!(
-            (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
+            counts(&released, &dropped),
             (1, 1),
             "the call's end is the last release"
         );
@@ -1115,8 +1146,7 @@ mod tests {
 
     #[test]
     fn calls_racing_the_last_release_are_whole_or_refused() {
-        let _serial = crate::liveness::serial_for_test();
-        let before = live_shells();
+        let (_serial, before) = serial_shells();
         for _ in 0..200 {
             let (object, dropped, released) = probe();
             let start = Arc::new(std::sync::Barrier::new(4));
@@ -1147,11 +1177,7 @@ mod tests {
             for caller in callers {
                 caller.join().unwrap();
             }
-            assert_eq!(
-                (released.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)),
-                (1, 1),
-                "released exactly once"
-            );
+            assert_eq!(counts(&released, &dropped), (1, 1), "released exactly once");
         }
         assert_eq!(live_shells(), before);
     }

@@ -293,12 +293,19 @@ mod tests {
         (file, port)
     }
 
+    /// A request started on an OVERLAPPED with no event, of a file bound under `key` to a new
+    /// completion port: the port, the OVERLAPPED and the request.
+    fn request_on_port(key: usize) -> (Arc<win32::Port>, Leaked, Request) {
+        let (file, port) = file_on_port(key);
+        let ov = Leaked::new(std::ptr::null_mut());
+        let request = ov.start(&file).unwrap();
+        (port, ov, request)
+    }
+
     #[test]
     fn pending_then_final_and_posted_once() {
         let _pump = super::pump::exclusive_for_test();
-        let (file, port) = file_on_port(42);
-        let ov = Leaked::new(std::ptr::null_mut());
-        let request = ov.start(&file).unwrap();
+        let (port, ov, request) = request_on_port(42);
         assert_eq!(ov.result(false), ND_PENDING);
         request.complete(NdStatus::ND_CANCELED, 0);
         assert_eq!(ov.result(true), NdStatus::ND_CANCELED.0);
@@ -328,9 +335,7 @@ mod tests {
     #[test]
     fn inline_failure_leaves_its_code_and_posts_nothing() {
         let _pump = super::pump::exclusive_for_test();
-        let (file, port) = file_on_port(1);
-        let ov = Leaked::new(std::ptr::null_mut());
-        let request = ov.start(&file).unwrap();
+        let (port, ov, request) = request_on_port(1);
         request.fail(NdStatus::ND_CONNECTION_INVALID.0);
         assert_eq!(ov.result(true), NdStatus::ND_CONNECTION_INVALID.0);
         assert_eq!(port.get(0), None);
@@ -364,9 +369,7 @@ mod tests {
     #[test]
     fn a_dropped_request_completes_cancelled_once() {
         let _pump = super::pump::exclusive_for_test();
-        let (file, port) = file_on_port(7);
-        let ov = Leaked::new(std::ptr::null_mut());
-        let request = ov.start(&file).unwrap();
+        let (port, ov, request) = request_on_port(7);
         let dropper = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(10));
             drop(request);

@@ -1169,23 +1169,8 @@ mod tests {
 
         // Parks the relay again: a leader with no deadline, ended by a kick.
         let park_again = || {
-            let leader = loop {
-                if let Some(leader) = lead() {
-                    break leader;
-                }
-                std::thread::yield_now();
-            };
-            let flag = Arc::new(AtomicBool::new(false));
-            let setter = {
-                let flag = Arc::clone(&flag);
-                std::thread::spawn(move || {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                    flag.store(true, Ordering::SeqCst);
-                    kick();
-                })
-            };
-            assert!(leader.wait_until(None, || flag.load(Ordering::SeqCst)));
-            setter.join().unwrap();
+            let leader = lead_when_free();
+            wait_for_a_kick_20_ms_later(&leader);
             assert!(pump.parked.load(Ordering::SeqCst), "parked again");
             leader
         };

@@ -378,18 +378,24 @@ mod tests {
         );
         assert_eq!(send_flags(0x40), Err(ND_INVALID_PARAMETER));
         assert_eq!(send_flags(u32::MAX), Err(ND_INVALID_PARAMETER));
-        // The table is the one-by-one translation for every valid combination.
+        // Every valid combination: signaled unless silent, and the verbs flags of its other flags.
+        let each = [
+            (ND_OP_FLAG_READ_FENCE, F::IBV_SEND_FENCE.0),
+            (ND_OP_FLAG_SEND_AND_SOLICIT_EVENT, F::IBV_SEND_SOLICITED.0),
+            (ND_OP_FLAG_ALLOW_READ, 0),
+            (ND_OP_FLAG_ALLOW_WRITE, 0),
+            (ND_OP_FLAG_INLINE, 0),
+        ];
         for flags in 0..=KNOWN_OP_FLAGS {
-            let mut want = 0;
-            if flags & ND_OP_FLAG_SILENT_SUCCESS == 0 {
-                want |= F::IBV_SEND_SIGNALED.0;
-            }
-            if flags & ND_OP_FLAG_READ_FENCE != 0 {
-                want |= F::IBV_SEND_FENCE.0;
-            }
-            if flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT != 0 {
-                want |= F::IBV_SEND_SOLICITED.0;
-            }
+            let signaled = if flags & ND_OP_FLAG_SILENT_SUCCESS == 0 {
+                F::IBV_SEND_SIGNALED.0
+            } else {
+                0
+            };
+            let want = each
+                .iter()
+                .filter(|&&(flag, _)| flags & flag != 0)
+                .fold(signaled, |want, &(_, verbs)| want | verbs);
             assert_eq!(send_flags(flags), Ok(want), "flags {flags:#x}");
         }
     }

@@ -64,7 +64,7 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
-use super::int_map::IntMap;
+use super::int_map::{store_in_slot, IntMap};
 
 pub(crate) const RECEIVE: u32 = 0;
 pub(crate) const SEND: u32 = 1;
@@ -272,16 +272,8 @@ impl SrqRequests {
 
     fn record(&self, context: u64) -> u64 {
         let mut slab = self.0.lock();
-        let slot = match slab.free.pop() {
-            Some(slot) => {
-                slab.slots[slot] = Some(context);
-                slot
-            }
-            None => {
-                slab.slots.push(Some(context));
-                slab.slots.len() - 1
-            }
-        };
+        let free = slab.free.pop();
+        let slot = store_in_slot(&mut slab.slots, free, context);
         recorded_wr_id(QUEUE_SRQ, slot as u64)
     }
 
@@ -652,6 +644,26 @@ mod tests {
 
     const PATHS: [Path; 2] = [("direct", direct_context), ("recorded", recorded_context)];
 
+    /// Requests with QP 7 open (its context `context`, no SRQ), and the QP's.
+    fn with_qp_7(context: usize) -> (Requests, Arc<QpRequests>) {
+        let r = Requests::default();
+        let qp = r.open_qp(7, context, None);
+        (r, qp)
+    }
+
+    /// Requests and an SRQ's, for QPs to open on.
+    fn with_srq() -> (Requests, Arc<SrqRequests>) {
+        (Requests::default(), Arc::new(SrqRequests::default()))
+    }
+
+    /// `test` on each path, with its own Requests and QP 7 (its context `context`).
+    fn on_each_path(context: usize, test: impl Fn(&str, fn(u64) -> u64, &Requests, &QpRequests)) {
+        for (path, ctx) in PATHS {
+            let (r, qp) = with_qp_7(context);
+            test(path, ctx, &r, &qp);
+        }
+    }
+
     /// QP 7's completion `wr_id` reports `want` (on the path named `path`).
     fn expect_completion(r: &Requests, wr_id: u64, success: bool, opcode: u32, want: (usize, u64, u32), path: &str) {
         assert_eq!(r.completed(7, wr_id, success, opcode), want, "{path}");
@@ -663,27 +675,24 @@ mod tests {
 
     #[test]
     fn a_failed_completion_takes_the_type_and_context_it_was_posted_with() {
-        for (path, ctx) in PATHS {
-            let r = Requests::default();
-            let qp = r.open_qp(7, 0x70, None);
+        on_each_path(0x70, |path, ctx, r, qp| {
             // The same context twice, as ND2 allows.
-            let read = post_send(&qp, ctx(42), READ, false);
-            let silent = post_send(&qp, ctx(42), SEND, true);
-            let write = post_send(&qp, ctx(43), WRITE, false);
-            let receive = post_receive(&qp, ctx(42));
+            let read = post_send(qp, ctx(42), READ, false);
+            let silent = post_send(qp, ctx(42), SEND, true);
+            let write = post_send(qp, ctx(43), WRITE, false);
+            let receive = post_receive(qp, ctx(42));
             // The opcode of a failure is garbage: ignored.
-            expect_completion(&r, receive, false, Op::IBV_WC_SEND, (0x70, ctx(42), RECEIVE), path);
-            expect_completion(&r, read, false, Op::IBV_WC_SEND, (0x70, ctx(42), READ), path);
-            expect_completion(&r, silent, false, Op::IBV_WC_RECV, (0x70, ctx(42), SEND), path);
-            expect_completion(&r, write, false, Op::IBV_WC_RECV, (0x70, ctx(43), WRITE), path);
+            expect_completion(r, receive, false, Op::IBV_WC_SEND, (0x70, ctx(42), RECEIVE), path);
+            expect_completion(r, read, false, Op::IBV_WC_SEND, (0x70, ctx(42), READ), path);
+            expect_completion(r, silent, false, Op::IBV_WC_RECV, (0x70, ctx(42), SEND), path);
+            expect_completion(r, write, false, Op::IBV_WC_RECV, (0x70, ctx(43), WRITE), path);
             assert!(qp.idle(), "{path}");
-        }
+        });
     }
 
     #[test]
     fn failed_direct_requests_report_their_type_and_context_without_records() {
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0x70, None);
+        let (r, qp) = with_qp_7(0x70);
         for request_type in [SEND, BIND, INVALIDATE, READ, WRITE] {
             for silent in [false, true] {
                 let context = 0x7ffd_1234_5678 + u64::from(request_type);
@@ -702,8 +711,7 @@ mod tests {
 
     #[test]
     fn a_silent_direct_send_that_fails_reports_its_context() {
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0x70, None);
+        let (r, qp) = with_qp_7(0x70);
         let silent = post_send(&qp, 0x5555_0000, SEND, true);
         // Later sends succeed and fail around it; it keeps its meaning.
         let ok = post_send(&qp, 1, WRITE, false);
@@ -714,8 +722,7 @@ mod tests {
     #[test]
     fn silent_sends_are_done_when_a_later_send_succeeds() {
         // The record path (direct silent sends leave nothing behind).
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0, None);
+        let (r, qp) = with_qp_7(0);
         for i in 0..3 {
             post_send(&qp, recorded_context(i), SEND, true);
         }
@@ -737,8 +744,7 @@ mod tests {
 
     #[test]
     fn a_recorded_silent_send_is_retired_only_by_a_later_recorded_success() {
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0x70, None);
+        let (r, qp) = with_qp_7(0x70);
         let silent = post_send(&qp, recorded_context(1), SEND, true);
         // Direct sends complete around it: the records do not see them.
         for i in 0..3 {
@@ -760,8 +766,7 @@ mod tests {
 
     #[test]
     fn recorded_silent_sends_among_direct_ones_stay_bounded() {
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0, None);
+        let (r, qp) = with_qp_7(0);
         for i in 0..(MAX_SILENT_KEPT as u64 + 10) {
             post_send(&qp, recorded_context(i), SEND, true);
             let direct = post_send(&qp, i, SEND, false);
@@ -772,36 +777,31 @@ mod tests {
 
     #[test]
     fn out_of_order_processing_keeps_the_records_of_earlier_completions() {
-        for (path, ctx) in PATHS {
-            let r = Requests::default();
-            let qp = r.open_qp(7, 0, None);
-            let first = post_send(&qp, ctx(1), SEND, false);
-            let second = post_send(&qp, ctx(2), SEND, false);
+        on_each_path(0, |path, ctx, r, qp| {
+            let first = post_send(qp, ctx(1), SEND, false);
+            let second = post_send(qp, ctx(2), SEND, false);
             // Two threads polled both; the second is processed first.
-            expect_completion(&r, second, true, Op::IBV_WC_SEND, (0, ctx(2), SEND), path);
-            expect_completion(&r, first, true, Op::IBV_WC_SEND, (0, ctx(1), SEND), path);
+            expect_completion(r, second, true, Op::IBV_WC_SEND, (0, ctx(2), SEND), path);
+            expect_completion(r, first, true, Op::IBV_WC_SEND, (0, ctx(1), SEND), path);
             assert!(qp.idle(), "{path}");
-        }
+        });
     }
 
     #[test]
     fn a_failed_post_withdraws_its_record() {
-        for (path, ctx) in PATHS {
-            let r = Requests::default();
-            let qp = r.open_qp(7, 0, None);
+        on_each_path(0, |path, ctx, r, qp| {
             assert_eq!(qp.post_send(ctx(5), BIND, false, |_| Err(12)), Err(12), "{path}");
             assert_eq!(qp.post_receive(ctx(5), |_| Err(13)), Err(13), "{path}");
             assert!(qp.idle(), "{path}");
-            let ok = post_send(&qp, ctx(6), INVALIDATE, false);
+            let ok = post_send(qp, ctx(6), INVALIDATE, false);
             assert_eq!(r.completed(7, ok, false, 0), (0, ctx(6), INVALIDATE), "{path}");
-        }
+        });
     }
 
     #[test]
     fn shared_receive_queue_slots_complete_in_any_order() {
         // The record path.
-        let r = Requests::default();
-        let srq = Arc::new(SrqRequests::default());
+        let (r, srq) = with_srq();
         r.open_qp(7, 0x70, Some(Arc::clone(&srq)));
         r.open_qp(8, 0x80, Some(Arc::clone(&srq)));
         let a = srq.post(recorded_context(100));
@@ -819,8 +819,7 @@ mod tests {
 
     #[test]
     fn shared_receive_queue_direct_receives_take_no_slot() {
-        let r = Requests::default();
-        let srq = Arc::new(SrqRequests::default());
+        let (r, srq) = with_srq();
         r.open_qp(7, 0x70, Some(Arc::clone(&srq)));
         r.open_qp(8, 0x80, Some(Arc::clone(&srq)));
         let a = srq.post(100);
@@ -841,8 +840,7 @@ mod tests {
     /// withdrawn) less their completions returned, on either path.
     #[test]
     fn shared_receive_queue_counts_what_is_outstanding() {
-        let r = Requests::default();
-        let srq = Arc::new(SrqRequests::default());
+        let (r, srq) = with_srq();
         r.open_qp(7, 0x70, Some(Arc::clone(&srq)));
         assert_eq!(srq.outstanding(), 0);
         let a = srq.post(100);
@@ -865,8 +863,7 @@ mod tests {
     #[test]
     fn a_released_qp_keeps_its_records_until_they_complete() {
         // The record path.
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0x70, None);
+        let (r, qp) = with_qp_7(0x70);
         let receive = post_receive(&qp, recorded_context(1));
         post_send(&qp, recorded_context(2), SEND, true);
         r.close_qp(7, &qp);
@@ -880,8 +877,7 @@ mod tests {
 
     #[test]
     fn a_late_direct_completion_after_release_keeps_its_context_and_type() {
-        let r = Requests::default();
-        let srq = Arc::new(SrqRequests::default());
+        let (r, srq) = with_srq();
         let qp = r.open_qp(7, 0x70, Some(Arc::clone(&srq)));
         let receive = post_receive(&qp, 1);
         let shared = srq.post(2);
@@ -920,8 +916,7 @@ mod tests {
     #[test]
     fn silent_sends_never_followed_by_a_completion_stay_bounded() {
         // The record path.
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0, None);
+        let (_r, qp) = with_qp_7(0);
         for i in 0..(MAX_SILENT_KEPT as u64 + 10) {
             post_send(&qp, recorded_context(i), SEND, true);
         }
@@ -1026,8 +1021,7 @@ mod tests {
 
     #[test]
     fn every_wr_id_made_decodes_back_to_what_was_posted() {
-        let r = Requests::default();
-        let srq = Arc::new(SrqRequests::default());
+        let (r, srq) = with_srq();
         let qp = r.open_qp(7, 0x70, Some(Arc::clone(&srq)));
         for context in edge_contexts() {
             let fits = context <= CONTEXT_MASK;
@@ -1122,8 +1116,7 @@ mod tests {
     /// docs/nd2-performance.md): `common_path_exchange`.
     #[test]
     fn common_path_exchanges() {
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0x70, None);
+        let (r, qp) = with_qp_7(0x70);
         for i in 0..1000 {
             assert_eq!(
                 common_path_exchange(&r, &qp, 0x7ffd_0000_0000 + i),
@@ -1141,8 +1134,7 @@ mod tests {
     /// The same with contexts that do not fit: the record path (`record_path_exchange`).
     #[test]
     fn record_path_exchanges() {
-        let r = Requests::default();
-        let qp = r.open_qp(7, 0x70, None);
+        let (r, qp) = with_qp_7(0x70);
         for i in 0..1000 {
             assert_eq!(
                 record_path_exchange(&r, &qp, recorded_context(i)),

@@ -39,33 +39,27 @@ crate::exports::version_node!("GetLastError", "SetLastError", "CloseHandle");
 
 // Events.
 
-/// # Safety
-/// The arguments are the Win32 function's; `attributes` and `name` must be NULL.
-#[no_mangle]
-pub unsafe extern "C" fn CreateEventA(
-    attributes: *mut c_void,
-    manual_reset: Bool,
-    initial: Bool,
-    name: *const u8,
-) -> Handle {
-    boundary("CreateEventA", std::ptr::null_mut(), || {
-        create_event(attributes, manual_reset, initial, name.is_null())
-    })
+/// CreateEventA and CreateEventW, which differ only in the (unsupported) name's characters.
+macro_rules! create_event_export {
+    ($export:ident, $char:ty) => {
+        /// # Safety
+        /// The arguments are the Win32 function's; `attributes` and `name` must be NULL.
+        #[no_mangle]
+        pub unsafe extern "C" fn $export(
+            attributes: *mut c_void,
+            manual_reset: Bool,
+            initial: Bool,
+            name: *const $char,
+        ) -> Handle {
+            boundary(stringify!($export), std::ptr::null_mut(), || {
+                create_event(attributes, manual_reset, initial, name.is_null())
+            })
+        }
+    };
 }
 
-/// # Safety
-/// As CreateEventA.
-#[no_mangle]
-pub unsafe extern "C" fn CreateEventW(
-    attributes: *mut c_void,
-    manual_reset: Bool,
-    initial: Bool,
-    name: *const u16,
-) -> Handle {
-    boundary("CreateEventW", std::ptr::null_mut(), || {
-        create_event(attributes, manual_reset, initial, name.is_null())
-    })
-}
+create_event_export!(CreateEventA, u8);
+create_event_export!(CreateEventW, u16);
 
 #[no_mangle]
 pub extern "C" fn SetEvent(handle: Handle) -> Bool {
@@ -223,6 +217,20 @@ pub extern "C" fn CreateIoCompletionPort(file: Handle, existing: Handle, key: us
     })
 }
 
+/// The port behind `handle` and the first packet it gives within `ms`; or the FALSE of a bad
+/// handle (ERROR_INVALID_HANDLE), a timeout (WAIT_TIMEOUT) or a port closed meanwhile
+/// (ERROR_ABANDONED_WAIT_0), the thread's last error set.
+fn wait_on_port(handle: Handle, ms: u32) -> Result<(Arc<Port>, Packet), Bool> {
+    let Some(Object::Port(port)) = lookup(handle) else {
+        return Err(bool_result(false, ERROR_INVALID_HANDLE));
+    };
+    match port.wait(ms) {
+        Got::Packet(packet) => Ok((port, packet)),
+        Got::Timeout => Err(bool_result(false, WAIT_TIMEOUT)),
+        Got::Abandoned => Err(bool_result(false, ERROR_ABANDONED_WAIT_0)),
+    }
+}
+
 /// # Safety
 /// The out pointers are NULL or writable.
 #[no_mangle]
@@ -241,13 +249,9 @@ pub unsafe extern "C" fn GetQueuedCompletionStatus(
             *overlapped = std::ptr::null_mut();
             overlapped
         });
-        let Some(Object::Port(port)) = lookup(port) else {
-            return bool_result(false, ERROR_INVALID_HANDLE);
-        };
-        let packet = match port.wait(ms) {
-            Got::Packet(packet) => packet,
-            Got::Timeout => return bool_result(false, WAIT_TIMEOUT),
-            Got::Abandoned => return bool_result(false, ERROR_ABANDONED_WAIT_0),
+        let packet = match wait_on_port(port, ms) {
+            Ok((_, packet)) => packet,
+            Err(failed) => return failed,
         };
         if let Some(bytes) = bytes {
             *bytes = packet.bytes;
@@ -306,13 +310,9 @@ pub unsafe extern "C" fn GetQueuedCompletionStatusEx(
         let (Some(entries), Some(removed)) = (entries.filter(|e| !e.is_empty()), removed) else {
             return bool_result(false, ERROR_INVALID_PARAMETER);
         };
-        let Some(Object::Port(port)) = lookup(port) else {
-            return bool_result(false, ERROR_INVALID_HANDLE);
-        };
-        let first = match port.wait(ms) {
-            Got::Packet(packet) => packet,
-            Got::Timeout => return bool_result(false, WAIT_TIMEOUT),
-            Got::Abandoned => return bool_result(false, ERROR_ABANDONED_WAIT_0),
+        let (port, first) = match wait_on_port(port, ms) {
+            Ok(got) => got,
+            Err(failed) => return failed,
         };
         let more = port.take_more(entries.len() - 1);
         for (i, (packet, entry)) in std::iter::once(first).chain(more).zip(entries.iter_mut()).enumerate() {
@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn auto_reset_event_releases_one_wait() {
         let _pump = pump::exclusive_for_test();
-        let event = create_event(std::ptr::null_mut(), 0, 1, true);
+        let event = new_event(false, true);
         assert_eq!(WaitForSingleObject(event, 0), WAIT_OBJECT_0);
         assert_eq!(WaitForSingleObject(event, 0), WAIT_TIMEOUT);
         assert_eq!(CloseHandle(event), 1);
@@ -515,7 +515,7 @@ mod tests {
         assert!(!port.is_null());
         assert!(CreateIoCompletionPort(file, port, 2, 0).is_null());
         assert_eq!(GetLastError(), ERROR_INVALID_PARAMETER);
-        let event = create_event(std::ptr::null_mut(), 1, 0, true);
+        let event = new_event(true, false);
         assert!(CreateIoCompletionPort(event, port, 2, 0).is_null());
         assert_eq!(GetLastError(), ERROR_INVALID_HANDLE);
         for h in [file, port, event] {

@@ -13,6 +13,7 @@ use super::common::{Bool, Handle, ERROR_INVALID_HANDLE, ERROR_NOT_SUPPORTED};
 use super::errors::{bool_result, set_last_error};
 use super::event::Event;
 use super::port::Port;
+use crate::nd2::int_map::store_in_slot;
 
 /// The file an ND2 object's overlapped requests complete on: bound to at most one port, with the
 /// key CreateIoCompletionPort gave (once: read without a lock or a count at every completion).
@@ -81,16 +82,7 @@ impl Table {
         } else {
             None
         };
-        let slot = match slot {
-            Some(slot) => {
-                self.slots[slot] = Some(object);
-                slot
-            }
-            None => {
-                self.slots.push(Some(object));
-                self.slots.len() - 1
-            }
-        };
+        let slot = store_in_slot(&mut self.slots, slot, object);
         ((slot + FIRST_SLOT) << 2) as Handle
     }
 
