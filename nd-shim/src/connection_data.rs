@@ -58,7 +58,7 @@ pub struct AdapterReadLimits {
 }
 
 /// Read limits from one side's point of view, as ND names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadLimits {
     /// Reads this side will serve: `rdma_conn_param.responder_resources`.
     pub inbound: u32,

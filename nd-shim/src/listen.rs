@@ -28,8 +28,9 @@ use crate::status::NdStatus;
 use crate::transition::{event, returns};
 
 /// Where a listener is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ListenerState {
+    #[default]
     Idle,
     Bound,
     /// `backlog` 0 means the shim adds no limit of its own (the kernel's still applies).

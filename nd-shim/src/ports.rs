@@ -693,8 +693,10 @@ mod tests {
         assert!(space.reserve_exclusive(sa(A, port)).is_ok());
     }
 
+    /// An address stays busy until its last holder closes: a shared endpoint and all its
+    /// connections, a listener and the connectors accepted from it.
     #[test]
-    fn address_busy_until_endpoint_and_all_connections_close() {
+    fn address_busy_until_its_last_holder_closes() {
         let space = narrow(50000, 50010);
         let ep = space.reserve_shared(sa(A, 9000)).unwrap();
         let c1 = ep.connect(sa(B, 1)).unwrap();
@@ -706,11 +708,6 @@ mod tests {
         drop(c2);
         assert_eq!(space.reserved_count(), 0);
         assert!(space.reserve_exclusive(sa(A, 9000)).is_ok());
-    }
-
-    #[test]
-    fn listener_address_busy_until_accepted_connectors_close() {
-        let space = narrow(50000, 50010);
         let listener = space.reserve_exclusive(sa(A, 445)).unwrap();
         let accepted = listener.clone();
         assert_eq!(accepted.addr(), sa(A, 445));

@@ -3,6 +3,8 @@
 
 #![forbid(unsafe_code)]
 
+use std::fmt::Debug;
+
 use crate::status::NdStatus;
 
 /// The result of one step of a state machine: where it goes, what a call returns, and the
@@ -31,5 +33,13 @@ pub(crate) fn event<State, Effect>(next: State, effects: Vec<Effect>) -> Transit
         next,
         returns: None,
         effects,
+    }
+}
+
+impl<State: Debug, Effect> Transition<State, Effect> {
+    /// The engines' debug line for this step of `object` `token` from `from` on `input`, logged
+    /// under the engine's `target` (its module path).
+    pub(crate) fn log(&self, target: &str, object: &str, token: u64, from: State, input: impl Debug) {
+        log::debug!(target: target, "{object} {token}: {from:?} + {input:?} -> {:?} {:?}", self.next, self.returns);
     }
 }

@@ -8,9 +8,10 @@ use crate::status::{from_cm_event, NdStatus};
 use crate::transition::{event, returns};
 
 /// Where a connector is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ConnectorState {
     /// Created; no address yet.
+    #[default]
     Idle,
     /// ND2 Bind done: holds its local address (shared with other connectors that used Bind;
     /// see `ports`).
