@@ -58,7 +58,7 @@ pub struct AdapterReadLimits {
 }
 
 /// Read limits from one side's point of view, as ND names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadLimits {
     /// Reads this side will serve: `rdma_conn_param.responder_resources`.
     pub inbound: u32,
@@ -261,6 +261,14 @@ mod tests {
         }
     }
 
+    fn filled(status: NdStatus, required: usize) -> BufferFill {
+        BufferFill { status, required }
+    }
+
+    fn peer_limits(inbound: u32, outbound: u32) -> PeerReadLimits {
+        PeerReadLimits { inbound, outbound }
+    }
+
     const ADAPTER: AdapterReadLimits = AdapterReadLimits {
         max_inbound: 16,
         max_outbound: 8,
@@ -274,20 +282,14 @@ mod tests {
 
     #[test]
     fn accept_also_caps_to_the_peer_offer() {
-        let peer = PeerReadLimits {
-            inbound: 3,
-            outbound: 5,
-        };
+        let peer = peer_limits(3, 5);
         // We serve at most what the peer issues (5), issue at most what it serves (3).
         assert_eq!(
             ReadLimits::new(100, 100).negotiate(ADAPTER, peer),
             ReadLimits::new(5, 3)
         );
         assert_eq!(ReadLimits::new(1, 1).negotiate(ADAPTER, peer), ReadLimits::new(1, 1));
-        let generous = PeerReadLimits {
-            inbound: 100,
-            outbound: 100,
-        };
+        let generous = peer_limits(100, 100);
         assert_eq!(
             ReadLimits::new(100, 100).negotiate(ADAPTER, generous),
             ReadLimits::new(16, 8)
@@ -298,13 +300,7 @@ mod tests {
     fn peer_limits_from_an_event_are_unswapped_then_seen_locally() {
         // Event param already in the receiver's terms: responder_resources = peer's outbound.
         let peer = PeerReadLimits::from_event_param(5, 3);
-        assert_eq!(
-            peer,
-            PeerReadLimits {
-                inbound: 3,
-                outbound: 5
-            }
-        );
+        assert_eq!(peer, peer_limits(3, 5));
         assert_eq!(peer.as_seen_locally(ADAPTER), ReadLimits::new(5, 3));
         let big = PeerReadLimits::from_event_param(200, 100);
         assert_eq!(big.as_seen_locally(ADAPTER), ReadLimits::new(16, 8));
@@ -321,13 +317,7 @@ mod tests {
         let data: Vec<u8> = (1..=56).collect();
         let mut short = [0u8; 10];
         let fill = fill_private_data(&data, &mut short);
-        assert_eq!(
-            fill,
-            BufferFill {
-                status: NdStatus::ND_BUFFER_OVERFLOW,
-                required: 56
-            }
-        );
+        assert_eq!(fill, filled(NdStatus::ND_BUFFER_OVERFLOW, 56));
         assert_eq!(short, data[..10]);
         let mut exact = [0u8; 56];
         assert_eq!(fill_private_data(&data, &mut exact).status, NdStatus::ND_SUCCESS);
@@ -342,24 +332,12 @@ mod tests {
         let sockaddr_in = [2u8, 0, 0x1B, 0x58, 198, 18, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         let mut short = [0xEEu8; 8];
         let fill = fill_address(&sockaddr_in, &mut short);
-        assert_eq!(
-            fill,
-            BufferFill {
-                status: NdStatus::ND_BUFFER_OVERFLOW,
-                required: 16
-            }
-        );
+        assert_eq!(fill, filled(NdStatus::ND_BUFFER_OVERFLOW, 16));
         assert_eq!(short, [0xEE; 8]);
         assert_eq!(fill.ndk(), NdStatus::STATUS_BUFFER_TOO_SMALL);
         let mut room = [0u8; 28];
         let fill = fill_address(&sockaddr_in, &mut room);
-        assert_eq!(
-            fill,
-            BufferFill {
-                status: NdStatus::ND_SUCCESS,
-                required: 16
-            }
-        );
+        assert_eq!(fill, filled(NdStatus::ND_SUCCESS, 16));
         assert_eq!(fill.ndk(), NdStatus::ND_SUCCESS);
         assert_eq!(room[..16], sockaddr_in);
     }
@@ -380,13 +358,7 @@ mod tests {
         peer.record_private_data(&rej);
         peer.record_read_limits(PeerReadLimits::from_event_param(4, 2));
         let fill = peer.fill_private_data(&mut buffer).unwrap();
-        assert_eq!(
-            fill,
-            BufferFill {
-                status: NdStatus::ND_BUFFER_OVERFLOW,
-                required: 148
-            }
-        );
+        assert_eq!(fill, filled(NdStatus::ND_BUFFER_OVERFLOW, 148));
         assert_eq!(&buffer[..3], b"no!");
         assert_eq!(peer.read_limits(ADAPTER), Ok(ReadLimits::new(4, 2)));
     }

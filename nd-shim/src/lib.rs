@@ -56,6 +56,7 @@ pub mod status;
 pub mod stderr_log;
 mod sync;
 mod sys;
+mod transition;
 mod verbs;
 
 pub use cm_event::{CmEvent, CmEventKind, Side};

@@ -25,10 +25,12 @@
 
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::status::NdStatus;
+use crate::transition::{event, returns};
 
 /// Where a listener is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ListenerState {
+    #[default]
     Idle,
     Bound,
     /// `backlog` 0 means the shim adds no limit of its own (the kernel's still applies).
@@ -93,29 +95,8 @@ pub enum ListenerEffect {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListenerTransition {
-    pub next: ListenerState,
-    /// For a call: what it returns. For an event: `None`.
-    pub returns: Option<NdStatus>,
-    pub effects: Vec<ListenerEffect>,
-}
-
-fn returns(next: ListenerState, status: NdStatus, effects: Vec<ListenerEffect>) -> ListenerTransition {
-    ListenerTransition {
-        next,
-        returns: Some(status),
-        effects,
-    }
-}
-
-fn event(next: ListenerState, effects: Vec<ListenerEffect>) -> ListenerTransition {
-    ListenerTransition {
-        next,
-        returns: None,
-        effects,
-    }
-}
+/// The result of one [`step`].
+pub type ListenerTransition = crate::transition::Transition<ListenerState, ListenerEffect>;
 
 /// Pending Gets complete with `status`, if there are any.
 fn complete_gets(count: u32, status: NdStatus) -> Option<ListenerEffect> {
@@ -406,6 +387,10 @@ mod tests {
         }
     }
 
+    fn gets_complete(count: u32, status: NdStatus) -> ListenerEffect {
+        ListenerEffect::CompleteGets { count, status }
+    }
+
     #[test]
     fn bind_listen_get() {
         let rows = [
@@ -435,13 +420,7 @@ mod tests {
                 t(
                     listening(2, 1, 0),
                     None,
-                    &[
-                        Do(A::HandOverRequest),
-                        ListenerEffect::CompleteGets {
-                            count: 1,
-                            status: St::ND_SUCCESS,
-                        },
-                    ],
+                    &[Do(A::HandOverRequest), gets_complete(1, St::ND_SUCCESS)],
                 ),
             ),
         ];
@@ -502,13 +481,7 @@ mod tests {
                 t(
                     listening(0, 0, 0),
                     None,
-                    &[
-                        Do(A::HandOverRequest),
-                        ListenerEffect::CompleteGets {
-                            count: 1,
-                            status: St::ND_SUCCESS,
-                        },
-                    ],
+                    &[Do(A::HandOverRequest), gets_complete(1, St::ND_SUCCESS)],
                 ),
             ),
             // The only Get gone: the request is queued for the next Get.
@@ -561,10 +534,7 @@ mod tests {
             t(
                 listening(4, 0, 0),
                 Some(St::ND_SUCCESS),
-                &[ListenerEffect::CompleteGets {
-                    count: 3,
-                    status: St::ND_CANCELED
-                }],
+                &[gets_complete(3, St::ND_CANCELED)],
             )
         );
         assert_eq!(
@@ -581,13 +551,7 @@ mod tests {
             (S::Bound, &[Do(A::DestroyId)]),
             (
                 listening(4, 2, 0),
-                &[
-                    ListenerEffect::CompleteGets {
-                        count: 2,
-                        status: St::ND_CANCELED,
-                    },
-                    Do(A::DestroyId),
-                ],
+                &[gets_complete(2, St::ND_CANCELED), Do(A::DestroyId)],
             ),
             (
                 listening(4, 0, 3),
@@ -612,10 +576,7 @@ mod tests {
             t(
                 S::Failed(St::ND_DEVICE_REMOVED),
                 None,
-                &[ListenerEffect::CompleteGets {
-                    count: 2,
-                    status: St::ND_DEVICE_REMOVED
-                }],
+                &[gets_complete(2, St::ND_DEVICE_REMOVED)],
             )
         );
         assert_eq!(

@@ -30,6 +30,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::marker::PhantomData;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -306,22 +307,7 @@ impl PortSpace {
         addr: SocketAddr,
         mut kernel: impl FnMut(SocketAddr) -> Result<T, Refusal>,
     ) -> Result<(PortReservation, T), NdStatus> {
-        let mut table = self.lock();
-        let (port, bound) = match addr.port() {
-            0 => table.bind_ephemeral(addr.ip(), &mut kernel)?,
-            port if table.overlapping(addr.ip(), port).next().is_some() => return Err(NdStatus::ND_SHARING_VIOLATION),
-            port => (port, kernel(addr).map_err(Refusal::explicit)?),
-        };
-        let id = table.insert(addr.ip(), port, Use::Exclusive);
-        let reservation = PortReservation {
-            hold: Hold {
-                table: Arc::clone(&self.table),
-                port,
-                id,
-            },
-            addr: SocketAddr::new(addr.ip(), port),
-        };
-        Ok((reservation, bound))
+        self.bind(addr, Use::Exclusive, |_| true, &mut kernel)
     }
 
     /// Reserves `addr` for a shared user (an NDK shared endpoint, an ND2 connector's Bind) and
@@ -333,25 +319,37 @@ impl PortSpace {
         addr: SocketAddr,
         mut kernel: impl FnMut(SocketAddr) -> Result<T, Refusal>,
     ) -> Result<(SharedReservation, T), NdStatus> {
+        let exclusive = |usage: &Use| matches!(usage, Use::Exclusive);
+        self.bind(addr, Use::Shared { peers: HashSet::new() }, exclusive, &mut kernel)
+    }
+
+    /// Reserves `addr` as `usage` and has `kernel` bind it, unless a holder here that overlaps
+    /// it is one that `keeps_out` (any holder, for an exclusive user; an exclusive one, for a
+    /// shared user).
+    fn bind<Kind, T>(
+        &self,
+        addr: SocketAddr,
+        usage: Use,
+        keeps_out: impl Fn(&Use) -> bool,
+        kernel: &mut impl FnMut(SocketAddr) -> Result<T, Refusal>,
+    ) -> Result<(Reservation<Kind>, T), NdStatus> {
         let mut table = self.lock();
         let (port, bound) = match addr.port() {
-            0 => table.bind_ephemeral(addr.ip(), &mut kernel)?,
-            port if table
-                .overlapping(addr.ip(), port)
-                .any(|e| matches!(e.usage, Use::Exclusive)) =>
-            {
+            0 => table.bind_ephemeral(addr.ip(), kernel)?,
+            port if table.overlapping(addr.ip(), port).any(|e| keeps_out(&e.usage)) => {
                 return Err(NdStatus::ND_SHARING_VIOLATION)
             }
             port => (port, kernel(addr).map_err(Refusal::explicit)?),
         };
-        let id = table.insert(addr.ip(), port, Use::Shared { peers: HashSet::new() });
-        let reservation = SharedReservation {
+        let id = table.insert(addr.ip(), port, usage);
+        let reservation = Reservation {
             hold: Hold {
                 table: Arc::clone(&self.table),
                 port,
                 id,
             },
             addr: SocketAddr::new(addr.ip(), port),
+            kind: PhantomData,
         };
         Ok((reservation, bound))
     }
@@ -407,15 +405,30 @@ impl Drop for Hold {
     }
 }
 
-/// An exclusive address. Clone it to give a connector accepted from a listener a hold on the
-/// listener's address: the address stays busy until the listener and those connectors are gone.
+/// A reserved address, exclusive ([`PortReservation`]) or shared ([`SharedReservation`]).
 #[derive(Debug)]
-pub struct PortReservation {
+pub struct Reservation<Kind> {
     hold: Hold,
     addr: SocketAddr,
+    kind: PhantomData<Kind>,
 }
 
-impl PortReservation {
+/// [`Reservation`]'s kind for a listener or a connector that connected without Bind.
+#[derive(Debug)]
+pub enum Exclusive {}
+
+/// [`Reservation`]'s kind for an NDK shared endpoint or an ND2 connector's Bind.
+#[derive(Debug)]
+pub enum Shared {}
+
+/// An exclusive address. Clone it to give a connector accepted from a listener a hold on the
+/// listener's address: the address stays busy until the listener and those connectors are gone.
+pub type PortReservation = Reservation<Exclusive>;
+
+/// A shared address: an NDK shared endpoint's, or an ND2 connector's from Bind.
+pub type SharedReservation = Reservation<Shared>;
+
+impl<Kind> Reservation<Kind> {
     /// The reserved address, with the chosen port when port 0 was asked for.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -424,25 +437,15 @@ impl PortReservation {
 
 impl Clone for PortReservation {
     fn clone(&self) -> Self {
-        PortReservation {
+        Reservation {
             hold: self.hold.another(),
             addr: self.addr,
+            kind: PhantomData,
         }
     }
 }
 
-/// A shared address: an NDK shared endpoint's, or an ND2 connector's from Bind.
-#[derive(Debug)]
-pub struct SharedReservation {
-    hold: Hold,
-    addr: SocketAddr,
-}
-
 impl SharedReservation {
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// Records an outgoing connection from this address to `remote`. The same 4-tuple as a live
     /// connection of any shared user of this address is ND_ADDRESS_ALREADY_EXISTS.
     pub fn connect(&self, remote: SocketAddr) -> Result<SharedConnection, NdStatus> {
@@ -521,6 +524,16 @@ mod tests {
         PortSpace::new(PortRange::new(first, last).unwrap())
     }
 
+    /// What reserving `addr` exclusively is refused with.
+    fn refused_exclusive(space: &PortSpace, addr: SocketAddr) -> NdStatus {
+        space.reserve_exclusive(addr).unwrap_err()
+    }
+
+    /// What reserving `addr` for a shared user is refused with.
+    fn refused_shared(space: &PortSpace, addr: SocketAddr) -> NdStatus {
+        space.reserve_shared(addr).unwrap_err()
+    }
+
     #[test]
     fn range_parsing() {
         assert_eq!(PortRange::parse("50000-50002"), PortRange::new(50000, 50002));
@@ -571,20 +584,11 @@ mod tests {
         let ports: Vec<_> = r.iter().map(|r| r.addr().port()).collect();
         assert_eq!(ports, [50000, 50001, 50002]);
         assert_eq!(r[0].addr().ip(), A);
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 0)).unwrap_err(),
-            NdStatus::ND_TOO_MANY_ADDRESSES
-        );
-        assert_eq!(
-            space.reserve_shared(sa(A, 0)).unwrap_err(),
-            NdStatus::ND_TOO_MANY_ADDRESSES
-        );
+        assert_eq!(refused_exclusive(&space, sa(A, 0)), NdStatus::ND_TOO_MANY_ADDRESSES);
+        assert_eq!(refused_shared(&space, sa(A, 0)), NdStatus::ND_TOO_MANY_ADDRESSES);
         // Another address has its own ports; a wildcard overlaps every address.
         assert_eq!(space.reserve_exclusive(sa(B, 0)).unwrap().addr().port(), 50000);
-        assert_eq!(
-            space.reserve_exclusive(sa(ANY, 0)).unwrap_err(),
-            NdStatus::ND_TOO_MANY_ADDRESSES
-        );
+        assert_eq!(refused_exclusive(&space, sa(ANY, 0)), NdStatus::ND_TOO_MANY_ADDRESSES);
     }
 
     #[test]
@@ -616,24 +620,12 @@ mod tests {
     fn exclusive_meets_anyone_is_a_sharing_violation() {
         let space = narrow(50000, 50010);
         let listener = space.reserve_exclusive(sa(A, 7000)).unwrap();
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 7000)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
-        assert_eq!(
-            space.reserve_shared(sa(A, 7000)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
-        assert_eq!(
-            space.reserve_exclusive(sa(ANY, 7000)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, sa(A, 7000)), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(refused_shared(&space, sa(A, 7000)), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(refused_exclusive(&space, sa(ANY, 7000)), NdStatus::ND_SHARING_VIOLATION);
         assert!(space.reserve_exclusive(sa(B, 7000)).is_ok());
         let shared = space.reserve_shared(sa(B, 7001)).unwrap();
-        assert_eq!(
-            space.reserve_exclusive(sa(B, 7001)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, sa(B, 7001)), NdStatus::ND_SHARING_VIOLATION);
         drop((listener, shared));
         assert!(space.reserve_exclusive(sa(A, 7000)).is_ok());
         assert!(space.reserve_exclusive(sa(B, 7001)).is_ok());
@@ -645,14 +637,8 @@ mod tests {
         let v6 = IpAddr::V6(Ipv6Addr::LOCALHOST);
         let any6 = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
         let _w = space.reserve_exclusive(sa(any6, 7000)).unwrap();
-        assert_eq!(
-            space.reserve_exclusive(sa(v6, 7000)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 7000)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, sa(v6, 7000)), NdStatus::ND_SHARING_VIOLATION);
+        assert_eq!(refused_exclusive(&space, sa(A, 7000)), NdStatus::ND_SHARING_VIOLATION);
         assert!(space.reserve_exclusive(sa(v6, 7001)).is_ok());
     }
 
@@ -676,10 +662,7 @@ mod tests {
         // Closing a connection frees its 4-tuple only.
         drop(c1);
         let c1_again = ep.connect(sa(B, 445)).unwrap();
-        assert_eq!(
-            space.reserve_exclusive(local).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, local), NdStatus::ND_SHARING_VIOLATION);
         drop((c1_again, c2, c3, ep2));
         assert_eq!(space.reserved_count(), 1);
     }
@@ -692,15 +675,9 @@ mod tests {
         let port = first.addr().port();
         let second = space.reserve_shared(sa(A, port)).unwrap();
         // A listener (exclusive) is refused there, and a connector on a listener's port.
-        assert_eq!(
-            space.reserve_exclusive(sa(A, port)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, sa(A, port)), NdStatus::ND_SHARING_VIOLATION);
         let _listener = space.reserve_exclusive(sa(A, 7101)).unwrap();
-        assert_eq!(
-            space.reserve_shared(sa(A, 7101)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_shared(&space, sa(A, 7101)), NdStatus::ND_SHARING_VIOLATION);
         // Port 0 picks a port nobody here holds, shared or not.
         assert_ne!(space.reserve_shared(sa(A, 0)).unwrap().addr().port(), port);
         // Distinct destinations from the shared address; the same 4-tuple twice is refused.
@@ -716,38 +693,26 @@ mod tests {
         assert!(space.reserve_exclusive(sa(A, port)).is_ok());
     }
 
+    /// An address stays busy until its last holder closes: a shared endpoint and all its
+    /// connections, a listener and the connectors accepted from it.
     #[test]
-    fn address_busy_until_endpoint_and_all_connections_close() {
+    fn address_busy_until_its_last_holder_closes() {
         let space = narrow(50000, 50010);
         let ep = space.reserve_shared(sa(A, 9000)).unwrap();
         let c1 = ep.connect(sa(B, 1)).unwrap();
         let c2 = ep.connect(sa(B, 2)).unwrap();
         drop(ep);
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 9000)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, sa(A, 9000)), NdStatus::ND_SHARING_VIOLATION);
         drop(c1);
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 9000)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, sa(A, 9000)), NdStatus::ND_SHARING_VIOLATION);
         drop(c2);
         assert_eq!(space.reserved_count(), 0);
         assert!(space.reserve_exclusive(sa(A, 9000)).is_ok());
-    }
-
-    #[test]
-    fn listener_address_busy_until_accepted_connectors_close() {
-        let space = narrow(50000, 50010);
         let listener = space.reserve_exclusive(sa(A, 445)).unwrap();
         let accepted = listener.clone();
         assert_eq!(accepted.addr(), sa(A, 445));
         drop(listener);
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 445)).unwrap_err(),
-            NdStatus::ND_SHARING_VIOLATION
-        );
+        assert_eq!(refused_exclusive(&space, sa(A, 445)), NdStatus::ND_SHARING_VIOLATION);
         drop(accepted);
         assert!(space.reserve_exclusive(sa(A, 445)).is_ok());
     }
@@ -769,10 +734,7 @@ mod tests {
         let ports: HashSet<u16> = held.iter().map(|r| r.addr().port()).collect();
         assert_eq!(ports.len(), 800);
         assert!(ports.iter().all(|p| space.range().contains(*p)));
-        assert_eq!(
-            space.reserve_exclusive(sa(A, 0)).unwrap_err(),
-            NdStatus::ND_TOO_MANY_ADDRESSES
-        );
+        assert_eq!(refused_exclusive(&space, sa(A, 0)), NdStatus::ND_TOO_MANY_ADDRESSES);
         drop(held);
         assert_eq!(space.reserved_count(), 0);
     }

@@ -138,6 +138,18 @@ impl Pending {
     }
 }
 
+/// A pending request whose cancel completes it with ND_CANCELED, as the owners' cancels do
+/// (CancelOverlappedRequests): the tests' and the loom models' request.
+#[cfg(test)]
+fn pending(slot: &Arc<Slot>) -> Pending {
+    let canceled = Arc::clone(slot);
+    Pending {
+        slot: Arc::clone(slot),
+        adapter: Weak::new(),
+        cancel: Box::new(move || canceled.complete(NdStatus::ND_CANCELED)),
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -160,14 +172,6 @@ mod tests {
     #[test]
     fn completion_cancel_callback_and_wait_race_on_real_threads() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        fn pending(slot: &Arc<Slot>) -> Pending {
-            let canceled = Arc::clone(slot);
-            Pending {
-                slot: Arc::clone(slot),
-                adapter: Weak::new(),
-                cancel: Box::new(move || canceled.complete(NdStatus::ND_CANCELED)),
-            }
-        }
         for _ in 0..200 {
             let slot = Slot::new();
             let calls = Arc::new(AtomicUsize::new(0));
@@ -202,17 +206,6 @@ mod loom_models {
     use super::*;
     use loom::sync::atomic::{AtomicUsize, Ordering};
     use loom::thread;
-
-    /// A pending request whose cancel completes it with ND_CANCELED, as the owners' cancels
-    /// do (CancelOverlappedRequests).
-    fn pending(slot: &Arc<Slot>) -> Pending {
-        let canceled = Arc::clone(slot);
-        Pending {
-            slot: Arc::clone(slot),
-            adapter: Weak::new(),
-            cancel: Box::new(move || canceled.complete(NdStatus::ND_CANCELED)),
-        }
-    }
 
     /// A new slot, a pending request on it, and the engine's thread completing it ND_SUCCESS.
     fn completing() -> (Arc<Slot>, Pending, thread::JoinHandle<()>) {

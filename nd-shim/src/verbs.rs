@@ -442,6 +442,31 @@ pub struct QueuePair {
 /// ND2's flags for Send/Write.
 pub const ND_OP_FLAG_SILENT_SUCCESS: u32 = 0x1;
 
+/// An RDMA request of [`QueuePair`] (ND2 Write, Read): `$opcode` with the caller's SGEs, to or
+/// from the peer's `remote_address` under its `remote_token`.
+macro_rules! rdma_request {
+    ($(#[$doc:meta])* $name:ident, $opcode:ident) => {
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            request_context: u64,
+            sges: &[Sge],
+            remote_address: u64,
+            remote_token: u32,
+            flags: u32,
+        ) -> Result<(), NdStatus> {
+            self.post(
+                request_context,
+                sges,
+                flags,
+                ffi::ibv_wr_opcode::$opcode,
+                remote_address,
+                remote_token,
+            )
+        }
+    };
+}
+
 impl QueuePair {
     pub fn new(
         adapter: &Adapter,
@@ -548,43 +573,17 @@ impl QueuePair {
         self.post(request_context, sges, flags, ffi::ibv_wr_opcode::IBV_WR_SEND, 0, 0)
     }
 
-    /// ND2 Write: RDMA write to the peer's `remote_address` under its `remote_token`.
-    pub fn write(
-        &self,
-        request_context: u64,
-        sges: &[Sge],
-        remote_address: u64,
-        remote_token: u32,
-        flags: u32,
-    ) -> Result<(), NdStatus> {
-        self.post(
-            request_context,
-            sges,
-            flags,
-            ffi::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            remote_address,
-            remote_token,
-        )
-    }
+    rdma_request!(
+        /// ND2 Write: RDMA write to the peer's `remote_address` under its `remote_token`.
+        write,
+        IBV_WR_RDMA_WRITE
+    );
 
-    /// ND2 Read.
-    pub fn read(
-        &self,
-        request_context: u64,
-        sges: &[Sge],
-        remote_address: u64,
-        remote_token: u32,
-        flags: u32,
-    ) -> Result<(), NdStatus> {
-        self.post(
-            request_context,
-            sges,
-            flags,
-            ffi::ibv_wr_opcode::IBV_WR_RDMA_READ,
-            remote_address,
-            remote_token,
-        )
-    }
+    rdma_request!(
+        /// ND2 Read.
+        read,
+        IBV_WR_RDMA_READ
+    );
 
     fn post(
         &self,

@@ -10,6 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+mod common;
+use common::have;
+
 fn include_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("include/nd2")
 }
@@ -28,15 +31,6 @@ fn headers() -> Vec<String> {
 enum Lang {
     C,
     Cxx,
-}
-
-fn have(compiler: &str) -> bool {
-    Command::new(compiler)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Starts the compiler on `source` (written to a file of its own).

@@ -42,56 +42,40 @@
 #define ND_OP_FLAG_ALLOW_WRITE 0x00000010
 #define ND_OP_FLAG_INLINE 0x00000020
 
+/* ND2_ADAPTER_INFO's fields; SizeType is SIZE_T, or ULONG in the 32-bit form. */
+#define ND_SHIM_ADAPTER_INFO_FIELDS(SizeType) \
+    ULONG InfoVersion; /* in: ND_VERSION_2 */ \
+    UINT16 VendorId;                          \
+    UINT16 DeviceId;                          \
+    UINT64 AdapterId;                         \
+    SizeType MaxRegistrationSize;             \
+    SizeType MaxWindowSize;                   \
+    ULONG MaxInitiatorSge;                    \
+    ULONG MaxReceiveSge;                      \
+    ULONG MaxReadSge;                         \
+    ULONG MaxTransferLength;                  \
+    ULONG MaxInlineDataSize;                  \
+    ULONG MaxInboundReadLimit;                \
+    ULONG MaxOutboundReadLimit;               \
+    ULONG MaxReceiveQueueDepth;               \
+    ULONG MaxInitiatorQueueDepth;             \
+    ULONG MaxSharedReceiveQueueDepth;         \
+    ULONG MaxCompletionQueueDepth;            \
+    ULONG InlineRequestThreshold;             \
+    ULONG LargeRequestThreshold;              \
+    ULONG MaxCallerData;                      \
+    ULONG MaxCalleeData;                      \
+    ULONG AdapterFlags
+
 typedef struct _ND2_ADAPTER_INFO {
-    ULONG InfoVersion; /* in: ND_VERSION_2 */
-    UINT16 VendorId;
-    UINT16 DeviceId;
-    UINT64 AdapterId;
-    SIZE_T MaxRegistrationSize;
-    SIZE_T MaxWindowSize;
-    ULONG MaxInitiatorSge;
-    ULONG MaxReceiveSge;
-    ULONG MaxReadSge;
-    ULONG MaxTransferLength;
-    ULONG MaxInlineDataSize;
-    ULONG MaxInboundReadLimit;
-    ULONG MaxOutboundReadLimit;
-    ULONG MaxReceiveQueueDepth;
-    ULONG MaxInitiatorQueueDepth;
-    ULONG MaxSharedReceiveQueueDepth;
-    ULONG MaxCompletionQueueDepth;
-    ULONG InlineRequestThreshold;
-    ULONG LargeRequestThreshold;
-    ULONG MaxCallerData;
-    ULONG MaxCalleeData;
-    ULONG AdapterFlags;
+    ND_SHIM_ADAPTER_INFO_FIELDS(SIZE_T);
 } ND2_ADAPTER_INFO;
 
-/* The 32-bit form (a 32-bit process on a 64-bit system): the SIZE_T fields as ULONG; 88 bytes. */
+/* The 32-bit form (a 32-bit process on a 64-bit system): 88 bytes. */
 typedef struct _ND2_ADAPTER_INFO32 {
-    ULONG InfoVersion;
-    UINT16 VendorId;
-    UINT16 DeviceId;
-    UINT64 AdapterId;
-    ULONG MaxRegistrationSize;
-    ULONG MaxWindowSize;
-    ULONG MaxInitiatorSge;
-    ULONG MaxReceiveSge;
-    ULONG MaxReadSge;
-    ULONG MaxTransferLength;
-    ULONG MaxInlineDataSize;
-    ULONG MaxInboundReadLimit;
-    ULONG MaxOutboundReadLimit;
-    ULONG MaxReceiveQueueDepth;
-    ULONG MaxInitiatorQueueDepth;
-    ULONG MaxSharedReceiveQueueDepth;
-    ULONG MaxCompletionQueueDepth;
-    ULONG InlineRequestThreshold;
-    ULONG LargeRequestThreshold;
-    ULONG MaxCallerData;
-    ULONG MaxCalleeData;
-    ULONG AdapterFlags;
+    ND_SHIM_ADAPTER_INFO_FIELDS(ULONG);
 } ND2_ADAPTER_INFO32;
+#undef ND_SHIM_ADAPTER_INFO_FIELDS
 
 typedef enum _ND2_REQUEST_TYPE {
     Nd2RequestTypeReceive,

@@ -17,17 +17,20 @@
 #include "ndstatus.h"
 #include "nddef.h"
 
+/* IND2Overlapped's methods (IUnknown's first, see ndwinbase.h) for each interface that derives
+ * from it. */
+#define ND_SHIM_IND2OVERLAPPED_METHODS              \
+    ND_SHIM_IUNKNOWN_METHODS;                       \
+    STDMETHOD(CancelOverlappedRequests)(THIS) PURE; \
+    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, BOOL wait) PURE
+
 /* {abf72719-b016-4a40-a6f7-622791a7044c} */
 DEFINE_GUID(IID_IND2Overlapped, 0xabf72719, 0xb016, 0x4a40, 0xa6, 0xf7, 0x62, 0x27, 0x91, 0xa7, 0x04, 0x4c);
 #undef INTERFACE
 #define INTERFACE IND2Overlapped
 DECLARE_INTERFACE_(IND2Overlapped, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, BOOL wait) PURE;
+    ND_SHIM_IND2OVERLAPPED_METHODS;
 };
 
 /* {20cc445e-64a0-4cbb-aa75-f6a7251fda9e} */
@@ -36,11 +39,7 @@ DEFINE_GUID(IID_IND2CompletionQueue, 0x20cc445e, 0x64a0, 0x4cbb, 0xaa, 0x75, 0xf
 #define INTERFACE IND2CompletionQueue
 DECLARE_INTERFACE_(IND2CompletionQueue, IND2Overlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, BOOL wait) PURE;
+    ND_SHIM_IND2OVERLAPPED_METHODS;
     STDMETHOD(GetNotifyAffinity)(THIS_ USHORT *pGroup, KAFFINITY *pAffinity) PURE;
     STDMETHOD(Resize)(THIS_ ULONG queueDepth) PURE;
     STDMETHOD(Notify)(THIS_ ULONG type, OVERLAPPED *pOverlapped) PURE;
@@ -53,11 +52,7 @@ DEFINE_GUID(IID_IND2SharedReceiveQueue, 0xaabd67dc, 0x459a, 0x4db1, 0x82, 0x6b, 
 #define INTERFACE IND2SharedReceiveQueue
 DECLARE_INTERFACE_(IND2SharedReceiveQueue, IND2Overlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, BOOL wait) PURE;
+    ND_SHIM_IND2OVERLAPPED_METHODS;
     STDMETHOD(GetNotifyAffinity)(THIS_ USHORT *pGroup, KAFFINITY *pAffinity) PURE;
     STDMETHOD(Modify)(THIS_ ULONG queueDepth, ULONG notifyThreshold) PURE;
     STDMETHOD(Notify)(THIS_ OVERLAPPED *pOverlapped) PURE;
@@ -70,9 +65,7 @@ DEFINE_GUID(IID_IND2MemoryWindow, 0x070fe1f5, 0x0ab5, 0x4361, 0x88, 0xdb, 0x97, 
 #define INTERFACE IND2MemoryWindow
 DECLARE_INTERFACE_(IND2MemoryWindow, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
+    ND_SHIM_IUNKNOWN_METHODS;
     STDMETHOD_(UINT32, GetRemoteToken)(THIS) PURE;
 };
 
@@ -82,11 +75,7 @@ DEFINE_GUID(IID_IND2MemoryRegion, 0x55dfea2f, 0xbc56, 0x4982, 0x8a, 0x45, 0x03, 
 #define INTERFACE IND2MemoryRegion
 DECLARE_INTERFACE_(IND2MemoryRegion, IND2Overlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, BOOL wait) PURE;
+    ND_SHIM_IND2OVERLAPPED_METHODS;
     STDMETHOD(Register)(THIS_ const VOID *pBuffer, SIZE_T cbBuffer, ULONG flags, OVERLAPPED *pOverlapped) PURE;
     STDMETHOD(Deregister)(THIS_ OVERLAPPED *pOverlapped) PURE;
     STDMETHOD_(UINT32, GetLocalToken)(THIS) PURE;
@@ -99,9 +88,7 @@ DEFINE_GUID(IID_IND2QueuePair, 0xeef2f332, 0xb75d, 0x4063, 0xbc, 0xe3, 0x3a, 0x0
 #define INTERFACE IND2QueuePair
 DECLARE_INTERFACE_(IND2QueuePair, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
+    ND_SHIM_IUNKNOWN_METHODS;
     STDMETHOD(Flush)(THIS) PURE;
     STDMETHOD(Send)(THIS_ VOID *requestContext, const ND2_SGE sge[], ULONG nSge, ULONG flags) PURE;
     STDMETHOD(Receive)(THIS_ VOID *requestContext, const ND2_SGE sge[], ULONG nSge) PURE;
@@ -117,11 +104,7 @@ DEFINE_GUID(IID_IND2Connector, 0x7dd615c4, 0x6b4c, 0x4866, 0x95, 0x0c, 0xf3, 0xb
 #define INTERFACE IND2Connector
 DECLARE_INTERFACE_(IND2Connector, IND2Overlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, BOOL wait) PURE;
+    ND_SHIM_IND2OVERLAPPED_METHODS;
     STDMETHOD(Bind)(THIS_ const struct sockaddr *pAddress, ULONG cbAddress) PURE;
     STDMETHOD(Connect)(THIS_ IUnknown *pQueuePair, const struct sockaddr *pDestAddress, ULONG cbDestAddress, ULONG inboundReadLimit, ULONG outboundReadLimit, const VOID *pPrivateData, ULONG cbPrivateData, OVERLAPPED *pOverlapped) PURE;
     STDMETHOD(CompleteConnect)(THIS_ OVERLAPPED *pOverlapped) PURE;
@@ -141,11 +124,7 @@ DEFINE_GUID(IID_IND2Listener, 0x65d23d83, 0x3a57, 0x4e02, 0x86, 0xa4, 0x35, 0x01
 #define INTERFACE IND2Listener
 DECLARE_INTERFACE_(IND2Listener, IND2Overlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, BOOL wait) PURE;
+    ND_SHIM_IND2OVERLAPPED_METHODS;
     STDMETHOD(Bind)(THIS_ const struct sockaddr *pAddress, ULONG cbAddress) PURE;
     STDMETHOD(Listen)(THIS_ ULONG backlog) PURE;
     STDMETHOD(GetLocalAddress)(THIS_ struct sockaddr *pAddress, ULONG *pcbAddress) PURE;
@@ -158,9 +137,7 @@ DEFINE_GUID(IID_IND2Adapter, 0xd89c798c, 0x4823, 0x4d69, 0x84, 0x6c, 0xdf, 0xdc,
 #define INTERFACE IND2Adapter
 DECLARE_INTERFACE_(IND2Adapter, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
+    ND_SHIM_IUNKNOWN_METHODS;
     STDMETHOD(CreateOverlappedFile)(THIS_ HANDLE *phOverlappedFile) PURE;
     STDMETHOD(Query)(THIS_ ND2_ADAPTER_INFO *pInfo, ULONG *pcbInfo) PURE;
     STDMETHOD(QueryAddressList)(THIS_ SOCKET_ADDRESS_LIST *pAddressList, ULONG *pcbAddressList) PURE;
@@ -180,9 +157,7 @@ DEFINE_GUID(IID_IND2Provider, 0x49eae6c1, 0x76c4, 0x46d0, 0x80, 0x03, 0x5c, 0x2e
 #define INTERFACE IND2Provider
 DECLARE_INTERFACE_(IND2Provider, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
+    ND_SHIM_IUNKNOWN_METHODS;
     STDMETHOD(QueryAddressList)(THIS_ SOCKET_ADDRESS_LIST *pAddressList, ULONG *pcbAddressList) PURE;
     STDMETHOD(ResolveAddress)(THIS_ const struct sockaddr *pAddress, ULONG cbAddress, UINT64 *pAdapterId) PURE;
     STDMETHOD(OpenAdapter)(THIS_ REFIID iid, UINT64 adapterId, VOID **ppAdapter) PURE;
@@ -256,17 +231,19 @@ typedef struct INDMemoryWindow INDMemoryWindow;
 typedef struct INDAdapter INDAdapter;
 #endif
 
+/* ND1's overlapped base: GetOverlappedResult also returns the byte count. */
+#define ND_SHIM_INDOVERLAPPED_METHODS               \
+    ND_SHIM_IUNKNOWN_METHODS;                       \
+    STDMETHOD(CancelOverlappedRequests)(THIS) PURE; \
+    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, SIZE_T *pNumberOfBytesTransferred, BOOL bWait) PURE
+
 /* {c859e15e-75e2-4fe3-8d6d-0dff36f02442} */
 DEFINE_GUID(IID_INDOverlapped, 0xc859e15e, 0x75e2, 0x4fe3, 0x8d, 0x6d, 0x0d, 0xff, 0x36, 0xf0, 0x24, 0x42);
 #undef INTERFACE
 #define INTERFACE INDOverlapped
 DECLARE_INTERFACE_(INDOverlapped, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, SIZE_T *pNumberOfBytesTransferred, BOOL bWait) PURE;
+    ND_SHIM_INDOVERLAPPED_METHODS;
 };
 
 /* {1245a633-2a32-473a-830c-e05d1f869d02} */
@@ -275,11 +252,7 @@ DEFINE_GUID(IID_INDCompletionQueue, 0x1245a633, 0x2a32, 0x473a, 0x83, 0x0c, 0xe0
 #define INTERFACE INDCompletionQueue
 DECLARE_INTERFACE_(INDCompletionQueue, INDOverlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, SIZE_T *pNumberOfBytesTransferred, BOOL bWait) PURE;
+    ND_SHIM_INDOVERLAPPED_METHODS;
     STDMETHOD(Resize)(THIS_ SIZE_T nEntries) PURE;
     STDMETHOD(Notify)(THIS_ DWORD Type, OVERLAPPED *pOverlapped) PURE;
     STDMETHOD_(SIZE_T, GetResults)(THIS_ ND_RESULT *pResults[], SIZE_T nResults) PURE;
@@ -291,9 +264,7 @@ DEFINE_GUID(IID_INDMemoryWindow, 0x070fe1f5, 0x0ab5, 0x4361, 0x88, 0xdb, 0x97, 0
 #define INTERFACE INDMemoryWindow
 DECLARE_INTERFACE_(INDMemoryWindow, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
+    ND_SHIM_IUNKNOWN_METHODS;
 };
 
 /* {dbd00eab-b679-44a9-bd65-e82f3de12d1a} */
@@ -302,9 +273,7 @@ DEFINE_GUID(IID_INDEndpoint, 0xdbd00eab, 0xb679, 0x44a9, 0xbd, 0x65, 0xe8, 0x2f,
 #define INTERFACE INDEndpoint
 DECLARE_INTERFACE_(INDEndpoint, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
+    ND_SHIM_IUNKNOWN_METHODS;
     STDMETHOD(Flush)(THIS) PURE;
     STDMETHOD_(void, StartRequestBatch)(THIS) PURE;
     STDMETHOD_(void, SubmitRequestBatch)(THIS) PURE;
@@ -324,11 +293,7 @@ DEFINE_GUID(IID_INDConnector, 0x1bcaf2d1, 0xe274, 0x4aeb, 0xac, 0x57, 0xcd, 0x5d
 #define INTERFACE INDConnector
 DECLARE_INTERFACE_(INDConnector, INDOverlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, SIZE_T *pNumberOfBytesTransferred, BOOL bWait) PURE;
+    ND_SHIM_INDOVERLAPPED_METHODS;
     STDMETHOD(CreateEndpoint)(THIS_ INDCompletionQueue *pInboundCq, INDCompletionQueue *pOutboundCq, SIZE_T nInboundEntries, SIZE_T nOutboundEntries, SIZE_T nInboundSge, SIZE_T nOutboundSge, SIZE_T InboundReadLimit, SIZE_T OutboundReadLimit, SIZE_T *pMaxInlineData, INDEndpoint **ppEndpoint) PURE;
     STDMETHOD(Connect)(THIS_ INDEndpoint *pEndpoint, const struct sockaddr *pAddress, SIZE_T AddressLength, INT Protocol, USHORT LocalPort, const void *pPrivateData, SIZE_T PrivateDataLength, OVERLAPPED *pOverlapped) PURE;
     STDMETHOD(CompleteConnect)(THIS_ OVERLAPPED *pOverlapped) PURE;
@@ -347,11 +312,7 @@ DEFINE_GUID(IID_INDListen, 0xbb902588, 0xba3f, 0x4441, 0x9f, 0xe1, 0x3b, 0x67, 0
 #define INTERFACE INDListen
 DECLARE_INTERFACE_(INDListen, INDOverlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, SIZE_T *pNumberOfBytesTransferred, BOOL bWait) PURE;
+    ND_SHIM_INDOVERLAPPED_METHODS;
     STDMETHOD(GetConnectionRequest)(THIS_ INDConnector *pConnector, OVERLAPPED *pOverlapped) PURE;
 };
 
@@ -361,11 +322,7 @@ DEFINE_GUID(IID_INDAdapter, 0xa023c5a0, 0x5b73, 0x43bc, 0x8d, 0x20, 0x33, 0xaa, 
 #define INTERFACE INDAdapter
 DECLARE_INTERFACE_(INDAdapter, INDOverlapped)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
-    STDMETHOD(CancelOverlappedRequests)(THIS) PURE;
-    STDMETHOD(GetOverlappedResult)(THIS_ OVERLAPPED *pOverlapped, SIZE_T *pNumberOfBytesTransferred, BOOL bWait) PURE;
+    ND_SHIM_INDOVERLAPPED_METHODS;
     STDMETHOD_(HANDLE, GetFileHandle)(THIS) PURE;
     STDMETHOD(Query)(THIS_ DWORD VersionRequested, ND_ADAPTER_INFO1 *pInfo, SIZE_T *pBufferSize) PURE;
     STDMETHOD(Control)(THIS_ DWORD IoControlCode, const void *pInBuffer, SIZE_T InBufferSize, void *pOutBuffer, SIZE_T OutBufferSize, SIZE_T *pBytesReturned, OVERLAPPED *pOverlapped) PURE;
@@ -383,13 +340,13 @@ DEFINE_GUID(IID_INDProvider, 0x0c5dd316, 0x5fdf, 0x47e6, 0xb2, 0xd0, 0x2a, 0x6e,
 #define INTERFACE INDProvider
 DECLARE_INTERFACE_(INDProvider, IUnknown)
 {
-    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObj) PURE;
-    STDMETHOD_(ULONG, AddRef)(THIS) PURE;
-    STDMETHOD_(ULONG, Release)(THIS) PURE;
+    ND_SHIM_IUNKNOWN_METHODS;
     STDMETHOD(QueryAddressList)(THIS_ SOCKET_ADDRESS_LIST *pAddressList, SIZE_T *pBufferSize) PURE;
     STDMETHOD(OpenAdapter)(THIS_ const struct sockaddr *pAddress, SIZE_T AddressLength, INDAdapter **ppAdapter) PURE;
 };
 
 #undef INTERFACE
+#undef ND_SHIM_IND2OVERLAPPED_METHODS
+#undef ND_SHIM_INDOVERLAPPED_METHODS
 
 #endif /* ND_SHIM_NDSPI_H */

@@ -340,24 +340,24 @@ typedef GUID CLSID;
 #endif
 
 /* ---- COM interface declaration ---- */
-#ifdef __cplusplus
-#ifndef PURE
-#define PURE = 0
-#endif
 #ifndef interface
 #define interface struct
-#endif
-#ifndef STDMETHOD
-#define STDMETHOD(method) virtual HRESULT STDMETHODCALLTYPE method
-#endif
-#ifndef STDMETHOD_
-#define STDMETHOD_(type, method) virtual type STDMETHODCALLTYPE method
 #endif
 #ifndef IFACEMETHOD
 #define IFACEMETHOD(method) STDMETHOD(method)
 #endif
 #ifndef IFACEMETHOD_
 #define IFACEMETHOD_(type, method) STDMETHOD_(type, method)
+#endif
+#ifdef __cplusplus
+#ifndef PURE
+#define PURE = 0
+#endif
+#ifndef STDMETHOD
+#define STDMETHOD(method) virtual HRESULT STDMETHODCALLTYPE method
+#endif
+#ifndef STDMETHOD_
+#define STDMETHOD_(type, method) virtual type STDMETHODCALLTYPE method
 #endif
 #ifndef THIS_
 #define THIS_
@@ -375,20 +375,11 @@ typedef GUID CLSID;
 #ifndef PURE
 #define PURE
 #endif
-#ifndef interface
-#define interface struct
-#endif
 #ifndef STDMETHOD
 #define STDMETHOD(method) HRESULT(STDMETHODCALLTYPE *method)
 #endif
 #ifndef STDMETHOD_
 #define STDMETHOD_(type, method) type(STDMETHODCALLTYPE *method)
-#endif
-#ifndef IFACEMETHOD
-#define IFACEMETHOD(method) STDMETHOD(method)
-#endif
-#ifndef IFACEMETHOD_
-#define IFACEMETHOD_(type, method) STDMETHOD_(type, method)
 #endif
 #ifndef THIS_
 #define THIS_ INTERFACE *This,
@@ -407,50 +398,42 @@ typedef GUID CLSID;
 #endif
 #endif
 
+/* IUnknown's methods, in vtable order, for each interface that derives from it (IClassFactory
+ * here, ND2's in ndspi.h): C's vtable struct lists every inherited method before the interface's
+ * own (THIS_ names the INTERFACE being declared), and C++ redeclares them in the same slots. The
+ * last semicolon is the user's. */
+#ifndef ND_SHIM_IUNKNOWN_METHODS
+#define ND_SHIM_IUNKNOWN_METHODS                                         \
+    STDMETHOD(QueryInterface)(THIS_ REFIID riid, void **ppvObject) PURE; \
+    STDMETHOD_(ULONG, AddRef)(THIS) PURE;                                \
+    STDMETHOD_(ULONG, Release)(THIS) PURE
+#endif
+
 /* ---- IUnknown ---- */
 #ifndef __IUnknown_INTERFACE_DEFINED__
 #define __IUnknown_INTERFACE_DEFINED__
-#ifdef __cplusplus
-struct IUnknown {
-    virtual HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void **ppvObject) = 0;
-    virtual ULONG STDMETHODCALLTYPE AddRef(void) = 0;
-    virtual ULONG STDMETHODCALLTYPE Release(void) = 0;
+#undef INTERFACE
+#define INTERFACE IUnknown
+DECLARE_INTERFACE(IUnknown)
+{
+    ND_SHIM_IUNKNOWN_METHODS;
 };
-#else
-typedef struct IUnknown IUnknown;
-typedef struct IUnknownVtbl {
-    HRESULT(STDMETHODCALLTYPE *QueryInterface)(IUnknown *This, REFIID riid, void **ppvObject);
-    ULONG(STDMETHODCALLTYPE *AddRef)(IUnknown *This);
-    ULONG(STDMETHODCALLTYPE *Release)(IUnknown *This);
-} IUnknownVtbl;
-struct IUnknown {
-    const IUnknownVtbl *lpVtbl;
-};
-#endif
+#undef INTERFACE
 #endif
 ND_SHIM_DECLARE_IID(IID_IUnknown);
 
 /* ---- IClassFactory (what DllGetClassObject gives) ---- */
 #ifndef __IClassFactory_INTERFACE_DEFINED__
 #define __IClassFactory_INTERFACE_DEFINED__
-#ifdef __cplusplus
-struct IClassFactory : public IUnknown {
-    virtual HRESULT STDMETHODCALLTYPE CreateInstance(IUnknown *pUnkOuter, REFIID riid, void **ppvObject) = 0;
-    virtual HRESULT STDMETHODCALLTYPE LockServer(BOOL fLock) = 0;
+#undef INTERFACE
+#define INTERFACE IClassFactory
+DECLARE_INTERFACE_(IClassFactory, IUnknown)
+{
+    ND_SHIM_IUNKNOWN_METHODS;
+    STDMETHOD(CreateInstance)(THIS_ IUnknown *pUnkOuter, REFIID riid, void **ppvObject) PURE;
+    STDMETHOD(LockServer)(THIS_ BOOL fLock) PURE;
 };
-#else
-typedef struct IClassFactory IClassFactory;
-typedef struct IClassFactoryVtbl {
-    HRESULT(STDMETHODCALLTYPE *QueryInterface)(IClassFactory *This, REFIID riid, void **ppvObject);
-    ULONG(STDMETHODCALLTYPE *AddRef)(IClassFactory *This);
-    ULONG(STDMETHODCALLTYPE *Release)(IClassFactory *This);
-    HRESULT(STDMETHODCALLTYPE *CreateInstance)(IClassFactory *This, IUnknown *pUnkOuter, REFIID riid, void **ppvObject);
-    HRESULT(STDMETHODCALLTYPE *LockServer)(IClassFactory *This, BOOL fLock);
-} IClassFactoryVtbl;
-struct IClassFactory {
-    const IClassFactoryVtbl *lpVtbl;
-};
-#endif
+#undef INTERFACE
 #endif
 ND_SHIM_DECLARE_IID(IID_IClassFactory);
 

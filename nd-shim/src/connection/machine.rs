@@ -5,11 +5,13 @@
 use crate::cm_event::{CmEvent, CmEventKind, Side};
 use crate::connection_data::PrivateDataUse;
 use crate::status::{from_cm_event, NdStatus};
+use crate::transition::{event, returns};
 
 /// Where a connector is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ConnectorState {
     /// Created; no address yet.
+    #[default]
     Idle,
     /// ND2 Bind done: holds its local address (shared with other connectors that used Bind;
     /// see `ports`).
@@ -143,32 +145,9 @@ pub enum Effect {
 }
 
 /// The result of one [`step`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transition {
-    pub next: ConnectorState,
-    /// For a call: what it returns (ND_PENDING when a later `Complete` finishes it).
-    /// For an event: `None`.
-    pub returns: Option<NdStatus>,
-    pub effects: Vec<Effect>,
-}
+pub type Transition = crate::transition::Transition<ConnectorState, Effect>;
 
-fn returns(next: ConnectorState, status: NdStatus, effects: Vec<Effect>) -> Transition {
-    Transition {
-        next,
-        returns: Some(status),
-        effects,
-    }
-}
-
-fn event(next: ConnectorState, effects: Vec<Effect>) -> Transition {
-    Transition {
-        next,
-        returns: None,
-        effects,
-    }
-}
-
-fn complete(request: Request, status: NdStatus) -> Effect {
+pub(super) fn complete(request: Request, status: NdStatus) -> Effect {
     Effect::Complete { request, status }
 }
 

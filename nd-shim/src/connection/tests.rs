@@ -12,6 +12,16 @@ fn ev(kind: CmEventKind, status: i32) -> ConnectorInput {
     I::Event(CmEvent::new(kind, status))
 }
 
+/// The calls that carry private data and a queue pair, as `connect(private_data_len, qp_in_use)`.
+macro_rules! calls_with_a_qp {
+    ($($name:ident: $variant:ident),*) => {$(
+        const fn $name(private_data_len: usize, qp_in_use: bool) -> ConnectorInput {
+            I::$variant { private_data_len, qp_in_use }
+        }
+    )*};
+}
+calls_with_a_qp!(connect: Connect, connect_shared: ConnectWithSharedEndpoint, accept: Accept, bind_and_connect: BindAndConnect);
+
 fn t(next: ConnectorState, returns: Option<NdStatus>, effects: &[Effect]) -> Transition {
     Transition {
         next,
@@ -32,19 +42,10 @@ fn walk(mut state: ConnectorState, steps: &[(ConnectorInput, Transition)]) -> Co
 
 const CALLS: [ConnectorInput; 10] = [
     I::Bind,
-    I::Connect {
-        private_data_len: 0,
-        qp_in_use: false,
-    },
-    I::ConnectWithSharedEndpoint {
-        private_data_len: 0,
-        qp_in_use: false,
-    },
+    connect(0, false),
+    connect_shared(0, false),
     I::CompleteConnect,
-    I::Accept {
-        private_data_len: 0,
-        qp_in_use: false,
-    },
+    accept(0, false),
     I::Reject { private_data_len: 0 },
     I::Disconnect,
     I::NotifyDisconnect,
@@ -136,10 +137,7 @@ fn active_handshake() {
         &[
             (I::Bind, t(S::Bound, Some(St::ND_SUCCESS), &[Do(Action::BindAddress)])),
             (
-                I::Connect {
-                    private_data_len: 56,
-                    qp_in_use: false,
-                },
+                connect(56, false),
                 t(S::Connecting, Some(St::ND_PENDING), &[Do(Action::StartConnect)]),
             ),
             (
@@ -155,10 +153,7 @@ fn active_handshake() {
                 t(
                     S::AwaitingCompleteConnect,
                     None,
-                    &[Effect::Complete {
-                        request: Request::Connect,
-                        status: St::ND_SUCCESS,
-                    }],
+                    &[complete(Request::Connect, St::ND_SUCCESS)],
                 ),
             ),
             (
@@ -181,10 +176,7 @@ fn passive_handshake() {
         &[
             (ev(CmEventKind::ConnectRequest, 0), t(S::RequestReceived, None, &[])),
             (
-                I::Accept {
-                    private_data_len: 196,
-                    qp_in_use: false,
-                },
+                accept(196, false),
                 t(S::Accepting, Some(St::ND_PENDING), &[Do(Action::AcceptRequest)]),
             ),
             (
@@ -192,10 +184,7 @@ fn passive_handshake() {
                 t(
                     S::Connected { notify_pending: false },
                     None,
-                    &[Effect::Complete {
-                        request: Request::Accept,
-                        status: St::ND_SUCCESS,
-                    }],
+                    &[complete(Request::Accept, St::ND_SUCCESS)],
                 ),
             ),
         ],
@@ -204,16 +193,7 @@ fn passive_handshake() {
 
 #[test]
 fn ndk_connect_without_bind_and_shared_endpoint_connect() {
-    for call in [
-        I::Connect {
-            private_data_len: 0,
-            qp_in_use: false,
-        },
-        I::ConnectWithSharedEndpoint {
-            private_data_len: 0,
-            qp_in_use: false,
-        },
-    ] {
+    for call in [connect(0, false), connect_shared(0, false)] {
         assert_eq!(
             step(S::Idle, call),
             t(S::Connecting, Some(St::ND_PENDING), &[Do(Action::StartConnect)])
@@ -225,12 +205,8 @@ fn ndk_connect_without_bind_and_shared_endpoint_connect() {
 /// before anything is touched, and a failed bind does not start the connect.
 #[test]
 fn ndk_connect_binds_and_connects_in_one_step() {
-    let call = |private_data_len, qp_in_use| I::BindAndConnect {
-        private_data_len,
-        qp_in_use,
-    };
     assert_eq!(
-        step(S::Idle, call(56, false)),
+        step(S::Idle, bind_and_connect(56, false)),
         t(
             S::Connecting,
             Some(St::ND_PENDING),
@@ -239,11 +215,11 @@ fn ndk_connect_binds_and_connects_in_one_step() {
     );
     for state in [S::Idle, S::Bound, S::Connected { notify_pending: false }] {
         assert_eq!(
-            step(state, call(57, false)),
+            step(state, bind_and_connect(57, false)),
             t(state, Some(St::ND_INVALID_BUFFER_SIZE), &[])
         );
         assert_eq!(
-            step(state, call(0, true)),
+            step(state, bind_and_connect(0, true)),
             t(state, Some(St::ND_CONNECTION_ACTIVE), &[])
         );
     }
@@ -265,14 +241,8 @@ fn ndk_connect_binds_and_connects_in_one_step() {
     ];
     for state in states {
         assert_eq!(
-            step(state, call(3, false)),
-            step(
-                state,
-                I::Connect {
-                    private_data_len: 3,
-                    qp_in_use: false,
-                }
-            ),
+            step(state, bind_and_connect(3, false)),
+            step(state, connect(3, false)),
             "{state:?}"
         );
     }
@@ -289,39 +259,9 @@ fn ndk_connect_binds_and_connects_in_one_step() {
 #[test]
 fn private_data_over_the_limit_is_refused_and_the_connector_stays_usable() {
     let rows = [
-        (
-            S::Bound,
-            I::Connect {
-                private_data_len: 57,
-                qp_in_use: false,
-            },
-            I::Connect {
-                private_data_len: 56,
-                qp_in_use: false,
-            },
-        ),
-        (
-            S::Idle,
-            I::ConnectWithSharedEndpoint {
-                private_data_len: 57,
-                qp_in_use: false,
-            },
-            I::ConnectWithSharedEndpoint {
-                private_data_len: 56,
-                qp_in_use: false,
-            },
-        ),
-        (
-            S::RequestReceived,
-            I::Accept {
-                private_data_len: 197,
-                qp_in_use: false,
-            },
-            I::Accept {
-                private_data_len: 196,
-                qp_in_use: false,
-            },
-        ),
+        (S::Bound, connect(57, false), connect(56, false)),
+        (S::Idle, connect_shared(57, false), connect_shared(56, false)),
+        (S::RequestReceived, accept(197, false), accept(196, false)),
         (
             S::RequestReceived,
             I::Reject { private_data_len: 149 },
@@ -347,69 +287,25 @@ fn private_data_over_the_limit_is_refused_and_the_connector_stays_usable() {
 #[test]
 fn connect_failures_complete_the_pending_connect() {
     use CmEventKind as K;
-    // The last column: where the connector is left. The documentation lets the caller retry
-    // after refused, unreachable and timeout ("the connection attempt may be retried").
+    // The last column: where the connector is left (retry: ConnectFailed, fail: Failed). The
+    // documentation lets the caller retry after refused, unreachable and timeout ("the
+    // connection attempt may be retried").
+    let retry: fn(St) -> S = S::ConnectFailed;
+    let fail: fn(St) -> S = S::Failed;
     let rows = [
-        (
-            K::Rejected,
-            8,
-            St::ND_CONNECTION_REFUSED,
-            S::ConnectFailed(St::ND_CONNECTION_REFUSED),
-        ),
-        (
-            K::Rejected,
-            28,
-            St::ND_CONNECTION_REFUSED,
-            S::ConnectFailed(St::ND_CONNECTION_REFUSED),
-        ),
-        (
-            K::AddrError,
-            -libc::ETIMEDOUT,
-            St::ND_HOST_UNREACHABLE,
-            S::ConnectFailed(St::ND_HOST_UNREACHABLE),
-        ),
-        (
-            K::AddrError,
-            -libc::ENETUNREACH,
-            St::ND_NETWORK_UNREACHABLE,
-            S::ConnectFailed(St::ND_NETWORK_UNREACHABLE),
-        ),
-        (
-            K::RouteError,
-            -libc::ETIMEDOUT,
-            St::ND_NETWORK_UNREACHABLE,
-            S::ConnectFailed(St::ND_NETWORK_UNREACHABLE),
-        ),
-        (
-            K::Unreachable,
-            -libc::ETIMEDOUT,
-            St::ND_IO_TIMEOUT,
-            S::ConnectFailed(St::ND_IO_TIMEOUT),
-        ),
-        (
-            K::ConnectError,
-            -libc::EINVAL,
-            St::ND_CONNECTION_ABORTED,
-            S::Failed(St::ND_CONNECTION_ABORTED),
-        ),
-        (
-            K::DeviceRemoval,
-            0,
-            St::ND_DEVICE_REMOVED,
-            S::Failed(St::ND_DEVICE_REMOVED),
-        ),
+        (K::Rejected, 8, St::ND_CONNECTION_REFUSED, retry),
+        (K::Rejected, 28, St::ND_CONNECTION_REFUSED, retry),
+        (K::AddrError, -libc::ETIMEDOUT, St::ND_HOST_UNREACHABLE, retry),
+        (K::AddrError, -libc::ENETUNREACH, St::ND_NETWORK_UNREACHABLE, retry),
+        (K::RouteError, -libc::ETIMEDOUT, St::ND_NETWORK_UNREACHABLE, retry),
+        (K::Unreachable, -libc::ETIMEDOUT, St::ND_IO_TIMEOUT, retry),
+        (K::ConnectError, -libc::EINVAL, St::ND_CONNECTION_ABORTED, fail),
+        (K::DeviceRemoval, 0, St::ND_DEVICE_REMOVED, fail),
     ];
     for (kind, status, code, left_in) in rows {
         assert_eq!(
             step(S::Connecting, ev(kind, status)),
-            t(
-                left_in,
-                None,
-                &[Effect::Complete {
-                    request: Request::Connect,
-                    status: code
-                }]
-            ),
+            t(left_in(code), None, &[complete(Request::Connect, code)]),
             "{kind:?} {status}"
         );
     }
@@ -429,14 +325,7 @@ fn accept_fails_refused_or_aborted_as_the_active_side_decides() {
     for (input, code) in rows {
         assert_eq!(
             step(S::Accepting, input),
-            t(
-                S::Failed(code),
-                None,
-                &[Effect::Complete {
-                    request: Request::Accept,
-                    status: code
-                }]
-            ),
+            t(S::Failed(code), None, &[complete(Request::Accept, code)]),
             "{input:?}"
         );
     }
@@ -446,10 +335,7 @@ fn accept_fails_refused_or_aborted_as_the_active_side_decides() {
             S::Failed(St::ND_CONNECTION_ABORTED),
             None,
             &[
-                Effect::Complete {
-                    request: Request::Accept,
-                    status: St::ND_CONNECTION_ABORTED
-                },
+                complete(Request::Accept, St::ND_CONNECTION_ABORTED),
                 Do(Action::FlushQp)
             ],
         )
@@ -465,17 +351,7 @@ fn peer_abandons_before_accept_then_accept_and_reject_report_it() {
             t(S::Failed(St::ND_CONNECTION_ABORTED), None, &[]),
         )],
     );
-    assert_eq!(
-        step(
-            state,
-            I::Accept {
-                private_data_len: 0,
-                qp_in_use: false
-            }
-        )
-        .returns,
-        Some(St::ND_CONNECTION_ABORTED)
-    );
+    assert_eq!(step(state, accept(0, false)).returns, Some(St::ND_CONNECTION_ABORTED));
     assert_eq!(
         step(state, I::Reject { private_data_len: 0 }).returns,
         Some(St::ND_CONNECTION_ABORTED)
@@ -519,10 +395,7 @@ fn peer_disconnect_flushes_the_qp_and_completes_notify() {
                     &[
                         Do(Action::FlushQpLater),
                         Effect::PeerDisconnected,
-                        Effect::Complete {
-                            request: Request::NotifyDisconnect,
-                            status: St::ND_SUCCESS,
-                        },
+                        complete(Request::NotifyDisconnect, St::ND_SUCCESS),
                     ],
                 ),
             ),
@@ -568,14 +441,8 @@ fn local_disconnect_flushes_the_qp_and_completes_on_disconnected() {
                     None,
                     &[
                         Do(Action::FlushQp),
-                        Effect::Complete {
-                            request: Request::Disconnect,
-                            status: St::ND_SUCCESS,
-                        },
-                        Effect::Complete {
-                            request: Request::NotifyDisconnect,
-                            status: St::ND_SUCCESS,
-                        },
+                        complete(Request::Disconnect, St::ND_SUCCESS),
+                        complete(Request::NotifyDisconnect, St::ND_SUCCESS),
                     ],
                 ),
             ),
@@ -586,10 +453,7 @@ fn local_disconnect_flushes_the_qp_and_completes_on_disconnected() {
 
 #[test]
 fn cancel() {
-    let canceled = |request| Effect::Complete {
-        request,
-        status: St::ND_CANCELED,
-    };
+    let canceled = |request| complete(request, St::ND_CANCELED);
     assert_eq!(
         step(S::Connecting, I::Cancel),
         t(
@@ -624,30 +488,14 @@ fn cancel() {
     );
     // A cancelled connector reports ND_CANCELED to Accept and Reject from then on, and
     // ND_CONNECTION_ACTIVE to Connect (as Windows providers answer), changing nothing.
-    for connect in [
-        I::Connect {
-            private_data_len: 0,
-            qp_in_use: false,
-        },
-        I::BindAndConnect {
-            private_data_len: 0,
-            qp_in_use: false,
-        },
-    ] {
+    for connect in [connect(0, false), bind_and_connect(0, false)] {
         assert_eq!(
             step(S::Failed(St::ND_CANCELED), connect),
             t(S::Failed(St::ND_CANCELED), Some(St::ND_CONNECTION_ACTIVE), &[])
         );
     }
     assert_eq!(
-        step(
-            S::Failed(St::ND_CANCELED),
-            I::Accept {
-                private_data_len: 0,
-                qp_in_use: false
-            }
-        )
-        .returns,
+        step(S::Failed(St::ND_CANCELED), accept(0, false)).returns,
         Some(St::ND_CANCELED)
     );
     // A late REP for an abandoned attempt changes nothing.
@@ -659,11 +507,9 @@ fn cancel() {
 
 #[test]
 fn release_cancels_pending_requests_and_disconnects_implicitly() {
-    let canceled = |request| Effect::Complete {
-        request,
-        status: St::ND_CANCELED,
-    };
-    let destroy = Do(Action::DestroyId);
+    let canceled = |request| complete(request, St::ND_CANCELED);
+    let (destroy, send, flush) = (Do(Action::DestroyId), Do(Action::SendDisconnect), Do(Action::FlushQp));
+    let (cancel_disconnect, cancel_notify) = (canceled(Request::Disconnect), canceled(Request::NotifyDisconnect));
     let rows: &[(ConnectorState, &[Effect])] = &[
         (S::Idle, &[destroy]),
         (S::Bound, &[destroy]),
@@ -671,35 +517,19 @@ fn release_cancels_pending_requests_and_disconnects_implicitly() {
         (S::AwaitingCompleteConnect, &[destroy]),
         (S::RequestReceived, &[destroy]),
         (S::Accepting, &[canceled(Request::Accept), destroy]),
-        (
-            S::Connected { notify_pending: false },
-            &[Do(Action::SendDisconnect), Do(Action::FlushQp), destroy],
-        ),
+        (S::Connected { notify_pending: false }, &[send, flush, destroy]),
         (
             S::Connected { notify_pending: true },
-            &[
-                canceled(Request::NotifyDisconnect),
-                Do(Action::SendDisconnect),
-                Do(Action::FlushQp),
-                destroy,
-            ],
+            &[cancel_notify, send, flush, destroy],
         ),
-        (
-            S::PeerDisconnected,
-            &[Do(Action::SendDisconnect), Do(Action::FlushQp), destroy],
-        ),
+        (S::PeerDisconnected, &[send, flush, destroy]),
         (
             S::Disconnecting { notify_pending: false },
-            &[canceled(Request::Disconnect), Do(Action::FlushQp), destroy],
+            &[cancel_disconnect, flush, destroy],
         ),
         (
             S::Disconnecting { notify_pending: true },
-            &[
-                canceled(Request::Disconnect),
-                canceled(Request::NotifyDisconnect),
-                Do(Action::FlushQp),
-                destroy,
-            ],
+            &[cancel_disconnect, cancel_notify, flush, destroy],
         ),
         (S::Disconnected, &[destroy]),
         (S::Rejected, &[destroy]),
@@ -726,10 +556,7 @@ fn device_removal_while_connected_or_idle() {
             S::Failed(St::ND_DEVICE_REMOVED),
             None,
             &[
-                Effect::Complete {
-                    request: Request::NotifyDisconnect,
-                    status: St::ND_DEVICE_REMOVED
-                },
+                complete(Request::NotifyDisconnect, St::ND_DEVICE_REMOVED),
                 Do(Action::FlushQp)
             ],
         )
@@ -742,10 +569,7 @@ fn device_removal_while_connected_or_idle() {
         t(
             S::Failed(St::ND_DEVICE_REMOVED),
             None,
-            &[Effect::Complete {
-                request: Request::Disconnect,
-                status: St::ND_DEVICE_REMOVED
-            }],
+            &[complete(Request::Disconnect, St::ND_DEVICE_REMOVED)],
         )
     );
     assert_eq!(
@@ -803,10 +627,7 @@ fn inline_action_failures() {
             t(
                 S::Failed(St::ND_NO_MEMORY),
                 None,
-                &[Effect::Complete {
-                    request: Request::Connect,
-                    status: St::ND_NO_MEMORY,
-                }],
+                &[complete(Request::Connect, St::ND_NO_MEMORY)],
             ),
         ),
         (
@@ -815,10 +636,7 @@ fn inline_action_failures() {
             t(
                 S::Failed(St::ND_INVALID_PARAMETER),
                 None,
-                &[Effect::Complete {
-                    request: Request::Connect,
-                    status: St::ND_INVALID_PARAMETER,
-                }],
+                &[complete(Request::Connect, St::ND_INVALID_PARAMETER)],
             ),
         ),
         (
@@ -872,24 +690,12 @@ fn events_that_do_not_belong_to_the_state_change_nothing() {
 
 #[test]
 fn a_queue_pair_in_use_elsewhere_is_connection_active_and_untouched() {
-    let connect = I::Connect {
-        private_data_len: 0,
-        qp_in_use: true,
-    };
-    let shared = I::ConnectWithSharedEndpoint {
-        private_data_len: 0,
-        qp_in_use: true,
-    };
-    let accept = I::Accept {
-        private_data_len: 0,
-        qp_in_use: true,
-    };
     let rows = [
-        (S::Idle, connect),
-        (S::Bound, connect),
-        (S::Idle, shared),
-        (S::ConnectFailed(St::ND_CONNECTION_REFUSED), connect),
-        (S::RequestReceived, accept),
+        (S::Idle, connect(0, true)),
+        (S::Bound, connect(0, true)),
+        (S::Idle, connect_shared(0, true)),
+        (S::ConnectFailed(St::ND_CONNECTION_REFUSED), connect(0, true)),
+        (S::RequestReceived, accept(0, true)),
     ];
     for (state, input) in rows {
         // No action at all: nothing reaches the queue pair or the other connection.
@@ -900,29 +706,11 @@ fn a_queue_pair_in_use_elsewhere_is_connection_active_and_untouched() {
         );
     }
     // The QP check comes before the private data check.
-    assert_eq!(
-        step(
-            S::Idle,
-            I::Connect {
-                private_data_len: 57,
-                qp_in_use: true
-            }
-        )
-        .returns,
-        Some(St::ND_CONNECTION_ACTIVE)
-    );
+    assert_eq!(step(S::Idle, connect(57, true)).returns, Some(St::ND_CONNECTION_ACTIVE));
 }
 
 #[test]
 fn a_refused_call_with_a_second_qp_gives_that_qp_back() {
-    let connect = I::Connect {
-        private_data_len: 0,
-        qp_in_use: false,
-    };
-    let accept = I::Accept {
-        private_data_len: 0,
-        qp_in_use: false,
-    };
     let (qp0, qp1) = (QpClaim::default(), QpClaim::default());
     // Connector 1 is connected over qp0.
     assert!(qp0.claim(1));
@@ -931,7 +719,7 @@ fn a_refused_call_with_a_second_qp_gives_that_qp_back() {
     // refuses, and qp1 goes back (kept, qp1 would stay claimed for good and every other
     // connector's Connect or Accept on it be ND_CONNECTION_ACTIVE; fuzz/
     // nd_connector_states checks the claims against its model).
-    for call in [connect, accept] {
+    for call in [connect(0, false), accept(0, false)] {
         assert!(qp1.claim(1));
         assert_eq!(step(connected, call).returns, Some(St::ND_CONNECTION_ACTIVE));
         settle_claim(&qp1, 1, connected, false);
@@ -960,13 +748,7 @@ fn retry_after_a_retryable_failure_and_never_after_others() {
     ] {
         assert!(connect_may_be_retried(code), "{code}");
         assert_eq!(
-            step(
-                S::ConnectFailed(code),
-                I::Connect {
-                    private_data_len: 0,
-                    qp_in_use: false
-                }
-            ),
+            step(S::ConnectFailed(code), connect(0, false)),
             t(
                 S::Connecting,
                 Some(St::ND_PENDING),
@@ -992,17 +774,7 @@ fn retry_after_a_retryable_failure_and_never_after_others() {
             },
         );
         assert_eq!(failed, t(S::Failed(code), Some(code), &[]), "{code}");
-        for call in [
-            I::Bind,
-            I::Connect {
-                private_data_len: 0,
-                qp_in_use: false,
-            },
-            I::ConnectWithSharedEndpoint {
-                private_data_len: 0,
-                qp_in_use: false,
-            },
-        ] {
+        for call in [I::Bind, connect(0, false), connect_shared(0, false)] {
             // Connect after one that ended ND_CANCELED: ND_CONNECTION_ACTIVE (Windows).
             let want = match (code, call) {
                 (St::ND_CANCELED, I::Connect { .. } | I::ConnectWithSharedEndpoint { .. }) => St::ND_CONNECTION_ACTIVE,
@@ -1029,10 +801,7 @@ fn a_rej_or_error_after_complete_connect_is_a_disconnect() {
                 &[
                     Do(Action::FlushQpLater),
                     Effect::PeerDisconnected,
-                    Effect::Complete {
-                        request: Request::NotifyDisconnect,
-                        status: St::ND_SUCCESS
-                    }
+                    complete(Request::NotifyDisconnect, St::ND_SUCCESS)
                 ]
             ),
             "{kind:?}"
@@ -1112,13 +881,7 @@ fn a_rej_crossing_our_dreq_completes_the_disconnect() {
                     t(
                         S::Disconnected,
                         None,
-                        &[
-                            Do(Action::FlushQp),
-                            Effect::Complete {
-                                request: Request::Disconnect,
-                                status: St::ND_SUCCESS,
-                            },
-                        ],
+                        &[Do(Action::FlushQp), complete(Request::Disconnect, St::ND_SUCCESS)],
                     ),
                 ),
                 // The DREP or DISCONNECTED that may still come completes nothing twice.

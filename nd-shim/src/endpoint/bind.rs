@@ -16,6 +16,11 @@ pub(super) fn adapter_addr(adapter: &AdapterInner, addr: SocketAddr) -> Result<S
     bind_address(adapter.local_ip, addr)
 }
 
+/// An endpoint's local address: its id's once bound, else the one it reserved.
+pub(super) fn local_address(id: Option<&CmId>, reserved: Option<SocketAddr>) -> Option<SocketAddr> {
+    id.and_then(CmId::local_addr).or(reserved)
+}
+
 /// [`adapter_addr`] for an adapter whose address is `local_ip`.
 fn bind_address(local_ip: IpAddr, addr: SocketAddr) -> Result<SocketAddr, NdStatus> {
     let addr = if addr.ip().is_unspecified() {

@@ -3,14 +3,14 @@
 #![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::connection::{self, Action, ConnectorInput, ConnectorState, Request};
 use crate::connection_data::{fill_address, BufferFill, PeerData, PeerReadLimits, ReadLimits};
-use crate::engine::{Adapter, AdapterInner, CmEventSink};
+use crate::engine::{Adapter, CmEventSink};
 use crate::ports::{PortReservation, Refusal, SharedConnection, SharedReservation};
 use crate::request::{Pending, Slot};
 use crate::status::{from_errno, NdStatus};
@@ -18,8 +18,9 @@ use crate::sync::lock;
 use crate::sys::{self, CmId, ConnParam};
 use crate::verbs::{QpInner, QueuePair};
 
-use super::bind::{bind_connector, bind_exclusive, kernel_bind};
+use super::bind::{bind_connector, bind_exclusive, kernel_bind, local_address};
 use super::handoff::{finish, Done, Incoming};
+use super::inner::EndpointInner;
 use super::shared::SharedEndpoint;
 
 /// rdma_cm's address and route resolution timeout (the handshake has no timeout of the shim's).
@@ -67,6 +68,9 @@ fn slot_index(request: Request) -> usize {
     }
 }
 
+/// A connector's state and what its actions need; a new connector's (default) is Idle, with no
+/// id, address or queue pair, and nothing pending.
+#[derive(Default)]
 pub(super) struct Core {
     pub(super) state: ConnectorState,
     id: Option<CmId>,
@@ -87,24 +91,6 @@ pub(super) struct Core {
 }
 
 impl Core {
-    /// A new connector's: Idle, no id, address or queue pair, nothing pending.
-    fn new() -> Core {
-        Core {
-            state: ConnectorState::Idle,
-            id: None,
-            qp: None,
-            hold: None,
-            bind_to: None,
-            shared: None,
-            remote: None,
-            outgoing: Vec::new(),
-            requested: ReadLimits::new(0, 0),
-            peer: PeerData::default(),
-            slots: Slots::default(),
-            peer_disconnect: None,
-        }
-    }
-
     /// A call that returned ND_PENDING: the slot its completion goes to.
     fn pend(&mut self, request: Request) -> Arc<Slot> {
         let slot = Slot::new();
@@ -138,12 +124,7 @@ impl connection::Engine for Run<'_, '_> {
     }
 
     fn stepped(&mut self, from: ConnectorState, input: ConnectorInput, t: &connection::Transition) {
-        log::debug!(
-            "connector {}: {from:?} + {input:?} -> {:?} {:?}",
-            self.conn.token,
-            t.next,
-            t.returns
-        );
+        t.log(module_path!(), "connector", self.conn.token, from, input);
     }
 
     fn act(&mut self, action: Action) -> Result<(), NdStatus> {
@@ -166,11 +147,7 @@ impl connection::Engine for Run<'_, '_> {
     }
 }
 
-pub(crate) struct ConnInner {
-    adapter: Arc<AdapterInner>,
-    token: u64,
-    pub(super) core: Mutex<Core>,
-}
+pub(crate) type ConnInner = EndpointInner<Core>;
 
 /// What a call sets up for its actions; applied only when the step has actions to carry out.
 type Setup<'a> = Option<Box<dyn FnOnce(&mut Core) + 'a>>;
@@ -496,12 +473,9 @@ pub struct Connector {
 
 impl Connector {
     pub fn new(adapter: &Adapter) -> Connector {
-        let inner = Arc::new_cyclic(|weak: &Weak<ConnInner>| ConnInner {
-            adapter: Arc::clone(&adapter.inner),
-            token: adapter.inner.register(weak.clone()),
-            core: Mutex::new(Core::new()),
-        });
-        Connector { inner }
+        Connector {
+            inner: ConnInner::new(adapter),
+        }
     }
 
     fn pending(&self, slot: Arc<Slot>) -> Pending {
@@ -700,10 +674,7 @@ impl Connector {
 
     pub fn local_address(&self) -> Option<SocketAddr> {
         let core = lock(&self.inner.core);
-        core.id
-            .as_ref()
-            .and_then(CmId::local_addr)
-            .or_else(|| core.hold.as_ref().map(Hold::addr))
+        local_address(core.id.as_ref(), core.hold.as_ref().map(Hold::addr))
     }
 
     pub fn peer_address(&self) -> Option<SocketAddr> {
@@ -813,7 +784,7 @@ mod tests {
     impl Machine {
         fn new() -> Machine {
             Machine {
-                core: Core::new(),
+                core: Core::default(),
                 acted: Vec::new(),
                 fail: None,
                 done: Done::new(),
@@ -860,7 +831,7 @@ mod tests {
 
     #[test]
     fn a_new_connector_is_idle_and_holds_nothing() {
-        let core = Core::new();
+        let core = Core::default();
         assert_eq!(core.state, ConnectorState::Idle);
         assert!(core.id.is_none() && core.qp.is_none() && core.hold.is_none() && core.shared.is_none());
         assert!(core.slots.0.iter().all(Option::is_none) && core.peer_disconnect.is_none());
@@ -874,7 +845,7 @@ mod tests {
             Request::Disconnect,
             Request::NotifyDisconnect,
         ];
-        let mut core = Core::new();
+        let mut core = Core::default();
         let slots: Vec<Arc<Slot>> = requests.iter().map(|&r| core.pend(r)).collect();
         for (i, &request) in requests.iter().enumerate() {
             let taken = core.take_slot(request).expect("pending");

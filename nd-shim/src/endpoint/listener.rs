@@ -5,12 +5,12 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use crate::cm_event::{CmEvent, CmEventKind};
 use crate::connection::ConnectorState;
 use crate::connection_data::{fill_address, BufferFill};
-use crate::engine::{Adapter, AdapterInner, CmEventSink};
+use crate::engine::{Adapter, CmEventSink};
 use crate::listen::{self, ListenerAction, ListenerInput, ListenerState};
 use crate::ports::PortReservation;
 use crate::request::{Pending, Slot};
@@ -18,11 +18,15 @@ use crate::status::NdStatus;
 use crate::sync::lock;
 use crate::sys::{self, CmId};
 
-use super::bind::bind_exclusive;
+use super::bind::{bind_exclusive, local_address};
 use super::connector::{ConnInner, Connector};
 use super::handoff::{finish, Done, Incoming};
+use super::inner::EndpointInner;
 
-struct ListenerCore {
+/// A listener's state, its requests and its Gets; a new listener's (default) is Idle, with no id
+/// or address, no request and no Get.
+#[derive(Default)]
+pub(super) struct ListenerCore {
     state: ListenerState,
     id: Option<CmId>,
     hold: Option<PortReservation>,
@@ -32,22 +36,6 @@ struct ListenerCore {
     waiting: VecDeque<(Arc<ConnInner>, Arc<Slot>)>,
     /// Gets whose request was handed over and whose completion comes next.
     handed: VecDeque<Arc<Slot>>,
-}
-
-impl ListenerCore {
-    /// A new listener's: Idle, no id or address, no request and no Get.
-    fn new() -> ListenerCore {
-        ListenerCore {
-            state: ListenerState::Idle,
-            id: None,
-            hold: None,
-            bind_to: None,
-            backlog: 0,
-            incoming: VecDeque::new(),
-            waiting: VecDeque::new(),
-            handed: VecDeque::new(),
-        }
-    }
 }
 
 /// The oldest Get: one already handed a request first, then the longest waiting.
@@ -68,12 +56,7 @@ impl listen::Engine for ListenerRun<'_> {
     }
 
     fn stepped(&mut self, from: ListenerState, input: ListenerInput, t: &listen::ListenerTransition) {
-        log::debug!(
-            "listener {}: {from:?} + {input:?} -> {:?} {:?}",
-            self.listener.token,
-            t.next,
-            t.returns
-        );
+        t.log(module_path!(), "listener", self.listener.token, from, input);
     }
 
     fn act(&mut self, action: ListenerAction) -> Result<(), NdStatus> {
@@ -90,11 +73,7 @@ impl listen::Engine for ListenerRun<'_> {
     }
 }
 
-pub(crate) struct ListenerInner {
-    adapter: Arc<AdapterInner>,
-    token: u64,
-    core: Mutex<ListenerCore>,
-}
+pub(crate) type ListenerInner = EndpointInner<ListenerCore>;
 
 impl ListenerInner {
     /// Runs one input through the machine and its effects ([`listen::drive`]).
@@ -264,12 +243,9 @@ pub struct Listener {
 
 impl Listener {
     pub fn new(adapter: &Adapter) -> Listener {
-        let inner = Arc::new_cyclic(|weak: &Weak<ListenerInner>| ListenerInner {
-            adapter: Arc::clone(&adapter.inner),
-            token: adapter.inner.register(weak.clone()),
-            core: Mutex::new(ListenerCore::new()),
-        });
-        Listener { inner }
+        Listener {
+            inner: ListenerInner::new(adapter),
+        }
     }
 
     fn call(&self, input: ListenerInput, setup: impl FnOnce(&mut ListenerCore)) -> Result<(), NdStatus> {
@@ -304,10 +280,7 @@ impl Listener {
 
     pub fn local_address(&self) -> Option<SocketAddr> {
         let core = lock(&self.inner.core);
-        core.id
-            .as_ref()
-            .and_then(CmId::local_addr)
-            .or_else(|| core.hold.as_ref().map(PortReservation::addr))
+        local_address(core.id.as_ref(), core.hold.as_ref().map(PortReservation::addr))
     }
 
     pub fn get_local_address(&self, buffer: &mut [u8]) -> Result<BufferFill, NdStatus> {
@@ -387,7 +360,7 @@ mod tests {
     impl Machine {
         fn new() -> Machine {
             Machine {
-                core: ListenerCore::new(),
+                core: ListenerCore::default(),
                 acted: Vec::new(),
                 fail: None,
                 done: Done::new(),
@@ -424,7 +397,7 @@ mod tests {
 
     #[test]
     fn a_new_listener_is_idle_and_holds_nothing() {
-        let core = ListenerCore::new();
+        let core = ListenerCore::default();
         assert_eq!(core.state, ListenerState::Idle);
         assert!(core.id.is_none() && core.hold.is_none() && core.bind_to.is_none());
         assert!(core.incoming.is_empty() && core.waiting.is_empty() && core.handed.is_empty());

@@ -5,14 +5,16 @@
 //!
 //! One room per object: [`connector`] (ND2 IND2Connector / NDK connector), [`listener`]
 //! (ND2 IND2Listener) and [`shared`] (NDK shared endpoint); what they share: [`bind`] (an id
-//! bound to an address of the adapter) and [`handoff`] (completions run after the lock, and
-//! the connection request a listener hands to a connector).
+//! bound to an address of the adapter), [`handoff`] (completions run after the lock, and
+//! the connection request a listener hands to a connector) and [`inner`] (what a connector and a
+//! listener keep behind their handle).
 
 #![forbid(unsafe_code)]
 
 mod bind;
 mod connector;
 mod handoff;
+mod inner;
 mod listener;
 mod shared;
 

@@ -17,6 +17,7 @@ use super::ndk_connector::{NdkConnector, NdkConnectorDispatch};
 use super::ndk_listener::{ConnectEvent, NdkListener, NdkListenerDispatch};
 use super::ndk_shared_endpoint::{NdkSharedEndpoint, NdkSharedEndpointDispatch};
 use super::ndk_verbs::{NdkCq, NdkCqDispatch, NdkMr, NdkMrDispatch, NdkQp, NdkQpDispatch, NdkResult, NdkSge};
+use crate::QueuePair;
 
 /// Every object's Close entry: the caller gives up its handle, and dropping the object releases
 /// it (a connector's pending requests complete STATUS_CANCELLED and its DisconnectEvent is
@@ -246,8 +247,8 @@ unsafe extern "C" fn send(
     })
 }
 
-/// An RDMA entry (`NdkWrite`, `NdkRead`): the QP's `$method` with the caller's SGEs, the
-/// remote address and its token.
+/// An RDMA entry (`NdkWrite`, `NdkRead`): the QP's `$method` (of [`QueuePair`]) with the
+/// caller's SGEs, the remote address and its token.
 macro_rules! rdma_entry {
     ($name:ident, $what:literal, $method:ident) => {
         unsafe extern "C" fn $name(
@@ -262,7 +263,14 @@ macro_rules! rdma_entry {
             status_boundary($what, || {
                 // SAFETY: as in receive.
                 let (qp, list) = unsafe { (handle(qp)?, slice(sge, count)?) };
-                qp.$method(context as u64, list, remote_address, remote_token, flags)
+                qp.rdma(
+                    QueuePair::$method,
+                    context as u64,
+                    list,
+                    remote_address,
+                    remote_token,
+                    flags,
+                )
             })
         }
     };

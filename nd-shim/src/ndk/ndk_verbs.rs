@@ -156,9 +156,11 @@ impl NdkQp {
         self.post(list, |qp, sges| qp.send(context, sges, flags))
     }
 
-    /// NdkWrite: to the peer's `remote_address` under its `remote_token`.
-    pub(super) fn write(
+    /// NdkWrite (`op` [`QueuePair::write`]) and NdkRead ([`QueuePair::read`]): to or from the
+    /// peer's `remote_address` under its `remote_token`.
+    pub(super) fn rdma(
         &self,
+        op: RdmaOp,
         context: u64,
         list: &[NdkSge],
         remote_address: u64,
@@ -166,24 +168,13 @@ impl NdkQp {
         flags: u32,
     ) -> Result<NtStatus, NtStatus> {
         self.post(list, |qp, sges| {
-            qp.write(context, sges, remote_address, remote_token, flags)
-        })
-    }
-
-    /// NdkRead: from the peer's `remote_address` under its `remote_token`.
-    pub(super) fn read(
-        &self,
-        context: u64,
-        list: &[NdkSge],
-        remote_address: u64,
-        remote_token: u32,
-        flags: u32,
-    ) -> Result<NtStatus, NtStatus> {
-        self.post(list, |qp, sges| {
-            qp.read(context, sges, remote_address, remote_token, flags)
+            op(qp, context, sges, remote_address, remote_token, flags)
         })
     }
 }
+
+/// [`QueuePair::write`] or [`QueuePair::read`].
+pub(super) type RdmaOp = fn(&QueuePair, u64, &[Sge], u64, u32, u32) -> Result<(), NdStatus>;
 
 #[repr(C)]
 pub struct NdkMr {
