@@ -2,6 +2,7 @@
 //!
 //! One module per kernel UAPI header, types and constants named exactly as in C and all
 //! re-exported here, so `kernel_abi::ib_uverbs_get_context` is `struct ib_uverbs_get_context`.
+//! Only what the provider uses is declared, each record whole (every field the header has).
 //! The layouts follow the Linux 6.1 headers plus the two later additions to `rdma_user_rxe.h`
 //! that a provider needs (the `flush` arm of `rxe_send_wr.wr` and `rxe_dma_info.atomic_wr`).
 //!
