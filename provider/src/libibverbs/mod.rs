@@ -28,7 +28,8 @@ pub mod srq;
 
 /// How much larger glibc's `pthread_mutex_t` is on this target than on x86_64's 40 bytes: 0
 /// there, 8 on aarch64 (48 bytes; `pthread_cond_t` is 48 on both). `ibv_context`, `ibv_cq`,
-/// `ibv_qp` and `ibv_srq` hold one, so everything after it moves by this much; the mirrors'
-/// compile-time layout checks are x86_64's numbers plus this. (`tests/c_layout.rs` compares the
-/// mirrors with clang's layout of the headers for each target.)
+/// `ibv_qp` and `ibv_srq` hold one, so everything after it moves by this much; the compile-time
+/// layout checks of the `driver.h` mirrors that hold one are x86_64's numbers plus this.
+/// (`tests/c_layout.rs` compares the `verbs.h` mirrors with clang's layout of the headers for
+/// each target.)
 pub const MUTEX_GROWTH: usize = core::mem::size_of::<libc::pthread_mutex_t>() - 40;

@@ -1,7 +1,8 @@
 //! The public SRQ structs of `<infiniband/verbs.h>` (`ibv_srq`,
 //! `ibv_srq_attr`, `ibv_srq_init_attr` and `_ex`) and `driver.h`'s
-//! `verbs_srq`. The same from rdma-core v34 to v65; offsets taken from the
-//! installed v44 headers with a C probe and asserted below.
+//! `verbs_srq`. The same from rdma-core v34 to v65; `tests/c_layout.rs`
+//! compares the `verbs.h` structs with the headers of every Debian line, and
+//! `verbs_srq`'s offsets are asserted below.
 
 #![forbid(unsafe_code)]
 #![allow(non_camel_case_types)]
@@ -41,11 +42,6 @@ pub struct ibv_srq {
     pub cond: libc::pthread_cond_t,
     pub events_completed: u32,
 }
-const _: () = assert!(size_of::<ibv_srq>() == 128 + MUTEX_GROWTH);
-const _: () = assert!(offset_of!(ibv_srq, handle) == 24);
-const _: () = assert!(offset_of!(ibv_srq, mutex) == 32);
-const _: () = assert!(offset_of!(ibv_srq, cond) == 72 + MUTEX_GROWTH);
-const _: () = assert!(offset_of!(ibv_srq, events_completed) == 120 + MUTEX_GROWTH);
 
 /// `struct verbs_srq` (driver.h): `ibv_cmd_create_srq_ex` fills the fields
 /// after `srq`, and libibverbs' `ibv_get_srq_num` path reads them.
@@ -92,14 +88,12 @@ pub struct ibv_srq_attr {
     pub max_sge: u32,
     pub srq_limit: u32,
 }
-const _: () = assert!(size_of::<ibv_srq_attr>() == 12);
 
 #[repr(C)]
 pub struct ibv_srq_init_attr {
     pub srq_context: *mut c_void,
     pub attr: ibv_srq_attr,
 }
-const _: () = assert!(size_of::<ibv_srq_init_attr>() == 24);
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -122,12 +116,6 @@ pub struct ibv_srq_init_attr_ex {
     pub cq: *mut ibv_cq,
     pub tm_cap: ibv_tm_cap,
 }
-const _: () = assert!(size_of::<ibv_srq_init_attr_ex>() == 64);
-const _: () = assert!(offset_of!(ibv_srq_init_attr_ex, comp_mask) == 20);
-const _: () = assert!(offset_of!(ibv_srq_init_attr_ex, srq_type) == 24);
-const _: () = assert!(offset_of!(ibv_srq_init_attr_ex, pd) == 32);
-const _: () = assert!(offset_of!(ibv_srq_init_attr_ex, cq) == 48);
-const _: () = assert!(offset_of!(ibv_srq_init_attr_ex, tm_cap) == 56);
 
 pub type create_srq_fn = unsafe extern "C" fn(*mut ibv_pd, *mut ibv_srq_init_attr) -> *mut ibv_srq;
 pub type create_srq_ex_fn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_srq_init_attr_ex) -> *mut ibv_srq;
