@@ -6,19 +6,15 @@ use crate::ib_user_verbs::ib_uverbs_query_port_resp;
 use crate::layout::{abi, abi_consts};
 use zerocopy::IntoBytes;
 
-pub type ib_uverbs_core_support = u32;
-pub type ib_uverbs_advise_mr_flag = u32;
-pub type rdma_driver_id = u32;
-
 abi_consts! {
     // enum ib_uverbs_core_support
-    pub const IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS: ib_uverbs_core_support = 1;
+    pub const IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS: u32 = 1;
 
     // enum ib_uverbs_advise_mr_flag
-    pub const IB_UVERBS_ADVISE_MR_FLAG_FLUSH: ib_uverbs_advise_mr_flag = 1;
+    pub const IB_UVERBS_ADVISE_MR_FLAG_FLUSH: u32 = 1;
 
     // enum rdma_driver_id
-    pub const RDMA_DRIVER_RXE: rdma_driver_id = 14;
+    pub const RDMA_DRIVER_RXE: u32 = 14;
 }
 
 abi! {

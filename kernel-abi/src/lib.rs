@@ -13,7 +13,8 @@
 //!   field's documentation.
 //! - A C flexible array member `T name[]` is `name: [T; 0]`: it adds no size but keeps C's
 //!   offset and alignment.
-//! - C enums are a type alias (when the enum has a name) and one `pub const` per enumerator.
+//! - A C enum is one `pub const` per enumerator, of the enum's integer type, under a comment
+//!   naming the enum.
 //! - A C anonymous struct or union becomes a named Rust type (`Origin::Anonymous` in the
 //!   layout table) held in a field of the parent; an unnamed type behind a named member is
 //!   called `<parent>_<member>`.
