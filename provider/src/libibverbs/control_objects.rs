@@ -86,7 +86,6 @@ const _: () = assert!(offset_of!(verbs_mr, mr_type) == 48);
 
 /// `enum ibv_mw_type`
 pub const IBV_MW_TYPE_1: c_int = 1;
-pub const IBV_MW_TYPE_2: c_int = 2;
 
 #[repr(C)]
 pub struct ibv_mw {

@@ -32,7 +32,7 @@ pub const IBV_QPS_INIT: c_int = 1;
 pub const IBV_QPS_RTR: c_int = 2;
 pub const IBV_QPS_RTS: c_int = 3;
 
-/// `enum ibv_qp_attr_mask` (the bits the write interface carries).
+/// `enum ibv_qp_attr_mask`: the bits the provider reads.
 pub const IBV_QP_STATE: c_int = 1 << 0;
 pub const IBV_QP_CUR_STATE: c_int = 1 << 1;
 pub const IBV_QP_EN_SQD_ASYNC_NOTIFY: c_int = 1 << 2;
@@ -52,7 +52,6 @@ pub const IBV_QP_MIN_RNR_TIMER: c_int = 1 << 15;
 pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
 pub const IBV_QP_MAX_DEST_RD_ATOMIC: c_int = 1 << 17;
 pub const IBV_QP_PATH_MIG_STATE: c_int = 1 << 18;
-pub const IBV_QP_CAP: c_int = 1 << 19;
 pub const IBV_QP_DEST_QPN: c_int = 1 << 20;
 /// The first bit only the extended (`_ex`) interface carries.
 pub const IBV_QP_RATE_LIMIT: c_int = 1 << 25;
@@ -61,9 +60,6 @@ pub const IBV_QP_RATE_LIMIT: c_int = 1 << 25;
 pub const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
 pub const IBV_QP_INIT_ATTR_XRCD: u32 = 1 << 1;
 pub const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
-pub const IBV_QP_INIT_ATTR_MAX_TSO_HEADER: u32 = 1 << 3;
-pub const IBV_QP_INIT_ATTR_IND_TABLE: u32 = 1 << 4;
-pub const IBV_QP_INIT_ATTR_RX_HASH: u32 = 1 << 5;
 pub const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
 
 /// `enum ibv_wr_opcode`
@@ -97,16 +93,13 @@ pub const IBV_QP_EX_WITH_FLUSH: u64 = 1 << 11;
 pub const IBV_QP_EX_WITH_ATOMIC_WRITE: u64 = 1 << 12;
 
 /// `enum ibv_send_flags`
-pub const IBV_SEND_FENCE: c_uint = 1 << 0;
 pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
-pub const IBV_SEND_SOLICITED: c_uint = 1 << 2;
 pub const IBV_SEND_INLINE: c_uint = 1 << 3;
 
 /// `enum ibv_access_flags`: the bit `bind_mw` refuses for type 1 windows.
 pub const IBV_ACCESS_ZERO_BASED: c_uint = 1 << 5;
 
-/// `verbs_qp.comp_mask` bits (driver.h).
-pub const VERBS_QP_XRCD: u32 = 1 << 0;
+/// The `verbs_qp.comp_mask` bit (driver.h) the provider sets.
 pub const VERBS_QP_EX: u32 = 1 << 1;
 
 #[repr(C)]
