@@ -9,7 +9,6 @@
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_int, c_void};
-use core::mem::{offset_of, size_of};
 
 use super::device_context::ibv_context;
 
@@ -37,20 +36,17 @@ pub type pd_alloc_fn = unsafe extern "C" fn(*mut ibv_pd, *mut c_void, usize, usi
 /// `ibv_parent_domain_init_attr.free`.
 pub type pd_free_fn = unsafe extern "C" fn(*mut ibv_pd, *mut c_void, *mut c_void, u64);
 
-/// `struct ibv_parent_domain_init_attr`.
-#[repr(C)]
-pub struct ibv_parent_domain_init_attr {
-    pub pd: *mut ibv_pd,
-    pub td: *mut ibv_td,
-    pub comp_mask: u32,
-    pub alloc: Option<pd_alloc_fn>,
-    pub free: Option<pd_free_fn>,
-    pub pd_context: *mut c_void,
+c_struct! {
+    /// `struct ibv_parent_domain_init_attr`.
+    pub struct ibv_parent_domain_init_attr [size 48] {
+        0 => pub pd: *mut ibv_pd,
+        8 => pub td: *mut ibv_td,
+        16 => pub comp_mask: u32,
+        24 => pub alloc: Option<pd_alloc_fn>,
+        32 => pub free: Option<pd_free_fn>,
+        40 => pub pd_context: *mut c_void,
+    }
 }
-const _: () = assert!(offset_of!(ibv_parent_domain_init_attr, comp_mask) == 16);
-const _: () = assert!(offset_of!(ibv_parent_domain_init_attr, alloc) == 24);
-const _: () = assert!(offset_of!(ibv_parent_domain_init_attr, pd_context) == 40);
-const _: () = assert!(size_of::<ibv_parent_domain_init_attr>() == 48);
 
 /// `enum ibv_parent_domain_init_attr_mask`.
 pub const IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS: u32 = 1 << 0;
@@ -72,17 +68,16 @@ pub struct ibv_mr {
 /// `enum ibv_mr_type` (driver.h): what `ibv_dereg_mr`/`ibv_rereg_mr` check.
 pub const IBV_MR_TYPE_MR: c_int = 0;
 
-/// `struct verbs_mr` (driver.h): the provider allocates it; libibverbs reads
-/// `mr_type` and `access` in `ibv_dereg_mr` and `ibv_rereg_mr`.
-#[repr(C)]
-pub struct verbs_mr {
-    pub ibv_mr: ibv_mr,
-    /// `enum ibv_mr_type`
-    pub mr_type: c_int,
-    pub access: c_int,
+c_struct! {
+    /// `struct verbs_mr` (driver.h): the provider allocates it; libibverbs reads
+    /// `mr_type` and `access` in `ibv_dereg_mr` and `ibv_rereg_mr`.
+    pub struct verbs_mr [size 56] {
+        0 => pub ibv_mr: ibv_mr,
+        /// `enum ibv_mr_type`
+        48 => pub mr_type: c_int,
+        52 => pub access: c_int,
+    }
 }
-const _: () = assert!(size_of::<verbs_mr>() == 56);
-const _: () = assert!(offset_of!(verbs_mr, mr_type) == 48);
 
 /// `enum ibv_mw_type`
 pub const IBV_MW_TYPE_1: c_int = 1;

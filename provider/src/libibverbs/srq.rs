@@ -8,7 +8,6 @@
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_int, c_void};
-use core::mem::{offset_of, size_of};
 
 use super::MUTEX_GROWTH;
 
@@ -43,18 +42,18 @@ pub struct ibv_srq {
     pub events_completed: u32,
 }
 
-/// `struct verbs_srq` (driver.h): `ibv_cmd_create_srq_ex` fills the fields
-/// after `srq`, and libibverbs' `ibv_get_srq_num` path reads them.
-#[repr(C)]
-pub struct verbs_srq {
-    pub srq: ibv_srq,
-    /// `enum ibv_srq_type`
-    pub srq_type: u32,
-    pub xrcd: *mut c_void,
-    pub cq: *mut ibv_cq,
-    pub srq_num: u32,
+c_struct! {
+    /// `struct verbs_srq` (driver.h): `ibv_cmd_create_srq_ex` fills the fields
+    /// after `srq`, and libibverbs' `ibv_get_srq_num` path reads them.
+    pub struct verbs_srq [size 160 + MUTEX_GROWTH] {
+        0 => pub srq: ibv_srq,
+        /// `enum ibv_srq_type`
+        128 + MUTEX_GROWTH => pub srq_type: u32,
+        136 + MUTEX_GROWTH => pub xrcd: *mut c_void,
+        144 + MUTEX_GROWTH => pub cq: *mut ibv_cq,
+        152 + MUTEX_GROWTH => pub srq_num: u32,
+    }
 }
-const _: () = assert!(size_of::<verbs_srq>() == 160 + MUTEX_GROWTH);
 
 impl Default for verbs_srq {
     /// A `verbs_srq` as calloc leaves it: NULL pointers, zero integers, and a mutex and cond
@@ -77,9 +76,6 @@ impl Default for verbs_srq {
         }
     }
 }
-const _: () = assert!(offset_of!(verbs_srq, srq_type) == 128 + MUTEX_GROWTH);
-const _: () = assert!(offset_of!(verbs_srq, cq) == 144 + MUTEX_GROWTH);
-const _: () = assert!(offset_of!(verbs_srq, srq_num) == 152 + MUTEX_GROWTH);
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
