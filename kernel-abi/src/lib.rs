@@ -2,6 +2,7 @@
 //!
 //! One module per kernel UAPI header, types and constants named exactly as in C and all
 //! re-exported here, so `kernel_abi::ib_uverbs_get_context` is `struct ib_uverbs_get_context`.
+//! Only what the provider uses is declared, each record whole (every field the header has).
 //! The layouts follow the Linux 6.1 headers plus the two later additions to `rdma_user_rxe.h`
 //! that a provider needs (the `flush` arm of `rxe_send_wr.wr` and `rxe_dma_info.atomic_wr`).
 //!
@@ -12,7 +13,8 @@
 //!   field's documentation.
 //! - A C flexible array member `T name[]` is `name: [T; 0]`: it adds no size but keeps C's
 //!   offset and alignment.
-//! - C enums are a type alias (when the enum has a name) and one `pub const` per enumerator.
+//! - A C enum is one `pub const` per enumerator, of the enum's integer type, under a comment
+//!   naming the enum.
 //! - A C anonymous struct or union becomes a named Rust type (`Origin::Anonymous` in the
 //!   layout table) held in a field of the parent; an unnamed type behind a named member is
 //!   called `<parent>_<member>`.

@@ -1,12 +1,13 @@
 //! Compares every type of kernel-abi with the C compiler's layout of the UAPI headers.
 //!
-//! Both sides are enumerated, neither is a hand-picked list:
+//! The crate declares only the records the provider uses, each one whole. The Rust side is
+//! enumerated, not a hand-picked list:
 //! - Rust: `kernel_abi::LAYOUTS`, the table that the `abi!` macro builds from the same
 //!   declarations that define the types. The crate's sources are scanned so that a type declared
 //!   outside `abi!`, or a module whose table is not in `LAYOUTS`, fails.
-//! - C: clang's `-fdump-record-layouts` of a probe that names every Rust type and every record
-//!   the five headers declare; its fields (nested records expanded, anonymous members flattened)
-//!   come from the compiler.
+//! - C: clang's `-fdump-record-layouts` of a probe that names every Rust type; its fields
+//!   (nested records expanded, anonymous members flattened) come from the compiler, so a field
+//!   the header has and Rust lacks fails too.
 //!
 //! Constants go the same way: `kernel_abi::CONSTS` (built by `abi_consts!`) becomes one
 //! `_Static_assert` per constant, compiled against the headers.
@@ -99,36 +100,12 @@ fn c_records(include: &[PathBuf], records: &BTreeSet<String>, tag: &str) -> BTre
     c_headers::c_records(&dir, include, &preamble, &records, tag)
 }
 
-/// `struct name {` / `union name {` at the start of a line: every record a header defines.
-fn header_records(include: &Path) -> BTreeSet<String> {
-    let mut records = BTreeSet::new();
-    for header in HEADERS {
-        let text = std::fs::read_to_string(include.join(header))
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", include.join(header).display()));
-        for line in text.lines() {
-            let mut words = line.split_whitespace();
-            let (Some(kind @ ("struct" | "union")), Some(name)) = (words.next(), words.next()) else {
-                continue;
-            };
-            let opens_body = name.ends_with('{') || words.next() == Some("{");
-            let name = name.trim_end_matches('{');
-            let is_ident = !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-            if opens_body && is_ident {
-                records.insert(format!("{kind} {name}"));
-            }
-        }
-    }
-    records
-}
-
 // ---------------------------------------------------------------------------------------------
 // The comparisons
 
 struct Headers {
     bookworm: BTreeMap<String, CRecord>,
     trixie: BTreeMap<String, CRecord>,
-    /// Every record the bookworm headers define.
-    declared: BTreeSet<String>,
     trixie_include: Vec<PathBuf>,
 }
 
@@ -143,19 +120,15 @@ fn c_name(ty: &TypeLayout) -> String {
 fn headers() -> &'static Headers {
     static HEADERS_CELL: OnceLock<Headers> = OnceLock::new();
     HEADERS_CELL.get_or_init(|| {
-        let declared = header_records(Path::new(BOOKWORM_INCLUDE));
-        let mut probed = declared.clone();
-        probed.extend(
-            rust_types()
-                .values()
-                .filter(|t| t.origin == Origin::Named)
-                .map(|t| c_name(t)),
-        );
+        let probed: BTreeSet<String> = rust_types()
+            .values()
+            .filter(|t| t.origin == Origin::Named)
+            .map(|t| c_name(t))
+            .collect();
         let trixie = c_headers::suite_include("trixie");
         Headers {
             bookworm: c_records(&[PathBuf::from(BOOKWORM_INCLUDE)], &probed, "bookworm"),
             trixie: c_records(&trixie, &probed, "trixie"),
-            declared,
             trixie_include: trixie,
         }
     })
@@ -213,7 +186,7 @@ fn check_constants(include: &[PathBuf], tag: &str) -> (BTreeSet<String>, BTreeSe
 #[test]
 fn every_constant_matches_the_headers() {
     let count = kernel_abi::CONSTS.iter().map(|module| module.len()).sum::<usize>();
-    assert!(count > 300, "only {count} constants in CONSTS");
+    assert!(count > 50, "only {count} constants in CONSTS");
     let (unknown_old, differ_old) = check_constants(&[PathBuf::from(BOOKWORM_INCLUDE)], "bookworm");
     assert!(
         differ_old.is_empty(),
@@ -230,10 +203,7 @@ fn every_constant_matches_the_headers() {
         differ_new.is_empty(),
         "values differ from the trixie headers: {differ_new:?}"
     );
-    assert!(
-        unknown_old.contains("IB_UVERBS_WR_FLUSH"),
-        "newer constants not exercised"
-    );
+    assert!(unknown_old.contains("IB_FLUSH_GLOBAL"), "newer constants not exercised");
 }
 
 fn compare_record(errors: &mut Vec<String>, ty: &TypeLayout, which: &str, c: Option<&CRecord>) {
@@ -295,7 +265,7 @@ fn every_type_matches_the_c_layout() {
         errors.join("\n")
     );
     // The table cannot be empty or fieldless without the comparison being hollow.
-    assert!(compared_fields > 1000, "only {compared_fields} fields compared");
+    assert!(compared_fields > 800, "only {compared_fields} fields compared");
 }
 
 #[test]
@@ -317,22 +287,6 @@ fn the_newer_fields_are_only_in_the_newer_header() {
             "{record}.{path} not in trixie"
         );
     }
-}
-
-#[test]
-fn every_record_of_the_headers_is_declared_in_rust() {
-    let types = rust_types();
-    let named: BTreeSet<String> = types
-        .values()
-        .filter(|t| t.origin == Origin::Named)
-        .map(|t| c_name(t))
-        .collect();
-    let missing: Vec<&String> = headers().declared.difference(&named).collect();
-    assert!(headers().declared.len() > 100, "header scan found too few records");
-    assert!(
-        missing.is_empty(),
-        "records of the headers without a Rust type: {missing:?}"
-    );
 }
 
 #[test]

@@ -1,25 +1,9 @@
-//! The event records read from the uverbs and event fds, the command headers, and the commands
-//! on the context, device, port, PD, XRCD, MR and MW.
+//! The command headers, and the commands on the context, device, port, PD, MR and MW.
 
 use crate::layout::abi;
 use zerocopy::IntoBytes;
 
 abi! {
-    /// What a read() of the async event fd returns: `element` is the user handle of the object
-    /// concerned, `event_type` an `ib_event_type` value.
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_async_event_desc [size 16] {
-        0 => pub element: u64,
-        8 => pub event_type: u32,
-        12 => pub reserved: u32,
-    }
-
-    /// What a read() of a completion channel fd returns: the user handle of the CQ.
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_comp_event_desc [size 8] {
-        0 => pub cq_handle: u64,
-    }
-
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_cq_moderation_caps [size 8] {
         0 => pub max_cq_moderation_count: u16,
@@ -223,25 +207,6 @@ abi! {
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_dealloc_pd [size 4] {
         0 => pub pd_handle: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_open_xrcd [size 16] {
-        0 => pub response: u64,
-        8 => pub fd: u32,
-        12 => pub oflags: u32,
-        16 => pub driver_data: [u64; 0],
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_open_xrcd_resp [size 4] {
-        0 => pub xrcd_handle: u32,
-        4 => pub driver_data: [u32; 0],
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_close_xrcd [size 4] {
-        0 => pub xrcd_handle: u32,
     }
 
     #[derive(IntoBytes, Debug)]

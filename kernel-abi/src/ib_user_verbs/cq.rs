@@ -1,20 +1,9 @@
-//! Completion channels and CQs: create, resize, poll (with the `ib_uverbs_wc` completion
-//! record), notify, modify and destroy.
+//! CQs: create, resize, notify and destroy, and the `ib_uverbs_wc` completion record.
 
 use crate::layout::abi;
 use zerocopy::IntoBytes;
 
 abi! {
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_create_comp_channel [size 8] {
-        0 => pub response: u64,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_create_comp_channel_resp [size 4] {
-        0 => pub fd: u32,
-    }
-
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_create_cq [size 32] {
         0 => pub response: u64,
@@ -66,13 +55,6 @@ abi! {
         8 => pub driver_data: [u64; 0],
     }
 
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_poll_cq [size 16] {
-        0 => pub response: u64,
-        8 => pub cq_handle: u32,
-        12 => pub ne: u32,
-    }
-
     pub union ib_uverbs_wc_ex [size 4, unnamed] {
         /// Big-endian (`__be32`).
         0 => pub imm_data: u32,
@@ -99,12 +81,6 @@ abi! {
         47 => pub reserved: u8,
     }
 
-    pub struct ib_uverbs_poll_cq_resp [size 8] {
-        0 => pub count: u32,
-        4 => pub reserved: u32,
-        8 => pub wc: [ib_uverbs_wc; 0],
-    }
-
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_req_notify_cq [size 8] {
         0 => pub cq_handle: u32,
@@ -122,19 +98,5 @@ abi! {
     pub struct ib_uverbs_destroy_cq_resp [size 8] {
         0 => pub comp_events_reported: u32,
         4 => pub async_events_reported: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_cq_moderation [size 4] {
-        0 => pub cq_count: u16,
-        2 => pub cq_period: u16,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_ex_modify_cq [size 16] {
-        0 => pub cq_handle: u32,
-        4 => pub attr_mask: u32,
-        8 => pub attr: ib_uverbs_cq_moderation,
-        12 => pub reserved: u32,
     }
 }

@@ -1,36 +1,27 @@
 //! `<rdma/ib_user_verbs.h>`: the write() command channel. A command is an `ib_uverbs_cmd_hdr`
 //! (plus an `ib_uverbs_ex_cmd_hdr` for `IB_USER_VERBS_EX_CMD_*`), then the request body; the
 //! kernel writes the response to the address in the body's `response` field. Also the
-//! completion (`ib_uverbs_wc`) and event records read from the uverbs and event fds.
+//! completion record (`ib_uverbs_wc`).
 //!
 //! The header is split by object into one file each, all re-exported here: the constants,
-//! the context/device/PD/MR commands with the command headers and event records, CQs, QPs,
-//! flow steering, and SRQs/WQs.
+//! the context/device/PD/MR commands with the command headers, CQs, QPs, and SRQs.
 
 use crate::layout::TypeLayout;
 
 mod consts;
 mod context;
 mod cq;
-mod flow;
 mod qp;
-mod srq_wq;
+mod srq;
 
 pub use consts::*;
 pub use context::*;
 pub use cq::*;
-pub use flow::*;
 pub use qp::*;
-pub use srq_wq::*;
+pub use srq::*;
 
 /// The `LAYOUTS` tables of the files above, which [`LAYOUTS`] joins into one.
-const PARTS: &[&[TypeLayout]] = &[
-    context::LAYOUTS,
-    cq::LAYOUTS,
-    qp::LAYOUTS,
-    flow::LAYOUTS,
-    srq_wq::LAYOUTS,
-];
+const PARTS: &[&[TypeLayout]] = &[context::LAYOUTS, cq::LAYOUTS, qp::LAYOUTS, srq::LAYOUTS];
 
 /// The Rust layout of every type declared in this module, for the C layout test.
 pub const LAYOUTS: &[TypeLayout] = &join::<{ total_len(PARTS) }>(PARTS);

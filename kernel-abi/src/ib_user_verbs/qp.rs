@@ -1,5 +1,5 @@
-//! QPs and what hangs off them: the AH and QP attribute records, create/open/query/modify/
-//! destroy QP, posting send and receive work requests, AHs and multicast attach.
+//! QPs and what hangs off them: the AH and QP attribute records, create/query/modify/destroy
+//! QP, posting send work requests, AHs and multicast attach.
 
 use crate::layout::abi;
 use zerocopy::IntoBytes;
@@ -27,41 +27,6 @@ abi! {
         31 => pub reserved: u8,
     }
 
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_qp_attr [size 144] {
-        0 => pub qp_attr_mask: u32,
-        4 => pub qp_state: u32,
-        8 => pub cur_qp_state: u32,
-        12 => pub path_mtu: u32,
-        16 => pub path_mig_state: u32,
-        20 => pub qkey: u32,
-        24 => pub rq_psn: u32,
-        28 => pub sq_psn: u32,
-        32 => pub dest_qp_num: u32,
-        36 => pub qp_access_flags: u32,
-        40 => pub ah_attr: ib_uverbs_ah_attr,
-        72 => pub alt_ah_attr: ib_uverbs_ah_attr,
-        104 => pub max_send_wr: u32,
-        108 => pub max_recv_wr: u32,
-        112 => pub max_send_sge: u32,
-        116 => pub max_recv_sge: u32,
-        120 => pub max_inline_data: u32,
-        124 => pub pkey_index: u16,
-        126 => pub alt_pkey_index: u16,
-        128 => pub en_sqd_async_notify: u8,
-        129 => pub sq_draining: u8,
-        130 => pub max_rd_atomic: u8,
-        131 => pub max_dest_rd_atomic: u8,
-        132 => pub min_rnr_timer: u8,
-        133 => pub port_num: u8,
-        134 => pub timeout: u8,
-        135 => pub retry_cnt: u8,
-        136 => pub rnr_retry: u8,
-        137 => pub alt_port_num: u8,
-        138 => pub alt_timeout: u8,
-        139 => pub reserved: [u8; 5],
-    }
-
     /// Create QP. The rxe driver data (the send/receive queue mmap info) comes back in the
     /// response's `driver_data` as `rxe_create_qp_resp`.
     #[derive(IntoBytes, Debug)]
@@ -85,39 +50,6 @@ abi! {
     }
 
     #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_ex_create_qp [size 64] {
-        0 => pub user_handle: u64,
-        8 => pub pd_handle: u32,
-        12 => pub send_cq_handle: u32,
-        16 => pub recv_cq_handle: u32,
-        20 => pub srq_handle: u32,
-        24 => pub max_send_wr: u32,
-        28 => pub max_recv_wr: u32,
-        32 => pub max_send_sge: u32,
-        36 => pub max_recv_sge: u32,
-        40 => pub max_inline_data: u32,
-        44 => pub sq_sig_all: u8,
-        45 => pub qp_type: u8,
-        46 => pub is_srq: u8,
-        47 => pub reserved: u8,
-        48 => pub comp_mask: u32,
-        52 => pub create_flags: u32,
-        56 => pub rwq_ind_tbl_handle: u32,
-        60 => pub source_qpn: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_open_qp [size 32] {
-        0 => pub response: u64,
-        8 => pub user_handle: u64,
-        16 => pub pd_handle: u32,
-        20 => pub qpn: u32,
-        24 => pub qp_type: u8,
-        25 => pub reserved: [u8; 7],
-        32 => pub driver_data: [u64; 0],
-    }
-
-    #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_create_qp_resp [size 32] {
         0 => pub qp_handle: u32,
         4 => pub qpn: u32,
@@ -128,13 +60,6 @@ abi! {
         24 => pub max_inline_data: u32,
         28 => pub reserved: u32,
         32 => pub driver_data: [u32; 0],
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_ex_create_qp_resp [size 40] {
-        0 => pub base: ib_uverbs_create_qp_resp,
-        32 => pub comp_mask: u32,
-        36 => pub response_length: u32,
     }
 
     #[derive(IntoBytes, Debug)]
@@ -230,19 +155,6 @@ abi! {
     }
 
     #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_ex_modify_qp [size 120] {
-        0 => pub base: ib_uverbs_modify_qp,
-        112 => pub rate_limit: u32,
-        116 => pub reserved: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_ex_modify_qp_resp [size 8] {
-        0 => pub comp_mask: u32,
-        4 => pub response_length: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_destroy_qp [size 16] {
         0 => pub response: u64,
         8 => pub qp_handle: u32,
@@ -252,13 +164,6 @@ abi! {
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_destroy_qp_resp [size 4] {
         0 => pub events_reported: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_sge [size 16] {
-        0 => pub addr: u64,
-        8 => pub length: u32,
-        12 => pub lkey: u32,
     }
 
     pub union ib_uverbs_send_wr_ex [size 4, unnamed] {
@@ -319,43 +224,6 @@ abi! {
 
     #[derive(IntoBytes, Debug)]
     pub struct ib_uverbs_post_send_resp [size 4] {
-        0 => pub bad_wr: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_recv_wr [size 16] {
-        0 => pub wr_id: u64,
-        8 => pub num_sge: u32,
-        12 => pub reserved: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_post_recv [size 24] {
-        0 => pub response: u64,
-        8 => pub qp_handle: u32,
-        12 => pub wr_count: u32,
-        16 => pub sge_count: u32,
-        20 => pub wqe_size: u32,
-        24 => pub recv_wr: [ib_uverbs_recv_wr; 0],
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_post_recv_resp [size 4] {
-        0 => pub bad_wr: u32,
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_post_srq_recv [size 24] {
-        0 => pub response: u64,
-        8 => pub srq_handle: u32,
-        12 => pub wr_count: u32,
-        16 => pub sge_count: u32,
-        20 => pub wqe_size: u32,
-        24 => pub recv: [ib_uverbs_recv_wr; 0],
-    }
-
-    #[derive(IntoBytes, Debug)]
-    pub struct ib_uverbs_post_srq_recv_resp [size 4] {
         0 => pub bad_wr: u32,
     }
 

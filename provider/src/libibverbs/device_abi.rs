@@ -10,7 +10,6 @@
 #![allow(non_camel_case_types)]
 
 use core::ffi::{c_char, c_int, c_uint, c_void};
-use core::mem::{offset_of, size_of};
 
 use super::device_context::{ibv_device, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX};
 use super::private_context::verbs_context;
@@ -36,57 +35,39 @@ pub union verbs_match_ent_u {
     pub driver_id: u64,
 }
 
-#[repr(C)]
-pub struct verbs_match_ent {
-    pub driver_data: *mut c_void,
-    pub u: verbs_match_ent_u,
-    pub vendor: u16,
-    pub device: u16,
-    pub kind: u8,
+c_struct! {
+    pub struct verbs_match_ent [size 24] {
+        0 => pub driver_data: *mut c_void,
+        8 => pub u: verbs_match_ent_u,
+        16 => pub vendor: u16,
+        18 => pub device: u16,
+        20 => pub kind: u8,
+    }
 }
-const _: () = assert!(size_of::<verbs_match_ent>() == 24);
-const _: () = assert!(offset_of!(verbs_match_ent, u) == 8);
-const _: () = assert!(offset_of!(verbs_match_ent, vendor) == 16);
-const _: () = assert!(offset_of!(verbs_match_ent, kind) == 20);
 
-/// An rdma device libibverbs found in sysfs. Owned by libibverbs; we only read.
-#[repr(C)]
-pub struct verbs_sysfs_dev {
-    pub entry: list_node,
-    pub provider_data: *mut c_void,
-    pub r#match: *const verbs_match_ent,
-    pub flags: c_uint,
-    pub sysfs_name: [c_char; IBV_SYSFS_NAME_MAX],
-    pub sysfs_cdev: libc::dev_t,
-    pub ibdev_name: [c_char; IBV_SYSFS_NAME_MAX],
-    pub ibdev_path: [c_char; IBV_SYSFS_PATH_MAX],
-    pub modalias: [c_char; 512],
-    pub node_guid: u64,
-    pub driver_id: u32,
-    /// `enum ibv_node_type`
-    pub node_type: c_int,
-    pub ibdev_idx: c_int,
-    /// Since v35.
-    pub num_ports: u32,
-    pub abi_ver: u32,
-    pub time_created: libc::timespec,
+c_struct! {
+    /// An rdma device libibverbs found in sysfs. Owned by libibverbs; we only read.
+    pub struct verbs_sysfs_dev [size 992] {
+        0 => pub entry: list_node,
+        16 => pub provider_data: *mut c_void,
+        24 => pub r#match: *const verbs_match_ent,
+        32 => pub flags: c_uint,
+        36 => pub sysfs_name: [c_char; IBV_SYSFS_NAME_MAX],
+        104 => pub sysfs_cdev: libc::dev_t,
+        112 => pub ibdev_name: [c_char; IBV_SYSFS_NAME_MAX],
+        176 => pub ibdev_path: [c_char; IBV_SYSFS_PATH_MAX],
+        432 => pub modalias: [c_char; 512],
+        944 => pub node_guid: u64,
+        952 => pub driver_id: u32,
+        /// `enum ibv_node_type`
+        956 => pub node_type: c_int,
+        960 => pub ibdev_idx: c_int,
+        /// Since v35.
+        964 => pub num_ports: u32,
+        968 => pub abi_ver: u32,
+        976 => pub time_created: libc::timespec,
+    }
 }
-const _: () = assert!(size_of::<verbs_sysfs_dev>() == 992);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, provider_data) == 16);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, r#match) == 24);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, flags) == 32);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, sysfs_name) == 36);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, sysfs_cdev) == 104);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, ibdev_name) == 112);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, ibdev_path) == 176);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, modalias) == 432);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, node_guid) == 944);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, driver_id) == 952);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, node_type) == 956);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, ibdev_idx) == 960);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, num_ports) == 964);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, abi_ver) == 968);
-const _: () = assert!(offset_of!(verbs_sysfs_dev, time_created) == 976);
 
 pub type match_device_fn = unsafe extern "C" fn(*mut verbs_sysfs_dev) -> bool;
 pub type alloc_context_fn = unsafe extern "C" fn(*mut ibv_device, c_int, *mut c_void) -> *mut verbs_context;
@@ -94,43 +75,33 @@ pub type import_context_fn = unsafe extern "C" fn(*mut ibv_device, c_int) -> *mu
 pub type alloc_device_fn = unsafe extern "C" fn(*mut verbs_sysfs_dev) -> *mut verbs_device;
 pub type uninit_device_fn = unsafe extern "C" fn(*mut verbs_device);
 
-/// What a provider registers. libibverbs keeps the pointer for the life of
-/// the process, so ours is a `static`.
-#[repr(C)]
-pub struct verbs_device_ops {
-    pub name: *const c_char,
-    pub match_min_abi_version: u32,
-    pub match_max_abi_version: u32,
-    pub match_table: *const verbs_match_ent,
-    pub static_providers: *const *const verbs_device_ops,
-    pub match_device: Option<match_device_fn>,
-    pub alloc_context: Option<alloc_context_fn>,
-    pub import_context: Option<import_context_fn>,
-    pub alloc_device: Option<alloc_device_fn>,
-    pub uninit_device: Option<uninit_device_fn>,
+c_struct! {
+    /// What a provider registers. libibverbs keeps the pointer for the life of
+    /// the process, so ours is a `static`.
+    pub struct verbs_device_ops [size 72] {
+        0 => pub name: *const c_char,
+        8 => pub match_min_abi_version: u32,
+        12 => pub match_max_abi_version: u32,
+        16 => pub match_table: *const verbs_match_ent,
+        24 => pub static_providers: *const *const verbs_device_ops,
+        32 => pub match_device: Option<match_device_fn>,
+        40 => pub alloc_context: Option<alloc_context_fn>,
+        48 => pub import_context: Option<import_context_fn>,
+        56 => pub alloc_device: Option<alloc_device_fn>,
+        64 => pub uninit_device: Option<uninit_device_fn>,
+    }
 }
-const _: () = assert!(size_of::<verbs_device_ops>() == 72);
-const _: () = assert!(offset_of!(verbs_device_ops, match_table) == 16);
-const _: () = assert!(offset_of!(verbs_device_ops, match_device) == 32);
-const _: () = assert!(offset_of!(verbs_device_ops, alloc_context) == 40);
-const _: () = assert!(offset_of!(verbs_device_ops, alloc_device) == 56);
-const _: () = assert!(offset_of!(verbs_device_ops, uninit_device) == 64);
 
-/// The device object; the provider allocates it (embedded first in its own
-/// device struct) and libibverbs fills everything but our extra fields.
-#[repr(C)]
-pub struct verbs_device {
-    pub device: ibv_device,
-    pub ops: *const verbs_device_ops,
-    /// C11 `atomic_int`, managed by libibverbs.
-    pub refcount: core::sync::atomic::AtomicI32,
-    pub entry: list_node,
-    pub sysfs: *mut verbs_sysfs_dev,
-    pub core_support: u64,
+c_struct! {
+    /// The device object; the provider allocates it (embedded first in its own
+    /// device struct) and libibverbs fills everything but our extra fields.
+    pub struct verbs_device [size 712] {
+        0 => pub device: ibv_device,
+        664 => pub ops: *const verbs_device_ops,
+        /// C11 `atomic_int`, managed by libibverbs.
+        672 => pub refcount: core::sync::atomic::AtomicI32,
+        680 => pub entry: list_node,
+        696 => pub sysfs: *mut verbs_sysfs_dev,
+        704 => pub core_support: u64,
+    }
 }
-const _: () = assert!(size_of::<verbs_device>() == 712);
-const _: () = assert!(offset_of!(verbs_device, ops) == 664);
-const _: () = assert!(offset_of!(verbs_device, refcount) == 672);
-const _: () = assert!(offset_of!(verbs_device, entry) == 680);
-const _: () = assert!(offset_of!(verbs_device, sysfs) == 696);
-const _: () = assert!(offset_of!(verbs_device, core_support) == 704);

@@ -303,16 +303,17 @@ mod tests {
 
     #[test]
     fn release_comes_from_the_versioned_file_name() {
-        assert_eq!(
-            release_from_file_name("/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0"),
-            Some(44)
-        );
-        assert_eq!(release_from_file_name("libibverbs.so.1.14.56.3"), Some(56));
-        assert_eq!(release_from_file_name("libibverbs.so.1.15.64.0"), Some(64));
-        assert_eq!(release_from_file_name("/lib/libibverbs.so.1"), None);
-        assert_eq!(release_from_file_name("libibverbs.so"), None);
-        assert_eq!(release_from_file_name("libmlx5.so.1.24.44.0"), None);
-        assert_eq!(release_from_file_name("libibverbs.so.1.14.x.0"), None);
+        for (name, release) in [
+            ("/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0", Some(44)),
+            ("libibverbs.so.1.14.56.3", Some(56)),
+            ("libibverbs.so.1.15.64.0", Some(64)),
+            ("/lib/libibverbs.so.1", None),
+            ("libibverbs.so", None),
+            ("libmlx5.so.1.24.44.0", None),
+            ("libibverbs.so.1.14.x.0", None),
+        ] {
+            assert_eq!(release_from_file_name(name), release, "{name}");
+        }
     }
 
     #[test]

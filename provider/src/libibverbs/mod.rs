@@ -15,6 +15,38 @@
 //! - [`runtime`]: dlopen/dlvsym of the running libibverbs, and the raw side of
 //!   the objects handed to it (this directory's boundary module).
 
+/// Declares a `#[repr(C)]` mirror with the C offset of each field written next to it, and
+/// asserts at compile time that Rust lays it out at those offsets and at the C size. For the
+/// structs `tests/c_layout.rs` cannot ask clang about: `driver.h`'s (in no Debian package;
+/// the numbers are x86_64's from rdma-core's tags, plus [`MUTEX_GROWTH`] after a mutex) and
+/// the few `verbs.h` ones it does not list.
+///
+/// ```text
+/// c_struct! {
+///     /// Documentation.
+///     pub struct name [size 56 + MUTEX_GROWTH] {
+///         0 => pub first: *mut c_void,
+///         48 + MUTEX_GROWTH => pub second: u64,   // after a mutex
+///     }
+/// }
+/// ```
+macro_rules! c_struct {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident [size $size:literal $(+ $size_growth:ident)?] {
+            $( $(#[$fattr:meta])* $offset:literal $(+ $growth:ident)? => pub $field:ident : $fty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        #[repr(C)]
+        pub struct $name {
+            $( $(#[$fattr])* pub $field: $fty ),*
+        }
+        const _: () = assert!(::core::mem::size_of::<$name>() == $size $(+ $size_growth)?);
+        $( const _: () = assert!(::core::mem::offset_of!($name, $field) == $offset $(+ $growth)?); )*
+    };
+}
+
 pub mod control_objects;
 pub mod cq;
 pub mod device_abi;
@@ -28,7 +60,8 @@ pub mod srq;
 
 /// How much larger glibc's `pthread_mutex_t` is on this target than on x86_64's 40 bytes: 0
 /// there, 8 on aarch64 (48 bytes; `pthread_cond_t` is 48 on both). `ibv_context`, `ibv_cq`,
-/// `ibv_qp` and `ibv_srq` hold one, so everything after it moves by this much; the mirrors'
-/// compile-time layout checks are x86_64's numbers plus this. (`tests/c_layout.rs` compares the
-/// mirrors with clang's layout of the headers for each target.)
+/// `ibv_qp` and `ibv_srq` hold one, so everything after it moves by this much; the compile-time
+/// layout checks of the `driver.h` mirrors that hold one are x86_64's numbers plus this.
+/// (`tests/c_layout.rs` compares the `verbs.h` mirrors with clang's layout of the headers for
+/// each target.)
 pub const MUTEX_GROWTH: usize = core::mem::size_of::<libc::pthread_mutex_t>() - 40;

@@ -21,8 +21,6 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 
-use super::MUTEX_GROWTH;
-
 use super::control_objects::{
     ibv_ah, ibv_ah_attr, ibv_gid, ibv_mr, ibv_mw, ibv_parent_domain_init_attr, ibv_pd, ibv_qp, ibv_td,
     ibv_td_init_attr, verbs_mr,
@@ -101,12 +99,6 @@ pub struct verbs_context {
     pub sz: usize,
     pub context: ibv_context,
 }
-const _: () = assert!(size_of::<verbs_context>() == 648 + MUTEX_GROWTH);
-const _: () = assert!(offset_of!(verbs_context, priv_) == 208);
-const _: () = assert!(offset_of!(verbs_context, query_device_ex) == 216);
-const _: () = assert!(offset_of!(verbs_context, close_xrcd) == 296);
-const _: () = assert!(offset_of!(verbs_context, sz) == 312);
-const _: () = assert!(offset_of!(verbs_context, context) == 320);
 
 /// Declares `struct verbs_context_ops` from its fields in declaration order,
 /// with [`verbs_context_ops::EMPTY`] and the field names in that order

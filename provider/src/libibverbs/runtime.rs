@@ -577,14 +577,16 @@ mod tests {
     use crate::lifecycle::{fault, Creating};
     use core::sync::atomic::{AtomicUsize, Ordering};
 
+    /// Counts its drops in the counter it holds.
+    struct Dropped<'a>(&'a AtomicUsize);
+    impl Drop for Dropped<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     #[test]
     fn a_failed_allocation_is_enomem_not_an_abort() {
-        struct Dropped<'a>(&'a AtomicUsize);
-        impl Drop for Dropped<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
         let dropped = AtomicUsize::new(0);
         // SAFETY: an allocator that has no memory (null), then the global one.
         let (r, b) = unsafe {
@@ -603,14 +605,8 @@ mod tests {
 
     #[test]
     fn a_removed_device_s_eio_frees_only_when_libibverbs_allows_it() {
-        struct Counted<'a>(&'a AtomicUsize);
-        impl Drop for Counted<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::Relaxed);
-            }
-        }
         let freed = AtomicUsize::new(0);
-        let obj = HandedBox::new(Box::new(Counted(&freed)));
+        let obj = HandedBox::new(Box::new(Dropped(&freed)));
         let waited = core::cell::Cell::new(false);
         let (e, obj) = destroy_with(obj, || Err::<(), _>(Errno::EIO), |()| waited.set(true), false).unwrap_err();
         assert_eq!(e, Errno::EIO, "without RDMAV_ALLOW_DISASSOC_DESTROY the object stays");
@@ -620,7 +616,7 @@ mod tests {
         assert_eq!(freed.load(Ordering::Relaxed), 1);
         assert!(!waited.get(), "no wait for event acks from a gone device");
         // Another error is never taken for a gone device.
-        let obj = HandedBox::new(Box::new(Counted(&freed)));
+        let obj = HandedBox::new(Box::new(Dropped(&freed)));
         let (e, obj) = destroy_with(obj, || Err::<(), _>(Errno::EBUSY), |()| (), true).unwrap_err();
         assert_eq!(e, Errno::EBUSY);
         drop(obj);
