@@ -13,26 +13,22 @@ use crate::errno::Errno;
 use crate::libibverbs::cq::ibv_wc;
 use crate::ring::{Consumer, ConsumerOf};
 
+/// Asserts that each field sits at the same offset in both structs.
+macro_rules! same_offsets {
+    ($a:ty, $b:ty: $($field:ident),+ $(,)?) => {
+        $(assert!(core::mem::offset_of!($a, $field) == core::mem::offset_of!($b, $field));)+
+    };
+}
+
 // `ibv_wc` is the kernel's `ib_uverbs_wc` with C enums for status and
 // opcode: the same fields at the same offsets, so poll_cq copies a CQE to
 // the caller whole, as the ibv_wc it is (any bits are one: `FromBytes`), as
 // the stock provider's memcpy does. (The kernel's
 // port_num and reserved bytes land in ibv_wc's tail padding.)
 const _: () = {
-    use core::mem::offset_of;
     assert!(size_of::<ibv_wc>() == size_of::<ib_uverbs_wc>());
-    assert!(offset_of!(ibv_wc, status) == offset_of!(ib_uverbs_wc, status));
-    assert!(offset_of!(ibv_wc, opcode) == offset_of!(ib_uverbs_wc, opcode));
-    assert!(offset_of!(ibv_wc, vendor_err) == offset_of!(ib_uverbs_wc, vendor_err));
-    assert!(offset_of!(ibv_wc, byte_len) == offset_of!(ib_uverbs_wc, byte_len));
-    assert!(offset_of!(ibv_wc, ex) == offset_of!(ib_uverbs_wc, ex));
-    assert!(offset_of!(ibv_wc, qp_num) == offset_of!(ib_uverbs_wc, qp_num));
-    assert!(offset_of!(ibv_wc, src_qp) == offset_of!(ib_uverbs_wc, src_qp));
-    assert!(offset_of!(ibv_wc, wc_flags) == offset_of!(ib_uverbs_wc, wc_flags));
-    assert!(offset_of!(ibv_wc, pkey_index) == offset_of!(ib_uverbs_wc, pkey_index));
-    assert!(offset_of!(ibv_wc, slid) == offset_of!(ib_uverbs_wc, slid));
-    assert!(offset_of!(ibv_wc, sl) == offset_of!(ib_uverbs_wc, sl));
-    assert!(offset_of!(ibv_wc, dlid_path_bits) == offset_of!(ib_uverbs_wc, dlid_path_bits));
+    same_offsets!(ibv_wc, ib_uverbs_wc:
+        status, opcode, vendor_err, byte_len, ex, qp_num, src_qp, wc_flags, pkey_index, slid, sl, dlid_path_bits);
 };
 
 /// What the CQ lock protects.
