@@ -50,7 +50,7 @@ impl PollState {
     /// is mapped with that minimum, so this only states what `poll` relies on).
     pub(crate) fn new(ring: Option<Consumer>) -> PollState {
         let ring = ring.and_then(ConsumerOf::new);
-        let cons = ring.as_ref().map_or(0, |r| r.consumer_index());
+        let cons = ring.as_ref().map_or(0, |r| r.own_index());
         PollState {
             ring,
             cons,
@@ -68,7 +68,7 @@ impl PollState {
     pub(crate) fn poll(&mut self, out: &mut [MaybeUninit<ibv_wc>]) -> Result<usize, Errno> {
         let ring = self.ring.as_ref().ok_or(Errno::EIO)?;
         let q = ring.indices();
-        let prod = ring.produced();
+        let prod = ring.kernel_index();
         let mut cons = self.cons;
         let mut n = 0;
         while n < out.len() && cons != prod {
@@ -78,7 +78,7 @@ impl PollState {
         }
         if n > 0 {
             self.cons = cons;
-            ring.release(cons);
+            ring.hand_over(cons);
         }
         Ok(n)
     }
@@ -86,7 +86,7 @@ impl PollState {
     /// `start_poll`: the oldest completion, or ENOENT. Consumes nothing yet.
     pub(crate) fn start(&mut self) -> Result<ib_uverbs_wc, Errno> {
         let ring = self.ring()?;
-        if self.cons == ring.produced() {
+        if self.cons == ring.kernel_index() {
             return Err(Errno::ENOENT);
         }
         self.current = ring.read_slot(self.cons);
@@ -101,7 +101,7 @@ impl PollState {
     pub(crate) fn next(&mut self) -> Result<ib_uverbs_wc, Errno> {
         let ring = self.ring()?;
         let next = ring.indices().next(self.cur);
-        if next == ring.produced() {
+        if next == ring.kernel_index() {
             return Err(Errno::ENOENT);
         }
         self.current = ring.read_slot(next);
@@ -113,7 +113,7 @@ impl PollState {
     pub(crate) fn end(&mut self) {
         if let Some(ring) = &self.ring {
             self.cons = ring.indices().next(self.cur);
-            ring.release(self.cons);
+            ring.hand_over(self.cons);
         }
     }
 
