@@ -18,17 +18,17 @@ use std::os::fd::RawFd;
 use kernel_abi::{
     ib_uverbs_ah_attr, ib_uverbs_create_ah, ib_uverbs_create_ah_resp, ib_uverbs_destroy_ah, ib_uverbs_global_route,
     rxe_av, rxe_av_sockaddr, rxe_create_ah_resp, rxe_gid, rxe_global_route, IB_USER_VERBS_CMD_CREATE_AH,
-    IB_USER_VERBS_CMD_DESTROY_AH, RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6,
+    RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6,
 };
 use log::debug;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
-use crate::command::{self, impl_write_cmd, WriteReq};
+use crate::command::{self, impl_write_cmd};
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_ah, ibv_ah_attr};
 use crate::libibverbs::device_context::ibv_device;
-use crate::lifecycle::{self, Creating, HandedBox, Kept};
-use crate::pd::{DomainUse, OnPd};
+use crate::lifecycle::{Creating, HandedBox, Kept};
+use crate::pd::{self, DomainUse, OnPd};
 
 /// Our AH. `ibv_ah` must stay first: libibverbs hands it back to us.
 #[repr(C)]
@@ -70,10 +70,6 @@ pub struct CreateAhResp {
 const _: () = assert!(offset_of!(CreateAhResp, drv) == 4 && size_of::<CreateAhResp>() == 12);
 
 impl_write_cmd!(ib_uverbs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, CreateAhResp, core: ib_uverbs_create_ah_resp);
-
-impl WriteReq for ib_uverbs_destroy_ah {
-    const ID: u32 = IB_USER_VERBS_CMD_DESTROY_AH;
-}
 
 /// The kernel's form of the AH attributes.
 pub(crate) fn uverbs_ah_attr(attr: &ibv_ah_attr) -> ib_uverbs_ah_attr {
@@ -202,7 +198,7 @@ pub(crate) fn create_ah(
         av: rxe_av::new_zeroed(),
         domain: DomainUse::on(Some(on.pd)),
     };
-    let mut ah = Creating::new(obj, "AH", fd, destroy_kernel_ah)?;
+    let mut ah = Creating::new(obj, "AH", fd, command::destroy_kernel::<ib_uverbs_destroy_ah>)?;
     let cmd = ib_uverbs_create_ah {
         response: 0,
         user_handle: ah.as_ptr() as usize as u64,
@@ -228,11 +224,7 @@ pub(crate) fn create_ah(
 /// let it go.
 pub(crate) fn destroy_ah(ah: HandedBox<RxeAh>, fd: Result<RawFd, Errno>) -> Result<(), Kept<RxeAh>> {
     let handle = ah.get().ibv_ah.handle;
-    lifecycle::destroy_owned(ah, || fd.and_then(|fd| destroy_kernel_ah(fd, handle)), |()| ())
-}
-
-fn destroy_kernel_ah(fd: RawFd, handle: u32) -> Result<(), Errno> {
-    command::write_req(fd, ib_uverbs_destroy_ah { ah_handle: handle })
+    pd::destroy_object::<ib_uverbs_destroy_ah, _>(ah, fd, handle)
 }
 
 #[cfg(test)]

@@ -313,6 +313,33 @@ pub trait WriteReq: IntoBytes + Immutable + Sized {
     const CORE_REQ: usize = core::mem::size_of::<Self>();
 }
 
+/// A [`WriteReq`] whose body is only the handle of the kernel object it
+/// destroys (DEALLOC_PD, DEREG_MR, DEALLOC_MW, DESTROY_AH); made by
+/// `impl_destroy_req!`.
+pub trait DestroyReq: WriteReq {
+    fn naming(handle: u32) -> Self;
+}
+
+/// `impl_destroy_req!(cmd, ID, handle_field)`: `cmd` is a [`DestroyReq`].
+macro_rules! impl_destroy_req {
+    ($cmd:ident, $id:expr, $handle:ident) => {
+        impl $crate::command::WriteReq for $cmd {
+            const ID: u32 = $id;
+        }
+        impl $crate::command::DestroyReq for $cmd {
+            fn naming(handle: u32) -> Self {
+                $cmd { $handle: handle }
+            }
+        }
+    };
+}
+pub(crate) use impl_destroy_req;
+
+/// Destroys kernel object `handle` by command `C`.
+pub fn destroy_kernel<C: DestroyReq>(fd: RawFd, handle: u32) -> Result<(), Errno> {
+    write_req(fd, C::naming(handle))
+}
+
 /// Issues a legacy command that has no response (ioctl first, as
 /// [`write_cmd`]).
 pub fn write_req<C: WriteReq>(fd: RawFd, cmd: C) -> Result<(), Errno> {
@@ -410,20 +437,15 @@ fn invoke_write_attrs(
     let (core_out, uhw_out) = resp.split_at_mut_checked(core_resp).ok_or(Errno::EINVAL)?;
     let mut attrs = [attr_in_const(UVERBS_ATTR_WRITE_CMD as u16, u64::from(id)); 5];
     let mut n = 1;
-    if !core_in.is_empty() {
-        attrs[n] = attr_in_bytes(UVERBS_ATTR_CORE_IN as u16, core_in)?;
-        n += 1;
-    }
-    if !core_out.is_empty() {
-        attrs[n] = attr_out_bytes(UVERBS_ATTR_CORE_OUT as u16, core_out)?;
-        n += 1;
-    }
-    if !uhw_in.is_empty() {
-        attrs[n] = attr_in_bytes(UVERBS_ATTR_UHW_IN as u16, uhw_in)?;
-        n += 1;
-    }
-    if !uhw_out.is_empty() {
-        attrs[n] = attr_out_bytes(UVERBS_ATTR_UHW_OUT as u16, uhw_out)?;
+    // Only the parts that are there, in this order.
+    let parts = [
+        (!core_in.is_empty()).then(|| attr_in_bytes(UVERBS_ATTR_CORE_IN as u16, core_in)),
+        (!core_out.is_empty()).then(|| attr_out_bytes(UVERBS_ATTR_CORE_OUT as u16, core_out)),
+        (!uhw_in.is_empty()).then(|| attr_in_bytes(UVERBS_ATTR_UHW_IN as u16, uhw_in)),
+        (!uhw_out.is_empty()).then(|| attr_out_bytes(UVERBS_ATTR_UHW_OUT as u16, uhw_out)),
+    ];
+    for part in parts.into_iter().flatten() {
+        attrs[n] = part?;
         n += 1;
     }
     Ok((attrs, n))
@@ -571,20 +593,26 @@ pub fn ioctl_cmd<const N: usize>(_fd: RawFd, _cmd: &mut IoctlCmd<N>) -> Result<(
     Err(Errno::ENOTTY)
 }
 
+/// [`invoke_write`] of extended command `cmd`, whose body is all the
+/// kernel's; `resp`'s first `core_resp` bytes are the kernel's response.
+fn invoke_write_ex<C: WriteExCmd>(fd: RawFd, cmd: &C, resp: &mut [u8], core_resp: usize) -> Result<(), Errno> {
+    let body = cmd.as_bytes();
+    invoke_write(
+        fd,
+        IB_USER_VERBS_CMD_FLAG_EXTENDED | C::ID,
+        body,
+        body.len(),
+        resp,
+        core_resp,
+    )
+}
+
 /// Issues an extended command and returns the kernel's response (ioctl
 /// first, as [`write_cmd`]).
 pub fn write_ex_cmd<C: WriteExCmd>(fd: RawFd, cmd: C) -> Result<C::Resp, Errno> {
     let mut resp = C::Resp::new_zeroed();
     if has_ioctl_write(fd) {
-        let body = cmd.as_bytes();
-        invoke_write(
-            fd,
-            IB_USER_VERBS_CMD_FLAG_EXTENDED | C::ID,
-            body,
-            body.len(),
-            resp.as_mut_bytes(),
-            core::mem::size_of::<C::Resp>(),
-        )?;
+        invoke_write_ex(fd, &cmd, resp.as_mut_bytes(), core::mem::size_of::<C::Resp>())?;
         return Ok(resp);
     }
     let addr = response_addr(&mut resp);
@@ -608,15 +636,7 @@ pub fn write_ex_cmd_drv<C: WriteExCmd, D: FromBytes>(fd: RawFd, cmd: C) -> Resul
     }
     let mut resp = RespBuf([0; CMD_BUF_MAX]);
     if has_ioctl_write(fd) {
-        let body = cmd.as_bytes();
-        invoke_write(
-            fd,
-            IB_USER_VERBS_CMD_FLAG_EXTENDED | C::ID,
-            body,
-            body.len(),
-            &mut resp.0[..core_len + drv_len],
-            core_len,
-        )?;
+        invoke_write_ex(fd, &cmd, &mut resp.0[..core_len + drv_len], core_len)?;
     } else {
         let addr = response_addr(&mut resp);
         let mut buf = [0u8; CMD_BUF_MAX];
@@ -642,14 +662,20 @@ mod tests {
         u64::from_ne_bytes(b[at..at + 8].try_into().unwrap())
     }
 
+    /// `frame_write` into a buffer of 64 bytes: the buffer and the length framed.
+    fn framed(id: u32, body: &[u8], resp_len: usize) -> ([u8; 64], usize) {
+        let mut buf = [0u8; 64];
+        let n = frame_write(&mut buf, id, body, resp_len).unwrap();
+        (buf, n)
+    }
+
     #[test]
     fn get_context_is_header_plus_response_address() {
         let cmd = ib_uverbs_get_context {
             response: 0x1122_3344_5566_7788,
             driver_data: [],
         };
-        let mut buf = [0u8; 64];
-        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_GET_CONTEXT, cmd.as_bytes(), 8).unwrap();
+        let (buf, n) = framed(IB_USER_VERBS_CMD_GET_CONTEXT, cmd.as_bytes(), 8);
         assert_eq!(n, 16);
         assert_eq!(u32_at(&buf, 0), 0);
         assert_eq!(u16_at(&buf, 4), 4); // (8 header + 8 body) / 4
@@ -667,18 +693,22 @@ mod tests {
         }
     }
 
+    /// QUERY_DEVICE, its response at `response`.
+    fn query_device(response: u64) -> ib_uverbs_query_device {
+        ib_uverbs_query_device {
+            response,
+            driver_data: [],
+        }
+    }
+
     #[test]
     fn commands_built_in_place_are_the_framed_bytes() {
         let cmd = query_port_1();
-        let mut buf = [0u8; 64];
-        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
-        let framed = Framed::new(IB_USER_VERBS_CMD_QUERY_PORT, cmd, 40).unwrap();
-        assert_eq!(framed.as_bytes(), &buf[..n]);
-        let cmd = ib_uverbs_query_device {
-            response: 0x55,
-            driver_data: [],
-        };
-        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 0).unwrap();
+        let (buf, n) = framed(IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40);
+        let in_place = Framed::new(IB_USER_VERBS_CMD_QUERY_PORT, cmd, 40).unwrap();
+        assert_eq!(in_place.as_bytes(), &buf[..n]);
+        let cmd = query_device(0x55);
+        let (buf, n) = framed(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 0);
         assert_eq!(
             Framed::new(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd, 0).unwrap().as_bytes(),
             &buf[..n]
@@ -693,8 +723,7 @@ mod tests {
     #[test]
     fn query_port_carries_the_port_number() {
         let cmd = query_port_1();
-        let mut buf = [0u8; 64];
-        let n = frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40).unwrap();
+        let (buf, n) = framed(IB_USER_VERBS_CMD_QUERY_PORT, cmd.as_bytes(), 40);
         assert_eq!(n, 24);
         assert_eq!(u32_at(&buf, 0), 2);
         assert_eq!(u16_at(&buf, 4), 6);
@@ -704,12 +733,8 @@ mod tests {
 
     #[test]
     fn query_device_asks_for_the_whole_176_byte_response() {
-        let cmd = ib_uverbs_query_device {
-            response: 0,
-            driver_data: [],
-        };
-        let mut buf = [0u8; 64];
-        frame_write(&mut buf, IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 176).unwrap();
+        let cmd = query_device(0);
+        let (buf, _) = framed(IB_USER_VERBS_CMD_QUERY_DEVICE, cmd.as_bytes(), 176);
         assert_eq!((u32_at(&buf, 0), u16_at(&buf, 4), u16_at(&buf, 6)), (1, 4, 44));
     }
 

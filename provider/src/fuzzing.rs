@@ -17,6 +17,9 @@ use crate::ring::testing::FakeRing;
 use crate::ring::Consumer;
 use crate::wqe;
 
+/// A window bind's operands, as the WQE takes them.
+pub use crate::wqe::request::MwBind;
+
 /// Bytes of a send slot before its payload.
 pub const SEND_WQE_HEADER: usize = wqe::SEND_WQE_HEADER;
 /// Bytes of a receive slot before its SGEs.
@@ -29,30 +32,6 @@ pub struct SendLimits(wqe::SendLimits);
 impl SendLimits {
     pub fn new(qp_type: c_int, max_sge: u32, max_inline: u32, payload_room: usize) -> SendLimits {
         SendLimits(wqe::SendLimits::new(qp_type, max_sge, max_inline, payload_room))
-    }
-}
-
-/// A window bind's operands ([`wqe::MwBind`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MwBind {
-    pub addr: u64,
-    pub length: u64,
-    pub mr_lkey: u32,
-    pub mw_rkey: u32,
-    pub new_rkey: u32,
-    pub access: u32,
-}
-
-impl MwBind {
-    fn as_wqe(&self) -> wqe::MwBind {
-        wqe::MwBind {
-            addr: self.addr,
-            length: self.length,
-            mr_lkey: self.mr_lkey,
-            mw_rkey: self.mw_rkey,
-            new_rkey: self.new_rkey,
-            access: self.access,
-        }
     }
 }
 
@@ -85,7 +64,7 @@ impl Objects {
                 ah_num: *ah_num,
                 av,
             }),
-            Objects::Bind(b) => wqe::WrObjects::Bind(b.as_wqe()),
+            Objects::Bind(b) => wqe::WrObjects::Bind(*b),
             Objects::Missing => wqe::WrObjects::Missing,
         }
     }
@@ -141,7 +120,7 @@ pub fn wr_header(
         rkey,
         compare_add,
         swap,
-        bind: bind.as_ref().map(MwBind::as_wqe),
+        bind,
     };
     wqe::encode_header(&req, hdr);
 }

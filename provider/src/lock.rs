@@ -555,23 +555,37 @@ mod loom_models {
         }
     }
 
+    /// Runs `f` on a thread of its own, over `s`.
+    fn spawn<T: Send + 'static>(
+        s: &Arc<Shared>,
+        f: impl FnOnce(&Shared) -> T + Send + 'static,
+    ) -> thread::JoinHandle<T> {
+        let s = Arc::clone(s);
+        thread::spawn(move || f(&s))
+    }
+
+    /// Runs `body` as a loom model over a fresh [`Shared`]; `body` joins its threads, and the
+    /// model ends with `bumps` bumps and the lock free.
+    fn model(bumps: u32, body: impl Fn(&Arc<Shared>) + Send + Sync + 'static) {
+        loom::model(move || {
+            let s = Shared::new();
+            body(&s);
+            assert_eq!(s.count(), bumps);
+            assert!(!s.lock.is_locked());
+        });
+    }
+
     /// lock/unlock: one thread takes the lock for a call (`with`) while another opens and
     /// closes a pair (`hold` ... `release_held`): each gets in alone (spinning or parking) and
     /// neither is left asleep.
     #[test]
     fn loom_lock_excludes_and_wakes() {
-        loom::model(|| {
-            let s = Shared::new();
-            let caller = {
-                let s = Arc::clone(&s);
-                thread::spawn(move || s.lock.with(|| s.bump()).unwrap())
-            };
+        model(2, |s| {
+            let caller = spawn(s, |s| s.lock.with(|| s.bump()).unwrap());
             s.lock.hold().unwrap();
             s.bump();
             assert!(s.lock.release_held());
             caller.join().unwrap();
-            assert_eq!(s.count(), 2);
-            assert!(!s.lock.is_locked());
         });
     }
 
@@ -580,24 +594,18 @@ mod loom_models {
     /// FREE.
     #[test]
     fn loom_park_and_wake() {
-        loom::model(|| {
-            let s = Shared::new();
+        model(2, |s| {
             s.lock.acquire_mutex();
-            let waiter = {
-                let s = Arc::clone(&s);
-                thread::spawn(move || {
-                    s.lock.acquire_mutex();
-                    s.bump();
-                    // SAFETY: taken just above.
-                    unsafe { s.lock.release() };
-                })
-            };
+            let waiter = spawn(s, |s| {
+                s.lock.acquire_mutex();
+                s.bump();
+                // SAFETY: taken just above.
+                unsafe { s.lock.release() };
+            });
             s.bump();
             // SAFETY: taken above.
             unsafe { s.lock.release() };
             waiter.join().unwrap();
-            assert_eq!(s.count(), 2);
-            assert!(!s.lock.is_locked());
         });
     }
 
@@ -606,16 +614,10 @@ mod loom_models {
     /// while its pair is open, and a call after the close gets the lock.
     #[test]
     fn loom_two_racing_closes() {
-        loom::model(|| {
-            let s = Shared::new();
+        model(1, |s| {
             s.lock.hold().unwrap();
             assert_eq!(s.lock.with(|| ()), Err(Errno::EDEADLK));
-            let closers: Vec<_> = (0..2)
-                .map(|_| {
-                    let s = Arc::clone(&s);
-                    thread::spawn(move || s.lock.release_held())
-                })
-                .collect();
+            let closers: Vec<_> = (0..2).map(|_| spawn(s, |s| s.lock.release_held())).collect();
             let closed = closers.into_iter().map(|c| c.join().unwrap()).filter(|&c| c).count();
             assert_eq!(closed, 1);
             assert!(!s.lock.pair_open() && !s.lock.is_locked());
@@ -628,26 +630,17 @@ mod loom_models {
     /// the pair's state is handed over with the lock.
     #[test]
     fn loom_pair_handed_across_threads() {
-        loom::model(|| {
-            let s = Shared::new();
+        model(3, |s| {
             s.lock.hold().unwrap();
             s.bump();
-            let closer = {
-                let s = Arc::clone(&s);
-                thread::spawn(move || {
-                    // The thread continuing the pair uses its state, then closes it.
-                    s.bump();
-                    assert!(s.lock.release_held());
-                })
-            };
-            let caller = {
-                let s = Arc::clone(&s);
-                thread::spawn(move || s.lock.with(|| s.bump()))
-            };
+            let closer = spawn(s, |s| {
+                // The thread continuing the pair uses its state, then closes it.
+                s.bump();
+                assert!(s.lock.release_held());
+            });
+            let caller = spawn(s, |s| s.lock.with(|| s.bump()));
             closer.join().unwrap();
             assert_eq!(caller.join().unwrap(), Ok(()));
-            assert_eq!(s.count(), 3);
-            assert!(!s.lock.is_locked());
         });
     }
 }

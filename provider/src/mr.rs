@@ -35,20 +35,20 @@ use std::os::fd::RawFd;
 
 use kernel_abi::{
     ib_uverbs_dereg_mr, ib_uverbs_reg_mr, ib_uverbs_reg_mr_resp, ib_uverbs_rereg_mr, ib_uverbs_rereg_mr_resp,
-    IB_USER_VERBS_CMD_DEREG_MR, IB_USER_VERBS_CMD_REG_MR, IB_USER_VERBS_CMD_REREG_MR, RDMA_DRIVER_RXE,
-    UVERBS_ATTR_ADVISE_MR_ADVICE, UVERBS_ATTR_ADVISE_MR_FLAGS, UVERBS_ATTR_ADVISE_MR_PD_HANDLE,
-    UVERBS_ATTR_ADVISE_MR_SGE_LIST, UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, UVERBS_METHOD_ADVISE_MR,
-    UVERBS_METHOD_QUERY_CONTEXT, UVERBS_OBJECT_DEVICE, UVERBS_OBJECT_MR,
+    IB_USER_VERBS_CMD_REG_MR, IB_USER_VERBS_CMD_REREG_MR, RDMA_DRIVER_RXE, UVERBS_ATTR_ADVISE_MR_ADVICE,
+    UVERBS_ATTR_ADVISE_MR_FLAGS, UVERBS_ATTR_ADVISE_MR_PD_HANDLE, UVERBS_ATTR_ADVISE_MR_SGE_LIST,
+    UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, UVERBS_METHOD_ADVISE_MR, UVERBS_METHOD_QUERY_CONTEXT, UVERBS_OBJECT_DEVICE,
+    UVERBS_OBJECT_MR,
 };
 use log::debug;
 
-use crate::command::{self, impl_write_cmd, IoctlCmd, WriteReq};
+use crate::command::{self, impl_write_cmd, IoctlCmd};
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_mr, verbs_mr, IBV_MR_TYPE_MR};
 use crate::libibverbs::device_context::ibv_context;
 use crate::libibverbs::qp::ibv_sge;
-use crate::lifecycle::{self, Creating, HandedBox, Kept};
-use crate::pd::{DomainUse, OnPd, RxePd};
+use crate::lifecycle::{Creating, HandedBox, Kept};
+use crate::pd::{self, DomainUse, OnPd, RxePd};
 
 /// Our MR. `verbs_mr` must stay first: libibverbs hands it back to us.
 #[repr(C)]
@@ -61,10 +61,6 @@ pub(crate) struct RxeMr {
 impl_write_cmd!(ib_uverbs_reg_mr, IB_USER_VERBS_CMD_REG_MR, ib_uverbs_reg_mr_resp);
 
 impl_write_cmd!(ib_uverbs_rereg_mr, IB_USER_VERBS_CMD_REREG_MR, ib_uverbs_rereg_mr_resp);
-
-impl WriteReq for ib_uverbs_dereg_mr {
-    const ID: u32 = IB_USER_VERBS_CMD_DEREG_MR;
-}
 
 /// `IBV_ACCESS_ON_DEMAND`
 const IBV_ACCESS_ON_DEMAND: c_int = 0x40;
@@ -170,7 +166,7 @@ pub(crate) fn reg_mr(
         },
         domain: DomainUse::on(Some(on.pd)),
     };
-    let mut vmr = Creating::new(obj, "MR", fd, dereg_kernel_mr)?;
+    let mut vmr = Creating::new(obj, "MR", fd, command::destroy_kernel::<ib_uverbs_dereg_mr>)?;
     let resp = command::write_cmd(fd, cmd)?;
     vmr.created(resp.mr_handle);
     let m = &mut vmr.get_mut().vmr.ibv_mr;
@@ -255,11 +251,7 @@ pub(crate) fn advise_mr(
 /// let it go.
 pub(crate) fn dereg_mr(mr: HandedBox<RxeMr>, fd: Result<RawFd, Errno>) -> Result<(), Kept<RxeMr>> {
     let handle = mr.get().vmr.ibv_mr.handle;
-    lifecycle::destroy_owned(mr, || fd.and_then(|fd| dereg_kernel_mr(fd, handle)), |()| ())
-}
-
-fn dereg_kernel_mr(fd: RawFd, handle: u32) -> Result<(), Errno> {
-    command::write_req(fd, ib_uverbs_dereg_mr { mr_handle: handle })
+    pd::destroy_object::<ib_uverbs_dereg_mr, _>(mr, fd, handle)
 }
 
 #[cfg(test)]

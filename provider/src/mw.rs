@@ -9,16 +9,13 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 use std::os::fd::RawFd;
 
-use kernel_abi::{
-    ib_uverbs_alloc_mw, ib_uverbs_alloc_mw_resp, ib_uverbs_dealloc_mw, IB_USER_VERBS_CMD_ALLOC_MW,
-    IB_USER_VERBS_CMD_DEALLOC_MW,
-};
+use kernel_abi::{ib_uverbs_alloc_mw, ib_uverbs_alloc_mw_resp, ib_uverbs_dealloc_mw, IB_USER_VERBS_CMD_ALLOC_MW};
 
-use crate::command::{self, impl_write_cmd, WriteReq};
+use crate::command::{self, impl_write_cmd};
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::ibv_mw;
-use crate::lifecycle::{self, Creating, HandedBox, Kept};
-use crate::pd::{DomainUse, OnPd};
+use crate::lifecycle::{Creating, HandedBox, Kept};
+use crate::pd::{self, DomainUse, OnPd};
 
 /// Our window. `ibv_mw` must stay first: libibverbs hands it back to us.
 #[repr(C)]
@@ -29,10 +26,6 @@ pub(crate) struct RxeMw {
 }
 
 impl_write_cmd!(ib_uverbs_alloc_mw, IB_USER_VERBS_CMD_ALLOC_MW, ib_uverbs_alloc_mw_resp);
-
-impl WriteReq for ib_uverbs_dealloc_mw {
-    const ID: u32 = IB_USER_VERBS_CMD_DEALLOC_MW;
-}
 
 /// The command's 8-bit `mw_type`: a value that does not fit is refused
 /// rather than truncated into a valid type.
@@ -55,7 +48,7 @@ pub(crate) fn alloc_mw(on: Option<OnPd<'_>>, mw_type: c_int) -> Result<NonNull<R
         },
         domain: DomainUse::on(Some(on.pd)),
     };
-    let mut mw = Creating::new(obj, "MW", fd, dealloc_kernel_mw)?;
+    let mut mw = Creating::new(obj, "MW", fd, command::destroy_kernel::<ib_uverbs_dealloc_mw>)?;
     let cmd = ib_uverbs_alloc_mw {
         response: 0,
         pd_handle: on.pd.pd.handle,
@@ -75,11 +68,7 @@ pub(crate) fn alloc_mw(on: Option<OnPd<'_>>, mw_type: c_int) -> Result<NonNull<R
 /// kernel let it go.
 pub(crate) fn dealloc_mw(mw: HandedBox<RxeMw>, fd: Result<RawFd, Errno>) -> Result<(), Kept<RxeMw>> {
     let handle = mw.get().mw.handle;
-    lifecycle::destroy_owned(mw, || fd.and_then(|fd| dealloc_kernel_mw(fd, handle)), |()| ())
-}
-
-fn dealloc_kernel_mw(fd: RawFd, handle: u32) -> Result<(), Errno> {
-    command::write_req(fd, ib_uverbs_dealloc_mw { mw_handle: handle })
+    pd::destroy_object::<ib_uverbs_dealloc_mw, _>(mw, fd, handle)
 }
 
 #[cfg(test)]

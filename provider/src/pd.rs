@@ -22,11 +22,12 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use std::os::fd::RawFd;
 
 use kernel_abi::{
-    ib_uverbs_alloc_pd, ib_uverbs_alloc_pd_resp, ib_uverbs_dealloc_pd, IB_USER_VERBS_CMD_ALLOC_PD,
-    IB_USER_VERBS_CMD_DEALLOC_PD,
+    ib_uverbs_alloc_pd, ib_uverbs_alloc_pd_resp, ib_uverbs_dealloc_mw, ib_uverbs_dealloc_pd, ib_uverbs_dereg_mr,
+    ib_uverbs_destroy_ah, IB_USER_VERBS_CMD_ALLOC_PD, IB_USER_VERBS_CMD_DEALLOC_MW, IB_USER_VERBS_CMD_DEALLOC_PD,
+    IB_USER_VERBS_CMD_DEREG_MR, IB_USER_VERBS_CMD_DESTROY_AH,
 };
 
-use crate::command::{self, impl_write_cmd, WriteReq};
+use crate::command::{self, impl_destroy_req, impl_write_cmd, DestroyReq};
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{
     ibv_parent_domain_init_attr, ibv_pd, ibv_td, ibv_td_init_attr, pd_alloc_fn, pd_free_fn,
@@ -40,9 +41,11 @@ use crate::lock::QueueLock;
 
 impl_write_cmd!(ib_uverbs_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, ib_uverbs_alloc_pd_resp);
 
-impl WriteReq for ib_uverbs_dealloc_pd {
-    const ID: u32 = IB_USER_VERBS_CMD_DEALLOC_PD;
-}
+// What `destroy_object` sends for a PD and the objects on one.
+impl_destroy_req!(ib_uverbs_dealloc_pd, IB_USER_VERBS_CMD_DEALLOC_PD, pd_handle);
+impl_destroy_req!(ib_uverbs_dereg_mr, IB_USER_VERBS_CMD_DEREG_MR, mr_handle);
+impl_destroy_req!(ib_uverbs_dealloc_mw, IB_USER_VERBS_CMD_DEALLOC_MW, mw_handle);
+impl_destroy_req!(ib_uverbs_destroy_ah, IB_USER_VERBS_CMD_DESTROY_AH, ah_handle);
 
 /// Our PD: a protection domain (a kernel object) or a parent domain (ours
 /// only). `pd` must stay first: libibverbs hands it back to us.
@@ -162,7 +165,12 @@ impl DomainUse {
 /// `alloc_pd` on the context of `fd` (`context`, the object's back pointer).
 pub(crate) fn alloc_pd(context: *mut ibv_context, fd: Result<RawFd, Errno>) -> Result<NonNull<RxePd>, Errno> {
     let fd = fd?;
-    let mut pd = Creating::new(RxePd::protection(context, 0), "PD", fd, dealloc_kernel_pd)?;
+    let mut pd = Creating::new(
+        RxePd::protection(context, 0),
+        "PD",
+        fd,
+        command::destroy_kernel::<ib_uverbs_dealloc_pd>,
+    )?;
     let resp = command::write_cmd(
         fd,
         ib_uverbs_alloc_pd {
@@ -192,7 +200,21 @@ pub(crate) fn dealloc_pd(pd: HandedBox<RxePd>, fd: Result<RawFd, Errno>) -> Resu
         return Ok(());
     }
     let handle = p.pd.handle;
-    lifecycle::destroy_owned(pd, || fd.and_then(|fd| dealloc_kernel_pd(fd, handle)), |()| ())
+    destroy_object::<ib_uverbs_dealloc_pd, _>(pd, fd, handle)
+}
+
+/// The end of a PD or of an object on one (MR, MW, AH): freed only when the
+/// kernel let object `handle` go (command `C`, on `fd`: its context's).
+pub(crate) fn destroy_object<C: DestroyReq, T>(
+    obj: HandedBox<T>,
+    fd: Result<RawFd, Errno>,
+    handle: u32,
+) -> Result<(), Kept<T>> {
+    lifecycle::destroy_owned(
+        obj,
+        || fd.and_then(|fd| command::destroy_kernel::<C>(fd, handle)),
+        |()| (),
+    )
 }
 
 /// `alloc_td`: a thread domain, as mlx5's but without a dedicated doorbell
@@ -269,10 +291,6 @@ pub(crate) fn alloc_parent_domain(
         },
         kind: PdKind::Parent(parent),
     })
-}
-
-fn dealloc_kernel_pd(fd: RawFd, handle: u32) -> Result<(), Errno> {
-    command::write_req(fd, ib_uverbs_dealloc_pd { pd_handle: handle })
 }
 
 #[cfg(test)]

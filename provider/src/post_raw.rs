@@ -94,7 +94,7 @@ impl<L> Locked<L> {
                 // until the release.
                 unsafe {
                     let wq = &mut *self.0.wq.get();
-                    wq.prod = wq.ring.producer_index();
+                    wq.prod = wq.ring.own_index();
                     self.0.lock.release();
                 }
             }

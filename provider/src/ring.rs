@@ -225,8 +225,8 @@ impl Drop for Mapping {
     }
 }
 
-/// A mapped rxe queue with its validated geometry: what [`Producer`] and
-/// [`Consumer`] share. Each of them hands out only its own side's methods.
+/// A mapped rxe queue with its validated geometry: what a [`Side`] wraps,
+/// handing out only its role's methods.
 struct Ring {
     map: Mapping,
     geometry: Geometry,
@@ -276,11 +276,15 @@ impl Ring {
         unsafe { AtomicU32::from_ptr(self.map.base.as_ptr().add(offset).cast::<u32>()) }
     }
 
+    /// The fake kernel's side of the tests and fuzz targets.
+    #[cfg(any(test, feature = "fuzzing"))]
     #[inline]
     fn producer(&self) -> &AtomicU32 {
         self.index_at(offset_of!(rxe_queue_buf, producer_index))
     }
 
+    /// The fake kernel's side of the tests and fuzz targets.
+    #[cfg(any(test, feature = "fuzzing"))]
     #[inline]
     fn consumer(&self) -> &AtomicU32 {
         self.index_at(offset_of!(rxe_queue_buf, consumer_index))
@@ -316,108 +320,108 @@ unsafe impl Send for Ring {}
 // SAFETY: as above; &Ring hands out only atomics and copies.
 unsafe impl Sync for Ring {}
 
-/// A queue we produce into and the kernel consumes: a QP's send and receive
-/// queues, an SRQ. We own the producer index and the slots between the
-/// kernel's consumer index and ours.
-pub struct Producer(Ring);
+/// Which side of a queue we are: the index word we own and the kernel's.
+pub trait Role {
+    /// The offset in the queue's header of the index we write.
+    const OURS: usize;
+    /// The offset of the index the kernel writes.
+    const KERNELS: usize;
+}
 
-impl Producer {
+/// We produce, the kernel consumes: a QP's send and receive queues, an SRQ.
+pub enum Produce {}
+
+/// The kernel produces, we consume: a CQ.
+pub enum Consume {}
+
+impl Role for Produce {
+    const OURS: usize = offset_of!(rxe_queue_buf, producer_index);
+    const KERNELS: usize = offset_of!(rxe_queue_buf, consumer_index);
+}
+
+impl Role for Consume {
+    const OURS: usize = offset_of!(rxe_queue_buf, consumer_index);
+    const KERNELS: usize = offset_of!(rxe_queue_buf, producer_index);
+}
+
+/// Our side of a mapped queue: we own our index and the slots between the
+/// kernel's index and ours (those we are writing, as producer; those the
+/// kernel wrote and we have not handed back, as consumer).
+pub struct Side<R: Role> {
+    ring: Ring,
+    role: PhantomData<R>,
+}
+
+/// A queue we produce into and the kernel consumes.
+pub type Producer = Side<Produce>;
+
+/// A queue the kernel produces into and we consume.
+pub type Consumer = Side<Consume>;
+
+impl<R: Role> Side<R> {
     /// Maps the queue (see [`Geometry::check`]); `min_elem_size` is the
-    /// largest element we will write into a slot.
-    pub fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Producer, Errno> {
-        Ring::map(fd, mi, min_elem_size).map(Producer)
+    /// largest element we will write into (or read from) a slot.
+    pub fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Side<R>, Errno> {
+        Ring::map(fd, mi, min_elem_size).map(|ring| Side {
+            ring,
+            role: PhantomData,
+        })
     }
 
     #[inline]
     pub fn geometry(&self) -> Geometry {
-        self.0.geometry
+        self.ring.geometry
     }
 
     #[inline]
     pub fn indices(&self) -> Indices {
-        self.0.indices()
+        self.ring.indices()
     }
 
-    /// The kernel's consumer index, masked. Acquire: pairs with the kernel's
-    /// `smp_store_release` of the consumer after it finished reading the
-    /// element, so a slot before this index may be overwritten.
+    /// The kernel's index, masked. Acquire: pairs with the kernel's
+    /// `smp_store_release` of it once it is done with the slots before it:
+    /// read them (a consumer index: we may overwrite them) or written them
+    /// (a producer index: we may copy them out).
     #[inline]
-    pub fn consumed(&self) -> u32 {
-        self.indices().wrap(self.0.consumer().load(Ordering::Acquire))
+    pub fn kernel_index(&self) -> u32 {
+        self.indices()
+            .wrap(self.ring.index_at(R::KERNELS).load(Ordering::Acquire))
     }
 
-    /// Our producer index as the shared page has it, masked. Only we write it.
+    /// Our index as the shared page has it, masked. Only we write it;
+    /// callers read it when they start and keep their own copy.
     #[inline]
-    pub fn producer_index(&self) -> u32 {
-        self.indices().wrap(self.0.producer().load(Ordering::Relaxed))
+    pub fn own_index(&self) -> u32 {
+        self.indices().wrap(self.ring.index_at(R::OURS).load(Ordering::Relaxed))
     }
 
-    /// Publishes the elements before `index`. Release: the element bytes we
-    /// wrote into the slots are visible before the kernel's
-    /// `smp_load_acquire` of the producer lets it read them.
+    /// Hands the slots before `index` to the kernel: the elements we wrote
+    /// (producer) or the ones we copied out (consumer). Release: our writes
+    /// into, or copies out of, those slots happen before the kernel's
+    /// `smp_load_acquire` of our index lets it read or overwrite them.
     #[inline]
-    pub fn publish(&self, index: u32) {
-        self.0.producer().store(self.indices().wrap(index), Ordering::Release);
-    }
-
-    /// The start of the slot of `index` (masked), `elem_size()` bytes long,
-    /// for building an element in place. Writing it is sound only while we
-    /// own the slot (before publishing it).
-    #[inline]
-    pub fn slot_ptr(&self, index: u32) -> NonNull<u8> {
-        self.0.slot_ptr(index)
+    pub fn hand_over(&self, index: u32) {
+        self.ring
+            .index_at(R::OURS)
+            .store(self.indices().wrap(index), Ordering::Release);
     }
 }
 
-/// A queue the kernel produces into and we consume: a CQ. We own the
-/// consumer index; slots before the kernel's producer index are ours to
-/// read until we release them.
-pub struct Consumer(Ring);
+impl Producer {
+    /// The start of the slot of `index` (masked), `elem_size()` bytes long,
+    /// for building an element in place. Writing it is sound only while we
+    /// own the slot (before handing it over).
+    #[inline]
+    pub fn slot_ptr(&self, index: u32) -> NonNull<u8> {
+        self.ring.slot_ptr(index)
+    }
+}
 
 impl Consumer {
-    /// Maps the queue (see [`Geometry::check`]); `min_elem_size` is the
-    /// largest element we will read from a slot.
-    pub fn map(fd: RawFd, mi: &mminfo, min_elem_size: usize) -> Result<Consumer, Errno> {
-        Ring::map(fd, mi, min_elem_size).map(Consumer)
-    }
-
-    #[inline]
-    pub fn geometry(&self) -> Geometry {
-        self.0.geometry
-    }
-
-    #[inline]
-    pub fn indices(&self) -> Indices {
-        self.0.indices()
-    }
-
-    /// The kernel's producer index, masked. Acquire: pairs with the kernel's
-    /// `smp_store_release` of the producer after it wrote the element, so
-    /// every slot before this index is fully written when we copy it out.
-    #[inline]
-    pub fn produced(&self) -> u32 {
-        self.indices().wrap(self.0.producer().load(Ordering::Acquire))
-    }
-
-    /// Our consumer index as the shared page has it, masked. Only we write
-    /// it; callers read it once (at map time) and keep their own copy.
-    #[inline]
-    pub fn consumer_index(&self) -> u32 {
-        self.indices().wrap(self.0.consumer().load(Ordering::Relaxed))
-    }
-
-    /// Hands the slots before `index` back to the kernel. Release: our copies
-    /// out of those slots happen before the kernel's `smp_load_acquire` of the
-    /// consumer lets it overwrite them.
-    #[inline]
-    pub fn release(&self, index: u32) {
-        self.0.consumer().store(self.indices().wrap(index), Ordering::Release);
-    }
-
     /// A copy of the `T` at the start of the slot of `index` (masked). One
     /// read of the shared memory: the caller looks only at the copy.
     pub fn read_slot<T: FromBytes>(&self, index: u32) -> T {
-        self.0.read_slot(index)
+        self.ring.read_slot(index)
     }
 
     /// Copies the `T` at the start of the slot of `index` (masked) to `dst`:
@@ -431,14 +435,14 @@ impl Consumer {
     #[inline]
     pub unsafe fn copy_slot<T: FromBytes>(&self, index: u32, dst: *mut T) {
         debug_assert!(
-            size_of::<T>() <= self.0.geometry.elem_size(),
+            size_of::<T>() <= self.ring.geometry.elem_size(),
             "element larger than the queue's slots"
         );
         // SAFETY: the source is inside the mapping (as in read_slot), at
         // least size_of::<T>() bytes per the contract, aligned for T, any
         // bytes valid; the destination per the contract. The slot is one
         // the kernel published and does not write until we release it.
-        unsafe { core::ptr::copy_nonoverlapping(self.0.slot_ptr(index).as_ptr().cast::<T>(), dst, 1) }
+        unsafe { core::ptr::copy_nonoverlapping(self.ring.slot_ptr(index).as_ptr().cast::<T>(), dst, 1) }
     }
 }
 
@@ -448,19 +452,19 @@ impl Consumer {
     /// write of the shared memory.
     ///
     /// Sound only for a slot we own: published by the kernel (before
-    /// [`produced`](Self::produced)) and not yet released, which the kernel
+    /// [`kernel_index`](Side::kernel_index)) and not yet released, which the kernel
     /// neither reads nor writes until we release it.
     pub fn write_slot<T: Copy + FromBytes>(&self, index: u32, value: &T) {
         // A larger element would overwrite the next slot.
         assert!(
-            size_of::<T>() <= self.0.geometry.elem_size(),
+            size_of::<T>() <= self.ring.geometry.elem_size(),
             "element larger than the queue's slots"
         );
         // SAFETY: the slot is inside the mapping (Geometry::check) and at
         // least size_of::<T>() bytes; slot offsets are multiples of the
         // power-of-two element size, so aligned for T. The caller owns the
         // slot (see above), so nothing else writes it meanwhile.
-        unsafe { self.0.slot_ptr(index).as_ptr().cast::<T>().write_volatile(*value) }
+        unsafe { self.ring.slot_ptr(index).as_ptr().cast::<T>().write_volatile(*value) }
     }
 }
 
@@ -519,7 +523,7 @@ impl Consumer {
     /// See [`IndexView`].
     pub fn index_view(&self) -> IndexView {
         IndexView {
-            base: self.0.map.base,
+            base: self.ring.map.base,
             indices: self.indices(),
         }
     }
@@ -537,7 +541,7 @@ impl IndexView {
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast::<u32>()) }
     }
 
-    /// [`Consumer::produced`].
+    /// [`Consumer`]'s [`kernel_index`](Side::kernel_index).
     ///
     /// # Safety
     /// The ring this view came from is still mapped.
@@ -550,7 +554,7 @@ impl IndexView {
     /// The consumer index the kernel sees (the last one released), masked.
     ///
     /// # Safety
-    /// As for [`produced`](Self::produced).
+    /// As for [`kernel_index`](Side::kernel_index).
     pub unsafe fn consumer_index(&self) -> u32 {
         // SAFETY: per the contract.
         let word = unsafe { self.word(offset_of!(rxe_queue_buf, consumer_index)) };
@@ -844,12 +848,18 @@ mod tests {
         assert_eq!(Ring::map(-1, &fq.mi, 48).err(), Some(Errno::EBADF));
     }
 
+    /// A fake ring of 4 slots of 64 bytes (capacity 3) and our `R` side of it, for u64s.
+    fn small_ring<R: Role>() -> (FakeRing, Side<R>) {
+        let fq = FakeRing::new(6, 3, 0);
+        let side = Side::map(fq.raw_fd(), &fq.mi, 8).unwrap();
+        (fq, side)
+    }
+
     #[test]
     fn consumer_side_sees_what_the_producer_published_across_the_wrap() {
-        let fq = FakeRing::new(6, 3, 0);
-        let ring = Consumer::map(fq.raw_fd(), &fq.mi, 8).unwrap();
+        let (fq, ring) = small_ring::<Consume>();
         let q = ring.indices();
-        let mut cons = ring.consumer_index();
+        let mut cons = ring.own_index();
         let mut next = 0u64;
         // Ten rounds through a 4-slot ring (capacity 3).
         for round in 0..10u64 {
@@ -857,33 +867,32 @@ mod tests {
                 fq.produce(&next);
                 next += 1;
             }
-            let prod = ring.produced();
+            let prod = ring.kernel_index();
             let mut got = Vec::new();
             while !q.is_empty(prod, cons) {
                 got.push(ring.read_slot::<u64>(cons));
                 cons = q.next(cons);
             }
-            ring.release(cons);
+            ring.hand_over(cons);
             let first = next - got.len() as u64;
             assert_eq!(got, (first..next).collect::<Vec<_>>());
         }
-        assert!(q.is_empty(ring.produced(), fq.kernel.consumer_index()));
+        assert!(q.is_empty(ring.kernel_index(), fq.kernel.consumer_index()));
     }
 
     #[test]
     fn producer_side_publishes_in_place() {
-        let fq = FakeRing::new(6, 3, 0);
-        let ring = Producer::map(fq.raw_fd(), &fq.mi, 8).unwrap();
+        let (fq, ring) = small_ring::<Produce>();
         let q = ring.indices();
-        let mut prod = ring.producer_index();
+        let mut prod = ring.own_index();
         for v in 0..3u64 {
-            assert!(!q.is_full(prod, ring.consumed()));
+            assert!(!q.is_full(prod, ring.kernel_index()));
             // SAFETY: we own the slot at prod until we publish it.
             unsafe { ring.slot_ptr(prod).as_ptr().cast::<u64>().write(v + 100) };
             prod = q.next(prod);
-            ring.publish(prod);
+            ring.hand_over(prod);
         }
-        assert!(q.is_full(prod, ring.consumed()));
+        assert!(q.is_full(prod, ring.kernel_index()));
         assert_eq!(fq.kernel.read_slot::<u64>(2), 102);
         assert_eq!(fq.kernel.produced(), 3);
     }

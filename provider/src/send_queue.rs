@@ -96,22 +96,27 @@ pub(crate) mod tests {
         w
     }
 
+    /// One 8-byte SGE at 0x1000 (lkey 1).
+    const ONE_SGE: [ibv_sge; 1] = [ibv_sge {
+        addr: 0x1000,
+        length: 8,
+        lkey: 1,
+    }];
+
+    /// `post_one_send` of a request of `opcode` over `sges`.
+    fn post(sq: &mut WorkQueue<SendLimits>, wr_id: u64, opcode: c_int, sges: &[ibv_sge]) -> Result<(), Errno> {
+        post_one_send(sq, SendWr::over(&wr(wr_id, opcode, sges), sges))
+    }
+
     #[test]
     fn the_ring_fills_up_and_a_refused_request_leaves_no_trace() {
         // 4 slots of 256 bytes: capacity 3.
         let fq = FakeRing::new(8, 3, 0);
         let mut sq = send_queue(&fq, 2);
-        let sges = [ibv_sge {
-            addr: 0x1000,
-            length: 8,
-            lkey: 1,
-        }];
         for id in 0..3 {
-            let posted = post_one_send(&mut sq, SendWr::over(&wr(id, IBV_WR_SEND, &sges), &sges));
-            assert_eq!(posted, Ok(()));
+            assert_eq!(post(&mut sq, id, IBV_WR_SEND, &ONE_SGE), Ok(()));
         }
-        let posted = post_one_send(&mut sq, SendWr::over(&wr(3, IBV_WR_SEND, &sges), &sges));
-        assert_eq!(posted, Err(Errno::ENOMEM));
+        assert_eq!(post(&mut sq, 3, IBV_WR_SEND, &ONE_SGE), Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 3);
         let w: rxe_send_wqe = fq.kernel.read_slot(2);
@@ -119,11 +124,9 @@ pub(crate) mod tests {
         // The kernel consumes two; a bad request is refused without using a slot.
         fq.kernel.release_consumer(2);
         let three = [ibv_sge::default(); 3];
-        let posted = post_one_send(&mut sq, SendWr::over(&wr(9, IBV_WR_SEND, &three), &three));
-        assert_eq!(posted, Err(Errno::EINVAL));
+        assert_eq!(post(&mut sq, 9, IBV_WR_SEND, &three), Err(Errno::EINVAL));
         assert_eq!(sq.prod, 3);
-        let posted = post_one_send(&mut sq, SendWr::over(&wr(4, IBV_WR_RDMA_WRITE, &sges), &sges));
-        assert_eq!(posted, Ok(()));
+        assert_eq!(post(&mut sq, 4, IBV_WR_RDMA_WRITE, &ONE_SGE), Ok(()));
         sq.publish();
         assert_eq!(fq.kernel.produced(), 0); // wrapped
         let w: rxe_send_wqe = fq.kernel.read_slot(3);
@@ -136,13 +139,7 @@ pub(crate) mod tests {
         // side of its RDMA and atomic tests): one slot, index_mask 0.
         let fq = FakeRing::new(8, 0, 0);
         let mut sq = send_queue(&fq, 1);
-        let sges = [ibv_sge {
-            addr: 0x1000,
-            length: 8,
-            lkey: 1,
-        }];
-        let posted = post_one_send(&mut sq, SendWr::over(&wr(1, IBV_WR_SEND, &sges), &sges));
-        assert_eq!(posted, Err(Errno::ENOMEM));
+        assert_eq!(post(&mut sq, 1, IBV_WR_SEND, &ONE_SGE), Err(Errno::ENOMEM));
         sq.publish();
         assert_eq!((sq.prod, fq.kernel.produced()), (0, 0));
     }

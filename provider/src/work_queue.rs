@@ -30,7 +30,7 @@ impl<L: QueueLimits> WorkQueue<L> {
             return Err(Errno::EPROTO);
         }
         Ok(WorkQueue {
-            prod: ring.producer_index(),
+            prod: ring.own_index(),
             ring,
             limits,
         })
@@ -68,7 +68,7 @@ impl<L: QueueLimits> WorkQueue<L> {
 
     #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {
-        self.ring.indices().is_full(self.prod, self.ring.consumed())
+        self.ring.indices().is_full(self.prod, self.ring.kernel_index())
     }
 
     #[inline(always)]
@@ -78,7 +78,7 @@ impl<L: QueueLimits> WorkQueue<L> {
 
     /// Hands every slot built so far to the kernel.
     pub(crate) fn publish(&self) {
-        self.ring.publish(self.prod);
+        self.ring.hand_over(self.prod);
     }
 }
 

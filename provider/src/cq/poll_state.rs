@@ -13,26 +13,22 @@ use crate::errno::Errno;
 use crate::libibverbs::cq::ibv_wc;
 use crate::ring::{Consumer, ConsumerOf};
 
+/// Asserts that each field sits at the same offset in both structs.
+macro_rules! same_offsets {
+    ($a:ty, $b:ty: $($field:ident),+ $(,)?) => {
+        $(assert!(core::mem::offset_of!($a, $field) == core::mem::offset_of!($b, $field));)+
+    };
+}
+
 // `ibv_wc` is the kernel's `ib_uverbs_wc` with C enums for status and
 // opcode: the same fields at the same offsets, so poll_cq copies a CQE to
 // the caller whole, as the ibv_wc it is (any bits are one: `FromBytes`), as
 // the stock provider's memcpy does. (The kernel's
 // port_num and reserved bytes land in ibv_wc's tail padding.)
 const _: () = {
-    use core::mem::offset_of;
     assert!(size_of::<ibv_wc>() == size_of::<ib_uverbs_wc>());
-    assert!(offset_of!(ibv_wc, status) == offset_of!(ib_uverbs_wc, status));
-    assert!(offset_of!(ibv_wc, opcode) == offset_of!(ib_uverbs_wc, opcode));
-    assert!(offset_of!(ibv_wc, vendor_err) == offset_of!(ib_uverbs_wc, vendor_err));
-    assert!(offset_of!(ibv_wc, byte_len) == offset_of!(ib_uverbs_wc, byte_len));
-    assert!(offset_of!(ibv_wc, ex) == offset_of!(ib_uverbs_wc, ex));
-    assert!(offset_of!(ibv_wc, qp_num) == offset_of!(ib_uverbs_wc, qp_num));
-    assert!(offset_of!(ibv_wc, src_qp) == offset_of!(ib_uverbs_wc, src_qp));
-    assert!(offset_of!(ibv_wc, wc_flags) == offset_of!(ib_uverbs_wc, wc_flags));
-    assert!(offset_of!(ibv_wc, pkey_index) == offset_of!(ib_uverbs_wc, pkey_index));
-    assert!(offset_of!(ibv_wc, slid) == offset_of!(ib_uverbs_wc, slid));
-    assert!(offset_of!(ibv_wc, sl) == offset_of!(ib_uverbs_wc, sl));
-    assert!(offset_of!(ibv_wc, dlid_path_bits) == offset_of!(ib_uverbs_wc, dlid_path_bits));
+    same_offsets!(ibv_wc, ib_uverbs_wc:
+        status, opcode, vendor_err, byte_len, ex, qp_num, src_qp, wc_flags, pkey_index, slid, sl, dlid_path_bits);
 };
 
 /// What the CQ lock protects.
@@ -54,7 +50,7 @@ impl PollState {
     /// is mapped with that minimum, so this only states what `poll` relies on).
     pub(crate) fn new(ring: Option<Consumer>) -> PollState {
         let ring = ring.and_then(ConsumerOf::new);
-        let cons = ring.as_ref().map_or(0, |r| r.consumer_index());
+        let cons = ring.as_ref().map_or(0, |r| r.own_index());
         PollState {
             ring,
             cons,
@@ -72,7 +68,7 @@ impl PollState {
     pub(crate) fn poll(&mut self, out: &mut [MaybeUninit<ibv_wc>]) -> Result<usize, Errno> {
         let ring = self.ring.as_ref().ok_or(Errno::EIO)?;
         let q = ring.indices();
-        let prod = ring.produced();
+        let prod = ring.kernel_index();
         let mut cons = self.cons;
         let mut n = 0;
         while n < out.len() && cons != prod {
@@ -82,7 +78,7 @@ impl PollState {
         }
         if n > 0 {
             self.cons = cons;
-            ring.release(cons);
+            ring.hand_over(cons);
         }
         Ok(n)
     }
@@ -90,7 +86,7 @@ impl PollState {
     /// `start_poll`: the oldest completion, or ENOENT. Consumes nothing yet.
     pub(crate) fn start(&mut self) -> Result<ib_uverbs_wc, Errno> {
         let ring = self.ring()?;
-        if self.cons == ring.produced() {
+        if self.cons == ring.kernel_index() {
             return Err(Errno::ENOENT);
         }
         self.current = ring.read_slot(self.cons);
@@ -105,7 +101,7 @@ impl PollState {
     pub(crate) fn next(&mut self) -> Result<ib_uverbs_wc, Errno> {
         let ring = self.ring()?;
         let next = ring.indices().next(self.cur);
-        if next == ring.produced() {
+        if next == ring.kernel_index() {
             return Err(Errno::ENOENT);
         }
         self.current = ring.read_slot(next);
@@ -117,7 +113,7 @@ impl PollState {
     pub(crate) fn end(&mut self) {
         if let Some(ring) = &self.ring {
             self.cons = ring.indices().next(self.cur);
-            ring.release(self.cons);
+            ring.hand_over(self.cons);
         }
     }
 

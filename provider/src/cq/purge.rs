@@ -83,7 +83,7 @@ impl PollState {
         let Some(ring) = &self.ring else {
             return 0;
         };
-        let end = ring.produced();
+        let end = ring.kernel_index();
         self.drop_qp_completions_before(qp_num, keep_receives, self.cons, end)
     }
 
@@ -123,7 +123,7 @@ impl PollState {
             self.cur = self.cons;
             // Release: the moved completions are written before the kernel
             // may reuse the slots we hand back.
-            ring.release(self.cons);
+            ring.hand_over(self.cons);
         }
         dropped
     }

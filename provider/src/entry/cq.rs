@@ -324,30 +324,38 @@ pub(crate) unsafe extern "C" fn destroy_cq(ibcq: *mut ibv_cq) -> c_int {
     })
 }
 
-/// `verbs_context_ops.req_notify_cq`: arms the CQ for its next (solicited)
-/// completion event ([`RxeCq::req_notify`]).
-pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
-    boundary::guard("req_notify_cq", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a live CQ of ours.
+/// An entry on a CQ that stays: `body` on the caller's CQ under the entry's
+/// panic guard (EIO); EINVAL for a NULL CQ. (Not for destroy_cq: `body`'s
+/// reference lives across the whole call.)
+///
+/// # Safety
+/// `ibcq` is NULL or a live CQ of ours ([`RxeCq::from_ptr`]).
+unsafe fn on_cq(entry: &'static str, ibcq: *mut ibv_cq, body: impl FnOnce(&RxeCq) -> c_int) -> c_int {
+    boundary::guard(entry, Errno::EIO.code(), || {
+        // SAFETY: per the contract.
         let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
             return Errno::EINVAL.code();
         };
-        match cq.req_notify(solicited_only != 0) {
+        body(cq)
+    })
+}
+
+/// `verbs_context_ops.req_notify_cq`: arms the CQ for its next (solicited)
+/// completion event ([`RxeCq::req_notify`]).
+pub(crate) unsafe extern "C" fn req_notify_cq(ibcq: *mut ibv_cq, solicited_only: c_int) -> c_int {
+    // SAFETY: libibverbs passes a live CQ of ours.
+    unsafe {
+        on_cq("req_notify_cq", ibcq, |cq| match cq.req_notify(solicited_only != 0) {
             Ok(()) => 0,
             Err(errno) => errno.code(),
-        }
-    })
+        })
+    }
 }
 
 /// `verbs_context_ops.resize_cq` ([`RxeCq::resize`]).
 pub(crate) unsafe extern "C" fn resize_cq(ibcq: *mut ibv_cq, cqe: c_int) -> c_int {
-    boundary::guard("resize_cq", Errno::EIO.code(), || {
-        // SAFETY: libibverbs passes a live CQ of ours.
-        let Some(cq) = (unsafe { RxeCq::from_ptr(ibcq) }) else {
-            return Errno::EINVAL.code();
-        };
-        cq.resize(cqe)
-    })
+    // SAFETY: libibverbs passes a live CQ of ours.
+    unsafe { on_cq("resize_cq", ibcq, |cq| cq.resize(cqe)) }
 }
 
 /// `verbs_context_ops.poll_cq`: how many completions were written to `wc`,
@@ -824,6 +832,16 @@ mod tests {
         seen
     }
 
+    /// A fake CQ with `lock`, reading QP numbers, after the kernel produced a flush completion
+    /// of each `(qp_num, wr_id)`.
+    fn cq_holding(lock: QueueLock, completions: &[(u32, u64)]) -> (FakeRing, *mut ibv_cq_ex) {
+        let (fq, cq) = fake_rxe_cq_with(IBV_WC_EX_WITH_QP_NUM, lock);
+        for &(qp, id) in completions {
+            fq.produce(&wc(qp, id));
+        }
+        (fq, cq)
+    }
+
     fn free(cq: *mut ibv_cq_ex) {
         // SAFETY: a fake CQ made by fake_rxe_cq*, freed once.
         drop(unsafe { Box::from_raw(cq.cast::<RxeCq>()) });
@@ -831,10 +849,7 @@ mod tests {
 
     #[test]
     fn a_free_cq_is_purged_at_once_and_once_for_one_cq() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
+        let (fq, cq) = cq_holding(QueueLock::new(), &[(A, 1), (B, 2), (A, 3)]);
         let cq_ref = cq_of(cq);
         // SAFETY: our live fake CQ; NULL is allowed.
         unsafe {
@@ -853,10 +868,7 @@ mod tests {
 
     #[test]
     fn a_cq_held_by_another_threads_pair_is_purged_by_its_end_poll() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
+        let (fq, cq) = cq_holding(QueueLock::new(), &[(A, 1), (B, 2), (A, 3)]);
         let addr = cq as usize;
         let (to_poller, poller_rx) = std::sync::mpsc::channel::<()>();
         let (to_main, main_rx) = std::sync::mpsc::channel::<Vec<(u32, u64)>>();
@@ -900,10 +912,7 @@ mod tests {
 
     #[test]
     fn this_threads_own_open_pair_defers_the_purge_to_its_end_poll() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3), (C, 4)] {
-            fq.produce(&wc(qp, id));
-        }
+        let (fq, cq) = cq_holding(QueueLock::new(), &[(A, 1), (B, 2), (A, 3), (C, 4)]);
         let mut attr = ibv_poll_cq_attr { comp_mask: 0 };
         // SAFETY: our live fake CQ, this thread only.
         unsafe {
@@ -922,10 +931,7 @@ mod tests {
 
     #[test]
     fn a_busy_cq_drops_the_qps_completions_at_its_next_poll() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
+        let (fq, cq) = cq_holding(QueueLock::new(), &[(A, 1), (B, 2), (A, 3)]);
         let cq_ref = cq_of(cq);
         // A poll_cq in progress on another thread: the lock is taken.
         cq_ref
@@ -942,10 +948,7 @@ mod tests {
 
     #[test]
     fn a_thread_domain_cq_is_purged_by_its_own_next_poll_only() {
-        let (fq, cq) = fake_rxe_cq_with(IBV_WC_EX_WITH_QP_NUM, QueueLock::unlocked());
-        for &(qp, id) in &[(A, 1), (B, 2), (A, 3)] {
-            fq.produce(&wc(qp, id));
-        }
+        let (fq, cq) = cq_holding(QueueLock::unlocked(), &[(A, 1), (B, 2), (A, 3)]);
         let addr = cq as usize;
         // The reset on another thread than the CQ's user: the ring is not touched.
         std::thread::spawn(move || {
@@ -966,9 +969,7 @@ mod tests {
 
     #[test]
     fn a_resize_applies_the_queue_to_the_old_ring() {
-        let (fq, cq) = fake_rxe_cq(IBV_WC_EX_WITH_QP_NUM);
-        fq.produce(&wc(A, 1));
-        fq.produce(&wc(B, 2));
+        let (fq, cq) = cq_holding(QueueLock::new(), &[(A, 1), (B, 2)]);
         let cq_ref = cq_of(cq);
         let bigger = FakeRing::new(7, 15, 4096);
         bigger.produce(&wc(B, 2));

@@ -125,6 +125,36 @@ struct CreateArgs {
     sq_sig_all: c_int,
 }
 
+/// The [`CreateArgs`] of `attr`, an `ibv_qp_init_attr` or an `ibv_qp_init_attr_ex`
+/// (whose fields of the same names these are).
+macro_rules! create_args {
+    ($context:expr, $pd:expr, $attr:expr) => {
+        CreateArgs {
+            context: $context,
+            pd: $pd,
+            qp_context: $attr.qp_context,
+            send_cq: $attr.send_cq,
+            recv_cq: $attr.recv_cq,
+            srq: $attr.srq,
+            cap: $attr.cap,
+            qp_type: $attr.qp_type,
+            sq_sig_all: $attr.sq_sig_all,
+        }
+    };
+}
+
+/// A create entry's answer: the QP, with what the kernel granted written to the caller's
+/// `cap` (as `ibv_cmd_create_qp` reports it); NULL with errno set when the create failed.
+fn granted_into(created: Result<(*mut ibv_qp, ibv_qp_cap), Errno>, cap: &mut ibv_qp_cap) -> *mut ibv_qp {
+    match created {
+        Ok((qp, granted)) => {
+            *cap = granted;
+            qp
+        }
+        Err(e) => boundary::fail_ptr(e),
+    }
+}
+
 /// The kernel handles of the QP's send and receive CQs (`EINVAL` for a null one) and of the
 /// SRQ it receives through, if any.
 fn queue_handles(args: &CreateArgs) -> Result<(u32, u32, Option<u32>), Errno> {
@@ -250,25 +280,8 @@ pub(crate) unsafe extern "C" fn create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_ini
         let (Some(p), Some(a)) = (unsafe { pd.as_ref() }, unsafe { attr.as_mut() }) else {
             return boundary::fail_ptr(Errno::EINVAL);
         };
-        let args = CreateArgs {
-            context: p.context,
-            pd,
-            qp_context: a.qp_context,
-            send_cq: a.send_cq,
-            recv_cq: a.recv_cq,
-            srq: a.srq,
-            cap: a.cap,
-            qp_type: a.qp_type,
-            sq_sig_all: a.sq_sig_all,
-        };
-        match create(&args, false, None) {
-            Ok((qp, cap)) => {
-                // What the kernel granted, as ibv_cmd_create_qp reports it.
-                a.cap = cap;
-                qp
-            }
-            Err(e) => boundary::fail_ptr(e),
-        }
+        let created = create(&create_args!(p.context, pd, a), false, None);
+        granted_into(created, &mut a.cap)
     })
 }
 
@@ -283,26 +296,9 @@ pub(crate) unsafe extern "C" fn create_qp_ex(context: *mut ibv_context, attr: *m
         if let Err(e) = check_create_ex(a, ctx.layout.qp_ex) {
             return boundary::fail_ptr(e);
         }
-        let args = CreateArgs {
-            context,
-            pd: a.pd,
-            qp_context: a.qp_context,
-            send_cq: a.send_cq,
-            recv_cq: a.recv_cq,
-            srq: a.srq,
-            cap: a.cap,
-            qp_type: a.qp_type,
-            sq_sig_all: a.sq_sig_all,
-        };
         let send_ops = (a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0).then_some(a.send_ops_flags);
-        match create(&args, true, send_ops) {
-            Ok((qp, cap)) => {
-                // What the kernel granted, as ibv_cmd_create_qp reports it.
-                a.cap = cap;
-                qp
-            }
-            Err(e) => boundary::fail_ptr(e),
-        }
+        let created = create(&create_args!(context, a.pd, a), true, send_ops);
+        granted_into(created, &mut a.cap)
     })
 }
 

@@ -258,6 +258,17 @@ mod tests {
         }
     }
 
+    /// `post_recv_list` over the list at `first`: its return and the request `*bad_wr` names.
+    ///
+    /// # Safety
+    /// `first` heads a list of live requests, each with its SGEs.
+    unsafe fn post_list(rq: &mut recv_queue::RecvQueue, first: *mut ibv_recv_wr) -> (c_int, *mut ibv_recv_wr) {
+        let mut bad = ptr::null_mut();
+        // SAFETY: as the caller promises.
+        let rc = post_recv_list(rq, unsafe { RecvWr::from_caller(first) }, &mut bad);
+        (rc, bad)
+    }
+
     #[test]
     fn a_single_receive_of_one_sge_is_built_whole_and_refused_on_a_full_ring() {
         // 4 slots of 128 bytes: capacity 3.
@@ -272,9 +283,7 @@ mod tests {
         unsafe {
             for id in 0..3 {
                 let mut w = recv_wr(id, &mut sge);
-                let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-                assert_eq!(post_recv_list(&mut rq, RecvWr::from_caller(&mut w), &mut bad), 0);
-                assert!(bad.is_null());
+                assert_eq!(post_list(&mut rq, &mut w), (0, ptr::null_mut()));
             }
             assert_eq!(fq.kernel.produced(), 3);
             let k: rxe_recv_wqe = fq.kernel.read_slot(2);
@@ -283,16 +292,12 @@ mod tests {
                 (2, 24, 24, 1, 0)
             );
             let mut w = recv_wr(3, &mut sge);
-            let mut bad: *mut ibv_recv_wr = ptr::null_mut();
-            let rc = post_recv_list(&mut rq, RecvWr::from_caller(&mut w), &mut bad);
-            assert_eq!(rc, Errno::ENOMEM.code());
-            assert_eq!(bad, ptr::addr_of_mut!(w));
+            assert_eq!(post_list(&mut rq, &mut w), (Errno::ENOMEM.code(), ptr::addr_of_mut!(w)));
             assert_eq!(fq.kernel.produced(), 3);
             // On a queue of max_sge 0, one SGE is too many.
             let fq = FakeRing::new(7, 3, 0);
             let mut rq = recv_queue::map(fq.raw_fd(), &fq.mi, 0).unwrap();
-            let rc = post_recv_list(&mut rq, RecvWr::from_caller(&mut w), &mut bad);
-            assert_eq!(rc, Errno::EINVAL.code());
+            assert_eq!(post_list(&mut rq, &mut w).0, Errno::EINVAL.code());
             assert_eq!(fq.kernel.produced(), 0);
         }
     }
@@ -336,14 +341,12 @@ mod tests {
         w2.next = &mut w9;
         let mut w1 = recv_wr(1, &mut a);
         w1.next = &mut w2;
-        let mut bad: *mut ibv_recv_wr = ptr::null_mut();
         // SAFETY: every list is of live requests on our stack, with their SGEs.
         unsafe {
             assert_eq!(
-                post_recv_list(&mut rq, RecvWr::from_caller(&mut w1), &mut bad),
-                Errno::EINVAL.code()
+                post_list(&mut rq, &mut w1),
+                (Errno::EINVAL.code(), ptr::addr_of_mut!(w2))
             );
-            assert_eq!(bad, ptr::addr_of_mut!(w2));
             assert_eq!(fq.kernel.produced(), 1);
             let k: rxe_recv_wqe = fq.kernel.read_slot(0);
             assert_eq!((k.wr_id, k.dma.length, k.dma.resid, k.dma.num_sge), (1, 128, 128, 2));
@@ -356,10 +359,9 @@ mod tests {
             let mut w3 = ibv_recv_wr { wr_id: 3, ..w4 };
             w3.next = &mut w4;
             assert_eq!(
-                post_recv_list(&mut rq, RecvWr::from_caller(&mut w3), &mut bad),
-                Errno::ENOMEM.code()
+                post_list(&mut rq, &mut w3),
+                (Errno::ENOMEM.code(), ptr::addr_of_mut!(w5))
             );
-            assert_eq!(bad, ptr::addr_of_mut!(w5));
             assert_eq!(fq.kernel.produced(), 3);
             let k: rxe_recv_wqe = fq.kernel.read_slot(2);
             assert_eq!((k.wr_id, k.dma.length), (4, 4));

@@ -10,7 +10,6 @@ use crate::ah::RxeAh;
 use crate::boundary;
 use crate::errno::Errno;
 use crate::libibverbs::control_objects::{ibv_ah, ibv_mw};
-use crate::libibverbs::device_context::opaque_fn;
 use crate::libibverbs::qp::*;
 use crate::post_raw::set_inline;
 use crate::qp::batch::Batch;
@@ -437,35 +436,28 @@ macro_rules! slot {
 /// and start/complete/abort always.
 pub(crate) fn set_send_ops(vqp: &mut VerbsQp, layout: QpExLayout, flags: u64) {
     let ops = &mut vqp.qp_ex.wr_ops;
-    let builders: [(u64, usize, opaque_fn); 10] = [
-        (
-            IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
-            wr_op::ATOMIC_CMP_SWP,
-            slot!(wr_atomic_cmp_swp),
-        ),
-        (
-            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-            wr_op::ATOMIC_FETCH_ADD,
-            slot!(wr_atomic_fetch_add),
-        ),
-        (IBV_QP_EX_WITH_BIND_MW, wr_op::BIND_MW, slot!(wr_bind_mw)),
-        (IBV_QP_EX_WITH_LOCAL_INV, wr_op::LOCAL_INV, slot!(wr_local_inv)),
-        (IBV_QP_EX_WITH_RDMA_READ, wr_op::RDMA_READ, slot!(wr_rdma_read)),
-        (IBV_QP_EX_WITH_RDMA_WRITE, wr_op::RDMA_WRITE, slot!(wr_rdma_write)),
-        (
-            IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-            wr_op::RDMA_WRITE_IMM,
-            slot!(wr_rdma_write_imm),
-        ),
-        (IBV_QP_EX_WITH_SEND, wr_op::SEND, slot!(wr_send)),
-        (IBV_QP_EX_WITH_SEND_WITH_IMM, wr_op::SEND_IMM, slot!(wr_send_imm)),
-        (IBV_QP_EX_WITH_SEND_WITH_INV, wr_op::SEND_INV, slot!(wr_send_inv)),
-    ];
-    for (flag, at, f) in builders {
-        if flags & flag != 0 {
-            ops[at] = f;
-        }
+    // The builder at `wr_op::$at` when `flags` has `$flag`.
+    macro_rules! builder {
+        ($flag:ident, $at:ident, $f:ident) => {
+            if flags & $flag != 0 {
+                ops[wr_op::$at] = slot!($f);
+            }
+        };
     }
+    builder!(IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, ATOMIC_CMP_SWP, wr_atomic_cmp_swp);
+    builder!(
+        IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+        ATOMIC_FETCH_ADD,
+        wr_atomic_fetch_add
+    );
+    builder!(IBV_QP_EX_WITH_BIND_MW, BIND_MW, wr_bind_mw);
+    builder!(IBV_QP_EX_WITH_LOCAL_INV, LOCAL_INV, wr_local_inv);
+    builder!(IBV_QP_EX_WITH_RDMA_READ, RDMA_READ, wr_rdma_read);
+    builder!(IBV_QP_EX_WITH_RDMA_WRITE, RDMA_WRITE, wr_rdma_write);
+    builder!(IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, RDMA_WRITE_IMM, wr_rdma_write_imm);
+    builder!(IBV_QP_EX_WITH_SEND, SEND, wr_send);
+    builder!(IBV_QP_EX_WITH_SEND_WITH_IMM, SEND_IMM, wr_send_imm);
+    builder!(IBV_QP_EX_WITH_SEND_WITH_INV, SEND_INV, wr_send_inv);
     ops[wr_op::SET_UD_ADDR] = slot!(wr_set_ud_addr);
     ops[wr_op::SET_INLINE_DATA] = slot!(wr_set_inline_data);
     ops[wr_op::SET_INLINE_DATA_LIST] = slot!(wr_set_inline_data_list);
@@ -500,6 +492,11 @@ mod wr_tests {
         WorkQueue::new(ring, SendLimits::new(qp_type, max_sge, max_inline, payload_room)).unwrap()
     }
 
+    /// [`queue`] and a batch for it.
+    fn batch_on(fq: &FakeRing, qp_type: c_int, max_sge: u32, max_inline: u32) -> (WorkQueue<SendLimits>, Batch) {
+        (queue(fq, qp_type, max_sge, max_inline), Batch::default())
+    }
+
     fn req(wr_id: u64, opcode: c_int) -> SendRequest {
         SendRequest {
             wr_id,
@@ -526,13 +523,25 @@ mod wr_tests {
         }
     }
 
+    /// Starts a batch and builds `req(wr_id, opcode)` in it.
+    fn begin(b: &mut Batch, wq: &mut WorkQueue<SendLimits>, wr_id: u64, opcode: c_int) {
+        b.start(wq);
+        b.build(wq, &req(wr_id, opcode));
+    }
+
+    /// `length` bytes from the start of `data`, as an inline buffer.
+    fn buf(data: &[u8], length: usize) -> ibv_data_buf {
+        ibv_data_buf {
+            addr: data.as_ptr().cast_mut().cast(),
+            length,
+        }
+    }
+
     #[test]
     fn a_batch_is_published_only_by_complete() {
         let fq = FakeRing::new(8, 3, 0);
-        let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
-        let mut b = Batch::default();
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        let (mut wq, mut b) = batch_on(&fq, IBV_QPT_RC, 2, 64);
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         sges(&mut b, &mut wq, &[sge(100), sge(28)]);
         b.build(&mut wq, &req(2, IBV_WR_RDMA_WRITE));
         sges(&mut b, &mut wq, &[sge(8)]);
@@ -558,17 +567,14 @@ mod wr_tests {
     #[test]
     fn abort_restores_the_producer_index() {
         let fq = FakeRing::new(8, 3, 0);
-        let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
-        let mut b = Batch::default();
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        let (mut wq, mut b) = batch_on(&fq, IBV_QPT_RC, 2, 64);
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         b.build(&mut wq, &req(2, IBV_WR_SEND));
         assert_eq!(wq.prod, 2);
         b.abort(&mut wq);
         assert_eq!((wq.prod, fq.kernel.produced()), (0, 0));
         // The next batch reuses the slots.
-        b.start(&mut wq);
-        b.build(&mut wq, &req(3, IBV_WR_SEND_WITH_IMM));
+        begin(&mut b, &mut wq, 3, IBV_WR_SEND_WITH_IMM);
         assert_eq!(b.finish(&mut wq, true), Ok(true));
         wq.publish();
         assert_eq!(fq.kernel.produced(), 1);
@@ -578,10 +584,8 @@ mod wr_tests {
     #[test]
     fn an_error_in_the_middle_refuses_the_whole_batch() {
         let fq = FakeRing::new(8, 3, 0);
-        let mut wq = queue(&fq, IBV_QPT_RC, 2, 64);
-        let mut b = Batch::default();
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        let (mut wq, mut b) = batch_on(&fq, IBV_QPT_RC, 2, 64);
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         sges(&mut b, &mut wq, &[sge(1)]);
         b.build(&mut wq, &req(2, IBV_WR_SEND));
         sges(&mut b, &mut wq, &[sge(1), sge(1), sge(1)]); // max_sge is 2
@@ -600,8 +604,7 @@ mod wr_tests {
         assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         assert_eq!(wq.prod, 0);
         // A QP that does not take sends yet (RESET..RTR): nothing is published.
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         assert_eq!(b.finish(&mut wq, false), Err(Errno::EINVAL));
         assert_eq!((wq.prod, fq.kernel.produced()), (0, 0));
     }
@@ -609,8 +612,7 @@ mod wr_tests {
     #[test]
     fn ud_wqes_need_their_address() {
         let fq = FakeRing::new(8, 3, 0);
-        let mut wq = queue(&fq, IBV_QPT_UD, 1, 64);
-        let mut b = Batch::default();
+        let (mut wq, mut b) = batch_on(&fq, IBV_QPT_UD, 1, 64);
         let av = <kernel_abi::rxe_av as zerocopy::FromZeros>::new_zeroed();
         let ud = UdDest {
             remote_qpn: 0x99,
@@ -618,8 +620,7 @@ mod wr_tests {
             ah_num: 3,
             av: &av,
         };
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         b.set_ud(&mut wq, Some(ud));
         sges(&mut b, &mut wq, &[sge(4)]);
         assert_eq!(b.finish(&mut wq, true), Ok(true));
@@ -631,19 +632,16 @@ mod wr_tests {
             (0x99, 0x11, 3, 4)
         );
         // Without an address: at the next builder, or at complete.
-        b.start(&mut wq);
-        b.build(&mut wq, &req(2, IBV_WR_SEND));
+        begin(&mut b, &mut wq, 2, IBV_WR_SEND);
         assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
-        b.start(&mut wq);
-        b.build(&mut wq, &req(2, IBV_WR_SEND));
+        begin(&mut b, &mut wq, 2, IBV_WR_SEND);
         b.set_ud(&mut wq, None);
         assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
         assert_eq!(fq.kernel.produced(), 1);
         // On an RC QP the setter is an error, not a write into the rdma arm.
         let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 1, 64);
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_RDMA_WRITE));
+        begin(&mut b, &mut wq, 1, IBV_WR_RDMA_WRITE);
         b.set_ud(&mut wq, Some(ud));
         assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
     }
@@ -656,50 +654,23 @@ mod wr_tests {
         let room = wq.limits.payload_room;
         let data = vec![0x5au8; room + 1];
         let half = room / 2;
-        let list = [
-            ibv_data_buf {
-                addr: data.as_ptr() as *mut c_void,
-                length: half,
-            },
-            ibv_data_buf {
-                addr: data.as_ptr() as *mut c_void,
-                length: room + 1 - half,
-            },
-        ];
+        let list = [buf(&data, half), buf(&data, room + 1 - half)];
         let mut b = Batch::default();
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         // SAFETY: both buffers lie inside `data`.
         b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &list, l) });
         assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         // Slot 1 (right after) was never touched.
         assert!(fq.kernel.read_slot::<[u8; 256]>(1).iter().all(|&x| x == 0));
         // Lengths whose sum wraps 64 bits are refused too.
-        let wrap = [
-            ibv_data_buf {
-                addr: data.as_ptr() as *mut c_void,
-                length: usize::MAX,
-            },
-            ibv_data_buf {
-                addr: data.as_ptr() as *mut c_void,
-                length: 2,
-            },
-        ];
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        let wrap = [buf(&data, usize::MAX), buf(&data, 2)];
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         // SAFETY: refused before any byte is read.
         b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &wrap, l) });
         assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
         // Exactly the slot's room fits, and the WQE is marked inline.
-        let fit = [
-            list[0],
-            ibv_data_buf {
-                addr: data.as_ptr() as *mut c_void,
-                length: room - half,
-            },
-        ];
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        let fit = [list[0], buf(&data, room - half)];
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         // SAFETY: both buffers lie inside `data`.
         b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &fit, l) });
         assert_eq!(b.finish(&mut wq, true), Ok(true));
@@ -712,12 +683,8 @@ mod wr_tests {
         // The QP's max_inline_data is a limit of its own.
         let fq = FakeRing::new(8, 3, 0);
         let mut wq = queue(&fq, IBV_QPT_RC, 1, 16);
-        let small = [ibv_data_buf {
-            addr: data.as_ptr() as *mut c_void,
-            length: 17,
-        }];
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        let small = [buf(&data, 17)];
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         // SAFETY: inside `data`.
         b.set(&mut wq, |h, p, l| unsafe { set_inline(h, p, &small, l) });
         assert_eq!(b.finish(&mut wq, true), Err(Errno::ENOSPC));
@@ -726,14 +693,11 @@ mod wr_tests {
     #[test]
     fn sge_list_length_is_the_sum_in_range() {
         let fq = FakeRing::new(8, 3, 0);
-        let mut wq = queue(&fq, IBV_QPT_RC, 3, 0);
-        let mut b = Batch::default();
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        let (mut wq, mut b) = batch_on(&fq, IBV_QPT_RC, 3, 0);
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         sges(&mut b, &mut wq, &[sge(u32::MAX), sge(1)]);
         assert_eq!(b.finish(&mut wq, true), Err(Errno::EINVAL));
-        b.start(&mut wq);
-        b.build(&mut wq, &req(1, IBV_WR_SEND));
+        begin(&mut b, &mut wq, 1, IBV_WR_SEND);
         sges(&mut b, &mut wq, &[sge(10), sge(20), sge(30)]);
         assert_eq!(b.finish(&mut wq, true), Ok(true));
         wq.publish();

@@ -40,7 +40,7 @@ impl Batch {
     #[inline(always)]
     pub(crate) fn start(&mut self, wq: &mut WorkQueue<SendLimits>) {
         self.flags = 0;
-        wq.prod = wq.ring().producer_index();
+        wq.prod = wq.ring().own_index();
     }
 
     pub(crate) fn fail(&mut self, e: Errno) {
@@ -186,7 +186,7 @@ impl Batch {
 
     /// `wr_abort`: forget every WQE built since `wr_start`.
     pub(crate) fn abort(&mut self, wq: &mut WorkQueue<SendLimits>) {
-        wq.prod = wq.ring().producer_index();
+        wq.prod = wq.ring().own_index();
         self.flags &= FAILED;
     }
 }

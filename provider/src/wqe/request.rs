@@ -18,9 +18,9 @@ pub(crate) struct UdDest<'a> {
     pub av: &'a rxe_av,
 }
 
-/// A memory-window bind (`IBV_WR_BIND_MW`).
+/// A memory-window bind (`IBV_WR_BIND_MW`). `pub`: `crate::fuzzing` hands it to the fuzz targets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct MwBind {
+pub struct MwBind {
     pub addr: u64,
     pub length: u64,
     pub mr_lkey: u32,
