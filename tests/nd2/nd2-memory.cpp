@@ -432,7 +432,19 @@ struct Race {
     IND2MemoryWindow *mw;
     volatile bool stop;
     int deregistered, busy;
+    /* Binds the main thread has finished: the deregisterer keeps each registration until two more
+     * end, so at least one Bind starts and ends while the region is registered, whatever order
+     * the scheduler runs the threads in (one vCPU under ASan ran every Bind between a
+     * Deregister and the next Register). */
+    std::atomic<int> attempts;
 };
+
+/* Until `attempts` has moved two past `seen`, or the race is over. */
+static void await_binds(Race &r, int seen)
+{
+    while (!r.stop && r.attempts.load() < seen + 2)
+        sched_yield();
+}
 
 void *deregisterer(void *arg)
 {
@@ -449,6 +461,7 @@ void *deregisterer(void *arg)
             HRESULT reg = r.mr->Register(r.p->buf, kBuf, ND_MR_FLAG_ALLOW_REMOTE_WRITE, &ov);
             if (reg != ND_PENDING || r.mr->GetOverlappedResult(&ov, TRUE) != ND_SUCCESS)
                 FAIL("Register after Deregister: 0x%08X", (unsigned)reg);
+            await_binds(r, r.attempts.load());
         } else if (hr == ND_DEVICE_BUSY) {
             r.busy++;
         } else {
@@ -468,6 +481,7 @@ int bind_deregister_race(Side &p, Side &a)
     r.mw = p.Mw();
     r.stop = false;
     r.deregistered = r.busy = 0;
+    r.attempts = 0;
     Register(p, r.mr, p.buf, kBuf, ND_MR_FLAG_ALLOW_REMOTE_WRITE);
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, deregisterer, &r) == 0);
@@ -475,10 +489,10 @@ int bind_deregister_race(Side &p, Side &a)
     double until = nd2_now_ms() + 3000;
     for (int i = 0; i < 3000 && nd2_now_ms() < until; i++) {
         HRESULT hr = l.pqp->Bind(reinterpret_cast<void *>(0xB0), r.mr, r.mw, p.buf, 256, ND_OP_FLAG_ALLOW_WRITE);
+        r.attempts++;
         if (hr == ND_INVALID_PARAMETER) {
             refused++;
-            /* Let the deregisterer register again: on one CPU the refusals alone could use up
-             * the iterations while it waits for its Register (seen once: 3000 refused). */
+            /* Let the deregisterer register again. */
             sched_yield();
             continue;
         }
