@@ -479,45 +479,33 @@ unsafe extern "C" fn connector_bind(this: *mut c_void, addr: *const libc::sockad
     })
 }
 
-/// Connect or Accept: the caller's connector, QP (checked by kind), the entry's own arguments
-/// (Connect's address, `$own`), private data and OVERLAPPED (live until the request completes),
-/// read in that order, then the connector's method (given the read limits) issued on the request.
-macro_rules! handshake {
-    ($entry:ident, $name:literal, ($($arg:ident: $ty:ty),*) $(, $own:ident = $read:expr)?
-        => |$c:ident, $qp:ident, $data:ident, $inbound:ident, $outbound:ident| $call:expr) => {
-        #[allow(clippy::too_many_arguments)] // the interface's
-        unsafe extern "C" fn $entry(
-            this: *mut c_void,
-            qp: *mut c_void,
-            $($arg: $ty,)*
-            inbound_read_limit: u32,
-            outbound_read_limit: u32,
-            private_data: *const c_void,
-            private_data_len: u32,
-            ov: *mut c_void,
-        ) -> HResult {
-            hr_boundary($name, || {
-                // SAFETY: the caller's object, QP (checked by kind), Connect's address, private
-                // data and OVERLAPPED (live until the request completes).
-                let ($c, $qp, $($own,)? $data, request) = unsafe {
-                    let c = self::this::<ConnectorBody>(this)?;
-                    let qp = arg::<QpBody>(qp)?;
-                    $(let $own = $read;)?
-                    let data = bytes(private_data, private_data_len as usize)?;
-                    let request = Request::start(ov, &c.file)?;
-                    (c, qp, $($own,)? data, request)
-                };
-                let ($inbound, $outbound) = (inbound_read_limit, outbound_read_limit);
-                issue(request, || $call)
-            })
-        }
-    };
-}
-
-handshake! {
-    connector_connect, "IND2Connector::Connect", (dest: *const libc::sockaddr, dest_len: u32),
-    remote = read_sockaddr(dest, dest_len as usize)?
-        => |c, qp, data, inbound, outbound| c.endpoint.connect(&qp.qp, remote, inbound, outbound, data)
+unsafe extern "C" fn connector_connect(
+    this: *mut c_void,
+    qp: *mut c_void,
+    dest: *const libc::sockaddr,
+    dest_len: u32,
+    inbound_read_limit: u32,
+    outbound_read_limit: u32,
+    private_data: *const c_void,
+    private_data_len: u32,
+    ov: *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Connector::Connect", || {
+        // SAFETY: the caller's object, QP (checked by kind), address, private data and
+        // OVERLAPPED (live until the request completes).
+        let (c, qp, remote, data, request) = unsafe {
+            let c = self::this::<ConnectorBody>(this)?;
+            let qp = arg::<QpBody>(qp)?;
+            let remote = read_sockaddr(dest, dest_len as usize)?;
+            let data = bytes(private_data, private_data_len as usize)?;
+            let request = Request::start(ov, &c.file)?;
+            (c, qp, remote, data, request)
+        };
+        issue(request, || {
+            c.endpoint
+                .connect(&qp.qp, remote, inbound_read_limit, outbound_read_limit, data)
+        })
+    })
 }
 
 unsafe extern "C" fn connector_complete_connect(this: *mut c_void, ov: *mut c_void) -> HResult {
@@ -532,9 +520,29 @@ unsafe extern "C" fn connector_complete_connect(this: *mut c_void, ov: *mut c_vo
     })
 }
 
-handshake! {
-    connector_accept, "IND2Connector::Accept", ()
-        => |c, qp, data, inbound, outbound| c.endpoint.accept(&qp.qp, inbound, outbound, data)
+unsafe extern "C" fn connector_accept(
+    this: *mut c_void,
+    qp: *mut c_void,
+    inbound_read_limit: u32,
+    outbound_read_limit: u32,
+    private_data: *const c_void,
+    private_data_len: u32,
+    ov: *mut c_void,
+) -> HResult {
+    hr_boundary("IND2Connector::Accept", || {
+        // SAFETY: the caller's object, QP (checked by kind), private data and OVERLAPPED (live
+        // until the request completes).
+        let (c, qp, data, request) = unsafe {
+            let c = self::this::<ConnectorBody>(this)?;
+            let qp = arg::<QpBody>(qp)?;
+            let data = bytes(private_data, private_data_len as usize)?;
+            let request = Request::start(ov, &c.file)?;
+            (c, qp, data, request)
+        };
+        issue(request, || {
+            c.endpoint.accept(&qp.qp, inbound_read_limit, outbound_read_limit, data)
+        })
+    })
 }
 
 unsafe extern "C" fn connector_reject(this: *mut c_void, private_data: *const c_void, len: u32) -> HResult {
